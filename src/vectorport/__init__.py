@@ -1,0 +1,71 @@
+"""vectorport: one protocol over Chroma, pgvector and S3-style vector buckets, and tools to
+move chunk stores between them without silent damage.
+
+>>> import vectorport
+>>> store = vectorport.connect("memory://readme", dimension=2)
+>>> store.upsert([vectorport.Record("docs/a.md#chunk0", [1.0, 0.0], {"lang": "en"}, "hi")])
+1
+>>> store.query([1.0, 0.1], k=1, filter={"lang": "en"}).keys
+['docs/a.md#chunk0']
+>>> store.drop()
+"""
+
+from ._base import BaseStore
+from ._capabilities import Capabilities, MetadataRules
+from ._models import CollectionSpec, Include, Match, Metric, QueryResult, Record, ScanPage
+from ._protocol import VectorStore
+from ._registry import available_backends, connect
+from ._retry import RetryPolicy
+from ._url import StoreURL, mask_url
+from ._validate import Batch
+from .exceptions import (
+    BackendError,
+    BackendUnavailableError,
+    ConfigurationError,
+    ConflictError,
+    FilterError,
+    NotFoundError,
+    NotInstalledError,
+    TransientError,
+    UnsupportedError,
+    UnsupportedFeatureError,
+    UnsupportedFilterError,
+    ValidationError,
+    VectorportError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendError",
+    "BackendUnavailableError",
+    "BaseStore",
+    "Batch",
+    "Capabilities",
+    "CollectionSpec",
+    "ConfigurationError",
+    "ConflictError",
+    "FilterError",
+    "Include",
+    "Match",
+    "MetadataRules",
+    "Metric",
+    "NotFoundError",
+    "NotInstalledError",
+    "QueryResult",
+    "Record",
+    "RetryPolicy",
+    "ScanPage",
+    "StoreURL",
+    "TransientError",
+    "UnsupportedError",
+    "UnsupportedFeatureError",
+    "UnsupportedFilterError",
+    "ValidationError",
+    "VectorStore",
+    "VectorportError",
+    "__version__",
+    "available_backends",
+    "connect",
+    "mask_url",
+]

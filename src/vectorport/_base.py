@@ -1,0 +1,350 @@
+"""The base class backends subclass: validation, batching, retries and filter parsing live
+here once, and a backend implements a handful of primitives."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+from ._capabilities import Capabilities
+from ._models import (
+    ALL_INCLUDES,
+    QUERY_INCLUDES,
+    CollectionSpec,
+    Include,
+    Match,
+    Metric,
+    QueryResult,
+    Record,
+    ScanPage,
+    Vector,
+)
+from ._retry import RetryPolicy
+from ._url import StoreURL
+from ._validate import Batch, check_vector, validate_keys, validate_records
+from .exceptions import (
+    ConfigurationError,
+    NotFoundError,
+    Problem,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+from .filters import FilterNode, evaluate, parse_filter
+
+__all__ = ["BaseStore"]
+
+log = logging.getLogger("vectorport")
+
+FilterLike = Mapping[str, Any] | FilterNode | None
+
+
+class BaseStore(ABC):
+    """Implementer template. Subclasses set ``name`` and ``capabilities`` and implement:
+
+    ``from_url``, ``_describe_collection``, ``_create_collection``, ``_drop_collection``,
+    ``list_collections``, ``_write``, ``_read``, ``_remove``, ``_search``, ``_scan_page``,
+    ``_count``, and optionally ``check_filter`` (compile without I/O) and ``close``.
+
+    Everything public (``upsert``, ``get``, ``delete``, ``query``, ``scan`` …) is built here
+    once: inputs are validated before any I/O, writes are split to the backend's limits and
+    each call is retried on :class:`~vectorport.exceptions.TransientError`.
+    """
+
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+
+    def __init__(self, url: StoreURL, collection: str, *, retry: RetryPolicy | None = None) -> None:
+        self.url = url
+        self.collection = collection
+        self.retry = retry or RetryPolicy()
+        self._spec: CollectionSpec | None = None
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    @abstractmethod
+    def from_url(cls, url: StoreURL, **options: Any) -> Self:
+        """Build an unbound store from a parsed URL and keyword options."""
+
+    def bind(
+        self,
+        dimension: int | None = None,
+        metric: str | Metric | None = None,
+        embedding_model: str | None = None,
+    ) -> CollectionSpec:
+        """Open the collection; with ``dimension`` create it when missing. Checks the spec."""
+        existing = self.retry.call(self._describe_collection, f"{self.name}: describe")
+        if existing is None:
+            if dimension is None:
+                raise NotFoundError(
+                    f"{self.name} collection {self.collection!r} does not exist at {self.url}; "
+                    "pass dimension= (and metric=) to create it"
+                )
+            spec = CollectionSpec(
+                self.collection, dimension, Metric.parse(metric or Metric.COSINE), embedding_model
+            )
+            self._check_spec_supported(spec)
+            self._create_collection(spec)
+            log.info(
+                "%s: created collection %r (%d dims, %s)",
+                self.name,
+                spec.name,
+                spec.dimension,
+                spec.metric.value,
+            )
+        else:
+            spec = existing
+            if dimension is not None and dimension != spec.dimension:
+                raise ConfigurationError(
+                    f"{self.name} collection {spec.name!r} has dimension {spec.dimension}, not "
+                    f"{dimension}; use another collection name or drop this one"
+                )
+            if metric is not None and Metric.parse(metric) is not spec.metric:
+                raise ConfigurationError(
+                    f"{self.name} collection {spec.name!r} uses the {spec.metric.value} metric, not "
+                    f"{Metric.parse(metric).value}; use another collection name or drop this one"
+                )
+            if embedding_model and spec.embedding_model and embedding_model != spec.embedding_model:
+                raise ConfigurationError(
+                    f"{self.name} collection {spec.name!r} was embedded with "
+                    f"{spec.embedding_model!r}, not {embedding_model!r}; re-embed into a new collection"
+                )
+        self._spec = spec
+        return spec
+
+    def _check_spec_supported(self, spec: CollectionSpec) -> None:
+        caps = self.capabilities
+        if spec.metric not in caps.metrics:
+            names = ", ".join(sorted(m.value for m in caps.metrics))
+            raise UnsupportedFeatureError(
+                f"{self.name} does not support the {spec.metric.value} metric (it supports {names})"
+            )
+        if spec.dimension > caps.max_dimension:
+            raise UnsupportedFeatureError(
+                f"{self.name} supports at most {caps.max_dimension} dimensions, not {spec.dimension}"
+            )
+
+    @property
+    def spec(self) -> CollectionSpec:
+        """The bound collection's spec."""
+        if self._spec is None:
+            raise NotFoundError(f"{self!r} is not bound to a collection; use vectorport.connect()")
+        return self._spec
+
+    # ----------------------------------------------------------------- primitives
+    @abstractmethod
+    def _describe_collection(self) -> CollectionSpec | None:
+        """The spec of ``self.collection``, or ``None`` when it does not exist."""
+
+    @abstractmethod
+    def _create_collection(self, spec: CollectionSpec) -> None:
+        """Create the collection (idempotent against a concurrent creator is welcome)."""
+
+    @abstractmethod
+    def _drop_collection(self) -> None:
+        """Delete the collection and everything in it; no error when it is missing."""
+
+    @abstractmethod
+    def list_collections(self) -> list[str]:
+        """Names of the collections this server/directory holds."""
+
+    @abstractmethod
+    def _write(self, batch: Batch) -> None:
+        """Full-replace upsert of at most ``max_write_batch`` valid, distinct records."""
+
+    @abstractmethod
+    def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
+        """Records for at most ``max_read_batch`` distinct keys; missing keys are left out."""
+
+    @abstractmethod
+    def _remove(self, keys: Sequence[str]) -> None:
+        """Delete at most ``max_delete_batch`` distinct keys; missing keys are no error."""
+
+    @abstractmethod
+    def _search(
+        self,
+        vector: Vector,
+        k: int,
+        where: FilterNode | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+    ) -> list[Match]:
+        """Top-``k`` by canonical distance among records matching ``where`` (applied *before*
+        ranking), best first, ties broken by key."""
+
+    @abstractmethod
+    def _scan_page(
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
+    ) -> ScanPage:
+        """Up to ``limit`` records of ``segment`` after ``cursor`` (``None``: from the start).
+        The page's cursor is ``None`` when the segment is exhausted."""
+
+    @abstractmethod
+    def _count(self) -> int:
+        """Number of records in the collection."""
+
+    def check_filter(self, where: FilterNode) -> None:  # noqa: B027 - optional hook
+        """Raise ``UnsupportedFilterError`` when the backend cannot apply ``where`` exactly.
+
+        Called before any I/O. Backends with a compiler override it to compile the tree.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections and clients."""
+
+    # ----------------------------------------------------------------- public API
+    def upsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
+        """Write records by key, full replace. Returns how many distinct keys were written.
+
+        Every record is validated before the first write; duplicate keys: the last one wins.
+        """
+        batch = validate_records(records, self.spec, self.capabilities, self.name)
+        size = self._batch_size(batch_size, self.capabilities.max_write_batch)
+        for chunk in batch.chunks(size):
+            self.retry.call(lambda c=chunk: self._write(c), f"{self.name}: upsert")  # type: ignore[misc]
+        return len(batch)
+
+    def get(self, keys: Iterable[str], *, include: Iterable[str] | None = None) -> list[Record]:
+        """Records for ``keys`` in the order asked (first occurrence); missing keys are skipped."""
+        wanted = validate_keys(keys, self.capabilities.max_key_bytes)
+        inc = Include.parse(include, ALL_INCLUDES)
+        found: dict[str, Record] = {}
+        step = self.capabilities.max_read_batch
+        for start in range(0, len(wanted), step):
+            chunk = wanted[start : start + step]
+            for rec in self.retry.call(lambda c=chunk: self._read(c, inc), f"{self.name}: get"):  # type: ignore[misc]
+                found[rec.key] = rec
+        return [found[k] for k in wanted if k in found]
+
+    def delete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
+        """Delete by keys, or every record matching ``filter``. Returns the number of distinct
+        keys sent for deletion (missing keys are no error)."""
+        if (keys is None) == (filter is None):
+            raise ConfigurationError("delete() takes either keys or filter=, not both or neither")
+        if keys is not None:
+            doomed = validate_keys(keys, self.capabilities.max_key_bytes)
+        else:
+            where = parse_filter(filter)
+            doomed = [
+                rec.key
+                for page in self.scan(include=["metadata"])
+                for rec in page
+                if evaluate(where, rec.metadata)
+            ]
+        step = self.capabilities.max_delete_batch
+        for start in range(0, len(doomed), step):
+            chunk = doomed[start : start + step]
+            self.retry.call(lambda c=chunk: self._remove(c), f"{self.name}: delete")  # type: ignore[misc]
+        return len(doomed)
+
+    def query(
+        self,
+        vector: Sequence[float] | Any,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """The ``k`` nearest records to ``vector`` among those matching ``filter``.
+
+        The filter is applied inside the backend before ranking, or refused before any I/O
+        with :class:`~vectorport.exceptions.UnsupportedFilterError`.
+
+        >>> import vectorport
+        >>> s = vectorport.connect("memory://doctest-query", dimension=2, metric="euclidean")
+        >>> _ = s.upsert([vectorport.Record("a", [0, 0], {"lang": "en"}),
+        ...               vectorport.Record("b", [3, 4], {"lang": "fr"})])
+        >>> [(m.key, m.distance) for m in s.query([0, 0], k=2, filter={"lang": "fr"})]
+        [('b', 5.0)]
+        >>> s.drop()
+        """
+        spec = self.spec
+        vec, why = check_vector(vector, spec.dimension, spec.metric)
+        if vec is None:
+            raise ValidationError([Problem(None, "query vector", why or "invalid")], backend=self.name)
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ConfigurationError(f"k must be a positive integer, got {k!r}")
+        k = int(k)
+        top = self.capabilities.max_top_k
+        if top is not None and k > top:
+            raise UnsupportedFeatureError(f"{self.name} returns at most {top} results per query; k={k}")
+        where = parse_filter(filter)
+        if where is not None:
+            self.check_filter(where)
+        inc = Include.parse(include, QUERY_INCLUDES)
+        matches = self.retry.call(
+            lambda: self._search(vec, k, where, inc, params or {}), f"{self.name}: query"
+        )
+        return QueryResult(tuple(matches[:k]), k)
+
+    def count(self) -> int:
+        """Number of records in the collection."""
+        return self.retry.call(self._count, f"{self.name}: count")
+
+    def scan(
+        self,
+        *,
+        batch_size: int | None = None,
+        include: Iterable[str] | None = None,
+        segment: tuple[int, int] = (0, 1),
+        cursor: str | None = None,
+    ) -> Iterator[ScanPage]:
+        """Every record once, in pages. ``segment=(i, n)`` reads the i-th of n disjoint parts;
+        a page's ``cursor`` passed back as ``cursor=`` resumes right after that page."""
+        index, parts = segment
+        if not (isinstance(index, int) and isinstance(parts, int) and parts >= 1 and 0 <= index < parts):
+            raise ConfigurationError(f"segment must be (i, n) with 0 <= i < n, got {segment!r}")
+        limit = self._batch_size(batch_size, self.capabilities.max_scan_page)
+        inc = Include.parse(include, ALL_INCLUDES)
+        _ = self.spec
+        while True:
+            page = self.retry.call(
+                lambda c=cursor: self._scan_page(limit, inc, (index, parts), c),  # type: ignore[misc]
+                f"{self.name}: scan",
+            )
+            if page.records or page.cursor is None:
+                yield page
+            if page.cursor is None:
+                return
+            cursor = page.cursor
+
+    def records(self, *, include: Iterable[str] | None = None) -> Iterator[Record]:
+        """Every record, one at a time (a flattened :meth:`scan`)."""
+        for page in self.scan(include=include):
+            yield from page
+
+    def drop(self) -> None:
+        """Delete the bound collection and all its records."""
+        self._drop_collection()
+        self._spec = None
+
+    def info(self) -> dict[str, Any]:
+        """Backend, masked URL, spec, record count and capabilities, JSON-ready."""
+        return {
+            "backend": self.name,
+            "url": self.url.masked,
+            "collection": self.collection,
+            **self.spec.to_dict(),
+            "count": self.count(),
+            "capabilities": self.capabilities.summary(),
+        }
+
+    def _batch_size(self, requested: int | None, limit: int) -> int:
+        if requested is None:
+            return limit
+        if requested < 1:
+            raise ConfigurationError(f"batch_size must be positive, got {requested}")
+        return min(requested, limit)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url.masked!r} collection={self.collection!r}>"

@@ -1,0 +1,78 @@
+"""What a backend can hold and do, declared once as data on each store class.
+
+Validation, the migration planner, the conformance kit, ``vectorport backends`` and the docs
+read these declarations; nobody restates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ._models import Metric
+
+__all__ = ["Capabilities", "MetadataRules"]
+
+
+@dataclass(frozen=True)
+class MetadataRules:
+    """Which metadata values a backend can store exactly.
+
+    ``None`` for a limit means "no limit vectorport knows of".
+    """
+
+    nested_objects: bool = True
+    """Dict values (``{"a": {"b": 1}}``)."""
+    null: bool = True
+    """``None`` values."""
+    empty_lists: bool = True
+    mixed_lists: bool = True
+    """Lists mixing types, or holding lists/objects/null. When False lists must be homogeneous
+    lists of str, number or bool."""
+    max_keys: int | None = None
+    max_total_bytes: int | None = None
+    """UTF-8 bytes of the JSON-encoded metadata (plus the text when ``text_in_metadata``)."""
+    max_filterable_bytes: int | None = None
+    """UTF-8 bytes of the JSON-encoded filterable metadata (all keys but the text key)."""
+    text_in_metadata: bool = False
+    """The backend stores the chunk text as a (non-filterable) metadata key."""
+    max_int: int | None = None
+    """Largest absolute integer stored exactly (e.g. 2**53 where numbers are doubles)."""
+    reserved_keys: frozenset[str] = frozenset()
+    reserved_prefixes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Limits and features of a backend. See ``docs/protocol.md``."""
+
+    metrics: frozenset[Metric]
+    max_dimension: int
+    max_write_batch: int
+    """Records per write call the backend accepts."""
+    max_read_batch: int
+    """Keys per get call."""
+    max_delete_batch: int
+    max_scan_page: int
+    """Records per scan page."""
+    max_top_k: int | None = None
+    max_key_bytes: int = 1024
+    exact: bool = True
+    """Exact search (True) or approximate (ANN)."""
+    recall_tolerance: float = 1.0
+    """Minimum recall@k vs exact search the backend promises on clustered data."""
+    metadata: MetadataRules = field(default_factory=MetadataRules)
+    filter_operators: frozenset[str] = frozenset()
+    features: frozenset[str] = frozenset()
+    """Optional features: ``hybrid``, ``text_search``, ``native_count``, ``native_segments``."""
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = asdict(self)
+        out["metrics"] = sorted(m.value for m in self.metrics)
+        out["filter_operators"] = sorted(self.filter_operators)
+        out["features"] = sorted(self.features)
+        rules = out["metadata"]
+        rules["reserved_keys"] = sorted(self.metadata.reserved_keys)
+        rules["reserved_prefixes"] = list(self.metadata.reserved_prefixes)
+        return out

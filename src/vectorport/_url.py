@@ -1,0 +1,89 @@
+"""Store URLs: parsing, and masking of secrets in everything printed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from .exceptions import ConfigurationError
+
+__all__ = ["StoreURL", "mask_url"]
+
+_SECRET_PARAMS = re.compile(r"(?i)(pass(word)?|secret|token|key|apikey|api_key|auth|credential)")
+MASK = "***"
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    """A parsed store URL. ``str()`` and ``repr()`` never show a password or secret parameter."""
+
+    raw: str
+    scheme: str
+    username: str | None
+    password: str | None
+    host: str | None
+    port: int | None
+    path: str
+    params: dict[str, str]
+
+    @classmethod
+    def parse(cls, url: str) -> StoreURL:
+        if not isinstance(url, str) or "://" not in url:
+            raise ConfigurationError(
+                f"not a store URL: {mask_url(str(url))!r}; expected SCHEME://…, e.g. memory://docs, "
+                "chroma:///path/to/dir?collection=docs, postgresql://user@host/db?table=docs, "
+                "s3vectors://bucket/index"
+            )
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ConfigurationError(f"bad port in {mask_url(url)!r}: {exc}") from None
+        return cls(
+            raw=url,
+            scheme=parts.scheme.lower(),
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password is not None else None,
+            host=parts.hostname,
+            port=port,
+            path=unquote(parts.path),
+            params=dict(parse_qsl(parts.query, keep_blank_values=True)),
+        )
+
+    @property
+    def masked(self) -> str:
+        """The URL with its password and secret-looking query values replaced by ``***``."""
+        return mask_url(self.raw)
+
+    def param(self, name: str, default: str | None = None) -> str | None:
+        return self.params.get(name, default)
+
+    def __str__(self) -> str:
+        return self.masked
+
+    def __repr__(self) -> str:
+        return f"StoreURL({self.masked!r})"
+
+
+def mask_url(url: str) -> str:
+    """Hide the password and secret query values of a URL (safe on any string)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if parts.password is not None:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:{MASK}@{hostport}"
+    query = "&".join(
+        f"{k}={MASK}" if _SECRET_PARAMS.search(k) and v else f"{k}={quote(v, safe='/:,')}"
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    out = f"{parts.scheme}://{netloc}{parts.path}"
+    if query:
+        out += f"?{query}"
+    if parts.fragment:
+        out += f"#{parts.fragment}"
+    return out

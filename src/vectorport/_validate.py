@@ -1,0 +1,302 @@
+"""Validation done once for every backend: keys, vectors, metadata. Nothing is written when
+anything is wrong, and every problem names the record key and the path inside it."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._capabilities import Capabilities, MetadataRules
+from ._models import JSON, CollectionSpec, Metric, Record, Vector
+from .exceptions import Problem, ValidationError
+
+__all__ = [
+    "Batch",
+    "check_vector",
+    "json_size",
+    "key_problem",
+    "metadata_problems",
+    "validate_keys",
+    "validate_records",
+]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Validated, de-duplicated records in columns: what a backend's ``_write`` receives."""
+
+    keys: list[str]
+    vectors: Vector
+    """``(n, dimension)`` float32, C-contiguous, finite."""
+    metadatas: list[dict[str, JSON]]
+    texts: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, index: slice) -> Batch:
+        return Batch(self.keys[index], self.vectors[index], self.metadatas[index], self.texts[index])
+
+    def chunks(self, size: int) -> Iterator[Batch]:
+        for start in range(0, len(self.keys), size):
+            yield self[start : start + size]
+
+    def records(self) -> Iterator[Record]:
+        for i, key in enumerate(self.keys):
+            yield Record(key, self.vectors[i], self.metadatas[i], self.texts[i])
+
+
+def key_problem(key: object, max_bytes: int = 1024) -> str | None:
+    """Why ``key`` is not a valid record key, or ``None``."""
+    if not isinstance(key, str):
+        return f"the key must be a string, got {type(key).__name__}"
+    if not key:
+        return "the key is empty"
+    if "\x00" in key:
+        return "the key contains a NUL character, which PostgreSQL text cannot hold"
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "the key is not valid Unicode (lone surrogate)"
+    if size > max_bytes:
+        return f"the key is {size} UTF-8 bytes; the limit is {max_bytes}"
+    return None
+
+
+def validate_keys(keys: Iterable[str], max_bytes: int = 1024) -> list[str]:
+    """Check keys and de-duplicate them, keeping first-seen order."""
+    out: dict[str, None] = {}
+    problems: list[Problem] = []
+    for i, key in enumerate(keys):
+        why = key_problem(key, max_bytes)
+        if why:
+            problems.append(Problem(None, "key", f"{why} ({key!r})", index=i))
+        else:
+            out[key] = None
+    if problems:
+        raise ValidationError(problems)
+    return list(out)
+
+
+def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | None, str | None]:
+    """Convert to float32 and check dimension, finiteness and (cosine) non-zero norm."""
+    try:
+        arr = np.asarray(vector, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None, f"the vector is not a sequence of numbers ({type(vector).__name__})"
+    if arr.ndim != 1:
+        return None, f"the vector must be one-dimensional, got shape {arr.shape}"
+    if arr.shape[0] != dimension:
+        return None, f"the vector has {arr.shape[0]} dimensions; the collection has {dimension}"
+    if not np.isfinite(arr).all():
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        return None, f"the vector holds {arr[bad]} at index {bad}; only finite numbers are allowed"
+    out = arr.astype(np.float32)
+    if not np.isfinite(out).all():
+        return None, "the vector holds values beyond float32 range"
+    if metric is Metric.COSINE and not np.any(out):
+        return None, "the vector is all zeros, which has no direction under the cosine metric"
+    return out, None
+
+
+def json_size(value: JSON) -> int:
+    """UTF-8 bytes of the compact JSON encoding."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _json_problems(value: Any, path: str, out: list[str | tuple[str, str]]) -> None:
+    if value is None or isinstance(value, bool | str):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                out.append((path, "the string is not valid Unicode (lone surrogate)"))
+        return
+    if isinstance(value, int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            out.append((path, f"{value} is not a JSON number; use null or a finite number"))
+        return
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _json_problems(item, f"{path}[{i}]", out)
+        return
+    if isinstance(value, dict):
+        for k, item in value.items():
+            if not isinstance(k, str):
+                out.append((path, f"object keys must be strings, got {k!r}"))
+                continue
+            _json_problems(item, f"{path}.{k}", out)
+        return
+    hint = {
+        "bytes": "decode or base64-encode it",
+        "set": "use a sorted list",
+        "frozenset": "use a sorted list",
+        "datetime": "use an ISO 8601 string or a Unix timestamp",
+        "date": "use an ISO 8601 string",
+    }.get(type(value).__name__, "use a JSON value (str, number, bool, null, list, object)")
+    out.append((path, f"{type(value).__name__} is not JSON; {hint}"))
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, bool | int | float | str)
+
+
+def _list_kind(value: list[Any]) -> str | None:
+    kinds = {
+        "bool"
+        if isinstance(v, bool)
+        else "number"
+        if isinstance(v, int | float)
+        else "str"
+        if isinstance(v, str)
+        else "other"
+        for v in value
+    }
+    return kinds.pop() if len(kinds) == 1 and "other" not in kinds else None
+
+
+def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = None) -> list[tuple[str, str]]:
+    """Everything about ``metadata`` that is not JSON or that a backend with ``rules`` cannot hold.
+
+    Returns ``(path, message)`` pairs; paths look like ``metadata.tags[2]``. Shared by record
+    validation and the migration planner.
+    """
+    if not isinstance(metadata, dict):
+        return [("metadata", f"metadata must be a JSON object, got {type(metadata).__name__}")]
+    found: list[str | tuple[str, str]] = []
+    _json_problems(metadata, "metadata", found)
+    out = [p for p in found if isinstance(p, tuple)]
+    if out:
+        return out
+    for key, value in metadata.items():
+        path = f"metadata.{key}"
+        if not key:
+            out.append((path, "metadata keys must not be empty"))
+        if key in rules.reserved_keys:
+            out.append((path, f"the key {key!r} is reserved by this backend"))
+        elif rules.reserved_prefixes and key.startswith(rules.reserved_prefixes):
+            out.append((path, f"keys starting with {rules.reserved_prefixes} are reserved"))
+        _value_rule_problems(value, path, rules, out)
+    if rules.max_keys is not None and len(metadata) > rules.max_keys:
+        out.append(("metadata", f"{len(metadata)} keys; the limit is {rules.max_keys}"))
+    if rules.max_filterable_bytes is not None and metadata:
+        size = json_size(metadata)
+        if size > rules.max_filterable_bytes:
+            out.append(
+                (
+                    "metadata",
+                    f"{size} bytes of filterable metadata; the limit is {rules.max_filterable_bytes}",
+                )
+            )
+    if rules.max_total_bytes is not None:
+        size = json_size(metadata) + (len(text.encode("utf-8")) if text and rules.text_in_metadata else 0)
+        if size > rules.max_total_bytes:
+            what = "metadata and text" if rules.text_in_metadata else "metadata"
+            out.append(("metadata", f"{size} bytes of {what}; the limit is {rules.max_total_bytes}"))
+    return out
+
+
+def _value_rule_problems(value: Any, path: str, rules: MetadataRules, out: list[tuple[str, str]]) -> None:
+    if value is None:
+        if not rules.null:
+            out.append((path, "null values are not supported; drop the key instead"))
+    elif isinstance(value, dict):
+        if not rules.nested_objects:
+            out.append((path, "nested objects are not supported; flatten them"))
+        else:
+            for k, v in value.items():
+                _value_rule_problems(v, f"{path}.{k}", rules, out)
+    elif isinstance(value, list):
+        if not value and not rules.empty_lists:
+            out.append((path, "empty lists are not supported"))
+        elif not rules.mixed_lists and value and _list_kind(value) is None:
+            out.append((path, "lists must hold only strings, only numbers or only booleans"))
+        else:
+            for i, v in enumerate(value):
+                _value_rule_problems(v, f"{path}[{i}]", rules, out)
+    elif (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and rules.max_int is not None
+        and abs(value) > rules.max_int
+    ):
+        out.append(
+            (
+                path,
+                f"the integer {value} is beyond ±{rules.max_int}, which this backend "
+                "stores inexactly; store it as a string",
+            )
+        )
+
+
+def validate_records(
+    records: Iterable[Record],
+    spec: CollectionSpec,
+    caps: Capabilities,
+    backend: str,
+) -> Batch:
+    """Validate every record, de-duplicate keys (last wins) and return one columnar batch.
+
+    Raises :class:`ValidationError` listing every problem; nothing is written then.
+    """
+    latest: dict[str, int] = {}
+    items: list[Record] = []
+    problems: list[Problem] = []
+    for index, rec in enumerate(records):
+        if not isinstance(rec, Record):
+            problems.append(
+                Problem(None, "", f"expected a vectorport.Record, got {type(rec).__name__}", index)
+            )
+            continue
+        why = key_problem(rec.key, caps.max_key_bytes)
+        if why:
+            problems.append(Problem(rec.key if isinstance(rec.key, str) else None, "key", why, index))
+            continue
+        vec, why = check_vector(rec.vector, spec.dimension, spec.metric)
+        if why:
+            problems.append(Problem(rec.key, "vector", why, index))
+        meta = {} if rec.metadata is None else rec.metadata
+        for path, message in metadata_problems(meta, caps.metadata, rec.text):
+            problems.append(Problem(rec.key, path, message, index))
+        if rec.text is not None and not isinstance(rec.text, str):
+            problems.append(
+                Problem(
+                    rec.key,
+                    "text",
+                    f"text must be a string or None, got {type(rec.text).__name__}",
+                    index,
+                )
+            )
+        if vec is not None:
+            latest[rec.key] = len(items)
+            items.append(Record(rec.key, vec, meta, rec.text))
+    if problems:
+        raise ValidationError(problems, backend=backend)
+    keep = sorted(latest.values())
+    dim = spec.dimension
+    vectors = np.empty((len(keep), dim), dtype=np.float32)
+    for row, i in enumerate(keep):
+        vectors[row] = items[i].vector
+    return Batch(
+        keys=[items[i].key for i in keep],
+        vectors=vectors,
+        metadatas=[dict(items[i].metadata) for i in keep],
+        texts=[items[i].text for i in keep],
+    )
+
+
+def batch_from_columns(
+    keys: Sequence[str],
+    vectors: Vector,
+    metadatas: Sequence[dict[str, JSON]],
+    texts: Sequence[str | None],
+) -> Batch:
+    """A batch from columns already known to be valid (used by backends reading their own data)."""
+    return Batch(list(keys), vectors, list(metadatas), list(texts))

@@ -1,0 +1,234 @@
+"""``memory://NAME``: exact numpy search over an in-process collection. The reference and oracle.
+
+Collections live in a process-wide namespace (like fsspec's memory filesystem), so two
+``connect("memory://docs")`` calls share data. Filters are evaluated by the oracle itself.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+from ..._base import BaseStore
+from ..._capabilities import Capabilities
+from ..._models import (
+    CollectionSpec,
+    Include,
+    Match,
+    Metric,
+    Record,
+    ScanPage,
+    Vector,
+    canonical_distances,
+    score_from_distance,
+)
+from ..._segments import segment_of
+from ..._url import StoreURL
+from ..._validate import Batch
+from ...exceptions import ConfigurationError, NotFoundError
+from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Collection:
+    spec: CollectionSpec
+    vectors: Vector
+    keys: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    metadatas: list[dict[str, Any]] = field(default_factory=list)
+    texts: list[str | None] = field(default_factory=list)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    _sorted: list[str] | None = None
+
+    def sorted_keys(self) -> list[str]:
+        if self._sorted is None:
+            self._sorted = sorted(self.keys)
+        return self._sorted
+
+    def put(self, key: str, vector: Vector, metadata: dict[str, Any], text: str | None) -> None:
+        row = self.rows.get(key)
+        if row is None:
+            row = len(self.keys)
+            if row == self.vectors.shape[0]:
+                grown = np.empty((max(16, row * 2), self.spec.dimension), dtype=np.float32)
+                grown[:row] = self.vectors[:row]
+                self.vectors = grown
+            self.rows[key] = row
+            self._sorted = None
+            self.keys.append(key)
+            self.metadatas.append(metadata)
+            self.texts.append(text)
+        else:
+            self.metadatas[row] = metadata
+            self.texts[row] = text
+        self.vectors[row] = vector
+
+    def remove(self, key: str) -> None:
+        row = self.rows.pop(key, None)
+        if row is None:
+            return
+        self._sorted = None
+        last = len(self.keys) - 1
+        if row != last:  # move the last row into the hole
+            moved = self.keys[last]
+            self.keys[row] = moved
+            self.rows[moved] = row
+            self.metadatas[row] = self.metadatas[last]
+            self.texts[row] = self.texts[last]
+            self.vectors[row] = self.vectors[last]
+        self.keys.pop()
+        self.metadatas.pop()
+        self.texts.pop()
+
+
+_NAMESPACE: dict[str, _Collection] = {}
+_NAMESPACE_LOCK = threading.Lock()
+
+
+class MemoryStore(BaseStore):
+    """Exact, in-process store. Every metric, every filter operator, no size limits but RAM.
+
+    >>> import vectorport
+    >>> s = vectorport.connect("memory://doctest-memory", dimension=2)
+    >>> s.upsert([vectorport.Record("a#0", [1, 0], {"lang": "en"}, "hello")])
+    1
+    >>> s.get(["a#0"])[0].text
+    'hello'
+    >>> s.drop()
+    """
+
+    name: ClassVar[str] = "memory"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        metrics=frozenset(Metric),
+        max_dimension=65_536,
+        max_write_batch=10_000,
+        max_read_batch=10_000,
+        max_delete_batch=10_000,
+        max_scan_page=1_000,
+        exact=True,
+        filter_operators=frozenset(ALL_OPERATORS),
+        features=frozenset({"native_count", "native_segments"}),
+    )
+
+    @classmethod
+    def from_url(cls, url: StoreURL, **options: Any) -> Self:
+        if options:
+            raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
+        name = ((url.host or "") + url.path).strip("/") or url.param("collection") or "default"
+        return cls(url, name)
+
+    def _get(self) -> _Collection:
+        coll = _NAMESPACE.get(self.collection)
+        if coll is None:
+            raise NotFoundError(f"memory collection {self.collection!r} was dropped")
+        return coll
+
+    def _describe_collection(self) -> CollectionSpec | None:
+        coll = _NAMESPACE.get(self.collection)
+        return None if coll is None else coll.spec
+
+    def _create_collection(self, spec: CollectionSpec) -> None:
+        with _NAMESPACE_LOCK:
+            _NAMESPACE.setdefault(
+                spec.name, _Collection(spec, np.empty((0, spec.dimension), dtype=np.float32))
+            )
+
+    def _drop_collection(self) -> None:
+        with _NAMESPACE_LOCK:
+            _NAMESPACE.pop(self.collection, None)
+
+    def list_collections(self) -> list[str]:
+        return sorted(_NAMESPACE)
+
+    def _write(self, batch: Batch) -> None:
+        coll = self._get()
+        with coll.lock:
+            for i, key in enumerate(batch.keys):
+                coll.put(key, batch.vectors[i].copy(), copy.deepcopy(batch.metadatas[i]), batch.texts[i])
+
+    def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
+        coll = self._get()
+        with coll.lock:
+            return [self._record(coll, coll.rows[k], include) for k in keys if k in coll.rows]
+
+    def _remove(self, keys: Sequence[str]) -> None:
+        coll = self._get()
+        with coll.lock:
+            for key in keys:
+                coll.remove(key)
+
+    def _search(
+        self,
+        vector: Vector,
+        k: int,
+        where: FilterNode | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+    ) -> list[Match]:
+        coll = self._get()
+        with coll.lock:
+            n = len(coll.keys)
+            mask = evaluate_many(where, coll.metadatas)
+            rows = np.flatnonzero(mask)
+            if rows.size == 0:
+                return []
+            dist = canonical_distances(coll.spec.metric, vector, coll.vectors[:n][rows])
+            keys = np.array([coll.keys[r] for r in rows], dtype=object)
+            order = np.lexsort((keys, dist))[:k]
+            out = []
+            for i in order:
+                row = int(rows[i])
+                d = float(dist[i])
+                rec = self._record(coll, row, include)
+                out.append(
+                    Match(
+                        rec.key,
+                        d,
+                        score_from_distance(coll.spec.metric, d),
+                        rec.metadata if Include.METADATA in include else None,
+                        rec.text,
+                        coll.vectors[row].copy() if Include.VECTOR in include else None,
+                    )
+                )
+            return out
+
+    def _scan_page(
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
+    ) -> ScanPage:
+        coll = self._get()
+        after = json.loads(cursor)["after"] if cursor else None
+        index, parts = segment
+        with coll.lock:
+            ordered = coll.sorted_keys()
+            pos = 0 if after is None else bisect.bisect_right(ordered, after)
+            chosen: list[str] = []
+            while pos < len(ordered) and len(chosen) < limit:
+                key = ordered[pos]
+                pos += 1
+                if parts == 1 or segment_of(key, parts) == index:
+                    chosen.append(key)
+            records = tuple(self._record(coll, coll.rows[k], include) for k in chosen)
+            done = pos >= len(ordered)
+        next_cursor = None if done or not chosen else json.dumps({"after": chosen[-1]})
+        return ScanPage(records, next_cursor)
+
+    def _count(self) -> int:
+        return len(self._get().keys)
+
+    @staticmethod
+    def _record(coll: _Collection, row: int, include: frozenset[Include]) -> Record:
+        return Record(
+            coll.keys[row],
+            coll.vectors[row].copy() if Include.VECTOR in include else None,
+            copy.deepcopy(coll.metadatas[row]) if Include.METADATA in include else {},
+            coll.texts[row] if Include.TEXT in include else None,
+        )
