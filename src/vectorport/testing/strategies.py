@@ -100,8 +100,12 @@ def metadata_for(rules: MetadataRules, typed: bool = True) -> st.SearchStrategy[
     if rules.mixed_lists:
         lists = st.lists(scalar, min_size=0 if rules.empty_lists else 1, max_size=4)
     else:
-        size = {"min_size": 0 if rules.empty_lists else 1, "max_size": 4}
-        lists = st.one_of(st.lists(strings, **size), st.lists(ints, **size), st.lists(st.booleans(), **size))
+        low = 0 if rules.empty_lists else 1
+        lists = st.one_of(
+            st.lists(strings, min_size=low, max_size=4),
+            st.lists(ints, min_size=low, max_size=4),
+            st.lists(st.booleans(), min_size=low, max_size=4),
+        )
     leaf = st.one_of(scalar, lists, st.none()) if rules.null else st.one_of(scalar, lists)
     value = (
         st.recursive(
