@@ -18,6 +18,7 @@ from ._registry import available_backends, connect
 from ._retry import RetryPolicy
 from ._url import StoreURL, mask_url
 from ._validate import Batch
+from .compare import Comparison, compare
 from .exceptions import (
     BackendError,
     BackendUnavailableError,
@@ -43,6 +44,7 @@ __all__ = [
     "Batch",
     "Capabilities",
     "CollectionSpec",
+    "Comparison",
     "ConfigurationError",
     "ConflictError",
     "FilterError",
@@ -66,6 +68,7 @@ __all__ = [
     "VectorportError",
     "__version__",
     "available_backends",
+    "compare",
     "connect",
     "mask_url",
 ]

@@ -1,0 +1,60 @@
+"""The comparison harness: the same queries against N stores, judged by exact search.
+
+>>> import vectorport
+>>> from vectorport.compare import Query, Gates, GroundTruth  # the building blocks
+
+``vectorport.compare(stores, queries, k=…)`` (this package's :func:`compare`) returns a
+:class:`Comparison`; ``vectorport compare URL URL …`` and the pytest plugin
+(:mod:`vectorport.testing.plugin`) wrap it. See ``docs/compare.md``.
+
+Modules: ``_queries`` (the query set), ``_truth`` (exact ground truth), ``_metrics`` (the
+figures), ``_gates`` (thresholds and failure diffs), ``_runner`` (timed runs), ``_result``
+(the result and its JSON), ``_html`` (the offline HTML report), ``_table`` (terminal tables).
+"""
+
+from ._gates import GateFailure, GateResult, Gates
+from ._metrics import (
+    Figures,
+    Latency,
+    Outcome,
+    PairFigures,
+    Relevance,
+    Status,
+    hit_at_k,
+    ndcg_at_k,
+    overlap_at_k,
+    rank_biased_overlap,
+    reciprocal_rank,
+)
+from ._queries import Embedder, Query, load_queries, sample_queries
+from ._result import Comparison, PairReport, StoreReport
+from ._runner import compare
+from ._truth import FilterGroup, GroundTruth, TruthTable
+
+__all__ = [
+    "Comparison",
+    "Embedder",
+    "Figures",
+    "FilterGroup",
+    "GateFailure",
+    "GateResult",
+    "Gates",
+    "GroundTruth",
+    "Latency",
+    "Outcome",
+    "PairFigures",
+    "PairReport",
+    "Query",
+    "Relevance",
+    "Status",
+    "StoreReport",
+    "TruthTable",
+    "compare",
+    "hit_at_k",
+    "load_queries",
+    "ndcg_at_k",
+    "overlap_at_k",
+    "rank_biased_overlap",
+    "reciprocal_rank",
+    "sample_queries",
+]

@@ -1,0 +1,251 @@
+"""Gates: thresholds that turn a comparison into pass/fail, and a readable account of each
+failure (the figure, the threshold, and diffs of the worst queries against the exact truth)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._metrics import Figures, Outcome, PairFigures, Status
+
+if TYPE_CHECKING:
+    from ._result import Comparison
+
+__all__ = ["GateFailure", "GateResult", "Gates"]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate checked on one store (or pair of stores), overall or for one filter."""
+
+    gate: str
+    """``min-recall``, ``max-violations``, ``min-overlap``, ``max-underfill`` or ``answered``."""
+    subject: str
+    """A store label, or ``"a vs b"`` for a pair."""
+    filter: str | None
+    """The filter group label, ``None`` for all queries."""
+    value: float
+    threshold: float
+    passed: bool
+
+    @property
+    def message(self) -> str:
+        scope = "" if self.filter is None else f" [filter {self.filter}]"
+        verdict = "ok" if self.passed else "FAILED"
+        return f"{self.gate} {verdict}: {self.subject}{scope}: {_describe(self)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        value = None if math.isnan(self.value) else self.value
+        return {
+            "gate": self.gate,
+            "subject": self.subject,
+            "filter": self.filter,
+            "value": value,
+            "threshold": self.threshold,
+            "passed": self.passed,
+            "message": self.message,
+        }
+
+
+def _describe(r: GateResult) -> str:
+    v = "n/a" if math.isnan(r.value) else None
+    if r.gate == "min-recall":
+        return f"recall@k {v or f'{r.value:.4f}'} {'>=' if r.passed else '<'} {r.threshold:g}"
+    if r.gate == "min-overlap":
+        return f"overlap@k {v or f'{r.value:.4f}'} {'>=' if r.passed else '<'} {r.threshold:g}"
+    if r.gate == "max-underfill":
+        return (
+            f"{v or f'{r.value:.2%}'} of queries under-filled {'<=' if r.passed else '>'} {r.threshold:g}"
+        )
+    if r.gate == "max-violations":
+        return f"{r.value:.0f} filter-scope violations {'<=' if r.passed else '>'} {r.threshold:g}"
+    return f"{r.value:.0f} queries refused or failed (allowed: {r.threshold:g})"
+
+
+@dataclass(frozen=True)
+class Gates:
+    """Thresholds; ``None`` disables a gate.
+
+    Parameters
+    ----------
+    min_recall
+        Every store's mean recall@k (near-ties count as hits) must reach this, overall and,
+        with ``per_filter``, for each filter.
+    max_violations
+        Most results (in total, per store) whose metadata fails the query's filter.
+    min_overlap
+        Every pair of stores must share at least this mean overlap@k (overall and per filter).
+    max_underfill
+        Largest fraction of queries a store may answer with fewer results than the truth has.
+    allow_refused
+        Without it, a store that refuses or fails a query fails the ``answered`` gate whenever
+        another gate is set.
+    per_filter
+        Check the rate gates for each filter group too, not only over all queries.
+    """
+
+    min_recall: float | None = None
+    max_violations: int | None = None
+    min_overlap: float | None = None
+    max_underfill: float | None = None
+    allow_refused: bool = False
+    per_filter: bool = True
+
+    @property
+    def active(self) -> bool:
+        """Is any threshold set?"""
+        return any(
+            v is not None for v in (self.min_recall, self.max_violations, self.min_overlap, self.max_underfill)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_recall": self.min_recall,
+            "max_violations": self.max_violations,
+            "min_overlap": self.min_overlap,
+            "max_underfill": self.max_underfill,
+            "allow_refused": self.allow_refused,
+            "per_filter": self.per_filter,
+        }
+
+    def evaluate(self, result: Comparison) -> tuple[GateResult, ...]:
+        """Check every gate on ``result``."""
+        return tuple(self._check(result))
+
+    def _scopes(
+        self, overall: Figures | PairFigures, by_filter: dict[str, Any]
+    ) -> Iterator[tuple[str | None, Any]]:
+        yield None, overall
+        if self.per_filter and (len(by_filter) > 1 or "none" not in by_filter):
+            yield from by_filter.items()
+
+    def _check(self, result: Comparison) -> Iterator[GateResult]:
+        for s in result.stores:
+            if self.active and not self.allow_refused:
+                bad = s.overall.refused + s.overall.errors
+                yield GateResult("answered", s.label, None, float(bad), 0, bad == 0)
+            if self.min_recall is not None:
+                for scope, fig in self._scopes(s.overall, s.by_filter):
+                    ok = not math.isnan(fig.recall) and fig.recall >= self.min_recall
+                    yield GateResult("min-recall", s.label, scope, fig.recall, self.min_recall, ok)
+            if self.max_violations is not None:
+                n = s.overall.violations
+                yield GateResult(
+                    "max-violations", s.label, None, float(n), self.max_violations, n <= self.max_violations
+                )
+            if self.max_underfill is not None:
+                for scope, fig in self._scopes(s.overall, s.by_filter):
+                    ok = not math.isnan(fig.underfill) and fig.underfill <= self.max_underfill
+                    yield GateResult("max-underfill", s.label, scope, fig.underfill, self.max_underfill, ok)
+        if self.min_overlap is not None:
+            for p in result.pairs:
+                for scope, pf in self._scopes(p.overall, p.by_filter):
+                    ok = not math.isnan(pf.overlap) and pf.overlap >= self.min_overlap
+                    yield GateResult("min-overlap", p.label, scope, pf.overlap, self.min_overlap, ok)
+
+
+class GateFailure(AssertionError):
+    """A comparison failed a gate. ``str()`` is the readable report (figures and diffs)."""
+
+    def __init__(self, report: str, failures: Sequence[GateResult]) -> None:
+        super().__init__(report)
+        self.failures = tuple(failures)
+
+
+# ---------------------------------------------------------------------- readable diffs
+def _fmt(d: float) -> str:
+    return "       -" if math.isnan(d) else f"{d:8.5f}"
+
+
+def query_diff(result: Comparison, store: str, outcome: Outcome) -> list[str]:
+    """A unified-diff-like view of one answer against the exact truth.
+
+    ``' '`` a truth key the store returned, ``'-'`` a truth key it missed, ``'+'`` a key it
+    returned that is not in the truth's top k (tagged ``violation``, ``unknown`` or ``wrong``).
+    """
+    q = result.queries[outcome.query]
+    name = q.id or f"#{outcome.query}"
+    head = f"    query {name}  filter {q.filter_label}"
+    if outcome.status is not Status.OK or outcome.judgement is None:
+        return [head, f"      {outcome.status.value}: {outcome.error}"]
+    j = outcome.judgement
+    head += f"  recall {j.recall:.2f}  returned {j.k_returned}/{j.k_expected}"
+    lines = [head, f"      {'':1} {'key':<40} {'truth':>8} {store:>8}"]
+    truth_keys = result.table.keys(result.truth.index, outcome.query)
+    truth_dist = result.table.distances(outcome.query)
+    got = dict(zip(outcome.keys, outcome.distances, strict=True))
+    for key, d in zip(truth_keys, truth_dist, strict=True):
+        mark = " " if key in got else "-"
+        lines.append(f"      {mark} {key:<40} {_fmt(float(d))} {_fmt(got.get(key, math.nan))}")
+    tags = {**dict.fromkeys(j.wrong, "wrong"), **dict.fromkeys(j.violations, "violation")}
+    tags.update(dict.fromkeys(j.unknown, "unknown key"))
+    index = result.truth.index
+    for key, d in got.items():
+        if key in truth_keys:
+            continue
+        tag = tags.get(key, "near-tie")
+        extra = ""
+        row = index.row.get(key)
+        if tag == "violation" and row is not None:
+            extra = "  metadata " + json.dumps(index.metadatas[row], sort_keys=True, default=str)[:120]
+        lines.append(f"      + {key:<40} {'':>8} {_fmt(d)}  ({tag}){extra}")
+    return lines
+
+
+def _worst(outcomes: Sequence[Outcome], gate: str, members: set[int] | None) -> list[Outcome]:
+    pool = [o for o in outcomes if members is None or o.query in members]
+
+    def badness(o: Outcome) -> float:
+        j = o.judgement
+        if o.status is not Status.OK or j is None:
+            return 10.0
+        if gate == "max-violations":
+            return len(j.out_of_scope)
+        if gate == "max-underfill":
+            return (j.k_expected - j.k_returned) / max(j.k_expected, 1)
+        return 1.0 - j.recall
+
+    ranked = sorted(pool, key=badness, reverse=True)
+    return [o for o in ranked if badness(o) > 0]
+
+
+def explain(result: Comparison, *, examples: int = 3) -> str:
+    """The failed gates, then for each store involved its worst queries diffed against the exact
+    truth (at most ``examples`` per kind of failed gate, each query shown once)."""
+    failures = [g for g in result.gate_results if not g.passed]
+    if not failures:
+        return "every gate passed"
+    lines = [f"{len(failures)} gate(s) failed (k={result.k}, {len(result.queries)} queries):"]
+    lines.extend(f"  {g.message}" for g in failures)
+    groups = {g.label: set(g.queries) for g in result.groups}
+    # store -> gate kind -> query indices in scope (None: every query)
+    scopes: dict[str, dict[str, set[int] | None]] = {}
+    for g in failures:
+        subjects = g.subject.split(" vs ") if g.gate == "min-overlap" else [g.subject]
+        for label in subjects:
+            kinds = scopes.setdefault(label, {})
+            members = None if g.filter is None else groups.get(g.filter, set())
+            if g.gate not in kinds:
+                kinds[g.gate] = members
+            elif kinds[g.gate] is not None:
+                current = kinds[g.gate]
+                kinds[g.gate] = None if members is None or current is None else current | members
+    if examples <= 0:
+        return "\n".join(lines)
+    lines.append("worst queries ('-' exact result the store missed, '+' result not in the exact top k):")
+    for label, kinds in scopes.items():
+        report = result.store(label)
+        shown: set[int] = set()
+        block: list[str] = []
+        for gate, members in kinds.items():
+            for o in _worst(report.outcomes, gate, members)[:examples]:
+                if o.query not in shown:
+                    shown.add(o.query)
+                    block.extend(query_diff(result, label, o))
+        if block:
+            lines.append(f"  {label} ({report.backend}, {report.url}):")
+            lines.extend(block)
+    return "\n".join(lines)

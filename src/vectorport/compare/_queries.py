@@ -1,0 +1,239 @@
+"""The query set: vectors or texts, optional filter, optional relevance labels.
+
+Queries come from code (:class:`Query`, arrays, dicts), from a JSONL file
+(:func:`load_queries`), or are drawn from the data (:func:`sample_queries`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from .._models import JSON
+from ..exceptions import ConfigurationError
+from ..filters import FilterNode, parse_filter, to_dict
+
+__all__ = [
+    "Embedder",
+    "Query",
+    "QueryLike",
+    "embed_queries",
+    "filter_label",
+    "load_queries",
+    "normalize_queries",
+    "sample_queries",
+]
+
+Embedder: TypeAlias = Callable[[list[str]], Any]
+"""Anything that turns a list of texts into a (texts, dimension) array of vectors."""
+
+QueryLike: TypeAlias = "Query | Mapping[str, Any] | Sequence[float] | npt.NDArray[Any]"
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query of a comparison.
+
+    Parameters
+    ----------
+    vector
+        The query vector (float32). ``None`` when ``text`` is given and an embedder will make it.
+    text
+        The query text, embedded once before any store is queried.
+    filter
+        A portable filter (dict or parsed tree), applied inside every store.
+    relevant
+        Relevance labels: keys that answer the query (binary gain) or key → graded gain. They
+        enable nDCG@k, MRR and hit@k.
+    id
+        A name for the query in reports (default: its position).
+
+    >>> Query([1.0, 0.0], filter={"lang": "en"}, relevant=["a#0"]).filter_label
+    '{"lang": {"$eq": "en"}}'
+    """
+
+    vector: npt.NDArray[np.float32] | Sequence[float] | None = None
+    text: str | None = None
+    filter: Mapping[str, Any] | FilterNode | None = None
+    relevant: Sequence[str] | Mapping[str, float] = ()
+    id: str | None = None
+    where: FilterNode | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.vector is None and self.text is None:
+            named = f" (query {self.id!r})" if self.id is not None else ""
+            raise ConfigurationError(f"a query needs a vector or a text{named}")
+        if self.vector is not None:
+            vec = np.asarray(self.vector, dtype=np.float32).ravel()
+            if vec.size == 0 or not np.all(np.isfinite(vec)):
+                raise ConfigurationError(f"query {self.id!r}: the vector is empty or not finite")
+            object.__setattr__(self, "vector", vec)
+        object.__setattr__(self, "where", parse_filter(self.filter))
+        if isinstance(self.relevant, str):
+            raise ConfigurationError(f"query {self.id!r}: relevant must be a list of keys, not a string")
+        if isinstance(self.relevant, Mapping):
+            gains = {str(k): float(v) for k, v in self.relevant.items()}
+            if any(not math.isfinite(g) or g < 0 for g in gains.values()):
+                raise ConfigurationError(f"query {self.id!r}: relevance gains must be finite and >= 0")
+            object.__setattr__(self, "relevant", gains)
+        else:
+            object.__setattr__(self, "relevant", tuple(str(k) for k in self.relevant))
+
+    @property
+    def gains(self) -> dict[str, float]:
+        """Relevance gain per key (1.0 for plain relevant keys)."""
+        if isinstance(self.relevant, Mapping):
+            return {k: v for k, v in self.relevant.items() if v > 0}
+        return dict.fromkeys(self.relevant, 1.0)
+
+    @property
+    def filter_label(self) -> str:
+        """The canonical JSON of the filter (``"none"`` without one): the per-filter group name."""
+        return filter_label(self.where)
+
+    def with_vector(self, vector: npt.ArrayLike) -> Query:
+        """A copy with ``vector`` set (after embedding)."""
+        return Query(np.asarray(vector, dtype=np.float32), self.text, self.where, self.relevant, self.id)
+
+    def to_dict(self) -> dict[str, JSON]:
+        """A JSON-ready dict (the JSONL line format)."""
+        out: dict[str, JSON] = {}
+        if self.id is not None:
+            out["id"] = self.id
+        if self.vector is not None:
+            out["vector"] = [float(x) for x in np.asarray(self.vector)]
+        if self.text is not None:
+            out["text"] = self.text
+        if self.where is not None:
+            out["filter"] = to_dict(self.where)
+        if self.relevant:
+            out["relevant"] = dict(self.relevant) if isinstance(self.relevant, Mapping) else list(self.relevant)
+        return out
+
+
+def filter_label(where: FilterNode | None) -> str:
+    """A stable, readable name for a filter: its canonical JSON, or ``"none"``."""
+    return "none" if where is None else json.dumps(to_dict(where), sort_keys=True)
+
+
+_FIELDS = frozenset({"id", "vector", "text", "filter", "relevant"})
+
+
+def _from_mapping(item: Mapping[str, Any], where: str) -> Query:
+    unknown = set(item) - _FIELDS
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: unknown field(s) {', '.join(sorted(unknown))}; a query has "
+            f"{', '.join(sorted(_FIELDS))}"
+        )
+    qid = item.get("id")
+    return Query(
+        item.get("vector"),
+        item.get("text"),
+        item.get("filter"),
+        item.get("relevant") or (),
+        None if qid is None else str(qid),
+    )
+
+
+def normalize_queries(queries: Iterable[QueryLike] | npt.NDArray[Any]) -> list[Query]:
+    """Turn vectors, dicts (the JSONL format) and :class:`Query` objects into queries."""
+    if isinstance(queries, np.ndarray):
+        arr = np.asarray(queries, dtype=np.float32)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        return [Query(row) for row in arr]
+    out: list[Query] = []
+    for i, item in enumerate(queries):
+        if isinstance(item, Query):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            out.append(_from_mapping(item, f"query #{i}"))
+        else:
+            out.append(Query(np.asarray(item, dtype=np.float32)))
+    return out
+
+
+def load_queries(path: str | Path) -> list[Query]:
+    """Read queries from a JSONL file: one JSON object per line with ``vector`` or ``text``, and
+    optionally ``filter``, ``relevant`` (keys, or key → gain) and ``id``. Blank lines are skipped.
+    """
+    source = Path(path)
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read queries from {source}: {exc.strerror or exc}") from None
+    out: list[Query] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"{where}: not JSON: {exc.msg}") from None
+        if not isinstance(item, Mapping):
+            raise ConfigurationError(f"{where}: expected a JSON object, got {type(item).__name__}")
+        try:
+            out.append(_from_mapping(item, where))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+    if not out:
+        raise ConfigurationError(f"{source} holds no queries")
+    return out
+
+
+def sample_queries(
+    vectors: npt.NDArray[np.float32],
+    n: int,
+    *,
+    filters: Sequence[Mapping[str, Any] | FilterNode | None] = (None,),
+    seed: int = 0,
+    keys: Sequence[str] | None = None,
+) -> list[Query]:
+    """``n`` query vectors drawn from the data (without replacement when possible) for each filter.
+
+    The same rows are used for every filter, so per-filter figures are comparable.
+    """
+    if n < 1:
+        raise ConfigurationError(f"the sample size must be positive, got {n}")
+    total = int(vectors.shape[0])
+    if total == 0:
+        raise ConfigurationError("cannot sample queries from an empty collection")
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(total, size=n, replace=n > total)
+    out: list[Query] = []
+    for spec in filters or (None,):
+        for row in rows:
+            name = f"sample:{keys[int(row)]}" if keys is not None else f"sample:{int(row)}"
+            out.append(Query(vectors[int(row)], filter=spec, id=name))
+    return out
+
+
+def embed_queries(queries: Sequence[Query], embedder: Embedder | None) -> list[Query]:
+    """Give every text-only query a vector, embedding all texts in one call."""
+    todo = [i for i, q in enumerate(queries) if q.vector is None]
+    if not todo:
+        return list(queries)
+    if embedder is None:
+        raise ConfigurationError(
+            f"{len(todo)} quer{'y has' if len(todo) == 1 else 'ies have'} text but no vector; "
+            "pass an embedder (embedder=…) or give vectors"
+        )
+    texts = [str(queries[i].text) for i in todo]
+    vectors = np.asarray(embedder(texts), dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+        raise ConfigurationError(
+            f"the embedder returned an array of shape {vectors.shape} for {len(texts)} texts"
+        )
+    out = list(queries)
+    for i, vec in zip(todo, vectors, strict=True):
+        out[i] = queries[i].with_vector(vec)
+    return out

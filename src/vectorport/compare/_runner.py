@@ -1,0 +1,421 @@
+"""Run one query set against N stores: warm-up, timed queries (optionally concurrent), judged
+against the exact truth; then the figures per store, per filter and per pair of stores."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import itertools
+import logging
+import math
+import platform
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._models import QueryResult
+from .._protocol import VectorStore
+from .._registry import available_backends, connect
+from ..exceptions import ConfigurationError, UnsupportedError
+from ..filters import FilterNode
+from ..testing.oracle import judge
+from ._gates import Gates
+from ._metrics import Outcome, PairFigures, Relevance, Status, pair_figures, relevance_of, summarize
+from ._queries import Embedder, Query, QueryLike, embed_queries, normalize_queries, sample_queries
+from ._result import Comparison, PairReport, StoreReport
+from ._truth import GroundTruth, TruthTable
+
+__all__ = ["compare", "describe_store", "time_queries"]
+
+log = logging.getLogger("vectorport.compare")
+
+FilterArg = Mapping[str, Any] | FilterNode | None
+StoreArg = VectorStore | str
+
+
+def compare(
+    stores: Sequence[StoreArg] | Mapping[str, StoreArg],
+    queries: Iterable[QueryLike] | npt.NDArray[Any] | int,
+    k: int = 10,
+    *,
+    truth: StoreArg | GroundTruth | None = None,
+    filter: FilterArg | Sequence[FilterArg] = None,
+    embedder: Embedder | None = None,
+    concurrency: int = 1,
+    warmup: int = 10,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    include: Sequence[str] | None = None,
+    min_recall: float | None = None,
+    max_violations: int | None = None,
+    min_overlap: float | None = None,
+    max_underfill: float | None = None,
+    gates: Gates | None = None,
+    eps: float = 1e-4,
+    distance_tol: float = 1e-3,
+    rbo_p: float = 0.9,
+    seed: int = 0,
+) -> Comparison:
+    """Run the same queries against every store and judge each answer against exact search.
+
+    Parameters
+    ----------
+    stores
+        Stores or URLs (opened here and closed afterwards); a mapping gives them labels
+        (default: the backend name, numbered when repeated).
+    queries
+        :class:`Query` objects, dicts in the JSONL format (``vector``/``text``, ``filter``,
+        ``relevant``, ``id``), a (n, dim) array, or an ``int`` N: N query vectors drawn from the
+        truth's data (per filter when ``filter`` is a list).
+    k
+        Results per query.
+    truth
+        Where the exact truth comes from: a store or URL to scan, or a prepared
+        :class:`GroundTruth`. Default: a scan of the first store.
+    filter
+        A filter for queries that have none; a list of filters with an ``int`` ``queries``
+        samples N queries for each (``None`` in the list means unfiltered).
+    embedder
+        ``embedder(texts) -> (n, dim) array`` for queries given as text.
+    concurrency
+        Threads issuing queries to a store (stores are measured one after the other).
+    warmup
+        Queries issued to each store before timing starts (not judged).
+    params
+        Per store label, backend query parameters (``{"pg": {"ef_search": 200}}``).
+    include
+        What the stores return per match (default: the store's default, metadata and text),
+        so latency reflects a real retrieval call.
+    min_recall, max_violations, min_overlap, max_underfill, gates
+        Gates (see :class:`Gates`); the result's ``passed`` and ``gate_results`` report them.
+    eps
+        Near-tie tolerance: a result within ``eps * (1 + |d_k|)`` of the true k-th distance is
+        a hit (as ann-benchmarks counts recall).
+    distance_tol
+        Largest |store distance - exact distance| counted as agreement.
+    rbo_p
+        Persistence of rank-biased overlap.
+    seed
+        Seed for sampled queries.
+
+    Returns
+    -------
+    Comparison
+
+    Examples
+    --------
+    >>> import vectorport
+    >>> from vectorport.testing import clustered_records
+    >>> a = vectorport.connect("memory://doctest-cmp-a", dimension=8)
+    >>> b = vectorport.connect("memory://doctest-cmp-b", dimension=8)
+    >>> recs = clustered_records(200, 8)
+    >>> _ = a.upsert(recs), b.upsert(recs)
+    >>> result = vectorport.compare({"a": a, "b": b}, 20, k=5, filter=[None, {"lang": "en"}],
+    ...                             min_recall=0.99, min_overlap=0.99)
+    >>> result.passed, result.store("b").overall.recall
+    (True, 1.0)
+    >>> a.drop(); b.drop()
+    """
+    started = time.perf_counter()
+    started_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigurationError(f"k must be a positive integer, got {k!r}")
+    if concurrency < 1:
+        raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
+    if warmup < 0:
+        raise ConfigurationError(f"warmup must be >= 0, got {warmup}")
+    gates = gates or Gates(min_recall, max_violations, min_overlap, max_underfill)
+    labelled = _label(stores)
+    if not labelled:
+        raise ConfigurationError("compare needs at least one store")
+    opened: list[VectorStore] = []
+    try:
+        handles: list[tuple[str, VectorStore]] = []
+        for label, item in labelled:
+            store = connect(item) if isinstance(item, str) else item
+            if isinstance(item, str):
+                opened.append(store)
+            handles.append((label, store))
+        timings: dict[str, float] = {}
+
+        # ---- ground truth
+        t0 = time.perf_counter()
+        if isinstance(truth, GroundTruth):
+            ground = truth
+        elif truth is None:
+            ground = GroundTruth.from_store(handles[0][1])
+        else:
+            truth_store = connect(truth) if isinstance(truth, str) else truth
+            if isinstance(truth, str):
+                opened.append(truth_store)
+            ground = GroundTruth.from_store(truth_store)
+        timings["scan"] = time.perf_counter() - t0
+        for label, store in handles:
+            spec = store.spec
+            if spec.dimension != ground.dimension or spec.metric is not ground.metric:
+                raise ConfigurationError(
+                    f"store {label!r} ({store.url}) is {spec.dimension}-d {spec.metric.value}; the truth "
+                    f"({ground.source}) is {ground.dimension}-d {ground.metric.value}"
+                )
+
+        # ---- queries
+        qs = _resolve_queries(queries, filter, ground, seed)
+        t0 = time.perf_counter()
+        qs = embed_queries(qs, embedder)
+        timings["embed"] = time.perf_counter() - t0
+        if not qs:
+            raise ConfigurationError("compare needs at least one query")
+        table = ground.solve(qs, k)
+        timings["truth"] = table.seconds
+
+        # ---- stores
+        reports: list[StoreReport] = []
+        raw_sum = 0.0
+        judge_time = 0.0
+        for label, store in handles:
+            store_params = dict((params or {}).get(label, {}))
+            answers, latencies, wall, warm = time_queries(
+                store, qs, k, concurrency=concurrency, warmup=warmup, params=store_params, include=include
+            )
+            raw_sum += float(np.nansum(latencies)) + warm
+            timings[f"queries:{label}"] = wall
+            t0 = time.perf_counter()
+            outcomes = _judge_all(ground, table, qs, answers, latencies, k, eps)
+            judge_time += time.perf_counter() - t0
+            answered = sum(o.status is Status.OK for o in outcomes)
+            qps = answered / wall if wall > 0 and answered else None
+            overall = summarize(outcomes, k, distance_tol=distance_tol, qps=qps)
+            by_filter = {
+                g.label: summarize([outcomes[i] for i in g.queries], k, distance_tol=distance_tol)
+                for g in table.groups
+            }
+            reports.append(
+                StoreReport(
+                    label,
+                    store.name,
+                    str(store.url),
+                    overall,
+                    by_filter,
+                    tuple(outcomes),
+                    describe_store(store, store_params),
+                )
+            )
+            log.info("compare: %s recall@%d %.4f, p50 %.2f ms", label, k, overall.recall, overall.latency.p50)
+        timings["judge"] = judge_time
+        timings["query_time_sum"] = raw_sum
+
+        # ---- pairs
+        pairs = [
+            PairReport(a.label, b.label, pair_figures(a.outcomes, b.outcomes, k, p=rbo_p), _pair_groups(a, b, table, k, rbo_p))
+            for a, b in itertools.combinations(reports, 2)
+        ]
+        truth_rel = Relevance.of(
+            [relevance_of(table.keys(ground.index, i), q.gains, k) for i, q in enumerate(qs)]
+        )
+        timings["total"] = time.perf_counter() - started
+        config = {
+            "started_at": started_at,
+            "k": k,
+            "queries": len(qs),
+            "filters": [g.label for g in table.groups],
+            "labelled_queries": sum(bool(q.gains) for q in qs),
+            "truth": {
+                "source": ground.source,
+                "records": len(ground),
+                "dimension": ground.dimension,
+                "metric": ground.metric.value,
+            },
+            "concurrency": concurrency,
+            "warmup": warmup,
+            "include": list(include) if include is not None else None,
+            "eps": eps,
+            "distance_tol": distance_tol,
+            "rbo_p": rbo_p,
+            "seed": seed,
+            "vectorport": _version("vectorport"),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "numpy": np.__version__,
+            "stores": [{"label": r.label, "backend": r.backend, "url": r.url, **r.description} for r in reports],
+        }
+        result = Comparison(
+            k=k,
+            queries=tuple(qs),
+            groups=table.groups,
+            stores=tuple(reports),
+            pairs=tuple(pairs),
+            truth=ground,
+            table=table,
+            truth_relevance=truth_rel,
+            config=config,
+            timings=timings,
+        )
+        return result.check(gates)
+    finally:
+        for store in opened:
+            store.close()
+
+
+def _label(stores: Sequence[StoreArg] | Mapping[str, StoreArg]) -> list[tuple[str, StoreArg]]:
+    if isinstance(stores, Mapping):
+        return [(str(label), item) for label, item in stores.items()]
+    if isinstance(stores, str):
+        stores = [stores]
+    names = []
+    for item in stores:
+        if isinstance(item, str):
+            scheme = item.split("://", 1)[0].lower()
+            names.append(next((b.name for b in available_backends() if scheme in b.schemes), scheme))
+        else:
+            names.append(item.name)
+    out = []
+    for i, (name, item) in enumerate(zip(names, stores, strict=True)):
+        label = name if names.count(name) == 1 else f"{name}#{names[:i].count(name) + 1}"
+        out.append((label, item))
+    return out
+
+
+def _resolve_queries(
+    queries: Iterable[QueryLike] | npt.NDArray[Any] | int,
+    filter: FilterArg | Sequence[FilterArg],
+    ground: GroundTruth,
+    seed: int,
+) -> list[Query]:
+    many = isinstance(filter, list | tuple)
+    if isinstance(queries, int) and not isinstance(queries, bool):
+        filters: Sequence[FilterArg] = list(filter) if many else [filter]  # type: ignore[arg-type]
+        return sample_queries(
+            ground.index.vectors, queries, filters=filters, seed=seed, keys=list(ground.index.keys)
+        )
+    if many:
+        raise ConfigurationError("a list of filters needs an int of queries to sample; pass one filter")
+    qs = normalize_queries(queries)  # type: ignore[arg-type]
+    if filter is None:
+        return qs
+    return [q if q.where is not None else Query(q.vector, q.text, filter, q.relevant, q.id) for q in qs]  # type: ignore[arg-type]
+
+
+Answer = QueryResult | BaseException
+
+
+def time_queries(
+    store: VectorStore,
+    queries: Sequence[Query],
+    k: int,
+    *,
+    concurrency: int = 1,
+    warmup: int = 10,
+    params: Mapping[str, Any] | None = None,
+    include: Sequence[str] | None = None,
+) -> tuple[list[Answer], npt.NDArray[np.float64], float, float]:
+    """Issue every query to ``store`` after ``warmup`` untimed ones.
+
+    Returns the answers (a :class:`QueryResult` or the exception raised), each query's latency
+    in seconds (NaN for failures), the wall time of the timed phase and the time spent warming up.
+    """
+    call_params = dict(params or {})
+
+    def one(q: Query) -> tuple[Answer, float]:
+        t = time.perf_counter()
+        try:
+            res: Answer = store.query(q.vector, k, filter=q.where, include=include, params=call_params)
+        except Exception as exc:  # the failure is part of the result, reported per query
+            return exc, math.nan
+        return res, time.perf_counter() - t
+
+    t0 = time.perf_counter()
+    for q in itertools.islice(itertools.cycle(queries), min(warmup, max(warmup, 0))):
+        one(q)
+    warm = time.perf_counter() - t0
+    run: Callable[[Query], tuple[Answer, float]] = one
+    t0 = time.perf_counter()
+    if concurrency == 1:
+        pairs = [run(q) for q in queries]
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vectorport-compare") as pool:
+            pairs = list(pool.map(run, queries))
+    wall = time.perf_counter() - t0
+    answers = [a for a, _ in pairs]
+    latencies = np.asarray([lat for _, lat in pairs], dtype=np.float64)
+    return answers, latencies, wall, warm
+
+
+def _judge_all(
+    ground: GroundTruth,
+    table: TruthTable,
+    queries: Sequence[Query],
+    answers: Sequence[Answer],
+    latencies: npt.NDArray[np.float64],
+    k: int,
+    eps: float,
+) -> list[Outcome]:
+    index = ground.index
+    label_of = [q.filter_label for q in queries]
+    out: list[Outcome] = []
+    for i, (q, ans) in enumerate(zip(queries, answers, strict=True)):
+        if isinstance(ans, BaseException):
+            status = Status.REFUSED if isinstance(ans, UnsupportedError) else Status.ERROR
+            out.append(Outcome(i, status, error=f"{type(ans).__name__}: {ans}"))
+            continue
+        j = judge(
+            index,
+            np.asarray(q.vector, dtype=np.float32),
+            ans,
+            q.where,
+            eps,
+            mask=table.masks[label_of[i]],
+            truth=(table.keys(index, i), table.distances(i)),
+        )
+        out.append(
+            Outcome(
+                i,
+                Status.OK,
+                tuple(ans.keys),
+                tuple(float(m.distance) for m in ans),
+                float(latencies[i]),
+                j,
+                relevance=relevance_of(ans.keys, q.gains, k),
+            )
+        )
+    return out
+
+
+def _pair_groups(a: StoreReport, b: StoreReport, table: TruthTable, k: int, p: float) -> dict[str, PairFigures]:
+    return {
+        g.label: pair_figures([a.outcomes[i] for i in g.queries], [b.outcomes[i] for i in g.queries], k, p=p)
+        for g in table.groups
+    }
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def describe_store(store: VectorStore, params: Mapping[str, Any]) -> dict[str, Any]:
+    """What a report says about a store: driver versions, collection info (which backends may
+    extend with server version and index parameters), capabilities and query params."""
+    versions: dict[str, str | None] = {}
+    info_entry = next((b for b in available_backends() if b.name == store.name), None)
+    if info_entry is not None:
+        dists = importlib.metadata.packages_distributions()
+        for module in info_entry.requires:
+            for dist in dists.get(module, [module]):
+                versions[dist] = _version(dist)
+    try:
+        info = dict(store.info())
+    except Exception as exc:  # a report must not fail because a backend cannot describe itself
+        info = {"error": f"{type(exc).__name__}: {exc}"}
+    capabilities = info.pop("capabilities", None) or store.capabilities.summary()
+    info.pop("url", None)
+    return {
+        "versions": versions,
+        "info": info,
+        "capabilities": capabilities,
+        "params": dict(params),
+    }

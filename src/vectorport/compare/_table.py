@@ -1,0 +1,149 @@
+"""The terminal view of a comparison: rich tables per store, per filter, per pair, and gates."""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from ._result import Comparison
+
+__all__ = ["print_tables", "render_text", "tables"]
+
+
+def _num(value: float | None, fmt: str = ".4f") -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return format(value, fmt)
+
+
+def _pct(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.1%}"
+
+
+def _recall_style(value: float, threshold: float | None) -> str:
+    if math.isnan(value):
+        return "dim"
+    if threshold is not None:
+        return "green" if value >= threshold else "bold red"
+    return "green" if value >= 0.999 else ("yellow" if value >= 0.9 else "red")
+
+
+def tables(result: Comparison) -> list[Table]:
+    """The tables, in print order."""
+    k = result.k
+    first = result.stores[0].label
+    overlap_with = {p.b: p for p in result.pairs if p.a == first}
+    labelled = result.config.get("labelled_queries", 0) > 0
+    main = Table(
+        title=escape(
+            f"vectorport compare: {len(result.queries)} queries, k={k}, truth = {result.truth.source} "
+            f"({len(result.truth)} records)"
+        ),
+        title_justify="left",
+    )
+    for col in (
+        "store",
+        f"recall@{k}",
+        "min",
+        "under-filled",
+        "wrong",
+        "violations",
+        "dist err",
+        escape(f"overlap@{k} vs {first}"),
+        "RBO",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "QPS",
+    ):
+        main.add_column(col, justify="left" if col == "store" else "right")
+    if labelled:
+        for col in (f"nDCG@{k}", "MRR", f"hit@{k}"):
+            main.add_column(col, justify="right")
+    for s in result.stores:
+        f = s.overall
+        pair = overlap_with.get(s.label)
+        row = [
+            f"{escape(s.label)} [dim]({s.backend})[/dim]",
+            f"[{_recall_style(f.recall, result.gates.min_recall)}]{_num(f.recall)}[/]",
+            _num(f.recall_min, ".2f"),
+            f"{_pct(f.underfill)} ({f.shortfall})" if f.underfilled else "0",
+            str(f.wrong),
+            f"[bold red]{f.violations}[/]" if f.violations else "0",
+            _num(f.distance_error_max, ".1e"),
+            "-" if s.label == first else _num(pair.overall.overlap if pair else None),
+            "-" if s.label == first else _num(pair.overall.rbo if pair else None),
+            _num(f.latency.p50, ".2f"),
+            _num(f.latency.p95, ".2f"),
+            _num(f.latency.p99, ".2f"),
+            _num(f.qps, ".0f"),
+        ]
+        if f.refused or f.errors:
+            row[0] += f" [red]({f.refused} refused, {f.errors} failed)[/]"
+        if labelled:
+            rel = f.relevance
+            row += [_num(rel.ndcg if rel else None), _num(rel.mrr if rel else None), _num(rel.hit if rel else None)]
+        main.add_row(*row)
+    if labelled and result.truth_relevance is not None:
+        rel = result.truth_relevance
+        blank = [""] * 12
+        main.add_row("[dim]exact truth[/dim]", *blank, _num(rel.ndcg), _num(rel.mrr), _num(rel.hit))
+    out = [main]
+
+    if result.filtered:
+        per = Table(title=f"per filter: recall@{k} / under-filled / violations / p50 ms", title_justify="left")
+        per.add_column("filter")
+        per.add_column("selects", justify="right")
+        per.add_column("queries", justify="right")
+        for s in result.stores:
+            per.add_column(escape(s.label), justify="right")
+        for g in result.groups:
+            cells = []
+            for s in result.stores:
+                f = s.by_filter[g.label]
+                style = _recall_style(f.recall, result.gates.min_recall)
+                cells.append(
+                    f"[{style}]{_num(f.recall, '.3f')}[/] / {_pct(f.underfill)} / "
+                    f"{f.violations} / {_num(f.latency.p50, '.1f')}"
+                )
+            per.add_row(escape(g.label), f"{g.selectivity:.1%} ({g.matching})", str(len(g.queries)), *cells)
+        out.append(per)
+
+    if len(result.pairs) > 1:
+        pairs = Table(title=f"agreement between stores (overlap@{k}, rank-biased overlap)", title_justify="left")
+        for col in ("pair", "overlap", "min", "RBO"):
+            pairs.add_column(col, justify="left" if col == "pair" else "right")
+        for p in result.pairs:
+            pairs.add_row(escape(p.label), _num(p.overall.overlap), _num(p.overall.overlap_min, ".2f"), _num(p.overall.rbo))
+        out.append(pairs)
+
+    if result.gate_results:
+        gates = Table(title="gates", title_justify="left", show_header=False)
+        gates.add_column("")
+        gates.add_column("")
+        for g in result.gate_results:
+            if g.passed and g.filter is not None:
+                continue  # per-filter passes are noise; failures are shown in full
+            gates.add_row("[green]pass[/]" if g.passed else "[bold red]FAIL[/]", escape(g.message))
+        out.append(gates)
+    return out
+
+
+def print_tables(result: Comparison, console: Console | None = None) -> None:
+    """Print every table to ``console`` (default: stdout)."""
+    console = console or Console()
+    for table in tables(result):
+        console.print(table)
+
+
+def render_text(result: Comparison, width: int = 160) -> str:
+    """The tables as plain text."""
+    buffer = io.StringIO()
+    print_tables(result, Console(file=buffer, width=width, color_system=None, force_terminal=False))
+    return buffer.getvalue()
