@@ -1,0 +1,442 @@
+"""The HTML report: one self-contained file (inline CSS and SVG plots drawn here, nothing
+fetched from the network), suitable as a CI artifact and readable offline."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._result import Comparison
+
+__all__ = ["bar_chart", "heatmap", "line_chart", "render_html"]
+
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
+FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _short(text: str, n: int = 38) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _nice_max(value: float) -> float:
+    if value <= 0 or math.isnan(value):
+        return 1.0
+    exp = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if value <= step * exp:
+            return step * exp
+    return 10 * exp
+
+
+def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
+    out = []
+    for i, name in enumerate(names):
+        cx = x + i * 150
+        out.append(f'<rect x="{cx:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>')
+        out.append(f'<text x="{cx + 14:.1f}" y="{y:.1f}" font-size="11">{_e(_short(name, 20))}</text>')
+    return out
+
+
+def bar_chart(
+    plot_id: str,
+    title: str,
+    categories: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float]]],
+    *,
+    unit: str = "",
+    max_value: float | None = None,
+    threshold: float | None = None,
+    fmt: str = ".3f",
+) -> str:
+    """A horizontal grouped bar chart: one row per category, one bar per series."""
+    width, label_w, right = 760, 250, 70
+    bar_h, gap = 14, 12
+    group_h = bar_h * len(series) + gap
+    top = 46
+    height = top + group_h * len(categories) + 30
+    values = [v for _, vs in series for v in vs if not math.isnan(v)]
+    vmax = max_value if max_value is not None else _nice_max(max(values, default=1.0))
+    plot_w = width - label_w - right
+    parts = [
+        f'<svg class="plot" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
+        f"<title>{_e(title)}</title>",
+        f'<text x="0" y="16" font-size="14" font-weight="600">{_e(title)}</text>',
+        *_legend([name for name, _ in series], label_w, 36),
+    ]
+    for t in range(5):
+        x = label_w + plot_w * t / 4
+        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 26}" stroke="#e3e3e3"/>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{height - 12}" font-size="10" text-anchor="middle" fill="#555">'
+            f"{vmax * t / 4:g}{_e(unit)}</text>"
+        )
+    for ci, cat in enumerate(categories):
+        y0 = top + ci * group_h
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y0 + group_h / 2:.1f}" font-size="11" text-anchor="end" '
+            f'dominant-baseline="middle"><title>{_e(cat)}</title>{_e(_short(cat))}</text>'
+        )
+        for si, (name, vs) in enumerate(series):
+            v = vs[ci]
+            y = y0 + si * bar_h
+            if math.isnan(v):
+                parts.append(f'<text x="{label_w + 4}" y="{y + 11}" font-size="10" fill="#999">n/a</text>')
+                continue
+            w = max(0.0, min(v, vmax)) / vmax * plot_w
+            color = PALETTE[si % len(PALETTE)]
+            parts.append(
+                f'<rect class="bar" x="{label_w}" y="{y}" width="{w:.2f}" height="{bar_h - 2}" fill="{color}">'
+                f"<title>{_e(name)} · {_e(cat)}: {format(v, fmt)}{_e(unit)}</title></rect>"
+            )
+            parts.append(
+                f'<text x="{label_w + w + 4:.1f}" y="{y + 10}" font-size="10" fill="#333">{format(v, fmt)}</text>'
+            )
+    if threshold is not None and 0 <= threshold <= vmax:
+        x = label_w + threshold / vmax * plot_w
+        parts.append(
+            f'<line class="threshold" x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 26}" '
+            f'stroke="#d62728" stroke-width="1.5" stroke-dasharray="4 3"><title>gate {threshold:g}</title></line>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def line_chart(
+    plot_id: str,
+    title: str,
+    series: Sequence[tuple[str, Sequence[float]]],
+    *,
+    x_label: str,
+    y_label: str,
+) -> str:
+    """Cumulative distribution lines: each series' sorted values on x, fraction on y."""
+    width, height, left, bottom, top, right = 760, 300, 60, 40, 46, 20
+    values = [v for _, vs in series for v in vs if not math.isnan(v)]
+    xmax = _nice_max(max(values, default=1.0))
+    pw, ph = width - left - right, height - top - bottom
+    parts = [
+        f'<svg class="plot" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
+        f"<title>{_e(title)}</title>",
+        f'<text x="0" y="16" font-size="14" font-weight="600">{_e(title)}</text>',
+        *_legend([name for name, _ in series], left, 36),
+    ]
+    for t in range(5):
+        x = left + pw * t / 4
+        y = top + ph - ph * t / 4
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#e3e3e3"/>')
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#e3e3e3"/>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{top + ph + 14}" font-size="10" text-anchor="middle" fill="#555">'
+            f"{xmax * t / 4:g}</text>"
+        )
+        parts.append(
+            f'<text x="{left - 6}" y="{y + 3:.1f}" font-size="10" text-anchor="end" fill="#555">{t / 4:g}</text>'
+        )
+    parts.append(
+        f'<text x="{left + pw / 2}" y="{height - 4}" font-size="11" text-anchor="middle">{_e(x_label)}</text>'
+    )
+    parts.append(
+        f'<text x="12" y="{top + ph / 2}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {top + ph / 2})">{_e(y_label)}</text>'
+    )
+    for si, (name, vs) in enumerate(series):
+        clean = sorted(v for v in vs if not math.isnan(v))
+        if not clean:
+            continue
+        n = len(clean)
+        step = max(1, n // 400)  # a few hundred points draw the same curve
+        pts = [(v, (i + 1) / n) for i, v in enumerate(clean)][::step] + [(clean[-1], 1.0)]
+        coords = " ".join(
+            f"{left + min(v, xmax) / xmax * pw:.1f},{top + ph - f * ph:.1f}" for v, f in pts
+        )
+        parts.append(
+            f'<polyline class="line" fill="none" stroke="{PALETTE[si % len(PALETTE)]}" stroke-width="2" '
+            f'points="{coords}"><title>{_e(name)}</title></polyline>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def heatmap(plot_id: str, title: str, labels: Sequence[str], matrix: Sequence[Sequence[float]]) -> str:
+    """A square matrix of values in [0, 1] (pairwise overlap), white to blue."""
+    cell, left, top = 64, 170, 40
+    n = len(labels)
+    width, height = left + cell * n + 20, top + cell * n + 110
+    parts = [
+        f'<svg class="plot" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
+        f"<title>{_e(title)}</title>",
+        f'<text x="0" y="16" font-size="14" font-weight="600">{_e(title)}</text>',
+    ]
+    for i, row_label in enumerate(labels):
+        y = top + i * cell
+        parts.append(
+            f'<text x="{left - 8}" y="{y + cell / 2}" font-size="11" text-anchor="end" '
+            f'dominant-baseline="middle">{_e(_short(row_label, 24))}</text>'
+        )
+        for j, v in enumerate(matrix[i]):
+            x = left + j * cell
+            shade = 0.0 if math.isnan(v) else max(0.0, min(1.0, v))
+            r, g, b = (int(255 - (255 - c) * shade) for c in (31, 95, 170))
+            text = "n/a" if math.isnan(v) else f"{v:.3f}"
+            ink = "#fff" if shade > 0.6 else "#222"
+            parts.append(
+                f'<rect class="cell" x="{x}" y="{y}" width="{cell - 2}" height="{cell - 2}" '
+                f'fill="rgb({r},{g},{b})"><title>{_e(row_label)} vs {_e(labels[j])}: {text}</title></rect>'
+            )
+            parts.append(
+                f'<text x="{x + cell / 2 - 1}" y="{y + cell / 2}" font-size="11" text-anchor="middle" '
+                f'dominant-baseline="middle" fill="{ink}">{text}</text>'
+            )
+    for j, col_label in enumerate(labels):
+        x = left + j * cell + cell / 2
+        y = top + n * cell + 8
+        parts.append(
+            f'<text x="{x}" y="{y}" font-size="11" text-anchor="end" transform="rotate(-40 {x} {y})">'
+            f"{_e(_short(col_label, 24))}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------- the page
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1100px;
+color:#1d1d1f;padding:0 16px}
+h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd;
+padding-bottom:4px}
+.verdict{display:inline-block;padding:4px 10px;border-radius:4px;font-weight:600;color:#fff}
+.pass{background:#2e7d32}.fail{background:#c62828}.none{background:#777}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f5f5f7}
+td.l,th.l{text-align:left}td.bad{color:#c62828;font-weight:600}
+.plots{display:flex;flex-wrap:wrap;gap:18px}.plots svg{background:#fff;border:1px solid #eee;padding:6px}
+pre{background:#f5f5f7;padding:10px;overflow-x:auto;font-size:12px}
+.muted{color:#666;font-size:13px}
+"""
+
+# Reports nothing; marks on <html> how many plots the browser laid out (a CI smoke test reads it).
+CHECK = """
+(function(){var n=0;document.querySelectorAll('svg.plot').forEach(function(s){
+var b=s.getBBox();if(b.width>0&&b.height>0&&s.querySelectorAll('rect,polyline').length>0)n++;});
+document.documentElement.setAttribute('data-plots-rendered',String(n));})();
+"""
+
+
+def _f(v: float | None, fmt: str = ".4f") -> str:
+    return "-" if v is None or math.isnan(v) else format(v, fmt)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[tuple[str, str]]], cls: str = "") -> str:
+    out = [f'<table class="{cls}"><tr>']
+    out += [f'<th class="{"l" if i == 0 else ""}">{_e(h)}</th>' for i, h in enumerate(headers)]
+    out.append("</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(f'<td class="{c}">{v}</td>' for v, c in row) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def render_html(result: Comparison) -> str:
+    """The whole report as one HTML string."""
+    k = result.k
+    labels = [s.label for s in result.stores]
+    g = result.gates
+    if not result.gate_results:
+        verdict = '<span class="verdict none">no gates</span>'
+    elif result.passed:
+        verdict = '<span class="verdict pass">all gates passed</span>'
+    else:
+        verdict = f'<span class="verdict fail">{len(result.failures)} gate(s) failed</span>'
+    body: list[str] = [
+        f"<h1>vectorport compare · {len(result.stores)} store(s), {len(result.queries)} queries, k={k}</h1>",
+        f'<p class="muted">truth: exact search over {len(result.truth)} records of {_e(result.truth.source)} '
+        f"({result.truth.dimension}-d, {result.truth.metric.value}) · started "
+        f"{_e(result.config.get('started_at', ''))} · vectorport {_e(result.config.get('vectorport'))}</p>",
+        f"<p>{verdict}</p>",
+    ]
+
+    # ---- summary table
+    first = labels[0]
+    pair_of = {p.b: p for p in result.pairs if p.a == first}
+    headers = [
+        "store", "backend", f"recall@{k}", "min", "under-filled", "shortfall", "wrong", "violations",
+        "dist err max", "dist agree", f"overlap@{k} vs {first}", "RBO", "p50 ms", "p95 ms", "p99 ms", "QPS",
+    ]  # fmt: skip
+    labelled = result.config.get("labelled_queries", 0) > 0
+    if labelled:
+        headers += [f"nDCG@{k}", "MRR", f"hit@{k}"]
+    rows = []
+    for s in result.stores:
+        f = s.overall
+        pair = pair_of.get(s.label)
+        bad_recall = g.min_recall is not None and not (f.recall >= g.min_recall)
+        row = [
+            (_e(s.label), "l"),
+            (_e(s.backend), "l"),
+            (_f(f.recall), "bad" if bad_recall else ""),
+            (_f(f.recall_min, ".2f"), ""),
+            (_f(f.underfill, ".1%"), "bad" if f.underfilled and g.max_underfill is not None else ""),
+            (str(f.shortfall), ""),
+            (str(f.wrong), ""),
+            (str(f.violations), "bad" if f.violations else ""),
+            (_f(f.distance_error_max, ".1e"), ""),
+            (_f(f.distance_agreement, ".1%"), ""),
+            ("-" if pair is None else _f(pair.overall.overlap), ""),
+            ("-" if pair is None else _f(pair.overall.rbo), ""),
+            (_f(f.latency.p50, ".2f"), ""),
+            (_f(f.latency.p95, ".2f"), ""),
+            (_f(f.latency.p99, ".2f"), ""),
+            (_f(f.qps, ".0f"), ""),
+        ]
+        if labelled:
+            rel = f.relevance
+            row += [
+                (_f(rel.ndcg if rel else None), ""),
+                (_f(rel.mrr if rel else None), ""),
+                (_f(rel.hit if rel else None), ""),
+            ]
+        rows.append(row)
+    body.append("<h2>Summary</h2>" + _table(headers, rows))
+    if labelled and result.truth_relevance is not None:
+        rel = result.truth_relevance
+        body.append(
+            f'<p class="muted">exact truth on the labelled queries: nDCG@{k} {_f(rel.ndcg)}, '
+            f"MRR {_f(rel.mrr)}, hit@{k} {_f(rel.hit)} ({rel.queries} queries)</p>"
+        )
+
+    # ---- plots
+    plots = [
+        bar_chart(
+            "plot-recall",
+            f"recall@{k} per store",
+            labels,
+            [(f"recall@{k}", [s.overall.recall for s in result.stores])],
+            max_value=1.0,
+            threshold=g.min_recall,
+        ),
+        bar_chart(
+            "plot-latency",
+            "latency per store (ms)",
+            labels,
+            [
+                ("p50", [s.overall.latency.p50 for s in result.stores]),
+                ("p95", [s.overall.latency.p95 for s in result.stores]),
+                ("p99", [s.overall.latency.p99 for s in result.stores]),
+            ],
+            unit="",
+            fmt=".2f",
+        ),
+    ]
+    if result.filtered:
+        cats = [f"{gr.label} ({gr.selectivity:.1%})" for gr in result.groups]
+        plots.append(
+            bar_chart(
+                "plot-recall-filter",
+                f"recall@{k} per filter (selectivity)",
+                cats,
+                [(s.label, [s.by_filter[gr.label].recall for gr in result.groups]) for s in result.stores],
+                max_value=1.0,
+                threshold=g.min_recall,
+            )
+        )
+        plots.append(
+            bar_chart(
+                "plot-latency-filter",
+                "p50 latency per filter (ms)",
+                cats,
+                [(s.label, [s.by_filter[gr.label].latency.p50 for gr in result.groups]) for s in result.stores],
+                fmt=".2f",
+            )
+        )
+    plots.append(
+        line_chart(
+            "plot-latency-cdf",
+            "latency distribution (CDF)",
+            [(s.label, [o.latency * 1000 for o in s.outcomes]) for s in result.stores],
+            x_label="ms per query",
+            y_label="fraction of queries",
+        )
+    )
+    if len(labels) > 1:
+        overlap = {(p.a, p.b): p.overall.overlap for p in result.pairs}
+        matrix = [
+            [1.0 if a == b else overlap.get((a, b), overlap.get((b, a), math.nan)) for b in labels] for a in labels
+        ]
+        plots.append(heatmap("plot-overlap", f"pairwise overlap@{k}", labels, matrix))
+    body.append('<h2>Plots</h2><div class="plots">' + "".join(plots) + "</div>")
+
+    # ---- per filter
+    if result.filtered:
+        headers = ["filter", "selects", "queries"]
+        for s in result.stores:
+            headers += [f"{s.label} recall", "under-filled", "violations", "p50 ms"]
+        rows = []
+        for gr in result.groups:
+            row = [(_e(gr.label), "l"), (f"{gr.selectivity:.1%} ({gr.matching})", ""), (str(len(gr.queries)), "")]
+            for s in result.stores:
+                f = s.by_filter[gr.label]
+                bad = g.min_recall is not None and not (f.recall >= g.min_recall)
+                row += [
+                    (_f(f.recall), "bad" if bad else ""),
+                    (_f(f.underfill, ".1%"), ""),
+                    (str(f.violations), "bad" if f.violations else ""),
+                    (_f(f.latency.p50, ".2f"), ""),
+                ]
+            rows.append(row)
+        body.append("<h2>Per filter</h2>" + _table(headers, rows))
+
+    # ---- pairs
+    if result.pairs:
+        rows = [
+            [
+                (_e(p.label), "l"),
+                (_f(p.overall.overlap), "bad" if g.min_overlap is not None and not p.overall.overlap >= g.min_overlap else ""),
+                (_f(p.overall.overlap_min, ".2f"), ""),
+                (_f(p.overall.rbo), ""),
+                (str(p.overall.queries), ""),
+            ]
+            for p in result.pairs
+        ]
+        body.append(
+            "<h2>Agreement between stores</h2>"
+            + _table(["pair", f"overlap@{k}", "min", f"RBO (p={result.config.get('rbo_p')})", "queries"], rows)
+        )
+
+    # ---- gates
+    if result.gate_results:
+        rows = [
+            [("pass" if r.passed else "FAIL", "l" if r.passed else "l bad"), (_e(r.message), "l")]
+            for r in result.gate_results
+            if not (r.passed and r.filter is not None)
+        ]
+        body.append("<h2>Gates</h2>" + _table(["", "gate"], rows))
+        if not result.passed:
+            body.append("<h2>Failures in detail</h2><pre>" + _e(result.explain()) + "</pre>")
+
+    # ---- config
+    timings = {name: round(v, 4) for name, v in result.timings.items()}
+    body.append(
+        "<h2>Run configuration</h2><pre>"
+        + _e(json.dumps({"config": result.config, "timings": timings, "gates": g.to_dict()}, indent=2, default=str))
+        + "</pre>"
+    )
+    title = f"vectorport compare: {', '.join(labels)}"
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<style>{CSS}</style></head><body>"
+        + "".join(body)
+        + f"<script>{CHECK}</script></body></html>\n"
+    )
