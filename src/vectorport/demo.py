@@ -16,9 +16,8 @@ def main() -> int:
     store = vectorport.connect("memory://demo", dimension=32, metric="cosine")
     try:
         written = store.upsert(clustered_records(2_000, 32, clusters=8, seed=42))
-        print(
-            f"upserted {written} records into {store.url} ({store.spec.metric.value}, {store.spec.dimension} dims)"
-        )
+        spec = store.spec
+        print(f"upserted {written} records into {store.url} ({spec.metric.value}, {spec.dimension} dims)")
         flt = {"lang": {"$in": ["en", "fr"]}, "stars": {"$gte": 50}, "draft": False}
         result = store.query(query_vectors(1, 32, clusters=8, seed=42)[0], k=5, filter=flt)
         print(f"top {result.k_returned} of {result.k_requested} for filter {flt}:")
