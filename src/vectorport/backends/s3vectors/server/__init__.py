@@ -85,7 +85,9 @@ class LocalServer:
 
     def start(self) -> str:
         """Serve in a daemon thread; returns the endpoint URL."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
         self._thread.start()
         return self.url
 

@@ -187,10 +187,10 @@ class Column:
         else:
             hit = self.num == float(value)
             elems = self.list_num == float(value)
+        out: Mask = np.array(hit, dtype=bool)
         if self.list_rows.size:
-            hit = hit.copy()
-            hit[self.list_rows[elems]] = True
-        return hit
+            out[self.list_rows[elems]] = True
+        return out
 
 
 class Columns:

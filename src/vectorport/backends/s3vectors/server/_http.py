@@ -149,9 +149,11 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith(SUPABASE_PREFIX):
             self._authenticate()
             name = path[len(SUPABASE_PREFIX) :].strip("/")
-            if method != "POST" or name not in self.server.model.operations:
-                raise ValidationException(f"Unknown operation {method} {path}")
-            found: tuple[str, dict[str, str]] | None = (name, {})
+            found: tuple[str, dict[str, str]] | None = (
+                (name, {})
+                if method == "POST" and name in self.server.model.operations
+                else self.server.model.route(method, "/" + name)
+            )
         else:
             found = self.server.model.route(method, path)
         if found is None:

@@ -37,7 +37,9 @@ __all__ = ["Limits", "Service"]
 
 _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-_BUCKET_ARN = re.compile(r"arn:aws[-a-z0-9]*:s3vectors:[a-z0-9-]+:[0-9]{12}:bucket/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])")
+_BUCKET_ARN = re.compile(
+    r"arn:aws[-a-z0-9]*:s3vectors:[a-z0-9-]+:[0-9]{12}:bucket/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])"
+)
 _INDEX_ARN = re.compile(
     r"arn:aws[-a-z0-9]*:s3vectors:[a-z0-9-]+:[0-9]{12}:bucket/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])"
     r"/index/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])"
@@ -185,19 +187,38 @@ class Service:
         used: set[str] = set()
         for b in doc["buckets"]:
             bucket = _Bucket(
-                b["name"], self._bucket_arn(b["name"]), b["created"], b["encryption"],
-                b.get("default_index_mode"), b.get("policy"), b.get("tags", {}),
+                b["name"],
+                self._bucket_arn(b["name"]),
+                b["created"],
+                b["encryption"],
+                b.get("default_index_mode"),
+                b.get("policy"),
+                b.get("tags", {}),
             )
             self.buckets[bucket.name] = bucket
             for i in b["indexes"]:
                 used.add(i["directory"])
                 table = VectorTable(
-                    i["dimension"], i["metric"], self.data_dir / "indexes" / i["directory"], self.snapshot_bytes
+                    i["dimension"],
+                    i["metric"],
+                    self.data_dir / "indexes" / i["directory"],
+                    self.snapshot_bytes,
                 )
                 index = _Index(
-                    bucket.name, i["name"], self._index_arn(bucket.name, i["name"]), i["created"],
-                    i["dimension"], i["metric"], i["data_type"], i["non_filterable"], i["encryption"],
-                    i["directory"], table, i.get("index_mode"), i.get("tags", {}), bucket,
+                    bucket.name,
+                    i["name"],
+                    self._index_arn(bucket.name, i["name"]),
+                    i["created"],
+                    i["dimension"],
+                    i["metric"],
+                    i["data_type"],
+                    i["non_filterable"],
+                    i["encryption"],
+                    i["directory"],
+                    table,
+                    i.get("index_mode"),
+                    i.get("tags", {}),
+                    bucket,
                 )
                 bucket.indexes[index.name] = index
         # Directories of indexes deleted just before a crash.
@@ -236,14 +257,18 @@ class Service:
         arn = inp.get("indexArn")
         if arn is not None:
             if inp.get("vectorBucketName") is not None or inp.get("indexName") is not None:
-                raise ValidationException("Specify either indexArn or vectorBucketName and indexName, not both")
+                raise ValidationException(
+                    "Specify either indexArn or vectorBucketName and indexName, not both"
+                )
             m = _INDEX_ARN.fullmatch(arn)
             if m is None:
                 raise ValidationException(f"Invalid vector index ARN: {arn}")
             return m.group(1), m.group(2)
         bucket, index = inp.get("vectorBucketName"), inp.get("indexName")
         if bucket is None or index is None:
-            raise ValidationException("Either indexArn or both vectorBucketName and indexName must be specified")
+            raise ValidationException(
+                "Either indexArn or both vectorBucketName and indexName must be specified"
+            )
         return str(bucket), str(index)
 
     def _bucket(self, name: str) -> _Bucket:
@@ -272,7 +297,9 @@ class Service:
         with self.lock:
             if name in self.buckets:
                 raise ConflictException(f"A vector bucket with the name {name} already exists")
-            bucket = _Bucket(name, self._bucket_arn(name), time.time(), encryption, tags=dict(inp.get("tags") or {}))
+            bucket = _Bucket(
+                name, self._bucket_arn(name), time.time(), encryption, tags=dict(inp.get("tags") or {})
+            )
             self.buckets[name] = bucket
             self._save_catalog()
         return {"vectorBucketArn": bucket.arn}
@@ -295,7 +322,11 @@ class Service:
             names = sorted(n for n in self.buckets if n.startswith(inp.get("prefix") or ""))
             chosen, token = _page_names(names, inp.get("maxResults") or 500, inp.get("nextToken"))
             items = [
-                {"vectorBucketName": n, "vectorBucketArn": self.buckets[n].arn, "creationTime": self.buckets[n].created}
+                {
+                    "vectorBucketName": n,
+                    "vectorBucketArn": self.buckets[n].arn,
+                    "creationTime": self.buckets[n].created,
+                }
                 for n in chosen
             ]
         out: dict[str, Any] = {"vectorBuckets": items}
@@ -356,7 +387,9 @@ class Service:
         if len(set(non_filterable)) != len(non_filterable):
             raise ValidationException("Non-filterable metadata keys must be unique within the vector index")
         if config.get("textSearchConfigurations"):
-            raise ValidationException("Full-text search configurations are not supported by this local server")
+            raise ValidationException(
+                "Full-text search configurations are not supported by this local server"
+            )
         encryption = _encryption(inp.get("encryptionConfiguration"))
         with self.lock:
             bucket = self._bucket(bucket_name)
@@ -366,9 +399,20 @@ class Service:
             path = None if self.data_dir is None else self.data_dir / "indexes" / directory
             table = VectorTable(inp["dimension"], inp["distanceMetric"], path, self.snapshot_bytes)
             index = _Index(
-                bucket_name, name, self._index_arn(bucket_name, name), time.time(), inp["dimension"],
-                inp["distanceMetric"], inp["dataType"], non_filterable, encryption, directory, table,
-                bucket.default_index_mode, dict(inp.get("tags") or {}), bucket,
+                bucket_name,
+                name,
+                self._index_arn(bucket_name, name),
+                time.time(),
+                inp["dimension"],
+                inp["distanceMetric"],
+                inp["dataType"],
+                non_filterable,
+                encryption,
+                directory,
+                table,
+                bucket.default_index_mode,
+                dict(inp.get("tags") or {}),
+                bucket,
             )
             bucket.indexes[name] = index
             self._save_catalog()
@@ -498,8 +542,15 @@ class Service:
                 f"{where}: vector dimension {len(values)} does not match index dimension {index.dimension}"
             )
         for v in values:
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or abs(v) > _FLOAT32_MAX:
-                raise ValidationException(f"{where}: vector data must contain only valid float32 values, got {v!r}")
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not math.isfinite(v)
+                or abs(v) > _FLOAT32_MAX
+            ):
+                raise ValidationException(
+                    f"{where}: vector data must contain only valid float32 values, got {v!r}"
+                )
         arr = np.asarray(values, np.float32)
         if index.metric == "cosine" and not np.any(arr):
             raise ValidationException(f"{where}: zero vectors are not allowed for the cosine distance metric")
@@ -747,4 +798,3 @@ def _page_names(names: list[str], limit: int, token: str | None) -> tuple[list[s
     chosen = names[start : start + limit]
     more = start + limit < len(names)
     return chosen, (_encode_token({"a": chosen[-1]}) if more and chosen else None)
-

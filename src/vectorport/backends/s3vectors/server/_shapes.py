@@ -131,15 +131,15 @@ class ServiceModel:
         elif kind == "boolean":
             if not isinstance(value, bool):
                 out.append((where, "Member must be a boolean"))
-        elif kind in ("float", "double"):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                out.append((where, "Member must be a number"))
-        elif kind == "timestamp":
-            if isinstance(value, bool) or not isinstance(value, int | float | str):
-                out.append((where, "Member must be a timestamp"))
+        elif kind in ("float", "double", "timestamp"):
+            allowed = (int, float, str) if kind == "timestamp" else (int, float)
+            if isinstance(value, bool) or not isinstance(value, allowed):
+                out.append((where, f"Member must be a {'timestamp' if kind == 'timestamp' else 'number'}"))
 
     @staticmethod
-    def _check_length(shape: dict[str, Any], size: int, where: str, out: list[tuple[str, str]], what: str) -> None:
+    def _check_length(
+        shape: dict[str, Any], size: int, where: str, out: list[tuple[str, str]], what: str
+    ) -> None:
         if "min" in shape and size < shape["min"]:
             out.append((where, f"Member must have {what} greater than or equal to {shape['min']}"))
         if "max" in shape and size > shape["max"]:

@@ -178,9 +178,7 @@ class VectorTable:
             self._columns = Columns(self.metadatas)
         return evaluate(node, self._columns)
 
-    def search(
-        self, query: Vectors, k: int, node: FilterNode | None
-    ) -> list[tuple[int, float]]:
+    def search(self, query: Vectors, k: int, node: FilterNode | None) -> list[tuple[int, float]]:
         """Exact top-``k`` rows ``(row, distance)`` among rows matching ``node``, best first,
         ties broken by key. The filter is applied before ranking."""
         n = len(self.keys)
