@@ -3,7 +3,6 @@ anything is wrong, and every problem names the record key and the path inside it
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._capabilities import Capabilities, MetadataRules
+from ._json import json_size
 from ._models import JSON, CollectionSpec, Metric, Record, Vector
 from .exceptions import Problem, ValidationError
 
@@ -102,11 +102,6 @@ def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | 
     if metric is Metric.COSINE and not np.any(out):
         return None, "the vector is all zeros, which has no direction under the cosine metric"
     return out, None
-
-
-def json_size(value: JSON) -> int:
-    """UTF-8 bytes of the compact JSON encoding."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 def _json_problems(value: Any, path: str, out: list[str | tuple[str, str]]) -> None:

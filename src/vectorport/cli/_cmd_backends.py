@@ -1,0 +1,75 @@
+"""``vectorport backends`` and ``vectorport info URL``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from .._registry import available_backends, connect
+from ._common import JsonOption, emit_json, out_console, reported_errors
+
+
+def backends(as_json: bool = JsonOption) -> None:
+    """List the backends: URL schemes, whether the driver is installed, the pip extra, limits."""
+    rows: list[dict[str, Any]] = []
+    for info in available_backends():
+        row: dict[str, Any] = {
+            "name": info.name,
+            "schemes": list(info.schemes),
+            "installed": info.installed,
+            "extra": info.extra or None,
+            "install": f"pip install 'vectorport[{info.extra}]'" if info.extra else None,
+            "capabilities": None,
+        }
+        if info.installed:
+            try:
+                row["capabilities"] = info.load().capabilities.summary()
+            except Exception as exc:  # a broken third-party backend must not hide the others
+                row["error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title="vectorport backends")
+    for col in ("backend", "schemes", "installed", "extra", "metrics", "max dim", "top-k", "exact"):
+        table.add_column(col)
+    for row in rows:
+        caps = row["capabilities"] or {}
+        table.add_row(
+            row["name"],
+            ", ".join(row["schemes"]),
+            "yes" if row["installed"] else "no",
+            row["extra"] or "-",
+            ", ".join(caps.get("metrics", [])),
+            str(caps.get("max_dimension", "")),
+            str(caps.get("max_top_k") or "-") if caps else "",
+            ("exact" if caps.get("exact") else "ANN") if caps else "",
+        )
+    out_console.print(table)
+
+
+def info(
+    url: str = typer.Argument(..., help="Store URL, e.g. memory://docs or chroma:///data?collection=docs"),
+    as_json: bool = JsonOption,
+) -> None:
+    """Show a collection: backend, dimension, metric, record count and capabilities."""
+    with reported_errors(), connect(url) as store:
+        data = store.info()
+    if as_json:
+        emit_json(data)
+        return
+    table = Table(title=data["url"], show_header=False)
+    for key in ("backend", "collection", "dimension", "metric", "embedding_model", "count"):
+        table.add_row(key, str(data.get(key)))
+    caps = data["capabilities"]
+    table.add_row("exact search", str(caps["exact"]))
+    table.add_row("filter operators", " ".join(caps["filter_operators"]))
+    table.add_row("features", " ".join(caps["features"]) or "-")
+    out_console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("backends")(backends)
+    app.command("info")(info)

@@ -1,0 +1,82 @@
+"""Shared CLI plumbing: logging to stderr, JSON/rich output, error → exit-code mapping."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from ..exceptions import ConfigurationError, FilterError, NotFoundError, UnsupportedError, VectorportError
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_USAGE",
+    "JsonOption",
+    "configure_logging",
+    "emit_json",
+    "err_console",
+    "out_console",
+    "parse_json_arg",
+    "reported_errors",
+]
+
+out_console = Console()
+err_console = Console(stderr=True)
+
+EXIT_FAILURE = 3
+"""An operational failure: the backend failed or was unreachable."""
+EXIT_USAGE = 2
+"""Bad arguments, URL or filter (typer's own usage errors also exit 2)."""
+
+JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+
+def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
+    level = logging.ERROR if quiet else logging.WARNING - 10 * min(verbose, 2)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("vectorport")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def emit_json(data: Any) -> None:
+    """Write one JSON document to stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def parse_json_arg(value: str | None, what: str) -> Any:
+    """Parse a JSON command-line argument, or exit 2 saying what was wrong."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        err_console.print(f"[red]error:[/red] {what} is not valid JSON: {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+@contextmanager
+def reported_errors(exit_codes: dict[type[BaseException], int] | None = None) -> Iterator[None]:
+    """Turn vectorport errors into one readable line on stderr and an exit code."""
+    codes: dict[type[BaseException], int] = {
+        ConfigurationError: EXIT_USAGE,
+        FilterError: EXIT_USAGE,
+        UnsupportedError: EXIT_USAGE,
+        NotFoundError: EXIT_USAGE,
+        VectorportError: EXIT_FAILURE,
+    }
+    codes.update(exit_codes or {})
+    try:
+        yield
+    except VectorportError as exc:
+        code = next((c for t, c in codes.items() if isinstance(exc, t)), EXIT_FAILURE)
+        err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False, markup=True)
+        raise typer.Exit(code) from None

@@ -1,0 +1,131 @@
+"""Hypothesis strategies: portable filters, record keys and metadata that fit a backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from .._capabilities import MetadataRules
+from .data import LANGS, TAGS
+
+__all__ = ["dataset_filters", "metadata_for", "record_keys", "typed_filters"]
+
+_KEY_CHARS = st.characters(
+    blacklist_categories=("Cs", "Cc"),
+    blacklist_characters="\x00",
+)
+
+
+def record_keys() -> st.SearchStrategy[str]:
+    """Chunk keys with the characters that break naive code: ``/ # space " '`` and non-ASCII."""
+    plain = st.text(_KEY_CHARS, min_size=1, max_size=24)
+    chunky = st.builds(
+        lambda path, i: f"{path}#chunk{i}",
+        st.text(st.sampled_from("abc/ #\"'é中-_."), min_size=1, max_size=12),
+        st.integers(0, 99),
+    )
+    return st.one_of(chunky, plain)
+
+
+def _leaf(
+    field: str, values: st.SearchStrategy[Any], numbers: st.SearchStrategy[Any]
+) -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(
+        values.map(lambda v: {field: v}),
+        st.tuples(st.sampled_from(["$eq", "$ne"]), values).map(lambda t: {field: {t[0]: t[1]}}),
+        st.tuples(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]), numbers).map(
+            lambda t: {field: {t[0]: t[1]}}
+        ),
+        st.tuples(st.sampled_from(["$in", "$nin"]), st.lists(values, min_size=1, max_size=3)).map(
+            lambda t: {field: {t[0]: t[1]}}
+        ),
+        st.booleans().map(lambda b: {field: {"$exists": b}}),
+    )
+
+
+def _combine(leaves: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    def extend(inner: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+        return st.one_of(
+            st.lists(inner, min_size=1, max_size=3).map(lambda xs: {"$and": xs}),
+            st.lists(inner, min_size=1, max_size=3).map(lambda xs: {"$or": xs}),
+            inner.map(lambda x: {"$not": x}),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=4)
+
+
+def dataset_filters() -> st.SearchStrategy[dict[str, Any]]:
+    """Filters over the fields of :func:`vectorport.testing.data.clustered_records`."""
+    leaves = st.one_of(
+        _leaf("lang", st.sampled_from([*LANGS, "xx"]), st.integers(0, 3)),
+        _leaf("tags", st.sampled_from(TAGS), st.integers(0, 3)),
+        _leaf("cluster", st.integers(0, 8), st.integers(-1, 9)),
+        _leaf("stars", st.integers(0, 100), st.integers(-5, 105) | st.floats(0, 100)),
+        _leaf("score", st.floats(0, 1), st.floats(-0.1, 1.1)),
+        _leaf("draft", st.booleans(), st.integers(0, 1)),
+        _leaf("year", st.integers(2015, 2026), st.integers(2014, 2027)),
+        _leaf("nope", st.sampled_from(["a", 1, True]), st.integers(0, 1)),
+    )
+    return _combine(leaves)
+
+
+_FIELDS = ("a", "b", "c", "tags")
+
+
+def _typed_values() -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.sampled_from(["x", "y", "1", "true", ""]),
+        st.integers(-2, 2),
+        st.sampled_from([0.5, 1.0, -1.5]),
+        st.booleans(),
+    )
+
+
+def typed_filters() -> st.SearchStrategy[dict[str, Any]]:
+    """Filters over a few fields whose values may be of any type: type-strictness tests."""
+    leaves = st.one_of(
+        *(_leaf(f, _typed_values(), st.integers(-2, 2) | st.sampled_from([0.5, -1.5])) for f in _FIELDS)
+    )
+    return _combine(leaves)
+
+
+def metadata_for(rules: MetadataRules, typed: bool = True) -> st.SearchStrategy[dict[str, Any]]:
+    """Metadata a backend with ``rules`` can hold. ``typed=True`` uses the fields of
+    :func:`typed_filters` (values of mixed types across records) plus a few free keys."""
+    limit = rules.max_int if rules.max_int is not None else 2**62
+    ints = st.integers(-min(limit, 2**62), min(limit, 2**62))
+    strings = st.text(_KEY_CHARS, max_size=12)
+    scalar = st.one_of(strings, ints, st.floats(-1e9, 1e9, allow_nan=False), st.booleans())
+    if rules.mixed_lists:
+        lists = st.lists(scalar, min_size=0 if rules.empty_lists else 1, max_size=4)
+    else:
+        low = 0 if rules.empty_lists else 1
+        lists = st.one_of(
+            st.lists(strings, min_size=low, max_size=4),
+            st.lists(ints, min_size=low, max_size=4),
+            st.lists(st.booleans(), min_size=low, max_size=4),
+        )
+    leaf = st.one_of(scalar, lists, st.none()) if rules.null else st.one_of(scalar, lists)
+    value = (
+        st.recursive(
+            leaf, lambda inner: st.dictionaries(st.sampled_from("pqr"), inner, max_size=2), max_leaves=4
+        )
+        if rules.nested_objects
+        else leaf
+    )
+    reserved = set(rules.reserved_keys)
+    free_keys = st.text(
+        st.sampled_from("abcdefghijklmnopqrstuvwxyz_0123456789"), min_size=1, max_size=8
+    ).filter(lambda k: k not in reserved and not k.startswith(rules.reserved_prefixes or ("\x00",)))
+    typed_values = _typed_values()
+    tags = st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=3)
+    if typed:
+        fixed = st.fixed_dictionaries(
+            {},
+            optional={"a": typed_values, "b": typed_values, "c": typed_values, "tags": tags},
+        )
+        extra = st.dictionaries(free_keys.filter(lambda k: k not in _FIELDS), value, max_size=2)
+        return st.tuples(fixed, extra).map(lambda t: {**t[1], **t[0]})
+    max_keys = min(rules.max_keys or 6, 6)
+    return st.dictionaries(free_keys, value, max_size=max_keys)
