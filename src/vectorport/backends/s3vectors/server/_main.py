@@ -28,13 +28,21 @@ def serve(
     max_top_k: int = 100,
     region: str = "us-east-1",
     as_json: bool = False,
+    snapshot_bytes: int = 64 << 20,
 ) -> None:
     """Serve until SIGINT/SIGTERM. Prints the endpoint URL on stdout when ready (one JSON
     line with ``as_json``), so callers using ``--port 0`` can read the chosen port."""
     throttle = Throttle(fraction=throttle_fraction, rate=throttle_rps)
     limits = Limits(max_top_k=max_top_k, write_rate=write_rate)
     server = LocalServer(
-        data, host=host, port=port, supabase_key=supabase_key, throttle=throttle, limits=limits, region=region
+        data,
+        host=host,
+        port=port,
+        supabase_key=supabase_key,
+        throttle=throttle,
+        limits=limits,
+        region=region,
+        snapshot_bytes=snapshot_bytes,
     )
     stopping = threading.Event()
 
@@ -69,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-rate", type=float, help="vectors/s per index before 429 (AWS: 2500)")
     parser.add_argument("--max-top-k", type=int, default=Limits().max_top_k)
     parser.add_argument("--region", default="us-east-1")
+    parser.add_argument("--snapshot-bytes", type=int, default=64 << 20, help="log size that triggers a snapshot")
     parser.add_argument("--json", action="store_true", help="print the endpoint as one JSON line")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
@@ -84,5 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         max_top_k=args.max_top_k,
         region=args.region,
         as_json=args.json,
+        snapshot_bytes=args.snapshot_bytes,
     )
     return 0
