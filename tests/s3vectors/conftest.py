@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("boto3")
 
-from vectorport.backends.s3vectors.server import LocalServer  # noqa: E402
+from vectorport.backends.s3vectors.server import LocalServer
 
 SUPABASE_KEY = "test-service-role-key"
 _names = itertools.count()

@@ -37,44 +37,109 @@ def test_aws_cli_create_put_query_list(endpoint: str, unique: Any) -> None:
     bucket = unique("cli")
     aws(endpoint, "create-vector-bucket", "--vector-bucket-name", bucket)
     aws(
-        endpoint, "create-index", "--vector-bucket-name", bucket, "--index-name", "movies",
-        "--data-type", "float32", "--dimension", "3", "--distance-metric", "cosine",
-        "--metadata-configuration", json.dumps({"nonFilterableMetadataKeys": ["source_text"]}),
+        endpoint,
+        "create-index",
+        "--vector-bucket-name",
+        bucket,
+        "--index-name",
+        "movies",
+        "--data-type",
+        "float32",
+        "--dimension",
+        "3",
+        "--distance-metric",
+        "cosine",
+        "--metadata-configuration",
+        json.dumps({"nonFilterableMetadataKeys": ["source_text"]}),
     )
     vectors = [
-        {"key": "star-wars", "data": {"float32": [0.9, 0.1, 0.0]},
-         "metadata": {"genre": "scifi", "year": 1977, "source_text": "A farm boy joins rebels"}},
-        {"key": "jurassic-park", "data": {"float32": [0.8, 0.3, 0.1]},
-         "metadata": {"genre": "scifi", "year": 1993}},
-        {"key": "finding-nemo", "data": {"float32": [0.1, 0.9, 0.2]},
-         "metadata": {"genre": ["family", "animation"], "year": 2003}},
+        {
+            "key": "star-wars",
+            "data": {"float32": [0.9, 0.1, 0.0]},
+            "metadata": {"genre": "scifi", "year": 1977, "source_text": "A farm boy joins rebels"},
+        },
+        {
+            "key": "jurassic-park",
+            "data": {"float32": [0.8, 0.3, 0.1]},
+            "metadata": {"genre": "scifi", "year": 1993},
+        },
+        {
+            "key": "finding-nemo",
+            "data": {"float32": [0.1, 0.9, 0.2]},
+            "metadata": {"genre": ["family", "animation"], "year": 2003},
+        },
     ]
-    aws(endpoint, "put-vectors", "--vector-bucket-name", bucket, "--index-name", "movies",
-        "--vectors", json.dumps(vectors))
+    aws(
+        endpoint,
+        "put-vectors",
+        "--vector-bucket-name",
+        bucket,
+        "--index-name",
+        "movies",
+        "--vectors",
+        json.dumps(vectors),
+    )
 
     out = aws(
-        endpoint, "query-vectors", "--vector-bucket-name", bucket, "--index-name", "movies",
-        "--top-k", "3", "--query-vector", json.dumps({"float32": [1.0, 0.0, 0.0]}),
-        "--filter", json.dumps({"$and": [{"genre": "scifi"}, {"year": {"$gte": 1980}}]}),
-        "--return-metadata", "--return-distance",
+        endpoint,
+        "query-vectors",
+        "--vector-bucket-name",
+        bucket,
+        "--index-name",
+        "movies",
+        "--top-k",
+        "3",
+        "--query-vector",
+        json.dumps({"float32": [1.0, 0.0, 0.0]}),
+        "--filter",
+        json.dumps({"$and": [{"genre": "scifi"}, {"year": {"$gte": 1980}}]}),
+        "--return-metadata",
+        "--return-distance",
     )
     assert out["distanceMetric"] == "cosine"
     assert [v["key"] for v in out["vectors"]] == ["jurassic-park"]
     assert out["vectors"][0]["metadata"] == {"genre": "scifi", "year": 1993}
     assert 0.0 < out["vectors"][0]["distance"] < 0.2
 
-    out = aws(endpoint, "query-vectors", "--vector-bucket-name", bucket, "--index-name", "movies",
-              "--top-k", "2", "--query-vector", json.dumps({"float32": [0.0, 1.0, 0.0]}),
-              "--filter", json.dumps({"genre": "family"}))
+    out = aws(
+        endpoint,
+        "query-vectors",
+        "--vector-bucket-name",
+        bucket,
+        "--index-name",
+        "movies",
+        "--top-k",
+        "2",
+        "--query-vector",
+        json.dumps({"float32": [0.0, 1.0, 0.0]}),
+        "--filter",
+        json.dumps({"genre": "family"}),
+    )
     assert [v["key"] for v in out["vectors"]] == ["finding-nemo"]
 
-    listed = aws(endpoint, "list-vectors", "--vector-bucket-name", bucket, "--index-name", "movies",
-                 "--return-metadata")
+    listed = aws(
+        endpoint,
+        "list-vectors",
+        "--vector-bucket-name",
+        bucket,
+        "--index-name",
+        "movies",
+        "--return-metadata",
+    )
     assert sorted(v["key"] for v in listed["vectors"]) == ["finding-nemo", "jurassic-park", "star-wars"]
     indexes = aws(endpoint, "list-indexes", "--vector-bucket-name", bucket)
     assert [i["indexName"] for i in indexes["indexes"]] == ["movies"]
-    got = aws(endpoint, "get-vectors", "--vector-bucket-name", bucket, "--index-name", "movies",
-              "--keys", "star-wars", "--return-data")
+    got = aws(
+        endpoint,
+        "get-vectors",
+        "--vector-bucket-name",
+        bucket,
+        "--index-name",
+        "movies",
+        "--keys",
+        "star-wars",
+        "--return-data",
+    )
     assert got["vectors"][0]["data"]["float32"] == pytest.approx([0.9, 0.1, 0.0], abs=1e-7)
     info = aws(endpoint, "get-index", "--vector-bucket-name", bucket, "--index-name", "movies")
     assert info["index"]["metadataConfiguration"]["nonFilterableMetadataKeys"] == ["source_text"]

@@ -79,8 +79,13 @@ def test_kill_9_keeps_every_acknowledged_write(
     with server_process(tmp_path, *extra, cli=cli) as (url, proc):
         s3v = make_client(url)
         s3v.create_vector_bucket(vectorBucketName="durable")
-        s3v.create_index(**ids, dataType="float32", dimension=8, distanceMetric="euclidean",
-                         metadataConfiguration={"nonFilterableMetadataKeys": ["body"]})
+        s3v.create_index(
+            **ids,
+            dataType="float32",
+            dimension=8,
+            distanceMetric="euclidean",
+            metadataConfiguration={"nonFilterableMetadataKeys": ["body"]},
+        )
         expected = _write(s3v, ids, rng, 0, 1700)
         doomed = [f"doc/{i}" for i in range(0, 1700, 3)]
         s3v.delete_vectors(**ids, keys=doomed[:500])
@@ -88,8 +93,13 @@ def test_kill_9_keeps_every_acknowledged_write(
         for key in doomed:
             del expected[key]
         expected.update(_write(s3v, ids, rng, 0, 10))  # re-put some deleted keys: full replace
-        s3v.create_index(vectorBucketName="durable", indexName="gone", dataType="float32", dimension=2,
-                         distanceMetric="cosine")
+        s3v.create_index(
+            vectorBucketName="durable",
+            indexName="gone",
+            dataType="float32",
+            dimension=2,
+            distanceMetric="cosine",
+        )
         s3v.delete_index(vectorBucketName="durable", indexName="gone")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -100,8 +110,13 @@ def test_kill_9_keeps_every_acknowledged_write(
         s3v = make_client(url)
         assert [i["indexName"] for i in s3v.list_indexes(vectorBucketName="durable")["indexes"]] == ["chunks"]
         _check(s3v, ids, expected)
-        hit = s3v.query_vectors(**ids, topK=1, queryVector={"float32": expected["doc/4"][0].tolist()},
-                                filter={"tag": "t4"}, returnDistance=True)["vectors"][0]
+        hit = s3v.query_vectors(
+            **ids,
+            topK=1,
+            queryVector={"float32": expected["doc/4"][0].tolist()},
+            filter={"tag": "t4"},
+            returnDistance=True,
+        )["vectors"][0]
         assert hit["key"] == "doc/4" and hit["distance"] == 0.0
 
 
@@ -116,7 +131,7 @@ def test_a_torn_log_tail_is_cut_off(tmp_path: Path, make_client: Any) -> None:
         proc.wait(timeout=30)
     (wal,) = (tmp_path / "indexes").glob("*/wal.log")
     with open(wal, "ab") as fh:  # a record whose write was cut short by the crash
-        fh.write(b"\xff\x00\x00\x00\x12\x34\x56\x78{\"op\":\"put\",")
+        fh.write(b'\xff\x00\x00\x00\x12\x34\x56\x78{"op":"put",')
     with server_process(tmp_path, cli=False) as (url, _):
         s3v = make_client(url)
         _check(s3v, ids, expected)

@@ -63,13 +63,15 @@ def test_bucket_lifecycle_and_errors(s3v: Any, unique: Any) -> None:
     assert got["vectorBucketName"] == name and got["encryptionConfiguration"] == {"sseType": "AES256"}
     names = [b["vectorBucketName"] for b in s3v.list_vector_buckets(prefix=name)["vectorBuckets"]]
     assert names == [name]
-    s3v.create_index(vectorBucketName=name, indexName="a.b-c", dataType="float32", dimension=3,
-                     distanceMetric="cosine")
+    s3v.create_index(
+        vectorBucketName=name, indexName="a.b-c", dataType="float32", dimension=3, distanceMetric="cosine"
+    )
     with pytest.raises(s3v.exceptions.ConflictException):
         s3v.delete_vector_bucket(vectorBucketName=name)  # not empty
     with pytest.raises(s3v.exceptions.ConflictException):
-        s3v.create_index(vectorBucketName=name, indexName="a.b-c", dataType="float32", dimension=3,
-                         distanceMetric="cosine")
+        s3v.create_index(
+            vectorBucketName=name, indexName="a.b-c", dataType="float32", dimension=3, distanceMetric="cosine"
+        )
     s3v.delete_index(vectorBucketName=name, indexName="a.b-c")
     with pytest.raises(s3v.exceptions.NotFoundException) as exc:
         s3v.get_index(vectorBucketName=name, indexName="a.b-c")
@@ -88,10 +90,23 @@ def test_bucket_naming_rules(s3v: Any, name: str) -> None:
 def test_index_validation(s3v: Any, raw_s3v: Any, unique: Any) -> None:
     bucket = unique("ixv")
     s3v.create_vector_bucket(vectorBucketName=bucket)
-    base = {"vectorBucketName": bucket, "indexName": "okay", "dataType": "float32", "distanceMetric": "cosine"}
-    for bad in ({"dimension": 0}, {"dimension": 4097}, {"dimension": 4, "distanceMetric": "dot"},
-                {"dimension": 4, "dataType": "float16"}, {"dimension": 4, "indexName": "UPPER"},
-                {"dimension": 4, "metadataConfiguration": {"nonFilterableMetadataKeys": [f"k{i}" for i in range(11)]}}):
+    base = {
+        "vectorBucketName": bucket,
+        "indexName": "okay",
+        "dataType": "float32",
+        "distanceMetric": "cosine",
+    }
+    for bad in (
+        {"dimension": 0},
+        {"dimension": 4097},
+        {"dimension": 4, "distanceMetric": "dot"},
+        {"dimension": 4, "dataType": "float16"},
+        {"dimension": 4, "indexName": "UPPER"},
+        {
+            "dimension": 4,
+            "metadataConfiguration": {"nonFilterableMetadataKeys": [f"k{i}" for i in range(11)]},
+        },
+    ):
         with pytest.raises(raw_s3v.exceptions.ValidationException) as exc:
             raw_s3v.create_index(**{**base, **bad})
         assert _code(exc) == ("ValidationException", 400)
@@ -113,9 +128,16 @@ def test_list_indexes_pagination(s3v: Any, unique: Any) -> None:
     bucket = unique("pages")
     s3v.create_vector_bucket(vectorBucketName=bucket)
     for i in range(5):
-        s3v.create_index(vectorBucketName=bucket, indexName=f"idx-{i}", dataType="float32", dimension=2,
-                         distanceMetric="cosine")
-    pages = s3v.get_paginator("list_indexes").paginate(vectorBucketName=bucket, PaginationConfig={"PageSize": 2})
+        s3v.create_index(
+            vectorBucketName=bucket,
+            indexName=f"idx-{i}",
+            dataType="float32",
+            dimension=2,
+            distanceMetric="cosine",
+        )
+    pages = s3v.get_paginator("list_indexes").paginate(
+        vectorBucketName=bucket, PaginationConfig={"PageSize": 2}
+    )
     names = [i["indexName"] for page in pages for i in page["indexes"]]
     assert names == [f"idx-{i}" for i in range(5)]
 
@@ -169,7 +191,9 @@ def test_put_vectors_validation(
 
 def test_non_filterable_metadata_has_the_larger_budget(s3v: Any, index: dict[str, str]) -> None:
     _put(s3v, index, ("long", [1.0, 0.0], {"body": "x" * 30_000, "tag": "t"}))
-    assert s3v.get_vectors(**index, keys=["long"], returnMetadata=True)["vectors"][0]["metadata"]["tag"] == "t"
+    assert (
+        s3v.get_vectors(**index, keys=["long"], returnMetadata=True)["vectors"][0]["metadata"]["tag"] == "t"
+    )
 
 
 def test_batch_limits_and_duplicates(s3v: Any, raw_s3v: Any, index: dict[str, str]) -> None:
@@ -191,16 +215,22 @@ def test_batch_limits_and_duplicates(s3v: Any, raw_s3v: Any, index: dict[str, st
 def test_cosine_rejects_zero_vectors(s3v: Any, unique: Any) -> None:
     bucket = unique("cos")
     s3v.create_vector_bucket(vectorBucketName=bucket)
-    s3v.create_index(vectorBucketName=bucket, indexName="cix", dataType="float32", dimension=2, distanceMetric="cosine")
+    s3v.create_index(
+        vectorBucketName=bucket, indexName="cix", dataType="float32", dimension=2, distanceMetric="cosine"
+    )
     with pytest.raises(s3v.exceptions.ValidationException, match="zero"):
-        s3v.put_vectors(vectorBucketName=bucket, indexName="cix", vectors=[{"key": "z", "data": {"float32": [0, 0]}}])
+        s3v.put_vectors(
+            vectorBucketName=bucket, indexName="cix", vectors=[{"key": "z", "data": {"float32": [0, 0]}}]
+        )
 
 
 def test_list_vectors_pagination_and_segments(s3v: Any, raw_s3v: Any, index: dict[str, str]) -> None:
     keys = {f"key-{i:04d}" for i in range(1234)}
     items = sorted(keys)
     for start in range(0, len(items), 500):
-        s3v.put_vectors(**index, vectors=[{"key": k, "data": {"float32": [1.0, 2.0]}} for k in items[start : start + 500]])
+        s3v.put_vectors(
+            **index, vectors=[{"key": k, "data": {"float32": [1.0, 2.0]}} for k in items[start : start + 500]]
+        )
     first = s3v.list_vectors(**index)
     assert len(first["vectors"]) == 500 and "nextToken" in first  # AWS default page size
     pages = s3v.get_paginator("list_vectors").paginate(**index, PaginationConfig={"PageSize": 1000})
@@ -211,25 +241,37 @@ def test_list_vectors_pagination_and_segments(s3v: Any, raw_s3v: Any, index: dic
         pages = s3v.get_paginator("list_vectors").paginate(**index, segmentCount=7, segmentIndex=seg)
         parts.append({v["key"] for page in pages for v in page["vectors"]})
     assert set().union(*parts) == keys and sum(map(len, parts)) == len(keys)
-    for bad in ({"maxResults": 1001}, {"segmentCount": 17, "segmentIndex": 0}, {"segmentCount": 4, "segmentIndex": 4},
-                {"segmentCount": 4}):
+    for bad in (
+        {"maxResults": 1001},
+        {"segmentCount": 17, "segmentIndex": 0},
+        {"segmentCount": 4, "segmentIndex": 4},
+        {"segmentCount": 4},
+    ):
         with pytest.raises(raw_s3v.exceptions.ValidationException):
             raw_s3v.list_vectors(**index, **bad)
 
 
-def test_euclidean_is_plain_l2_and_cosine_is_one_minus_cos(s3v: Any, index: dict[str, str], unique: Any) -> None:
+def test_euclidean_is_plain_l2_and_cosine_is_one_minus_cos(
+    s3v: Any, index: dict[str, str], unique: Any
+) -> None:
     # AWS: "Euclidean - measures the straight-line distance between vectors": [0,0]-[3,4] is 5, not 25.
     _put(s3v, index, ("origin", [0.0, 0.0], None), ("p", [3.0, 4.0], None))
     hits = _query(s3v, index, queryVector={"float32": [0.0, 0.0]})
     assert [(h["key"], h["distance"]) for h in hits] == [("origin", 0.0), ("p", 5.0)]
     bucket = unique("cosd")
     s3v.create_vector_bucket(vectorBucketName=bucket)
-    s3v.create_index(vectorBucketName=bucket, indexName="cix", dataType="float32", dimension=2, distanceMetric="cosine")
+    s3v.create_index(
+        vectorBucketName=bucket, indexName="cix", dataType="float32", dimension=2, distanceMetric="cosine"
+    )
     ids = {"vectorBucketName": bucket, "indexName": "cix"}
     _put(s3v, ids, ("same", [2.0, 0.0], None), ("orth", [0.0, 3.0], None), ("opp", [-1.0, 0.0], None))
     resp = s3v.query_vectors(**ids, topK=3, queryVector={"float32": [1.0, 0.0]}, returnDistance=True)
     assert resp["distanceMetric"] == "cosine"
-    assert [(h["key"], round(h["distance"], 6)) for h in resp["vectors"]] == [("same", 0.0), ("orth", 1.0), ("opp", 2.0)]
+    assert [(h["key"], round(h["distance"], 6)) for h in resp["vectors"]] == [
+        ("same", 0.0),
+        ("orth", 1.0),
+        ("opp", 2.0),
+    ]
 
 
 def test_query_options_and_limits(s3v: Any, raw_s3v: Any, index: dict[str, str]) -> None:
@@ -243,7 +285,10 @@ def test_query_options_and_limits(s3v: Any, raw_s3v: Any, index: dict[str, str])
     with pytest.raises(s3v.exceptions.ValidationException, match="dimension"):
         s3v.query_vectors(**index, topK=1, queryVector={"float32": [1.0, 0.0, 0.0]})
     arn = s3v.get_index(**index)["index"]["indexArn"]
-    assert s3v.query_vectors(indexArn=arn, topK=1, queryVector={"float32": [1.0, 0.0]})["vectors"][0]["key"] == "a"
+    assert (
+        s3v.query_vectors(indexArn=arn, topK=1, queryVector={"float32": [1.0, 0.0]})["vectors"][0]["key"]
+        == "a"
+    )
     with pytest.raises(raw_s3v.exceptions.ValidationException):
         raw_s3v.query_vectors(**index, indexArn=arn, topK=1, queryVector={"float32": [1.0, 0.0]})
 
@@ -297,8 +342,11 @@ def test_filters_agree_with_the_vectorport_oracle(s3v: Any, index: dict[str, str
 
     _put(s3v, index, *FILTER_DATA)
     filters = [
-        {"genre": {"$ne": "drama"}}, {"tags": {"$nin": ["y", 2]}}, {"year": {"$lte": 2021}},
-        {"ok": {"$in": [True, 1]}}, {"$or": [{"price": {"$exists": False}}, {"year": {"$gt": 2022}}]},
+        {"genre": {"$ne": "drama"}},
+        {"tags": {"$nin": ["y", 2]}},
+        {"year": {"$lte": 2021}},
+        {"ok": {"$in": [True, 1]}},
+        {"$or": [{"price": {"$exists": False}}, {"year": {"$gt": 2022}}]},
     ]
     for flt in filters:
         want = {k for k, _, m in FILTER_DATA if evaluate(parse_filter(flt), m)}
@@ -346,7 +394,9 @@ def test_tags_and_policy(s3v: Any, index: dict[str, str]) -> None:
 
 
 def _post(url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any], Any]:
-    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json", **headers})
+    req = urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json", **headers}
+    )
     try:
         with urllib.request.urlopen(req) as resp:
             return resp.status, json.loads(resp.read()), resp.headers
@@ -354,7 +404,9 @@ def _post(url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int,
         return err.code, json.loads(err.read()), err.headers
 
 
-def test_supabase_route_requires_the_bearer_key(endpoint: str, supabase_key: str, index: dict[str, str]) -> None:
+def test_supabase_route_requires_the_bearer_key(
+    endpoint: str, supabase_key: str, index: dict[str, str]
+) -> None:
     url = f"{endpoint}/storage/v1/vector/GetIndex"
     status, body, headers = _post(url, index, {})
     assert status == 403 and headers["x-amzn-ErrorType"] == "AccessDeniedException" and body["message"]
@@ -365,7 +417,9 @@ def test_supabase_route_requires_the_bearer_key(endpoint: str, supabase_key: str
 
 
 def test_raw_http_errors(endpoint: str, index: dict[str, str]) -> None:
-    status, body, headers = _post(f"{endpoint}/QueryVectors", {**index, "queryVector": {"float32": [math.pi, 1]}}, {})
+    status, body, headers = _post(
+        f"{endpoint}/QueryVectors", {**index, "queryVector": {"float32": [math.pi, 1]}}, {}
+    )
     assert status == 400 and headers["x-amzn-ErrorType"] == "ValidationException"
     assert body["fieldList"] == [{"path": "/topK", "message": "Member must not be null"}]
     status, body, headers = _post(f"{endpoint}/NoSuchOperation", {}, {})

@@ -105,7 +105,7 @@ def map_errors(where: str, operation: str) -> Iterator[None]:
             "(env vars, ~/.aws, profile=…) or use a supabase:// URL with a service-role key"
         ) from exc
     except ParamValidationError as exc:
-        raise ValidationError([Problem(None, "", str(exc))], backend=where) from exc
+        raise ConfigurationError(f"{where}: {operation}: invalid request parameters: {exc}") from exc
     except (EndpointConnectionError, ConnectTimeoutError) as exc:
         raise BackendUnavailableError(f"{where}: {operation}: cannot reach the endpoint ({exc})") from exc
     except (ReadTimeoutError, ConnectionClosedError) as exc:

@@ -11,6 +11,7 @@ import functools
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Self
@@ -141,6 +142,7 @@ class S3VectorsStore(BaseStore):
             raise ConfigurationError(
                 f"expected s3vectors://BUCKET/INDEX[?region=…&endpoint_url=…], got {url.masked!r}"
             )
+        _check_names(url, bucket, index)
         endpoint = opts.pop("endpoint_url", None)
         region = opts.pop("region", None)
         profile = opts.pop("profile", None)
@@ -159,6 +161,7 @@ class S3VectorsStore(BaseStore):
                 f"expected supabase://PROJECT_REF.supabase.co/BUCKET/INDEX[?key=…], got {url.masked!r}"
             )
         bucket, index = parts
+        _check_names(url, bucket, index)
         key = opts.pop("key", None) or next(
             (os.environ[v] for v in SUPABASE_KEY_ENV if os.environ.get(v)), None
         )
@@ -417,6 +420,23 @@ class S3VectorsStore(BaseStore):
         closer = getattr(self.client, "close", None)
         if callable(closer):
             closer()
+
+
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+_INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def _check_names(url: StoreURL, bucket: str, index: str) -> None:
+    if not _BUCKET_NAME.fullmatch(bucket):
+        raise ConfigurationError(
+            f"{url.masked}: vector bucket names are 3-63 lowercase letters, digits and hyphens, beginning "
+            f"and ending with a letter or digit; {bucket!r} is not one"
+        )
+    if not _INDEX_NAME.fullmatch(index):
+        raise ConfigurationError(
+            f"{url.masked}: index names are 3-63 lowercase letters, digits, hyphens and dots, beginning "
+            f"and ending with a letter or digit; {index!r} is not one"
+        )
 
 
 def _snake(operation: str) -> str:

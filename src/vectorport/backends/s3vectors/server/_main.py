@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-rate", type=float, help="vectors/s per index before 429 (AWS: 2500)")
     parser.add_argument("--max-top-k", type=int, default=Limits().max_top_k)
     parser.add_argument("--region", default="us-east-1")
-    parser.add_argument("--snapshot-bytes", type=int, default=64 << 20, help="log size that triggers a snapshot")
+    parser.add_argument(
+        "--snapshot-bytes", type=int, default=64 << 20, help="log size that triggers a snapshot"
+    )
     parser.add_argument("--json", action="store_true", help="print the endpoint as one JSON line")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
