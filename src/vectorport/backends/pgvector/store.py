@@ -102,7 +102,7 @@ def _as_bool(name: str, value: Any) -> bool:
 class SearchSettings:
     """Per-query HNSW settings, applied with ``SET LOCAL`` semantics (``set_config(…, true)``).
 
-    ``ef_search`` defaults to ``max(40, k)`` (capped at pgvector's 1,000: iterative scans go
+    ``ef_search`` defaults to ``max(100, k)`` (capped at pgvector's 1,000: iterative scans go
     on past it); ``iterative_scan = strict_order`` keeps exact distance order while the scan
     continues until ``k`` rows pass the filter or ``max_scan_tuples`` index tuples were
     visited; ``scan_mem_multiplier`` raises the memory the scan may use (times ``work_mem``).
@@ -140,7 +140,7 @@ class SearchSettings:
         return out
 
     def gucs(self, k: int) -> dict[str, str]:
-        ef = self.ef_search if self.ef_search is not None else min(1000, max(40, k))
+        ef = self.ef_search if self.ef_search is not None else min(1000, max(100, k))
         return {
             "ef_search": str(ef),
             "iterative_scan": self.iterative_scan,
