@@ -263,7 +263,7 @@ class Layout:
                 vector_weight=sql.SQL("semantic_weight"),
                 text_weight=sql.SQL("full_text_weight"),
                 rrf_k=sql.SQL("rrf_k"),
-                outer_columns=sql.SQL("f.key, f.metadata, f.text"),
+                outer_columns=sql.SQL("f.key, t.metadata, t.text"),
             ),
         )
         return [match, hybrid]
