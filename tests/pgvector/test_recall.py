@@ -59,10 +59,12 @@ def test_one_percent_filter_returns_k_with_recall(loaded: tuple[vectorport.BaseS
 
 def test_k_100_unfiltered_returns_100(loaded: tuple[vectorport.BaseStore, ExactIndex]) -> None:
     store, index = loaded
+    recalls = []
     for q in query_vectors(25, DIM, clusters=32, seed=21)[20:]:
         result = store.query(q, k=100)
         assert result.k_returned == 100
-        assert judge(index, q, result, None).recall >= 0.95
+        recalls.append(judge(index, q, result, None).recall)
+    assert float(np.mean(recalls)) >= 0.95, recalls
 
 
 def test_k_above_ef_search_cap_is_not_truncated(loaded: tuple[vectorport.BaseStore, ExactIndex]) -> None:
