@@ -78,15 +78,18 @@ def main() -> None:
         vp_write = time.perf_counter() - t0
 
         conn.execute(
-            "CREATE TEMP TABLE raw_stage (key text COLLATE \"C\", embedding vector(%s), metadata jsonb, "
+            'CREATE TEMP TABLE raw_stage (key text COLLATE "C", embedding vector(%s), metadata jsonb, '
             "text text) ON COMMIT DELETE ROWS" % args.dim
         )
         t0 = time.perf_counter()
         for start in range(0, args.n, BATCH):
             with conn.transaction():
-                with conn.cursor() as cur, cur.copy(
-                    "COPY raw_stage (key, embedding, metadata, text) FROM STDIN (FORMAT BINARY)"
-                ) as cp:
+                with (
+                    conn.cursor() as cur,
+                    cur.copy(
+                        "COPY raw_stage (key, embedding, metadata, text) FROM STDIN (FORMAT BINARY)"
+                    ) as cp,
+                ):
                     cp.set_types(["text", "vector", "jsonb", "text"])
                     for i in range(start, min(start + BATCH, args.n)):
                         cp.write_row((keys[i], vectors[i], Jsonb(metas[i]), texts[i]))

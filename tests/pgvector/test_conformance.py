@@ -19,7 +19,9 @@ class TestPgVectorExact(StoreConformance):
     def store_factory(cls, pg_url: Callable[..., str]) -> Callable[[int, str], vectorport.VectorStore]:
         return lambda dim, metric: vectorport.connect(pg_url(index="exact"), dimension=dim, metric=metric)
 
-    def test_exact_mode_declares_exact(self, store_factory: Callable[[int, str], vectorport.VectorStore]) -> None:
+    def test_exact_mode_declares_exact(
+        self, store_factory: Callable[[int, str], vectorport.VectorStore]
+    ) -> None:
         store = store_factory(3, "dot")
         try:
             assert store.capabilities.exact and store.capabilities.recall_tolerance == 1.0

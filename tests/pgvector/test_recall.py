@@ -38,7 +38,7 @@ def test_hnsw_index_is_used(loaded: tuple[vectorport.BaseStore, ExactIndex]) -> 
     assert not store.capabilities.exact
     conn, _ = store._conn()  # type: ignore[attr-defined]
     plan = conn.execute(
-        f"EXPLAIN SELECT key FROM {store.collection} ORDER BY embedding <=> %s LIMIT 10",  # noqa: S608
+        f"EXPLAIN SELECT key FROM {store.collection} ORDER BY embedding <=> %s LIMIT 10",
         (np.ones(DIM, dtype=np.float32),),
     ).fetchall()
     assert any("_embedding_hnsw" in row[0] for row in plan), plan

@@ -23,7 +23,7 @@ def test_schema_sql_functions_match_library(pg_url: Callable[..., str], metric: 
     out = CliRunner().invoke(app, ["pgvector", "schema", "--table", table, "--dim", "8", "--metric", metric])
     assert out.exit_code == 0, out.output
     ddl = out.stdout
-    assert f"CREATE OR REPLACE FUNCTION \"public\".\"match_{table}\"" in ddl
+    assert f'CREATE OR REPLACE FUNCTION "public"."match_{table}"' in ddl
     assert "metadata @> filter" in ddl and "USING hnsw" in ddl and "USING gin" in ddl
 
     # apply the printed SQL with a plain connection, as a Supabase user would in the SQL editor
@@ -55,7 +55,9 @@ def test_schema_sql_functions_match_library(pg_url: Callable[..., str], metric: 
                 ("lorem cluster", q, json.dumps({"lang": "en"})),
             ).fetchall()
             assert [r[0] for r in rows] == [m.key for m in hyb]
-            assert [(r[2], r[3]) for r in rows] == [(m.extra["vector_rank"], m.extra["text_rank"]) for m in hyb]
+            assert [(r[2], r[3]) for r in rows] == [
+                (m.extra["vector_rank"], m.extra["text_rank"]) for m in hyb
+            ]
     finally:
         store.drop()
         store.close()
@@ -63,7 +65,12 @@ def test_schema_sql_functions_match_library(pg_url: Callable[..., str], metric: 
 
 def test_schema_cli_refuses_bad_input() -> None:
     runner = CliRunner()
-    assert runner.invoke(app, ["pgvector", "schema", "--table", "t", "--dim", "8", "--metric", "hamming"]).exit_code == 2
+    assert (
+        runner.invoke(
+            app, ["pgvector", "schema", "--table", "t", "--dim", "8", "--metric", "hamming"]
+        ).exit_code
+        == 2
+    )
     assert runner.invoke(app, ["pgvector", "schema", "--table", "t", "--dim", "5000"]).exit_code == 2
     out = runner.invoke(app, ["pgvector", "schema", "--table", "big", "--dim", "3072", "--json"])
     assert out.exit_code == 0

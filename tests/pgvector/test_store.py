@@ -26,7 +26,12 @@ def test_catalog_and_migrations_recorded(pg_url: Callable[..., str]) -> None:
         ).fetchone()
         assert row == (5, "euclidean", "m1", "exact")
         assert store.collection in store.list_collections()
-        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", (store.collection,))}
+        indexes = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = %s", (store.collection,)
+            )
+        }
         assert not any("hnsw" in i for i in indexes) and f"{store.collection}_metadata_gin" in indexes
         store.drop()
         assert store.collection not in store.list_collections()
@@ -80,7 +85,9 @@ def test_filter_keys_and_values_are_parameters(pg_url: Callable[..., str]) -> No
     assert "DROP" not in text and "--" not in text
     store = vectorport.connect(pg_url(), dimension=2)
     try:
-        store.upsert([vectorport.Record("a", [1, 0], {nasty: 2, "k": "'; --"}), vectorport.Record("b", [0, 1], {})])
+        store.upsert(
+            [vectorport.Record("a", [1, 0], {nasty: 2, "k": "'; --"}), vectorport.Record("b", [0, 1], {})]
+        )
         assert store.query([1, 0], k=2, filter={nasty: {"$gt": 1}, "k": "'; --"}).keys == ["a"]
         assert store.delete(filter={"k": {"$exists": True}}) == 1
         assert [r.key for r in store.records()] == ["b"]
@@ -107,7 +114,7 @@ def test_hybrid_and_text_search(pg_url: Callable[..., str]) -> None:
         by_key = {m.key: m.extra for m in hits}
         assert by_key["cars"]["vector_rank"] == 1 and by_key["cars"]["text_rank"] is None
         assert by_key["dogs"]["text_rank"] is not None
-        assert all("chats" != m.key for m in hits)
+        assert all(m.key != "chats" for m in hits)
         assert "hybrid" in store.capabilities.features
     finally:
         store.drop()

@@ -20,7 +20,7 @@ _KEY_CHARS = st.characters(
 def texts_for(rules: MetadataRules) -> st.SearchStrategy[str | None]:
     """Chunk texts (or ``None``) a backend with ``rules`` can hold (no NUL where it cannot)."""
     banned = "" if rules.nul_characters else "\x00"
-    chars = st.characters(blacklist_categories=("Cs",), blacklist_characters=banned)
+    chars = st.characters(exclude_categories=["Cs"], exclude_characters=banned)
     return st.one_of(st.none(), st.text(chars, max_size=30))
 
 
