@@ -26,7 +26,7 @@ from .._protocol import VectorStore
 from .._registry import connect
 from .canaries import CanaryResult, CanarySet, check_canaries, default_canary_texts, record_canaries
 from .chunker import Chunk, Chunker, ChunkingConfig
-from .compat import ModelMismatchError, check_embedder, recorded_model
+from .compat import ModelMismatchError, check_embedder, embedder_for, recorded_model
 from .corpus import Corpus, SourceFile
 from .doctor import DoctorReport, Finding, diagnose
 from .documents import Block, BlockKind, Document
@@ -76,6 +76,7 @@ __all__ = [
     "connect_for",
     "default_canary_texts",
     "diagnose",
+    "embedder_for",
     "ingest",
     "load_bytes",
     "load_path",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from .._protocol import VectorStore
 from ..exceptions import ConfigurationError
 from .embedders.base import Embedder
 
-__all__ = ["ModelMismatchError", "check_embedder", "recorded_model"]
+__all__ = ["ModelMismatchError", "check_embedder", "embedder_for", "recorded_model"]
 
 
 class ModelMismatchError(ConfigurationError):
@@ -51,3 +52,13 @@ def check_embedder(store: VectorStore, embedder: Embedder) -> str | None:
             f"{embedder.model_id!r} makes {embedder.dimension}-dimensional ones"
         )
     return recorded
+
+
+def embedder_for(store: VectorStore, spec: str | Embedder | None = None, **options: Any) -> Embedder:
+    """``spec`` resolved, else the embedder of the model the collection records (else the
+    default sentence-transformers model)."""
+    from .embedders import resolve_embedder
+
+    if spec is not None:
+        return resolve_embedder(spec, **options)
+    return resolve_embedder(recorded_model(store), **options)
