@@ -24,7 +24,7 @@ def long_markdown(title: str, sections: int = 4, paragraphs: int = 3, words: int
             sentence = []
             for w in range(words):
                 n += 1
-                sentence.append(f"w{n % 997}x{s}")
+                sentence.append(f"{title.lower()}{n % 997}x{s}")
                 if w % 12 == 11:
                     sentence[-1] += "."
             out += [" ".join(sentence) + ".", ""]

@@ -128,18 +128,25 @@ class BaseEmbedder(ABC):
         vec: npt.NDArray[np.float32] = self._embed([text], "query")[0]
         return vec
 
+    def _expected_dimension(self) -> int | None:
+        """The dimension to check results against (``None``: learn it from the first answer)."""
+        return self.dimension
+
     def _embed(self, texts: list[str], input_type: InputType) -> Matrix:
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        parts: list[Matrix] = []
+        expected = self._expected_dimension()
         for start in range(0, len(texts), self._batch_size):
             part = texts[start : start + self._batch_size]
             with self._lock:
                 self.calls += 1
                 self.texts_embedded += len(part)
             got = np.asarray(self._embed_batch(part, input_type), dtype=np.float32)
-            if got.shape != (len(part), self.dimension):
+            if expected is None and got.ndim == 2:
+                expected = got.shape[1]
+            if got.shape != (len(part), expected):
                 raise EmbeddingError(
                     f"{self.model_id} returned vectors of shape {got.shape} for {len(part)} texts; "
-                    f"expected ({len(part)}, {self.dimension})"
+                    f"expected ({len(part)}, {expected})"
                 )
             if not np.isfinite(got).all():
                 bad = int(np.flatnonzero(~np.isfinite(got).all(axis=1))[0])
@@ -147,8 +154,10 @@ class BaseEmbedder(ABC):
                     f"{self.model_id} returned a non-finite vector for text #{start + bad}; "
                     "nothing was written"
                 )
-            out[start : start + len(part)] = got
-        return out
+            parts.append(got)
+        if not parts:
+            return np.empty((0, expected or 0), dtype=np.float32)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id!r}>"

@@ -91,7 +91,10 @@ class VoyageEmbedder(BaseEmbedder):
     @property
     def dimension(self) -> int:
         if self._dimension is None:
-            self._dimension = int(self._embed_batch(["dimension probe"], "query").shape[1])
+            self._dimension = int(self._embed(["dimension probe"], "query").shape[1])
+        return self._dimension
+
+    def _expected_dimension(self) -> int | None:
         return self._dimension
 
     @property
@@ -143,7 +146,10 @@ class VoyageEmbedder(BaseEmbedder):
         result = self.retry.call(
             lambda: self._request(texts, input_type), f"voyage: embed {len(texts)} texts"
         )
-        return np.asarray(result.embeddings, dtype=np.float32)
+        vectors = np.asarray(result.embeddings, dtype=np.float32)
+        if self._dimension is None and vectors.ndim == 2:
+            self._dimension = int(vectors.shape[1])
+        return vectors
 
 
 def _retry_after(exc: Any) -> float | None:
