@@ -252,7 +252,7 @@ class Demo:
         compare = getattr(vectorport, "compare", None)
 
         def embed(texts: list[str]) -> Any:
-            return np.stack([self.embedder.embed_query(t) for t in texts])
+            return self.embedder.embed_queries(texts)
 
         html = self.work / "report.html"
         if compare is None:

@@ -67,6 +67,10 @@ class Embedder(Protocol):
         """One float32 vector for a search query."""
         ...
 
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Vectors for several search queries, batched."""
+        ...
+
 
 def approx_token_counts(texts: Sequence[str]) -> list[int]:
     """Subword-tokenizer estimate: words and punctuation, long words counted per 4 characters.
@@ -127,6 +131,9 @@ class BaseEmbedder(ABC):
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         vec: npt.NDArray[np.float32] = self._embed([text], "query")[0]
         return vec
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self._embed(list(texts), "query")
 
     def _expected_dimension(self) -> int | None:
         """The dimension to check results against (``None``: learn it from the first answer)."""
