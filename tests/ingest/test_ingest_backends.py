@@ -97,7 +97,7 @@ def test_ingest_cycle(
     assert first.added == 4
     with vectorport.connect(url) as store:
         assert store.count() == first.chunks_written
-        assert store.spec.embedding_model in (emb.model_id, None)  # recorded where the backend can
+        assert store.spec.embedding_model == emb.model_id  # recorded on the collection
         rec = store.get(["docs/a.md#chunk0"])[0]
         assert rec.metadata["embedding_model"] == emb.model_id and rec.metadata["title"] == "Alpha"
     again = ingest(root, url, embedder=emb, chunking=SMALL)
