@@ -103,6 +103,7 @@ def test_plain_text_paragraphs() -> None:
     doc = load_bytes("Caf\u00e9 one.\r\n\r\n\r\nTwo\r\nlines.  \n".encode(), "a.txt")
     assert [b.text for b in doc.blocks] == ["Caf\u00e9 one.", "Two\nlines."]
     assert load_bytes(b"\xe9t\xe9", "latin.txt").text == "\u00e9t\u00e9"
+    assert load_bytes(b"a\x00b", "nul.txt").text == "ab"
 
 
 def _words(text: str) -> list[str]:

@@ -11,13 +11,14 @@ _SPACES = re.compile(r"[ \t\f\v\u00a0]+")
 
 
 def decode(data: bytes) -> str:
-    """UTF-8 (with or without BOM), falling back to Latin-1, with normalised line ends."""
+    """UTF-8 (with or without BOM), falling back to Latin-1, with normalised line ends and no
+    NUL characters (PostgreSQL text cannot hold them)."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         # Latin-1 maps every byte, so a legacy file is read rather than refused.
         text = data.decode("latin-1")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
 
 
 def paragraphs(text: str) -> list[str]:
