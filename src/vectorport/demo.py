@@ -384,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    work.chmod(0o755)  # the embedded PostgreSQL may run as another user and must reach its data
     started = time.perf_counter()
     code = Demo(root, work, args.embedder, args.chunk_tokens).run()
     print(f"\ndemo finished in {time.perf_counter() - started:.0f}s", flush=True)
