@@ -171,7 +171,8 @@ class Demo:
 
         with contextlib.ExitStack() as stack:
             pg_url = None
-            with self.step("migrate Chroma -> embedded pgvector, verified") as st:
+            with self.step(f"migrate {_backend(source_url)} -> embedded pgvector, verified") as st:
+                self._need_migrate()
                 pg_url = self._pgvector_url()
                 st.detail = self._migrate(source_url, pg_url)
                 self.urls["pgvector"] = pg_url
@@ -225,10 +226,14 @@ class Demo:
         self.say(f"     vectorport doctor '{url}' --canaries {canaries} --source-root {self.root}")
         return "no findings" if report.ok else f"{len(report.findings)} findings (see above)"
 
-    def _migrate(self, source: str, target: str) -> str:
-        migrate = getattr(vectorport, "migrate", None)
+    def _need_migrate(self) -> Callable[..., Any]:
+        migrate: Callable[..., Any] | None = getattr(vectorport, "migrate", None)
         if migrate is None:
             raise _Skip("vectorport.migrate is not part of this build yet")
+        return migrate
+
+    def _migrate(self, source: str, target: str) -> str:
+        migrate = self._need_migrate()
         report = migrate(source, target, checkpoint=self.work / "checkpoints" / f"{_backend(target)}.json")
         status = getattr(report, "status", "?")
         copied = getattr(getattr(report, "copy", None), "records", None)
