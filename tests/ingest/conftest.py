@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import vectorport
-from ingest_helpers import write_tree
+from .ingest_helpers import write_tree
 
 _names = itertools.count()
 

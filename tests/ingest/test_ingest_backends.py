@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from ingest_helpers import long_markdown, write_tree
+from .ingest_helpers import long_markdown, write_tree
 
 import vectorport
 from vectorport._registry import resolve

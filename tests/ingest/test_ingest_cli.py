@@ -5,7 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from ingest_helpers import long_markdown
+from .ingest_helpers import long_markdown
 from typer.testing import CliRunner
 
 import vectorport

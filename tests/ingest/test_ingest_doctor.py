@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ingest_helpers import long_markdown
+from .ingest_helpers import long_markdown
 
 import vectorport
 from vectorport.backends.memory import store as memory_backend

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from voyage_server import VoyageServer, fake_vector
+from .voyage_server import VoyageServer, fake_vector
 
 import vectorport
 from vectorport import RetryPolicy

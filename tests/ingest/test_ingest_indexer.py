@@ -20,7 +20,7 @@ from vectorport.ingest import (
 )
 from vectorport.ingest.embedders.base import InputType, Matrix
 
-from ingest_helpers import long_markdown
+from .ingest_helpers import long_markdown
 
 pytestmark = pytest.mark.memory
 
