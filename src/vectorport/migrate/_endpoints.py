@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .._base import BaseStore
 from .._capabilities import Capabilities
@@ -64,6 +64,12 @@ class Endpoint:
             self.store.close()
 
 
+def _protocol(store: BaseStore) -> VectorStore:
+    # BaseStore declares ``name``/``capabilities`` as ClassVars, which mypy does not accept for
+    # the protocol's instance attributes; structurally it is a VectorStore.
+    return cast(VectorStore, store)
+
+
 def _bound(store: VectorStore) -> bool:
     try:
         _ = store.spec
@@ -75,7 +81,7 @@ def _bound(store: VectorStore) -> bool:
 def open_source(source: StoreLike, **options: Any) -> Endpoint:
     """Open the source collection; it must exist."""
     if isinstance(source, str):
-        return Endpoint(connect(source, **options), owned=True, exists=True, url_string=source)
+        return Endpoint(_protocol(connect(source, **options)), owned=True, exists=True, url_string=source)
     if not _bound(source):
         raise ConfigurationError(f"the source store {source!r} is not bound to a collection")
     return Endpoint(source, owned=False, exists=True)
@@ -87,14 +93,21 @@ def probe_target(target: StoreLike, **options: Any) -> Endpoint:
     Nothing is created here, so ``--plan`` writes nothing.
     """
     if not isinstance(target, str):
-        return Endpoint(target, owned=False, exists=_bound(target))
+        exists = _bound(target)
+        if not exists and isinstance(target, BaseStore):
+            try:
+                target.bind()  # an unbound store object: open its collection if it exists
+                exists = True
+            except NotFoundError:
+                pass
+        return Endpoint(target, owned=False, exists=exists)
     parsed = StoreURL.parse(target)
     store = resolve(parsed.scheme).load().from_url(parsed, **options)
     try:
         store.bind()
     except NotFoundError:
-        return Endpoint(store, owned=True, exists=False, url_string=target)
+        return Endpoint(_protocol(store), owned=True, exists=False, url_string=target)
     except BaseException:
         store.close()
         raise
-    return Endpoint(store, owned=True, exists=True, url_string=target)
+    return Endpoint(_protocol(store), owned=True, exists=True, url_string=target)

@@ -1,6 +1,6 @@
 """The copy: stream scan pages, transform, write batches concurrently, checkpoint what is safe.
 
-Memory is bounded by one scan page plus ``2 × concurrency`` write batches, whatever the size
+Memory is bounded by one scan page plus ``2 * concurrency`` write batches, whatever the size
 of the collection. Batches are written by a thread pool; a scan page is *acknowledged* when
 every batch cut from it has been written. The checkpoint's cursor only moves past a page when
 that page and every page before it are acknowledged, so a run killed at any instant resumes
@@ -10,6 +10,7 @@ is harmless because upserts replace by key.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -236,7 +237,7 @@ def copy_records(
                         retry,
                         state,
                     )
-                    fut.add_done_callback(lambda f, s=slot, n=len(chunk): done(f, s, n))
+                    fut.add_done_callback(functools.partial(done, slot=slot, n=len(chunk)))
                 if state.error is not None:
                     break
             else:

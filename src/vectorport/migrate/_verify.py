@@ -352,8 +352,10 @@ def verify_stores(
             if compare_vectors:
                 exact.update(page.records)
             inflight.append(
-                (pool.submit(_compare_page, page.records, target, transformer, compare_vectors, tolerance),
-                 len(page))
+                (
+                    pool.submit(_compare_page, page.records, target, transformer, compare_vectors, tolerance),
+                    len(page),
+                )
             )
             while len(inflight) > max(1, concurrency):
                 fut, n = inflight.popleft()
