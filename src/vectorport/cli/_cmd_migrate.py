@@ -62,11 +62,10 @@ def _print_plan(plan: MigrationPlan) -> None:
     table.add_row("records with metadata the target cannot hold", str(plan.records_with_problems))
     table.add_row("records transformed", str(plan.records_transformed))
     out_console.print(table)
-    for title, groups in (
-        ("metadata the target cannot hold", plan.metadata_problems),
-        ("what the policy will change", plan.transforms),
-        ("left unwritable", plan.unresolved),
-    ):
+    sections = [("what will change", plan.transforms), ("left unwritable", plan.unresolved)]
+    if plan.policy is MetadataPolicy.ERROR:  # then "unwritable" is exactly "cannot hold"
+        sections = [("metadata the target cannot hold", plan.metadata_problems), sections[0]]
+    for title, groups in sections:
         if not groups:
             continue
         out_console.print(f"[bold]{title}[/bold]")
