@@ -33,7 +33,7 @@ from .exceptions import (
     ValidationError,
     VectorportError,
 )
-from .migrate import MigrationReport, migrate
+from .migrate import MigrationReport, migrate, verify
 
 __version__ = "0.1.0"
 
@@ -71,4 +71,5 @@ __all__ = [
     "connect",
     "mask_url",
     "migrate",
+    "verify",
 ]
