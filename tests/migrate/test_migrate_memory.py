@@ -37,7 +37,7 @@ pytestmark = pytest.mark.memory
 N = 600
 DIM = 16
 _names = itertools.count()
-FAST = RetryPolicy(attempts=6, base=0.001, cap=0.01)
+FAST = RetryPolicy(attempts=20, base=0.001, cap=0.01)
 
 
 def fresh(prefix: str = "m") -> str:
