@@ -26,7 +26,7 @@ LOREM = (
 def record_key(i: int) -> str:
     if i % 97 == 0:
         return f"docs/ünïcødé/日本語 {i}.md#chunk0"
-    return f"docs/dir {i % 7}/it's \"file\" {i // 10}.md#chunk{i % 10}"
+    return f'docs/dir {i % 7}/it\'s "file" {i // 10}.md#chunk{i % 10}'
 
 
 def tricky_metadata(i: int) -> dict[str, Any]:

@@ -23,8 +23,9 @@ _names = itertools.count()
 def pg_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     pytest.importorskip("psycopg")
     pytest.importorskip("vectorport.backends.pgvector")
-    import vectorport
     from vectorport.backends.pgvector._embedded import stop_embedded
+
+    import vectorport
 
     data = tmp_path_factory.mktemp("mig-pg") / "data"
     warm = vectorport.connect(f"pgvector://{data}?table=warmup", dimension=2)

@@ -48,8 +48,20 @@ def test_sigkill_at_random_points_then_resume(
     target_url = url_for("s3vectors", write_rate=1500)
     ck = tmp_path / "ck.json"
     base = [
-        "migrate", source_url, target_url, "--checkpoint", str(ck), "--metadata-policy", "flatten",
-        "--batch-size", "100", "--concurrency", "4", "--no-progress", "--no-verify", "--json",
+        "migrate",
+        source_url,
+        target_url,
+        "--checkpoint",
+        str(ck),
+        "--metadata-policy",
+        "flatten",
+        "--batch-size",
+        "100",
+        "--concurrency",
+        "4",
+        "--no-progress",
+        "--no-verify",
+        "--json",
     ]
     rng = random.Random()
     kills: list[int] = []
@@ -58,7 +70,9 @@ def test_sigkill_at_random_points_then_resume(
         with open(log, "wb") as err:
             proc = subprocess.Popen(
                 _cli(*base, *(["--resume"] if point else [])),
-                env=_env(), stdout=subprocess.DEVNULL, stderr=err,
+                env=_env(),
+                stdout=subprocess.DEVNULL,
+                stderr=err,
             )
         before = kills[-1] if kills else 0
         goal = before + rng.randint(N // 10, N // 5)
@@ -89,7 +103,9 @@ def test_sigkill_at_random_points_then_resume(
     assert check["counts"]["target"] == N and check["counts"]["target_scanned"] == N
     assert check["duplicates"] == 0 and check["missing"]["total"] == 0
     # a finished migration re-run: no copy, verification only
-    again = subprocess.run(_cli(*base[:-3], "--json"), env=_env(), capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        _cli(*base[:-3], "--json"), env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert again.returncode == 0, again.stderr
     data = json.loads(again.stdout)
     assert data["already_complete"] and data["copy"] is None and data["status"] == "verified"
@@ -123,7 +139,9 @@ def test_throttled_bucket_server_completes_correctly(loaded_source: LoadedSource
 
 @pytest.mark.pgvector
 @pytest.mark.s3vectors
-def test_half_populated_target_is_idempotent(loaded_source: LoadedSource, url_for: Callable[..., str]) -> None:
+def test_half_populated_target_is_idempotent(
+    loaded_source: LoadedSource, url_for: Callable[..., str]
+) -> None:
     source_url, records = loaded_source("pgvector")
     target_url = url_for("s3vectors", write_rate=0)
     target = vectorport.connect(target_url, dimension=len(records[0].vector))
