@@ -1,6 +1,8 @@
 """``--reembed MODEL``: new vectors from each record's text, through ``vectorport.ingest``'s embedders.
 
-The embedders belong to the ingestion feature; until ``vectorport.ingest.embedders`` ships, a
+``MODEL`` is an embedder spec as ``vectorport.ingest.embedders.resolve_embedder`` reads it
+(``sentence-transformers:all-MiniLM-L6-v2``, ``voyage:voyage-3.5``, ``hash:64``); its
+``model_id`` is recorded on the target collection. Where the embedders are not installed, a
 migration asked to re-embed is refused before anything is read or written.
 """
 
@@ -20,15 +22,15 @@ __all__ = ["Embedder", "load_embedder"]
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What the migration needs from an embedder."""
+    """What the migration needs from an embedder (``vectorport.ingest``'s protocol has more)."""
 
     @property
     def dimension(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> Any: ...
+    def embed_documents(self, texts: Sequence[str]) -> Any: ...
 
 
-_LOADERS = ("load_embedder", "get_embedder", "embedder_for", "make_embedder")
+_LOADERS = ("resolve_embedder", "load_embedder")
 
 
 def load_embedder(model: str) -> tuple[Embedder, str]:
@@ -54,8 +56,7 @@ def load_embedder(model: str) -> tuple[Embedder, str]:
         loader = getattr(module, name, None)
         if callable(loader):
             embedder = loader(model)
-            model_id = str(getattr(embedder, "model_id", None) or getattr(embedder, "model", None) or model)
-            return embedder, model_id
+            return embedder, str(getattr(embedder, "model_id", None) or model)
     raise UnsupportedFeatureError(
         f"--reembed {model}: vectorport.ingest.embedders has no loader ({', '.join(_LOADERS)})"
     )
@@ -63,4 +64,4 @@ def load_embedder(model: str) -> tuple[Embedder, str]:
 
 def embed_texts(embedder: Embedder, texts: Sequence[str]) -> Vector:
     """Embed ``texts`` as one float32 matrix."""
-    return np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+    return np.asarray(embedder.embed_documents(list(texts)), dtype=np.float32)
