@@ -40,6 +40,9 @@ class MetadataRules:
     """Largest absolute integer stored exactly (e.g. 2**53 where numbers are doubles)."""
     reserved_keys: frozenset[str] = frozenset()
     reserved_prefixes: tuple[str, ...] = ()
+    nul_characters: bool = True
+    """Strings (metadata keys and values, and the chunk text) may contain U+0000. PostgreSQL
+    ``text`` and ``jsonb`` cannot hold it."""
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,8 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
     out = [p for p in found if isinstance(p, tuple)]
     if out:
         return out
+    if not rules.nul_characters:
+        _nul_problems(metadata, "metadata", out)
     for key, value in metadata.items():
         path = f"metadata.{key}"
         if not key:
@@ -196,6 +198,20 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
             what = "metadata and text" if rules.text_in_metadata else "metadata"
             out.append(("metadata", f"{size} bytes of {what}; the limit is {rules.max_total_bytes}"))
     return out
+
+
+def _nul_problems(value: Any, path: str, out: list[tuple[str, str]]) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            out.append((path, "the string contains a NUL character, which this backend cannot store"))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _nul_problems(item, f"{path}[{i}]", out)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            if "\x00" in k:
+                out.append((path, f"the key {k!r} contains a NUL character, which this backend cannot store"))
+            _nul_problems(item, f"{path}.{k}", out)
 
 
 def _value_rule_problems(value: Any, path: str, rules: MetadataRules, out: list[tuple[str, str]]) -> None:
@@ -266,6 +282,15 @@ def validate_records(
                     rec.key,
                     "text",
                     f"text must be a string or None, got {type(rec.text).__name__}",
+                    index,
+                )
+            )
+        elif rec.text is not None and not caps.metadata.nul_characters and "\x00" in rec.text:
+            problems.append(
+                Problem(
+                    rec.key,
+                    "text",
+                    "the text contains a NUL character, which this backend cannot store",
                     index,
                 )
             )

@@ -50,7 +50,7 @@ from ..exceptions import (
 from ..filters import ALL_OPERATORS, parse_filter
 from .data import clustered_records, query_vectors
 from .oracle import ExactIndex, Judgement, judge
-from .strategies import dataset_filters, metadata_for, record_keys, typed_filters
+from .strategies import dataset_filters, metadata_for, record_keys, texts_for, typed_filters
 
 __all__ = ["StoreConformance", "StoreFactory"]
 
@@ -411,7 +411,7 @@ class StoreConformance:
                 record_keys(),
                 vector,
                 metadata_for(caps.metadata),
-                st.one_of(st.none(), st.text(max_size=30)),
+                texts_for(caps.metadata),
             ),
             min_size=1,
             max_size=12,
