@@ -33,6 +33,7 @@ from .exceptions import (
     ValidationError,
     VectorportError,
 )
+from .migrate import MigrationReport, migrate, verify
 
 __version__ = "0.1.0"
 
@@ -50,6 +51,7 @@ __all__ = [
     "Match",
     "MetadataRules",
     "Metric",
+    "MigrationReport",
     "NotFoundError",
     "NotInstalledError",
     "QueryResult",
@@ -68,4 +70,6 @@ __all__ = [
     "available_backends",
     "connect",
     "mask_url",
+    "migrate",
+    "verify",
 ]
