@@ -3,7 +3,6 @@ verification, CLI. Real backend pairs are in the other modules of this folder.""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import random
@@ -13,14 +12,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from ._migrate_data import (
-    FlatMemoryStore,
-    NoDotMemoryStore,
-    all_records,
-    assert_same_vectors,
-    tricky_records,
-    unbound,
-)
 from typer.testing import CliRunner
 
 import vectorport
@@ -29,8 +20,17 @@ from vectorport._retry import RetryPolicy
 from vectorport._validate import Batch
 from vectorport.backends.memory import MemoryStore
 from vectorport.cli import app
-from vectorport.exceptions import BackendError, UnsupportedFeatureError
+from vectorport.exceptions import BackendError
 from vectorport.migrate import Checkpoint, MetadataPolicy, PlanRefusedError, plan, verify
+
+from ._migrate_data import (
+    FlatMemoryStore,
+    NoDotMemoryStore,
+    all_records,
+    assert_same_vectors,
+    tricky_records,
+    unbound,
+)
 
 pytestmark = pytest.mark.memory
 
@@ -274,16 +274,7 @@ def test_verify_reports_every_kind_of_difference(source: str) -> None:
     json.dumps(report.to_dict())
 
 
-def test_reembed_refused_clearly(source: str) -> None:
-    if importlib.util.find_spec("vectorport.ingest") is not None:
-        pytest.skip("vectorport.ingest exists: re-embedding is tested with its embedders")
-    with pytest.raises(UnsupportedFeatureError, match="re-embedding needs"):
-        vectorport.migrate(source, fresh("re"), reembed="all-MiniLM-L6-v2")
-
-
 def test_reembed_with_ingest_embedders() -> None:
-    if importlib.util.find_spec("vectorport.ingest") is None:
-        pytest.skip("vectorport.ingest (the embedders) is not in this tree")
     src = vectorport.connect(fresh("re-src"), dimension=4)
     src.upsert([Record(f"k{i}", [1, i, 0, 0], {"n": i}, f"text {i}") for i in range(30)])
     src.upsert([Record("no-text", [1, 1, 1, 1], {"n": -1})])
@@ -336,8 +327,7 @@ def test_cli_plan_human_output(source: str) -> None:
 
 
 def test_cli_reembed_and_bad_shard_exit_codes(source: str) -> None:
-    if importlib.util.find_spec("vectorport.ingest") is None:
-        res = runner.invoke(app, ["migrate", source, fresh("r"), "--reembed", "x"])
-        assert res.exit_code == 4 and "re-embedding" in res.output
+    res = runner.invoke(app, ["migrate", source, fresh("r"), "--reembed", "hash:nope"])
+    assert res.exit_code == 3 and "bad hash embedder" in res.output, res.output
     res = runner.invoke(app, ["migrate", source, fresh("r"), "--shard", "nope"])
     assert res.exit_code == 3
