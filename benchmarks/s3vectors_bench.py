@@ -27,8 +27,12 @@ def _client(url: str) -> Any:
     from botocore.config import Config
 
     return boto3.client(
-        "s3vectors", endpoint_url=url, region_name="us-east-1", aws_access_key_id="x",
-        aws_secret_access_key="x", config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
+        "s3vectors",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
     )
 
 
@@ -47,18 +51,28 @@ def bench_http(n: int, dim: int, queries: int) -> dict[str, float]:
     try:
         raw = _client(url)
         raw.create_vector_bucket(vectorBucketName="bench")
-        raw.create_index(vectorBucketName="bench", indexName="raw", dataType="float32", dimension=dim,
-                         distanceMetric="cosine")
+        raw.create_index(
+            vectorBucketName="bench",
+            indexName="raw",
+            dataType="float32",
+            dimension=dim,
+            distanceMetric="cosine",
+        )
         began = time.perf_counter()
         for lo in range(0, n, 500):
-            raw.put_vectors(vectorBucketName="bench", indexName="raw", vectors=[
-                {"key": f"k{i}", "data": {"float32": vecs[i].tolist()}, "metadata": metas[i]}
-                for i in range(lo, min(n, lo + 500))
-            ])
+            raw.put_vectors(
+                vectorBucketName="bench",
+                indexName="raw",
+                vectors=[
+                    {"key": f"k{i}", "data": {"float32": vecs[i].tolist()}, "metadata": metas[i]}
+                    for i in range(lo, min(n, lo + 500))
+                ],
+            )
         out["raw_put_per_s"] = n / (time.perf_counter() - began)
 
-        store = vectorport.connect(f"s3vectors://bench/adapter?endpoint_url={url}&write_rate=0",
-                                   dimension=dim, metric="cosine")
+        store = vectorport.connect(
+            f"s3vectors://bench/adapter?endpoint_url={url}&write_rate=0", dimension=dim, metric="cosine"
+        )
         records = [Record(f"k{i}", vecs[i], metas[i]) for i in range(n)]
         began = time.perf_counter()
         store.upsert(records)
@@ -69,8 +83,14 @@ def bench_http(n: int, dim: int, queries: int) -> dict[str, float]:
             for q in qs:
                 t0 = time.perf_counter()
                 kw: dict[str, Any] = {"filter": flt} if flt else {}
-                raw.query_vectors(vectorBucketName="bench", indexName="raw", topK=10,
-                                  queryVector={"float32": q.tolist()}, returnDistance=True, **kw)
+                raw.query_vectors(
+                    vectorBucketName="bench",
+                    indexName="raw",
+                    topK=10,
+                    queryVector={"float32": q.tolist()},
+                    returnDistance=True,
+                    **kw,
+                )
                 raw_t.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 store.query(q, k=10, filter=flt)
@@ -95,7 +115,9 @@ def bench_engine(n: int, dim: int, queries: int) -> dict[str, float]:
     vecs = rng.standard_normal((n, dim)).astype(np.float32)
     metas = [{"lang": ["en", "fr", "de"][i % 3], "n": i} for i in range(n)]
     for lo in range(0, n, 5000):
-        table.put([f"k{i}" for i in range(lo, min(n, lo + 5000))], vecs[lo : lo + 5000], metas[lo : lo + 5000])
+        table.put(
+            [f"k{i}" for i in range(lo, min(n, lo + 5000))], vecs[lo : lo + 5000], metas[lo : lo + 5000]
+        )
     qs = rng.standard_normal((queries, dim)).astype(np.float32)
     out: dict[str, float] = {}
     for label, doc in (("", None), ("_filtered", {"$and": [{"lang": "fr"}, {"n": {"$gte": 1000}}]})):
