@@ -149,10 +149,8 @@ def test_server_rejects_bad_numbers_like_before(
     endpoint: str, index: dict[str, str], vector: str, fragment: str
 ) -> None:
     # Raw HTTP: botocore's serializer cannot even send most of these.
-    body = (
-        '{"vectorBucketName":"%s","indexName":"%s","vectors":[{"key":"bad","data":{"float32":%s}}]}'
-        % (index["vectorBucketName"], index["indexName"], vector)
-    ).encode()
+    item = '{"key":"bad","data":{"float32":' + vector + "}}"
+    body = (json.dumps(index)[:-1] + ',"vectors":[' + item + "]}").encode()
     request = urllib.request.Request(endpoint + "/PutVectors", body, method="POST")
     with pytest.raises(urllib.error.HTTPError) as exc:
         urllib.request.urlopen(request, timeout=10)

@@ -1,7 +1,7 @@
 """A fast PutVectors request body for a boto3 ``s3vectors`` client.
 
 botocore validates and serializes ``float32`` vector data one Python call per number
-(≈ 2 µs a float, most of a 500 × 384 batch's client time) and JSON-encodes each with
+(about 2 µs a float, most of a 500 x 384 batch's client time) and JSON-encodes each with
 ``repr`` (17 digits). The adapter has already validated the batch, so it encodes the body
 itself — ``%.9g``, which round-trips every float32 exactly — and swaps it into the request
 through two botocore events:
