@@ -38,6 +38,7 @@ from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError, UnsupportedFeatureError
 from ...filters import FilterNode
 from ._ratelimit import WriteRateLimiter, limiter_for
+from ._wire import EncodedVectors, encode_put_body, install
 from .errors import map_errors
 from .filters import S3FilterCompiler
 
@@ -129,6 +130,9 @@ class S3VectorsStore(BaseStore):
             limiter_for(endpoint, bucket, index, write_rate) if write_rate > 0 else None
         )
         self._where = f"{self.name} {bucket}/{index}"
+        # The batch is validated already: send it pre-encoded instead of through botocore's
+        # per-number validation and serialization (see _wire).
+        self._fast_puts = install(client)
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -292,6 +296,7 @@ class S3VectorsStore(BaseStore):
     # ----------------------------------------------------------------- records
     def _write(self, batch: Batch) -> None:
         vectors: list[dict[str, Any]] = []
+        metas: list[dict[str, Any] | None] = []
         for key, row, meta, text in zip(
             batch.keys, batch.vectors.tolist(), batch.metadatas, batch.texts, strict=True
         ):
@@ -300,6 +305,10 @@ class S3VectorsStore(BaseStore):
             if full:
                 item["metadata"] = full
             vectors.append(item)
+            metas.append(full)
+        if self._fast_puts:
+            body = encode_put_body(self._ids(), batch.keys, batch.vectors, metas)
+            vectors = EncodedVectors(vectors, body)
         if self.limiter is not None:
             self.limiter.acquire(len(vectors))
         self._call("PutVectors", **self._ids(), vectors=vectors)

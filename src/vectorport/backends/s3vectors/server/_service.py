@@ -45,6 +45,7 @@ _INDEX_ARN = re.compile(
     r"/index/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])"
 )
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_EXACT_INT = float(2**53)
 
 
 @dataclass(frozen=True)
@@ -541,12 +542,19 @@ class Service:
             raise ValidationException(
                 f"{where}: vector dimension {len(values)} does not match index dimension {index.dimension}"
             )
+        arr = _fast_float32(values)
+        if arr is not None:
+            if index.metric == "cosine" and not np.any(arr):
+                raise ValidationException(
+                    f"{where}: zero vectors are not allowed for the cosine distance metric"
+                )
+            return arr
         for v in values:
             if (
                 isinstance(v, bool)
                 or not isinstance(v, int | float)
+                or abs(v) > _FLOAT32_MAX  # first: an int beyond float64 makes isfinite raise
                 or not math.isfinite(v)
-                or abs(v) > _FLOAT32_MAX
             ):
                 raise ValidationException(
                     f"{where}: vector data must contain only valid float32 values, got {v!r}"
@@ -742,6 +750,27 @@ class Service:
         if len(rest) > page:
             out["nextToken"] = self._remember_pages(rest[page:], index.arn)
         return out
+
+
+def _fast_float32(values: list[Any]) -> np.ndarray[Any, Any] | None:
+    """``values`` as float32 when every one is a finite ``float`` (or an ``int`` below
+    2**53) within float32's range, checked on the whole array at once; ``None`` sends the
+    caller to the per-value checks, which find the offending value and word the error."""
+    kinds = set(map(type, values))
+    if not values or not kinds <= {float, int}:
+        return None
+    try:
+        wide = np.array(values, np.float64)
+    except OverflowError:  # an int beyond float64
+        return None
+    if not np.isfinite(wide).all():
+        return None
+    top = float(np.abs(wide).max())
+    if top > _FLOAT32_MAX or (int in kinds and top >= _EXACT_INT):
+        return None
+    # Python floats (and ints below 2**53) are exact as C doubles, so this is the same
+    # rounding as np.asarray(values, np.float32).
+    return wide.astype(np.float32)
 
 
 def _check_meta_value(value: Any, where: str) -> None:

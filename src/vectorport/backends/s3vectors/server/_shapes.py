@@ -99,6 +99,8 @@ class ServiceModel:
                 out.append((where, "Member must be a list"))
                 return
             self._check_length(shape, len(value), where, out, "length")
+            if self.shapes[shape["member"]["shape"]]["type"] in ("float", "double") and _plain_numbers(value):
+                return  # vector data: one type check over the list instead of one call per value
             for i, item in enumerate(value):
                 if item is None:
                     out.append((f"{path}/{i}", "Member must not be null"))
@@ -144,6 +146,11 @@ class ServiceModel:
             out.append((where, f"Member must have {what} greater than or equal to {shape['min']}"))
         if "max" in shape and size > shape["max"]:
             out.append((where, f"Member must have {what} less than or equal to {shape['max']}"))
+
+
+def _plain_numbers(values: list[Any]) -> bool:
+    """Every value is exactly a ``float`` or ``int`` (not ``bool``, not ``None``)."""
+    return set(map(type, values)) <= {float, int}
 
 
 def _validation_error(problems: list[tuple[str, str]]) -> ValidationException:
