@@ -1,0 +1,137 @@
+"""Portable filters compiled to Chroma ``where`` clauses, exactly or not at all.
+
+Chroma's operators differ from the portable semantics (``vectorport.filters.evaluate``) in
+ways measured on chromadb 1.5 (``tests/chroma/test_filters.py`` checks every operator against
+the oracle on a real collection):
+
+* ``$eq``/``$ne``/``$in``/``$nin`` only look at scalar values; an array field is matched by
+  ``$contains``/``$not_contains``, which in turn never match a scalar. The same field may be
+  an array on one record and a scalar on another, so every equality compiles to both forms:
+  ``$eq v`` → ``$or[$eq v, $contains v]`` and ``$ne v`` → ``$and[$ne v, $not_contains v]``.
+* Scalar comparisons are numeric across int and float (``1`` matches ``1.0``), but
+  ``$contains`` is type-strict (``$contains 1`` misses ``[1.0]``), so an integral number is
+  looked for in arrays both as an int and as a float.
+* ``$in``/``$nin`` lists must hold one type: mixed lists are split per type.
+* ``$ne``, ``$nin`` and ``$not_contains`` match records without the field (as the oracle's
+  ``$ne``/``$nin`` do); range operators match numeric scalars only (not bool, not arrays),
+  as the oracle's do.
+* Scalar comparisons with a number go through float64, so an integer filter value that a
+  double cannot hold (beyond 2**53 and not a multiple of its spacing) is refused.
+
+``$exists`` and ``$not`` over a range operator have no exact Chroma form and are refused;
+other ``$not`` are rewritten with :func:`~vectorport.filters.push_not_down`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ...filters import And, Compare, FilterCompiler, FilterNode, In, Or, Scalar, push_not_down
+
+__all__ = ["ChromaFilterCompiler", "Where"]
+
+Where = dict[str, Any]
+
+_I64 = 2**63 - 1
+
+
+def _type_key(value: Scalar) -> str:
+    return type(value).__name__
+
+
+class ChromaFilterCompiler(FilterCompiler[Where]):
+    """Compile a filter tree to a Chroma ``where`` dict.
+
+    >>> from vectorport.filters import parse_filter
+    >>> ChromaFilterCompiler().where(parse_filter({"lang": "en"}))
+    {'$or': [{'lang': {'$eq': 'en'}}, {'lang': {'$contains': 'en'}}]}
+    """
+
+    backend: ClassVar[str] = "chroma"
+
+    def where(self, node: FilterNode) -> Where:
+        """The ``where`` for ``node`` (``$not`` pushed down first)."""
+        return self.compile(push_not_down(node))
+
+    # ------------------------------------------------------------------ helpers
+    def _field(self, node: FilterNode, field: str) -> str:
+        if field.startswith(("#", "$")):
+            self.unsupported(node, f"Chroma reserves field names starting with {field[0]!r}")
+        return field
+
+    def _number(self, node: FilterNode, value: Scalar) -> None:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) > _I64:
+                self.unsupported(node, f"{value} does not fit Chroma's 64-bit integers")
+            if float(value) != value:
+                self.unsupported(
+                    node, f"Chroma compares numbers as doubles, and {value} is not exactly a double"
+                )
+
+    def _variants(self, node: FilterNode, value: Scalar) -> list[Scalar]:
+        """The typed values an array element equal to ``value`` may be stored as."""
+        self._number(node, value)
+        if isinstance(value, bool | str):
+            return [value]
+        if isinstance(value, int):
+            return [value, float(value)]
+        if value.is_integer() and abs(value) <= _I64:
+            return [value, int(value)]
+        return [value]
+
+    @staticmethod
+    def _join(op: str, clauses: list[Where]) -> Where:
+        # Chroma's $and/$or need at least two items.
+        return clauses[0] if len(clauses) == 1 else {op: clauses}
+
+    def _groups(self, node: In) -> list[list[Scalar]]:
+        groups: dict[str, list[Scalar]] = {}
+        for value in dict.fromkeys(node.values):  # de-duplicate, keep order
+            self._number(node, value)
+            groups.setdefault(_type_key(value), []).append(value)
+        return list(groups.values())
+
+    def _elements(self, node: FilterNode, values: tuple[Scalar, ...]) -> list[Scalar]:
+        out: dict[tuple[str, Scalar], Scalar] = {}
+        for value in values:
+            for v in self._variants(node, value):
+                out.setdefault((_type_key(v), v), v)
+        return list(out.values())
+
+    # ------------------------------------------------------------------ operators
+    def visit_eq(self, node: Compare) -> Where:
+        f = self._field(node, node.field)
+        clauses: list[Where] = [{f: {"$eq": node.value}}]
+        clauses += [{f: {"$contains": v}} for v in self._variants(node, node.value)]
+        return self._join("$or", clauses)
+
+    def visit_ne(self, node: Compare) -> Where:
+        f = self._field(node, node.field)
+        clauses: list[Where] = [{f: {"$ne": node.value}}]
+        clauses += [{f: {"$not_contains": v}} for v in self._variants(node, node.value)]
+        return self._join("$and", clauses)
+
+    def _range(self, node: Compare) -> Where:
+        f = self._field(node, node.field)
+        self._number(node, node.value)
+        return {f: {node.op: node.value}}
+
+    visit_gt = visit_gte = visit_lt = visit_lte = _range
+
+    def visit_in(self, node: In) -> Where:
+        f = self._field(node, node.field)
+        clauses: list[Where] = [{f: {"$in": group}} for group in self._groups(node)]
+        clauses += [{f: {"$contains": v}} for v in self._elements(node, node.values)]
+        return self._join("$or", clauses)
+
+    def visit_nin(self, node: In) -> Where:
+        f = self._field(node, node.field)
+        clauses: list[Where] = [{f: {"$nin": group}} for group in self._groups(node)]
+        clauses += [{f: {"$not_contains": v}} for v in self._elements(node, node.values)]
+        return self._join("$and", clauses)
+
+    def visit_and(self, node: And) -> Where:
+        return self._join("$and", [self.compile(c) for c in node.children])
+
+    def visit_or(self, node: Or) -> Where:
+        return self._join("$or", [self.compile(c) for c in node.children])
