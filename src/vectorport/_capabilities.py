@@ -41,6 +41,10 @@ class MetadataRules:
     float_list_max_int: int | None = None
     """Where a list mixing integers and floats (``[1, 2.5]``) is stored as a list of doubles
     (Chroma), the largest absolute integer such a list may hold and stay exact (2**53)."""
+    float_ulps: int = 0
+    """Largest difference, in float64 units in the last place, between a float written and
+    read back; 0 means exact. Chroma 1.5 parses numbers with serde_json's fast (not correctly
+    rounded) algorithm, which moves about one full-precision double in ten by 1 ulp."""
     reserved_keys: frozenset[str] = frozenset()
     reserved_prefixes: tuple[str, ...] = ()
 

@@ -98,10 +98,10 @@ def assert_vectors_equal(got: Any, want: Any, ulps: int = 0) -> None:
     assert float(off.max(initial=0.0)) <= ulps, f"vectors differ by {off.max()} ulps (> {ulps})"
 
 
-def _assert_same_record(got: Record, want: Record, ulps: int = 0) -> None:
+def _assert_same_record(got: Record, want: Record, ulps: int = 0, float_ulps: int = 0) -> None:
     assert got.key == want.key
     assert got.text == want.text, f"{want.key!r}: text {got.text!r} != {want.text!r}"
-    assert json_equal(got.metadata, want.metadata), (
+    assert json_equal(got.metadata, want.metadata, float_ulps), (
         f"{want.key!r}: metadata {got.metadata!r} != {want.metadata!r}"
     )
     assert got.vector is not None
@@ -446,6 +446,7 @@ class StoreConformance:
                         got[r.key],
                         Record(r.key, np.asarray(r.vector, dtype=np.float32), r.metadata, r.text),
                         caps.vector_ulps,
+                        caps.metadata.float_ulps,
                     )
                 try:
                     result = store.query(q, k=k, filter=f)

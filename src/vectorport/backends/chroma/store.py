@@ -117,6 +117,14 @@ def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
     return out
 
 
+def _live_servers() -> list[Any]:
+    from chromadb.api import ServerAPI
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    systems = list(SharedSystemClient._identifier_to_system.values())
+    return [system.instance(ServerAPI) for system in systems]
+
+
 def _encode_cursor(offset: int, last: str) -> str:
     raw = json.dumps({"o": offset, "k": last}, ensure_ascii=False).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii")
@@ -177,6 +185,7 @@ class ChromaStore(BaseStore):
             mixed_lists=False,
             max_int=2**63 - 1,
             float_list_max_int=_F64_EXACT,
+            float_ulps=2,
             reserved_keys=frozenset({"chroma:document"}),
             reserved_prefixes=("#", "$"),
         ),
@@ -293,8 +302,16 @@ class ChromaStore(BaseStore):
 
     def close(self) -> None:
         client, self._client, self._coll = self._client, None, None
-        if client is not None:
-            client.close()
+        if client is None:
+            return
+        server = getattr(client, "_server", None)
+        client.close()
+        # chromadb stops the shared System when its last client closes, but its HTTP API
+        # object never closes its httpx session, leaking sockets (ResourceWarning). Close it
+        # once no client shares that System any more.
+        session = getattr(server, "_session", None)
+        if session is not None and server not in _live_servers():
+            session.close()
 
     # ----------------------------------------------------------------- collections
     def _op(self, what: str) -> Any:
@@ -413,7 +430,7 @@ class ChromaStore(BaseStore):
     def _records(res: Mapping[str, Any], include: frozenset[Include]) -> list[Record]:
         ids: list[str] = res["ids"]
         vectors = res.get("embeddings") if Include.VECTOR in include else None
-        if vectors is not None:
+        if vectors is not None and ids:
             vectors = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
         metas = res.get("metadatas") if Include.METADATA in include else None
         docs = res.get("documents") if Include.TEXT in include else None
