@@ -117,14 +117,6 @@ def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
     return out
 
 
-def _live_servers() -> list[Any]:
-    from chromadb.api import ServerAPI
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    systems = list(SharedSystemClient._identifier_to_system.values())
-    return [system.instance(ServerAPI) for system in systems]
-
-
 def _encode_cursor(offset: int, last: str) -> str:
     raw = json.dumps({"o": offset, "k": last}, ensure_ascii=False).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii")
@@ -304,14 +296,16 @@ class ChromaStore(BaseStore):
         client, self._client, self._coll = self._client, None, None
         if client is None:
             return
-        server = getattr(client, "_server", None)
+        admin = getattr(client, "_admin_client", None)
+        servers = [getattr(client, "_server", None), getattr(admin, "_server", None)]
         client.close()
-        # chromadb stops the shared System when its last client closes, but its HTTP API
-        # object never closes its httpx session, leaking sockets (ResourceWarning). Close it
-        # once no client shares that System any more.
-        session = getattr(server, "_session", None)
-        if session is not None and server not in _live_servers():
-            session.close()
+        # chromadb gives every HttpClient (and its internal admin client) a System of its own
+        # but never closes their httpx sessions, leaking sockets (ResourceWarning).
+        # PersistentClient's API object has no session.
+        for server in servers:
+            session = getattr(server, "_session", None)
+            if session is not None:
+                session.close()
 
     # ----------------------------------------------------------------- collections
     def _op(self, what: str) -> Any:
