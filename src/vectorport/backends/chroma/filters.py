@@ -15,6 +15,8 @@ the oracle on a real collection):
 * ``$ne``, ``$nin`` and ``$not_contains`` match records without the field (as the oracle's
   ``$ne``/``$nin`` do); range operators match numeric scalars only (not bool, not arrays),
   as the oracle's do.
+* A fractional operand is truncated when compared with integer values (``$lt 1.5`` misses
+  ``1``), so ranges with one add the exact integral bound (``$or[$lt 1.5, $lte 1]``).
 * Scalar comparisons with a number go through float64, so an integer filter value that a
   double cannot hold (beyond 2**53 and not a multiple of its spacing) is refused.
 
@@ -24,6 +26,7 @@ other ``$not`` are rewritten with :func:`~vectorport.filters.push_not_down`.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 from ...filters import And, Compare, FilterCompiler, FilterNode, In, Or, Scalar, push_not_down
@@ -60,6 +63,8 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
         return field
 
     def _number(self, node: FilterNode, value: Scalar) -> None:
+        if isinstance(value, float) and abs(value) > _I64:
+            self.unsupported(node, f"{value} is beyond Chroma's 64-bit integers, which it is compared with")
         if isinstance(value, int) and not isinstance(value, bool):
             if abs(value) > _I64:
                 self.unsupported(node, f"{value} does not fit Chroma's 64-bit integers")
@@ -113,8 +118,18 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
 
     def _range(self, node: Compare) -> Where:
         f = self._field(node, node.field)
-        self._number(node, node.value)
-        return {f: {node.op: node.value}}
+        value = node.value
+        self._number(node, value)
+        clause: Where = {f: {node.op: value}}
+        if isinstance(value, float) and not value.is_integer():
+            # Chroma truncates a fractional operand when comparing integer values
+            # ($lt 1.5 misses 1), so integers get their own, exact integral bound.
+            if node.op in ("$gt", "$gte"):
+                bound: Where = {f: {"$gte": math.ceil(value)}}
+            else:
+                bound = {f: {"$lte": math.floor(value)}}
+            return {"$or": [clause, bound]}
+        return clause
 
     visit_gt = visit_gte = visit_lt = visit_lte = _range
 
