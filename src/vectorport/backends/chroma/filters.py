@@ -16,7 +16,9 @@ the oracle on a real collection):
   ``$ne``/``$nin`` do); range operators match numeric scalars only (not bool, not arrays),
   as the oracle's do.
 * A fractional operand is truncated when compared with integer values (``$lt 1.5`` misses
-  ``1``), so ranges with one add the exact integral bound (``$or[$lt 1.5, $lte 1]``).
+  ``1``, ``$eq 0.5`` matches ``0``), so ranges with one add the exact integral bound
+  (``$or[$lt 1.5, $lte 1]``) and equalities rule out the neighbouring integers
+  (``$and[$eq 0.5, $ne 0, $ne 1]``).
 * Scalar comparisons with a number go through float64, so an integer filter value that a
   double cannot hold (beyond 2**53 and not a multiple of its spacing) is refused.
 
@@ -90,10 +92,13 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
         return clauses[0] if len(clauses) == 1 else {op: clauses}
 
     def _groups(self, node: In) -> list[list[Scalar]]:
+        """Values by type (Chroma's lists hold one type); fractional floats are left out and
+        compiled one by one (see ``_scalar_eq``)."""
         groups: dict[str, list[Scalar]] = {}
         for value in dict.fromkeys(node.values):  # de-duplicate, keep order
             self._number(node, value)
-            groups.setdefault(_type_key(value), []).append(value)
+            if not self._fractional(value):
+                groups.setdefault(_type_key(value), []).append(value)
         return list(groups.values())
 
     def _elements(self, node: FilterNode, values: tuple[Scalar, ...]) -> list[Scalar]:
@@ -104,15 +109,35 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
         return list(out.values())
 
     # ------------------------------------------------------------------ operators
+    @staticmethod
+    def _fractional(value: Scalar) -> bool:
+        return isinstance(value, float) and not value.is_integer()
+
+    @staticmethod
+    def _scalar_eq(f: str, value: Scalar) -> Where:
+        if isinstance(value, float) and not value.is_integer():
+            # Chroma truncates a fractional operand against integer values ($eq 0.5 matches
+            # 0): rule out the integers next to it, which can never equal it.
+            near = sorted({math.floor(value), math.ceil(value)})
+            return {"$and": [{f: {"$eq": value}}, *({f: {"$ne": n}} for n in near)]}
+        return {f: {"$eq": value}}
+
+    @staticmethod
+    def _scalar_ne(f: str, value: Scalar) -> Where:
+        if isinstance(value, float) and not value.is_integer():
+            near = sorted({math.floor(value), math.ceil(value)})
+            return {"$or": [{f: {"$ne": value}}, *({f: {"$eq": n}} for n in near)]}
+        return {f: {"$ne": value}}
+
     def visit_eq(self, node: Compare) -> Where:
         f = self._field(node, node.field)
-        clauses: list[Where] = [{f: {"$eq": node.value}}]
+        clauses: list[Where] = [self._scalar_eq(f, node.value)]
         clauses += [{f: {"$contains": v}} for v in self._variants(node, node.value)]
         return self._join("$or", clauses)
 
     def visit_ne(self, node: Compare) -> Where:
         f = self._field(node, node.field)
-        clauses: list[Where] = [{f: {"$ne": node.value}}]
+        clauses: list[Where] = [self._scalar_ne(f, node.value)]
         clauses += [{f: {"$not_contains": v}} for v in self._variants(node, node.value)]
         return self._join("$and", clauses)
 
@@ -136,12 +161,14 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
     def visit_in(self, node: In) -> Where:
         f = self._field(node, node.field)
         clauses: list[Where] = [{f: {"$in": group}} for group in self._groups(node)]
+        clauses += [self._scalar_eq(f, v) for v in dict.fromkeys(node.values) if self._fractional(v)]
         clauses += [{f: {"$contains": v}} for v in self._elements(node, node.values)]
         return self._join("$or", clauses)
 
     def visit_nin(self, node: In) -> Where:
         f = self._field(node, node.field)
         clauses: list[Where] = [{f: {"$nin": group}} for group in self._groups(node)]
+        clauses += [self._scalar_ne(f, v) for v in dict.fromkeys(node.values) if self._fractional(v)]
         clauses += [{f: {"$not_contains": v}} for v in self._elements(node, node.values)]
         return self._join("$and", clauses)
 
