@@ -214,6 +214,18 @@ def _nul_problems(value: Any, path: str, out: list[tuple[str, str]]) -> None:
             _nul_problems(item, f"{path}.{k}", out)
 
 
+_FLOAT_LIST_MESSAGE = (
+    "a list mixing integers and floats is stored as floats, and an integer in it is beyond "
+    "±{limit}, which a float holds inexactly; store the numbers as strings"
+)
+
+
+def _float_list_int_too_big(value: list[Any], limit: int) -> bool:
+    ints = [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    has_float = any(isinstance(v, float) for v in value)
+    return has_float and any(abs(v) > limit for v in ints)
+
+
 def _value_rule_problems(value: Any, path: str, rules: MetadataRules, out: list[tuple[str, str]]) -> None:
     if value is None:
         if not rules.null:
@@ -229,6 +241,10 @@ def _value_rule_problems(value: Any, path: str, rules: MetadataRules, out: list[
             out.append((path, "empty lists are not supported"))
         elif not rules.mixed_lists and value and _list_kind(value) is None:
             out.append((path, "lists must hold only strings, only numbers or only booleans"))
+        elif rules.float_list_max_int is not None and _float_list_int_too_big(
+            value, rules.float_list_max_int
+        ):
+            out.append((path, _FLOAT_LIST_MESSAGE.format(limit=rules.float_list_max_int)))
         else:
             for i, v in enumerate(value):
                 _value_rule_problems(v, f"{path}[{i}]", rules, out)
