@@ -343,3 +343,22 @@ def test_relative_path_and_hnsw_options(tmp_path: Any, monkeypatch: pytest.Monke
     finally:
         store.drop()
         store.close()
+
+
+def test_fractional_range_operands_against_integers_match_the_oracle(embedded_url: Callable[[], str]) -> None:
+    # Chroma truncates a fractional operand toward zero against integer values, which both
+    # misses (`$lt 1.5` vs 1) and over-matches (`$lte -1.5` vs -1); found by the conformance kit.
+    import itertools
+
+    store = vectorport.connect(embedded_url(), dimension=2, metric="euclidean")
+    values: list[Any] = [-3, -2, -1, 0, 1, 2, 3, -2.5, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.5, "x", True]
+    recs = [Record(f"k{i}", [1, i], {"c": v}) for i, v in enumerate(values)] + [Record("none", [1, 99], {})]
+    store.upsert(recs)
+    try:
+        for op, v in itertools.product(["$gt", "$gte", "$lt", "$lte"], [1.5, -1.5, 0.5, -0.5, 2.5, -2.5]):
+            for spec in ({"c": {op: v}}, {"$not": {"$not": {"c": {op: v}}}}):
+                got = set(store.query([1, 0], k=50, filter=spec).keys)
+                want = {r.key for r in recs if evaluate(parse_filter(spec), r.metadata)}
+                assert got == want, (spec, sorted(got ^ want))
+    finally:
+        store.drop()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import vectorport
+
 from .ingest_helpers import write_tree
 
 _names = itertools.count()

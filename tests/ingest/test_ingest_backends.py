@@ -3,73 +3,18 @@
 from __future__ import annotations
 
 import itertools
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from .ingest_helpers import long_markdown, write_tree
 
 import vectorport
-from vectorport._registry import resolve
 from vectorport.ingest import ChunkingConfig, HashEmbedder, diagnose, ingest, search
+
+from .ingest_helpers import long_markdown
 
 SMALL = ChunkingConfig(60, 8, 10)
 _names = itertools.count()
-
-
-def _available(name: str) -> str | None:
-    try:
-        resolve(name).load()
-    except (ImportError, vectorport.VectorportError) as exc:
-        return str(exc)
-    return None
-
-
-@pytest.fixture(scope="module")
-def workdir() -> Iterator[Path]:
-    # Not pytest's tmp_path (mode 0700): the embedded PostgreSQL runs as another user.
-    root = Path(tempfile.mkdtemp(prefix="vectorport-ingest-"))
-    root.chmod(0o755)
-    yield root
-    try:
-        from vectorport.backends.pgvector._embedded import stop_embedded
-
-        stop_embedded(root / "pg")
-    except ImportError:
-        pass
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str | None]:
-    if _available("s3vectors") is not None:
-        yield None
-        return
-    try:
-        from vectorport.backends.s3vectors.server import LocalServer
-    except ImportError:
-        yield None
-        return
-    srv = LocalServer()
-    srv.start()
-    yield srv.url
-    srv.stop()
-
-
-def _url(backend: str, workdir: Path, s3_endpoint: str | None) -> str:
-    why = _available(backend)
-    if why is not None:
-        pytest.skip(f"{backend} backend not available: {why}")
-    n = next(_names)
-    if backend == "chroma":
-        return f"chroma://{workdir}/chroma?collection=ingest{n}"
-    if backend == "pgvector":
-        return f"pgvector://{workdir}/pg?table=ingest{n}"
-    if s3_endpoint is None:
-        pytest.skip("no local bucket server in this tree")
-    return f"s3vectors://ingest-bucket/ingest{n}?endpoint_url={s3_endpoint}"
 
 
 BACKENDS = [
@@ -81,9 +26,9 @@ BACKENDS = [
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_ingest_cycle(
-    backend: str, workdir: Path, s3_endpoint: str | None, tree: Callable[[dict[str, str]], Path]
+    backend: str, url_for: Callable[..., str], tree: Callable[[dict[str, str]], Path]
 ) -> None:
-    url = _url(backend, workdir, s3_endpoint)
+    url = url_for(backend)
     root = tree(
         {
             "docs/a.md": long_markdown("Alpha", 3),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,7 +11,8 @@ pytest.importorskip("boto3")
 
 from vectorport.backends.s3vectors.server import LocalServer
 
-SUPABASE_KEY = "test-service-role-key"
+from ..conftest import SUPABASE_KEY
+
 _names = itertools.count()
 
 
@@ -23,11 +23,9 @@ def unique() -> Any:
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[LocalServer]:
-    srv = LocalServer(supabase_key=SUPABASE_KEY)
-    srv.start()
-    yield srv
-    srv.stop()
+def server(bucket_server: LocalServer) -> LocalServer:
+    """The shared session server of ``tests/conftest.py`` (Supabase mode on)."""
+    return bucket_server
 
 
 @pytest.fixture(scope="session")

@@ -147,13 +147,15 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
         self._number(node, value)
         clause: Where = {f: {node.op: value}}
         if isinstance(value, float) and not value.is_integer():
-            # Chroma truncates a fractional operand when comparing integer values
-            # ($lt 1.5 misses 1), so integers get their own, exact integral bound.
+            # Chroma truncates a fractional operand toward zero when comparing integer values:
+            # against integers, `$lt 1.5` acts as `$lt 1` (misses 1) and `$lte -1.5` as
+            # `$lte -1` (wrongly matches -1). The two only differ at the truncated value t, so
+            # drop t from the clause and add the exact integral bound back.
             if node.op in ("$gt", "$gte"):
                 bound: Where = {f: {"$gte": math.ceil(value)}}
             else:
                 bound = {f: {"$lte": math.floor(value)}}
-            return {"$or": [clause, bound]}
+            return {"$or": [{"$and": [clause, {f: {"$ne": int(value)}}]}, bound]}
         return clause
 
     visit_gt = visit_gte = visit_lt = visit_lte = _range
