@@ -34,6 +34,7 @@ from .exceptions import (
     ValidationError,
     VectorportError,
 )
+from .migrate import MigrationReport, migrate, verify
 
 __version__ = "0.1.0"
 
@@ -52,6 +53,7 @@ __all__ = [
     "Match",
     "MetadataRules",
     "Metric",
+    "MigrationReport",
     "NotFoundError",
     "NotInstalledError",
     "QueryResult",
@@ -71,4 +73,6 @@ __all__ = [
     "compare",
     "connect",
     "mask_url",
+    "migrate",
+    "verify",
 ]

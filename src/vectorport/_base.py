@@ -87,7 +87,7 @@ class BaseStore(ABC):
                 self.collection, dimension, Metric.parse(metric or Metric.COSINE), embedding_model
             )
             self._check_spec_supported(spec)
-            self._create_collection(spec)
+            self.retry.call(lambda: self._create_collection(spec), f"{self.name}: create")
             log.info(
                 "%s: created collection %r (%d dims, %s)",
                 self.name,
@@ -319,7 +319,7 @@ class BaseStore(ABC):
 
     def drop(self) -> None:
         """Delete the bound collection and all its records."""
-        self._drop_collection()
+        self.retry.call(self._drop_collection, f"{self.name}: drop")
         self._spec = None
 
     def info(self) -> dict[str, Any]:

@@ -38,8 +38,18 @@ class MetadataRules:
     """The backend stores the chunk text as a (non-filterable) metadata key."""
     max_int: int | None = None
     """Largest absolute integer stored exactly (e.g. 2**53 where numbers are doubles)."""
+    float_list_max_int: int | None = None
+    """Where a list mixing integers and floats (``[1, 2.5]``) is stored as a list of doubles
+    (Chroma), the largest absolute integer such a list may hold and stay exact (2**53)."""
+    float_ulps: int = 0
+    """Largest difference, in float64 units in the last place, between a float written and
+    read back; 0 means exact. Chroma 1.5 parses numbers with serde_json's fast (not correctly
+    rounded) algorithm, which moves about one full-precision double in ten by 1 ulp."""
     reserved_keys: frozenset[str] = frozenset()
     reserved_prefixes: tuple[str, ...] = ()
+    nul_characters: bool = True
+    """Strings (metadata keys and values, and the chunk text) may contain U+0000. PostgreSQL
+    ``text`` and ``jsonb`` cannot hold it."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,10 @@ class Capabilities:
     """Records per scan page."""
     max_top_k: int | None = None
     max_key_bytes: int = 1024
+    vector_ulps: int = 0
+    """Largest per-element difference, in float32 units in the last place, between a vector
+    written and the vector read back; 0 means bit-exact. Chroma's ``cosine`` space stores a
+    unit vector and its norm and multiplies back on read, which can move an element by 2 ulps."""
     exact: bool = True
     """Exact search (True) or approximate (ANN)."""
     recall_tolerance: float = 1.0

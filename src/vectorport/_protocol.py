@@ -4,7 +4,7 @@ subclassing :class:`vectorport.BaseStore`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ._capabilities import Capabilities
 from ._models import CollectionSpec, QueryResult, Record, ScanPage
@@ -20,9 +20,9 @@ FilterLike = Mapping[str, Any] | FilterNode | None
 class VectorStore(Protocol):
     """One collection of chunk records in one backend, bound by :func:`vectorport.connect`."""
 
-    name: str
+    name: ClassVar[str]
     """The backend name: ``memory``, ``pgvector``, ``chroma``, ``s3vectors``."""
-    capabilities: Capabilities
+    capabilities: ClassVar[Capabilities]
     url: StoreURL
 
     @property

@@ -170,6 +170,8 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
     out = [p for p in found if isinstance(p, tuple)]
     if out:
         return out
+    if not rules.nul_characters:
+        _nul_problems(metadata, "metadata", out)
     for key, value in metadata.items():
         path = f"metadata.{key}"
         if not key:
@@ -198,6 +200,32 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
     return out
 
 
+def _nul_problems(value: Any, path: str, out: list[tuple[str, str]]) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            out.append((path, "the string contains a NUL character, which this backend cannot store"))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _nul_problems(item, f"{path}[{i}]", out)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            if "\x00" in k:
+                out.append((path, f"the key {k!r} contains a NUL character, which this backend cannot store"))
+            _nul_problems(item, f"{path}.{k}", out)
+
+
+_FLOAT_LIST_MESSAGE = (
+    "a list mixing integers and floats is stored as floats, and an integer in it is beyond "
+    "±{limit}, which a float holds inexactly; store the numbers as strings"
+)
+
+
+def _float_list_int_too_big(value: list[Any], limit: int) -> bool:
+    ints = [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    has_float = any(isinstance(v, float) for v in value)
+    return has_float and any(abs(v) > limit for v in ints)
+
+
 def _value_rule_problems(value: Any, path: str, rules: MetadataRules, out: list[tuple[str, str]]) -> None:
     if value is None:
         if not rules.null:
@@ -213,6 +241,10 @@ def _value_rule_problems(value: Any, path: str, rules: MetadataRules, out: list[
             out.append((path, "empty lists are not supported"))
         elif not rules.mixed_lists and value and _list_kind(value) is None:
             out.append((path, "lists must hold only strings, only numbers or only booleans"))
+        elif rules.float_list_max_int is not None and _float_list_int_too_big(
+            value, rules.float_list_max_int
+        ):
+            out.append((path, _FLOAT_LIST_MESSAGE.format(limit=rules.float_list_max_int)))
         else:
             for i, v in enumerate(value):
                 _value_rule_problems(v, f"{path}[{i}]", rules, out)
@@ -266,6 +298,15 @@ def validate_records(
                     rec.key,
                     "text",
                     f"text must be a string or None, got {type(rec.text).__name__}",
+                    index,
+                )
+            )
+        elif rec.text is not None and not caps.metadata.nul_characters and "\x00" in rec.text:
+            problems.append(
+                Problem(
+                    rec.key,
+                    "text",
+                    "the text contains a NUL character, which this backend cannot store",
                     index,
                 )
             )

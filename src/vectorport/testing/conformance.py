@@ -50,9 +50,9 @@ from ..exceptions import (
 from ..filters import ALL_OPERATORS, parse_filter
 from .data import clustered_records, query_vectors
 from .oracle import ExactIndex, Judgement, judge
-from .strategies import dataset_filters, metadata_for, record_keys, typed_filters
+from .strategies import dataset_filters, metadata_for, record_keys, texts_for, typed_filters
 
-__all__ = ["StoreConformance", "StoreFactory"]
+__all__ = ["StoreConformance", "StoreFactory", "assert_vectors_equal"]
 
 StoreFactory = Callable[[int, str], VectorStore]
 
@@ -85,16 +85,27 @@ def _index(metric: str, records: list[Record]) -> ExactIndex:
     )
 
 
-def _assert_same_record(got: Record, want: Record) -> None:
+def assert_vectors_equal(got: Any, want: Any, ulps: int = 0) -> None:
+    """Bit-exact float32 equality, or within ``ulps`` float32 units in the last place (the
+    store's declared ``capabilities.vector_ulps``)."""
+    g = np.asarray(got, dtype=np.float32)
+    w = np.asarray(want, dtype=np.float32)
+    if ulps == 0:
+        np.testing.assert_array_equal(g, w)
+        return
+    assert g.shape == w.shape, f"shape {g.shape} != {w.shape}"
+    off = np.abs(g.astype(np.float64) - w) / np.spacing(np.maximum(np.abs(w), np.finfo(np.float32).tiny))
+    assert float(off.max(initial=0.0)) <= ulps, f"vectors differ by {off.max()} ulps (> {ulps})"
+
+
+def _assert_same_record(got: Record, want: Record, ulps: int = 0, float_ulps: int = 0) -> None:
     assert got.key == want.key
     assert got.text == want.text, f"{want.key!r}: text {got.text!r} != {want.text!r}"
-    assert json_equal(got.metadata, want.metadata), (
+    assert json_equal(got.metadata, want.metadata, float_ulps), (
         f"{want.key!r}: metadata {got.metadata!r} != {want.metadata!r}"
     )
     assert got.vector is not None
-    np.testing.assert_array_equal(
-        np.asarray(got.vector, dtype=np.float32), np.asarray(want.vector, dtype=np.float32)
-    )
+    assert_vectors_equal(got.vector, want.vector, ulps)
 
 
 class StoreConformance:
@@ -171,14 +182,18 @@ class StoreConformance:
         assert [g.key for g in got] == [r.key for r in reversed(recs)]
         for g, r in zip(got, reversed(recs), strict=True):
             want = Record(r.key, np.asarray(r.vector, dtype=np.float32), r.metadata, r.text)
-            _assert_same_record(g, want)
+            _assert_same_record(g, want, store.capabilities.vector_ulps)
 
     def test_upsert_is_full_replace(self, make: Callable[..., VectorStore]) -> None:
         store = make(2)
         store.upsert([Record("k", [1, 0], {"a": 1, "b": "old", "tags": ["x"]}, "old text")])
         store.upsert([Record("k", [0, 1], {"a": 2}, None)])
         (got,) = store.get(["k"])
-        _assert_same_record(got, Record("k", np.array([0, 1], dtype=np.float32), {"a": 2}, None))
+        _assert_same_record(
+            got,
+            Record("k", np.array([0, 1], dtype=np.float32), {"a": 2}, None),
+            store.capabilities.vector_ulps,
+        )
         assert store.count() == 1
 
     def test_upsert_is_idempotent(self, make: Callable[..., VectorStore]) -> None:
@@ -190,7 +205,7 @@ class StoreConformance:
         second = {r.key: r for r in _all(store)}
         assert store.count() == 30 and first.keys() == second.keys()
         for key in first:
-            _assert_same_record(second[key], first[key])
+            _assert_same_record(second[key], first[key], store.capabilities.vector_ulps)
 
     def test_duplicate_keys_in_a_batch_last_wins(self, make: Callable[..., VectorStore]) -> None:
         store = make(2)
@@ -278,6 +293,7 @@ class StoreConformance:
                     want[r.key].metadata,
                     want[r.key].text,
                 ),
+                store.capabilities.vector_ulps,
             )
 
     def test_scan_segments_partition_the_collection(self, make: Callable[..., VectorStore]) -> None:
@@ -411,7 +427,7 @@ class StoreConformance:
                 record_keys(),
                 vector,
                 metadata_for(caps.metadata),
-                st.one_of(st.none(), st.text(max_size=30)),
+                texts_for(caps.metadata),
             ),
             min_size=1,
             max_size=12,
@@ -427,7 +443,10 @@ class StoreConformance:
                 assert got.keys() == {r.key for r in recs}
                 for r in recs:
                     _assert_same_record(
-                        got[r.key], Record(r.key, np.asarray(r.vector, dtype=np.float32), r.metadata, r.text)
+                        got[r.key],
+                        Record(r.key, np.asarray(r.vector, dtype=np.float32), r.metadata, r.text),
+                        caps.vector_ulps,
+                        caps.metadata.float_ulps,
                     )
                 try:
                     result = store.query(q, k=k, filter=f)

@@ -9,12 +9,19 @@ from hypothesis import strategies as st
 from .._capabilities import MetadataRules
 from .data import LANGS, TAGS
 
-__all__ = ["dataset_filters", "metadata_for", "record_keys", "typed_filters"]
+__all__ = ["dataset_filters", "metadata_for", "record_keys", "texts_for", "typed_filters"]
 
 _KEY_CHARS = st.characters(
     blacklist_categories=("Cs", "Cc"),
     blacklist_characters="\x00",
 )
+
+
+def texts_for(rules: MetadataRules) -> st.SearchStrategy[str | None]:
+    """Chunk texts (or ``None``) a backend with ``rules`` can hold (no NUL where it cannot)."""
+    banned = "" if rules.nul_characters else "\x00"
+    chars = st.characters(exclude_categories=["Cs"], exclude_characters=banned)
+    return st.one_of(st.none(), st.text(chars, max_size=30))
 
 
 def record_keys() -> st.SearchStrategy[str]:

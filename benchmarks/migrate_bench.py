@@ -1,0 +1,352 @@
+"""Migration throughput against the raw speed of both sides, measured in the same run, plus
+peak memory at two collection sizes and a naive copy for contrast.
+
+    python benchmarks/migrate_bench.py [--n 100000] [--dim 384] [--naive 2000] [--rss 20000,200000]
+
+Legs: Chroma (embedded) -> pgvector (embedded server) and pgvector -> the local bucket server
+(a separate process, in memory, client-side pacing off). For each leg:
+
+* raw source scan rate: ``scan()`` of every record with vector, metadata and text;
+* raw target write rate: ``upsert()`` of the same records in the same batch size and with the
+  same number of threads as the migration, into a scratch collection;
+* migration: ``vectorport.migrate`` (plan, copy, verify), copy rate and end-to-end rate;
+  ratio = copy rate / the slower raw side (target: >= 0.8);
+* naive copy: read everything into a list, then one ``upsert`` call per record (timed on the
+  first ``--naive`` records, extrapolated).
+
+Peak RSS: ``vectorport.migrate`` in a fresh process from a synthetic source that generates
+records on the fly to a target that discards them, so the figure is the migration engine's own
+memory (drivers and servers excluded) at 20k and 200k records; it must be flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+import vectorport
+from vectorport import BaseStore, Capabilities, CollectionSpec, Metric, Record, ScanPage, StoreURL
+from vectorport._registry import resolve
+from vectorport._validate import Batch
+from vectorport.migrate import Transformer
+from vectorport.testing import clustered_records
+
+BATCH = 1000
+CONCURRENCY = 4
+
+
+# ----------------------------------------------------------------- synthetic ends (RSS run)
+class SyntheticStore(BaseStore):
+    """``synthetic://N/DIM``: N records generated from their index, never held in memory."""
+
+    name: ClassVar[str] = "synthetic"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        metrics=frozenset(Metric),
+        max_dimension=65536,
+        max_write_batch=10_000,
+        max_read_batch=10_000,
+        max_delete_batch=10_000,
+        max_scan_page=1000,
+    )
+
+    def __init__(self, url: StoreURL, n: int, dim: int) -> None:
+        super().__init__(url, "synthetic")
+        self.n, self.dim = n, dim
+
+    @classmethod
+    def from_url(cls, url: StoreURL, **options: Any) -> Self:
+        return cls(url, int(url.host or 0), int(url.path.strip("/")))
+
+    def _describe_collection(self) -> CollectionSpec | None:
+        return CollectionSpec("synthetic", self.dim, Metric.COSINE)
+
+    def _create_collection(self, spec: CollectionSpec) -> None: ...
+    def _drop_collection(self) -> None: ...
+    def list_collections(self) -> list[str]:
+        return ["synthetic"]
+
+    def _write(self, batch: Batch) -> None:
+        raise NotImplementedError
+
+    def _record(self, i: int) -> Record:
+        rng = np.random.default_rng(i)
+        return Record(
+            f"docs/file{i // 10}.md#chunk{i % 10}:{i:09d}",
+            rng.standard_normal(self.dim).astype(np.float32),
+            {"source": f"docs/file{i // 10}.md", "n": i, "tags": ["a", "b"], "author": {"id": i % 7}},
+            f"chunk {i} " + "lorem ipsum " * 40,
+        )
+
+    def _read(self, keys: Sequence[str], include: Any) -> list[Record]:
+        return [self._record(int(k.rsplit(":", 1)[1])) for k in keys]
+
+    def _remove(self, keys: Sequence[str]) -> None:
+        raise NotImplementedError
+
+    def _search(self, *args: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def _scan_page(self, limit: int, include: Any, segment: tuple[int, int], cursor: str | None) -> ScanPage:
+        start = int(cursor or 0)
+        stop = min(self.n, start + limit)
+        recs = tuple(self._record(i) for i in range(start, stop))
+        return ScanPage(recs, None if stop >= self.n else str(stop))
+
+    def _count(self) -> int:
+        return self.n
+
+
+class NullStore(SyntheticStore):
+    """A target that acknowledges every write and keeps nothing."""
+
+    name: ClassVar[str] = "null"
+
+    def _describe_collection(self) -> CollectionSpec | None:
+        return CollectionSpec("null", self.dim, Metric.COSINE)
+
+    def _write(self, batch: Batch) -> None:
+        return None
+
+
+def rss_child(n: int, dim: int) -> None:
+    src = SyntheticStore(StoreURL.parse(f"synthetic://{n}/{dim}"), n, dim)
+    dst = NullStore(StoreURL.parse(f"null://0/{dim}"), 0, dim)
+    src.bind()
+    dst.bind()
+    began = time.perf_counter()
+    report = vectorport.migrate(src, dst, verify=False, batch_size=BATCH, concurrency=CONCURRENCY)
+    assert report.copy is not None and report.copy.records == n
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "n": n,
+                "peak_rss_mib": round(peak_kib / 1024, 1),
+                "seconds": round(time.perf_counter() - began, 1),
+            }
+        )
+    )
+
+
+# ----------------------------------------------------------------- helpers
+def rate(n: int, seconds: float) -> float:
+    return n / seconds if seconds > 0 else float("inf")
+
+
+def timed_scan(url: str) -> tuple[float, int]:
+    with vectorport.connect(url) as s:
+        began = time.perf_counter()
+        n = sum(len(p) for p in s.scan(batch_size=BATCH))
+        return rate(n, time.perf_counter() - began), n
+
+
+def timed_write(url: str, dim: int, records: list[Record], batch: int) -> float:
+    with vectorport.connect(url, dimension=dim) as s:
+        chunks = [records[i : i + batch] for i in range(0, len(records), batch)]
+        began = time.perf_counter()
+        with ThreadPoolExecutor(CONCURRENCY) as pool:
+            list(pool.map(s.upsert, chunks))
+        out = rate(len(records), time.perf_counter() - began)
+        s.drop()
+        return out
+
+
+def naive_copy(src_url: str, dst_url: str, dim: int, limit: int) -> dict[str, float]:
+    """The way it is often done: read everything, then write one record per call."""
+    with vectorport.connect(src_url) as src, vectorport.connect(dst_url, dimension=dim) as dst:
+        began = time.perf_counter()
+        everything = list(src.records())
+        read = time.perf_counter() - began
+        began = time.perf_counter()
+        for rec in everything[:limit]:
+            dst.upsert([rec])
+        per_record = (time.perf_counter() - began) / limit
+        dst.drop()
+    n = len(everything)
+    return {"read_s": read, "write_per_s": 1 / per_record, "estimated_total_s": read + per_record * n}
+
+
+def leg(
+    name: str,
+    src_url: str,
+    dst_url: str,
+    scratch_url: str,
+    dim: int,
+    records: list[Record],
+    naive: int,
+    policy: str,
+) -> dict[str, Any]:
+    print(f"[{name}] raw source scan …", file=sys.stderr, flush=True)
+    scan_rate, n = timed_scan(src_url)
+    print(f"[{name}] raw target write …", file=sys.stderr, flush=True)
+    t = Transformer(target_capabilities(scratch_url).metadata, policy)
+    fitted = [Record(r.key, r.vector, *_md(t, r)) for r in records]
+    write_batch = min(BATCH, target_capabilities(scratch_url).max_write_batch)
+    write_rate = timed_write(scratch_url, dim, fitted, write_batch)
+    print(f"[{name}] migrate …", file=sys.stderr, flush=True)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    report = vectorport.migrate(
+        src_url, dst_url, metadata_policy=policy, batch_size=BATCH, concurrency=CONCURRENCY
+    )
+    assert report.copy is not None and report.verification is not None, report.to_json()
+    copy_rate = report.copy.rate
+    total = report.timings["total"]
+    print(f"[{name}] naive copy of {naive} …", file=sys.stderr, flush=True)
+    nv = naive_copy(src_url, scratch_url.replace("raw", "naive"), dim, naive)
+    slower = min(scan_rate, write_rate)
+    return {
+        "leg": name,
+        "records": n,
+        "raw_scan_per_s": round(scan_rate),
+        "raw_write_per_s": round(write_rate),
+        "migrate_copy_per_s": round(copy_rate),
+        "ratio_to_slower_side": round(copy_rate / slower, 2),
+        "migrate_total_s": round(total, 1),
+        "timings_s": {k: round(v, 1) for k, v in report.timings.items()},
+        "verification": {
+            "status": report.status,
+            "differences": report.verification.differences,
+            "queries": report.verification.queries.to_dict() if report.verification.queries else None,
+        },
+        "end_to_end_per_s": round(n / total),
+        "naive_write_per_s": round(nv["write_per_s"], 1),
+        "naive_estimated_total_s": round(nv["estimated_total_s"]),
+        "bench_process_maxrss_mib_before_after": [
+            round(rss0 / 1024),
+            round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        ],
+    }
+
+
+def target_capabilities(url: str) -> Capabilities:
+    return resolve(StoreURL.parse(url).scheme).load().capabilities
+
+
+def _md(t: Any, r: Record) -> tuple[Any, Any]:
+    out = t.apply(r.metadata, r.text)
+    return out.metadata, out.text
+
+
+def chroma_url() -> str:
+    return "chroma:///tmp?collection=probe"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--naive", type=int, default=2000, help="records timed for the naive copy")
+    ap.add_argument("--rss", default="20000,200000", help="sizes for the peak-RSS runs")
+    ap.add_argument("--legs", default="chroma-pgvector,pgvector-s3vectors")
+    ap.add_argument("--rss-child", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.rss_child:
+        rss_child(*args.rss_child)
+        return
+    results: dict[str, Any] = {"n": args.n, "dim": args.dim, "batch_size": BATCH, "concurrency": CONCURRENCY}
+    print("peak RSS runs …", file=sys.stderr, flush=True)
+    results["rss"] = []
+    for size in [int(x) for x in args.rss.split(",") if x]:
+        out = subprocess.run(
+            [sys.executable, __file__, "--rss-child", str(size), str(args.dim)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        results["rss"].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(results["rss"][-1], file=sys.stderr, flush=True)
+    work = tempfile.mkdtemp(prefix="vp-migbench-")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "vectorport.backends.s3vectors.server", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    bucket = f"http://127.0.0.1:{port}"
+    try:
+        # metadata Chroma can hold (flat), so the source loads as generated
+        records = clustered_records(
+            args.n, args.dim, seed=1, rules=target_capabilities(chroma_url()).metadata
+        )
+        legs = args.legs.split(",")
+        chroma = f"chroma://{work}/chroma?collection=src"
+        pg = f"pgvector://{work}/pg?table=%s"
+        if "chroma-pgvector" in legs or "pgvector-s3vectors" in legs:
+            print(f"loading {args.n} x {args.dim} into chroma …", file=sys.stderr, flush=True)
+            with vectorport.connect(chroma, dimension=args.dim) as c:
+                began = time.perf_counter()
+                for i in range(0, args.n, 5000):
+                    c.upsert(records[i : i + 5000])
+                results["chroma_load_per_s"] = round(rate(args.n, time.perf_counter() - began))
+        results["legs"] = []
+        if "chroma-pgvector" in legs:
+            results["legs"].append(
+                leg(
+                    "chroma -> pgvector",
+                    chroma,
+                    pg % "mig",
+                    pg % "raw",
+                    args.dim,
+                    records,
+                    args.naive,
+                    "error",
+                )
+            )
+            print(results["legs"][-1], file=sys.stderr, flush=True)
+        if "pgvector-s3vectors" in legs:
+            s3 = f"s3vectors://bench/%s?endpoint_url={bucket}&write_rate=0"
+            results["legs"].append(
+                leg(
+                    "pgvector -> s3vectors",
+                    pg % "mig",
+                    s3 % "mig",
+                    s3 % "raw",
+                    args.dim,
+                    records,
+                    args.naive,
+                    "error",
+                )
+            )
+            print(results["legs"][-1], file=sys.stderr, flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+        try:
+            from vectorport.backends.pgvector._embedded import stop_embedded
+
+            stop_embedded(os.path.join(work, "pg"))
+        except Exception:
+            pass
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(results, indent=2))
+    for r in results["legs"]:
+        print(
+            f"{r['leg']}: migrate {r['migrate_copy_per_s']}/s vs scan {r['raw_scan_per_s']}/s, "
+            f"write {r['raw_write_per_s']}/s -> ratio {r['ratio_to_slower_side']} to the slower side; "
+            f"naive ~{r['naive_estimated_total_s']}s vs migrate {r['migrate_total_s']}s"
+        )
+    for r in results["rss"]:
+        print(f"peak RSS at {r['n']} records: {r['peak_rss_mib']} MiB")
+
+
+if __name__ == "__main__":
+    main()

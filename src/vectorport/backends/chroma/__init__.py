@@ -1,0 +1,5 @@
+"""Chroma (embedded ``PersistentClient`` or a server through ``HttpClient``)."""
+
+from .store import ChromaStore
+
+__all__ = ["ChromaStore"]

@@ -1,0 +1,181 @@
+"""Portable filters compiled to Chroma ``where`` clauses, exactly or not at all.
+
+Chroma's operators differ from the portable semantics (``vectorport.filters.evaluate``) in
+ways measured on chromadb 1.5 (``tests/chroma/test_filters.py`` checks every operator against
+the oracle on a real collection):
+
+* ``$eq``/``$ne``/``$in``/``$nin`` only look at scalar values; an array field is matched by
+  ``$contains``/``$not_contains``, which in turn never match a scalar. The same field may be
+  an array on one record and a scalar on another, so every equality compiles to both forms:
+  ``$eq v`` → ``$or[$eq v, $contains v]`` and ``$ne v`` → ``$and[$ne v, $not_contains v]``.
+* Scalar comparisons are numeric across int and float (``1`` matches ``1.0``), but
+  ``$contains`` is type-strict (``$contains 1`` misses ``[1.0]``), so an integral number is
+  looked for in arrays both as an int and as a float.
+* ``$in``/``$nin`` lists must hold one type: mixed lists are split per type.
+* ``$ne``, ``$nin`` and ``$not_contains`` match records without the field (as the oracle's
+  ``$ne``/``$nin`` do); range operators match numeric scalars only (not bool, not arrays),
+  as the oracle's do.
+* A fractional operand is truncated when compared with integer values (``$lt 1.5`` misses
+  ``1``, ``$eq 0.5`` matches ``0``), so ranges with one add the exact integral bound
+  (``$or[$lt 1.5, $lte 1]``) and equalities rule out the neighbouring integers
+  (``$and[$eq 0.5, $ne 0, $ne 1]``).
+* Scalar comparisons with a number go through float64, so an integer filter value that a
+  double cannot hold (beyond 2**53 and not a multiple of its spacing) is refused.
+
+``$exists`` and ``$not`` over a range operator have no exact Chroma form and are refused;
+other ``$not`` are rewritten with :func:`~vectorport.filters.push_not_down`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from ...filters import And, Compare, FilterCompiler, FilterNode, In, Or, Scalar, push_not_down
+
+__all__ = ["ChromaFilterCompiler", "Where"]
+
+Where = dict[str, Any]
+
+_I64 = 2**63 - 1
+
+
+def _type_key(value: Scalar) -> str:
+    return type(value).__name__
+
+
+class ChromaFilterCompiler(FilterCompiler[Where]):
+    """Compile a filter tree to a Chroma ``where`` dict.
+
+    >>> from vectorport.filters import parse_filter
+    >>> ChromaFilterCompiler().where(parse_filter({"lang": "en"}))
+    {'$or': [{'lang': {'$eq': 'en'}}, {'lang': {'$contains': 'en'}}]}
+    """
+
+    backend: ClassVar[str] = "chroma"
+
+    def where(self, node: FilterNode) -> Where:
+        """The ``where`` for ``node`` (``$not`` pushed down first)."""
+        return self.compile(push_not_down(node))
+
+    # ------------------------------------------------------------------ helpers
+    def _field(self, node: FilterNode, field: str) -> str:
+        if field.startswith(("#", "$")):
+            self.unsupported(node, f"Chroma reserves field names starting with {field[0]!r}")
+        return field
+
+    def _number(self, node: FilterNode, value: Scalar) -> None:
+        if isinstance(value, float) and abs(value) > _I64:
+            self.unsupported(node, f"{value} is beyond Chroma's 64-bit integers, which it is compared with")
+        if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) > _I64:
+                self.unsupported(node, f"{value} does not fit Chroma's 64-bit integers")
+            if float(value) != value:
+                self.unsupported(
+                    node, f"Chroma compares numbers as doubles, and {value} is not exactly a double"
+                )
+
+    def _variants(self, node: FilterNode, value: Scalar) -> list[Scalar]:
+        """The typed values an array element equal to ``value`` may be stored as."""
+        self._number(node, value)
+        if isinstance(value, bool | str):
+            return [value]
+        if isinstance(value, int):
+            return [value, float(value)]
+        if value.is_integer() and abs(value) <= _I64:
+            return [value, int(value)]
+        return [value]
+
+    @staticmethod
+    def _join(op: str, clauses: list[Where]) -> Where:
+        # Chroma's $and/$or need at least two items.
+        return clauses[0] if len(clauses) == 1 else {op: clauses}
+
+    def _groups(self, node: In) -> list[list[Scalar]]:
+        """Values by type (Chroma's lists hold one type); fractional floats are left out and
+        compiled one by one (see ``_scalar_eq``)."""
+        groups: dict[str, list[Scalar]] = {}
+        for value in dict.fromkeys(node.values):  # de-duplicate, keep order
+            self._number(node, value)
+            if not self._fractional(value):
+                groups.setdefault(_type_key(value), []).append(value)
+        return list(groups.values())
+
+    def _elements(self, node: FilterNode, values: tuple[Scalar, ...]) -> list[Scalar]:
+        out: dict[tuple[str, Scalar], Scalar] = {}
+        for value in values:
+            for v in self._variants(node, value):
+                out.setdefault((_type_key(v), v), v)
+        return list(out.values())
+
+    # ------------------------------------------------------------------ operators
+    @staticmethod
+    def _fractional(value: Scalar) -> bool:
+        return isinstance(value, float) and not value.is_integer()
+
+    @staticmethod
+    def _scalar_eq(f: str, value: Scalar) -> Where:
+        if isinstance(value, float) and not value.is_integer():
+            # Chroma truncates a fractional operand against integer values ($eq 0.5 matches
+            # 0): rule out the integers next to it, which can never equal it.
+            near = sorted({math.floor(value), math.ceil(value)})
+            return {"$and": [{f: {"$eq": value}}, *({f: {"$ne": n}} for n in near)]}
+        return {f: {"$eq": value}}
+
+    @staticmethod
+    def _scalar_ne(f: str, value: Scalar) -> Where:
+        if isinstance(value, float) and not value.is_integer():
+            near = sorted({math.floor(value), math.ceil(value)})
+            return {"$or": [{f: {"$ne": value}}, *({f: {"$eq": n}} for n in near)]}
+        return {f: {"$ne": value}}
+
+    def visit_eq(self, node: Compare) -> Where:
+        f = self._field(node, node.field)
+        clauses: list[Where] = [self._scalar_eq(f, node.value)]
+        clauses += [{f: {"$contains": v}} for v in self._variants(node, node.value)]
+        return self._join("$or", clauses)
+
+    def visit_ne(self, node: Compare) -> Where:
+        f = self._field(node, node.field)
+        clauses: list[Where] = [self._scalar_ne(f, node.value)]
+        clauses += [{f: {"$not_contains": v}} for v in self._variants(node, node.value)]
+        return self._join("$and", clauses)
+
+    def _range(self, node: Compare) -> Where:
+        f = self._field(node, node.field)
+        value = node.value
+        self._number(node, value)
+        clause: Where = {f: {node.op: value}}
+        if isinstance(value, float) and not value.is_integer():
+            # Chroma truncates a fractional operand toward zero when comparing integer values:
+            # against integers, `$lt 1.5` acts as `$lt 1` (misses 1) and `$lte -1.5` as
+            # `$lte -1` (wrongly matches -1). The two only differ at the truncated value t, so
+            # drop t from the clause and add the exact integral bound back.
+            if node.op in ("$gt", "$gte"):
+                bound: Where = {f: {"$gte": math.ceil(value)}}
+            else:
+                bound = {f: {"$lte": math.floor(value)}}
+            return {"$or": [{"$and": [clause, {f: {"$ne": int(value)}}]}, bound]}
+        return clause
+
+    visit_gt = visit_gte = visit_lt = visit_lte = _range
+
+    def visit_in(self, node: In) -> Where:
+        f = self._field(node, node.field)
+        clauses: list[Where] = [{f: {"$in": group}} for group in self._groups(node)]
+        clauses += [self._scalar_eq(f, v) for v in dict.fromkeys(node.values) if self._fractional(v)]
+        clauses += [{f: {"$contains": v}} for v in self._elements(node, node.values)]
+        return self._join("$or", clauses)
+
+    def visit_nin(self, node: In) -> Where:
+        f = self._field(node, node.field)
+        clauses: list[Where] = [{f: {"$nin": group}} for group in self._groups(node)]
+        clauses += [self._scalar_ne(f, v) for v in dict.fromkeys(node.values) if self._fractional(v)]
+        clauses += [{f: {"$not_contains": v}} for v in self._elements(node, node.values)]
+        return self._join("$and", clauses)
+
+    def visit_and(self, node: And) -> Where:
+        return self._join("$and", [self.compile(c) for c in node.children])
+
+    def visit_or(self, node: Or) -> Where:
+        return self._join("$or", [self.compile(c) for c in node.children])

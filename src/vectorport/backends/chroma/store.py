@@ -1,0 +1,555 @@
+"""``chroma://DIR?collection=NAME`` (embedded) and ``chroma+http(s)://HOST:PORT?collection=NAME``.
+
+What vectorport writes is a plain Chroma collection: ``ids`` are the record keys,
+``embeddings`` the vectors, ``metadatas`` the metadata and ``documents`` the chunk text. The
+collection's metric is its HNSW ``space`` and its spec is also recorded in the collection
+metadata (``vectorport:dimension``, ``vectorport:metric``, ``vectorport:embedding_model``).
+
+Facts about chromadb 1.5 this module is built around (each checked by a test in
+``tests/chroma/``):
+
+* ``upsert`` merges: a metadata key absent from the new record survives, and a ``None``
+  document or metadata keeps the old one. A full replace is "delete the keys that exist,
+  then ``add``", which is also faster than ``upsert`` over existing records.
+* ``l2`` distances are squared and ``ip`` distances are ``1 - dot``.
+* The ``cosine`` space stores unit vectors and the norm, so vectors read back may differ by
+  up to 2 float32 ulps (``capabilities.vector_ulps``).
+* A read whose bind parameters exceed SQLite's 32,766 fails, so reads are batched to
+  ``get_max_batch_size()`` (5,461).
+* ``delete_collection`` leaves list-valued metadata behind, which reappears on records of the
+  next collection (chroma-core/chroma#7594); :meth:`ChromaStore.drop` deletes the records
+  first.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Self
+from urllib.parse import unquote
+
+import chromadb
+import numpy as np
+from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
+
+from ..._base import BaseStore
+from ..._capabilities import Capabilities, MetadataRules
+from ..._models import (
+    JSON,
+    CollectionSpec,
+    Include,
+    Match,
+    Metric,
+    Record,
+    ScanPage,
+    Vector,
+    score_from_distance,
+)
+from ..._segments import segment_of
+from ..._url import StoreURL
+from ..._validate import Batch
+from ...exceptions import ConfigurationError, ConflictError, NotFoundError
+from ...filters import FilterNode
+from .errors import map_errors
+from .filters import ChromaFilterCompiler, Where
+
+__all__ = ["ChromaStore"]
+
+_SPACES: dict[Metric, str] = {
+    Metric.COSINE: "cosine",
+    Metric.DOT: "ip",
+    Metric.EUCLIDEAN: "l2",
+}
+_METRICS: dict[str, Metric] = {space: metric for metric, space in _SPACES.items()}
+
+# Chroma raw distance → canonical distance (see vectorport.Metric).
+_TO_CANONICAL: dict[Metric, Any] = {
+    Metric.COSINE: lambda d: d,
+    Metric.DOT: lambda d: d - 1.0,  # ip is 1 - dot; canonical is -dot
+    Metric.EUCLIDEAN: lambda d: math.sqrt(max(d, 0.0)),  # l2 is squared
+}
+
+_INCLUDES: dict[Include, str] = {
+    Include.METADATA: "metadatas",
+    Include.TEXT: "documents",
+    Include.VECTOR: "embeddings",
+}
+
+_HNSW_KEYS = (
+    "batch_size",
+    "ef_construction",
+    "ef_search",
+    "max_neighbors",
+    "num_threads",
+    "resize_factor",
+    "sync_threshold",
+)
+_HNSW_FLOATS = frozenset({"resize_factor"})
+
+META_DIMENSION = "vectorport:dimension"
+META_METRIC = "vectorport:metric"
+META_MODEL = "vectorport:embedding_model"
+
+_NAME_RULE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
+_MAX_BATCH = 5_461  # get_max_batch_size() of a local/`chroma run` Chroma 1.5: 32766 // 6
+_F64_EXACT = 2**53
+
+
+def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
+    """Chroma's form of a validated metadata dict: ``None`` for ``{}`` (Chroma rejects an empty
+    dict) and int/float lists as floats (Chroma wants one element type; validation made sure
+    the integers are exact as doubles)."""
+    if not meta:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        if (
+            isinstance(value, list)
+            and any(isinstance(v, float) for v in value)
+            and any(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ):
+            value = [float(v) for v in value]
+        out[key] = value
+    return out
+
+
+def _encode_cursor(offset: int, last: str) -> str:
+    raw = json.dumps({"o": offset, "k": last}, ensure_ascii=False).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+        offset, last = data["o"], data["k"]
+    except (ValueError, KeyError, TypeError):
+        raise ConfigurationError(f"not a chroma scan cursor: {cursor!r}") from None
+    if not isinstance(offset, int) or offset < 1 or not isinstance(last, str):
+        raise ConfigurationError(f"not a chroma scan cursor: {cursor!r}")
+    return offset, last
+
+
+class ChromaStore(BaseStore):
+    """A Chroma collection, embedded (``PersistentClient``) or on a server (``HttpClient``).
+
+    URLs::
+
+        chroma:///abs/path/to/dir?collection=docs      embedded, absolute directory
+        chroma://./relative/dir?collection=docs        embedded, relative to the cwd
+        chroma+http://localhost:8000?collection=docs   server (also .../docs as the path)
+        chroma+https://host:443?collection=docs&tenant=t&database=d
+
+    Creation options (URL parameters or keyword arguments): the HNSW settings
+    ``ef_construction``, ``max_neighbors``, ``ef_search``, ``num_threads``, ``batch_size``,
+    ``sync_threshold``, ``resize_factor`` (also as ``hnsw={...}``); for servers ``tenant``,
+    ``database`` and ``headers={...}`` (e.g. an auth token).
+
+    >>> import tempfile, vectorport
+    >>> d = tempfile.mkdtemp()
+    >>> s = vectorport.connect(f"chroma://{d}?collection=docs", dimension=2, metric="euclidean")
+    >>> _ = s.upsert([vectorport.Record("a", [0, 0], {"lang": "en"}, "hi"),
+    ...               vectorport.Record("b", [3, 4], {"lang": "fr"})])
+    >>> [(m.key, round(m.distance, 4)) for m in s.query([0, 0], k=2, filter={"lang": "fr"})]
+    [('b', 5.0)]
+    >>> s.drop(); s.close()
+    """
+
+    name: ClassVar[str] = "chroma"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        metrics=frozenset(Metric),
+        max_dimension=65_536,
+        max_write_batch=_MAX_BATCH,
+        max_read_batch=_MAX_BATCH,
+        max_delete_batch=_MAX_BATCH,
+        max_scan_page=_MAX_BATCH - 1,  # one more row is read to check the cursor
+        max_top_k=_MAX_BATCH,
+        exact=False,
+        recall_tolerance=0.9,
+        vector_ulps=2,
+        metadata=MetadataRules(
+            nested_objects=False,
+            null=False,
+            empty_lists=False,
+            mixed_lists=False,
+            max_int=2**63 - 1,
+            float_list_max_int=_F64_EXACT,
+            float_ulps=2,
+            reserved_keys=frozenset({"chroma:document"}),
+            reserved_prefixes=("#", "$"),
+        ),
+        filter_operators=ChromaFilterCompiler.supported_operators(),
+        features=frozenset({"native_count"}),
+    )
+
+    def __init__(
+        self,
+        url: StoreURL,
+        collection: str,
+        client: Any,
+        *,
+        hnsw: Mapping[str, int | float] | None = None,
+    ) -> None:
+        super().__init__(url, collection)
+        self._client: Any = client
+        self._hnsw = dict(hnsw or {})
+        self._coll: Any = None
+        self._dimension_hint: int | None = None
+        self._compiler = ChromaFilterCompiler()
+        self._where = f"chroma collection {collection!r} at {url.masked}"
+        with map_errors(f"{self._where}: max batch size"):
+            self._batch = max(1, min(_MAX_BATCH, int(client.get_max_batch_size())))
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_url(cls, url: StoreURL, **options: Any) -> Self:
+        params = dict(url.params)
+        collection = params.pop("collection", None) or options.pop("collection", None)
+        hnsw: dict[str, int | float] = dict(options.pop("hnsw", None) or {})
+        for key in _HNSW_KEYS:
+            raw = params.pop(key, None)
+            if key in options:
+                raw = options.pop(key)
+            if raw is not None:
+                try:
+                    hnsw[key] = float(raw) if key in _HNSW_FLOATS else int(raw)
+                except (TypeError, ValueError):
+                    raise ConfigurationError(f"chroma: {key} must be a number, got {raw!r}") from None
+        unknown_hnsw = set(hnsw) - set(_HNSW_KEYS)
+        if unknown_hnsw:
+            raise ConfigurationError(f"chroma: unknown HNSW settings {sorted(unknown_hnsw)}")
+        settings = Settings(anonymized_telemetry=False)
+        if url.scheme == "chroma":
+            if options or params:
+                raise ConfigurationError(
+                    f"chroma: unknown options for an embedded store: {sorted({*options, *params})}"
+                )
+            path = cls._local_path(url)
+            if not collection:
+                raise ConfigurationError(
+                    f"{url.masked}: name the collection, e.g. chroma://{path}?collection=docs"
+                )
+            cls._check_name(collection)
+            with map_errors(f"chroma at {path}: open"):
+                client = chromadb.PersistentClient(path=path, settings=settings)
+            return cls(url, collection, client, hnsw=hnsw)
+        if url.scheme not in ("chroma+http", "chroma+https"):
+            raise ConfigurationError(f"chroma: unsupported URL scheme {url.scheme!r}")
+        collection = collection or url.path.strip("/")
+        if not collection:
+            raise ConfigurationError(
+                f"{url.masked}: name the collection, e.g. {url.scheme}://host:8000?collection=docs"
+            )
+        cls._check_name(collection)
+        tenant = params.pop("tenant", None) or options.pop("tenant", DEFAULT_TENANT)
+        database = params.pop("database", None) or options.pop("database", DEFAULT_DATABASE)
+        headers = options.pop("headers", None)
+        if options or params:
+            raise ConfigurationError(f"chroma: unknown options {sorted({*options, *params})}")
+        https = url.scheme == "chroma+https"
+        with map_errors(f"chroma server {url.masked}: connect"):
+            client = chromadb.HttpClient(
+                host=url.host or "localhost",
+                port=url.port or (443 if https else 8000),
+                ssl=https,
+                headers=headers,
+                settings=settings,
+                tenant=tenant,
+                database=database,
+            )
+        return cls(url, collection, client, hnsw=hnsw)
+
+    @staticmethod
+    def _local_path(url: StoreURL) -> str:
+        # Taken from the raw URL: urlsplit would lower-case a relative path's first part.
+        rest = url.raw.split("://", 1)[1]
+        rest = re.split(r"[?#]", rest, maxsplit=1)[0]
+        path = unquote(rest)
+        if not path:
+            raise ConfigurationError(
+                f"{url.masked}: name a directory, e.g. chroma:///abs/dir or chroma://./dir"
+            )
+        return os.path.abspath(os.path.expanduser(path))
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if not _NAME_RULE.match(name) or ".." in name:
+            raise ConfigurationError(
+                f"chroma collection names are 3-512 characters from [a-zA-Z0-9._-], start and end "
+                f"with a letter or digit and hold no '..'; got {name!r}"
+            )
+
+    def bind(
+        self,
+        dimension: int | None = None,
+        metric: str | Metric | None = None,
+        embedding_model: str | None = None,
+    ) -> CollectionSpec:
+        # An empty collection made by another tool has no dimension yet: adopt the caller's.
+        self._dimension_hint = dimension
+        return super().bind(dimension, metric, embedding_model)
+
+    def close(self) -> None:
+        client, self._client, self._coll = self._client, None, None
+        if client is None:
+            return
+        admin = getattr(client, "_admin_client", None)
+        servers = [getattr(client, "_server", None), getattr(admin, "_server", None)]
+        client.close()
+        # chromadb gives every HttpClient (and its internal admin client) a System of its own
+        # but never closes their httpx sessions, leaking sockets (ResourceWarning).
+        # PersistentClient's API object has no session.
+        for server in servers:
+            session = getattr(server, "_session", None)
+            if session is not None:
+                session.close()
+
+    # ----------------------------------------------------------------- collections
+    def _op(self, what: str) -> Any:
+        return map_errors(f"{self._where}: {what}")
+
+    def _collection(self) -> Any:
+        if self._client is None:
+            raise ConfigurationError(f"{self!r} is closed")
+        if self._coll is None:
+            with self._op("open"):
+                self._coll = self._client.get_collection(self.collection, embedding_function=None)
+        return self._coll
+
+    def _describe_collection(self) -> CollectionSpec | None:
+        self._coll = None
+        try:
+            coll = self._collection()
+        except NotFoundError:
+            return None
+        meta: dict[str, Any] = dict(coll.metadata or {})
+        config: dict[str, Any] = dict(coll.configuration_json or {})
+        space = (config.get("hnsw") or {}).get("space") or (config.get("spann") or {}).get("space")
+        space = space or meta.get("hnsw:space") or "l2"
+        metric = _METRICS.get(str(space))
+        if metric is None:
+            raise ConfigurationError(f"{self._where}: unknown Chroma space {space!r}")
+        recorded = meta.get(META_METRIC)
+        if recorded is not None and Metric.parse(recorded) is not metric:
+            raise ConflictError(f"{self._where}: metadata says {recorded} but the index space is {space!r}")
+        dimension = meta.get(META_DIMENSION)
+        actual = coll.get_model().dimension
+        if dimension is not None and actual is not None and int(dimension) != int(actual):
+            raise ConflictError(
+                f"{self._where}: metadata says {dimension} dimensions but it holds {actual}-dim vectors"
+            )
+        dimension = dimension or actual or self._dimension_hint
+        if dimension is None:
+            raise ConfigurationError(
+                f"{self._where} is empty and records no dimension; pass dimension= to adopt it"
+            )
+        model = meta.get(META_MODEL) or self._foreign_model(config)
+        return CollectionSpec(self.collection, int(dimension), metric, model)
+
+    @staticmethod
+    def _foreign_model(config: Mapping[str, Any]) -> str | None:
+        ef = config.get("embedding_function") or {}
+        if ef.get("type") != "known":
+            return None
+        inner = ef.get("config") or {}
+        name = inner.get("model_name") or inner.get("model") or ef.get("name")
+        return f"chroma:{name}" if name else None
+
+    def _create_collection(self, spec: CollectionSpec) -> None:
+        meta: dict[str, Any] = {META_DIMENSION: spec.dimension, META_METRIC: spec.metric.value}
+        if spec.embedding_model:
+            meta[META_MODEL] = spec.embedding_model
+        config = {"hnsw": {"space": _SPACES[spec.metric], **self._hnsw}}
+        try:
+            with self._op("create"):
+                self._coll = self._client.create_collection(
+                    self.collection, configuration=config, metadata=meta, embedding_function=None
+                )
+        except ConflictError:
+            # A concurrent creator won: fine when it made the same collection.
+            existing = self._describe_collection()
+            if existing is None or (existing.dimension, existing.metric) != (spec.dimension, spec.metric):
+                raise
+
+    def _drop_collection(self) -> None:
+        try:
+            coll = self._collection()
+        except NotFoundError:
+            return
+        # Delete the records first: delete_collection leaves list-valued metadata behind,
+        # which reappears on the next records written anywhere (chroma-core/chroma#7594).
+        with self._op("drop"):
+            while ids := coll.get(limit=self._batch, include=[])["ids"]:
+                coll.delete(ids=ids)
+        try:
+            with self._op("drop"):
+                self._client.delete_collection(self.collection)
+        except NotFoundError:
+            pass
+        self._coll = None
+
+    def list_collections(self) -> list[str]:
+        with self._op("list collections"):
+            return sorted(c.name for c in self._client.list_collections())
+
+    # ----------------------------------------------------------------- records
+    def _write(self, batch: Batch) -> None:
+        coll = self._collection()
+        # A remote server may accept fewer records per call than the local default.
+        for part in batch.chunks(self._batch):
+            metadatas = [_chroma_metadata(m) for m in part.metadatas]
+            texts = part.texts
+            with self._op("upsert"):
+                # Full replace: upsert would merge metadata and keep an old document.
+                existing = coll.get(ids=part.keys, include=[])["ids"]
+                if existing:
+                    coll.delete(ids=existing)
+                coll.add(
+                    ids=part.keys,
+                    embeddings=part.vectors,
+                    metadatas=metadatas if any(m is not None for m in metadatas) else None,
+                    documents=texts if any(t is not None for t in texts) else None,
+                )
+
+    def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
+        coll = self._collection()
+        with self._op("get"):
+            res = coll.get(ids=list(keys), include=[_INCLUDES[i] for i in sorted(include)])
+        return self._records(res, include)
+
+    @staticmethod
+    def _records(res: Mapping[str, Any], include: frozenset[Include]) -> list[Record]:
+        ids: list[str] = res["ids"]
+        vectors = res.get("embeddings") if Include.VECTOR in include else None
+        if vectors is not None and ids:
+            vectors = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
+        metas = res.get("metadatas") if Include.METADATA in include else None
+        docs = res.get("documents") if Include.TEXT in include else None
+        return [
+            Record(
+                key,
+                None if vectors is None else vectors[i],
+                dict(metas[i] or {}) if metas is not None else {},
+                docs[i] if docs is not None else None,
+            )
+            for i, key in enumerate(ids)
+        ]
+
+    def _remove(self, keys: Sequence[str]) -> None:
+        coll = self._collection()
+        with self._op("delete"):
+            coll.delete(ids=list(keys))
+
+    def check_filter(self, where: FilterNode) -> None:
+        self._compiler.where(where)
+
+    def _search(
+        self,
+        vector: Vector,
+        k: int,
+        where: FilterNode | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+    ) -> list[Match]:
+        if params:
+            raise ConfigurationError(
+                f"chroma takes no per-query params (got {sorted(params)}); set ef_search on the "
+                "collection (chroma URL parameter ef_search=) instead"
+            )
+        compiled: Where | None = None if where is None else self._compiler.where(where)
+        coll = self._collection()
+        wanted = ["distances", *(_INCLUDES[i] for i in sorted(include))]
+        with self._op("query"):
+            res = coll.query(
+                query_embeddings=vector.reshape(1, -1), n_results=k, where=compiled, include=wanted
+            )
+        metric = self.spec.metric
+        convert = _TO_CANONICAL[metric]
+        ids: list[str] = res["ids"][0]
+        dists = res["distances"][0]
+        metas = res["metadatas"][0] if Include.METADATA in include else None
+        docs = res["documents"][0] if Include.TEXT in include else None
+        vecs = res["embeddings"][0] if Include.VECTOR in include else None
+        out = []
+        for i, key in enumerate(ids):
+            d = float(convert(float(dists[i])))
+            out.append(
+                Match(
+                    key,
+                    d,
+                    score_from_distance(metric, d),
+                    dict(metas[i] or {}) if metas is not None else None,
+                    docs[i] if docs is not None else None,
+                    np.asarray(vecs[i], dtype=np.float32) if vecs is not None else None,
+                )
+            )
+        out.sort(key=lambda m: (m.distance, m.key))
+        return out
+
+    # ----------------------------------------------------------------- scan
+    def _scan_page(
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
+    ) -> ScanPage:
+        """Pages by position in Chroma's stable (insertion) order. The cursor keeps the offset
+        and the key just before it, checked on resume: if records before the cursor were
+        deleted or replaced the offsets moved, and resuming could skip records, so the scan
+        stops with ConflictError instead. Segments hash keys (``segment_of``): their pages
+        read ids only, then fetch the chosen records by id."""
+        coll = self._collection()
+        index, parts = segment
+        offset, last = (0, None) if cursor is None else _decode_cursor(cursor)
+        inc = [_INCLUDES[i] for i in sorted(include)] if parts == 1 else []
+        step = limit if parts == 1 else self._batch - 1
+        chosen: list[str] = []
+        found: list[Record] = []
+        done = False
+        while len(chosen) < limit:
+            with self._op("scan"):
+                if last is None:
+                    res = coll.get(limit=step, offset=offset, include=inc)
+                    ids: list[str] = res["ids"]
+                    skip = 0
+                else:
+                    res = coll.get(limit=step + 1, offset=offset - 1, include=inc)
+                    ids = res["ids"]
+                    if not ids or ids[0] != last:
+                        raise ConflictError(
+                            f"{self._where}: records before the scan cursor were deleted or "
+                            "replaced, so positions moved; restart the scan"
+                        )
+                    skip = 1
+            taken = 0
+            page = self._records(res, include) if parts == 1 else None
+            for pos in range(skip, len(ids)):
+                taken = pos - skip + 1
+                if parts == 1 or segment_of(ids[pos], parts) == index:
+                    chosen.append(ids[pos])
+                    if page is not None:
+                        found.append(page[pos])
+                    if len(chosen) == limit:
+                        break
+            offset += taken
+            if taken:
+                last = ids[skip + taken - 1]
+            if len(ids) - skip < step and taken == len(ids) - skip:
+                done = True
+                break
+        if parts > 1 and chosen and include:
+            found = self._fetch(chosen, include)
+        elif parts > 1:
+            found = [Record(k, None, {}, None) for k in chosen]
+        next_cursor = None if done or last is None else _encode_cursor(offset, last)
+        return ScanPage(tuple(found), next_cursor)
+
+    def _fetch(self, keys: list[str], include: frozenset[Include]) -> list[Record]:
+        by_key = {r.key: r for r in self._read(keys, include)}
+        # A record deleted between the two reads is simply gone.
+        return [by_key[k] for k in keys if k in by_key]
+
+    def _count(self) -> int:
+        coll = self._collection()
+        with self._op("count"):
+            return int(coll.count())

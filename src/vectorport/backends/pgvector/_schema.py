@@ -1,0 +1,346 @@
+"""The SQL of one collection: table, indexes, search statements and Supabase RPC functions.
+
+One generator serves the store (which executes it) and ``vectorport pgvector schema`` (which
+prints it), so the printed DDL is exactly what the library creates. Identifiers are quoted
+with :class:`psycopg.sql.Identifier`; the few constants DDL cannot take as parameters
+(dimension, HNSW options, text search configuration) are validated and rendered with
+:class:`psycopg.sql.Literal`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from psycopg import sql
+
+from ..._models import Metric
+from ...exceptions import ConfigurationError, UnsupportedFeatureError
+
+__all__ = [
+    "HALFVEC_INDEX_MAX_DIM",
+    "METRIC_OPCLASS",
+    "METRIC_OPERATOR",
+    "VECTOR_INDEX_MAX_DIM",
+    "VECTOR_MAX_DIM",
+    "IndexKind",
+    "Layout",
+]
+
+# pgvector limits (README "Indexing"): vector columns hold up to 16,000 dims; HNSW indexes
+# vector up to 2,000 dims and halfvec up to 4,000.
+VECTOR_MAX_DIM = 16_000
+VECTOR_INDEX_MAX_DIM = 2_000
+HALFVEC_INDEX_MAX_DIM = 4_000
+
+IndexKind = str  # "hnsw" | "exact"
+INDEX_KINDS = ("exact", "hnsw")
+
+# Canonical distances (DESIGN §2) are exactly pgvector's operators: <=> is 1 - cos, <-> is L2
+# (not squared), <#> is -dot.
+METRIC_OPERATOR: dict[Metric, str] = {
+    Metric.COSINE: "<=>",
+    Metric.DOT: "<#>",
+    Metric.EUCLIDEAN: "<->",
+}
+METRIC_OPCLASS: dict[Metric, str] = {
+    Metric.COSINE: "cosine_ops",
+    Metric.DOT: "ip_ops",
+    Metric.EUCLIDEAN: "l2_ops",
+}
+OPCLASS_METRIC: dict[str, Metric] = {
+    f"{kind}_{suffix}": metric for metric, suffix in METRIC_OPCLASS.items() for kind in ("halfvec", "vector")
+}
+_MAX_TABLE_BYTES = 40  # leaves room for index/function names within NAMEDATALEN (63 bytes)
+_LANGUAGE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a collection lives and how it is indexed."""
+
+    schema: str
+    table: str
+    dimension: int
+    metric: Metric
+    index: IndexKind = "hnsw"
+    m: int = 16
+    ef_construction: int = 64
+    language: str = "english"
+
+    def __post_init__(self) -> None:
+        check_table_name(self.table)
+        if not self.schema or "\x00" in self.schema:
+            raise ConfigurationError(f"bad schema name {self.schema!r}")
+        if self.index not in INDEX_KINDS:
+            raise ConfigurationError(f"index must be one of {', '.join(INDEX_KINDS)}, got {self.index!r}")
+        if not 1 <= self.dimension <= VECTOR_MAX_DIM:
+            raise UnsupportedFeatureError(
+                f"pgvector vector columns hold 1 to {VECTOR_MAX_DIM} dimensions, not {self.dimension}"
+            )
+        if self.index == "hnsw" and self.dimension > HALFVEC_INDEX_MAX_DIM:
+            raise UnsupportedFeatureError(
+                f"pgvector HNSW indexes hold at most {HALFVEC_INDEX_MAX_DIM} dimensions (as halfvec); "
+                f"{self.dimension} needs index=exact"
+            )
+        if not 2 <= self.m <= 100:
+            raise ConfigurationError(f"HNSW m must be between 2 and 100, got {self.m}")
+        if not 4 <= self.ef_construction <= 1000 or self.ef_construction < 2 * self.m:
+            raise ConfigurationError(
+                "HNSW ef_construction must be between 4 and 1000 and at least 2*m, "
+                f"got {self.ef_construction}"
+            )
+        if not _LANGUAGE.match(self.language):
+            raise ConfigurationError(f"not a text search configuration name: {self.language!r}")
+
+    # ------------------------------------------------------------------ names
+    @property
+    def qualified(self) -> sql.Identifier:
+        return sql.Identifier(self.schema, self.table)
+
+    def _name(self, suffix: str, prefix: str = "") -> sql.Identifier:
+        return sql.Identifier(f"{prefix}{self.table}{suffix}")
+
+    def _qualified_name(self, suffix: str, prefix: str = "") -> sql.Identifier:
+        return sql.Identifier(self.schema, f"{prefix}{self.table}{suffix}")
+
+    @property
+    def halfvec_index(self) -> bool:
+        """Above 2,000 dims the HNSW index is built on ``embedding::halfvec(dim)`` (pgvector's
+        half-precision indexing); the column keeps full float32 precision."""
+        return self.index == "hnsw" and self.dimension > VECTOR_INDEX_MAX_DIM
+
+    @property
+    def vector_type(self) -> sql.Composable:
+        return sql.SQL("vector({})").format(sql.Literal(self.dimension))
+
+    @property
+    def operator(self) -> sql.SQL:
+        return sql.SQL(METRIC_OPERATOR[self.metric])
+
+    def distance(self, column: sql.Composable, query: sql.Composable) -> sql.Composable:
+        """Canonical distance between a vector column and a query vector expression."""
+        return sql.SQL("({} {} {})").format(column, self.operator, query)
+
+    def index_distance(self, column: sql.Composable, query: sql.Composable) -> sql.Composable:
+        """The ordering expression the HNSW index serves (halfvec casts above 2,000 dims)."""
+        if not self.halfvec_index:
+            return self.distance(column, query)
+        half = sql.SQL("halfvec({})").format(sql.Literal(self.dimension))
+        return sql.SQL("({}::{} {} {}::{})").format(column, half, self.operator, query, half)
+
+    # ------------------------------------------------------------------ DDL
+    def table_ddl(self) -> list[sql.Composed]:
+        """CREATE TABLE and its indexes, each idempotent (``IF NOT EXISTS``)."""
+        statements: list[sql.Composed] = [
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {table} (\n"
+                '    key        text COLLATE "C" PRIMARY KEY,\n'
+                "    embedding  {vtype} NOT NULL,\n"
+                "    metadata   jsonb NOT NULL DEFAULT '{{}}'::jsonb,\n"
+                "    text       text,\n"
+                "    fts        tsvector GENERATED ALWAYS AS "
+                "(to_tsvector({lang}::regconfig, coalesce(text, ''))) STORED,\n"
+                "    updated_at timestamptz NOT NULL DEFAULT now()\n"
+                ")"
+            ).format(table=self.qualified, vtype=self.vector_type, lang=sql.Literal(self.language))
+        ]
+        if self.index == "hnsw":
+            kind = "halfvec" if self.halfvec_index else "vector"
+            column = (
+                sql.SQL("(embedding::halfvec({}))").format(sql.Literal(self.dimension))
+                if self.halfvec_index
+                else sql.SQL("embedding")
+            )
+            statements.append(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ({column} {opclass}) "
+                    "WITH (m = {m}, ef_construction = {ef})"
+                ).format(
+                    name=self._name("_embedding_hnsw"),
+                    table=self.qualified,
+                    column=column,
+                    opclass=sql.SQL(f"{kind}_{METRIC_OPCLASS[self.metric]}"),
+                    m=sql.Literal(self.m),
+                    ef=sql.Literal(self.ef_construction),
+                )
+            )
+        statements += [
+            # jsonb_path_ops: smaller and faster than the default opclass for @>, which is what
+            # $eq/$in compile to (and the Supabase `metadata @> filter` pattern).
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (metadata jsonb_path_ops)").format(
+                self._name("_metadata_gin"), self.qualified
+            ),
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (fts)").format(
+                self._name("_fts_gin"), self.qualified
+            ),
+        ]
+        return statements
+
+    def rpc_functions(self) -> list[sql.Composed]:
+        """``match_<table>`` and ``hybrid_match_<table>``: search functions for Supabase RPC.
+
+        ``match_<table>(query_embedding, match_count, filter jsonb)`` ranks the rows whose
+        metadata contains ``filter`` (``metadata @> filter``, the Supabase seed pattern) by the
+        collection's distance, the filter applied inside the ranking with an iterative HNSW
+        scan, exactly as :meth:`PgVectorStore.query` does. ``hybrid_match_<table>`` fuses it
+        with full-text search by reciprocal rank fusion, as :meth:`PgVectorStore.hybrid_query`.
+        """
+        vtype = self.vector_type
+        q = sql.SQL("query_embedding")
+        emb = sql.SQL("t.embedding")
+        settings = sql.SQL(
+            "  SET hnsw.ef_search = 40\n  SET hnsw.iterative_scan = strict_order\n"
+            "  SET hnsw.max_scan_tuples = 20000\n"
+        )
+        set_ef = sql.SQL(
+            "  PERFORM set_config('hnsw.ef_search', greatest(40, least(1000, match_count))::text, true);\n"
+        )
+        match = sql.SQL(
+            "CREATE OR REPLACE FUNCTION {fn}(\n"
+            "  query_embedding {vtype},\n"
+            "  match_count integer DEFAULT 10,\n"
+            "  filter jsonb DEFAULT '{{}}'::jsonb\n"
+            ") RETURNS TABLE (key text, metadata jsonb, text text, distance double precision, "
+            "score double precision)\n"
+            "  LANGUAGE plpgsql STABLE\n{settings}"
+            "AS $vectorport$\n"
+            "#variable_conflict use_column\n"
+            "BEGIN\n{set_ef}"
+            "  RETURN QUERY\n"
+            "  SELECT hits.key, hits.metadata, hits.text, hits.distance, {score}\n"
+            "  FROM (\n"
+            "    SELECT t.key, t.metadata, t.text, {dist}::double precision AS distance, {idist} AS ord\n"
+            "    FROM {table} AS t\n"
+            "    WHERE t.metadata @> filter\n"
+            "    ORDER BY ord\n"
+            "    LIMIT match_count\n"
+            "  ) AS hits\n"
+            "  ORDER BY hits.distance, hits.key;\n"
+            "END;\n"
+            "$vectorport$"
+        ).format(
+            fn=self._qualified_name("", "match_"),
+            vtype=vtype,
+            settings=settings,
+            set_ef=set_ef,
+            score=self._score_sql(sql.SQL("hits.distance")),
+            dist=self.distance(emb, q),
+            idist=self.index_distance(emb, q),
+            table=self.qualified,
+        )
+        hybrid = sql.SQL(
+            "CREATE OR REPLACE FUNCTION {fn}(\n"
+            "  query_text text,\n"
+            "  query_embedding {vtype},\n"
+            "  match_count integer DEFAULT 10,\n"
+            "  filter jsonb DEFAULT '{{}}'::jsonb,\n"
+            "  semantic_weight double precision DEFAULT 0.5,\n"
+            "  full_text_weight double precision DEFAULT 0.5,\n"
+            "  rrf_k integer DEFAULT 60\n"
+            ") RETURNS TABLE (key text, metadata jsonb, text text, distance double precision, "
+            "rrf_score double precision, vector_rank bigint, text_rank bigint)\n"
+            "  LANGUAGE plpgsql STABLE\n{settings}"
+            "AS $vectorport$\n"
+            "#variable_conflict use_column\n"
+            "BEGIN\n"
+            "  PERFORM set_config('hnsw.ef_search',\n"
+            "                     greatest(40, least(1000, 2 * match_count))::text, true);\n"
+            "  RETURN QUERY\n"
+            "{body};\n"
+            "END;\n"
+            "$vectorport$"
+        ).format(
+            fn=self._qualified_name("", "hybrid_match_"),
+            vtype=vtype,
+            settings=settings,
+            body=self.hybrid_sql(
+                query=q,
+                text=sql.SQL("query_text"),
+                where=sql.SQL("t.metadata @> filter"),
+                candidates=sql.SQL("2 * match_count"),
+                limit=sql.SQL("match_count"),
+                vector_weight=sql.SQL("semantic_weight"),
+                text_weight=sql.SQL("full_text_weight"),
+                rrf_k=sql.SQL("rrf_k"),
+                outer_columns=sql.SQL("f.key, t.metadata, t.text"),
+            ),
+        )
+        return [match, hybrid]
+
+    def _score_sql(self, distance: sql.Composable) -> sql.Composable:
+        if self.metric is Metric.COSINE:
+            return sql.SQL("1 - {}").format(distance)
+        return sql.SQL("-{}").format(distance)
+
+    def hybrid_sql(
+        self,
+        *,
+        query: sql.Composable,
+        text: sql.Composable,
+        where: sql.Composable,
+        candidates: sql.Composable,
+        limit: sql.Composable,
+        vector_weight: sql.Composable,
+        text_weight: sql.Composable,
+        rrf_k: sql.Composable,
+        outer_columns: sql.Composable,
+    ) -> sql.Composed:
+        """One statement: vector and full-text candidates (each filtered inside its own
+        ranking), fused by reciprocal rank fusion ``w_v/(rrf_k + r_v) + w_t/(rrf_k + r_t)``.
+
+        Output columns: ``<outer_columns>, distance, rrf_score, vector_rank, text_rank``.
+        Both the library and ``hybrid_match_<table>`` use it, with their own placeholders.
+        """
+        emb = sql.SQL("t.embedding")
+        return sql.SQL(
+            "  WITH tsq AS MATERIALIZED (SELECT websearch_to_tsquery({lang}::regconfig, {text}) AS q),\n"
+            "  vec AS MATERIALIZED (\n"
+            "    SELECT hits.key, row_number() OVER (ORDER BY hits.ord, hits.key) AS r\n"
+            "    FROM (SELECT t.key, {idist} AS ord FROM {table} AS t WHERE {where}\n"
+            "          ORDER BY ord LIMIT {candidates}) AS hits\n"
+            "  ),\n"
+            "  txt AS MATERIALIZED (\n"
+            "    SELECT t.key, row_number() OVER (ORDER BY ts_rank_cd(t.fts, tsq.q) DESC, t.key) AS r\n"
+            "    FROM {table} AS t, tsq\n"
+            "    WHERE t.fts @@ tsq.q AND {where}\n"
+            "    ORDER BY r LIMIT {candidates}\n"
+            "  ),\n"
+            "  fused AS (\n"
+            "    SELECT coalesce(vec.key, txt.key) AS key, vec.r AS vector_rank, txt.r AS text_rank,\n"
+            "           coalesce({wv} / ({k} + vec.r), 0.0)\n"
+            "           + coalesce({wt} / ({k} + txt.r), 0.0) AS rrf_score\n"
+            "    FROM vec FULL OUTER JOIN txt ON vec.key = txt.key\n"
+            "  )\n"
+            "  SELECT {outer}, {dist}::double precision AS distance, f.rrf_score::double precision,\n"
+            "         f.vector_rank, f.text_rank\n"
+            "  FROM fused AS f JOIN {table} AS t ON t.key = f.key\n"
+            "  ORDER BY f.rrf_score DESC, f.key\n"
+            "  LIMIT {limit}"
+        ).format(
+            lang=sql.Literal(self.language),
+            text=text,
+            idist=self.index_distance(emb, query),
+            dist=self.distance(emb, query),
+            table=self.qualified,
+            where=where,
+            candidates=candidates,
+            wv=vector_weight,
+            wt=text_weight,
+            k=rrf_k,
+            limit=limit,
+            outer=outer_columns,
+        )
+
+
+def check_table_name(name: str) -> None:
+    """Refuse names PostgreSQL would truncate or cannot hold."""
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError("a pgvector URL needs ?table=NAME (the collection's table)")
+    if "\x00" in name:
+        raise ConfigurationError("table names cannot contain NUL characters")
+    if len(name.encode("utf-8")) > _MAX_TABLE_BYTES:
+        raise ConfigurationError(
+            f"table name {name!r} is longer than {_MAX_TABLE_BYTES} UTF-8 bytes (PostgreSQL truncates "
+            "identifiers at 63 bytes and vectorport derives index and function names from it)"
+        )

@@ -1,0 +1,83 @@
+"""Portable filter tree → S3 Vectors ``filter`` document.
+
+Exact by construction, or refused (``UnsupportedFilterError``) before any request:
+
+* ``$eq/$gt/$gte/$lt/$lte/$in/$exists/$and/$or`` map one to one. AWS documents that ``$eq``
+  on a list value matches any element, as vectorport's oracle does.
+* ``$ne`` and ``$nin`` match a missing key in vectorport; AWS does not document what they do
+  with one, so they are sent as ``{"$or": [{k: {"$ne": v}}, {k: {"$exists": false}}]}``,
+  which is exact whichever way the service decides.
+* ``$not`` is pushed down (De Morgan, operator duals); a negated range operator has no exact
+  S3 form (it would have to match non-numeric values) and is refused.
+* Filtering on the chunk-text key (non-filterable) and integers beyond ±2**53 (S3 numbers are
+  doubles) are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ...filters import And, Compare, Exists, FilterCompiler, FilterNode, In, Not, Or, push_not_down
+
+__all__ = ["S3FilterCompiler"]
+
+_MAX_EXACT_INT = 2**53
+S3Filter = dict[str, Any]
+
+
+class S3FilterCompiler(FilterCompiler[S3Filter]):
+    """Compile to the JSON ``filter`` of ``QueryVectors``."""
+
+    backend: ClassVar[str] = "s3vectors"
+
+    def __init__(self, text_key: str) -> None:
+        self.text_key = text_key
+
+    def _field(self, node: Compare | In | Exists) -> str:
+        if node.field == self.text_key:
+            self.unsupported(node, f"{node.field!r} holds the chunk text, a non-filterable key")
+        return node.field
+
+    def _value(self, node: FilterNode, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_EXACT_INT:
+            self.unsupported(node, f"the integer {value} is beyond ±2**53; S3 numbers are doubles")
+        return value
+
+    def _compare(self, node: Compare) -> S3Filter:
+        return {self._field(node): {node.op: self._value(node, node.value)}}
+
+    visit_eq = _compare
+    visit_gt = _compare
+    visit_gte = _compare
+    visit_lt = _compare
+    visit_lte = _compare
+
+    def visit_ne(self, node: Compare) -> S3Filter:
+        field = self._field(node)
+        return {"$or": [{field: {"$ne": self._value(node, node.value)}}, {field: {"$exists": False}}]}
+
+    def visit_in(self, node: In) -> S3Filter:
+        field = self._field(node)
+        values = [self._value(node, v) for v in node.values]
+        if not node.negated:
+            return {field: {"$in": values}}
+        return {"$or": [{field: {"$nin": values}}, {field: {"$exists": False}}]}
+
+    visit_nin = visit_in
+
+    def visit_exists(self, node: Exists) -> S3Filter:
+        return {self._field(node): {"$exists": node.exists}}
+
+    def visit_and(self, node: And) -> S3Filter:
+        parts = [self.compile(c) for c in node.children]
+        return parts[0] if len(parts) == 1 else {"$and": parts}
+
+    def visit_or(self, node: Or) -> S3Filter:
+        parts = [self.compile(c) for c in node.children]
+        return parts[0] if len(parts) == 1 else {"$or": parts}
+
+    def visit_not(self, node: Not) -> S3Filter:
+        rewritten = push_not_down(node)
+        if isinstance(rewritten, Not):
+            self.unsupported(node, "a negated range comparison has no exact S3 Vectors equivalent")
+        return self.compile(rewritten)

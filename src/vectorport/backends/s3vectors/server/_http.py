@@ -1,0 +1,190 @@
+"""HTTP front end: rest-json routing by the botocore model, the Supabase route, auth,
+injected throttling and error encoding."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ._errors import (
+    AccessDeniedException,
+    InternalServerException,
+    ServiceError,
+    ServiceUnavailableException,
+    TooManyRequestsException,
+    ValidationException,
+)
+from ._service import Service
+from ._shapes import ServiceModel, load_model
+
+__all__ = ["Handler", "Throttle", "VectorServer"]
+
+log = logging.getLogger("vectorport.s3vectors.server")
+
+SUPABASE_PREFIX = "/storage/v1/vector/"
+
+
+@dataclass
+class Throttle:
+    """Injected failures: a ``fraction`` of requests and/or requests beyond ``rate`` per
+    second get 429 ``TooManyRequestsException``; ``unavailable`` is a fraction of 503s."""
+
+    fraction: float = 0.0
+    rate: float | None = None
+    unavailable: float = 0.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self._lock = threading.Lock()
+        self._tokens = self.rate or 0.0
+        self._stamp = time.monotonic()
+        self.throttled = 0
+
+    def check(self) -> None:
+        with self._lock:
+            if self.rate is not None:
+                now = time.monotonic()
+                self._tokens = min(self.rate, self._tokens + (now - self._stamp) * self.rate)
+                self._stamp = now
+                if self._tokens < 1.0:
+                    self.throttled += 1
+                    raise TooManyRequestsException("Request rate exceeded (injected throttling)")
+                self._tokens -= 1.0
+            roll = self._rng.random()
+            if roll < self.fraction:
+                self.throttled += 1
+                raise TooManyRequestsException("Too many requests (injected throttling); retry with backoff")
+            if roll < self.fraction + self.unavailable:
+                self.throttled += 1
+                raise ServiceUnavailableException("Service unavailable (injected); retry with backoff")
+
+
+class VectorServer(ThreadingHTTPServer):
+    """A threading HTTP server holding the service, model, auth key and throttle."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        service: Service,
+        *,
+        supabase_key: str | None = None,
+        throttle: Throttle | None = None,
+        model: ServiceModel | None = None,
+    ) -> None:
+        self.service = service
+        self.model = model or load_model()
+        self.supabase_key = supabase_key
+        self.throttle = throttle or Throttle()
+        super().__init__(address, Handler)
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One request: route, authenticate, throttle, validate, run, encode."""
+
+    server: VectorServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as botocore's connection pool expects
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def _handle(self, method: str) -> None:
+        request_id = uuid.uuid4().hex
+        try:
+            body = self._read_body()
+            operation, params = self._route(method)
+            self.server.throttle.check()
+            if body:
+                try:
+                    doc = json.loads(body)
+                except (ValueError, UnicodeDecodeError):
+                    raise ValidationException("The request body is not valid JSON") from None
+                if not isinstance(doc, dict):
+                    raise ValidationException("The request body must be a JSON object")
+                params = {**doc, **params}
+            self.server.model.validate(operation, params)
+            result = getattr(self.server.service, operation)(params)
+            self._send(200, result, request_id)
+        except ServiceError as exc:
+            self._send(exc.status, exc.body(), request_id, exc.code)
+        except Exception as exc:
+            log.exception("internal error")
+            err = InternalServerException(f"Internal server error: {type(exc).__name__}")
+            self._send(err.status, err.body(), request_id, err.code)
+
+    def _read_body(self) -> bytes:
+        size = int(self.headers.get("Content-Length") or 0)
+        limit = self.server.service.limits.max_payload_bytes
+        data = self.rfile.read(size) if size else b""
+        if size > limit:
+            raise ValidationException(f"Request payload is {size} bytes; the limit is {limit}")
+        return data
+
+    def _route(self, method: str) -> tuple[str, dict[str, Any]]:
+        parts = urlsplit(self.path)
+        path = parts.path
+        if path.startswith(SUPABASE_PREFIX):
+            self._authenticate()
+            name = path[len(SUPABASE_PREFIX) :].strip("/")
+            found: tuple[str, dict[str, str]] | None = (
+                (name, {})
+                if method == "POST" and name in self.server.model.operations
+                else self.server.model.route(method, "/" + name)
+            )
+        else:
+            found = self.server.model.route(method, path)
+        if found is None:
+            raise ValidationException(f"Unknown operation {method} {path}")
+        operation, labels = found
+        params: dict[str, Any] = {k: unquote(v) for k, v in labels.items()}
+        if parts.query:
+            for pair in parts.query.split("&"):
+                key, _, value = pair.partition("=")
+                if key == "tagKeys":
+                    params.setdefault("tagKeys", []).append(unquote(value))
+        if not hasattr(self.server.service, operation):
+            raise ValidationException(f"The operation {operation} is not supported by this local server")
+        return operation, params
+
+    def _authenticate(self) -> None:
+        key = self.server.supabase_key
+        if key is None:
+            return
+        auth = self.headers.get("Authorization") or ""
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else self.headers.get("apikey")
+        if token != key:
+            raise AccessDeniedException("Invalid or missing service key (Authorization: Bearer <key>)")
+
+    def _send(self, status: int, doc: dict[str, Any], request_id: str, code: str | None = None) -> None:
+        payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("x-amzn-RequestId", request_id)
+        if code is not None:
+            self.send_header("x-amzn-ErrorType", code)
+        self.end_headers()
+        self.wfile.write(payload)

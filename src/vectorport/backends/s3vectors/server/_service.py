@@ -1,0 +1,829 @@
+"""The S3 Vectors operations over in-memory state, persisted under an optional directory.
+
+Each public method takes the operation's input (already checked against the botocore model)
+and returns its output dict, or raises a :class:`~._errors.ServiceError`. Limits and rules
+come from AWS's "Limitations and restrictions", "Vector bucket naming rules", "Creating a
+vector index" and "Metadata filtering" pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._errors import (
+    ConflictException,
+    NotFoundException,
+    TooManyRequestsException,
+    ValidationException,
+)
+from ._filter import parse_filter
+from ._table import VectorTable, fsync_dir
+
+__all__ = ["Limits", "Service"]
+
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+_INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_BUCKET_ARN = re.compile(
+    r"arn:aws[-a-z0-9]*:s3vectors:[a-z0-9-]+:[0-9]{12}:bucket/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])"
+)
+_INDEX_ARN = re.compile(
+    r"arn:aws[-a-z0-9]*:s3vectors:[a-z0-9-]+:[0-9]{12}:bucket/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])"
+    r"/index/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])"
+)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_EXACT_INT = float(2**53)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """AWS's documented limits (defaults), adjustable for experiments."""
+
+    max_top_k: int = 100
+    """AWS documented 100 until June 2026, then 10,000 with paginated results."""
+    query_page_size: int = 100
+    """Results per QueryVectors page when ``topK`` exceeds it."""
+    max_filterable_bytes: int = 2048
+    max_total_metadata_bytes: int = 40 * 1024
+    max_metadata_keys: int = 50
+    max_list_bytes: int = 1 << 20
+    """ListVectors stops a page once this much data was processed (AWS: 1 MB)."""
+    write_rate: float | None = None
+    """Vectors inserted + deleted per second per index; above it: 429 (AWS: 2,500). None: off."""
+    max_payload_bytes: int = 20 << 20
+
+
+@dataclass
+class _Bucket:
+    name: str
+    arn: str
+    created: float
+    encryption: dict[str, Any]
+    default_index_mode: str | None = None
+    policy: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    indexes: dict[str, _Index] = field(default_factory=dict)
+
+
+@dataclass
+class _Index:
+    bucket: str
+    name: str
+    arn: str
+    created: float
+    dimension: int
+    metric: str
+    data_type: str
+    non_filterable: list[str]
+    encryption: dict[str, Any] | None
+    directory: str
+    table: VectorTable
+    index_mode: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    bucket_obj: _Bucket | None = None
+    rate_tokens: float = 0.0
+    rate_stamp: float = 0.0
+
+
+def _meta_size(value: Any) -> int:
+    """Bytes a metadata value takes: UTF-8 of strings, JSON text of numbers and booleans."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8"))
+    if isinstance(value, list):
+        return sum(_meta_size(v) for v in value)
+    if isinstance(value, dict):
+        return sum(len(k.encode("utf-8")) + _meta_size(v) for k, v in value.items())
+    return len(json.dumps(value))
+
+
+class Service:
+    """All buckets and indexes of one server. Thread-safe."""
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        region: str = "us-east-1",
+        account: str = "123456789012",
+        limits: Limits | None = None,
+        snapshot_bytes: int = 64 << 20,
+    ) -> None:
+        self.region = region
+        self.account = account
+        self.limits = limits or Limits()
+        self.snapshot_bytes = snapshot_bytes
+        self.lock = threading.RLock()
+        self.buckets: dict[str, _Bucket] = {}
+        self.data_dir = None if data_dir is None else Path(data_dir)
+        self._query_pages: dict[str, tuple[float, list[dict[str, Any]], str]] = {}
+        self._list_states: dict[str, dict[str, Any]] = {}
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            (self.data_dir / "indexes").mkdir(exist_ok=True)
+            self._load_catalog()
+
+    # ------------------------------------------------------------------ catalog persistence
+    def _catalog_path(self) -> Path:
+        assert self.data_dir is not None
+        return self.data_dir / "catalog.json"
+
+    def _save_catalog(self) -> None:
+        if self.data_dir is None:
+            return
+        doc = {
+            "version": 1,
+            "buckets": [
+                {
+                    "name": b.name,
+                    "created": b.created,
+                    "encryption": b.encryption,
+                    "default_index_mode": b.default_index_mode,
+                    "policy": b.policy,
+                    "tags": b.tags,
+                    "indexes": [
+                        {
+                            "name": i.name,
+                            "created": i.created,
+                            "dimension": i.dimension,
+                            "metric": i.metric,
+                            "data_type": i.data_type,
+                            "non_filterable": i.non_filterable,
+                            "encryption": i.encryption,
+                            "directory": i.directory,
+                            "index_mode": i.index_mode,
+                            "tags": i.tags,
+                        }
+                        for i in b.indexes.values()
+                    ],
+                }
+                for b in self.buckets.values()
+            ],
+        }
+        path = self._catalog_path()
+        tmp = path.with_suffix(".json.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+
+    def _load_catalog(self) -> None:
+        assert self.data_dir is not None
+        path = self._catalog_path()
+        doc = json.loads(path.read_text("utf-8")) if path.exists() else {"buckets": []}
+        used: set[str] = set()
+        for b in doc["buckets"]:
+            bucket = _Bucket(
+                b["name"],
+                self._bucket_arn(b["name"]),
+                b["created"],
+                b["encryption"],
+                b.get("default_index_mode"),
+                b.get("policy"),
+                b.get("tags", {}),
+            )
+            self.buckets[bucket.name] = bucket
+            for i in b["indexes"]:
+                used.add(i["directory"])
+                table = VectorTable(
+                    i["dimension"],
+                    i["metric"],
+                    self.data_dir / "indexes" / i["directory"],
+                    self.snapshot_bytes,
+                )
+                index = _Index(
+                    bucket.name,
+                    i["name"],
+                    self._index_arn(bucket.name, i["name"]),
+                    i["created"],
+                    i["dimension"],
+                    i["metric"],
+                    i["data_type"],
+                    i["non_filterable"],
+                    i["encryption"],
+                    i["directory"],
+                    table,
+                    i.get("index_mode"),
+                    i.get("tags", {}),
+                    bucket,
+                )
+                bucket.indexes[index.name] = index
+        # Directories of indexes deleted just before a crash.
+        for child in (self.data_dir / "indexes").iterdir():
+            if child.name not in used:
+                shutil.rmtree(child, ignore_errors=True)
+
+    def close(self) -> None:
+        """Snapshot every index and close its log."""
+        with self.lock:
+            for bucket in self.buckets.values():
+                for index in bucket.indexes.values():
+                    index.table.close()
+
+    # ------------------------------------------------------------------ naming helpers
+    def _bucket_arn(self, name: str) -> str:
+        return f"arn:aws:s3vectors:{self.region}:{self.account}:bucket/{name}"
+
+    def _index_arn(self, bucket: str, name: str) -> str:
+        return f"{self._bucket_arn(bucket)}/index/{name}"
+
+    def _bucket_ref(self, inp: dict[str, Any]) -> str:
+        name, arn = inp.get("vectorBucketName"), inp.get("vectorBucketArn")
+        if name is not None and arn is not None:
+            raise ValidationException("Specify either vectorBucketName or vectorBucketArn, not both")
+        if arn is not None:
+            m = _BUCKET_ARN.fullmatch(arn)
+            if m is None:
+                raise ValidationException(f"Invalid vector bucket ARN: {arn}")
+            return m.group(1)
+        if name is None:
+            raise ValidationException("Either vectorBucketName or vectorBucketArn must be specified")
+        return str(name)
+
+    def _index_ref(self, inp: dict[str, Any]) -> tuple[str, str]:
+        arn = inp.get("indexArn")
+        if arn is not None:
+            if inp.get("vectorBucketName") is not None or inp.get("indexName") is not None:
+                raise ValidationException(
+                    "Specify either indexArn or vectorBucketName and indexName, not both"
+                )
+            m = _INDEX_ARN.fullmatch(arn)
+            if m is None:
+                raise ValidationException(f"Invalid vector index ARN: {arn}")
+            return m.group(1), m.group(2)
+        bucket, index = inp.get("vectorBucketName"), inp.get("indexName")
+        if bucket is None or index is None:
+            raise ValidationException(
+                "Either indexArn or both vectorBucketName and indexName must be specified"
+            )
+        return str(bucket), str(index)
+
+    def _bucket(self, name: str) -> _Bucket:
+        bucket = self.buckets.get(name)
+        if bucket is None:
+            raise NotFoundException(f"The specified vector bucket could not be found: {name}")
+        return bucket
+
+    def _index(self, inp: dict[str, Any]) -> _Index:
+        bucket_name, index_name = self._index_ref(inp)
+        with self.lock:
+            index = self._bucket(bucket_name).indexes.get(index_name)
+        if index is None:
+            raise NotFoundException(f"The specified index could not be found: {index_name}")
+        return index
+
+    # ------------------------------------------------------------------ buckets
+    def CreateVectorBucket(self, inp: dict[str, Any]) -> dict[str, Any]:
+        name = inp["vectorBucketName"]
+        if not _BUCKET_NAME.fullmatch(name):
+            raise ValidationException(
+                f"Invalid vector bucket name {name!r}: use 3-63 lowercase letters, numbers and hyphens, "
+                "beginning and ending with a letter or number"
+            )
+        encryption = _encryption(inp.get("encryptionConfiguration")) or {"sseType": "AES256"}
+        with self.lock:
+            if name in self.buckets:
+                raise ConflictException(f"A vector bucket with the name {name} already exists")
+            bucket = _Bucket(
+                name, self._bucket_arn(name), time.time(), encryption, tags=dict(inp.get("tags") or {})
+            )
+            self.buckets[name] = bucket
+            self._save_catalog()
+        return {"vectorBucketArn": bucket.arn}
+
+    def GetVectorBucket(self, inp: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            b = self._bucket(self._bucket_ref(inp))
+            out: dict[str, Any] = {
+                "vectorBucketName": b.name,
+                "vectorBucketArn": b.arn,
+                "creationTime": b.created,
+                "encryptionConfiguration": b.encryption,
+            }
+            if b.default_index_mode:
+                out["defaultIndexMode"] = b.default_index_mode
+        return {"vectorBucket": out}
+
+    def ListVectorBuckets(self, inp: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            names = sorted(n for n in self.buckets if n.startswith(inp.get("prefix") or ""))
+            chosen, token = _page_names(names, inp.get("maxResults") or 500, inp.get("nextToken"))
+            items = [
+                {
+                    "vectorBucketName": n,
+                    "vectorBucketArn": self.buckets[n].arn,
+                    "creationTime": self.buckets[n].created,
+                }
+                for n in chosen
+            ]
+        out: dict[str, Any] = {"vectorBuckets": items}
+        if token:
+            out["nextToken"] = token
+        return out
+
+    def DeleteVectorBucket(self, inp: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            bucket = self._bucket(self._bucket_ref(inp))
+            if bucket.indexes:
+                raise ConflictException(
+                    f"The vector bucket {bucket.name} is not empty: delete its {len(bucket.indexes)} "
+                    "vector index(es) first"
+                )
+            del self.buckets[bucket.name]
+            self._save_catalog()
+        return {}
+
+    def PutVectorBucketPolicy(self, inp: dict[str, Any]) -> dict[str, Any]:
+        try:
+            json.loads(inp["policy"])
+        except (TypeError, ValueError):
+            raise ValidationException("The bucket policy is not valid JSON") from None
+        with self.lock:
+            self._bucket(self._bucket_ref(inp)).policy = inp["policy"]
+            self._save_catalog()
+        return {}
+
+    def GetVectorBucketPolicy(self, inp: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            policy = self._bucket(self._bucket_ref(inp)).policy
+        return {} if policy is None else {"policy": policy}
+
+    def DeleteVectorBucketPolicy(self, inp: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self._bucket(self._bucket_ref(inp)).policy = None
+            self._save_catalog()
+        return {}
+
+    def PutVectorBucketDefaultIndexMode(self, inp: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self._bucket(self._bucket_ref(inp)).default_index_mode = inp["defaultIndexMode"]
+            self._save_catalog()
+        return {}
+
+    # ------------------------------------------------------------------ indexes
+    def CreateIndex(self, inp: dict[str, Any]) -> dict[str, Any]:
+        bucket_name = self._bucket_ref(inp)
+        name = inp["indexName"]
+        if not _INDEX_NAME.fullmatch(name):
+            raise ValidationException(
+                f"Invalid index name {name!r}: use 3-63 lowercase letters, numbers, hyphens and dots, "
+                "beginning and ending with a letter or number"
+            )
+        config = inp.get("metadataConfiguration") or {}
+        non_filterable = list(config.get("nonFilterableMetadataKeys") or [])
+        if len(set(non_filterable)) != len(non_filterable):
+            raise ValidationException("Non-filterable metadata keys must be unique within the vector index")
+        if config.get("textSearchConfigurations"):
+            raise ValidationException(
+                "Full-text search configurations are not supported by this local server"
+            )
+        encryption = _encryption(inp.get("encryptionConfiguration"))
+        with self.lock:
+            bucket = self._bucket(bucket_name)
+            if name in bucket.indexes:
+                raise ConflictException(f"An index with the name {name} already exists in {bucket_name}")
+            directory = uuid.uuid4().hex
+            path = None if self.data_dir is None else self.data_dir / "indexes" / directory
+            table = VectorTable(inp["dimension"], inp["distanceMetric"], path, self.snapshot_bytes)
+            index = _Index(
+                bucket_name,
+                name,
+                self._index_arn(bucket_name, name),
+                time.time(),
+                inp["dimension"],
+                inp["distanceMetric"],
+                inp["dataType"],
+                non_filterable,
+                encryption,
+                directory,
+                table,
+                bucket.default_index_mode,
+                dict(inp.get("tags") or {}),
+                bucket,
+            )
+            bucket.indexes[name] = index
+            self._save_catalog()
+        return {"indexArn": index.arn}
+
+    def GetIndex(self, inp: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(inp)
+        out: dict[str, Any] = {
+            "vectorBucketName": index.bucket,
+            "indexName": index.name,
+            "indexArn": index.arn,
+            "creationTime": index.created,
+            "dataType": index.data_type,
+            "dimension": index.dimension,
+            "distanceMetric": index.metric,
+        }
+        if index.non_filterable:
+            out["metadataConfiguration"] = {"nonFilterableMetadataKeys": list(index.non_filterable)}
+        if index.encryption:
+            out["encryptionConfiguration"] = index.encryption
+        if index.index_mode:
+            out["indexMode"] = index.index_mode
+        return {"index": out}
+
+    def ListIndexes(self, inp: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            bucket = self._bucket(self._bucket_ref(inp))
+            names = sorted(n for n in bucket.indexes if n.startswith(inp.get("prefix") or ""))
+            chosen, token = _page_names(names, inp.get("maxResults") or 500, inp.get("nextToken"))
+            items = [
+                {
+                    "vectorBucketName": bucket.name,
+                    "indexName": n,
+                    "indexArn": bucket.indexes[n].arn,
+                    "creationTime": bucket.indexes[n].created,
+                }
+                for n in chosen
+            ]
+        out: dict[str, Any] = {"indexes": items}
+        if token:
+            out["nextToken"] = token
+        return out
+
+    def DeleteIndex(self, inp: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(inp)
+        with self.lock:
+            bucket = self._bucket(index.bucket)
+            if bucket.indexes.get(index.name) is not index:
+                raise NotFoundException(f"The specified index could not be found: {index.name}")
+            del bucket.indexes[index.name]
+            self._save_catalog()
+        with index.table.lock:
+            index.table.dropped = True
+            index.table.close(snapshot=False)
+        if self.data_dir is not None:
+            shutil.rmtree(self.data_dir / "indexes" / index.directory, ignore_errors=True)
+        return {}
+
+    def UpdateIndexMode(self, inp: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(inp)
+        with self.lock:
+            index.index_mode = inp["indexMode"]
+            self._save_catalog()
+        return {}
+
+    def UpdateMetadataConfiguration(self, inp: dict[str, Any]) -> dict[str, Any]:
+        raise ValidationException("Full-text search configurations are not supported by this local server")
+
+    # ------------------------------------------------------------------ tags
+    def _tagged(self, arn: str) -> _Bucket | _Index:
+        arn = arn.strip()
+        with self.lock:
+            m = _INDEX_ARN.fullmatch(arn)
+            if m is not None:
+                index = self._bucket(m.group(1)).indexes.get(m.group(2))
+                if index is None:
+                    raise NotFoundException(f"The specified index could not be found: {m.group(2)}")
+                return index
+            m = _BUCKET_ARN.fullmatch(arn)
+            if m is not None:
+                return self._bucket(m.group(1))
+        raise ValidationException(f"Invalid resource ARN: {arn}")
+
+    def TagResource(self, inp: dict[str, Any]) -> dict[str, Any]:
+        res = self._tagged(inp["resourceArn"])
+        with self.lock:
+            res.tags.update(inp["tags"])
+            self._save_catalog()
+        return {}
+
+    def UntagResource(self, inp: dict[str, Any]) -> dict[str, Any]:
+        res = self._tagged(inp["resourceArn"])
+        with self.lock:
+            for key in inp["tagKeys"]:
+                res.tags.pop(key, None)
+            self._save_catalog()
+        return {}
+
+    def ListTagsForResource(self, inp: dict[str, Any]) -> dict[str, Any]:
+        res = self._tagged(inp["resourceArn"])
+        with self.lock:
+            return {"tags": dict(res.tags)}
+
+    # ------------------------------------------------------------------ vectors
+    def _check_write_rate(self, index: _Index, count: int) -> None:
+        rate = self.limits.write_rate
+        if rate is None:
+            return
+        with self.lock:
+            now = time.monotonic()
+            index.rate_tokens = min(rate, index.rate_tokens + (now - index.rate_stamp) * rate)
+            if index.rate_stamp == 0.0:
+                index.rate_tokens = rate
+            index.rate_stamp = now
+            if index.rate_tokens < count:
+                raise TooManyRequestsException(
+                    f"Write rate exceeded for index {index.name}: at most {rate:g} vectors per second"
+                )
+            index.rate_tokens -= count
+
+    def _vector(self, data: dict[str, Any], index: _Index, where: str) -> np.ndarray[Any, Any]:
+        values = data.get("float32")
+        if not isinstance(values, list):
+            raise ValidationException(f"{where}: vector data must be given as float32")
+        if len(values) != index.dimension:
+            raise ValidationException(
+                f"{where}: vector dimension {len(values)} does not match index dimension {index.dimension}"
+            )
+        arr = _fast_float32(values)
+        if arr is not None:
+            if index.metric == "cosine" and not np.any(arr):
+                raise ValidationException(
+                    f"{where}: zero vectors are not allowed for the cosine distance metric"
+                )
+            return arr
+        for v in values:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or abs(v) > _FLOAT32_MAX  # first: an int beyond float64 makes isfinite raise
+                or not math.isfinite(v)
+            ):
+                raise ValidationException(
+                    f"{where}: vector data must contain only valid float32 values, got {v!r}"
+                )
+        arr = np.asarray(values, np.float32)
+        if index.metric == "cosine" and not np.any(arr):
+            raise ValidationException(f"{where}: zero vectors are not allowed for the cosine distance metric")
+        return arr
+
+    def _metadata(self, meta: Any, index: _Index, where: str) -> dict[str, Any]:
+        limits = self.limits
+        if meta is None:
+            return {}
+        if not isinstance(meta, dict):
+            raise ValidationException(f"{where}: metadata must be a JSON object")
+        if len(meta) > limits.max_metadata_keys:
+            raise ValidationException(
+                f"{where}: metadata has {len(meta)} keys; at most {limits.max_metadata_keys} are allowed"
+            )
+        for key, value in meta.items():
+            if not key:
+                raise ValidationException(f"{where}: metadata keys must not be empty")
+            _check_meta_value(value, f"{where}: metadata key {key!r}")
+        filterable = {k: v for k, v in meta.items() if k not in index.non_filterable}
+        fsize = _meta_size(filterable)
+        if fsize > limits.max_filterable_bytes:
+            raise ValidationException(
+                f"{where}: filterable metadata is {fsize} bytes; the limit is {limits.max_filterable_bytes}"
+            )
+        total = _meta_size(meta)
+        if total > limits.max_total_metadata_bytes:
+            raise ValidationException(
+                f"{where}: metadata is {total} bytes; the limit is {limits.max_total_metadata_bytes}"
+            )
+        return meta
+
+    def PutVectors(self, inp: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(inp)
+        items = inp["vectors"]
+        keys: list[str] = []
+        seen: set[str] = set()
+        vectors = np.empty((len(items), index.dimension), np.float32)
+        metas: list[dict[str, Any]] = []
+        for i, item in enumerate(items):
+            key = item["key"]
+            where = f"Invalid record for key '{key}'"
+            if key in seen:
+                raise ValidationException(f"Duplicate vector key in the request: '{key}'")
+            seen.add(key)
+            vectors[i] = self._vector(item["data"], index, where)
+            metas.append(self._metadata(item.get("metadata"), index, where))
+            keys.append(key)
+        self._check_write_rate(index, len(keys))
+        table = index.table
+        with table.lock:
+            if table.dropped:
+                raise NotFoundException(f"The specified index could not be found: {index.name}")
+            table.put(keys, vectors, metas)
+        return {}
+
+    def GetVectors(self, inp: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(inp)
+        want_data, want_meta = bool(inp.get("returnData")), bool(inp.get("returnMetadata"))
+        table = index.table
+        out: list[dict[str, Any]] = []
+        with table.lock:
+            done: set[str] = set()
+            for key in inp["keys"]:
+                row = table.rows.get(key)
+                if row is None or key in done:
+                    continue
+                done.add(key)
+                out.append(self._record(table, row, want_data, want_meta))
+        return {"vectors": out}
+
+    @staticmethod
+    def _record(table: VectorTable, row: int, data: bool, meta: bool) -> dict[str, Any]:
+        rec: dict[str, Any] = {"key": table.keys[row]}
+        if data:
+            rec["data"] = {"float32": table.vectors[row].tolist()}
+        if meta:
+            rec["metadata"] = table.metadatas[row]
+        return rec
+
+    def DeleteVectors(self, inp: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(inp)
+        keys = list(dict.fromkeys(inp["keys"]))
+        self._check_write_rate(index, len(keys))
+        with index.table.lock:
+            if index.table.dropped:
+                raise NotFoundException(f"The specified index could not be found: {index.name}")
+            index.table.delete(keys)
+        return {}
+
+    def ListVectors(self, inp: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(inp)
+        count, seg = inp.get("segmentCount"), inp.get("segmentIndex")
+        if (count is None) != (seg is None):
+            raise ValidationException("segmentCount and segmentIndex must be specified together")
+        count, seg = count or 1, seg or 0
+        if seg >= count:
+            raise ValidationException(f"segmentIndex ({seg}) must be less than segmentCount ({count})")
+        limit = inp.get("maxResults") or 500
+        after: str | None = None
+        token = inp.get("nextToken")
+        if token is not None:
+            with self.lock:
+                saved = self._list_states.get(token)
+            state = saved if saved is not None else _decode_token(token)
+            if state.get("c") != count or state.get("i") != seg or "a" not in state:
+                raise ValidationException("The nextToken does not match this request's segment parameters")
+            after = state["a"]
+        want_data, want_meta = bool(inp.get("returnData")), bool(inp.get("returnMetadata"))
+        table = index.table
+        with table.lock:
+            keys, more = table.page(after, limit, seg, count)
+            items: list[dict[str, Any]] = []
+            size = 0
+            for key in keys:
+                rec = self._record(table, table.rows[key], want_data, want_meta)
+                items.append(rec)
+                size += len(key) + (12 * index.dimension if want_data else 0)
+                if want_meta:
+                    size += _meta_size(rec["metadata"])
+                if size >= self.limits.max_list_bytes and len(items) < len(keys):
+                    more = True
+                    break
+        out: dict[str, Any] = {"vectors": items}
+        if more and items:
+            out["nextToken"] = self._list_token({"a": items[-1]["key"], "c": count, "i": seg})
+        return out
+
+    def _list_token(self, state: dict[str, Any]) -> str:
+        token = _encode_token(state)
+        if len(token) <= 2000:
+            return token
+        # A long multi-byte key does not fit the model's 2,048-character token: keep it here.
+        ref = "~" + secrets.token_urlsafe(18)
+        with self.lock:
+            self._list_states[ref] = state
+        return ref
+
+    def QueryVectors(self, inp: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(inp)
+        token = inp.get("nextToken")
+        if token is not None:
+            return self._query_page(token, index)
+        if inp.get("queryTexts"):
+            raise ValidationException("Full-text search (queryTexts) is not supported by this local server")
+        if inp.get("queryVector") is None:
+            raise ValidationException("queryVector must be specified")
+        top_k = inp["topK"]
+        if top_k > self.limits.max_top_k:
+            raise ValidationException(f"topK must be between 1 and {self.limits.max_top_k}, got {top_k}")
+        query = self._vector(inp["queryVector"], index, "Invalid query vector")
+        doc = inp.get("filter")
+        node = None if doc is None else parse_filter(doc, index.non_filterable)
+        want_meta, want_dist = bool(inp.get("returnMetadata")), bool(inp.get("returnDistance"))
+        table = index.table
+        with table.lock:
+            hits = table.search(query, top_k, node)
+            results: list[dict[str, Any]] = []
+            for row, dist in hits:
+                rec: dict[str, Any] = {"key": table.keys[row]}
+                if want_meta:
+                    rec["metadata"] = table.metadatas[row]
+                if want_dist:
+                    rec["distance"] = dist
+                results.append(rec)
+        page = self.limits.query_page_size
+        out: dict[str, Any] = {"vectors": results[:page], "distanceMetric": index.metric}
+        if len(results) > page:
+            out["nextToken"] = self._remember_pages(results[page:], index.arn)
+        return out
+
+    def _remember_pages(self, rest: list[dict[str, Any]], arn: str) -> str:
+        token = secrets.token_urlsafe(24)
+        with self.lock:
+            now = time.monotonic()
+            for t in [t for t, (exp, _, _) in self._query_pages.items() if exp < now]:
+                del self._query_pages[t]
+            self._query_pages[token] = (now + 300.0, rest, arn)
+        return token
+
+    def _query_page(self, token: str, index: _Index) -> dict[str, Any]:
+        with self.lock:
+            state = self._query_pages.pop(token, None)
+        if state is None or state[2] != index.arn or state[0] < time.monotonic():
+            raise ValidationException("The nextToken is invalid or has expired; re-issue the query")
+        rest = state[1]
+        page = self.limits.query_page_size
+        out: dict[str, Any] = {"vectors": rest[:page], "distanceMetric": index.metric}
+        if len(rest) > page:
+            out["nextToken"] = self._remember_pages(rest[page:], index.arn)
+        return out
+
+
+def _fast_float32(values: list[Any]) -> np.ndarray[Any, Any] | None:
+    """``values`` as float32 when every one is a finite ``float`` (or an ``int`` below
+    2**53) within float32's range, checked on the whole array at once; ``None`` sends the
+    caller to the per-value checks, which find the offending value and word the error."""
+    kinds = set(map(type, values))
+    if not values or not kinds <= {float, int}:
+        return None
+    try:
+        wide = np.array(values, np.float64)
+    except OverflowError:  # an int beyond float64
+        return None
+    if not np.isfinite(wide).all():
+        return None
+    top = float(np.abs(wide).max())
+    if top > _FLOAT32_MAX or (int in kinds and top >= _EXACT_INT):
+        return None
+    # Python floats (and ints below 2**53) are exact as C doubles, so this is the same
+    # rounding as np.asarray(values, np.float32).
+    return wide.astype(np.float32)
+
+
+def _check_meta_value(value: Any, where: str) -> None:
+    if value is None:
+        raise ValidationException(f"{where}: null values are not supported")
+    if isinstance(value, bool | str):
+        return
+    if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValidationException(f"{where}: numbers must be finite")
+        return
+    if isinstance(value, list):
+        for item in value:
+            if item is None or isinstance(item, list | dict):
+                raise ValidationException(f"{where}: lists may hold only strings, numbers and booleans")
+            _check_meta_value(item, where)
+        return
+    raise ValidationException(f"{where}: metadata values must be strings, numbers, booleans or lists of them")
+
+
+def _encryption(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not config:
+        return None
+    sse = config.get("sseType", "AES256")
+    if config.get("kmsKeyArn") is not None and sse != "aws:kms":
+        raise ValidationException("kmsKeyArn may only be specified when sseType is aws:kms")
+    if sse == "aws:kms" and config.get("kmsKeyArn") is None:
+        raise ValidationException("kmsKeyArn must be specified when sseType is aws:kms")
+    return {k: v for k, v in (("sseType", sse), ("kmsKeyArn", config.get("kmsKeyArn"))) if v is not None}
+
+
+def _encode_token(state: dict[str, Any]) -> str:
+    raw = json.dumps(state, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _decode_token(token: str) -> dict[str, Any]:
+    try:
+        state = json.loads(base64.urlsafe_b64decode(token.encode("ascii")).decode("utf-8"))
+    except (ValueError, UnicodeError):
+        raise ValidationException("The nextToken is invalid") from None
+    if not isinstance(state, dict):
+        raise ValidationException("The nextToken is invalid")
+    return state
+
+
+def _page_names(names: list[str], limit: int, token: str | None) -> tuple[list[str], str | None]:
+    start = 0
+    if token is not None:
+        after = _decode_token(token).get("a")
+        if not isinstance(after, str):
+            raise ValidationException("The nextToken is invalid")
+        start = next((i for i, n in enumerate(names) if n > after), len(names))
+    chosen = names[start : start + limit]
+    more = start + limit < len(names)
+    return chosen, (_encode_token({"a": chosen[-1]}) if more and chosen else None)

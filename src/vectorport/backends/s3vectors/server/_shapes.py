@@ -1,0 +1,160 @@
+"""Request validation driven by botocore's ``s3vectors`` service model.
+
+The server checks every request against the same shapes the SDKs are generated from
+(required members, types, lengths, ranges, enums, unions), so a client that skips
+client-side validation (raw HTTP, ``parameter_validation=False``) gets the service's
+``ValidationException`` with a Smithy-style ``fieldList``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from ._errors import ValidationException
+
+__all__ = ["ServiceModel", "load_model"]
+
+
+@functools.cache
+def load_model() -> ServiceModel:
+    """The newest ``s3vectors`` model shipped with the installed botocore."""
+    from botocore.loaders import Loader
+
+    raw = Loader().load_service_model("s3vectors", "service-2")
+    return ServiceModel(raw)
+
+
+class ServiceModel:
+    """Operations (HTTP method and URI) and shapes of the service."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self.shapes: dict[str, dict[str, Any]] = raw["shapes"]
+        self.operations: dict[str, dict[str, Any]] = raw["operations"]
+
+    def route(self, method: str, path: str) -> tuple[str, dict[str, str]] | None:
+        """The operation for ``method path`` and its URI labels, or ``None``."""
+        parts = [p for p in path.split("/") if p]
+        for name, op in self.operations.items():
+            http = op["http"]
+            if http["method"] != method:
+                continue
+            template = [p for p in http["requestUri"].split("?")[0].split("/") if p]
+            if len(template) != len(parts):
+                continue
+            labels: dict[str, str] = {}
+            for want, got in zip(template, parts, strict=True):
+                if want.startswith("{") and want.endswith("}"):
+                    labels[want.strip("{}+")] = got
+                elif want != got:
+                    break
+            else:
+                return name, labels
+        return None
+
+    def input_shape(self, operation: str) -> str | None:
+        spec = self.operations[operation].get("input")
+        return None if spec is None else str(spec["shape"])
+
+    def validate(self, operation: str, params: dict[str, Any]) -> None:
+        """Raise ``ValidationException`` listing every constraint ``params`` breaks."""
+        shape = self.input_shape(operation)
+        if shape is None:
+            return
+        problems: list[tuple[str, str]] = []
+        self._check(shape, params, "", problems)
+        if problems:
+            raise _validation_error(problems)
+
+    # ------------------------------------------------------------------ internals
+    def _check(self, name: str, value: Any, path: str, out: list[tuple[str, str]]) -> None:
+        shape = self.shapes[name]
+        kind = shape["type"]
+        where = path or "/"
+        if kind == "structure":
+            if shape.get("document"):
+                return
+            if not isinstance(value, dict):
+                out.append((where, "Member must be a structure"))
+                return
+            members: dict[str, Any] = shape.get("members", {})
+            if shape.get("union"):
+                set_members = [k for k in members if value.get(k) is not None]
+                if len(set_members) != 1:
+                    out.append((where, "Member must have exactly one of its union members set"))
+            for req in shape.get("required", []):
+                location = members.get(req, {}).get("location")
+                if location in ("uri", "querystring", "header"):
+                    continue
+                if value.get(req) is None:
+                    out.append((f"{path}/{req}", "Member must not be null"))
+            for key, spec in members.items():
+                if spec.get("location") in ("uri", "querystring", "header"):
+                    continue
+                if value.get(key) is not None:
+                    self._check(spec["shape"], value[key], f"{path}/{key}", out)
+        elif kind == "list":
+            if not isinstance(value, list):
+                out.append((where, "Member must be a list"))
+                return
+            self._check_length(shape, len(value), where, out, "length")
+            if self.shapes[shape["member"]["shape"]]["type"] in ("float", "double") and _plain_numbers(value):
+                return  # vector data: one type check over the list instead of one call per value
+            for i, item in enumerate(value):
+                if item is None:
+                    out.append((f"{path}/{i}", "Member must not be null"))
+                else:
+                    self._check(shape["member"]["shape"], item, f"{path}/{i}", out)
+        elif kind == "map":
+            if not isinstance(value, dict):
+                out.append((where, "Member must be a map"))
+                return
+            self._check_length(shape, len(value), where, out, "length")
+            for k, v in value.items():
+                self._check(shape["key"]["shape"], k, f"{path}/{k}", out)
+                self._check(shape["value"]["shape"], v, f"{path}/{k}", out)
+        elif kind == "string":
+            if not isinstance(value, str):
+                out.append((where, "Member must be a string"))
+                return
+            self._check_length(shape, len(value), where, out, "length")
+            enum = shape.get("enum")
+            if enum and value not in enum:
+                out.append((where, f"Member must satisfy enum value set: [{', '.join(enum)}]"))
+        elif kind in ("integer", "long"):
+            if isinstance(value, bool) or not isinstance(value, int):
+                out.append((where, "Member must be an integer"))
+                return
+            if "min" in shape and value < shape["min"]:
+                out.append((where, f"Member must have value greater than or equal to {shape['min']}"))
+            if "max" in shape and value > shape["max"]:
+                out.append((where, f"Member must have value less than or equal to {shape['max']}"))
+        elif kind == "boolean":
+            if not isinstance(value, bool):
+                out.append((where, "Member must be a boolean"))
+        elif kind in ("float", "double", "timestamp"):
+            allowed = (int, float, str) if kind == "timestamp" else (int, float)
+            if isinstance(value, bool) or not isinstance(value, allowed):
+                out.append((where, f"Member must be a {'timestamp' if kind == 'timestamp' else 'number'}"))
+
+    @staticmethod
+    def _check_length(
+        shape: dict[str, Any], size: int, where: str, out: list[tuple[str, str]], what: str
+    ) -> None:
+        if "min" in shape and size < shape["min"]:
+            out.append((where, f"Member must have {what} greater than or equal to {shape['min']}"))
+        if "max" in shape and size > shape["max"]:
+            out.append((where, f"Member must have {what} less than or equal to {shape['max']}"))
+
+
+def _plain_numbers(values: list[Any]) -> bool:
+    """Every value is exactly a ``float`` or ``int`` (not ``bool``, not ``None``)."""
+    return set(map(type, values)) <= {float, int}
+
+
+def _validation_error(problems: list[tuple[str, str]]) -> ValidationException:
+    n = len(problems)
+    head = f"{n} validation error{'s' if n > 1 else ''} detected: "
+    text = "; ".join(f"Value at '{p}' failed to satisfy constraint: {m}" for p, m in problems)
+    return ValidationException(head + text, [{"path": p, "message": m} for p, m in problems])

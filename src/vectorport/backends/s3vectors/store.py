@@ -1,0 +1,503 @@
+"""``s3vectors://BUCKET/INDEX`` and ``supabase://REF.supabase.co/BUCKET/INDEX``: Amazon S3
+Vectors (or Supabase Vector Buckets, the same operations behind a proxy) through boto3.
+
+See ``docs/backends/s3vectors.md`` for URLs, options, limits and the filter mapping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, Self
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from ..._base import BaseStore
+from ..._capabilities import Capabilities, MetadataRules
+from ..._models import (
+    CollectionSpec,
+    Include,
+    Match,
+    Metric,
+    Record,
+    ScanPage,
+    Vector,
+    score_from_distance,
+)
+from ..._retry import RetryPolicy
+from ..._segments import segment_of
+from ..._url import StoreURL
+from ..._validate import Batch
+from ...exceptions import ConfigurationError, ConflictError, NotFoundError, UnsupportedFeatureError
+from ...filters import FilterNode
+from ._ratelimit import WriteRateLimiter, limiter_for
+from ._wire import EncodedVectors, encode_put_body, install
+from .errors import map_errors
+from .filters import S3FilterCompiler
+
+__all__ = ["TEXT_KEY", "S3VectorsStore"]
+
+log = logging.getLogger("vectorport")
+
+TEXT_KEY = "vectorport_text"
+"""Metadata key holding the chunk text, declared non-filterable when vectorport creates an index."""
+EMBEDDING_TAG = "vectorport:embedding-model"
+SUPABASE_PATH = "/storage/v1/vector"
+SUPABASE_KEY_ENV = ("SUPABASE_SERVICE_ROLE_KEY", "SUPABASE_SERVICE_KEY", "SUPABASE_KEY")
+_NATIVE_SEGMENTS = 16  # ListVectors segmentCount maximum
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+# AWS counts filterable (2 KB) and total (40 KB) metadata per vector. vectorport measures
+# JSON bytes, which is never less than the service's count, except for the text key's own
+# name; 64 bytes of the total are kept back for it.
+_TEXT_KEY_RESERVE = 64
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+class S3VectorsStore(BaseStore):
+    """Amazon S3 Vectors / Supabase Vector Buckets. One vectorport collection is one index.
+
+    The chunk text is stored under the metadata key ``vectorport_text``, declared
+    non-filterable at index creation. Writes are paced per index (2,500 vectors/s by
+    default), throttling (429/503) is retried with exponential backoff and jitter, ``scan``
+    segments map to ``ListVectors`` segments and ``count`` lists keys over 16 segments in
+    parallel. Only ``cosine`` and ``euclidean`` exist; S3's ``euclidean`` distance is plain L2.
+
+    Options (keyword or URL query): ``region``, ``endpoint_url``, ``profile``, ``write_rate``
+    (vectors/s, 0 = unpaced), ``workers`` (threads for count), ``max_attempts`` (botocore
+    attempts per call before vectorport's own retry), ``key`` (Supabase service-role key),
+    ``client`` (a ready boto3 ``s3vectors`` client).
+    """
+
+    name: ClassVar[str] = "s3vectors"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        metrics=frozenset({Metric.COSINE, Metric.EUCLIDEAN}),
+        max_dimension=4096,
+        max_write_batch=500,
+        max_read_batch=100,
+        max_delete_batch=500,
+        max_scan_page=1000,
+        max_top_k=100,
+        max_key_bytes=1024,
+        exact=False,  # AWS runs approximate search; the local server is exact
+        recall_tolerance=0.9,
+        metadata=MetadataRules(
+            nested_objects=False,
+            null=False,
+            empty_lists=True,
+            mixed_lists=False,
+            max_keys=49,  # 50 per vector, one of them the text key
+            max_total_bytes=40 * 1024 - _TEXT_KEY_RESERVE,
+            max_filterable_bytes=2 * 1024,
+            text_in_metadata=True,
+            max_int=2**53,
+            reserved_keys=frozenset({TEXT_KEY}),
+        ),
+        filter_operators=S3FilterCompiler.supported_operators(),
+        features=frozenset({"native_segments"}),
+    )
+
+    def __init__(
+        self,
+        url: StoreURL,
+        bucket: str,
+        index: str,
+        client: Any,
+        *,
+        endpoint: str,
+        write_rate: float = 2500.0,
+        workers: int = 8,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(url, index, retry=retry)
+        self.bucket = bucket
+        self.index = index
+        self.client = client
+        self.workers = max(1, workers)
+        self.text_key = TEXT_KEY
+        self.limiter: WriteRateLimiter | None = (
+            limiter_for(endpoint, bucket, index, write_rate) if write_rate > 0 else None
+        )
+        self._where = f"{self.name} {bucket}/{index}"
+        # The batch is validated already: send it pre-encoded instead of through botocore's
+        # per-number validation and serialization (see _wire).
+        self._fast_puts = install(client)
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_url(cls, url: StoreURL, **options: Any) -> Self:
+        opts: dict[str, Any] = {**url.params, **options}
+        if url.scheme == "supabase":
+            return cls._from_supabase(url, opts)
+        bucket = url.host or ""
+        index = url.path.strip("/")
+        if not bucket or not index or "/" in index:
+            raise ConfigurationError(
+                f"expected s3vectors://BUCKET/INDEX[?region=…&endpoint_url=…], got {url.masked!r}"
+            )
+        _check_names(url, bucket, index)
+        endpoint = opts.pop("endpoint_url", None)
+        region = opts.pop("region", None)
+        profile = opts.pop("profile", None)
+        client = opts.pop("client", None)
+        max_attempts = int(opts.pop("max_attempts", 2))
+        store_opts = cls._store_options(opts)
+        if client is None:
+            client = _boto_client(endpoint, region, profile, max_attempts, store_opts["workers"])
+        return cls(url, bucket, index, client, endpoint=endpoint or "aws", **store_opts)
+
+    @classmethod
+    def _from_supabase(cls, url: StoreURL, opts: dict[str, Any]) -> Self:
+        parts = url.path.strip("/").split("/")
+        if not url.host or len(parts) != 2 or not all(parts):
+            raise ConfigurationError(
+                f"expected supabase://PROJECT_REF.supabase.co/BUCKET/INDEX[?key=…], got {url.masked!r}"
+            )
+        bucket, index = parts
+        _check_names(url, bucket, index)
+        key = opts.pop("key", None) or next(
+            (os.environ[v] for v in SUPABASE_KEY_ENV if os.environ.get(v)), None
+        )
+        if not key:
+            raise ConfigurationError(
+                f"{url.masked}: a Supabase service-role key is needed: add ?key=… or set "
+                f"{SUPABASE_KEY_ENV[0]}"
+            )
+        base = opts.pop("endpoint_url", None) or f"https://{url.host}" + (f":{url.port}" if url.port else "")
+        endpoint = base.rstrip("/") + SUPABASE_PATH
+        client = opts.pop("client", None)
+        max_attempts = int(opts.pop("max_attempts", 2))
+        opts.pop("region", None)
+        store_opts = cls._store_options(opts)
+        if client is None:
+            client = _supabase_client(endpoint, key, max_attempts, store_opts["workers"])
+        return cls(url, bucket, index, client, endpoint=endpoint, **store_opts)
+
+    @staticmethod
+    def _store_options(opts: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "write_rate": float(opts.pop("write_rate", 2500.0)),
+            "workers": int(opts.pop("workers", 8)),
+        }
+        retry = opts.pop("retry", None)
+        if retry is not None:
+            out["retry"] = retry
+        if opts:
+            raise ConfigurationError(f"unknown s3vectors option(s): {', '.join(sorted(opts))}")
+        return out
+
+    def _check_spec_supported(self, spec: CollectionSpec) -> None:
+        if spec.metric is Metric.DOT:
+            raise UnsupportedFeatureError(
+                "S3 Vectors (and Supabase Vector Buckets) have no dot-product metric, only cosine and "
+                "euclidean; for unit-length embeddings use metric='cosine', which ranks identically"
+            )
+        super()._check_spec_supported(spec)
+
+    # ----------------------------------------------------------------- helpers
+    def _call(self, operation: str, **params: Any) -> Any:
+        method = getattr(self.client, _snake(operation))
+        with map_errors(self._where, operation):
+            return method(**params)
+
+    def _ids(self) -> dict[str, str]:
+        return {"vectorBucketName": self.bucket, "indexName": self.index}
+
+    def _split(
+        self, meta: dict[str, Any] | None, include: frozenset[Include]
+    ) -> tuple[dict[str, Any], str | None]:
+        meta = dict(meta or {})
+        text = meta.pop(self.text_key, None)
+        return (meta if Include.METADATA in include else {}), (
+            text if Include.TEXT in include and isinstance(text, str) else None
+        )
+
+    # ----------------------------------------------------------------- collections
+    def _describe_collection(self) -> CollectionSpec | None:
+        try:
+            index = self._call("GetIndex", **self._ids())["index"]
+        except NotFoundError:
+            return None
+        keys = (index.get("metadataConfiguration") or {}).get("nonFilterableMetadataKeys") or []
+        if self.text_key not in keys:
+            log.warning(
+                "%s: %r is not a non-filterable key of this index; chunk text counts against the "
+                "2 KB filterable metadata limit",
+                self._where,
+                self.text_key,
+            )
+        return CollectionSpec(
+            self.index,
+            int(index["dimension"]),
+            Metric.parse(index["distanceMetric"]),
+            self._embedding_model(index.get("indexArn")),
+        )
+
+    def _embedding_model(self, arn: str | None) -> str | None:
+        if not arn:
+            return None
+        try:
+            tags = self._call("ListTagsForResource", resourceArn=arn).get("tags") or {}
+        except Exception:  # tags are optional (permissions, Supabase); never fail an open for them
+            return None
+        model = tags.get(EMBEDDING_TAG)
+        return str(model) if model else None
+
+    def _create_collection(self, spec: CollectionSpec) -> None:
+        with contextlib.suppress(ConflictError):
+            self._call("CreateVectorBucket", vectorBucketName=self.bucket)
+        params: dict[str, Any] = {
+            **self._ids(),
+            "dataType": "float32",
+            "dimension": spec.dimension,
+            "distanceMetric": spec.metric.value,
+            "metadataConfiguration": {"nonFilterableMetadataKeys": [self.text_key]},
+        }
+        if spec.embedding_model:
+            params["tags"] = {EMBEDDING_TAG: spec.embedding_model}
+        try:
+            self._call("CreateIndex", **params)
+        except ConflictError:
+            existing = self._describe_collection()
+            if existing is None or (existing.dimension, existing.metric) != (spec.dimension, spec.metric):
+                raise
+
+    def _drop_collection(self) -> None:
+        with contextlib.suppress(NotFoundError):
+            self._call("DeleteIndex", **self._ids())
+
+    def list_collections(self) -> list[str]:
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"vectorBucketName": self.bucket, "maxResults": 500}
+            if token:
+                params["nextToken"] = token
+            try:
+                page = self.retry.call(functools.partial(self._call, "ListIndexes", **params), "list")
+            except NotFoundError:
+                return []
+            names.extend(i["indexName"] for i in page.get("indexes", []))
+            token = page.get("nextToken")
+            if not token:
+                return sorted(names)
+
+    # ----------------------------------------------------------------- records
+    def _write(self, batch: Batch) -> None:
+        vectors: list[dict[str, Any]] = []
+        metas: list[dict[str, Any] | None] = []
+        for key, row, meta, text in zip(
+            batch.keys, batch.vectors.tolist(), batch.metadatas, batch.texts, strict=True
+        ):
+            item: dict[str, Any] = {"key": key, "data": {"float32": row}}
+            full = meta if text is None else {**meta, self.text_key: text}
+            if full:
+                item["metadata"] = full
+            vectors.append(item)
+            metas.append(full)
+        if self._fast_puts:
+            body = encode_put_body(self._ids(), batch.keys, batch.vectors, metas)
+            vectors = EncodedVectors(vectors, body)
+        if self.limiter is not None:
+            self.limiter.acquire(len(vectors))
+        self._call("PutVectors", **self._ids(), vectors=vectors)
+
+    def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
+        want_meta = bool(include & {Include.METADATA, Include.TEXT})
+        resp = self._call(
+            "GetVectors",
+            **self._ids(),
+            keys=list(keys),
+            returnData=Include.VECTOR in include,
+            returnMetadata=want_meta,
+        )
+        out = []
+        for item in resp.get("vectors", []):
+            meta, text = self._split(item.get("metadata"), include)
+            vec = np.asarray(item["data"]["float32"], np.float32) if Include.VECTOR in include else None
+            out.append(Record(item["key"], vec, meta, text))
+        return out
+
+    def _remove(self, keys: Sequence[str]) -> None:
+        if self.limiter is not None:
+            self.limiter.acquire(len(keys))
+        self._call("DeleteVectors", **self._ids(), keys=list(keys))
+
+    def check_filter(self, where: FilterNode) -> None:
+        S3FilterCompiler(self.text_key).compile(where)
+
+    def _search(
+        self,
+        vector: Vector,
+        k: int,
+        where: FilterNode | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+    ) -> list[Match]:
+        request: dict[str, Any] = {
+            **self._ids(),
+            "topK": k,
+            "queryVector": {"float32": vector.tolist()},
+            "returnDistance": True,
+            "returnMetadata": bool(include & {Include.METADATA, Include.TEXT}),
+        }
+        if where is not None:
+            request["filter"] = S3FilterCompiler(self.text_key).compile(where)
+        request.update(params)
+        resp = self._call("QueryVectors", **request)
+        metric = self.spec.metric
+        hits = sorted(resp.get("vectors", []), key=lambda h: (float(h.get("distance", 0.0)), h["key"]))
+        vectors: dict[str, Vector | None] = {}
+        if Include.VECTOR in include and hits:
+            for rec in self._read([h["key"] for h in hits], frozenset({Include.VECTOR})):
+                vectors[rec.key] = None if rec.vector is None else np.asarray(rec.vector, np.float32)
+        out = []
+        for hit in hits:
+            # S3 cosine distance is 1 - cos and euclidean is plain L2: both already canonical.
+            distance = float(hit.get("distance", 0.0))
+            meta, text = self._split(hit.get("metadata"), include)
+            out.append(
+                Match(
+                    hit["key"],
+                    distance,
+                    score_from_distance(metric, distance),
+                    meta if Include.METADATA in include else None,
+                    text,
+                    vectors.get(hit["key"]),
+                )
+            )
+        return out
+
+    def _scan_page(
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
+    ) -> ScanPage:
+        index, parts = segment
+        request: dict[str, Any] = {
+            **self._ids(),
+            "maxResults": limit,
+            "returnData": Include.VECTOR in include,
+            "returnMetadata": bool(include & {Include.METADATA, Include.TEXT}),
+        }
+        if 1 < parts <= _NATIVE_SEGMENTS:
+            request.update(segmentCount=parts, segmentIndex=index)
+        if cursor:
+            request["nextToken"] = json.loads(cursor)["token"]
+        resp = self._call("ListVectors", **request)
+        records = []
+        for item in resp.get("vectors", []):
+            if parts > _NATIVE_SEGMENTS and segment_of(item["key"], parts) != index:
+                continue  # more segments than the service offers: split client-side
+            meta, text = self._split(item.get("metadata"), include)
+            vec = np.asarray(item["data"]["float32"], np.float32) if Include.VECTOR in include else None
+            records.append(Record(item["key"], vec, meta, text))
+        token = resp.get("nextToken")
+        return ScanPage(tuple(records), json.dumps({"token": token}) if token else None)
+
+    def _count(self) -> int:
+        # No count API: list keys only, 16 segments in parallel.
+        segments = _NATIVE_SEGMENTS if self.workers > 1 else 1
+
+        def count_segment(seg: int) -> int:
+            total, token = 0, None
+            while True:
+                request: dict[str, Any] = {**self._ids(), "maxResults": 1000}
+                if segments > 1:
+                    request.update(segmentCount=segments, segmentIndex=seg)
+                if token:
+                    request["nextToken"] = token
+                page = self.retry.call(functools.partial(self._call, "ListVectors", **request), "count")
+                total += len(page.get("vectors", []))
+                token = page.get("nextToken")
+                if not token:
+                    return total
+
+        with ThreadPoolExecutor(max_workers=min(self.workers, segments)) as pool:
+            return sum(pool.map(count_segment, range(segments)))
+
+    def close(self) -> None:
+        closer = getattr(self.client, "close", None)
+        if callable(closer):
+            closer()
+
+
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+_INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def _check_names(url: StoreURL, bucket: str, index: str) -> None:
+    if not _BUCKET_NAME.fullmatch(bucket):
+        raise ConfigurationError(
+            f"{url.masked}: vector bucket names are 3-63 lowercase letters, digits and hyphens, beginning "
+            f"and ending with a letter or digit; {bucket!r} is not one"
+        )
+    if not _INDEX_NAME.fullmatch(index):
+        raise ConfigurationError(
+            f"{url.masked}: index names are 3-63 lowercase letters, digits, hyphens and dots, beginning "
+            f"and ending with a letter or digit; {index!r} is not one"
+        )
+
+
+def _snake(operation: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_")
+
+
+def _boto_config(max_attempts: int, workers: int, **extra: Any) -> Any:
+    from botocore.config import Config
+
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": max(1, max_attempts)},
+        max_pool_connections=max(10, workers * 2),
+        connect_timeout=10,
+        read_timeout=120,
+        **extra,
+    )
+
+
+def _boto_client(
+    endpoint: str | None, region: str | None, profile: str | None, max_attempts: int, workers: int
+) -> Any:
+    import boto3
+
+    session = boto3.session.Session(profile_name=profile, region_name=region)
+    kwargs: dict[str, Any] = {"config": _boto_config(max_attempts, workers)}
+    if endpoint:
+        kwargs["endpoint_url"] = endpoint
+        if (urlsplit(endpoint).hostname or "") in _LOCAL_HOSTS and session.get_credentials() is None:
+            # The local server does not check signatures; spare users inventing credentials.
+            kwargs.update(aws_access_key_id="vectorport", aws_secret_access_key="vectorport")
+    if session.region_name is None:
+        kwargs["region_name"] = "us-east-1"
+    with map_errors("s3vectors", "client setup"):
+        return session.client("s3vectors", **kwargs)
+
+
+def _supabase_client(endpoint: str, key: str, max_attempts: int, workers: int) -> Any:
+    """A boto3 ``s3vectors`` client aimed at ``…/storage/v1/vector`` that sends the
+    service-role key as a Bearer token instead of a SigV4 signature."""
+    import boto3
+    from botocore import UNSIGNED
+
+    client = boto3.session.Session().client(
+        "s3vectors",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        config=_boto_config(max_attempts, workers, signature_version=UNSIGNED),
+    )
+
+    def add_auth(request: Any, **_: Any) -> None:
+        request.headers["Authorization"] = f"Bearer {key}"
+        request.headers["apikey"] = key
+
+    client.meta.events.register("before-sign.s3vectors", add_auth)
+    return client

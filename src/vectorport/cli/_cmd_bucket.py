@@ -1,0 +1,79 @@
+"""``vectorport bucket serve``: the local S3-Vectors-compatible server.
+
+Exit codes: 0 after a clean stop (SIGINT/SIGTERM), 2 for bad options or a missing driver.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ._common import EXIT_USAGE, JsonOption, err_console
+
+__all__ = ["register"]
+
+bucket_app = typer.Typer(help="Vector buckets: a local S3 Vectors / Supabase-compatible server.")
+
+
+@bucket_app.command("serve")
+def serve(
+    data: Annotated[
+        Path | None, typer.Option("--data", help="Directory for durable data (default: memory).")
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="TCP port; 0 picks a free one (printed on stdout).")
+    ] = 8080,
+    supabase_key: Annotated[
+        str | None,
+        typer.Option(
+            "--supabase-key",
+            envvar="VECTORPORT_SUPABASE_KEY",
+            help="Require 'Authorization: Bearer KEY' on the Supabase route /storage/v1/vector/<Operation>.",
+        ),
+    ] = None,
+    throttle_fraction: Annotated[
+        float, typer.Option("--throttle-fraction", help="Answer this fraction of requests with 429.")
+    ] = 0.0,
+    throttle_rps: Annotated[
+        float | None, typer.Option("--throttle-rps", help="Answer 429 beyond this many requests per second.")
+    ] = None,
+    write_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--write-rate", help="Vectors written+deleted per second per index before 429 (AWS: 2500)."
+        ),
+    ] = None,
+    max_top_k: Annotated[int, typer.Option("--max-top-k", help="Largest topK accepted (AWS: 100).")] = 100,
+    region: Annotated[str, typer.Option("--region", help="Region shown in ARNs.")] = "us-east-1",
+    as_json: bool = JsonOption,
+) -> None:
+    """Serve the S3 Vectors REST-JSON API (boto3, AWS CLI) and the Supabase route until stopped.
+
+    Prints the endpoint URL on stdout once listening (a JSON line with --json); logs go to stderr.
+    """
+    if importlib.util.find_spec("botocore") is None:
+        err_console.print("[red]error:[/red] the server needs botocore: pip install 'vectorport[s3vectors]'")
+        raise typer.Exit(EXIT_USAGE)
+    from ..backends.s3vectors.server._main import serve as run
+
+    run(
+        None if data is None else str(data),
+        host,
+        port,
+        supabase_key=supabase_key,
+        throttle_fraction=throttle_fraction,
+        throttle_rps=throttle_rps,
+        write_rate=write_rate,
+        max_top_k=max_top_k,
+        region=region,
+        as_json=as_json,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``bucket`` command group."""
+    app.add_typer(bucket_app, name="bucket")

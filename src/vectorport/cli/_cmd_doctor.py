@@ -1,0 +1,116 @@
+"""``vectorport doctor URL``: health checks of a collection, and canary queries.
+
+Exit codes: 0 no findings; 1 findings (listed); 2 bad arguments; 3 the backend failed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from .._registry import connect
+from ..exceptions import ConfigurationError
+from ._common import JsonOption, emit_json, err_console, out_console, reported_errors
+
+
+def doctor(
+    url: str = typer.Argument(..., help="Store URL of an ingested collection."),
+    embedder: str | None = typer.Option(
+        None, "--embedder", "-e", help="Default: the model recorded on the collection."
+    ),
+    no_embedder: bool = typer.Option(False, "--no-embedder", help="Skip the checks that re-embed text."),
+    source_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--source-root",
+            help="Folder the chunks' source paths are relative to (enables the orphan check).",
+        ),
+    ] = None,
+    canaries: Annotated[
+        Path | None, typer.Option("--canaries", help="Check canaries recorded in this file.")
+    ] = None,
+    record_canaries: Annotated[
+        Path | None,
+        typer.Option(
+            "--record-canaries", help="Record canary queries (their current top keys) to this file."
+        ),
+    ] = None,
+    canary_text: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--canary-text", help="A canary query text (repeat); default: drawn from the collection."
+        ),
+    ] = None,
+    canary_count: int = typer.Option(8, "--canary-count", help="How many canaries to draw."),
+    canary_k: int = typer.Option(10, "--canary-k", help="Top-k a canary records."),
+    sample: int = typer.Option(32, "--sample", help="Stored chunks re-embedded by the drift check (0: all)."),
+    skip: Annotated[list[str] | None, typer.Option("--skip", help="A check to skip (repeat).")] = None,
+    as_json: bool = JsonOption,
+) -> None:
+    """Check vectors (dimension, norm, NaN), models, duplicates, orphans, torn documents,
+    embedding drift and canaries. Exits 1 when anything is found."""
+    from ..ingest import CanarySet, diagnose, embedder_for
+    from ..ingest import record_canaries as record
+
+    with reported_errors(), connect(url) as store:
+        emb = None
+        if not no_embedder:
+            try:
+                emb = embedder_for(store, embedder)
+            except ConfigurationError as exc:
+                if embedder is not None or record_canaries or canaries:
+                    raise
+                err_console.print(f"[yellow]note:[/yellow] no embedder, re-embedding checks skipped: {exc}")
+        recorded = CanarySet.load(canaries) if canaries else None
+        report = diagnose(
+            store,
+            embedder=emb,
+            source_root=source_root,
+            canaries=recorded,
+            sample=sample,
+            skip=tuple(skip or ()),
+        )
+        saved = None
+        if record_canaries is not None:
+            if emb is None:
+                raise ConfigurationError("--record-canaries needs an embedder (drop --no-embedder)")
+            texts = list(canary_text) if canary_text else None
+            saved = record(store, emb, texts, k=canary_k, n=canary_count).save(record_canaries)
+    if as_json:
+        data = report.to_dict()
+        data["canaries_recorded"] = str(saved) if saved else None
+        emit_json(data)
+    else:
+        title = f"doctor {report.store}: {report.records} records, model {report.collection_model}"
+        table = Table(title=title)
+        for col in ("check", "result", "details"):
+            table.add_column(col, overflow="fold")
+        found = {f.check: f for f in report.findings}
+        for check in report.checks_run:
+            hit = found.get(check)
+            if hit is None:
+                table.add_row(check, "[green]ok[/green]", "")
+            else:
+                keys = ", ".join(hit.keys[:5]) + (" …" if hit.count > 5 else "")
+                table.add_row(check, f"[red]{hit.count} found[/red]", f"{hit.message}\n{keys}".strip())
+        for check, why in report.checks_skipped.items():
+            table.add_row(check, "[dim]skipped[/dim]", why)
+        out_console.print(table)
+        for c in report.canaries:
+            state = "[red]drift[/red]" if c.drifted else "[green]steady[/green]"
+            shift = "-" if c.score_shift is None else f"{c.score_shift:.4f}"
+            out_console.print(
+                f"canary {state} overlap={c.overlap:.2f} score_shift={shift} "
+                f"vector_sim={c.vector_similarity:.4f} {c.text[:60]!r}",
+                highlight=False,
+            )
+        if saved:
+            out_console.print(f"canaries recorded to {saved}")
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

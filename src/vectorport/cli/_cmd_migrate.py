@@ -1,0 +1,309 @@
+"""``vectorport migrate SRC DST`` and ``vectorport verify SRC DST``.
+
+Exit codes (both commands; ``verify`` never returns 4):
+
+* 0 — copied and verified (``--plan``: the plan is accepted; ``--no-verify``: copied)
+* 2 — copied, but verification found differences (also click's code for a malformed command line)
+* 3 — operational failure: backend error or unreachable, bad URL or option, bad checkpoint;
+  progress is kept in the checkpoint, re-run with ``--resume``
+* 4 — plan refused, nothing written: the output names the records and the flag to pass
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ..exceptions import UnsupportedFeatureError, VectorportError
+from ..migrate import (
+    EXIT_DIFFERENCES,
+    EXIT_FAILURE,
+    EXIT_REFUSED,
+    MetadataPolicy,
+    MigrationPlan,
+    MigrationReport,
+    PlanRefusedError,
+    VerifyReport,
+    default_checkpoint,
+    parse_shard,
+)
+from ..migrate import migrate as run_migration
+from ..migrate import verify as run_verify
+from ._common import JsonOption, emit_json, err_console, out_console
+
+SHOWN = 5
+"""Examples printed per group in human output (``--json`` has up to 100 per group)."""
+
+
+def _fail(exc: BaseException, code: int) -> typer.Exit:
+    err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
+    return typer.Exit(code)
+
+
+def _print_plan(plan: MigrationPlan) -> None:
+    table = Table(title="migration plan", show_header=False)
+    table.add_row("source", f"{plan.source} ({plan.source_backend})")
+    table.add_row("target", f"{plan.target} ({plan.target_backend})")
+    src, dst = plan.source_spec, plan.target_spec
+    table.add_row("vectors", f"{src.dimension} dims, {src.metric.value}")
+    verb = "exists" if plan.target_exists else "will be created"
+    table.add_row("target collection", f"{dst.name!r} {verb}: {dst.dimension} dims, {dst.metric.value}")
+    if plan.target_count is not None:
+        table.add_row("target records now", str(plan.target_count))
+    shard = f" (shard {plan.shard[0]}/{plan.shard[1]})" if plan.shard[1] > 1 else ""
+    table.add_row("records", f"{plan.records}{shard}")
+    table.add_row(
+        "metadata policy", plan.policy.value + (f", text key {plan.text_key!r}" if plan.text_key else "")
+    )
+    table.add_row("records with metadata the target cannot hold", str(plan.records_with_problems))
+    table.add_row("records transformed", str(plan.records_transformed))
+    out_console.print(table)
+    sections = [("what will change", plan.transforms), ("left unwritable", plan.unresolved)]
+    if plan.policy is MetadataPolicy.ERROR:  # then "unwritable" is exactly "cannot hold"
+        sections = [("metadata the target cannot hold", plan.metadata_problems), sections[0]]
+    for title, groups in sections:
+        if not groups:
+            continue
+        out_console.print(f"[bold]{title}[/bold]")
+        for group in groups.values():
+            out_console.print(
+                f"  {group.kind}: {group.records} records, {group.occurrences.total} values",
+                highlight=False,
+            )
+            for occ in group.occurrences.items[:SHOWN]:
+                out_console.print(f"    {occ['key']!r} at {occ['path']}", highlight=False, markup=False)
+            if group.occurrences.total > SHOWN:
+                out_console.print(f"    … and {group.occurrences.total - SHOWN} more (see --json)")
+    if plan.key_problems:
+        out_console.print(
+            f"[bold]record keys {plan.target_backend} rejects[/bold]: {plan.key_problems.message}"
+        )
+        for occ in plan.key_problems.occurrences.items[:SHOWN]:
+            out_console.print(f"    {occ['key']!r}", highlight=False, markup=False)
+    for note in plan.notes:
+        out_console.print(f"note: {note}", highlight=False)
+    if plan.refused:
+        for reason in plan.reasons():
+            out_console.print(f"[red]refused:[/red] {reason}", highlight=False)
+        hint = plan.suggestion()
+        if hint:
+            out_console.print(f"[yellow]to proceed:[/yellow] {hint}", highlight=False)
+
+
+def _print_verification(v: VerifyReport) -> None:
+    table = Table(title="verification", show_header=False)
+    table.add_row("result", "[green]equal[/green]" if v.ok else f"[red]{v.differences} differences[/red]")
+    table.add_row("counts (source / target)", f"{v.source_count} / {v.target_count}")
+    table.add_row("records compared", str(v.compared))
+    for name, capped in (("missing in target", v.missing), ("extra in target", v.extra)):
+        table.add_row(name, str(capped.total))
+    table.add_row("vector differences", str(v.vectors.total))
+    table.add_row("metadata differences", str(v.metadata.total))
+    table.add_row("text differences", str(v.text.total))
+    if v.duplicates:
+        table.add_row("duplicate keys in target", str(v.duplicates))
+    if v.queries is not None:
+        q = v.queries
+        table.add_row(
+            f"queries ({q.queries}, k={q.k})",
+            f"overlap {q.mean_overlap:.3f} (min {q.min_overlap:.2f}), target recall "
+            f"{q.target_recall:.3f} (needs {q.required_recall}), source recall {q.source_recall:.3f}",
+        )
+    for skipped in v.skipped:
+        table.add_row("skipped", skipped)
+    out_console.print(table)
+    for name, capped in (("missing", v.missing), ("extra", v.extra)):
+        for key in capped.items[:SHOWN]:
+            out_console.print(f"  {name}: {key!r}", highlight=False, markup=False)
+    for name, diffs in (("vector", v.vectors), ("metadata", v.metadata), ("text", v.text)):
+        for item in diffs.items[:SHOWN]:
+            out_console.print(f"  {name}: {item}", highlight=False, markup=False)
+
+
+def _print_report(report: MigrationReport) -> None:
+    if report.plan is not None:
+        _print_plan(report.plan)
+    if report.already_complete:
+        out_console.print("this migration had already finished (checkpoint): nothing copied, verifying only")
+    if report.copy is not None:
+        c = report.copy
+        resumed = f", resumed after {c.resumed_from}" if c.resumed_cursor is not None else ""
+        out_console.print(
+            f"copied {c.records} records in {c.seconds:.1f}s ({c.rate:,.0f} rec/s, {c.batches} batches, "
+            f"{c.retries} retries{resumed})",
+            highlight=False,
+        )
+    if report.verification is not None:
+        _print_verification(report.verification)
+    if report.checkpoint:
+        out_console.print(f"checkpoint: {report.checkpoint}", highlight=False, markup=False)
+    out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")
+
+
+def _write_report(path: Path | None, data: Any) -> None:
+    if path is not None:
+        import json
+
+        path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+
+
+def migrate(
+    source: Annotated[str, typer.Argument(help="Source store URL (must exist).")],
+    target: Annotated[
+        str, typer.Argument(help="Target store URL (created with the source's spec if missing).")
+    ],
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Plan only: print what would happen, write nothing.")
+    ] = False,
+    batch_size: Annotated[
+        int | None,
+        typer.Option("--batch-size", min=1, help="Records per write (default 1000, capped by the target)."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Write batches in flight (threads).")
+    ] = 4,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint", help="Progress file (default: under $VECTORPORT_STATE_DIR, one per URL pair)."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue an interrupted run from its checkpoint.")
+    ] = False,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verification after copying.")] = False,
+    metadata_policy: Annotated[
+        MetadataPolicy,
+        typer.Option(
+            "--metadata-policy",
+            case_sensitive=False,
+            help="Metadata the target cannot hold: error (refuse the plan), flatten, stringify, drop.",
+        ),
+    ] = MetadataPolicy.ERROR,
+    text_key: Annotated[
+        str | None, typer.Option("--text-key", help="Source metadata key holding the chunk text.")
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option("--shard", metavar="I/N", help="Copy only shard I of N (0-based); run N processes."),
+    ] = None,
+    reembed: Annotated[
+        str | None, typer.Option("--reembed", metavar="MODEL", help="Re-embed each record's text with MODEL.")
+    ] = None,
+    queries: Annotated[
+        int, typer.Option("--queries", min=0, help="Sampled queries in verification (0: none).")
+    ] = 20,
+    report_path: Annotated[
+        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+    ] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress", help="Progress bars on stderr (default: when stderr is a terminal)."
+        ),
+    ] = None,
+    as_json: bool = JsonOption,
+) -> None:
+    """Copy a collection to another store, then verify it. Exit 0 ok, 2 differences, 3 failure, 4 refused."""
+    try:
+        segment = parse_shard(shard)
+        ck = checkpoint
+        if ck is None and not plan:
+            ck = default_checkpoint(source, target)
+        report = run_migration(
+            source,
+            target,
+            plan_only=plan,
+            batch_size=batch_size,
+            concurrency=concurrency,
+            checkpoint=ck,
+            resume=resume,
+            verify=not no_verify,
+            metadata_policy=metadata_policy,
+            text_key=text_key,
+            shard=segment,
+            reembed=reembed,
+            sample_queries=queries,
+            progress=sys.stderr.isatty() if progress is None else progress,
+        )
+    except PlanRefusedError as exc:
+        refused = exc.report if isinstance(exc.report, MigrationReport) else None
+        data = refused.to_dict() if refused else {"status": "refused", "plan": exc.plan.to_dict()}
+        _write_report(report_path, data)
+        if as_json:
+            emit_json(data)
+        else:
+            _print_plan(exc.plan)
+        raise typer.Exit(EXIT_REFUSED) from None
+    except UnsupportedFeatureError as exc:
+        raise _fail(exc, EXIT_REFUSED) from None
+    except VectorportError as exc:
+        raise _fail(exc, EXIT_FAILURE) from None
+    _write_report(report_path, report.to_dict())
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        _print_report(report)
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
+
+
+def verify(
+    source: Annotated[str, typer.Argument(help="Source store URL.")],
+    target: Annotated[str, typer.Argument(help="Target store URL.")],
+    metadata_policy: Annotated[
+        MetadataPolicy,
+        typer.Option(
+            "--metadata-policy",
+            case_sensitive=False,
+            help="The policy the migration used (expected metadata = the source's, transformed).",
+        ),
+    ] = MetadataPolicy.ERROR,
+    text_key: Annotated[
+        str | None, typer.Option("--text-key", help="The --text-key the migration used.")
+    ] = None,
+    shard: Annotated[
+        str | None, typer.Option("--shard", metavar="I/N", help="Verify only shard I of N.")
+    ] = None,
+    queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries (0: none).")] = 20,
+    k: Annotated[int, typer.Option("-k", min=1, help="Top-k of the sampled queries.")] = 10,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Pages compared in parallel.")] = 4,
+    report_path: Annotated[
+        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+    ] = None,
+    progress: Annotated[
+        bool | None, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
+    ] = None,
+    as_json: bool = JsonOption,
+) -> None:
+    """Compare two stores: counts, keys both ways, vectors, metadata, text, query overlap. Exit 0/2/3."""
+    try:
+        result = run_verify(
+            source,
+            target,
+            metadata_policy=metadata_policy,
+            text_key=text_key,
+            shard=shard,
+            sample_queries=queries,
+            k=k,
+            concurrency=concurrency,
+            progress=sys.stderr.isatty() if progress is None else progress,
+        )
+    except VectorportError as exc:
+        raise _fail(exc, EXIT_FAILURE) from None
+    _write_report(report_path, result.to_dict())
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        _print_verification(result)
+    if not result.ok:
+        raise typer.Exit(EXIT_DIFFERENCES)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("migrate")(migrate)
+    app.command("verify")(verify)

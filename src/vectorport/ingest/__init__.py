@@ -1,0 +1,123 @@
+"""Ingestion and health: chunk → hash → embed → upsert, incrementally, and checks that notice
+when retrieval silently went wrong.
+
+Import cost is small: embedders load torch / voyageai on first use only.
+
+>>> import vectorport, tempfile, pathlib
+>>> from vectorport.ingest import ingest
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (root / "notes.md").write_text("# Notes\\n\\nVectors are lists of numbers.")
+>>> report = ingest(root, "memory://doctest-ingest", embedder="hash:32")
+>>> report.added, report.embedding_calls
+(1, 1)
+>>> ingest(root, "memory://doctest-ingest", embedder="hash:32").skipped
+1
+>>> vectorport.connect("memory://doctest-ingest").drop()
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from .._models import Metric
+from .._protocol import VectorStore
+from .._registry import connect
+from .canaries import CanaryResult, CanarySet, check_canaries, default_canary_texts, record_canaries
+from .chunker import Chunk, Chunker, ChunkingConfig
+from .compat import ModelMismatchError, check_embedder, embedder_for, recorded_model
+from .corpus import Corpus, SourceFile
+from .doctor import DoctorReport, Finding, diagnose
+from .documents import Block, BlockKind, Document
+from .embedders import (
+    DEFAULT_EMBEDDER,
+    BaseEmbedder,
+    Embedder,
+    EmbeddingError,
+    HashEmbedder,
+    SentenceTransformerEmbedder,
+    VoyageEmbedder,
+    resolve_embedder,
+)
+from .indexer import DocumentOutcome, Indexer, IngestReport, ProgressFn, chunk_key
+from .loaders import load_bytes, load_path
+from .search import SearchResult, search
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "BaseEmbedder",
+    "Block",
+    "BlockKind",
+    "CanaryResult",
+    "CanarySet",
+    "Chunk",
+    "Chunker",
+    "ChunkingConfig",
+    "Corpus",
+    "DoctorReport",
+    "Document",
+    "DocumentOutcome",
+    "Embedder",
+    "EmbeddingError",
+    "Finding",
+    "HashEmbedder",
+    "Indexer",
+    "IngestReport",
+    "ModelMismatchError",
+    "ProgressFn",
+    "SearchResult",
+    "SentenceTransformerEmbedder",
+    "SourceFile",
+    "VoyageEmbedder",
+    "check_canaries",
+    "check_embedder",
+    "chunk_key",
+    "connect_for",
+    "default_canary_texts",
+    "diagnose",
+    "embedder_for",
+    "ingest",
+    "load_bytes",
+    "load_path",
+    "record_canaries",
+    "recorded_model",
+    "resolve_embedder",
+    "search",
+]
+
+
+def connect_for(url: str, embedder: Embedder, *, metric: str | Metric = Metric.COSINE, **options: Any) -> Any:
+    """Open (or create) the collection at ``url`` for ``embedder``: its dimension and model id
+    are recorded on creation and checked on open."""
+    return connect(
+        url, dimension=embedder.dimension, metric=metric, embedding_model=embedder.model_id, **options
+    )
+
+
+def ingest(
+    path: str | os.PathLike[str],
+    store: str | VectorStore,
+    *,
+    embedder: str | Embedder | None = None,
+    root: str | os.PathLike[str] | None = None,
+    extra_paths: Iterable[str | os.PathLike[str]] = (),
+    chunking: ChunkingConfig | None = None,
+    include: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    prune: bool = True,
+    metric: str | Metric = Metric.COSINE,
+    progress: ProgressFn | None = None,
+) -> IngestReport:
+    """Ingest the files under ``path`` into a store (or a URL, opened and closed here).
+
+    See :class:`Indexer` for what is skipped, replaced and removed. ``root`` names sources
+    relative to another folder (default: ``path`` itself, or its folder for a file).
+    """
+    emb = resolve_embedder(embedder)
+    paths = [path, *extra_paths]
+    corpus = Corpus(root, paths, include=include, exclude=exclude)
+    if isinstance(store, str):
+        with connect_for(store, emb, metric=metric) as opened:
+            return Indexer(opened, emb, chunking=chunking).run(corpus, prune=prune, progress=progress)
+    return Indexer(store, emb, chunking=chunking).run(corpus, prune=prune, progress=progress)

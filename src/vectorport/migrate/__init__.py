@@ -1,0 +1,57 @@
+"""Move a chunk store from one backend to another without silent loss: plan, copy, verify.
+
+>>> import vectorport
+>>> src = vectorport.connect("memory://doctest-mig-pkg", dimension=2)
+>>> _ = src.upsert([vectorport.Record("docs/a.md#chunk0", [1, 0], {"lang": "en"}, "hello")])
+>>> report = vectorport.migrate("memory://doctest-mig-pkg", "memory://doctest-mig-pkg-copy")
+>>> report.status
+'verified'
+>>> src.drop(); vectorport.connect("memory://doctest-mig-pkg-copy").drop()
+
+The pieces, one module each: :mod:`._plan` (what will happen, refused before any write when
+lossy), :mod:`._transform` (metadata policies and ``text_key``), :mod:`._run` and
+:mod:`._checkpoint` (the concurrent, resumable copy), :mod:`._verify` (the comparison) and
+:mod:`._report` (the JSON report and exit codes). Everything uses only the public
+:class:`~vectorport.VectorStore` protocol and the stores' declared capabilities.
+"""
+
+from ._api import default_checkpoint, migrate, parse_shard, plan, verify
+from ._checkpoint import Checkpoint, shard_path
+from ._plan import MigrationPlan, PlanRefusedError, ProblemGroup
+from ._report import (
+    EXIT_DIFFERENCES,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_REFUSED,
+    Capped,
+    MigrationReport,
+)
+from ._run import CopyStats
+from ._transform import Change, MetadataPolicy, Transformed, Transformer
+from ._verify import QueryCheck, VerifyReport
+
+__all__ = [
+    "EXIT_DIFFERENCES",
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "Capped",
+    "Change",
+    "Checkpoint",
+    "CopyStats",
+    "MetadataPolicy",
+    "MigrationPlan",
+    "MigrationReport",
+    "PlanRefusedError",
+    "ProblemGroup",
+    "QueryCheck",
+    "Transformed",
+    "Transformer",
+    "VerifyReport",
+    "default_checkpoint",
+    "migrate",
+    "parse_shard",
+    "plan",
+    "shard_path",
+    "verify",
+]

@@ -1,0 +1,404 @@
+"""``vectorport.migrate()``, ``plan()`` and ``verify()``: the library entry points the CLI wraps."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .._retry import RetryPolicy
+from ..exceptions import ConfigurationError
+from ._checkpoint import Checkpoint, shard_path
+from ._endpoints import Endpoint, StoreLike, open_source, probe_target
+from ._plan import MigrationPlan, PlanRefusedError, build_plan
+from ._reembed import Embedder, load_embedder
+from ._report import DEFAULT_CAP, MigrationReport
+from ._run import copy_records
+from ._transform import MetadataPolicy, Transformer
+from ._verify import VECTOR_TOLERANCE, VerifyReport, verify_stores
+
+__all__ = ["default_checkpoint", "migrate", "parse_shard", "plan", "verify"]
+
+log = logging.getLogger("vectorport.migrate")
+
+DEFAULT_BATCH = 1000
+"""Records per write when ``batch_size`` is not given (capped by the target's own limit)."""
+
+
+def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
+    """``"I/N"`` or ``(I, N)`` with ``0 <= I < N`` (shards are numbered from 0, as scan segments)."""
+    if value is None:
+        return (0, 1)
+    if isinstance(value, str):
+        head, sep, tail = value.partition("/")
+        try:
+            if not sep:
+                raise ValueError
+            value = (int(head), int(tail))
+        except ValueError:
+            raise ConfigurationError(f"--shard takes I/N, e.g. 0/4 (shards 0..N-1), got {value!r}") from None
+    index, parts = value
+    if not (isinstance(index, int) and isinstance(parts, int) and parts >= 1 and 0 <= index < parts):
+        raise ConfigurationError(f"shard must be I/N with 0 <= I < N, got {index}/{parts}")
+    return (index, parts)
+
+
+def _total_hint(store: Any, shard: tuple[int, int]) -> int | None:
+    try:
+        n = int(store.count())
+    except Exception:  # a count is only for the progress bar's ETA
+        return None
+    return n if shard[1] == 1 else -(-n // shard[1])
+
+
+def _opened(
+    source: StoreLike,
+    target: StoreLike,
+    source_options: Mapping[str, Any] | None,
+    target_options: Mapping[str, Any] | None,
+) -> tuple[Endpoint, Endpoint]:
+    src = open_source(source, **dict(source_options or {}))
+    try:
+        dst = probe_target(target, **dict(target_options or {}))
+    except BaseException:
+        src.close()
+        raise
+    return src, dst
+
+
+def migrate(
+    source: StoreLike,
+    target: StoreLike,
+    *,
+    plan_only: bool = False,
+    batch_size: int | None = None,
+    concurrency: int = 4,
+    checkpoint: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    verify: bool = True,
+    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
+    text_key: str | None = None,
+    shard: str | tuple[int, int] | None = None,
+    reembed: str | None = None,
+    progress: bool = False,
+    sample_queries: int = 20,
+    k: int = 10,
+    cap: int = DEFAULT_CAP,
+    retry: RetryPolicy | None = None,
+    source_options: Mapping[str, Any] | None = None,
+    target_options: Mapping[str, Any] | None = None,
+) -> MigrationReport:
+    """Copy every record from ``source`` to ``target``, then verify; return a report.
+
+    Parameters
+    ----------
+    source, target:
+        Store URLs (``chroma:///data?collection=docs``, ``postgresql://…?table=docs``,
+        ``s3vectors://bucket/index``) or stores. The source must exist; the target collection is
+        created with the source's dimension and metric when missing (at the first write).
+    plan_only:
+        Plan and return without writing anything (``status`` ``planned`` or ``refused``).
+    batch_size:
+        Records per write (default 1,000, capped by the target's limit).
+    concurrency:
+        Write batches in flight at once (threads).
+    checkpoint, resume:
+        A JSON file recording progress after each acknowledged batch. With ``resume=True`` an
+        interrupted migration continues from it; a finished one is not copied again, only
+        verified. Sharded runs use one file per shard (``ck.shard-0-of-4.json``).
+    verify:
+        Verify after copying (counts, keys both ways, vectors, metadata, text, queries).
+    metadata_policy:
+        ``error`` (default: refuse a plan in which any metadata value would not arrive intact),
+        ``flatten``, ``stringify`` or ``drop``; see :class:`MetadataPolicy`.
+    text_key:
+        A source metadata key holding the chunk text, moved into the text field.
+    shard:
+        ``"I/N"``: copy only segment I of N of the source (``scan(segment=(I, N))``), so N
+        processes or machines can share one migration.
+    reembed:
+        An embedding model: new vectors from each record's text (needs ``vectorport.ingest``).
+    progress:
+        Show progress bars with rate and ETA on stderr.
+
+    Raises
+    ------
+    PlanRefusedError
+        The plan was refused (not with ``plan_only``); nothing was written. ``exc.plan`` says why.
+    VectorportError
+        An operational failure (backend down, throttled beyond retries, bad URL). The
+        checkpoint keeps everything acknowledged; run again with ``resume=True``.
+
+    >>> import vectorport
+    >>> src = vectorport.connect("memory://doctest-migrate-src", dimension=2)
+    >>> _ = src.upsert([vectorport.Record(f"doc#{i}", [1.0, i], {"i": i}, "t") for i in range(5)])
+    >>> report = vectorport.migrate("memory://doctest-migrate-src", "memory://doctest-migrate-dst")
+    >>> report.status, report.exit_code, report.copy.records
+    ('verified', 0, 5)
+    >>> src.drop(); vectorport.connect("memory://doctest-migrate-dst").drop()
+    """
+    started = time.monotonic()
+    segment = parse_shard(shard)
+    policy = MetadataPolicy.parse(metadata_policy)
+    if concurrency < 1:
+        raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
+    if batch_size is not None and batch_size < 1:
+        raise ConfigurationError(f"batch_size must be positive, got {batch_size}")
+    if resume and checkpoint is None:
+        raise ConfigurationError("--resume needs --checkpoint PATH (the file of the interrupted run)")
+    embedder: Embedder | None = None
+    model_id: str | None = None
+    if reembed:
+        embedder, model_id = load_embedder(reembed)
+    src, dst = _opened(source, target, source_options, target_options)
+    try:
+        transformer = Transformer(dst.capabilities.metadata, policy, text_key)
+        report = MigrationReport(src.label, dst.label, segment, status="planned")
+        ck: Checkpoint | None = None
+        if checkpoint is not None:
+            path = shard_path(checkpoint, segment)
+            report.checkpoint = str(path)
+            ck = Checkpoint(
+                path, src.label, dst.label, segment, {**transformer.describe(), "reembed": model_id}
+            )
+            previous = Checkpoint.load(path)
+            if previous is not None:
+                why = previous.mismatch(ck)
+                if why:
+                    raise ConfigurationError(
+                        f"the checkpoint {path} belongs to another migration ({why}); "
+                        "use another --checkpoint path"
+                    )
+                if previous.complete and not plan_only:
+                    log.info("%s: this migration finished earlier; verifying only", path)
+                    report.already_complete = True
+                    return _finish(
+                        report,
+                        src,
+                        dst,
+                        transformer,
+                        previous,
+                        segment,
+                        verify,
+                        embedder,
+                        sample_queries,
+                        k,
+                        cap,
+                        concurrency,
+                        progress,
+                        started,
+                        copied=False,
+                    )
+                if resume:
+                    ck = previous
+                else:
+                    log.warning(
+                        "%s records an unfinished run; starting from the beginning "
+                        "(pass --resume to continue it)",
+                        path,
+                    )
+        t0 = time.monotonic()
+        plan_ = build_plan(
+            src,
+            dst,
+            transformer,
+            shard=segment,
+            reembed=model_id,
+            reembed_dimension=embedder.dimension if embedder is not None else None,
+            cap=cap,
+            progress=progress,
+            total_hint=_total_hint(src.store, segment) if progress else None,
+        )
+        report.plan = plan_
+        report.timings["plan"] = time.monotonic() - t0
+        if plan_.refused:
+            report.status = "refused"
+            report.timings["total"] = time.monotonic() - started
+            if plan_only:
+                return report
+            raise PlanRefusedError(plan_, report)
+        if plan_only:
+            report.timings["total"] = time.monotonic() - started
+            return report
+        dst.ensure(plan_.target_spec)
+        size = min(batch_size or DEFAULT_BATCH, dst.capabilities.max_write_batch)
+        if ck is not None:
+            ck.save()
+        t0 = time.monotonic()
+        report.copy = copy_records(
+            src.store,
+            dst.store,
+            transformer,
+            shard=segment,
+            batch_size=size,
+            concurrency=concurrency,
+            checkpoint=ck,
+            retry=retry,
+            embedder=embedder,
+            progress=progress,
+            total=plan_.records,
+            scan_batch_size=size,
+        )
+        report.timings["copy"] = time.monotonic() - t0
+        report.status = "copied"
+        return _finish(
+            report,
+            src,
+            dst,
+            transformer,
+            ck,
+            segment,
+            verify,
+            embedder,
+            sample_queries,
+            k,
+            cap,
+            concurrency,
+            progress,
+            started,
+            copied=True,
+        )
+    finally:
+        dst.close()
+        src.close()
+
+
+def _finish(
+    report: MigrationReport,
+    src: Endpoint,
+    dst: Endpoint,
+    transformer: Transformer,
+    ck: Checkpoint | None,
+    segment: tuple[int, int],
+    verify: bool,
+    embedder: Embedder | None,
+    sample_queries: int,
+    k: int,
+    cap: int,
+    concurrency: int,
+    progress: bool,
+    started: float,
+    *,
+    copied: bool,
+) -> MigrationReport:
+    report.status = "copied"
+    if verify:
+        t0 = time.monotonic()
+        report.verification = verify_stores(
+            src.store,
+            dst.store,
+            transformer,
+            source_label=src.label,
+            target_label=dst.label,
+            shard=segment,
+            compare_vectors=embedder is None,
+            sample_queries=sample_queries,
+            k=k,
+            cap=cap,
+            concurrency=concurrency,
+            progress=progress,
+            total_hint=report.plan.records if report.plan else None,
+        )
+        report.timings["verify"] = time.monotonic() - t0
+        report.status = "verified" if report.verification.ok else "differences"
+        if ck is not None:
+            ck.verified = report.verification.ok
+            ck.save()
+    report.timings["total"] = time.monotonic() - started
+    return report
+
+
+def plan(
+    source: StoreLike,
+    target: StoreLike,
+    *,
+    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
+    text_key: str | None = None,
+    shard: str | tuple[int, int] | None = None,
+    cap: int = DEFAULT_CAP,
+    progress: bool = False,
+    source_options: Mapping[str, Any] | None = None,
+    target_options: Mapping[str, Any] | None = None,
+) -> MigrationPlan:
+    """The plan of a migration, without writing anything. See :func:`migrate`.
+
+    >>> import vectorport
+    >>> from vectorport.migrate import plan
+    >>> src = vectorport.connect("memory://doctest-plan", dimension=2)
+    >>> _ = src.upsert([vectorport.Record("a", [1, 0], {"author": {"name": "ada"}})])
+    >>> p = plan("memory://doctest-plan", "memory://doctest-plan-dst")
+    >>> p.records, p.refused, p.target_exists
+    (1, False, False)
+    >>> src.drop()
+    """
+    segment = parse_shard(shard)
+    src, dst = _opened(source, target, source_options, target_options)
+    try:
+        transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
+        return build_plan(src, dst, transformer, shard=segment, cap=cap, progress=progress)
+    finally:
+        dst.close()
+        src.close()
+
+
+def verify(
+    source: StoreLike,
+    target: StoreLike,
+    *,
+    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
+    text_key: str | None = None,
+    shard: str | tuple[int, int] | None = None,
+    sample_queries: int = 20,
+    k: int = 10,
+    tolerance: float = VECTOR_TOLERANCE,
+    cap: int = DEFAULT_CAP,
+    concurrency: int = 4,
+    progress: bool = False,
+    source_options: Mapping[str, Any] | None = None,
+    target_options: Mapping[str, Any] | None = None,
+) -> VerifyReport:
+    """Compare ``target`` with ``source`` after the declared transforms; see :class:`VerifyReport`.
+
+    Pass the ``metadata_policy`` and ``text_key`` the migration used, so the expected metadata
+    is what that migration wrote.
+    """
+    segment = parse_shard(shard)
+    src, dst = _opened(source, target, source_options, target_options)
+    try:
+        if not dst.exists:
+            raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
+        transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
+        return verify_stores(
+            src.store,
+            dst.store,
+            transformer,
+            source_label=src.label,
+            target_label=dst.label,
+            shard=segment,
+            sample_queries=sample_queries,
+            k=k,
+            tolerance=tolerance,
+            cap=cap,
+            concurrency=concurrency,
+            progress=progress,
+        )
+    finally:
+        dst.close()
+        src.close()
+
+
+def default_checkpoint(source: str, target: str) -> Path:
+    """Where the CLI keeps a migration's checkpoint when ``--checkpoint`` is not given:
+    ``$VECTORPORT_STATE_DIR`` (default ``$XDG_STATE_HOME/vectorport`` or
+    ``~/.local/state/vectorport``) ``/migrations/<hash of the two URLs>.json`` (plus the shard
+    suffix of :func:`shard_path`)."""
+    import hashlib
+
+    base = os.environ.get("VECTORPORT_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "vectorport"
+    )
+    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
+    return Path(base) / "migrations" / f"{digest}.json"

@@ -1,0 +1,116 @@
+"""Checkpoints: where a migration (or one shard of it) has got to, in a small JSON file.
+
+The file is rewritten atomically (temporary file in the same directory, ``fsync``,
+``os.replace``), so a process killed at any instant leaves either the previous checkpoint or
+the new one, never a torn file. It only ever names a scan cursor whose records — and all
+records before them — the target has acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._models import JSON
+from ..exceptions import ConfigurationError
+
+__all__ = ["Checkpoint", "shard_path"]
+
+FORMAT = 1
+
+
+def shard_path(path: str | os.PathLike[str], shard: tuple[int, int]) -> Path:
+    """The checkpoint file of one shard: ``ck.json`` → ``ck.shard-1-of-4.json`` (unchanged for
+    an unsharded migration), so N processes given the same ``--checkpoint`` never share a file."""
+    p = Path(path)
+    index, parts = shard
+    if parts == 1:
+        return p
+    return p.with_name(f"{p.stem}.shard-{index}-of-{parts}{p.suffix or '.json'}")
+
+
+@dataclass
+class Checkpoint:
+    """Progress of one migration shard. ``cursor`` is the source scan cursor after the last
+    page the target acknowledged together with every page before it."""
+
+    path: Path
+    source: str
+    target: str
+    shard: tuple[int, int]
+    transform: dict[str, JSON]
+    cursor: str | None = None
+    copied: int = 0
+    """Records acknowledged by the target up to ``cursor``."""
+    complete: bool = False
+    """Every record of the shard was acknowledged."""
+    verified: bool | None = None
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+
+    def identity(self) -> dict[str, JSON]:
+        return {
+            "source": self.source,
+            "target": self.target,
+            "shard": list(self.shard),
+            "transform": self.transform,
+        }
+
+    def mismatch(self, other: Checkpoint) -> str | None:
+        """Why ``other`` (this run's identity) is not the migration this checkpoint records."""
+        mine, theirs = self.identity(), other.identity()
+        for name in mine:
+            if mine[name] != theirs[name]:
+                return f"it records {name} {mine[name]!r}, this run has {theirs[name]!r}"
+        return None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Checkpoint | None:
+        """The checkpoint at ``path``, or ``None`` when there is none."""
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"cannot read the checkpoint {p}: {exc}") from exc
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ConfigurationError(f"{p} is not a vectorport migration checkpoint (format {FORMAT})")
+        try:
+            return cls(
+                path=p,
+                source=data["source"],
+                target=data["target"],
+                shard=(int(data["shard"][0]), int(data["shard"][1])),
+                transform=data["transform"],
+                cursor=data["cursor"],
+                copied=int(data["copied"]),
+                complete=bool(data["complete"]),
+                verified=data.get("verified"),
+                created=float(data["created"]),
+                updated=float(data["updated"]),
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ConfigurationError(f"the checkpoint {p} is damaged: {exc!r}") from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["path"] = str(self.path)
+        data["shard"] = list(self.shard)
+        return {"format": FORMAT, **data}
+
+    def save(self) -> None:
+        """Write atomically: a reader (or a resumed run) sees the old file or the new one."""
+        self.updated = time.time()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        payload = json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)

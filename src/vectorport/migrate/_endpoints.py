@@ -1,0 +1,113 @@
+"""Opening the two ends of a migration from URLs or stores, without creating anything early."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from .._base import BaseStore
+from .._capabilities import Capabilities
+from .._models import CollectionSpec
+from .._protocol import VectorStore
+from .._registry import connect, resolve
+from .._url import StoreURL
+from ..exceptions import ConfigurationError, NotFoundError
+
+__all__ = ["Endpoint", "StoreLike", "open_source", "probe_target"]
+
+StoreLike = str | VectorStore
+"""A store URL, or a store (bound, or for a target possibly not yet bound)."""
+
+
+@dataclass
+class Endpoint:
+    """One end of a migration: the store, whether it exists yet, and who closes it."""
+
+    store: VectorStore
+    owned: bool
+    """vectorport opened it from a URL, so vectorport closes it."""
+    exists: bool
+    """The collection exists (for a target: before this migration)."""
+    url_string: str | None = None
+    """The URL it was opened from (unmasked: needed to open more connections)."""
+
+    @property
+    def label(self) -> str:
+        """The masked URL plus collection, for reports and checkpoints."""
+        url = self.store.url.masked
+        coll = getattr(self.store, "collection", None)
+        return url if coll is None or coll in url else f"{url} (collection {coll})"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.store.capabilities
+
+    @property
+    def spec(self) -> CollectionSpec | None:
+        return self.store.spec if self.exists else None
+
+    def ensure(self, spec: CollectionSpec) -> CollectionSpec:
+        """Create the collection when it does not exist (this is the migration's first write)."""
+        if self.exists:
+            return self.store.spec
+        if not isinstance(self.store, BaseStore):
+            raise ConfigurationError(
+                f"the target {self.label} is not bound to a collection and is not a BaseStore; "
+                "create the collection first"
+            )
+        created = self.store.bind(spec.dimension, spec.metric, spec.embedding_model)
+        self.exists = True
+        return created
+
+    def close(self) -> None:
+        if self.owned:
+            self.store.close()
+
+
+def _protocol(store: BaseStore) -> VectorStore:
+    # BaseStore declares ``name``/``capabilities`` as ClassVars, which mypy does not accept for
+    # the protocol's instance attributes; structurally it is a VectorStore.
+    return cast(VectorStore, store)
+
+
+def _bound(store: VectorStore) -> bool:
+    try:
+        _ = store.spec
+    except NotFoundError:
+        return False
+    return True
+
+
+def open_source(source: StoreLike, **options: Any) -> Endpoint:
+    """Open the source collection; it must exist."""
+    if isinstance(source, str):
+        return Endpoint(_protocol(connect(source, **options)), owned=True, exists=True, url_string=source)
+    if not _bound(source):
+        raise ConfigurationError(f"the source store {source!r} is not bound to a collection")
+    return Endpoint(source, owned=False, exists=True)
+
+
+def probe_target(target: StoreLike, **options: Any) -> Endpoint:
+    """Open the target if it exists; otherwise an unbound store to create it with later.
+
+    Nothing is created here, so ``--plan`` writes nothing.
+    """
+    if not isinstance(target, str):
+        exists = _bound(target)
+        if not exists and isinstance(target, BaseStore):
+            try:
+                target.bind()  # an unbound store object: open its collection if it exists
+                exists = True
+            except NotFoundError:
+                pass
+        return Endpoint(target, owned=False, exists=exists)
+    parsed = StoreURL.parse(target)
+    store = resolve(parsed.scheme).load().from_url(parsed, **options)
+    try:
+        store.bind()
+    except NotFoundError:
+        return Endpoint(_protocol(store), owned=True, exists=False, url_string=target)
+    except BaseException:
+        store.close()
+        raise
+    return Endpoint(_protocol(store), owned=True, exists=True, url_string=target)

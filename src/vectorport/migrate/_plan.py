@@ -1,0 +1,343 @@
+"""The plan: everything a migration will do and everything it cannot, found before the first write.
+
+One pass over the source's metadata and text (no vectors) against the target's declared
+capabilities: dimension and metric compatibility, record keys the target rejects, every metadata
+value the target cannot hold (grouped by problem, with record keys and paths), and what the
+chosen :class:`~vectorport.migrate.MetadataPolicy` will transform.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .._models import JSON, CollectionSpec
+from .._validate import key_problem
+from ..exceptions import UnsupportedError
+from ._endpoints import Endpoint
+from ._progress import Progress
+from ._report import DEFAULT_CAP, Capped
+from ._transform import MetadataPolicy, Transformer, problem_kind
+
+__all__ = ["MigrationPlan", "PlanRefusedError", "ProblemGroup", "build_plan"]
+
+_POLICY_EFFECT = {
+    MetadataPolicy.FLATTEN: "nested objects become dotted keys, other values JSON strings",
+    MetadataPolicy.STRINGIFY: "values become their JSON text",
+    MetadataPolicy.DROP: "those keys are removed",
+}
+
+
+@dataclass
+class ProblemGroup:
+    """Occurrences of one kind of problem (or change): how many, in how many records, and where."""
+
+    kind: str
+    message: str
+    """The first occurrence's full message (or the action taken)."""
+    records: int = 0
+    occurrences: Capped[dict[str, str]] = field(default_factory=Capped)
+    """``{"key": record key, "path": "metadata.a.b", "message": …}`` per occurrence (capped)."""
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "records": self.records,
+            "occurrences": self.occurrences.to_dict(),
+        }
+
+
+def _add(
+    groups: dict[str, ProblemGroup],
+    name: str,
+    key: str,
+    items: list[tuple[str, str]],
+    cap: int,
+) -> None:
+    """Add one record's ``(path, message)`` items to the group ``name``."""
+    group = groups.get(name)
+    if group is None:
+        group = groups[name] = ProblemGroup(name, items[0][1], occurrences=Capped(cap))
+    group.records += 1
+    for path, message in items:
+        group.occurrences.add({"key": key, "path": path, "message": message})
+
+
+def _grouped(
+    groups: dict[str, ProblemGroup], key: str, items: list[tuple[str, str]], kind_of: str, cap: int
+) -> None:
+    by_kind: dict[str, list[tuple[str, str]]] = {}
+    for path, message in items:
+        by_kind.setdefault(kind_of if kind_of else problem_kind(message), []).append((path, message))
+    for kind, found in by_kind.items():
+        _add(groups, kind, key, found, cap)
+
+
+@dataclass
+class MigrationPlan:
+    """What a migration will do, and whether it may run (:attr:`refused`).
+
+    Built by :func:`vectorport.migrate.plan` (and at the start of every migration) without
+    writing anything. ``to_dict()`` is its JSON form; :meth:`reasons` lists why it is refused
+    and :meth:`suggestion` which flag to pass.
+    """
+
+    source: str
+    target: str
+    source_backend: str
+    target_backend: str
+    shard: tuple[int, int]
+    source_spec: CollectionSpec
+    target_spec: CollectionSpec
+    """The target collection's spec: existing, or as it will be created."""
+    target_exists: bool
+    target_count: int | None
+    policy: MetadataPolicy
+    text_key: str | None
+    reembed: str | None
+    records: int = 0
+    """Records in the source (in this shard)."""
+    incompatible: list[str] = field(default_factory=list)
+    """Spec problems no flag fixes (metric, dimension, embedding model)."""
+    key_problems: ProblemGroup | None = None
+    """Record keys the target rejects."""
+    metadata_problems: dict[str, ProblemGroup] = field(default_factory=dict)
+    """Every value the target cannot hold, by kind of problem (before any policy)."""
+    transforms: dict[str, ProblemGroup] = field(default_factory=dict)
+    """What the policy (and ``text_key``) will change, by ``"<action>: <kind>"``."""
+    unresolved: dict[str, ProblemGroup] = field(default_factory=dict)
+    """Problems the chosen policy leaves: records that cannot be written."""
+    records_with_problems: int = 0
+    records_transformed: int = 0
+    records_unresolved: int = 0
+    policy_outcomes: dict[str, int] = field(default_factory=dict)
+    """For each non-default policy: how many records it would still leave unwritable."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        """The migration must not run: nothing will be written."""
+        return bool(self.incompatible or self.key_problems or self.records_unresolved)
+
+    @property
+    def lossy(self) -> bool:
+        """Some metadata will not arrive as it is in the source."""
+        return self.records_with_problems > 0
+
+    def reasons(self) -> list[str]:
+        """One line per reason the plan is refused."""
+        out = list(self.incompatible)
+        if self.key_problems:
+            out.append(
+                f"{self.key_problems.records} record keys are rejected by {self.target_backend} "
+                f"({self.key_problems.message}); rename them in the source"
+            )
+        if self.records_unresolved:
+            kinds = ", ".join(f"{g.kind} ({g.records} records)" for g in self.unresolved.values())
+            out.append(
+                f"{self.records_unresolved} records hold metadata {self.target_backend} cannot hold "
+                f"under --metadata-policy {self.policy.value}: {kinds}"
+            )
+        return out
+
+    def suggestion(self) -> str | None:
+        """Which flag to pass to make a refused plan run, when one exists."""
+        if self.incompatible or self.key_problems or not self.records_unresolved:
+            return None
+        fixes = [p for p, left in self.policy_outcomes.items() if left == 0]
+        if not fixes:
+            return (
+                "no --metadata-policy makes every record fit; change these records in the source "
+                "(they are listed under 'unresolved')"
+            )
+        first = MetadataPolicy(fixes[0])
+        others = f" (or {', '.join(fixes[1:])})" if len(fixes) > 1 else ""
+        return (
+            f"pass --metadata-policy {first.value}{others} (metadata_policy={first.value!r} in Python): "
+            f"{_POLICY_EFFECT[first]}"
+        )
+
+    def to_dict(self) -> dict[str, JSON]:
+        """A JSON-ready dict."""
+        return {
+            "source": self.source,
+            "target": self.target,
+            "source_backend": self.source_backend,
+            "target_backend": self.target_backend,
+            "shard": list(self.shard),
+            "source_spec": self.source_spec.to_dict(),
+            "target_spec": self.target_spec.to_dict(),
+            "target_exists": self.target_exists,
+            "target_count": self.target_count,
+            "records": self.records,
+            "metadata_policy": self.policy.value,
+            "text_key": self.text_key,
+            "reembed": self.reembed,
+            "refused": self.refused,
+            "lossy": self.lossy,
+            "reasons": self.reasons(),
+            "suggestion": self.suggestion(),
+            "incompatible": list(self.incompatible),
+            "key_problems": self.key_problems.to_dict() if self.key_problems else None,
+            "records_with_problems": self.records_with_problems,
+            "records_transformed": self.records_transformed,
+            "records_unresolved": self.records_unresolved,
+            "metadata_problems": [g.to_dict() for g in self.metadata_problems.values()],
+            "transforms": [g.to_dict() for g in self.transforms.values()],
+            "unresolved": [g.to_dict() for g in self.unresolved.values()],
+            "policy_outcomes": dict(self.policy_outcomes),
+            "notes": list(self.notes),
+        }
+
+
+class PlanRefusedError(UnsupportedError):
+    """The migration plan was refused; nothing was written. ``plan`` says why, ``report`` is the
+    full :class:`~vectorport.migrate.MigrationReport`."""
+
+    def __init__(self, plan: MigrationPlan, report: object = None) -> None:
+        self.plan = plan
+        self.report = report
+        lines = plan.reasons()
+        hint = plan.suggestion()
+        text = "; ".join(lines) + (f". To proceed, {hint}" if hint else "")
+        super().__init__(f"migration plan refused, nothing was written: {text}")
+
+
+def planned_target_spec(
+    source_spec: CollectionSpec, target: Endpoint, dimension: int | None, model: str | None
+) -> CollectionSpec:
+    """The target's spec: the existing one, or the one it will be created with."""
+    if target.exists:
+        return target.store.spec
+    name = getattr(target.store, "collection", None) or source_spec.name
+    return CollectionSpec(
+        str(name),
+        dimension or source_spec.dimension,
+        source_spec.metric,
+        model or source_spec.embedding_model,
+    )
+
+
+def _compatibility(
+    src: CollectionSpec,
+    planned: CollectionSpec,
+    target: Endpoint,
+    reembed_dim: int | None,
+    reembed_model: str | None,
+) -> list[str]:
+    caps = target.capabilities
+    backend = target.store.name
+    out: list[str] = []
+    want_dim = reembed_dim or src.dimension
+    if target.exists:
+        if planned.dimension != want_dim:
+            out.append(
+                f"the target collection {planned.name!r} has {planned.dimension} dimensions; the "
+                f"{'re-embedded' if reembed_dim else 'source'} vectors have {want_dim}: "
+                "migrate into a new collection"
+            )
+        if planned.metric is not src.metric:
+            out.append(
+                f"the target collection {planned.name!r} uses the {planned.metric.value} metric; the "
+                f"source uses {src.metric.value}: migrate into a new collection"
+            )
+        want_model = reembed_model or src.embedding_model
+        if want_model and planned.embedding_model and want_model != planned.embedding_model:
+            out.append(
+                f"the target collection {planned.name!r} holds vectors from {planned.embedding_model!r}; "
+                f"these are from {want_model!r}: migrate into a new collection"
+            )
+        return out
+    if src.metric not in caps.metrics:
+        names = ", ".join(sorted(m.value for m in caps.metrics))
+        out.append(
+            f"{backend} has no {src.metric.value} metric (it supports {names}); a {src.metric.value} "
+            f"collection cannot move there without changing its ranking"
+        )
+    if want_dim > caps.max_dimension:
+        out.append(
+            f"{backend} holds at most {caps.max_dimension} dimensions; these vectors have {want_dim}"
+            + (" (see docs/backends/pgvector.md for halfvec)" if backend == "pgvector" else "")
+        )
+    return out
+
+
+def build_plan(
+    source: Endpoint,
+    target: Endpoint,
+    transformer: Transformer,
+    *,
+    shard: tuple[int, int] = (0, 1),
+    reembed: str | None = None,
+    reembed_dimension: int | None = None,
+    cap: int = DEFAULT_CAP,
+    progress: bool = False,
+    total_hint: int | None = None,
+) -> MigrationPlan:
+    """Scan the source's metadata and text (no vectors) and plan the migration. Writes nothing."""
+    src_spec = source.store.spec
+    planned = planned_target_spec(src_spec, target, reembed_dimension, reembed)
+    plan = MigrationPlan(
+        source=source.label,
+        target=target.label,
+        source_backend=source.store.name,
+        target_backend=target.store.name,
+        shard=shard,
+        source_spec=src_spec,
+        target_spec=planned,
+        target_exists=target.exists,
+        target_count=target.store.count() if target.exists else None,
+        policy=transformer.policy,
+        text_key=transformer.text_key,
+        reembed=reembed,
+        incompatible=_compatibility(src_spec, planned, target, reembed_dimension, reembed),
+    )
+    if plan.target_count:
+        plan.notes.append(
+            f"the target already holds {plan.target_count} records: records with the same key are "
+            "replaced, others are left alone (verification reports them as extra)"
+        )
+    alternatives = [
+        Transformer(transformer.rules, p, transformer.text_key)
+        for p in (MetadataPolicy.FLATTEN, MetadataPolicy.STRINGIFY, MetadataPolicy.DROP)
+    ]
+    plan.policy_outcomes = {t.policy.value: 0 for t in alternatives}
+    max_key = target.capabilities.max_key_bytes
+    with Progress("plan", total_hint, enabled=progress) as bar:
+        for page in source.store.scan(include=["metadata", "text"], segment=shard):
+            for rec in page:
+                plan.records += 1
+                why = key_problem(rec.key, max_key)
+                if why:
+                    if plan.key_problems is None:
+                        plan.key_problems = ProblemGroup("rejected key", why, occurrences=Capped(cap))
+                    plan.key_problems.records += 1
+                    plan.key_problems.occurrences.add({"key": rec.key, "path": "key", "message": why})
+                out = transformer.apply(rec.metadata, rec.text)
+                if reembed and out.text is None:
+                    out.unresolved.append(("text", "the record has no text to re-embed"))
+                if out.problems:
+                    plan.records_with_problems += 1
+                    _grouped(plan.metadata_problems, rec.key, out.problems, "", cap)
+                    for alt in alternatives:
+                        if alt.apply(rec.metadata, rec.text).unresolved:
+                            plan.policy_outcomes[alt.policy.value] += 1
+                if out.changes:
+                    plan.records_transformed += 1
+                    by_kind: dict[str, list[tuple[str, str]]] = {}
+                    for change in out.changes:
+                        by_kind.setdefault(f"{change.action}: {change.kind}", []).append(
+                            (change.path, change.action)
+                        )
+                    for name, items in by_kind.items():
+                        _add(plan.transforms, name, rec.key, items, cap)
+                if out.unresolved:
+                    plan.records_unresolved += 1
+                    _grouped(plan.unresolved, rec.key, out.unresolved, "", cap)
+            bar.advance(len(page))
+    if plan.records_with_problems and transformer.policy is not MetadataPolicy.ERROR:
+        plan.notes.append(
+            f"{plan.records_with_problems} records hold metadata {plan.target_backend} cannot hold; "
+            f"--metadata-policy {transformer.policy.value} transforms it (see 'transforms')"
+        )
+    return plan

@@ -1,0 +1,255 @@
+"""The copy: stream scan pages, transform, write batches concurrently, checkpoint what is safe.
+
+Memory is bounded by one scan page plus ``2 * concurrency`` write batches, whatever the size
+of the collection. Batches are written by a thread pool; a scan page is *acknowledged* when
+every batch cut from it has been written. The checkpoint's cursor only moves past a page when
+that page and every page before it are acknowledged, so a run killed at any instant resumes
+from a cursor behind which nothing is missing; records after it may be written twice, which
+is harmless because upserts replace by key.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .._models import JSON, Record
+from .._protocol import VectorStore
+from .._retry import RetryPolicy
+from ..exceptions import TransientError
+from ._checkpoint import Checkpoint
+from ._progress import Progress
+from ._reembed import Embedder, embed_texts
+from ._transform import Transformer
+
+__all__ = ["CopyStats", "copy_records"]
+
+log = logging.getLogger("vectorport.migrate")
+
+CHECKPOINT_INTERVAL = 0.25
+"""Seconds between checkpoint writes while the watermark moves (always written at the end)."""
+
+
+@dataclass
+class CopyStats:
+    """What one copy run did."""
+
+    records: int = 0
+    """Records written (acknowledged by the target) in this run."""
+    batches: int = 0
+    retries: int = 0
+    """Batches retried after a :class:`~vectorport.exceptions.TransientError`."""
+    resumed_from: int = 0
+    """Records a previous run had already copied (from the checkpoint)."""
+    resumed_cursor: str | None = None
+    seconds: float = 0.0
+    batch_size: int = 0
+    concurrency: int = 0
+    complete: bool = False
+
+    @property
+    def rate(self) -> float:
+        """Records per second in this run."""
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "records": self.records,
+            "batches": self.batches,
+            "retries": self.retries,
+            "resumed_from": self.resumed_from,
+            "resumed": self.resumed_cursor is not None,
+            "seconds": round(self.seconds, 3),
+            "records_per_second": round(self.rate, 1),
+            "batch_size": self.batch_size,
+            "concurrency": self.concurrency,
+            "complete": self.complete,
+        }
+
+
+@dataclass
+class _Slot:
+    """One scan page in flight: its cursor, size and unacknowledged batches."""
+
+    cursor: str | None
+    size: int
+    left: int
+
+
+@dataclass
+class _State:
+    checkpoint: Checkpoint | None
+    progress: Progress
+    stats: CopyStats
+    pending: deque[_Slot] = field(default_factory=deque)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    error: BaseException | None = None
+    last_save: float = 0.0
+    finished_scan: bool = False
+
+    def acknowledge(self, slot: _Slot, n: int) -> None:
+        with self.lock:
+            slot.left -= 1
+            self.stats.records += n
+            self.stats.batches += 1
+            self._advance()
+        self.progress.advance(n)
+
+    def add(self, slot: _Slot) -> None:
+        with self.lock:
+            self.pending.append(slot)
+            self._advance()
+
+    def _advance(self) -> None:
+        moved = False
+        ck = self.checkpoint
+        while self.pending and self.pending[0].left == 0:
+            slot = self.pending.popleft()
+            moved = True
+            if ck is not None:
+                ck.copied += slot.size
+                if slot.cursor is None:
+                    ck.complete = True
+                else:
+                    ck.cursor = slot.cursor
+        now = time.monotonic()
+        if ck is not None and moved and (ck.complete or now - self.last_save >= CHECKPOINT_INTERVAL):
+            ck.save()
+            self.last_save = now
+
+    def flush(self) -> None:
+        with self.lock:
+            if self.checkpoint is not None:
+                self.checkpoint.save()
+
+
+def _write(
+    target: VectorStore,
+    records: list[Record],
+    texts: Sequence[str] | None,
+    embedder: Embedder | None,
+    retry: RetryPolicy,
+    state: _State,
+) -> None:
+    if embedder is not None and texts is not None:
+        vectors = embed_texts(embedder, texts)
+        records = [Record(r.key, vectors[i], r.metadata, r.text) for i, r in enumerate(records)]
+    for attempt in range(retry.attempts):
+        try:
+            target.upsert(records)
+            return
+        except TransientError as exc:
+            if attempt + 1 >= retry.attempts:
+                raise
+            wait = retry.delay(attempt, exc.retry_after)
+            with state.lock:
+                state.stats.retries += 1
+            log.warning("migrate: batch of %d: %s; retry in %.2fs", len(records), exc, wait)
+            time.sleep(wait)
+
+
+def copy_records(
+    source: VectorStore,
+    target: VectorStore,
+    transformer: Transformer,
+    *,
+    shard: tuple[int, int] = (0, 1),
+    batch_size: int,
+    concurrency: int = 4,
+    checkpoint: Checkpoint | None = None,
+    retry: RetryPolicy | None = None,
+    embedder: Embedder | None = None,
+    progress: bool = False,
+    total: int | None = None,
+    scan_batch_size: int | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> CopyStats:
+    """Copy every record of ``shard`` from ``source`` to ``target``, resuming from ``checkpoint``.
+
+    Raises the first write error after the batches in flight have finished (the checkpoint then
+    holds everything acknowledged before it).
+    """
+    retry = retry or RetryPolicy()
+    stats = CopyStats(batch_size=batch_size, concurrency=concurrency)
+    start_cursor = checkpoint.cursor if checkpoint is not None else None
+    if checkpoint is not None:
+        stats.resumed_from = checkpoint.copied
+        stats.resumed_cursor = start_cursor
+    include = ["metadata", "text"] if embedder is not None else ["vector", "metadata", "text"]
+    slots = threading.BoundedSemaphore(max(2, 2 * concurrency))
+    started = time.monotonic()
+    with (
+        Progress("copy", total, enabled=progress, completed=stats.resumed_from) as bar,
+        ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vectorport-migrate") as pool,
+    ):
+        state = _State(checkpoint, bar, stats)
+
+        def acquire() -> bool:
+            """Wait for room for one more batch in flight; False once a batch has failed."""
+            while not slots.acquire(timeout=0.5):
+                if state.error is not None:
+                    return False
+            if state.error is not None:
+                slots.release()
+                return False
+            return True
+
+        def done(fut: Future[None], slot: _Slot, n: int) -> None:
+            slots.release()
+            exc = fut.exception()
+            if exc is not None:
+                with state.lock:
+                    state.error = state.error or exc
+                return
+            state.acknowledge(slot, n)
+            if on_batch is not None:
+                on_batch(n)
+
+        try:
+            for page in source.scan(
+                batch_size=scan_batch_size, include=include, segment=shard, cursor=start_cursor
+            ):
+                records: list[Record] = []
+                texts: list[str] = []
+                for rec in page:
+                    out = transformer.apply(rec.metadata, rec.text)
+                    records.append(Record(rec.key, rec.vector, out.metadata, out.text))
+                    texts.append(out.text or "")
+                starts = range(0, len(records), batch_size)
+                slot = _Slot(page.cursor, len(records), len(starts))
+                state.add(slot)
+                for start in starts:
+                    if not acquire():
+                        break
+                    chunk = records[start : start + batch_size]
+                    fut = pool.submit(
+                        _write,
+                        target,
+                        chunk,
+                        texts[start : start + batch_size] if embedder is not None else None,
+                        embedder,
+                        retry,
+                        state,
+                    )
+                    fut.add_done_callback(functools.partial(done, slot=slot, n=len(chunk)))
+                if state.error is not None:
+                    break
+            else:
+                state.finished_scan = True
+        finally:
+            pool.shutdown(wait=True)
+            stats.seconds = time.monotonic() - started
+            state.flush()
+    if state.error is not None:
+        raise state.error
+    stats.complete = state.finished_scan and not state.pending
+    if checkpoint is not None and stats.complete and not checkpoint.complete:
+        checkpoint.complete = True
+        checkpoint.save()
+    return stats

@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from .voyage_server import VoyageServer, fake_vector
+
+import vectorport
+from vectorport import RetryPolicy
+from vectorport.ingest import (
+    Chunker,
+    ChunkingConfig,
+    EmbeddingError,
+    SentenceTransformerEmbedder,
+    VoyageEmbedder,
+    ingest,
+    load_bytes,
+    resolve_embedder,
+    search,
+)
+from vectorport.ingest.embedders import packaged_model_path
+
+pytestmark = pytest.mark.memory
+
+FAST = RetryPolicy(attempts=4, base=0.01, cap=0.05)
+
+
+@pytest.fixture
+def voyage() -> Iterator[VoyageServer]:
+    with VoyageServer("vk-test") as srv:
+        yield srv
+
+
+def test_heavy_modules_load_lazily() -> None:
+    code = (
+        "import sys, vectorport, vectorport.ingest, vectorport.cli\n"
+        "e = vectorport.ingest.resolve_embedder('sentence-transformers:all-MiniLM-L6-v2')\n"
+        "v = vectorport.ingest.resolve_embedder('voyage:voyage-3.5', api_key='k')\n"
+        "bad = [m for m in ('torch', 'sentence_transformers', 'transformers', 'voyageai', 'chromadb',"
+        " 'psycopg', 'boto3') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(vectorport.__file__).parents[1])}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_voyage_embeds_through_the_client(voyage: VoyageServer) -> None:
+    emb = VoyageEmbedder("voyage-test", api_key="vk-test", base_url=voyage.base_url, batch_size=3, retry=FAST)
+    assert emb.model_id == "voyage:voyage-test"
+    vecs = emb.embed_documents([f"text {i}" for i in range(7)])
+    assert emb.dimension == 32 and vecs.shape == (7, 32) and vecs.dtype == np.float32
+    assert len(voyage.requests) == 3 and emb.calls == 3
+    first = voyage.requests[0]
+    assert first["model"] == "voyage-test" and first["input_type"] == "document" and first["input"][0] == "text 0"
+    assert first["encoding_format"] == "base64"  # the client asks for base64 and decodes it
+    expected = fake_vector("voyage-test", "Represent the document for retrieval: text 4", 32)
+    assert np.allclose(vecs[4], expected, atol=1e-6)
+    q = emb.embed_query("question")
+    assert voyage.requests[-1]["input_type"] == "query" and q.shape == (32,)
+
+
+def test_voyage_retries_rate_limits_and_unavailability(voyage: VoyageServer) -> None:
+    emb = VoyageEmbedder("voyage-test", api_key="vk-test", base_url=voyage.base_url, retry=FAST)
+    voyage.rate_limit_next = 2
+    voyage.unavailable_next = 1
+    vecs = emb.embed_documents(["a", "b"])
+    assert vecs.shape == (2, 32)
+    assert len(voyage.requests) == 4  # 2 × 429, 1 × 503, then success
+    voyage.rate_limit_next = 10
+    with pytest.raises(vectorport.TransientError, match="rate limited"):
+        emb.embed_documents(["c"])
+
+
+def test_voyage_errors_are_clear(voyage: VoyageServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    with pytest.raises(vectorport.ConfigurationError, match="VOYAGE_API_KEY"):
+        VoyageEmbedder("voyage-test", base_url=voyage.base_url).embed_documents(["x"])
+    with pytest.raises(vectorport.ConfigurationError, match="refused"):
+        VoyageEmbedder("voyage-test", api_key="wrong", base_url=voyage.base_url, retry=FAST).embed_documents(["x"])
+    with pytest.raises(EmbeddingError, match="not supported"):
+        VoyageEmbedder("voyage-nope", api_key="vk-test", base_url=voyage.base_url).embed_query("x")
+    monkeypatch.setenv("VOYAGE_API_KEY", "vk-test")
+    monkeypatch.setenv("VOYAGE_BASE_URL", voyage.base_url)
+    shortened = resolve_embedder("voyage:voyage-3.5@256")
+    assert shortened.model_id == "voyage:voyage-3.5@256" and shortened.dimension == 256
+    assert shortened.embed_query("x").shape == (256,)
+    assert voyage.requests[-1]["output_dimension"] == 256
+
+
+def test_voyage_ingest_and_search(voyage: VoyageServer, tmp_path: Path, memory_url: str) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nThe first document.")
+    (tmp_path / "b.md").write_text("# B\n\nThe second document.")
+    emb = VoyageEmbedder("voyage-test", api_key="vk-test", base_url=voyage.base_url, retry=FAST)
+    report = ingest(tmp_path, memory_url, embedder=emb)
+    assert report.added == 2 and report.embedding_calls == 1
+    sent = len(voyage.requests)
+    again = ingest(tmp_path, memory_url, embedder=emb)
+    assert again.skipped == 2 and len(voyage.requests) == sent  # not one request
+    store = vectorport.connect(memory_url)
+    assert store.spec.embedding_model == "voyage:voyage-test" and store.spec.dimension == 32
+    assert search(store, emb, "The first document.", k=2).k_returned == 2
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch/transformers internals on import
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_minilm_offline_from_the_packaged_folder(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    assert Path(minilm.path) == packaged_model_path() and packaged_model_path().name == "model"
+    assert minilm.model_id == "sentence-transformers:all-MiniLM-L6-v2"
+    assert minilm.dimension == 384 and minilm.max_tokens == 254
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    vecs = minilm.embed_documents(["The cat sat on the mat.", "A feline rested on a rug.", "Stock markets fell."])
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    sims = vecs @ vecs.T
+    assert sims[0, 1] > sims[0, 2]
+    # chunks are bounded by the model's own tokenizer
+    text = " ".join(f"Sentence number {i} talks about photosynthesis and chlorophyll." for i in range(200))
+    chunker = Chunker(minilm.count_tokens, ChunkingConfig(500, 50, 50), minilm.max_tokens)
+    chunks = chunker.chunk(load_bytes(text.encode(), "p.txt"))
+    assert len(chunks) > 5
+    assert max(minilm.count_tokens([c.text for c in chunks])) <= 254
+    # a local folder path is accepted too
+    same = SentenceTransformerEmbedder(str(packaged_model_path()))
+    assert same.model_id == "sentence-transformers:model"
+    with pytest.raises(vectorport.ConfigurationError, match="offline"):
+        _ = SentenceTransformerEmbedder("nobody/no-such-model-xyz").dimension

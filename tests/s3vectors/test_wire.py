@@ -1,0 +1,171 @@
+"""The fast paths: the adapter's pre-encoded PutVectors body and the server's vectorised
+vector checks must store exactly what the slow paths stored and fail exactly as they did."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vectorport
+from vectorport import Record
+from vectorport.backends.s3vectors import S3VectorsStore
+from vectorport.backends.s3vectors._wire import EncodedVectors, encode_put_body, float_rows
+
+pytestmark = pytest.mark.s3vectors
+
+F32 = np.finfo(np.float32)
+SPECIAL = [
+    0.1,
+    -0.0,
+    1e-30,
+    float(F32.max),
+    -float(F32.max),
+    float(F32.tiny),  # smallest normal
+    float(F32.smallest_subnormal),
+    3.0,
+    123456792.0,  # nine integer digits
+    1e20,
+    -2.5e-8,
+    16777217.0,  # not a float32: rounds to 16777216
+]
+
+
+def _bits(values: Any) -> list[int]:
+    return np.asarray(values, np.float32).view(np.uint32).tolist()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def store(endpoint: str, unique: Any) -> Iterator[S3VectorsStore]:
+    s = vectorport.connect(
+        f"s3vectors://wire/{unique('ix')}?endpoint_url={endpoint}&write_rate=0",
+        dimension=len(SPECIAL),
+        metric="euclidean",
+    )
+    assert isinstance(s, S3VectorsStore)
+    yield s
+    s.drop()
+    s.close()
+
+
+def test_float_rows_round_trip_every_float32() -> None:
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**32, size=(200, 64), dtype=np.uint64).astype(np.uint32)
+    vectors = bits.view(np.float32).copy()
+    vectors[~np.isfinite(vectors)] = 1.0
+    vectors[0, :12] = np.asarray(SPECIAL, np.float32)
+    back = np.asarray([json.loads(row) for row in float_rows(vectors)], np.float64).astype(np.float32)
+    assert np.array_equal(back.view(np.uint32), vectors.view(np.uint32))  # -0.0 included
+
+
+def test_encoded_body_is_the_request_botocore_would_send() -> None:
+    vectors = np.asarray([SPECIAL, SPECIAL[::-1]], np.float32)
+    metas: list[dict[str, Any] | None] = [{"lang": "fr", "é": [1, 2.5, True]}, None]
+    body = encode_put_body({"vectorBucketName": "b", "indexName": "i"}, ["k1", "ключ"], vectors, metas)
+    doc = json.loads(body)
+    assert body.isascii()
+    assert [v["key"] for v in doc["vectors"]] == ["k1", "ключ"]
+    assert doc["vectors"][0]["metadata"] == metas[0] and "metadata" not in doc["vectors"][1]
+    assert _bits([v["data"]["float32"] for v in doc["vectors"]]) == _bits(vectors)
+    assert (doc["vectorBucketName"], doc["indexName"]) == ("b", "i")
+
+
+def test_adapter_stores_exact_float32_bits(store: S3VectorsStore, s3v: Any) -> None:
+    sent: list[bytes] = []
+    store.client.meta.events.register(
+        "before-send.s3vectors.PutVectors", lambda request, **_: sent.append(bytes(request.body))
+    )
+    store.upsert(
+        [
+            Record("special", SPECIAL, {"n": 1}, "text"),
+            Record("neg", [-x for x in SPECIAL]),
+            Record("plain", [0.1] * len(SPECIAL)),
+        ]
+    )
+    # The pre-encoded body went out: %.9g numbers, not botocore's repr.
+    assert len(sent) == 1 and b"[0.100000001,0.100000001," in sent[0]
+    assert b"[0.10000000149011612,0.10000000149011612" not in sent[0]
+    got = s3v.get_vectors(
+        vectorBucketName="wire", indexName=store.index, keys=["special", "neg"], returnData=True
+    )["vectors"]
+    by_key = {v["key"]: v["data"]["float32"] for v in got}
+    assert _bits(by_key["special"]) == _bits(SPECIAL)
+    assert _bits(by_key["neg"]) == _bits([-x for x in SPECIAL])
+    (rec,) = store.get(["special"])
+    assert rec.metadata == {"n": 1} and rec.text == "text"
+
+
+def test_encoded_vectors_on_a_plain_client_send_every_item(
+    endpoint: str, unique: Any, make_client: Any
+) -> None:
+    client = make_client(endpoint)  # no vectorport handlers installed
+    name = unique("plain")
+    client.create_vector_bucket(vectorBucketName=name)
+    client.create_index(
+        vectorBucketName=name, indexName="ix1", dataType="float32", dimension=2, distanceMetric="cosine"
+    )
+    items = [{"key": f"k{i}", "data": {"float32": [1.0, float(i)]}} for i in range(3)]
+    client.put_vectors(vectorBucketName=name, indexName="ix1", vectors=EncodedVectors(items, b"{}"))
+    keys = {v["key"] for v in client.list_vectors(vectorBucketName=name, indexName="ix1")["vectors"]}
+    assert keys == {"k0", "k1", "k2"}
+    client.delete_index(vectorBucketName=name, indexName="ix1")
+    client.delete_vector_bucket(vectorBucketName=name)
+
+
+@pytest.mark.parametrize(
+    ("vector", "expected"),
+    [
+        ([3, 1.5], [3.0, 1.5]),  # JSON integers are numbers too
+        ([2**60 + 1, 1.0], [float(np.float32(2**60 + 1)), 1.0]),  # beyond 2**53: the per-value path
+        ([16777217, 0.5], [16777216.0, 0.5]),
+    ],
+)
+def test_server_accepts_integers_like_before(
+    raw_s3v: Any, index: dict[str, str], vector: list[Any], expected: list[float]
+) -> None:
+    raw_s3v.put_vectors(**index, vectors=[{"key": "i", "data": {"float32": vector}}])
+    got = raw_s3v.get_vectors(**index, keys=["i"], returnData=True)["vectors"][0]["data"]["float32"]
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("vector", "fragment"),
+    [
+        ("[true, 1.0]", "Member must be a number"),
+        ("[1e400, 1.0]", "valid float32 values, got inf"),
+        ("[1" + "0" * 400 + ", 1.0]", "valid float32 values, got 1000000"),  # was a 500 before
+        ("[1.0, -1e39]", "valid float32 values, got -1e+39"),
+        ("[1.0, 3.40282347e+38]", "valid float32 values, got 3.40282347e+38"),
+        ("[1.0, null]", "Member must not be null"),
+        ('["1.0", 1.0]', "Member must be a number"),
+    ],
+)
+def test_server_rejects_bad_numbers_like_before(
+    endpoint: str, index: dict[str, str], vector: str, fragment: str
+) -> None:
+    # Raw HTTP: botocore's serializer cannot even send most of these.
+    item = '{"key":"bad","data":{"float32":' + vector + "}}"
+    body = (json.dumps(index)[:-1] + ',"vectors":[' + item + "]}").encode()
+    request = urllib.request.Request(endpoint + "/PutVectors", body, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as exc:
+        urllib.request.urlopen(request, timeout=10)
+    doc = json.loads(exc.value.read())
+    assert exc.value.code == 400 and exc.value.headers["x-amzn-ErrorType"] == "ValidationException"
+    assert fragment in doc["message"], doc
+
+
+@pytest.fixture
+def index(s3v: Any, unique: Any) -> Iterator[dict[str, str]]:
+    name = unique("wirenum")
+    s3v.create_vector_bucket(vectorBucketName=name)
+    s3v.create_index(
+        vectorBucketName=name, indexName="ix1", dataType="float32", dimension=2, distanceMetric="euclidean"
+    )
+    yield {"vectorBucketName": name, "indexName": "ix1"}
+    s3v.delete_index(vectorBucketName=name, indexName="ix1")
+    s3v.delete_vector_bucket(vectorBucketName=name)

@@ -1,0 +1,103 @@
+"""The public surface: names, imports, URLs, registry, errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import vectorport
+from vectorport import ConfigurationError, NotFoundError, NotInstalledError, mask_url
+from vectorport._registry import BackendInfo
+
+PINNED_ALL = [
+    "BackendError", "BackendUnavailableError", "BaseStore", "Batch", "Capabilities", "CollectionSpec",
+    "ConfigurationError", "ConflictError", "FilterError", "Include", "Match", "MetadataRules", "Metric",
+    "NotFoundError", "NotInstalledError", "QueryResult", "Record", "RetryPolicy", "ScanPage", "StoreURL",
+    "TransientError", "UnsupportedError", "UnsupportedFeatureError", "UnsupportedFilterError",
+    "ValidationError", "VectorStore", "VectorportError", "__version__", "available_backends", "connect",
+    "mask_url",
+]
+
+
+def test_all_is_pinned() -> None:
+    extra = sorted(set(vectorport.__all__) - set(PINNED_ALL))
+    missing = sorted(set(PINNED_ALL) - set(vectorport.__all__))
+    # New public names are fine only when added here on purpose.
+    assert not missing, f"removed from vectorport.__all__: {missing}"
+    assert set(extra) <= {"migrate", "MigrationReport", "verify", "compare", "ComparisonResult"}, extra
+    for name in vectorport.__all__:
+        assert hasattr(vectorport, name), name
+
+
+def test_import_loads_no_driver() -> None:
+    code = (
+        "import sys, vectorport, vectorport.filters, vectorport.cli; "
+        "heavy = {'psycopg', 'chromadb', 'boto3', 'botocore', 'torch', 'sentence_transformers', "
+        "'voyageai', 'hypothesis', 'pytest'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://bob:s3cr%40t@db:5432/app?table=docs", "postgresql://bob:***@db:5432/app?table=docs"),
+        ("supabase://ref.supabase.co/b/i?key=eyJhbGci&region=x", "supabase://ref.supabase.co/b/i?key=***&region=x"),
+        ("chroma+http://h:8000?collection=d&token=abc", "chroma+http://h:8000?collection=d&token=***"),
+        ("memory://docs", "memory://docs"),
+    ],
+)
+def test_secrets_are_masked(url: str, masked: str) -> None:
+    assert mask_url(url) == masked
+    parsed = vectorport.StoreURL.parse(url)
+    assert str(parsed) == masked and "s3cr" not in repr(parsed) and "eyJ" not in repr(parsed)
+
+
+def test_bad_urls_and_schemes() -> None:
+    with pytest.raises(ConfigurationError, match="not a store URL"):
+        vectorport.connect("docs")
+    with pytest.raises(ConfigurationError, match="no backend for the URL scheme 'nosuch'"):
+        vectorport.connect("nosuch://x")
+
+
+def test_missing_driver_names_the_extra() -> None:
+    info = BackendInfo("fancy", ("fancy",), "fancy_mod:Store", "fancy", ("surely_not_installed_mod",))
+    assert not info.installed
+    with pytest.raises(NotInstalledError, match=r"pip install 'vectorport\[fancy\]'") as exc:
+        info.load()
+    assert isinstance(exc.value, ImportError)
+
+
+def test_open_missing_collection_and_spec_mismatch() -> None:
+    with pytest.raises(NotFoundError, match="pass dimension="):
+        vectorport.connect("memory://api-missing")
+    store = vectorport.connect("memory://api-spec", dimension=3, metric="euclidean")
+    try:
+        with pytest.raises(ConfigurationError, match="dimension 3, not 4"):
+            vectorport.connect("memory://api-spec", dimension=4)
+        with pytest.raises(ConfigurationError, match="euclidean metric, not cosine"):
+            vectorport.connect("memory://api-spec", dimension=3, metric="cosine")
+        assert vectorport.connect("memory://api-spec").spec.metric is vectorport.Metric.EUCLIDEAN
+        with pytest.raises(ConfigurationError, match="unknown metric"):
+            vectorport.connect("memory://api-other", dimension=3, metric="manhattan")
+    finally:
+        store.drop()
+
+
+def test_backends_json_lists_the_four() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "vectorport", "backends", "--json"], capture_output=True, text=True, check=True
+    )
+    names = {row["name"] for row in json.loads(out.stdout)}
+    assert {"memory", "pgvector", "chroma", "s3vectors"} <= names
+
+
+def test_info_cli_and_exit_codes() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "vectorport", "info", "memory://nothing-here"], capture_output=True, text=True
+    )
+    assert out.returncode == 2
+    assert "does not exist" in out.stderr and out.stdout == ""
