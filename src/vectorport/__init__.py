@@ -18,7 +18,7 @@ from ._registry import available_backends, connect
 from ._retry import RetryPolicy
 from ._url import StoreURL, mask_url
 from ._validate import Batch
-from .compare import Comparison, compare
+from .compare import ComparisonResult, compare
 from .exceptions import (
     BackendError,
     BackendUnavailableError,
@@ -45,7 +45,7 @@ __all__ = [
     "Batch",
     "Capabilities",
     "CollectionSpec",
-    "Comparison",
+    "ComparisonResult",
     "ConfigurationError",
     "ConflictError",
     "FilterError",

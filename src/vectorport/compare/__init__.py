@@ -4,7 +4,7 @@
 >>> from vectorport.compare import Query, Gates, GroundTruth  # the building blocks
 
 ``vectorport.compare(stores, queries, k=…)`` (this package's :func:`compare`) returns a
-:class:`Comparison`; ``vectorport compare URL URL …`` and the pytest plugin
+:class:`ComparisonResult`; ``vectorport compare URL URL …`` and the pytest plugin
 (:mod:`vectorport.testing.plugin`) wrap it. See ``docs/compare.md``.
 
 Modules: ``_queries`` (the query set), ``_truth`` (exact ground truth), ``_metrics`` (the
@@ -27,12 +27,12 @@ from ._metrics import (
     reciprocal_rank,
 )
 from ._queries import Embedder, Query, load_queries, sample_queries
-from ._result import Comparison, PairReport, StoreReport
+from ._result import ComparisonResult, PairReport, StoreReport
 from ._runner import compare
 from ._truth import FilterGroup, GroundTruth, TruthTable
 
 __all__ = [
-    "Comparison",
+    "ComparisonResult",
     "Embedder",
     "Figures",
     "FilterGroup",

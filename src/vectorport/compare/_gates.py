@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._metrics import Figures, Outcome, PairFigures, Status
 
 if TYPE_CHECKING:
-    from ._result import Comparison
+    from ._result import ComparisonResult
 
 __all__ = ["GateFailure", "GateResult", "Gates"]
 
@@ -57,9 +57,7 @@ def _describe(r: GateResult) -> str:
     if r.gate == "min-overlap":
         return f"overlap@k {v or f'{r.value:.4f}'} {'>=' if r.passed else '<'} {r.threshold:g}"
     if r.gate == "max-underfill":
-        return (
-            f"{v or f'{r.value:.2%}'} of queries under-filled {'<=' if r.passed else '>'} {r.threshold:g}"
-        )
+        return f"{v or f'{r.value:.2%}'} of queries under-filled {'<=' if r.passed else '>'} {r.threshold:g}"
     if r.gate == "max-violations":
         return f"{r.value:.0f} filter-scope violations {'<=' if r.passed else '>'} {r.threshold:g}"
     return f"{r.value:.0f} queries refused or failed (allowed: {r.threshold:g})"
@@ -98,7 +96,8 @@ class Gates:
     def active(self) -> bool:
         """Is any threshold set?"""
         return any(
-            v is not None for v in (self.min_recall, self.max_violations, self.min_overlap, self.max_underfill)
+            v is not None
+            for v in (self.min_recall, self.max_violations, self.min_overlap, self.max_underfill)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,7 +110,7 @@ class Gates:
             "per_filter": self.per_filter,
         }
 
-    def evaluate(self, result: Comparison) -> tuple[GateResult, ...]:
+    def evaluate(self, result: ComparisonResult) -> tuple[GateResult, ...]:
         """Check every gate on ``result``."""
         return tuple(self._check(result))
 
@@ -122,7 +121,7 @@ class Gates:
         if self.per_filter and (len(by_filter) > 1 or "none" not in by_filter):
             yield from by_filter.items()
 
-    def _check(self, result: Comparison) -> Iterator[GateResult]:
+    def _check(self, result: ComparisonResult) -> Iterator[GateResult]:
         for s in result.stores:
             if self.active and not self.allow_refused:
                 bad = s.overall.refused + s.overall.errors
@@ -160,7 +159,7 @@ def _fmt(d: float) -> str:
     return "       -" if math.isnan(d) else f"{d:8.5f}"
 
 
-def query_diff(result: Comparison, store: str, outcome: Outcome) -> list[str]:
+def query_diff(result: ComparisonResult, store: str, outcome: Outcome) -> list[str]:
     """A unified-diff-like view of one answer against the exact truth.
 
     ``' '`` a truth key the store returned, ``'-'`` a truth key it missed, ``'+'`` a key it
@@ -212,7 +211,7 @@ def _worst(outcomes: Sequence[Outcome], gate: str, members: set[int] | None) -> 
     return [o for o in ranked if badness(o) > 0]
 
 
-def explain(result: Comparison, *, examples: int = 3) -> str:
+def explain(result: ComparisonResult, *, examples: int = 3) -> str:
     """The failed gates, then for each store involved its worst queries diffed against the exact
     truth (at most ``examples`` per kind of failed gate, each query shown once)."""
     failures = [g for g in result.gate_results if not g.passed]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._result import Comparison
+    from ._result import ComparisonResult
 
 __all__ = ["bar_chart", "heatmap", "line_chart", "render_html"]
 
@@ -29,18 +29,20 @@ def _short(text: str, n: int = 38) -> str:
 def _nice_max(value: float) -> float:
     if value <= 0 or math.isnan(value):
         return 1.0
-    exp = 10 ** math.floor(math.log10(value))
+    exp = 10.0 ** math.floor(math.log10(value))
     for step in (1, 2, 2.5, 5, 10):
         if value <= step * exp:
-            return step * exp
-    return 10 * exp
+            return float(step * exp)
+    return float(10 * exp)
 
 
 def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
     out = []
     for i, name in enumerate(names):
         cx = x + i * 150
-        out.append(f'<rect x="{cx:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>')
+        out.append(
+            f'<rect x="{cx:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+        )
         out.append(f'<text x="{cx + 14:.1f}" y="{y:.1f}" font-size="11">{_e(_short(name, 20))}</text>')
     return out
 
@@ -94,17 +96,20 @@ def bar_chart(
             w = max(0.0, min(v, vmax)) / vmax * plot_w
             color = PALETTE[si % len(PALETTE)]
             parts.append(
-                f'<rect class="bar" x="{label_w}" y="{y}" width="{w:.2f}" height="{bar_h - 2}" fill="{color}">'
+                f'<rect class="bar" x="{label_w}" y="{y}" width="{w:.2f}" height="{bar_h - 2}" '
+                f'fill="{color}">'
                 f"<title>{_e(name)} · {_e(cat)}: {format(v, fmt)}{_e(unit)}</title></rect>"
             )
             parts.append(
-                f'<text x="{label_w + w + 4:.1f}" y="{y + 10}" font-size="10" fill="#333">{format(v, fmt)}</text>'
+                f'<text x="{label_w + w + 4:.1f}" y="{y + 10}" font-size="10" fill="#333">'
+                f"{format(v, fmt)}</text>"
             )
     if threshold is not None and 0 <= threshold <= vmax:
         x = label_w + threshold / vmax * plot_w
         parts.append(
             f'<line class="threshold" x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 26}" '
-            f'stroke="#d62728" stroke-width="1.5" stroke-dasharray="4 3"><title>gate {threshold:g}</title></line>'
+            f'stroke="#d62728" stroke-width="1.5" stroke-dasharray="4 3">'
+            f"<title>gate {threshold:g}</title></line>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -140,7 +145,8 @@ def line_chart(
             f"{xmax * t / 4:g}</text>"
         )
         parts.append(
-            f'<text x="{left - 6}" y="{y + 3:.1f}" font-size="10" text-anchor="end" fill="#555">{t / 4:g}</text>'
+            f'<text x="{left - 6}" y="{y + 3:.1f}" font-size="10" text-anchor="end" fill="#555">'
+            f"{t / 4:g}</text>"
         )
     parts.append(
         f'<text x="{left + pw / 2}" y="{height - 4}" font-size="11" text-anchor="middle">{_e(x_label)}</text>'
@@ -155,10 +161,8 @@ def line_chart(
             continue
         n = len(clean)
         step = max(1, n // 400)  # a few hundred points draw the same curve
-        pts = [(v, (i + 1) / n) for i, v in enumerate(clean)][::step] + [(clean[-1], 1.0)]
-        coords = " ".join(
-            f"{left + min(v, xmax) / xmax * pw:.1f},{top + ph - f * ph:.1f}" for v, f in pts
-        )
+        pts = [*[(v, (i + 1) / n) for i, v in enumerate(clean)][::step], (clean[-1], 1.0)]
+        coords = " ".join(f"{left + min(v, xmax) / xmax * pw:.1f},{top + ph - f * ph:.1f}" for v, f in pts)
         parts.append(
             f'<polyline class="line" fill="none" stroke="{PALETTE[si % len(PALETTE)]}" stroke-width="2" '
             f'points="{coords}"><title>{_e(name)}</title></polyline>'
@@ -199,10 +203,10 @@ def heatmap(plot_id: str, title: str, labels: Sequence[str], matrix: Sequence[Se
                 f'dominant-baseline="middle" fill="{ink}">{text}</text>'
             )
     for j, col_label in enumerate(labels):
-        x = left + j * cell + cell / 2
-        y = top + n * cell + 8
+        cx = left + j * cell + cell / 2
+        cy = top + n * cell + 8
         parts.append(
-            f'<text x="{x}" y="{y}" font-size="11" text-anchor="end" transform="rotate(-40 {x} {y})">'
+            f'<text x="{cx}" y="{cy}" font-size="11" text-anchor="end" transform="rotate(-40 {cx} {cy})">'
             f"{_e(_short(col_label, 24))}</text>"
         )
     parts.append("</svg>")
@@ -247,7 +251,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[tuple[str, str]]], cl
     return "".join(out)
 
 
-def render_html(result: Comparison) -> str:
+def render_html(result: ComparisonResult) -> str:
     """The whole report as one HTML string."""
     k = result.k
     labels = [s.label for s in result.stores]
@@ -355,7 +359,10 @@ def render_html(result: Comparison) -> str:
                 "plot-latency-filter",
                 "p50 latency per filter (ms)",
                 cats,
-                [(s.label, [s.by_filter[gr.label].latency.p50 for gr in result.groups]) for s in result.stores],
+                [
+                    (s.label, [s.by_filter[gr.label].latency.p50 for gr in result.groups])
+                    for s in result.stores
+                ],
                 fmt=".2f",
             )
         )
@@ -371,7 +378,8 @@ def render_html(result: Comparison) -> str:
     if len(labels) > 1:
         overlap = {(p.a, p.b): p.overall.overlap for p in result.pairs}
         matrix = [
-            [1.0 if a == b else overlap.get((a, b), overlap.get((b, a), math.nan)) for b in labels] for a in labels
+            [1.0 if a == b else overlap.get((a, b), overlap.get((b, a), math.nan)) for b in labels]
+            for a in labels
         ]
         plots.append(heatmap("plot-overlap", f"pairwise overlap@{k}", labels, matrix))
     body.append('<h2>Plots</h2><div class="plots">' + "".join(plots) + "</div>")
@@ -383,7 +391,11 @@ def render_html(result: Comparison) -> str:
             headers += [f"{s.label} recall", "under-filled", "violations", "p50 ms"]
         rows = []
         for gr in result.groups:
-            row = [(_e(gr.label), "l"), (f"{gr.selectivity:.1%} ({gr.matching})", ""), (str(len(gr.queries)), "")]
+            row = [
+                (_e(gr.label), "l"),
+                (f"{gr.selectivity:.1%} ({gr.matching})", ""),
+                (str(len(gr.queries)), ""),
+            ]
             for s in result.stores:
                 f = s.by_filter[gr.label]
                 bad = g.min_recall is not None and not (f.recall >= g.min_recall)
@@ -401,7 +413,10 @@ def render_html(result: Comparison) -> str:
         rows = [
             [
                 (_e(p.label), "l"),
-                (_f(p.overall.overlap), "bad" if g.min_overlap is not None and not p.overall.overlap >= g.min_overlap else ""),
+                (
+                    _f(p.overall.overlap),
+                    "bad" if g.min_overlap is not None and not p.overall.overlap >= g.min_overlap else "",
+                ),
                 (_f(p.overall.overlap_min, ".2f"), ""),
                 (_f(p.overall.rbo), ""),
                 (str(p.overall.queries), ""),
@@ -410,7 +425,9 @@ def render_html(result: Comparison) -> str:
         ]
         body.append(
             "<h2>Agreement between stores</h2>"
-            + _table(["pair", f"overlap@{k}", "min", f"RBO (p={result.config.get('rbo_p')})", "queries"], rows)
+            + _table(
+                ["pair", f"overlap@{k}", "min", f"RBO (p={result.config.get('rbo_p')})", "queries"], rows
+            )
         )
 
     # ---- gates
@@ -428,7 +445,11 @@ def render_html(result: Comparison) -> str:
     timings = {name: round(v, 4) for name, v in result.timings.items()}
     body.append(
         "<h2>Run configuration</h2><pre>"
-        + _e(json.dumps({"config": result.config, "timings": timings, "gates": g.to_dict()}, indent=2, default=str))
+        + _e(
+            json.dumps(
+                {"config": result.config, "timings": timings, "gates": g.to_dict()}, indent=2, default=str
+            )
+        )
         + "</pre>"
     )
     title = f"vectorport compare: {', '.join(labels)}"
@@ -436,7 +457,5 @@ def render_html(result: Comparison) -> str:
         "<!DOCTYPE html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<style>{CSS}</style></head><body>"
-        + "".join(body)
-        + f"<script>{CHECK}</script></body></html>\n"
+        f"<style>{CSS}</style></head><body>" + "".join(body) + f"<script>{CHECK}</script></body></html>\n"
     )

@@ -151,7 +151,9 @@ def hit_at_k(keys: Sequence[str], gains: Mapping[str, float], k: int) -> float:
     return 1.0 if any(gains.get(key, 0.0) > 0 for key in keys[:k]) else 0.0
 
 
-def relevance_of(keys: Sequence[str], gains: Mapping[str, float], k: int) -> tuple[float, float, float] | None:
+def relevance_of(
+    keys: Sequence[str], gains: Mapping[str, float], k: int
+) -> tuple[float, float, float] | None:
     """(nDCG@k, reciprocal rank, hit@k), or ``None`` when the query has no relevant key."""
     if not any(g > 0 for g in gains.values()):
         return None
@@ -242,7 +244,8 @@ class Figures:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (NaN becomes ``None``)."""
-        return _clean(asdict(self))
+        out: dict[str, Any] = _clean(asdict(self))
+        return out
 
 
 def _clean(value: Any) -> Any:
@@ -307,7 +310,8 @@ class PairFigures:
     """Mean rank-biased overlap."""
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(asdict(self))
+        out: dict[str, Any] = _clean(asdict(self))
+        return out
 
 
 def pair_figures(a: Sequence[Outcome], b: Sequence[Outcome], k: int, *, p: float = 0.9) -> PairFigures:

@@ -114,7 +114,9 @@ class Query:
         if self.where is not None:
             out["filter"] = to_dict(self.where)
         if self.relevant:
-            out["relevant"] = dict(self.relevant) if isinstance(self.relevant, Mapping) else list(self.relevant)
+            out["relevant"] = (
+                dict(self.relevant) if isinstance(self.relevant, Mapping) else list(self.relevant)
+            )
         return out
 
 

@@ -17,7 +17,7 @@ from ._truth import FilterGroup, GroundTruth, TruthTable
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Comparison", "PairReport", "StoreReport"]
+__all__ = ["ComparisonResult", "PairReport", "StoreReport"]
 
 SCHEMA = "vectorport.compare/1"
 
@@ -95,7 +95,7 @@ class PairReport:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ComparisonResult:
     """What :func:`vectorport.compare` measured. ``passed`` tells whether every gate held.
 
     ``to_dict()``/``write_json()`` give every figure and the run configuration,
@@ -139,7 +139,7 @@ class Comparison:
                 return s
         raise KeyError(f"no store labelled {label!r}; labels: {[s.label for s in self.stores]}")
 
-    def check(self, gates: Gates | None = None, **thresholds: Any) -> Comparison:
+    def check(self, gates: Gates | None = None, **thresholds: Any) -> ComparisonResult:
         """The same figures judged by other gates (``Gates`` or its keyword arguments)."""
         new = gates if gates is not None else Gates(**thresholds)
         return replace(self, gates=new, gate_results=new.evaluate(self))

@@ -12,7 +12,7 @@ import platform
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +26,7 @@ from ..testing.oracle import judge
 from ._gates import Gates
 from ._metrics import Outcome, PairFigures, Relevance, Status, pair_figures, relevance_of, summarize
 from ._queries import Embedder, Query, QueryLike, embed_queries, normalize_queries, sample_queries
-from ._result import Comparison, PairReport, StoreReport
+from ._result import ComparisonResult, PairReport, StoreReport
 from ._truth import GroundTruth, TruthTable
 
 __all__ = ["compare", "describe_store", "time_queries"]
@@ -58,7 +58,7 @@ def compare(
     distance_tol: float = 1e-3,
     rbo_p: float = 0.9,
     seed: int = 0,
-) -> Comparison:
+) -> ComparisonResult:
     """Run the same queries against every store and judge each answer against exact search.
 
     Parameters
@@ -103,7 +103,7 @@ def compare(
 
     Returns
     -------
-    Comparison
+    ComparisonResult
 
     Examples
     --------
@@ -209,7 +209,12 @@ def compare(
 
         # ---- pairs
         pairs = [
-            PairReport(a.label, b.label, pair_figures(a.outcomes, b.outcomes, k, p=rbo_p), _pair_groups(a, b, table, k, rbo_p))
+            PairReport(
+                a.label,
+                b.label,
+                pair_figures(a.outcomes, b.outcomes, k, p=rbo_p),
+                _pair_groups(a, b, table, k, rbo_p),
+            )
             for a, b in itertools.combinations(reports, 2)
         ]
         truth_rel = Relevance.of(
@@ -239,9 +244,11 @@ def compare(
             "python": platform.python_version(),
             "platform": platform.platform(),
             "numpy": np.__version__,
-            "stores": [{"label": r.label, "backend": r.backend, "url": r.url, **r.description} for r in reports],
+            "stores": [
+                {"label": r.label, "backend": r.backend, "url": r.url, **r.description} for r in reports
+            ],
         }
-        result = Comparison(
+        result = ComparisonResult(
             k=k,
             queries=tuple(qs),
             groups=table.groups,
@@ -284,18 +291,21 @@ def _resolve_queries(
     ground: GroundTruth,
     seed: int,
 ) -> list[Query]:
-    many = isinstance(filter, list | tuple)
+    filters: list[FilterArg] = (
+        [cast(FilterArg, f) for f in filter]
+        if isinstance(filter, list | tuple)
+        else [cast(FilterArg, filter)]
+    )
     if isinstance(queries, int) and not isinstance(queries, bool):
-        filters: Sequence[FilterArg] = list(filter) if many else [filter]  # type: ignore[arg-type]
-        return sample_queries(
-            ground.index.vectors, queries, filters=filters, seed=seed, keys=list(ground.index.keys)
-        )
-    if many:
+        keys = [str(key) for key in ground.index.keys]
+        return sample_queries(ground.index.vectors, queries, filters=filters, seed=seed, keys=keys)
+    if len(filters) != 1:
         raise ConfigurationError("a list of filters needs an int of queries to sample; pass one filter")
-    qs = normalize_queries(queries)  # type: ignore[arg-type]
-    if filter is None:
+    qs = normalize_queries(queries)
+    default = filters[0]
+    if default is None:
         return qs
-    return [q if q.where is not None else Query(q.vector, q.text, filter, q.relevant, q.id) for q in qs]  # type: ignore[arg-type]
+    return [q if q.where is not None else Query(q.vector, q.text, default, q.relevant, q.id) for q in qs]
 
 
 Answer = QueryResult | BaseException
@@ -383,7 +393,9 @@ def _judge_all(
     return out
 
 
-def _pair_groups(a: StoreReport, b: StoreReport, table: TruthTable, k: int, p: float) -> dict[str, PairFigures]:
+def _pair_groups(
+    a: StoreReport, b: StoreReport, table: TruthTable, k: int, p: float
+) -> dict[str, PairFigures]:
     return {
         g.label: pair_figures([a.outcomes[i] for i in g.queries], [b.outcomes[i] for i in g.queries], k, p=p)
         for g in table.groups

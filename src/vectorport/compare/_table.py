@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from ._result import Comparison
+    from ._result import ComparisonResult
 
 __all__ = ["print_tables", "render_text", "tables"]
 
@@ -34,7 +34,7 @@ def _recall_style(value: float, threshold: float | None) -> str:
     return "green" if value >= 0.999 else ("yellow" if value >= 0.9 else "red")
 
 
-def tables(result: Comparison) -> list[Table]:
+def tables(result: ComparisonResult) -> list[Table]:
     """The tables, in print order."""
     k = result.k
     first = result.stores[0].label
@@ -88,7 +88,11 @@ def tables(result: Comparison) -> list[Table]:
             row[0] += f" [red]({f.refused} refused, {f.errors} failed)[/]"
         if labelled:
             rel = f.relevance
-            row += [_num(rel.ndcg if rel else None), _num(rel.mrr if rel else None), _num(rel.hit if rel else None)]
+            row += [
+                _num(rel.ndcg if rel else None),
+                _num(rel.mrr if rel else None),
+                _num(rel.hit if rel else None),
+            ]
         main.add_row(*row)
     if labelled and result.truth_relevance is not None:
         rel = result.truth_relevance
@@ -97,7 +101,9 @@ def tables(result: Comparison) -> list[Table]:
     out = [main]
 
     if result.filtered:
-        per = Table(title=f"per filter: recall@{k} / under-filled / violations / p50 ms", title_justify="left")
+        per = Table(
+            title=f"per filter: recall@{k} / under-filled / violations / p50 ms", title_justify="left"
+        )
         per.add_column("filter")
         per.add_column("selects", justify="right")
         per.add_column("queries", justify="right")
@@ -116,33 +122,40 @@ def tables(result: Comparison) -> list[Table]:
         out.append(per)
 
     if len(result.pairs) > 1:
-        pairs = Table(title=f"agreement between stores (overlap@{k}, rank-biased overlap)", title_justify="left")
+        pairs = Table(
+            title=f"agreement between stores (overlap@{k}, rank-biased overlap)", title_justify="left"
+        )
         for col in ("pair", "overlap", "min", "RBO"):
             pairs.add_column(col, justify="left" if col == "pair" else "right")
         for p in result.pairs:
-            pairs.add_row(escape(p.label), _num(p.overall.overlap), _num(p.overall.overlap_min, ".2f"), _num(p.overall.rbo))
+            pairs.add_row(
+                escape(p.label),
+                _num(p.overall.overlap),
+                _num(p.overall.overlap_min, ".2f"),
+                _num(p.overall.rbo),
+            )
         out.append(pairs)
 
     if result.gate_results:
         gates = Table(title="gates", title_justify="left", show_header=False)
         gates.add_column("")
         gates.add_column("")
-        for g in result.gate_results:
-            if g.passed and g.filter is not None:
+        for gr in result.gate_results:
+            if gr.passed and gr.filter is not None:
                 continue  # per-filter passes are noise; failures are shown in full
-            gates.add_row("[green]pass[/]" if g.passed else "[bold red]FAIL[/]", escape(g.message))
+            gates.add_row("[green]pass[/]" if gr.passed else "[bold red]FAIL[/]", escape(gr.message))
         out.append(gates)
     return out
 
 
-def print_tables(result: Comparison, console: Console | None = None) -> None:
+def print_tables(result: ComparisonResult, console: Console | None = None) -> None:
     """Print every table to ``console`` (default: stdout)."""
     console = console or Console()
     for table in tables(result):
         console.print(table)
 
 
-def render_text(result: Comparison, width: int = 160) -> str:
+def render_text(result: ComparisonResult, width: int = 160) -> str:
     """The tables as plain text."""
     buffer = io.StringIO()
     print_tables(result, Console(file=buffer, width=width, color_system=None, force_terminal=False))

@@ -87,7 +87,9 @@ class GroundTruth:
         return len(self.index)
 
     @classmethod
-    def from_records(cls, metric: str | Metric, records: Sequence[Record], source: str = "records") -> GroundTruth:
+    def from_records(
+        cls, metric: str | Metric, records: Sequence[Record], source: str = "records"
+    ) -> GroundTruth:
         """Truth over records already in memory (every record needs a vector)."""
         if any(r.vector is None for r in records):
             raise ConfigurationError("ground truth needs every record's vector")
@@ -96,7 +98,9 @@ class GroundTruth:
             if records
             else np.empty((0, 0), dtype=np.float32)
         )
-        index = ExactIndex(Metric.parse(metric), [r.key for r in records], vectors, [r.metadata for r in records])
+        index = ExactIndex(
+            Metric.parse(metric), [r.key for r in records], vectors, [r.metadata for r in records]
+        )
         return cls(index, source)
 
     @classmethod
