@@ -296,7 +296,9 @@ def _resolve_queries(
         if isinstance(filter, list | tuple)
         else [cast(FilterArg, filter)]
     )
-    if isinstance(queries, int) and not isinstance(queries, bool):
+    if isinstance(queries, bool):
+        raise ConfigurationError("queries must be queries, vectors or a sample size, not a bool")
+    if isinstance(queries, int):
         keys = [str(key) for key in ground.index.keys]
         return sample_queries(ground.index.vectors, queries, filters=filters, seed=seed, keys=keys)
     if len(filters) != 1:
