@@ -79,7 +79,7 @@ def rank_biased_overlap(a: Sequence[str], b: Sequence[str], p: float = 0.9) -> f
     >>> rank_biased_overlap(["a", "b", "c"], ["a", "b", "c"])
     1.0
     >>> round(rank_biased_overlap(["a", "b", "c"], ["b", "a", "c"]), 4)
-    0.9667
+    0.9
     """
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")

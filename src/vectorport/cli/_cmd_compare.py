@@ -1,0 +1,189 @@
+"""``vectorport compare URL [URL …]``: the same queries against every store, judged by exact search.
+
+Exit codes:
+
+* 0 — every gate held (or no gate was set)
+* 1 — a gate failed; stderr names each failing gate, stdout shows the worst queries' diffs
+* 2 — bad arguments, URL, filter or query file (also click's code for a malformed command line)
+* 3 — operational failure: a backend failed or was unreachable
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ..exceptions import ConfigurationError
+from ._common import EXIT_USAGE, err_console, out_console, parse_json_arg, reported_errors
+
+EXIT_GATE = 1
+"""A gate failed."""
+
+_LABELLED = re.compile(r"^(?P<label>[A-Za-z0-9_.@+-]{1,64})=(?P<url>[A-Za-z][A-Za-z0-9+.-]*://.*)$")
+
+
+def _stores(urls: list[str]) -> dict[str, str] | list[str]:
+    """``label=URL`` arguments name their store; plain URLs are labelled by backend."""
+    matches = [_LABELLED.match(u) for u in urls]
+    if not any(matches):
+        return urls
+    out: dict[str, str] = {}
+    for url, m in zip(urls, matches, strict=True):
+        label, target = (m.group("label"), m.group("url")) if m else (url.split("://", 1)[0], url)
+        if label in out:
+            label = f"{label}#{sum(k.split('#')[0] == label for k in out) + 1}"
+        out[label] = target
+    return out
+
+
+def _embedder(spec: str | None, first_url: str) -> Any:
+    """``texts -> vectors`` from vectorport.ingest: ``spec``, else the model the first store records."""
+    if importlib.util.find_spec("vectorport.ingest") is None:
+        raise ConfigurationError(
+            "text queries need vectorport.ingest's embedders, which this build lacks; give vectors"
+        )
+    from .._registry import connect
+    from ..ingest import embedder_for
+
+    with connect(first_url) as store:
+        emb = embedder_for(store, spec)
+    return emb.embed_queries
+
+
+def compare(
+    urls: Annotated[
+        list[str],
+        typer.Argument(
+            help="Store URLs, optionally labelled: pg=postgresql://…/db?table=docs", show_default=False
+        ),
+    ],
+    queries: Annotated[
+        Path | None,
+        typer.Option(
+            "--queries",
+            "-Q",
+            help="JSONL: one {vector | text, filter?, relevant?, id?} per line.",
+            dir_okay=False,
+        ),
+    ] = None,
+    sample: Annotated[
+        int | None, typer.Option("--sample", "-n", help="Draw N query vectors from the data instead.")
+    ] = None,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            "-f",
+            help="JSON filter. With --sample: repeat for N queries per filter ('null' = unfiltered); "
+            "with --queries: the filter of queries that have none.",
+        ),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", "-k", help="Results per query.")] = 10,
+    truth: Annotated[
+        str | None, typer.Option("--truth", help="Scan this store for the exact truth (default: the first).")
+    ] = None,
+    json_path: Annotated[
+        str | None,
+        typer.Option("--json", help="Write every figure and the run config as JSON ('-': stdout)."),
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a self-contained HTML report.", dir_okay=False)
+    ] = None,
+    min_recall: Annotated[
+        float | None, typer.Option("--min-recall", help="Gate: mean recall@k of every store (and filter).")
+    ] = None,
+    max_violations: Annotated[
+        int | None, typer.Option("--max-violations", help="Gate: results outside the filter, per store.")
+    ] = None,
+    min_overlap: Annotated[
+        float | None, typer.Option("--min-overlap", help="Gate: mean overlap@k of every pair of stores.")
+    ] = None,
+    max_underfill: Annotated[
+        float | None,
+        typer.Option("--max-underfill", help="Gate: fraction of queries answered with too few results."),
+    ] = None,
+    allow_refused: Annotated[
+        bool, typer.Option("--allow-refused", help="Do not fail when a store refuses a query.")
+    ] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Query threads per store.")] = 1,
+    warmup: Annotated[int, typer.Option("--warmup", help="Untimed queries per store first.")] = 10,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder", "-e", help="For text queries (default: the model the first store records)."
+        ),
+    ] = None,
+    params: Annotated[
+        str | None,
+        typer.Option("--params", help='Query params per store label, JSON: {"pgvector": {"ef_search": 200}}'),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
+) -> None:
+    """Run the same queries against every store and judge them against exact search.
+
+    Prints a table per store (and per filter), optionally writes JSON and an HTML report, and
+    exits 1 when a gate (--min-recall, --max-violations, --min-overlap, --max-underfill) fails.
+    """
+    from ..compare import Gates, load_queries
+    from ..compare import compare as run_compare
+
+    if (queries is None) == (sample is None):
+        err_console.print("[red]error:[/red] give exactly one of --queries FILE or --sample N")
+        raise typer.Exit(EXIT_USAGE)
+    parsed_filters = [parse_json_arg(f, "--filter") for f in filters or []]
+    query_params = parse_json_arg(params, "--params") or {}
+    if not isinstance(query_params, dict) or not all(isinstance(v, dict) for v in query_params.values()):
+        err_console.print("[red]error:[/red] --params must be a JSON object of objects, keyed by store label")
+        raise typer.Exit(EXIT_USAGE)
+    gates = Gates(min_recall, max_violations, min_overlap, max_underfill, allow_refused=allow_refused)
+    stores = _stores(urls)
+    with reported_errors():
+        if queries is not None:
+            if len(parsed_filters) > 1:
+                raise ConfigurationError("--queries takes at most one --filter (the default filter)")
+            query_set: Any = load_queries(queries)
+            filter_arg: Any = parsed_filters[0] if parsed_filters else None
+            needs_text = any(q.vector is None for q in query_set)
+        else:
+            query_set = sample
+            filter_arg = parsed_filters or None
+            needs_text = False
+        first = next(iter(stores.values())) if isinstance(stores, dict) else stores[0]
+        embed = _embedder(embedder, first) if needs_text else None
+        result = run_compare(
+            stores,
+            query_set,
+            k,
+            truth=truth,
+            filter=filter_arg,
+            embedder=embed,
+            concurrency=concurrency,
+            warmup=warmup,
+            params=query_params,
+            gates=gates,
+            seed=seed,
+        )
+    console = Console(stderr=True) if json_path == "-" else out_console
+    result.print_table(console)
+    if json_path == "-":
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    elif json_path:
+        err_console.print(f"JSON written to {result.write_json(json_path)}")
+    if report is not None:
+        err_console.print(f"HTML report written to {result.write_html(report)}")
+    if not result.passed:
+        console.print(result.explain(), markup=False, highlight=False)
+        for g in result.failures:
+            err_console.print(f"[red]gate failed:[/red] {g.message}", markup=True, highlight=False)
+        raise typer.Exit(EXIT_GATE)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)
