@@ -119,7 +119,8 @@ class Gates:
     ) -> Iterator[tuple[str | None, Any]]:
         yield None, overall
         if self.per_filter and (len(by_filter) > 1 or "none" not in by_filter):
-            yield from by_filter.items()
+            # a group nobody answered has no rate to gate: the "answered" gate reports it
+            yield from ((label, f) for label, f in by_filter.items() if f.queries and _answered(f))
 
     def _check(self, result: ComparisonResult) -> Iterator[GateResult]:
         for s in result.stores:
@@ -144,6 +145,10 @@ class Gates:
                 for scope, pf in self._scopes(p.overall, p.by_filter):
                     ok = not math.isnan(pf.overlap) and pf.overlap >= self.min_overlap
                     yield GateResult("min-overlap", p.label, scope, pf.overlap, self.min_overlap, ok)
+
+
+def _answered(f: Figures | PairFigures) -> bool:
+    return (f.answered if isinstance(f, Figures) else f.queries) > 0
 
 
 class GateFailure(AssertionError):
