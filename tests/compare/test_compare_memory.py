@@ -129,7 +129,9 @@ def test_near_ties_count_as_hits() -> None:
     store = vectorport.connect("memory://cmp-ties", dimension=2, metric="euclidean")
     try:
         # four records at the same distance from the query: any two of them are a perfect top 2
-        store.upsert([vectorport.Record(k, v) for k, v in zip("abcd", [[1, 0], [0, 1], [-1, 0], [0, -1]])])
+        store.upsert(
+            [vectorport.Record(k, v) for k, v in zip("abcd", [[1, 0], [0, 1], [-1, 0], [0, -1]], strict=True)]
+        )
         reverse = open_double(_ReverseTies, "cmp-ties")
         result = vectorport.compare({"m": store, "rev": reverse}, [[0.0, 0.0]], k=2, warmup=0)
         assert result.store("rev").outcomes[0].keys == ("d", "c")
