@@ -128,8 +128,7 @@ def compare(
 ) -> None:
     """Run the same queries against every store and judge them against exact search.
 
-    Prints a table per store (and per filter), optionally writes JSON and an HTML report, and
-    exits 1 when a gate (--min-recall, --max-violations, --min-overlap, --max-underfill) fails.
+    Exit codes: 0 every gate held, 1 a gate failed, 2 bad arguments, 3 a backend failed.
     """
     from ..compare import Gates, load_queries
     from ..compare import compare as run_compare

@@ -1,0 +1,127 @@
+"""``vectorport compare`` on memory:// stores (in process: memory collections are per process)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import vectorport
+from vectorport.cli import app
+from vectorport.testing import clustered_records
+
+from . import _doubles
+
+pytestmark = pytest.mark.memory
+
+DIM = 16
+RECORDS = clustered_records(600, DIM, clusters=6, seed=4)
+
+
+@pytest.fixture(scope="module")
+def urls() -> Iterator[tuple[str, str]]:
+    a = vectorport.connect("memory://cli-a", dimension=DIM)
+    b = vectorport.connect("memory://cli-b", dimension=DIM)
+    a.upsert(RECORDS)
+    b.upsert(RECORDS)
+    yield "memory://cli-a", "memory://cli-b"
+    a.drop()
+    b.drop()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["compare", *args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_passing_gates_exit_0_with_table_json_and_html(urls: tuple[str, str], tmp_path: Path) -> None:
+    code, out, err = run(
+        *urls,
+        "--sample", "20",
+        "--filter", "null",
+        "--filter", '{"lang": "en"}',
+        "--k", "5",
+        "--json", str(tmp_path / "r.json"),
+        "--report", str(tmp_path / "r.html"),
+        "--min-recall", "1", "--max-violations", "0", "--min-overlap", "1", "--max-underfill", "0",
+    )  # fmt: skip
+    assert code == 0, out + err
+    assert "recall@5" in out and "memory#2" in out and "per filter" in out
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["passed"] is True and len(data["stores"]) == 2 and data["config"]["queries"] == 40
+    assert "<svg" in (tmp_path / "r.html").read_text()
+
+
+def test_failing_gate_exits_1_and_names_the_gate(
+    urls: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the CLI opens stores by URL: serve the broken double under a scheme of its own
+    from vectorport import _registry
+
+    info = _registry.BackendInfo(
+        "postfilter", ("postfilter",), f"{_doubles.__name__}:PostFilteringStore", "", ()
+    )
+    monkeypatch.setattr(_registry, "BUILTIN", (*_registry.BUILTIN, info))
+    code, out, err = run(
+        f"exact={urls[0]}", "broken=postfilter://cli-b",
+        "--sample", "10", "--filter", '{"stars": {"$gte": 80}}', "--max-underfill", "0",
+    )  # fmt: skip
+    assert code == 1, out + err
+    assert "gate failed: max-underfill FAILED: broken" in " ".join(err.split())
+    assert "worst queries" in out and "exact" in out
+
+
+def test_json_to_stdout_is_machine_readable(urls: tuple[str, str]) -> None:
+    code, out, _ = run(urls[0], "--sample", "5", "--k", "3", "--json", "-")
+    assert code == 0
+    data = json.loads(out)
+    assert data["stores"][0]["overall"]["recall"] == 1.0
+
+
+def test_jsonl_queries_with_text_and_relevance(urls: tuple[str, str], tmp_path: Path) -> None:
+    pytest.importorskip("vectorport.ingest")
+    from vectorport.ingest.embedders import resolve_embedder
+
+    emb = resolve_embedder(f"hash:{DIM}")
+    vec = emb.embed_queries(["what is a vector"])[0]
+    lines = [
+        {"id": "v", "vector": RECORDS[0].vector.tolist(), "relevant": [RECORDS[0].key]},
+        {"id": "t", "text": "what is a vector", "filter": {"lang": "en"}},
+    ]
+    path = tmp_path / "q.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
+    code, out, err = run(urls[0], "--queries", str(path), "--embedder", f"hash:{DIM}", "--json", "-")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["config"]["labelled_queries"] == 1
+    assert data["stores"][0]["overall"]["relevance"]["mrr"] == 1.0
+    assert [q["id"] for q in data["queries"]] == ["v", "t"]
+    assert vec.shape == (DIM,)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "exactly one of --queries FILE or --sample N"),
+        (("--sample", "3", "--filter", "{bad"), "--filter is not valid JSON"),
+        (("--sample", "3", "--filter", '{"x": {"$bogus": 1}}'), "unknown operator"),
+        (("--sample", "3", "--params", "[1]"), "--params must be"),
+        (("--queries", "/nonexistent.jsonl"), "cannot read queries"),
+    ],
+)
+def test_usage_errors_exit_2(urls: tuple[str, str], args: tuple[str, ...], message: str) -> None:
+    code, out, err = run(urls[0], *args)
+    assert code == 2, out + err
+    assert message in " ".join(err.split())
+
+
+def test_text_queries_without_vectors_need_an_embedder(urls: tuple[str, str], tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"text": "hello"}\n{"vector": [1, 2]}\n')
+    code, _, err = run(urls[0], "--queries", str(path), "--embedder", "hash:16")
+    assert code == 2 and "2 dimensions" in err
