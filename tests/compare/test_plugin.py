@@ -1,0 +1,78 @@
+"""The pytest plugin, run in a separate pytest session (pytester) as a user's project would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.memory
+pytest_plugins = ["pytester"]
+
+PROJECT_TESTS = """
+from pathlib import Path
+
+import pytest
+import vectorport
+from vectorport.testing import clustered_records
+from vectorport.testing.plugin import assert_parity
+from vectorport.compare import GateFailure
+from tests_compare_doubles import PostFilteringStore, open_double
+
+
+@pytest.fixture(scope="module")
+def url():
+    s = vectorport.connect("memory://plugin-src", dimension=8)
+    s.upsert(clustered_records(300, 8, seed=1))
+    yield "memory://plugin-src"
+    s.drop()
+
+
+def test_parity_holds(url, vectorport_compare):
+    result = vectorport_compare([url, url], 10, k=5, min_recall=1.0, min_overlap=1.0)
+    assert result.passed
+
+
+def test_broken_store_fails(url, vectorport_compare):
+    broken = open_double(PostFilteringStore, "plugin-src")
+    vectorport_compare({"exact": url, "broken": broken},
+                       [r.vector for r in clustered_records(5, 8, seed=9)], k=5,
+                       filter={"lang": "en"}, min_recall=0.95)
+
+
+def test_assert_parity_defaults_to_no_violations(url):
+    from tests_compare_doubles import LeakyFilterStore
+    leaky = open_double(LeakyFilterStore, "plugin-src")
+    with pytest.raises(GateFailure, match="max-violations"):
+        assert_parity({"exact": url, "leaky": leaky}, 5, k=5, filter={"lang": "en"})
+"""
+
+
+def test_fixture_passes_and_fails_with_a_readable_diff(pytester: pytest.Pytester) -> None:
+    from . import _doubles
+
+    pytester.makepyfile(tests_compare_doubles=Path(_doubles.__file__).read_text(encoding="utf-8"))
+    pytester.makepyfile(test_project=PROJECT_TESTS)
+    reports = pytester.path / "reports"
+    result = pytester.runpytest_subprocess(
+        "-p", "vectorport.testing.plugin", f"--vectorport-report={reports}", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_broken_store_fails*",
+            "*vectorport parity check failed*",
+            "*min-recall FAILED: broken*recall@k*< 0.95*",
+            "*worst queries*",
+            "*- docs/file*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()  # pytrace=False: the diff, not a stack
+    written = sorted(p.name for p in reports.iterdir())
+    assert any(n.endswith("test_parity_holds.html") for n in written)
+    assert any(n.endswith("test_broken_store_fails.json") for n in written)
+
+
+def test_plugin_registers_its_option(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("-p", "vectorport.testing.plugin", "--help")
+    result.stdout.fnmatch_lines(["*--vectorport-report=DIR*"])
