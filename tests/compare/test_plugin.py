@@ -10,8 +10,6 @@ pytestmark = pytest.mark.memory
 pytest_plugins = ["pytester"]
 
 PROJECT_TESTS = """
-from pathlib import Path
-
 import pytest
 import vectorport
 from vectorport.testing import clustered_records
