@@ -198,7 +198,7 @@ def test_json_has_every_figure_and_masks_secrets(loaded: str, tmp_path: pytest.T
     assert store["url"] == f"memory://{loaded}?token=***"
     for key in ("recall", "underfill", "violations", "wrong", "distance_error_max", "latency", "qps"):
         assert key in store["overall"], key
-    assert set(store["by_filter"]) == {"none", '{"lang": {"$eq": "en"}}'}
+    assert set(store["by_filter"]) == {"none", '{"lang": "en"}'}
     assert len(store["queries"]) == 10 and store["queries"][0]["status"] == "ok"
     cfg = data["config"]
     assert cfg["k"] == 3 and cfg["truth"]["records"] == len(RECORDS)

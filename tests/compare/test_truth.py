@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -11,7 +12,8 @@ from hypothesis import strategies as st
 
 from vectorport import Metric
 from vectorport.compare import GroundTruth, Query
-from vectorport.filters import parse_filter
+from vectorport.compare._queries import filter_label
+from vectorport.filters import parse_filter, to_dict
 from vectorport.testing import ExactIndex, clustered_records
 from vectorport.testing.strategies import dataset_filters
 
@@ -88,3 +90,11 @@ def test_ground_truth_is_vectorised() -> None:
     elapsed = time.perf_counter() - start
     assert table.keys(truth.index, 1)[0] == "k1"
     assert elapsed < 15, f"ground truth took {elapsed:.1f}s"
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(f=dataset_filters())
+def test_filter_labels_parse_back_to_the_same_filter(f: dict[str, object]) -> None:
+    where = parse_filter(f)
+    label = filter_label(where)
+    assert to_dict(parse_filter(json.loads(label))) == to_dict(where)

@@ -56,7 +56,7 @@ class Query:
         A name for the query in reports (default: its position).
 
     >>> Query([1.0, 0.0], filter={"lang": "en"}, relevant=["a#0"]).filter_label
-    '{"lang": {"$eq": "en"}}'
+    '{"lang": "en"}'
     """
 
     vector: npt.NDArray[np.float32] | Sequence[float] | None = None
@@ -121,8 +121,40 @@ class Query:
 
 
 def filter_label(where: FilterNode | None) -> str:
-    """A stable, readable name for a filter: its canonical JSON, or ``"none"``."""
-    return "none" if where is None else json.dumps(to_dict(where), sort_keys=True)
+    """A stable, readable name for a filter (``"none"`` without one): compact JSON that parses
+    back to the same tree, so distinct filters never share a label.
+
+    >>> from vectorport.filters import parse_filter
+    >>> filter_label(parse_filter({"cluster": {"$eq": 3}, "stars": {"$lt": 5}}))
+    '{"cluster": 3, "stars": {"$lt": 5}}'
+    """
+    return "none" if where is None else json.dumps(_compact(to_dict(where)))
+
+
+def _compact(node: dict[str, Any]) -> dict[str, Any]:
+    """``{f: {"$eq": v}}`` as ``{f: v}``; an ``$and`` of single-field parts on distinct fields as
+    one object (both parse to the same tree)."""
+    if set(node) == {"$and"}:
+        parts = [_compact(c) for c in node["$and"]]
+        fields = [next(iter(p)) for p in parts if len(p) == 1]
+        if (
+            len(fields) == len(parts)
+            and len(set(fields)) == len(fields)
+            and not any(f.startswith("$") for f in fields)
+        ):
+            return {f: p[f] for f, p in zip(fields, parts, strict=True)}
+        return {"$and": parts}
+    if set(node) in ({"$or"}, {"$not"}):
+        key = next(iter(node))
+        value = node[key]
+        return {key: [_compact(c) for c in value] if isinstance(value, list) else _compact(value)}
+    out: dict[str, Any] = {}
+    for field_name, cond in node.items():
+        if isinstance(cond, dict) and set(cond) == {"$eq"} and not isinstance(cond["$eq"], dict | list):
+            out[field_name] = cond["$eq"]
+        else:
+            out[field_name] = cond
+    return out
 
 
 _FIELDS = frozenset({"id", "vector", "text", "filter", "relevant"})
