@@ -138,7 +138,8 @@ def _compact(node: dict[str, Any]) -> dict[str, Any]:
         parts = [_compact(c) for c in node["$and"]]
         fields = [next(iter(p)) for p in parts if len(p) == 1]
         if (
-            len(fields) == len(parts)
+            len(parts) > 1
+            and len(fields) == len(parts)
             and len(set(fields)) == len(fields)
             and not any(f.startswith("$") for f in fields)
         ):
