@@ -4,6 +4,7 @@ against the exact truth; then the figures per store, per filter and per pair of 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import importlib.metadata
 import itertools
 import logging
@@ -404,6 +405,13 @@ def _pair_groups(
     }
 
 
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    # slow (reads every installed distribution's metadata): only for modules named unlike
+    # their distribution
+    return importlib.metadata.packages_distributions()
+
+
 def _version(dist: str) -> str | None:
     try:
         return importlib.metadata.version(dist)
@@ -416,11 +424,13 @@ def describe_store(store: VectorStore, params: Mapping[str, Any]) -> dict[str, A
     extend with server version and index parameters), capabilities and query params."""
     versions: dict[str, str | None] = {}
     info_entry = next((b for b in available_backends() if b.name == store.name), None)
-    if info_entry is not None:
-        dists = importlib.metadata.packages_distributions()
-        for module in info_entry.requires:
-            for dist in dists.get(module, [module]):
-                versions[dist] = _version(dist)
+    for module in info_entry.requires if info_entry is not None else ():
+        found = _version(module)
+        if found is not None:
+            versions[module] = found
+            continue
+        for dist in _distributions().get(module, [module]):
+            versions[dist] = _version(dist)
     try:
         info = dict(store.info())
     except Exception as exc:  # a report must not fail because a backend cannot describe itself
