@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -254,3 +255,70 @@ def test_terminal_table_names_the_figures(loaded: str) -> None:
     ):
         assert needle in text, needle
     assert Gates().evaluate(result) == ()
+
+
+# ---------------------------------------------------------------------- the lead's acceptance tests
+LEAD_FILTERS = [None, {"cluster": 2}, {"lang": "en", "stars": {"$gte": 50}}]
+
+
+def _load(store: vectorport.BaseStore) -> vectorport.BaseStore:
+    store.bind(16, "cosine")
+    store.upsert(clustered_records(2000, 16, clusters=8, seed=3))
+    return store
+
+
+@pytest.fixture
+def stores() -> Iterator[dict[str, vectorport.BaseStore]]:
+    made = {
+        "exact": _load(MemoryStore(vectorport.StoreURL.parse("memory://cmp-exact"), "cmp-exact")),
+        "postfilter": _load(PostFilteringStore(vectorport.StoreURL.parse("memory://cmp-pf"), "cmp-pf")),
+        "leaky": _load(LeakyFilterStore(vectorport.StoreURL.parse("memory://cmp-leaky"), "cmp-leaky")),
+    }
+    yield made
+    for store in made.values():
+        store.drop()
+
+
+def test_gates_catch_post_filtering_and_leaks(
+    stores: dict[str, vectorport.BaseStore], tmp_path: Path
+) -> None:
+    result = vectorport.compare(
+        stores, 40, k=10, filter=LEAD_FILTERS, min_recall=0.95, max_violations=0, max_underfill=0.0, warmup=2
+    )
+    exact, post, leaky = (result.store(label) for label in ("exact", "postfilter", "leaky"))
+    assert exact.overall.recall == pytest.approx(1.0)
+    assert post.overall.recall < 0.6  # under-filled answers from the wrong scope
+    assert leaky.overall.violations > 0
+    assert not result.passed
+    failed = {(g.subject, g.gate) for g in result.failures}
+    assert ("postfilter", "min-recall") in failed and ("postfilter", "max-underfill") in failed
+    assert ("leaky", "max-violations") in failed
+    assert not any(subject == "exact" for subject, _ in failed)
+    text = result.explain()
+    assert "postfilter" in text and "leaky" in text
+    with pytest.raises(Exception, match="min-recall"):
+        result.raise_for_gates()
+
+    data = json.loads(result.to_json())
+    assert {s["label"] for s in data["stores"]} == {"exact", "postfilter", "leaky"}
+    html = result.write_html(tmp_path / "report.html").read_text()
+    assert (
+        html.count("<svg") >= 2 and "postfilter" in html and "http" not in html.split("<body", 1)[0].lower()
+    )
+
+
+def test_exact_stores_pass_every_gate(stores: dict[str, vectorport.BaseStore]) -> None:
+    result = vectorport.compare(
+        {"a": stores["exact"], "b": "memory://cmp-exact"},
+        30,
+        k=5,
+        filter=LEAD_FILTERS,
+        min_recall=1.0,
+        max_violations=0,
+        min_overlap=1.0,
+        max_underfill=0.0,
+        warmup=1,
+    )
+    assert result.passed, result.explain()
+    (pair,) = result.pairs
+    assert pair.overall.overlap == pytest.approx(1.0)
