@@ -36,14 +36,19 @@ def _nice_max(value: float) -> float:
     return float(10 * exp)
 
 
-def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
+def _legend(names: Sequence[str], x: float, y: float, width: float = 760) -> list[str]:
+    """One row of colour keys from ``x`` to ``width``; long names are shortened to fit."""
     out = []
+    step = min(150.0, (width - x - 10) / max(len(names), 1))
+    chars = max(4, int((step - 20) / 6.2))
     for i, name in enumerate(names):
-        cx = x + i * 150
+        cx = x + i * step
+        colour = PALETTE[i % len(PALETTE)]
+        out.append(f'<rect x="{cx:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{colour}"/>')
         out.append(
-            f'<rect x="{cx:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+            f'<text x="{cx + 14:.1f}" y="{y:.1f}" font-size="11"><title>{_e(name)}</title>'
+            f"{_e(_short(name, chars))}</text>"
         )
-        out.append(f'<text x="{cx + 14:.1f}" y="{y:.1f}" font-size="11">{_e(_short(name, 20))}</text>')
     return out
 
 
