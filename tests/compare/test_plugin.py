@@ -52,9 +52,8 @@ def test_fixture_passes_and_fails_with_a_readable_diff(pytester: pytest.Pytester
     pytester.makepyfile(tests_compare_doubles=Path(_doubles.__file__).read_text(encoding="utf-8"))
     pytester.makepyfile(test_project=PROJECT_TESTS)
     reports = pytester.path / "reports"
-    result = pytester.runpytest_subprocess(
-        "-p", "vectorport.testing.plugin", f"--vectorport-report={reports}", "-p", "no:cacheprovider"
-    )
+    # No "-p": the plugin must load through its pytest11 entry point, as in a user's project.
+    result = pytester.runpytest_subprocess(f"--vectorport-report={reports}", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -71,6 +70,20 @@ def test_fixture_passes_and_fails_with_a_readable_diff(pytester: pytest.Pytester
     assert any(n.endswith("test_broken_store_fails.json") for n in written)
 
 
-def test_plugin_registers_its_option(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("-p", "vectorport.testing.plugin", "--help")
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param((), id="entry-point"),
+        # Explicit -p on top of the entry point must not register the module twice.
+        pytest.param(("-p", "vectorport.testing.plugin"), id="explicit-p"),
+    ],
+)
+def test_plugin_registers_its_option(pytester: pytest.Pytester, args: tuple[str, ...]) -> None:
+    result = pytester.runpytest_subprocess(*args, "--help")
     result.stdout.fnmatch_lines(["*--vectorport-report=DIR*"])
+    assert "already registered" not in result.stderr.str()
+
+
+def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("-p", "no:vectorport.testing.plugin", "--help")
+    assert "--vectorport-report" not in result.stdout.str()

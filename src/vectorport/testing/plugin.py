@@ -1,7 +1,7 @@
 """pytest plugin: parity checks between vector stores in a project's own test suite.
 
-Registered as the ``vectorport`` pytest11 entry point (or load it with
-``-p vectorport.testing.plugin``). It provides:
+Registered as a pytest11 entry point named after this module, so it loads by itself and an
+explicit ``-p vectorport.testing.plugin`` does not register it twice. It provides:
 
 * the ``vectorport_compare`` fixture: call it like :func:`vectorport.compare`; when a gate fails
   the test fails with the failed gates and diffs of the worst queries against exact search;
