@@ -166,6 +166,12 @@ _FILTERS: list[dict[str, Any]] = [{"f": v} for v in (1, 1.0, 2, 2.5, True, False
     {"f": {"$in": ["y"]}},
     {"f": {"$nin": [1, "x"]}},
     {"f": {"$nin": [True]}},
+    # True == 1 == 1.0 in Python: a set-based de-duplication once dropped the bool (conformance kit)
+    {"f": {"$in": [1.0, True]}},
+    {"f": {"$in": [True, 1]}},
+    {"f": {"$nin": [1, True]}},
+    {"f": {"$nin": [False, 0, 0.0]}},
+    {"$not": {"f": {"$in": [1.0, True]}}},
     {"g": "x", "f": {"$gte": 1}},
     {"$or": [{"g": "z"}, {"f": -3}]},
     {"$and": [{"g": {"$ne": "x"}}]},

@@ -94,12 +94,13 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
     def _groups(self, node: In) -> list[list[Scalar]]:
         """Values by type (Chroma's lists hold one type); fractional floats are left out and
         compiled one by one (see ``_scalar_eq``)."""
-        groups: dict[str, list[Scalar]] = {}
-        for value in dict.fromkeys(node.values):  # de-duplicate, keep order
+        groups: dict[str, dict[Scalar, None]] = {}
+        for value in node.values:
             self._number(node, value)
             if not self._fractional(value):
-                groups.setdefault(_type_key(value), []).append(value)
-        return list(groups.values())
+                # Per-type buckets de-duplicate: a plain set would merge True with 1 and 1.0.
+                groups.setdefault(_type_key(value), {}).setdefault(value, None)
+        return [list(group) for group in groups.values()]
 
     def _elements(self, node: FilterNode, values: tuple[Scalar, ...]) -> list[Scalar]:
         out: dict[tuple[str, Scalar], Scalar] = {}
