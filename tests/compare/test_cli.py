@@ -57,8 +57,8 @@ def test_passing_gates_exit_0_with_table_json_and_html(urls: tuple[str, str], tm
     assert "<svg" in (tmp_path / "r.html").read_text()
 
 
-def test_failing_gate_exits_1_and_names_the_gate(
-    urls: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+def test_failing_gate_exits_1_names_the_gate_and_writes_markdown(
+    urls: tuple[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # the CLI opens stores by URL: serve the broken double under a scheme of its own
     from vectorport import _registry
@@ -67,13 +67,26 @@ def test_failing_gate_exits_1_and_names_the_gate(
         "postfilter", ("postfilter",), f"{_doubles.__name__}:PostFilteringStore", "", ()
     )
     monkeypatch.setattr(_registry, "BUILTIN", (*_registry.BUILTIN, info))
+    summary = tmp_path / "step_summary"  # GitHub's $GITHUB_STEP_SUMMARY has no suffix
     code, out, err = run(
         f"exact={urls[0]}", "broken=postfilter://cli-b",
         "--sample", "10", "--filter", '{"stars": {"$gte": 80}}', "--max-underfill", "0",
+        "--markdown", str(summary), "--report", str(tmp_path / "r.md"),
     )  # fmt: skip
     assert code == 1, out + err
     assert "gate failed: max-underfill FAILED: broken" in " ".join(err.split())
     assert "worst queries" in out and "exact" in out
+    md = summary.read_text()
+    assert md == (tmp_path / "r.md").read_text()
+    assert md.startswith("## vectorport compare: **FAILED**")
+    rows = [line for line in md.splitlines() if line.startswith("| broken")]
+    assert rows and "[" not in rows[0], rows  # one row per store, rich markup stripped
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    header = next(line for line in md.splitlines() if line.startswith("| store"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert len(cells) == len(columns)
+    assert float(cells[columns.index("recall@10")]) < 1.0
+    assert "| FAIL | max-underfill FAILED: broken" in md
 
 
 def test_json_to_stdout_is_machine_readable(urls: tuple[str, str]) -> None:

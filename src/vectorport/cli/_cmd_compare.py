@@ -94,7 +94,20 @@ def compare(
         typer.Option("--json", help="Write every figure and the run config as JSON ('-': stdout)."),
     ] = None,
     report: Annotated[
-        Path | None, typer.Option("--report", help="Write a self-contained HTML report.", dir_okay=False)
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Write a self-contained HTML report with plots (a PATH ending in .md: Markdown).",
+            dir_okay=False,
+        ),
+    ] = None,
+    markdown: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown",
+            help="Write the tables as Markdown, e.g. to $GITHUB_STEP_SUMMARY.",
+            dir_okay=False,
+        ),
     ] = None,
     min_recall: Annotated[
         float | None, typer.Option("--min-recall", help="Gate: mean recall@k of every store (and filter).")
@@ -176,7 +189,9 @@ def compare(
     elif json_path:
         err_console.print(f"JSON written to {result.write_json(json_path)}")
     if report is not None:
-        err_console.print(f"HTML report written to {result.write_html(report)}")
+        err_console.print(f"report written to {result.write_report(report)}")
+    if markdown is not None:
+        err_console.print(f"Markdown written to {result.write_markdown(markdown)}")
     if not result.passed:
         console.print(result.explain(), markup=False, highlight=False)
         for g in result.failures:

@@ -211,6 +211,24 @@ class ComparisonResult:
         out.write_text(self.to_html(), encoding="utf-8")
         return out
 
+    def to_markdown(self) -> str:
+        """The terminal tables as GitHub-flavoured Markdown (a CI job summary)."""
+        from ._table import render_markdown
+
+        return render_markdown(self)
+
+    def write_markdown(self, path: str | Path) -> Path:
+        """Write :meth:`to_markdown` to ``path``; returns the path."""
+        out = Path(path)
+        out.write_text(self.to_markdown(), encoding="utf-8")
+        return out
+
+    def write_report(self, path: str | Path) -> Path:
+        """Write the report format ``path``'s suffix names: ``.md`` Markdown, otherwise HTML."""
+        if Path(path).suffix.lower() in (".md", ".markdown"):
+            return self.write_markdown(path)
+        return self.write_html(path)
+
     def print_table(self, console: Console | None = None) -> None:
         """Print the rich terminal tables (per store, per filter, pairs, gates)."""
         from ._table import print_tables

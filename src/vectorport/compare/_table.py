@@ -1,4 +1,5 @@
-"""The terminal view of a comparison: rich tables per store, per filter, per pair, and gates."""
+"""The text views of a comparison: rich tables per store, per filter, per pair, and gates, printed
+to a terminal or rendered as Markdown (a CI job summary) from the same tables."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from ._result import ComparisonResult
 
-__all__ = ["print_tables", "render_text", "tables"]
+__all__ = ["print_tables", "render_markdown", "render_text", "tables"]
 
 
 def _num(value: float | None, fmt: str = ".4f") -> str:
@@ -160,3 +162,28 @@ def render_text(result: ComparisonResult, width: int = 160) -> str:
     buffer = io.StringIO()
     print_tables(result, Console(file=buffer, width=width, color_system=None, force_terminal=False))
     return buffer.getvalue()
+
+
+def _plain(cell: object) -> str:
+    """A table cell as Markdown-safe plain text (rich markup removed, pipes escaped)."""
+    text = cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(result: ComparisonResult) -> str:
+    """The tables as GitHub-flavoured Markdown, e.g. for ``$GITHUB_STEP_SUMMARY``."""
+    verdict = "passed" if result.passed else f"**FAILED** ({len(result.failures)} gate(s))"
+    lines = [f"## vectorport compare: {verdict}", ""]
+    for table in tables(result):
+        if table.title:
+            lines += [f"### {_plain(table.title)}", ""]
+        columns = table.columns
+        headers = [_plain(c.header) for c in columns]
+        if not table.show_header:
+            headers = [""] * len(columns)
+        lines.append("| " + " | ".join(headers) + " |")
+        lines.append("|" + "|".join("---" if c.justify == "left" else "---:" for c in columns) + "|")
+        for row in zip(*(list(c.cells) for c in columns), strict=True):
+            lines.append("| " + " | ".join(_plain(cell) for cell in row) + " |")
+        lines.append("")
+    return "\n".join(lines)
