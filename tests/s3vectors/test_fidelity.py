@@ -223,3 +223,38 @@ def test_adapter_refuses_filters_beyond_the_constraint_limit(endpoint: str, uniq
     finally:
         store.drop()
         store.close()
+
+
+def test_every_operation_accepts_arns(s3v: Any, unique: Any, endpoint: str) -> None:
+    # Each operation's model documents "either the vector bucket name or the vector bucket ARN"
+    # (or "both names, or the index ARN").
+    bucket = unique("arn")
+    barn = s3v.create_vector_bucket(vectorBucketName=bucket)["vectorBucketArn"]
+    assert s3v.get_vector_bucket(vectorBucketArn=barn)["vectorBucket"]["vectorBucketName"] == bucket
+    iarn = s3v.create_index(
+        vectorBucketArn=barn, indexName="idx", dataType="float32", dimension=2, distanceMetric="cosine"
+    )["indexArn"]
+    assert [i["indexArn"] for i in s3v.list_indexes(vectorBucketArn=barn)["indexes"]] == [iarn]
+    assert s3v.get_index(indexArn=iarn)["index"]["indexName"] == "idx"
+    s3v.put_vectors(indexArn=iarn, vectors=[{"key": "k", "data": {"float32": [1.0, 0.5]}}])
+    assert s3v.get_vectors(indexArn=iarn, keys=["k"])["vectors"] == [{"key": "k"}]
+    assert [v["key"] for v in s3v.list_vectors(indexArn=iarn)["vectors"]] == ["k"]
+    got = s3v.query_vectors(indexArn=iarn, topK=1, queryVector={"float32": [1.0, 0.5]})
+    assert got["vectors"] == [{"key": "k"}]
+    s3v.update_index_mode(indexArn=iarn, indexMode="ENHANCED")
+    s3v.delete_vectors(indexArn=iarn, keys=["k"])
+    policy = json.dumps({"Version": "2012-10-17", "Statement": []})
+    s3v.put_vector_bucket_policy(vectorBucketArn=barn, policy=policy)
+    assert s3v.get_vector_bucket_policy(vectorBucketArn=barn)["policy"] == policy
+    s3v.delete_vector_bucket_policy(vectorBucketArn=barn)
+    s3v.put_vector_bucket_default_index_mode(vectorBucketArn=barn, defaultIndexMode="ENHANCED")
+    assert aws(endpoint, "get-index", "--index-arn", iarn)["index"]["indexName"] == "idx"
+    with pytest.raises(s3v.exceptions.ValidationException):
+        s3v.get_vector_bucket(vectorBucketName=bucket, vectorBucketArn=barn)
+    s3v.delete_index(indexArn=iarn)
+    with pytest.raises(s3v.exceptions.NotFoundException):
+        s3v.get_index(indexArn=iarn)
+    s3v.delete_vector_bucket(vectorBucketArn=barn)
+    with pytest.raises(s3v.exceptions.NotFoundException) as exc:
+        s3v.get_vector_bucket(vectorBucketArn=barn)
+    assert _code(exc) == ("NotFoundException", 404)

@@ -103,3 +103,16 @@ def test_bad_content_length_is_a_validation_error(endpoint: str) -> None:
     assert resp.status == 400 and resp.headers["x-amzn-ErrorType"] == "ValidationException"
     assert resp.headers["Connection"] == "close"
     conn.close()
+
+
+def test_outputs_without_members_have_an_empty_body(endpoint: str, index: dict[str, str]) -> None:
+    # API reference (PutVectors, DeleteVectors, DeleteIndex, ...): "the service sends back an
+    # HTTP 200 response with an empty HTTP body".
+    conn = _connection(endpoint)
+    conn.request("POST", "/DeleteVectors", json.dumps({**index, "keys": ["nope"]}))
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.read() == b"" and resp.headers["Content-Length"] == "0"
+    conn.request("POST", "/GetVectors", json.dumps({**index, "keys": ["nope"]}))
+    resp = conn.getresponse()
+    assert json.loads(resp.read()) == {"vectors": []}  # outputs with members stay JSON
+    conn.close()

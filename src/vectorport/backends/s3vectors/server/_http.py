@@ -128,6 +128,7 @@ class Handler(BaseHTTPRequestHandler):
         request_id = uuid.uuid4().hex
         try:
             body = self._read_body()
+            supabase = self.path.startswith(SUPABASE_PREFIX)
             operation, params = self._route(method)
             self.server.throttle.check()
             if body:
@@ -140,7 +141,10 @@ class Handler(BaseHTTPRequestHandler):
                 params = {**doc, **params}
             self.server.model.validate(operation, params)
             result = getattr(self.server.service, operation)(params)
-            self._send(200, result, request_id)
+            # AWS: "HTTP 200 response with an empty HTTP body" for operations without output
+            # members. The Supabase route keeps "{}", which JSON-parsing clients expect.
+            empty = not result and not supabase and not self.server.model.output_has_members(operation)
+            self._send(200, None if empty else result, request_id)
         except ServiceError as exc:
             self._send(exc.status, exc.body(), request_id, exc.code)
         except Exception as exc:
@@ -221,8 +225,10 @@ class Handler(BaseHTTPRequestHandler):
         if token != key:
             raise AccessDeniedException("Invalid or missing service key (Authorization: Bearer <key>)")
 
-    def _send(self, status: int, doc: dict[str, Any], request_id: str, code: str | None = None) -> None:
-        payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    def _send(
+        self, status: int, doc: dict[str, Any] | None, request_id: str, code: str | None = None
+    ) -> None:
+        payload = b"" if doc is None else json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
         self.log_request(status, len(payload))
         reason = self.responses.get(status, ("",))[0]
         lines = [
