@@ -116,3 +116,21 @@ def test_outputs_without_members_have_an_empty_body(endpoint: str, index: dict[s
     resp = conn.getresponse()
     assert json.loads(resp.read()) == {"vectors": []}  # outputs with members stay JSON
     conn.close()
+
+
+def test_oversized_payload_is_answered_and_the_connection_kept() -> None:
+    from vectorport.backends.s3vectors.server import Limits, LocalServer
+
+    from .conftest import boto_client
+
+    server = LocalServer(limits=Limits(max_payload_bytes=2000))
+    try:
+        s3v = boto_client(server.start())
+        s3v.create_vector_bucket(vectorBucketName="big-body")
+        with pytest.raises(s3v.exceptions.ValidationException, match="limit is 2000"):
+            s3v.create_vector_bucket(
+                vectorBucketName="big-body-2", tags={f"k{i}": "v" * 200 for i in range(20)}
+            )
+        assert s3v.get_vector_bucket(vectorBucketName="big-body")["vectorBucket"]["vectorBucketName"]
+    finally:
+        server.stop()

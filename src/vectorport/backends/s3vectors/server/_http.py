@@ -165,7 +165,9 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the body's end is unknown: this connection is unusable
             raise ValidationException(f"Invalid Content-Length header: {raw!r}")
         if size > limit:
-            self.close_connection = True  # answer without reading (and buffering) the whole body
+            remaining = size  # read it past, not into memory, so the client gets the answer
+            while remaining > 0 and (chunk := self.rfile.read(min(remaining, 1 << 16))):
+                remaining -= len(chunk)
             raise ValidationException(f"Request payload is {size} bytes; the limit is {limit}")
         return self.rfile.read(size) if size else b""
 
