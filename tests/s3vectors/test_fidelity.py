@@ -258,3 +258,25 @@ def test_every_operation_accepts_arns(s3v: Any, unique: Any, endpoint: str) -> N
     with pytest.raises(s3v.exceptions.NotFoundException) as exc:
         s3v.get_vector_bucket(vectorBucketArn=barn)
     assert _code(exc) == ("NotFoundException", 404)
+
+
+def test_cosine_distance_is_never_negative(s3v: Any, unique: Any) -> None:
+    # Cosine distance is 1 - cos, within [0, 2]; float rounding used to give -2e-16 for a
+    # vector queried against itself.
+    import numpy as np
+
+    bucket = unique("cosneg")
+    s3v.create_vector_bucket(vectorBucketName=bucket)
+    s3v.create_index(
+        vectorBucketName=bucket, indexName="idx", dataType="float32", dimension=64, distanceMetric="cosine"
+    )
+    ids = {"vectorBucketName": bucket, "indexName": "idx"}
+    vecs = np.random.default_rng(7).standard_normal((40, 64)).astype(np.float32)
+    s3v.put_vectors(
+        **ids, vectors=[{"key": f"v{i}", "data": {"float32": v.tolist()}} for i, v in enumerate(vecs)]
+    )
+    for i, v in enumerate(vecs):
+        hit = s3v.query_vectors(**ids, topK=1, queryVector={"float32": v.tolist()}, returnDistance=True)[
+            "vectors"
+        ][0]
+        assert hit["key"] == f"v{i}" and 0.0 <= hit["distance"] < 1e-6
