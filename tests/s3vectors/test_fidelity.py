@@ -280,3 +280,106 @@ def test_cosine_distance_is_never_negative(s3v: Any, unique: Any) -> None:
             "vectors"
         ][0]
         assert hit["key"] == f"v{i}" and 0.0 <= hit["distance"] < 1e-6
+
+
+def _shape_problems(shape: str, value: Any, path: str = "") -> list[str]:
+    """Where ``value`` breaks the botocore output shape: unknown or missing members, wrong types."""
+    from vectorport.backends.s3vectors.server._shapes import load_model
+
+    shapes = load_model().shapes
+    spec = shapes[shape]
+    kind = spec["type"]
+    out: list[str] = []
+    if kind == "structure" and not spec.get("document"):
+        members = spec.get("members", {})
+        if not isinstance(value, dict):
+            return [f"{path}: not an object"]
+        out += [f"{path}/{k}: not in the model" for k in value if k not in members]
+        out += [f"{path}/{k}: required, missing" for k in spec.get("required", []) if k not in value]
+        for k, v in value.items():
+            if k in members:
+                out += _shape_problems(members[k]["shape"], v, f"{path}/{k}")
+    elif kind == "list":
+        if not isinstance(value, list):
+            return [f"{path}: not a list"]
+        for i, v in enumerate(value):
+            out += _shape_problems(spec["member"]["shape"], v, f"{path}/{i}")
+    elif kind == "map":
+        for k, v in value.items():
+            out += _shape_problems(spec["value"]["shape"], v, f"{path}/{k}")
+    elif kind == "string" and (not isinstance(value, str) or value not in spec.get("enum", [value])):
+        out.append(f"{path}: {value!r} is not a valid string here")
+    elif kind in ("integer", "long") and (isinstance(value, bool) or not isinstance(value, int)):
+        out.append(f"{path}: not an integer")
+    elif kind in ("float", "double", "timestamp") and not isinstance(value, int | float):
+        out.append(f"{path}: not a number")
+    return out
+
+
+def test_every_response_matches_the_model_output_shape(endpoint: str, unique: Any) -> None:
+    import urllib.request
+    from urllib.parse import quote
+
+    from vectorport.backends.s3vectors.server._shapes import load_model
+
+    model = load_model()
+
+    def call(op: str, body: dict[str, Any] | None, method: str = "POST", path: str | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"{endpoint}{path or '/' + op}", data, method=method)
+        with urllib.request.urlopen(req) as resp:
+            raw = resp.read()
+        output = model.operations[op].get("output")
+        has_members = output is not None and bool(model.shapes[output["shape"]].get("members"))
+        assert bool(raw) == has_members, op  # empty 200 body exactly when the output has no members
+        doc = json.loads(raw) if raw else {}
+        if output is not None:
+            assert _shape_problems(output["shape"], doc) == [], op
+        return doc
+
+    b = {"vectorBucketName": unique("shape")}
+    ix = {**b, "indexName": "idx"}
+    call("CreateVectorBucket", {**b, "tags": {"a": "b"}})
+    call("GetVectorBucket", b)
+    call("ListVectorBuckets", {})
+    arn = call(
+        "CreateIndex",
+        {
+            **ix,
+            "dataType": "float32",
+            "dimension": 2,
+            "distanceMetric": "cosine",
+            "metadataConfiguration": {"nonFilterableMetadataKeys": ["body"]},
+            "encryptionConfiguration": {"sseType": "AES256"},
+        },
+    )["indexArn"]
+    call("GetIndex", ix)
+    call("ListIndexes", b)
+    call(
+        "PutVectors",
+        {
+            **ix,
+            "vectors": [
+                {"key": "a", "data": {"float32": [1, 2]}, "metadata": {"x": [1, "y"], "body": "t"}},
+                {"key": "b", "data": {"float32": [2, 1]}},
+            ],
+        },
+    )
+    call("GetVectors", {**ix, "keys": ["a", "b", "zz"], "returnData": True, "returnMetadata": True})
+    assert "nextToken" in call(
+        "ListVectors", {**ix, "returnData": True, "returnMetadata": True, "maxResults": 1}
+    )
+    query = {"topK": 2, "queryVector": {"float32": [1, 1]}, "returnDistance": True, "returnMetadata": True}
+    call("QueryVectors", {**ix, **query, "filter": {"x": "y"}})
+    call("DeleteVectors", {**ix, "keys": ["b"]})
+    call("PutVectorBucketPolicy", {**b, "policy": "{}"})
+    call("GetVectorBucketPolicy", b)
+    call("DeleteVectorBucketPolicy", b)
+    call("PutVectorBucketDefaultIndexMode", {**b, "defaultIndexMode": "ENHANCED"})
+    call("UpdateIndexMode", {**ix, "indexMode": "ENHANCED"})
+    tags = "/tags/" + quote(arn, safe="")
+    call("TagResource", {"tags": {"k": "v"}}, path=tags)
+    call("ListTagsForResource", None, method="GET", path=tags)
+    call("UntagResource", None, method="DELETE", path=tags + "?tagKeys=k")
+    call("DeleteIndex", ix)
+    call("DeleteVectorBucket", b)
