@@ -11,6 +11,9 @@ Exact by construction, or refused (``UnsupportedFilterError``) before any reques
   S3 form (it would have to match non-numeric values) and is refused.
 * Filtering on the chunk-text key (non-filterable) and integers beyond ±2**53 (S3 numbers are
   doubles) are refused.
+* A compiled filter may use at most 100 filter constraints, AWS's limit on ENHANCED indexes
+  (the default for buckets created since 2026-09-30), each value evaluated counting as one:
+  larger filters are refused before the request rather than failing on the service.
 """
 
 from __future__ import annotations
@@ -22,7 +25,21 @@ from ...filters import And, Compare, Exists, FilterCompiler, FilterNode, In, Not
 __all__ = ["S3FilterCompiler"]
 
 _MAX_EXACT_INT = 2**53
+MAX_FILTER_CONSTRAINTS = 100
 S3Filter = dict[str, Any]
+
+
+def count_constraints(doc: S3Filter) -> int:
+    """AWS's constraint count of a compiled filter: each value evaluated is one."""
+    total = 0
+    for key, value in doc.items():
+        if key in ("$and", "$or"):
+            total += sum(count_constraints(child) for child in value)
+        elif isinstance(value, dict):
+            total += sum(len(v) if op in ("$in", "$nin") else 1 for op, v in value.items())
+        else:
+            total += 1
+    return total
 
 
 class S3FilterCompiler(FilterCompiler[S3Filter]):
@@ -32,6 +49,18 @@ class S3FilterCompiler(FilterCompiler[S3Filter]):
 
     def __init__(self, text_key: str) -> None:
         self.text_key = text_key
+
+    def compile_query(self, node: FilterNode) -> S3Filter:
+        """The ``filter`` of a ``QueryVectors`` request, within the constraint limit."""
+        doc = self.compile(node)
+        count = count_constraints(doc)
+        if count > MAX_FILTER_CONSTRAINTS:
+            self.unsupported(
+                node,
+                f"it needs {count} filter constraints and S3 Vectors allows {MAX_FILTER_CONSTRAINTS} "
+                "on an ENHANCED index (each value evaluated counts as one)",
+            )
+        return doc
 
     def _field(self, node: Compare | In | Exists) -> str:
         if node.field == self.text_key:

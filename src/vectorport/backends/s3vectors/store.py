@@ -335,7 +335,7 @@ class S3VectorsStore(BaseStore):
         self._call("DeleteVectors", **self._ids(), keys=list(keys))
 
     def check_filter(self, where: FilterNode) -> None:
-        S3FilterCompiler(self.text_key).compile(where)
+        S3FilterCompiler(self.text_key).compile_query(where)
 
     def _search(
         self,
@@ -353,7 +353,7 @@ class S3VectorsStore(BaseStore):
             "returnMetadata": bool(include & {Include.METADATA, Include.TEXT}),
         }
         if where is not None:
-            request["filter"] = S3FilterCompiler(self.text_key).compile(where)
+            request["filter"] = S3FilterCompiler(self.text_key).compile_query(where)
         request.update(params)
         resp = self._call("QueryVectors", **request)
         metric = self.spec.metric

@@ -5,14 +5,18 @@ either ``$and``/``$or`` (a non-empty array of filters) or a metadata key. A meta
 to a primitive (implicit ``$eq``) or to an object of one or more operators, which all must hold
 (``{"price": {"$gte": 10, "$lte": 50}}``). Operators: ``$eq $ne`` (string, number, boolean),
 ``$gt $gte $lt $lte`` (number), ``$in $nin`` (non-empty array of primitives), ``$exists``
-(boolean). ``{}`` is invalid, and so is filtering on a non-filterable key.
+(boolean), and ``$startsWith`` (string prefix) which needs ENHANCED query behaviour (an
+ENHANCED index, or ``queryMode=ENHANCED``). ``{}`` is invalid, and so is filtering on a
+non-filterable key. On an ENHANCED index a filter may use at most 100 constraints, each value
+it evaluates counting as one (``$in`` with 3 values: 3; ``$and``/``$or`` themselves: 0).
 
 Semantics. AWS documents that ``$eq`` on an array value matches when any element equals. For
 what AWS leaves undocumented this server follows vectorport's oracle
 (:func:`vectorport.filters.evaluate`): ``$ne`` is exactly ``not $eq`` and ``$nin`` exactly
 ``not $in``, so both match a vector without the key; range operators match only a numeric
 scalar (never a bool, string or array); equality is type-strict (``true`` never equals ``1``);
-``$exists`` tests presence.
+``$exists`` tests presence; ``$startsWith`` matches a string value, or a list with a string
+element, starting with the prefix.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from ._errors import ValidationException
 __all__ = ["Columns", "FilterNode", "evaluate", "parse_filter"]
 
 Mask = npt.NDArray[np.bool_]
-_COMPARE = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists")
+_COMPARE = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$startsWith")
 _RANGE: dict[str, Callable[[Any, Any], Any]] = {
     "$gt": operator.gt,
     "$gte": operator.ge,
@@ -54,6 +58,16 @@ class FilterNode:
             return set().union(*(c.keys() for c in self.children))
         return {self.key}
 
+    def leaves(self) -> list[FilterNode]:
+        """The comparisons under this node."""
+        if self.op in ("$and", "$or"):
+            return [leaf for c in self.children for leaf in c.leaves()]
+        return [self]
+
+    def constraints(self) -> int:
+        """AWS's count: each value the filter evaluates is one constraint."""
+        return sum(len(n.value) if n.op in ("$in", "$nin") else 1 for n in self.leaves())
+
 
 def _invalid(why: str) -> ValidationException:
     return ValidationException(f"Invalid query filter: {why}")
@@ -71,13 +85,32 @@ def _is_primitive(value: Any) -> bool:
     return isinstance(value, str | bool) or _is_number(value)
 
 
-def parse_filter(doc: Any, non_filterable: Sequence[str] = ()) -> FilterNode:
-    """Validate a filter document; raise ``ValidationException`` saying what is wrong."""
+def parse_filter(
+    doc: Any,
+    non_filterable: Sequence[str] = (),
+    *,
+    enhanced: bool = True,
+    max_constraints: int | None = None,
+) -> FilterNode:
+    """Validate a filter document; raise ``ValidationException`` saying what is wrong.
+
+    ``enhanced``: the query runs with ENHANCED behaviour (``$startsWith`` allowed);
+    ``max_constraints``: the constraint limit of an ENHANCED index (``None``: no limit).
+    """
     node = _parse(doc, "filter")
     blocked = sorted(node.keys() & set(non_filterable))
     if blocked:
         raise ValidationException(
             f"Invalid query filter: cannot filter on non-filterable metadata key(s) {', '.join(blocked)}"
+        )
+    if not enhanced and any(leaf.op == "$startsWith" for leaf in node.leaves()):
+        raise _invalid(
+            "$startsWith requires ENHANCED query behavior: an ENHANCED index, or queryMode ENHANCED"
+        )
+    if max_constraints is not None and (count := node.constraints()) > max_constraints:
+        raise _invalid(
+            f"the filter uses {count} filter constraints; an ENHANCED index allows at most "
+            f"{max_constraints} (each value the filter evaluates counts as one)"
         )
     return node
 
@@ -115,6 +148,9 @@ def _compare(key: str, op: str, operand: Any, where: str) -> FilterNode:
     elif op in _RANGE:
         if not _is_number(operand):
             raise _invalid(f"{where}.{op} takes a number")
+    elif op == "$startsWith":
+        if not isinstance(operand, str):
+            raise _invalid(f"{where}.{op} takes a string")
     elif op in ("$in", "$nin"):
         if not isinstance(operand, list) or not operand or not all(_is_primitive(v) for v in operand):
             raise _invalid(f"{where}.{op} takes a non-empty array of strings, numbers or booleans")
@@ -192,6 +228,19 @@ class Column:
             out[self.list_rows[elems]] = True
         return out
 
+    def starts_with(self, prefix: str) -> Mask:
+        out: Mask = np.fromiter(
+            (isinstance(t, str) and t.startswith(prefix) for t in self.text), bool, self.text.shape[0]
+        )
+        if self.list_rows.size:
+            elems = np.fromiter(
+                (isinstance(t, str) and t.startswith(prefix) for t in self.list_text),
+                bool,
+                self.list_text.shape[0],
+            )
+            out[self.list_rows[elems]] = True
+        return out
+
 
 class Columns:
     """Typed columns built on demand from row metadata (cached by the caller until a write)."""
@@ -230,6 +279,8 @@ def evaluate(node: FilterNode, columns: Columns) -> Mask:
         return col.equal(node.value)
     if node.op == "$ne":
         return ~col.equal(node.value)
+    if node.op == "$startsWith":
+        return col.starts_with(node.value)
     if node.op in ("$in", "$nin"):
         hit = np.zeros(col.present.shape[0], bool)
         for value in node.value:

@@ -27,6 +27,7 @@ import numpy as np
 from ._errors import (
     ConflictException,
     NotFoundException,
+    ServiceQuotaExceededException,
     TooManyRequestsException,
     ValidationException,
 )
@@ -45,6 +46,7 @@ _INDEX_ARN = re.compile(
     r"/index/([a-z0-9][a-z0-9-.]{1,61}[a-z0-9])"
 )
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_ENHANCED_SINCE = 1790726400.0  # 2026-09-30T00:00:00Z
 _EXACT_INT = float(2**53)
 
 
@@ -64,6 +66,16 @@ class Limits:
     write_rate: float | None = None
     """Vectors inserted + deleted per second per index; above it: 429 (AWS: 2,500). None: off."""
     max_payload_bytes: int = 20 << 20
+    max_buckets: int = 10_000
+    """Vector buckets per Region (above it: ``ServiceQuotaExceededException``)."""
+    max_indexes_per_bucket: int = 10_000
+    max_tags: int = 50
+    """Tags per bucket or index (TagResource: "up to 50 tags for each resource")."""
+    max_filter_constraints: int = 100
+    """Filter constraints per query on an ENHANCED index."""
+    enhanced_since: float = _ENHANCED_SINCE
+    """Buckets created from this time (epoch seconds) default to ENHANCED indexes and their
+    indexes cannot be set to CLASSIC; older buckets default to CLASSIC (AWS: 2026-09-30)."""
 
 
 @dataclass
@@ -272,6 +284,23 @@ class Service:
             )
         return str(bucket), str(index)
 
+    def _default_mode(self, bucket: _Bucket) -> str:
+        if bucket.default_index_mode:
+            return bucket.default_index_mode
+        return "ENHANCED" if bucket.created >= self.limits.enhanced_since else "CLASSIC"
+
+    def _mode(self, index: _Index) -> str:
+        if index.index_mode:
+            return index.index_mode
+        assert index.bucket_obj is not None
+        return "ENHANCED" if index.bucket_obj.created >= self.limits.enhanced_since else "CLASSIC"
+
+    def _check_tags(self, tags: dict[str, str], what: str) -> None:
+        if len(tags) > self.limits.max_tags:
+            raise ValidationException(
+                f"{what} would have {len(tags)} tags; at most {self.limits.max_tags} are allowed"
+            )
+
     def _bucket(self, name: str) -> _Bucket:
         bucket = self.buckets.get(name)
         if bucket is None:
@@ -295,9 +324,15 @@ class Service:
                 "beginning and ending with a letter or number"
             )
         encryption = _encryption(inp.get("encryptionConfiguration")) or {"sseType": "AES256"}
+        self._check_tags(dict(inp.get("tags") or {}), "The vector bucket")
         with self.lock:
             if name in self.buckets:
                 raise ConflictException(f"A vector bucket with the name {name} already exists")
+            if len(self.buckets) >= self.limits.max_buckets:
+                raise ServiceQuotaExceededException(
+                    f"The account already has {len(self.buckets)} vector buckets in this Region, "
+                    f"the maximum ({self.limits.max_buckets})"
+                )
             bucket = _Bucket(
                 name, self._bucket_arn(name), time.time(), encryption, tags=dict(inp.get("tags") or {})
             )
@@ -314,8 +349,7 @@ class Service:
                 "creationTime": b.created,
                 "encryptionConfiguration": b.encryption,
             }
-            if b.default_index_mode:
-                out["defaultIndexMode"] = b.default_index_mode
+            out["defaultIndexMode"] = self._default_mode(b)
         return {"vectorBucket": out}
 
     def ListVectorBuckets(self, inp: dict[str, Any]) -> dict[str, Any]:
@@ -392,10 +426,16 @@ class Service:
                 "Full-text search configurations are not supported by this local server"
             )
         encryption = _encryption(inp.get("encryptionConfiguration"))
+        self._check_tags(dict(inp.get("tags") or {}), "The vector index")
         with self.lock:
             bucket = self._bucket(bucket_name)
             if name in bucket.indexes:
                 raise ConflictException(f"An index with the name {name} already exists in {bucket_name}")
+            if len(bucket.indexes) >= self.limits.max_indexes_per_bucket:
+                raise ServiceQuotaExceededException(
+                    f"The vector bucket {bucket_name} already has {len(bucket.indexes)} vector indexes, "
+                    f"the maximum ({self.limits.max_indexes_per_bucket})"
+                )
             directory = uuid.uuid4().hex
             path = None if self.data_dir is None else self.data_dir / "indexes" / directory
             table = VectorTable(inp["dimension"], inp["distanceMetric"], path, self.snapshot_bytes)
@@ -411,7 +451,7 @@ class Service:
                 encryption,
                 directory,
                 table,
-                bucket.default_index_mode,
+                self._default_mode(bucket),
                 dict(inp.get("tags") or {}),
                 bucket,
             )
@@ -434,8 +474,7 @@ class Service:
             out["metadataConfiguration"] = {"nonFilterableMetadataKeys": list(index.non_filterable)}
         if index.encryption:
             out["encryptionConfiguration"] = index.encryption
-        if index.index_mode:
-            out["indexMode"] = index.index_mode
+        out["indexMode"] = self._mode(index)
         return {"index": out}
 
     def ListIndexes(self, inp: dict[str, Any]) -> dict[str, Any]:
@@ -475,6 +514,12 @@ class Service:
     def UpdateIndexMode(self, inp: dict[str, Any]) -> dict[str, Any]:
         index = self._index(inp)
         with self.lock:
+            assert index.bucket_obj is not None
+            if inp["indexMode"] == "CLASSIC" and index.bucket_obj.created >= self.limits.enhanced_since:
+                raise ValidationException(
+                    "The index mode can be set to CLASSIC only for a vector index in a vector bucket "
+                    "created before September 30, 2026"
+                )
             index.index_mode = inp["indexMode"]
             self._save_catalog()
         return {}
@@ -500,6 +545,7 @@ class Service:
     def TagResource(self, inp: dict[str, Any]) -> dict[str, Any]:
         res = self._tagged(inp["resourceArn"])
         with self.lock:
+            self._check_tags({**res.tags, **inp["tags"]}, "The resource")
             res.tags.update(inp["tags"])
             self._save_catalog()
         return {}
@@ -711,7 +757,20 @@ class Service:
             raise ValidationException(f"topK must be between 1 and {self.limits.max_top_k}, got {top_k}")
         query = self._vector(inp["queryVector"], index, "Invalid query vector")
         doc = inp.get("filter")
-        node = None if doc is None else parse_filter(doc, index.non_filterable)
+        mode = self._mode(index)
+        query_mode = inp.get("queryMode")
+        if query_mode == "CLASSIC" and mode == "ENHANCED":
+            raise ValidationException("You can't specify queryMode CLASSIC for an ENHANCED index")
+        node = (
+            None
+            if doc is None
+            else parse_filter(
+                doc,
+                index.non_filterable,
+                enhanced="ENHANCED" in (mode, query_mode),
+                max_constraints=self.limits.max_filter_constraints if mode == "ENHANCED" else None,
+            )
+        )
         want_meta, want_dist = bool(inp.get("returnMetadata")), bool(inp.get("returnDistance"))
         table = index.table
         with table.lock:

@@ -53,6 +53,12 @@ class ServiceModel:
                 return name, labels
         return None
 
+    def output_has_members(self, operation: str) -> bool:
+        """Whether the operation's output shape can carry anything (else AWS answers 200 with
+        an empty body)."""
+        spec = self.operations[operation].get("output")
+        return spec is not None and bool(self.shapes[spec["shape"]].get("members"))
+
     def input_shape(self, operation: str) -> str | None:
         spec = self.operations[operation].get("input")
         return None if spec is None else str(spec["shape"])

@@ -212,7 +212,9 @@ class VectorTable:
         sub = self.vectors[rows].astype(np.float64)
         if self.metric == "cosine":
             cos = (sub @ q) / (np.sqrt(self.sqnorms[rows]) * np.linalg.norm(q))
-            return np.asarray(1.0 - cos, np.float64)
+            # Rounding puts cos a hair outside [-1, 1] (a vector against itself gave -2e-16
+            # about a third of the time); a distance is never negative.
+            return np.asarray(np.clip(1.0 - cos, 0.0, 2.0), np.float64)
         diff = sub - q
         return np.asarray(np.sqrt(np.einsum("ij,ij->i", diff, diff)), np.float64)
 
