@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Self
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -57,11 +57,13 @@ log = logging.getLogger("vectorport.pgvector")
 CATALOG_TABLE = "vectorport_collections"
 ITERATIVE_SCANS = ("off", "relaxed_order", "strict_order")
 MIN_PGVECTOR = (0, 8, 0)  # iterative index scans
+_STATEMENT_CACHE = 256  # composed statements kept per store (one per filter shape and include)
 
 # URL parameters / connect() options this backend consumes; every other URL parameter of a
 # postgresql:// URL is passed to libpq (sslmode, connect_timeout, application_name …).
 _CREATE_OPTIONS = ("ef_construction", "index", "language", "m")
 _QUERY_OPTIONS = ("ef_search", "iterative_scan", "max_scan_tuples", "scan_mem_multiplier")
+_T_METADATA = sql.Identifier("t", "metadata")
 _OWN_OPTIONS = frozenset(
     {"collection", "database", "keep_server", "schema", "server", "table", *_CREATE_OPTIONS, *_QUERY_OPTIONS}
 )
@@ -100,7 +102,8 @@ def _as_bool(name: str, value: Any) -> bool:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Per-query HNSW settings, applied with ``SET LOCAL`` semantics (``set_config(…, true)``).
+    """Per-query HNSW settings. Each connection's session holds the last values sent
+    (``set_config(…, false)``); a query whose settings differ sends the changed ones first.
 
     ``ef_search`` defaults to ``max(100, 2k)`` without a filter and to pgvector's maximum,
     1,000, with one (iterative scans go on past it). Measured on 20k clustered rows with a 1 %
@@ -142,24 +145,34 @@ class SearchSettings:
             )
         return out
 
-    def gucs(self, k: int, filtered: bool = False) -> dict[str, str]:
+    def gucs(self, k: int, filtered: bool = False) -> tuple[tuple[str, str], ...]:
+        """``(setting, value)`` pairs for a top-``k`` query, with or without a filter."""
         ef = (
             self.ef_search if self.ef_search is not None else 1000 if filtered else min(1000, max(100, 2 * k))
         )
-        return {
-            "ef_search": str(ef),
-            "iterative_scan": self.iterative_scan,
-            "max_scan_tuples": str(self.max_scan_tuples),
-            "scan_mem_multiplier": str(self.scan_mem_multiplier),
-        }
+        return (
+            ("hnsw.ef_search", str(ef)),
+            ("hnsw.iterative_scan", self.iterative_scan),
+            ("hnsw.max_scan_tuples", str(self.max_scan_tuples)),
+            ("hnsw.scan_mem_multiplier", str(self.scan_mem_multiplier)),
+        )
 
 
-_SET_GUCS = sql.SQL(
-    "SELECT set_config('hnsw.ef_search', %(ef_search)s, true), "
-    "set_config('hnsw.iterative_scan', %(iterative_scan)s, true), "
-    "set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true), "
-    "set_config('hnsw.scan_mem_multiplier', %(scan_mem_multiplier)s, true)"
-)
+def set_gucs_sql(names: Sequence[str]) -> str:
+    """One statement setting ``names`` for the session (``set_config(name, value, false)``);
+    parameters: name, value, name, value …"""
+    return "SELECT " + ", ".join("set_config(%s, %s, false)" for _ in names)
+
+
+@dataclass
+class _Session:
+    """One connection and what vectorport has set up in its session."""
+
+    conn: psycopg.Connection[Any]
+    staged: set[str] = field(default_factory=set)
+    """Temp staging tables created in this session."""
+    gucs: dict[str, str] = field(default_factory=dict)
+    """``hnsw.*`` settings this session holds (set at session level, outside transactions)."""
 
 
 class _Connections:
@@ -171,16 +184,14 @@ class _Connections:
         self._lock = threading.Lock()
         self._all: list[psycopg.Connection[Any]] = []
 
-    def get(self) -> tuple[psycopg.Connection[Any], set[str]]:
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed or conn.broken:
-            conn = self._connect()
-            self._local.conn = conn
-            self._local.staged = set()
+    def get(self) -> _Session:
+        session: _Session | None = getattr(self._local, "session", None)
+        if session is None or session.conn.closed or session.conn.broken:
+            session = _Session(self._connect())
+            self._local.session = session
             with self._lock:
-                self._all.append(conn)
-        staged: set[str] = self._local.staged
-        return conn, staged
+                self._all.append(session.conn)
+        return session
 
     def close(self) -> None:
         with self._lock:
@@ -258,6 +269,7 @@ class PgVectorStore(BaseStore):
         self._ready = False
         self._ready_lock = threading.Lock()
         self._pool = _Connections(self._new_connection)
+        self._statements: dict[tuple[Any, ...], bytes] = {}
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -334,6 +346,10 @@ class PgVectorStore(BaseStore):
         apply_migrations(conn, self.schema)
 
     def _conn(self) -> tuple[psycopg.Connection[Any], set[str]]:
+        session = self._pool.get()
+        return session.conn, session.staged
+
+    def _session(self) -> _Session:
         return self._pool.get()
 
     def close(self) -> None:
@@ -356,6 +372,7 @@ class PgVectorStore(BaseStore):
                 "automatically) or use index=exact"
             )
         self._layout = layout
+        self._statements.clear()
         # The index mode is a property of the collection, known once it is opened: an exact
         # table promises exact answers.
         self.__dict__["capabilities"] = (
@@ -510,6 +527,7 @@ class PgVectorStore(BaseStore):
                     (self.collection,),
                 )
         self._layout = None
+        self._statements.clear()
 
     def list_collections(self) -> list[str]:
         with self._errors("list collections"):
@@ -667,11 +685,51 @@ class PgVectorStore(BaseStore):
 
     # ----------------------------------------------------------------- search
     def _settings(self, params: Mapping[str, Any]) -> SearchSettings:
-        return SearchSettings.parse(params, self.search_defaults)
+        return SearchSettings.parse(params, self.search_defaults) if params else self.search_defaults
+
+    def _statement(
+        self, conn: psycopg.Connection[Any], key: tuple[Any, ...], build: Callable[[], sql.Composable]
+    ) -> bytes:
+        """The SQL bytes of a statement, composed once per shape (``key``) and bound layout.
+
+        Composing and quoting a :mod:`psycopg.sql` tree costs more than the rest of a query's
+        Python; a filter's shape is its predicate text, so equal keys are equal statements.
+        """
+        text = self._statements.get(key)
+        if text is None:
+            composed: sql.Composable = build()
+            text = composed.as_bytes(conn)
+            if len(self._statements) >= _STATEMENT_CACHE:
+                self._statements.clear()
+            self._statements[key] = text
+        return text
+
+    def _apply_gucs(self, session: _Session, wanted: tuple[tuple[str, str], ...]) -> None:
+        """Bring the session's ``hnsw.*`` settings to ``wanted``: nothing is sent when they are
+        already so, otherwise one statement with the changed ones.
+
+        Session level (not ``SET LOCAL``) so a query needs no transaction of its own: no
+        BEGIN/COMMIT round trips. Sent outside any transaction (autocommit), so a rollback
+        cannot undo them behind the record kept here.
+        """
+        changed = [(name, value) for name, value in wanted if session.gucs.get(name) != value]
+        if not changed:
+            return
+        conn = session.conn
+        known, session.gucs = session.gucs, {}  # unknown until the statement succeeds
+        conn.execute(
+            set_gucs_sql([n for n, _ in changed]).encode("ascii"),
+            [x for pair in changed for x in pair],
+            prepare=True,
+        )
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            known.update(changed)
+            session.gucs = known
 
     def _run_search(
         self,
-        query: sql.Composed,
+        key: tuple[Any, ...],
+        build: Callable[[], sql.Composable],
         params: dict[str, Any],
         k: int,
         settings: SearchSettings,
@@ -679,12 +737,37 @@ class PgVectorStore(BaseStore):
         filtered: bool,
     ) -> list[tuple[Any, ...]]:
         with self._errors(what):
-            conn, _ = self._conn()
-            with conn.transaction():
-                if self.layout.index == "hnsw":
-                    conn.execute(_SET_GUCS, settings.gucs(k, filtered))
-                rows: list[tuple[Any, ...]] = conn.execute(query, params, binary=True).fetchall()
-                return rows
+            session = self._session()
+            conn = session.conn
+            if self.layout.index == "hnsw":
+                self._apply_gucs(session, settings.gucs(k, filtered))
+            query = self._statement(conn, key, build)
+            rows: list[tuple[Any, ...]] = conn.execute(query, params, binary=True, prepare=True).fetchall()
+            return rows
+
+    def _search_sql(self, where: str, include: frozenset[Include]) -> sql.Composed:
+        layout = self.layout
+        q = sql.Placeholder("q")
+        dist = layout.distance(sql.Identifier("embedding"), q)
+        cols = self._columns(include)
+        select = sql.SQL(", ").join([sql.Identifier("key"), sql.SQL("{} AS distance").format(dist), *cols])
+        if layout.index == "exact":
+            return sql.SQL(
+                "SELECT {select} FROM {table} WHERE {where} ORDER BY distance, key LIMIT %(k)s"
+            ).format(select=select, table=layout.qualified, where=sql.SQL(where))
+        # The inner ORDER BY is the bare index expression so the planner can use the HNSW
+        # index (an extra sort key would defeat it); the outer one breaks ties by key. The
+        # filter is inside, before the LIMIT: rows are ranked among those that match.
+        ordering = (
+            sql.SQL("distance")
+            if not layout.halfvec_index
+            else layout.index_distance(sql.Identifier("embedding"), q)
+        )
+        outer = sql.SQL(", ").join([sql.Identifier("key"), sql.Identifier("distance"), *cols])
+        return sql.SQL(
+            "SELECT {outer} FROM (SELECT {select} FROM {table} WHERE {where} ORDER BY {ordering} "
+            "LIMIT %(k)s) AS hits ORDER BY distance, key"
+        ).format(outer=outer, select=select, table=layout.qualified, where=sql.SQL(where), ordering=ordering)
 
     def _search(
         self,
@@ -697,31 +780,14 @@ class PgVectorStore(BaseStore):
         settings = self._settings(params)
         layout = self.layout
         pred = PgFilterCompiler().where(where)
-        q = sql.Placeholder("q")
-        dist = layout.distance(sql.Identifier("embedding"), q)
-        cols = self._columns(include)
-        select = sql.SQL(", ").join([sql.Identifier("key"), sql.SQL("{} AS distance").format(dist), *cols])
-        if layout.index == "exact":
-            query: sql.Composed = sql.SQL(
-                "SELECT {select} FROM {table} WHERE {where} ORDER BY distance, key LIMIT %(k)s"
-            ).format(select=select, table=layout.qualified, where=pred.sql)
-        else:
-            # The inner ORDER BY is the bare index expression so the planner can use the HNSW
-            # index (an extra sort key would defeat it); the outer one breaks ties by key.
-            ordering = (
-                sql.SQL("distance")
-                if not layout.halfvec_index
-                else layout.index_distance(sql.Identifier("embedding"), q)
-            )
-            outer = sql.SQL(", ").join(
-                [sql.Identifier("key"), sql.Identifier("distance"), *self._columns(include)]
-            )
-            query = sql.SQL(
-                "SELECT {outer} FROM (SELECT {select} FROM {table} WHERE {where} ORDER BY {ordering} "
-                "LIMIT %(k)s) AS hits ORDER BY distance, key"
-            ).format(outer=outer, select=select, table=layout.qualified, where=pred.sql, ordering=ordering)
         rows = self._run_search(
-            query, {**pred.params, "q": vector, "k": k}, k, settings, "query", where is not None
+            ("query", pred.text, include),
+            lambda: self._search_sql(pred.text, include),
+            {**pred.params, "q": vector, "k": k},
+            k,
+            settings,
+            "query",
+            where is not None,
         )
         metric = layout.metric
         out = []
@@ -837,18 +903,21 @@ class PgVectorStore(BaseStore):
         inc = Include.parse(include, frozenset({Include.METADATA, Include.TEXT}))
         settings = self._settings(params or {})
         layout = self.layout
-        pred = PgFilterCompiler(sql.Identifier("t", "metadata")).where(where)
-        query = layout.hybrid_sql(
-            query=sql.Placeholder("q"),
-            text=sql.Placeholder("text"),
-            where=pred.sql,
-            candidates=sql.Placeholder("candidates"),
-            limit=sql.Placeholder("k"),
-            vector_weight=sql.Placeholder("wv"),
-            text_weight=sql.Placeholder("wt"),
-            rrf_k=sql.Placeholder("rrf_k"),
-            outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self._columns(inc, "t")]),
-        )
+        pred = PgFilterCompiler(_T_METADATA).where(where)
+
+        def build() -> sql.Composed:
+            return layout.hybrid_sql(
+                query=sql.Placeholder("q"),
+                text=sql.Placeholder("text"),
+                where=pred.sql,
+                candidates=sql.Placeholder("candidates"),
+                limit=sql.Placeholder("k"),
+                vector_weight=sql.Placeholder("wv"),
+                text_weight=sql.Placeholder("wt"),
+                rrf_k=sql.Placeholder("rrf_k"),
+                outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self._columns(inc, "t")]),
+            )
+
         values = {
             **pred.params,
             "q": vec,
@@ -859,7 +928,9 @@ class PgVectorStore(BaseStore):
             "wt": 1.0 - weight,
             "rrf_k": rrf_k,
         }
-        rows = self._run_search(query, values, 2 * k, settings, "hybrid query", where is not None)
+        rows = self._run_search(
+            ("hybrid", pred.text, inc), build, values, 2 * k, settings, "hybrid query", where is not None
+        )
         out = []
         ncols = 1 + len(self._columns(inc))
         for row in rows:
