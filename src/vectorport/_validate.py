@@ -85,6 +85,18 @@ def validate_keys(keys: Iterable[str], max_bytes: int = 1024) -> list[str]:
 
 def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | None, str | None]:
     """Convert to float32 and check dimension, finiteness and (cosine) non-zero norm."""
+    if (
+        isinstance(vector, np.ndarray)
+        and vector.dtype == np.float32
+        and vector.shape == (dimension,)
+        and dimension > 0
+        and math.isfinite(lo := float(vector.min()))
+        and math.isfinite(hi := float(vector.max()))
+        and (lo != 0.0 or hi != 0.0)
+    ):
+        # Fast path for the usual query vector: finite extremes (NaN propagates into min and
+        # max) and not both zero; anything else takes the full checks below for its message.
+        return vector, None
     try:
         arr = np.asarray(vector, dtype=np.float64)
     except (TypeError, ValueError):

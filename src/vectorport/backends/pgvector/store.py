@@ -51,7 +51,7 @@ from ._embedded import embedded_conninfo, hnsw_unsafe, provider, resolve_data_di
 from ._migrations import apply_migrations
 from ._schema import OPCLASS_METRIC, VECTOR_MAX_DIM, Layout
 from .errors import pg_errors
-from .filters import PgFilterCompiler
+from .filters import TRUE, PgFilterCompiler, Predicate
 
 __all__ = ["PgVectorStore"]
 
@@ -319,6 +319,7 @@ class PgVectorStore(BaseStore):
         self._ready_lock = threading.Lock()
         self._pool = _Connections(self._new_connection)
         self._statements: dict[tuple[Any, ...], bytes] = {}
+        self._checked = threading.local()
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -1010,7 +1011,7 @@ class PgVectorStore(BaseStore):
     ) -> list[Match]:
         settings = self._settings(params)
         layout = self.layout
-        pred = PgFilterCompiler().where(where)
+        pred = self._predicate(where)
         rows = self._run_search(
             ("query", pred.text, include),
             lambda: self._search_sql(pred.text, include),
@@ -1050,7 +1051,18 @@ class PgVectorStore(BaseStore):
         return vec, int(k), where
 
     def check_filter(self, where: FilterNode) -> None:
-        PgFilterCompiler().compile(where)
+        # query() checks the filter before calling _search(), which then reuses this very
+        # compilation (same tree object, same thread) instead of compiling it again.
+        self._checked.last = (where, PgFilterCompiler().compile(where))
+
+    def _predicate(self, where: FilterNode | None) -> Predicate:
+        if where is None:
+            return TRUE
+        last: tuple[FilterNode, Predicate] | None = getattr(self._checked, "last", None)
+        self._checked.last = None
+        if last is not None and last[0] is where:
+            return last[1]
+        return PgFilterCompiler().compile(where)
 
     def text_query(
         self,
