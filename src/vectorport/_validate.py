@@ -89,13 +89,12 @@ def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | 
         isinstance(vector, np.ndarray)
         and vector.dtype == np.float32
         and vector.shape == (dimension,)
-        and dimension > 0
-        and math.isfinite(lo := float(vector.min()))
-        and math.isfinite(hi := float(vector.max()))
-        and (lo != 0.0 or hi != 0.0)
+        and math.isfinite(total := float(vector.sum(dtype=np.float64)))
+        and total != 0.0
     ):
-        # Fast path for the usual query vector: finite extremes (NaN propagates into min and
-        # max) and not both zero; anything else takes the full checks below for its message.
+        # Fast path for the usual query vector, one reduction: NaN and ±inf propagate into a
+        # float64 sum (which float32 values cannot overflow), and a non-zero sum means not all
+        # zeros. Anything else (including a zero sum) takes the full checks below.
         return vector, None
     try:
         arr = np.asarray(vector, dtype=np.float64)

@@ -12,9 +12,9 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Self
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -184,8 +184,10 @@ class SearchSettings:
             )
         return out
 
+    @lru_cache(maxsize=256)  # noqa: B019 - frozen, and few distinct settings exist
     def gucs(self, k: int, filtered: bool = False) -> tuple[tuple[str, str], ...]:
-        """``(setting, value)`` pairs for a top-``k`` query, with or without a filter."""
+        """``(setting, value)`` pairs for a top-``k`` query, with or without a filter (the same
+        tuple object for the same arguments)."""
         ef = (
             self.ef_search if self.ef_search is not None else 1000 if filtered else min(1000, max(100, 2 * k))
         )
@@ -212,6 +214,8 @@ class _Session:
     """Temp staging tables created in this session."""
     gucs: dict[str, str] = field(default_factory=dict)
     """``hnsw.*`` settings this session holds (set at session level, outside transactions)."""
+    applied: tuple[tuple[str, str], ...] | None = None
+    """The last settings tuple brought about, for an identity check before comparing."""
 
 
 class _Connections:
@@ -353,10 +357,8 @@ class PgVectorStore(BaseStore):
     def _where(self) -> str:
         return f"{self.url.masked} (table {self.schema}.{self.collection})"
 
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        with pg_errors(what, self._where, self.url.password):
-            yield
+    def _errors(self, what: str) -> AbstractContextManager[None]:
+        return pg_errors(what, self._where, self.url.password)
 
     def _new_connection(self) -> psycopg.Connection[Any]:
         if self._conninfo is None:
@@ -944,11 +946,14 @@ class PgVectorStore(BaseStore):
         BEGIN/COMMIT round trips. Sent outside any transaction (autocommit), so a rollback
         cannot undo them behind the record kept here.
         """
+        if wanted is session.applied:
+            return
         changed = [(name, value) for name, value in wanted if session.gucs.get(name) != value]
         if not changed:
+            session.applied = wanted
             return
         conn = session.conn
-        known, session.gucs = session.gucs, {}  # unknown until the statement succeeds
+        known, session.gucs, session.applied = session.gucs, {}, None  # unknown until it succeeds
         conn.execute(
             set_gucs_sql([n for n, _ in changed]).encode("ascii"),
             [x for pair in changed for x in pair],
@@ -956,7 +961,7 @@ class PgVectorStore(BaseStore):
         )
         if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             known.update(changed)
-            session.gucs = known
+            session.gucs, session.applied = known, wanted
 
     def _run_search(
         self,
