@@ -687,6 +687,8 @@ class PgVectorStore(BaseStore):
     def _ensure_index(self, conn: psycopg.Connection[Any]) -> bool:
         """Build the HNSW index if it is missing and no bulk load is running, then ANALYZE.
         Returns False when a load is running (the last loader to finish builds it)."""
+        if self._layout is None:
+            return True  # the collection was dropped meanwhile
         key = (self._index_lock,)
         row = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", key).fetchone()
         if not (row and row[0]):
