@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -194,6 +195,32 @@ class BaseStore(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and clients."""
+
+    @contextmanager
+    def bulk_load(self, expected: int | None = None) -> Iterator[None]:
+        """Wrap a large stream of upserts into this collection (a migration's copy, a first
+        ingest) so a backend that loads faster with index maintenance deferred can do so.
+
+        Optional hook; the default does nothing. Inside the block every operation keeps its
+        contract (queries stay correct, perhaps slower); on leaving it normally the collection
+        is back to its usual state (a deferred index built). When the block raises, or the
+        process dies inside it, the collection stays correct and the backend restores its
+        index later (the pgvector backend: when the collection is next opened or loaded).
+
+        Parameters
+        ----------
+        expected:
+            Records about to be written, when known (lets a backend judge whether deferring
+            pays off against the rows already there).
+
+        >>> import vectorport
+        >>> s = vectorport.connect("memory://doctest-bulk", dimension=2)
+        >>> with s.bulk_load(expected=1):
+        ...     s.upsert([vectorport.Record("a", [1, 0])])
+        1
+        >>> s.drop()
+        """
+        yield
 
     # ----------------------------------------------------------------- public API
     def upsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:

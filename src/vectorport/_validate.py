@@ -85,6 +85,17 @@ def validate_keys(keys: Iterable[str], max_bytes: int = 1024) -> list[str]:
 
 def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | None, str | None]:
     """Convert to float32 and check dimension, finiteness and (cosine) non-zero norm."""
+    if (
+        isinstance(vector, np.ndarray)
+        and vector.dtype == np.float32
+        and vector.shape == (dimension,)
+        and math.isfinite(total := float(vector.sum(dtype=np.float64)))
+        and total != 0.0
+    ):
+        # Fast path for the usual query vector, one reduction: NaN and ±inf propagate into a
+        # float64 sum (which float32 values cannot overflow), and a non-zero sum means not all
+        # zeros. Anything else (including a zero sum) takes the full checks below.
+        return vector, None
     try:
         arr = np.asarray(vector, dtype=np.float64)
     except (TypeError, ValueError):

@@ -4,6 +4,7 @@ scan cursors, filter parameters."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,3 +142,41 @@ def test_info_and_repr_hide_password(pg_dir: object) -> None:
     store = PgVectorStore.from_url(url)
     assert "hunter2" not in repr(store) and "hunter2" not in store.url.masked
     assert "table=" not in (store._conninfo or "") and "sslmode=require" in (store._conninfo or "")  # type: ignore[attr-defined]
+
+
+def test_query_settings_per_query_in_one_round_trip(pg_url: Callable[..., str], tmp_path: Path) -> None:
+    """hnsw.* settings live in the session and are sent only when a query needs other values;
+    a query with unchanged settings is one Bind/Execute/Sync: no BEGIN/COMMIT, no set_config."""
+    store = vectorport.connect(pg_url(), dimension=2)
+    try:
+        store.upsert([vectorport.Record(f"k{i}", [1, i / 10], {"x": i % 3}) for i in range(30)])
+        conn, _ = store._conn()  # type: ignore[attr-defined]
+
+        def show(name: str) -> str:
+            return str(conn.execute(f"SHOW hnsw.{name}").fetchone()[0])
+
+        assert store.query([1, 0], k=3, params={"ef_search": 7}).keys == ["k0", "k1", "k2"]
+        assert show("ef_search") == "7" and show("iterative_scan") == "strict_order"
+        store.query([1, 0], k=3)
+        assert show("ef_search") == "100"
+        store.query([1, 0], k=3, filter={"x": 1}, params={"iterative_scan": "relaxed_order"})
+        assert show("ef_search") == "1000" and show("iterative_scan") == "relaxed_order"
+        assert store.query([1, 0], k=3, filter={"x": 2}).keys == ["k2", "k5", "k8"]
+        assert show("iterative_scan") == "strict_order"
+        trace = tmp_path / "libpq.trace"
+        with open(trace, "wb") as fh:
+            conn.pgconn.trace(fh.fileno())
+            try:
+                for value in (0, 1, 2, 0):  # same shape and settings, other values
+                    result = store.query([1, 0], k=2, filter={"x": value})
+                    assert all(m.metadata["x"] == value for m in result) and len(result) == 2
+            finally:
+                conn.pgconn.untrace()
+        messages = [
+            line.split("\t")[3].split()[0] for line in trace.read_text().splitlines() if "\tF\t" in line
+        ]
+        assert messages.count("Sync") == 4, messages
+        assert "Query" not in messages and "Parse" not in messages, messages  # no BEGIN, already prepared
+    finally:
+        store.drop()
+        store.close()

@@ -19,6 +19,10 @@ operator       predicate (``m`` is the ``metadata jsonb NOT NULL`` column)
 ``$exists``    ``m ? f`` (or its negation).
 ``$not``       ``NOT (child)``.
 =============  =============================================================================
+
+The predicate is built as SQL *text* from those fixed fragments (the column is rendered once),
+not as a :mod:`psycopg.sql` tree: the text doubles as the filter's shape, which the store uses
+to cache the statement around it, and building it costs a few string joins per query.
 """
 
 from __future__ import annotations
@@ -37,20 +41,25 @@ __all__ = ["PgFilterCompiler", "Predicate"]
 
 @dataclass(frozen=True)
 class Predicate:
-    """A SQL boolean expression with named placeholders and the parameters that fill them."""
+    """A SQL boolean expression with named placeholders and the parameters that fill them.
 
-    sql: sql.Composable
+    ``text`` holds only fixed fragments, the quoted column and ``%(fN)s`` placeholders, so
+    equal texts are equal statements whatever the parameter values.
+    """
+
+    text: str
     params: dict[str, Any]
 
+    @property
+    def sql(self) -> sql.SQL:
+        """The expression as a composable, for :meth:`psycopg.sql.SQL.format`."""
+        return sql.SQL(self.text)
 
-TRUE = Predicate(sql.SQL("TRUE"), {})
 
-_RANGE_SQL: dict[str, sql.SQL] = {
-    "$gt": sql.SQL(">"),
-    "$gte": sql.SQL(">="),
-    "$lt": sql.SQL("<"),
-    "$lte": sql.SQL("<="),
-}
+TRUE = Predicate("TRUE", {})
+
+_RANGE_SQL: dict[str, str] = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_METADATA = '"metadata"'
 
 
 def _jsonb(value: Any) -> Jsonb:
@@ -64,13 +73,15 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
 
     def __init__(self, column: sql.Composable | None = None) -> None:
         self.column = column if column is not None else sql.Identifier("metadata")
+        # Identifiers quote the same way with or without a connection (double quotes doubled).
+        self._m = _METADATA if column is None else column.as_string(None)
         self._count = 0
 
-    def _param(self, params: dict[str, Any], value: Any) -> sql.Placeholder:
+    def _param(self, params: dict[str, Any], value: Any) -> str:
         name = f"f{self._count}"
         self._count += 1
         params[name] = value
-        return sql.Placeholder(name)
+        return f"%({name})s"
 
     def where(self, node: FilterNode | None) -> Predicate:
         """The predicate for ``node``; ``TRUE`` when there is no filter."""
@@ -81,34 +92,26 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
         params: dict[str, Any] = {}
         scalar = self._param(params, _jsonb({field: value}))
         array = self._param(params, _jsonb({field: [value]}))
-        return Predicate(
-            sql.SQL("({m} @> {scalar} OR {m} @> {array})").format(m=self.column, scalar=scalar, array=array),
-            params,
-        )
+        m = self._m
+        return Predicate(f"({m} @> {scalar} OR {m} @> {array})", params)
 
     def _negate(self, pred: Predicate) -> Predicate:
-        return Predicate(sql.SQL("(NOT {})").format(pred.sql), pred.params)
+        return Predicate(f"(NOT {pred.text})", pred.params)
 
-    def _any(self, preds: list[Predicate]) -> Predicate:
+    def _join(self, preds: list[Predicate], op: str) -> Predicate:
         if len(preds) == 1:
             return preds[0]
-        body = sql.SQL(" OR ").join(p.sql for p in preds)
-        return Predicate(sql.SQL("({})").format(body), {k: v for p in preds for k, v in p.params.items()})
-
-    def _all(self, preds: list[Predicate]) -> Predicate:
-        if len(preds) == 1:
-            return preds[0]
-        body = sql.SQL(" AND ").join(p.sql for p in preds)
-        return Predicate(sql.SQL("({})").format(body), {k: v for p in preds for k, v in p.params.items()})
+        body = op.join(p.text for p in preds)
+        return Predicate(f"({body})", {k: v for p in preds for k, v in p.params.items()})
 
     def _range(self, node: Compare) -> Predicate:
         params: dict[str, Any] = {}
-        field = self._param(params, node.field)
-        value = self._param(params, _jsonb(node.value))
+        f = self._param(params, node.field)
+        v = self._param(params, _jsonb(node.value))
+        m = self._m
         return Predicate(
-            sql.SQL(
-                "COALESCE(jsonb_typeof({m} -> {f}::text) = 'number' AND ({m} -> {f}::text) {op} {v}, FALSE)"
-            ).format(m=self.column, f=field, op=_RANGE_SQL[node.op], v=value),
+            f"COALESCE(jsonb_typeof({m} -> {f}::text) = 'number' AND ({m} -> {f}::text) "
+            f"{_RANGE_SQL[node.op]} {v}, FALSE)",
             params,
         )
 
@@ -132,22 +135,22 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
         return self._range(node)
 
     def visit_in(self, node: In) -> Predicate:
-        return self._any([self._eq(node.field, v) for v in node.values])
+        return self._join([self._eq(node.field, v) for v in node.values], " OR ")
 
     def visit_nin(self, node: In) -> Predicate:
-        return self._negate(self._any([self._eq(node.field, v) for v in node.values]))
+        return self._negate(self._join([self._eq(node.field, v) for v in node.values], " OR "))
 
     def visit_exists(self, node: Exists) -> Predicate:
         params: dict[str, Any] = {}
-        field = self._param(params, node.field)
-        pred = Predicate(sql.SQL("({m} ? {f}::text)").format(m=self.column, f=field), params)
+        f = self._param(params, node.field)
+        pred = Predicate(f"({self._m} ? {f}::text)", params)
         return pred if node.exists else self._negate(pred)
 
     def visit_and(self, node: And) -> Predicate:
-        return self._all([self.compile(c) for c in node.children])
+        return self._join([self.compile(c) for c in node.children], " AND ")
 
     def visit_or(self, node: Or) -> Predicate:
-        return self._any([self.compile(c) for c in node.children])
+        return self._join([self.compile(c) for c in node.children], " OR ")
 
     def visit_not(self, node: Not) -> Predicate:
         return self._negate(self.compile(node.child))

