@@ -286,3 +286,33 @@ def test_write_pacing_keeps_under_the_service_rate() -> None:
         assert unpaced.upsert(recs) == 2500 and unpaced.count() == 2500  # 429s, retried with backoff
     finally:
         server.stop()
+
+
+def test_k_beyond_one_page_follows_next_token(store: S3VectorsStore) -> None:
+    recs = clustered_records(400, 2, clusters=3, seed=11, rules=store.capabilities.metadata)
+    store.upsert(recs)
+    index = ExactIndex(
+        Metric.EUCLIDEAN,
+        [r.key for r in recs],
+        np.asarray([r.vector for r in recs], np.float32),
+        [r.metadata for r in recs],
+    )
+    q = np.asarray(recs[7].vector, np.float32)
+    for k, flt in ((250, None), (400, None), (150, {"lang": {"$ne": "en"}})):
+        result = store.query(q, k=k, filter=flt)
+        j = judge(index, q, result, parse_filter(flt))
+        assert j.recall == 1.0 and not j.violations and j.k_returned == j.k_expected, (k, flt, j)
+        assert [m.distance for m in result] == sorted(m.distance for m in result)
+
+
+def test_old_top_k_limit_can_be_emulated() -> None:
+    server = LocalServer(limits=Limits(max_top_k=100))
+    url = server.start()
+    try:
+        s = vectorport.connect(f"s3vectors://old/ix1?endpoint_url={url}", dimension=2, metric="euclidean")
+        s.upsert([Record(f"k{i}", [1.0, float(i)]) for i in range(150)])
+        assert len(s.query([1, 0], k=100)) == 100
+        with pytest.raises(vectorport.ValidationError, match="topK"):
+            s.query([1, 0], k=101)
+    finally:
+        server.stop()

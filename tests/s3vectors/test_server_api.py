@@ -281,7 +281,7 @@ def test_query_options_and_limits(s3v: Any, raw_s3v: Any, index: dict[str, str])
     resp = s3v.query_vectors(**index, topK=1, queryVector={"float32": [1.0, 0.0]}, returnMetadata=True)
     assert resp["vectors"][0]["metadata"] == {"g": "x", "body": "text"}
     with pytest.raises(s3v.exceptions.ValidationException, match="topK"):
-        s3v.query_vectors(**index, topK=101, queryVector={"float32": [1.0, 0.0]})
+        s3v.query_vectors(**index, topK=10_001, queryVector={"float32": [1.0, 0.0]})
     with pytest.raises(s3v.exceptions.ValidationException, match="dimension"):
         s3v.query_vectors(**index, topK=1, queryVector={"float32": [1.0, 0.0, 0.0]})
     arn = s3v.get_index(**index)["index"]["indexArn"]
@@ -424,3 +424,23 @@ def test_raw_http_errors(endpoint: str, index: dict[str, str]) -> None:
     assert body["fieldList"] == [{"path": "/topK", "message": "Member must not be null"}]
     status, body, headers = _post(f"{endpoint}/NoSuchOperation", {}, {})
     assert status == 400
+
+
+def test_query_topk_beyond_one_page_is_paginated(s3v: Any, index: dict[str, str]) -> None:
+    # AWS since June 2026: topK up to 10,000, results in pages of 100 linked by nextToken,
+    # followed by the SDK paginator with the same query parameters.
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(300, 2)).astype(np.float32)
+    for start in range(0, 300, 100):
+        _put(s3v, index, *((f"p{i}", vecs[i].tolist(), {"i": i}) for i in range(start, start + 100)))
+    query = {"topK": 250, "queryVector": {"float32": [0.25, -0.5]}, "returnDistance": True}
+    first = s3v.query_vectors(**index, **query)
+    assert len(first["vectors"]) == 100 and first["nextToken"]
+    pages = list(s3v.get_paginator("query_vectors").paginate(**index, **query))
+    assert [len(p["vectors"]) for p in pages] == [100, 100, 50]
+    got = [v["key"] for p in pages for v in p["vectors"]]
+    dist = np.linalg.norm(vecs.astype(np.float64) - np.array([0.25, -0.5]), axis=1)
+    assert got == [f"p{i}" for i in np.argsort(dist, kind="stable")[:250]]
+    filtered = [v for p in s3v.get_paginator("query_vectors").paginate(
+        **index, **query, filter={"i": {"$lt": 120}}) for v in p["vectors"]]  # fmt: skip
+    assert len(filtered) == 120 and all(int(v["key"][1:]) < 120 for v in filtered)

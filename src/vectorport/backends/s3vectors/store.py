@@ -88,7 +88,7 @@ class S3VectorsStore(BaseStore):
         max_read_batch=100,
         max_delete_batch=500,
         max_scan_page=1000,
-        max_top_k=100,
+        max_top_k=10_000,  # AWS since June 2026, returned in pages of 100 (followed by _search)
         max_key_bytes=1024,
         exact=False,  # AWS runs approximate search; the local server is exact
         recall_tolerance=0.9,
@@ -356,8 +356,14 @@ class S3VectorsStore(BaseStore):
             request["filter"] = S3FilterCompiler(self.text_key).compile_query(where)
         request.update(params)
         resp = self._call("QueryVectors", **request)
+        found: list[dict[str, Any]] = list(resp.get("vectors", []))
+        while resp.get("nextToken") and len(found) < k:
+            # topK beyond one page (100) comes back in pages; a page request carries the token
+            # with the same query, as the SDK paginator does.
+            resp = self._call("QueryVectors", **{**request, "nextToken": resp["nextToken"]})
+            found.extend(resp.get("vectors", []))
         metric = self.spec.metric
-        hits = sorted(resp.get("vectors", []), key=lambda h: (float(h.get("distance", 0.0)), h["key"]))
+        hits = sorted(found, key=lambda h: (float(h.get("distance", 0.0)), h["key"]))
         vectors: dict[str, Vector | None] = {}
         if Include.VECTOR in include and hits:
             for rec in self._read([h["key"] for h in hits], frozenset({Include.VECTOR})):

@@ -25,7 +25,7 @@ def serve(
     throttle_fraction: float = 0.0,
     throttle_rps: float | None = None,
     write_rate: float | None = None,
-    max_top_k: int = 100,
+    max_top_k: int = Limits.max_top_k,
     region: str = "us-east-1",
     as_json: bool = False,
     snapshot_bytes: int = 64 << 20,

@@ -54,8 +54,9 @@ _EXACT_INT = float(2**53)
 class Limits:
     """AWS's documented limits (defaults), adjustable for experiments."""
 
-    max_top_k: int = 100
-    """AWS documented 100 until June 2026, then 10,000 with paginated results."""
+    max_top_k: int = 10_000
+    """AWS documented 100 until June 2026, then 10,000 with paginated results (pages of
+    ``query_page_size``); ``Limits(max_top_k=100)`` / ``--max-top-k 100`` emulates the old limit."""
     query_page_size: int = 100
     """Results per QueryVectors page when ``topK`` exceeds it."""
     max_filterable_bytes: int = 2048
