@@ -1,6 +1,8 @@
-"""``vectorport pgvector schema``: the SQL of a collection, for Supabase and psql users.
+"""``vectorport pgvector schema|start|stop``: the SQL of a collection, and the embedded server
+for psql and other PostgreSQL clients.
 
-Exit codes: 0 printed; 2 bad arguments (unknown metric, dimension out of range, bad name).
+Exit codes: 0 done; 2 bad arguments (unknown metric, dimension out of range, bad name);
+3 the embedded server could not start.
 """
 
 from __future__ import annotations
@@ -45,6 +47,45 @@ def schema(
         emit_json({"table": table, "schema": schema_name, "dimension": dim, "metric": metric, "sql": text})
         return
     typer.echo(text, nl=False)
+
+
+@pgvector_app.command("start")
+def start(
+    data: str = typer.Argument(..., help="Data directory of a pgvector:// URL (created when empty)."),
+    database: str = typer.Option("postgres", "--database", help="Database of the printed URI."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Start (or find running) the embedded PostgreSQL + pgvector server in DATA and leave it
+    running, then print its libpq URI: ``psql "$(vectorport pgvector start ./pgdata)"``.
+    vectorport reuses a running server and leaves it running; stop it with ``pgvector stop``.
+    """
+    with reported_errors():
+        from ..backends.pgvector._embedded import embedded_conninfo, resolve_data_dir
+
+        data_dir = resolve_data_dir(data)
+        uri = embedded_conninfo(data_dir, keep=True, database=database)
+    if as_json:
+        emit_json({"data_dir": str(data_dir), "uri": uri, "running": True})
+        return
+    typer.echo(uri)
+
+
+@pgvector_app.command("stop")
+def stop(
+    data: str = typer.Argument(..., help="Data directory of the embedded server."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Stop the embedded server running in DATA (a fast shutdown: open sessions are ended)."""
+    with reported_errors():
+        from ..backends.pgvector._embedded import resolve_data_dir, stop_embedded
+
+        data_dir = resolve_data_dir(data)
+        stopped = stop_embedded(data_dir)
+    if as_json:
+        emit_json({"data_dir": str(data_dir), "stopped": stopped})
+        return
+    message = f"stopped the server in {data_dir}" if stopped else f"no server was running in {data_dir}"
+    typer.echo(message, err=True)
 
 
 def register(app: typer.Typer) -> None:

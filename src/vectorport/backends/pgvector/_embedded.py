@@ -13,7 +13,7 @@ The layer runs ``initdb`` on an empty directory, starts ``postgres`` with no TCP
 (``-h ""``) and a socket in the data directory (or a short runtime directory when that path
 is too long for a socket), and stops the server when the last process holding a handle exits.
 A server vectorport did not start (another process, ``vectorport pgvector start``) is reused and
-left running.
+left running; ``vectorport pgvector stop`` stops it.
 """
 
 from __future__ import annotations
