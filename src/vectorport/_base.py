@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -36,7 +36,7 @@ from .exceptions import (
 )
 from .filters import FilterNode, evaluate, parse_filter
 
-__all__ = ["BaseStore"]
+__all__ = ["BaseStore", "bulk_load_of"]
 
 log = logging.getLogger("vectorport")
 
@@ -375,3 +375,11 @@ class BaseStore(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url.masked!r} collection={self.collection!r}>"
+
+
+def bulk_load_of(store: object, expected: int | None = None) -> AbstractContextManager[None]:
+    """``store.bulk_load(expected)`` for a :class:`BaseStore`; a no-op context for any other
+    :class:`~vectorport.VectorStore` (the hook is not part of the minimal protocol)."""
+    if isinstance(store, BaseStore):
+        return store.bulk_load(expected)
+    return nullcontext()

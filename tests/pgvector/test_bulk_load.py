@@ -223,3 +223,26 @@ def test_sigkill_mid_bulk_load_then_reopen_builds_the_index(pg_url: Callable[...
                 pipe.close()
         store.drop()
         store.close()
+
+
+def test_first_ingest_is_a_bulk_load(pg_url: Callable[..., str], tmp_path: Path) -> None:
+    from vectorport.ingest import ChunkingConfig, HashEmbedder, ingest
+
+    for i in range(6):
+        (tmp_path / f"d{i}.md").write_text(
+            f"# Doc {i}\n\n" + "\n\n".join(f"Para {j} of {i}." for j in range(5))
+        )
+    url = pg_url()
+    report = ingest(tmp_path, url, embedder=HashEmbedder(DIM), chunking=ChunkingConfig(20, 0, 5))
+    assert report.added == 6
+    with vectorport.connect(url) as store:
+        assert _hnsw(store) and store.count() == report.chunks_written
+        conn, _ = store._conn()  # type: ignore[attr-defined]
+        hnsw_oid, gin_oid = (
+            conn.execute("SELECT %s::regclass::oid", (f"{store.collection}_{suffix}",)).fetchone()[0]  # type: ignore[index]
+            for suffix in ("embedding_hnsw", "metadata_gin")
+        )
+        # created with the table, the HNSW index would precede the GIN index; rebuilt after
+        # the load by bulk_load, it follows it
+        assert hnsw_oid > gin_oid
+        store.drop()

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .._base import bulk_load_of
 from .._models import Record
 from .._protocol import VectorStore
 from .chunker import Chunk, Chunker, ChunkingConfig
@@ -208,17 +209,19 @@ class Indexer:
         present = {f.source for f in files}
         pending: list[_Pending] = []
         pending_texts = 0
-        for done, file in enumerate(files, 1):
-            item = self._plan(file, state.get(file.source, {}), report)
-            if item is not None:
-                pending.append(item)
-                pending_texts += len(item.chunks) - len(item.reuse)
-                if pending_texts >= self.flush_texts:
-                    self._flush(pending, report, progress)
-                    pending, pending_texts = [], 0
-            if progress:
-                progress("documents", done, len(files))
-        self._flush(pending, report, progress)
+        # A first ingest is a bulk load (pgvector builds its HNSW index once, at the end).
+        with bulk_load_of(self.store, None if state else len(files)):
+            for done, file in enumerate(files, 1):
+                item = self._plan(file, state.get(file.source, {}), report)
+                if item is not None:
+                    pending.append(item)
+                    pending_texts += len(item.chunks) - len(item.reuse)
+                    if pending_texts >= self.flush_texts:
+                        self._flush(pending, report, progress)
+                        pending, pending_texts = [], 0
+                if progress:
+                    progress("documents", done, len(files))
+            self._flush(pending, report, progress)
         if prune:
             gone = sorted(s for s in state if s not in present and corpus.in_scope(s))
             for i, source in enumerate(gone, 1):

@@ -21,10 +21,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
-from .._base import BaseStore
+from .._base import bulk_load_of
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._retry import RetryPolicy
@@ -160,14 +159,6 @@ def _write(
             time.sleep(wait)
 
 
-def _bulk_load(target: VectorStore, expected: int | None) -> AbstractContextManager[None]:
-    """The target's :meth:`BaseStore.bulk_load` (e.g. pgvector builds its HNSW index after the
-    copy instead of maintaining it per insert); nothing for stores outside the base class."""
-    if isinstance(target, BaseStore):
-        return target.bulk_load(expected)
-    return nullcontext()
-
-
 def copy_records(
     source: VectorStore,
     target: VectorStore,
@@ -199,7 +190,7 @@ def copy_records(
     slots = threading.BoundedSemaphore(max(2, 2 * concurrency))
     started = time.monotonic()
     with (
-        _bulk_load(target, total),
+        bulk_load_of(target, total),
         Progress("copy", total, enabled=progress, completed=stats.resumed_from) as bar,
         ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vectorport-migrate") as pool,
     ):
