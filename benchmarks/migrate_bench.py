@@ -8,7 +8,8 @@ Legs: Chroma (embedded) -> pgvector (embedded server) and pgvector -> the local 
 
 * raw source scan rate: ``scan()`` of every record with vector, metadata and text;
 * raw target write rate: ``upsert()`` of the same records in the same batch size and with the
-  same number of threads as the migration, into a scratch collection;
+  same number of threads as the migration, into a scratch collection, inside the target's
+  ``bulk_load`` as the migration's copy is (pgvector: the HNSW index is built once, timed);
 * migration: ``vectorport.migrate`` (plan, copy, verify), copy rate and end-to-end rate;
   ratio = copy rate / the slower raw side (target: >= 0.8);
 * naive copy: read everything into a list, then one ``upsert`` call per record (timed on the
@@ -39,6 +40,7 @@ import numpy as np
 
 import vectorport
 from vectorport import BaseStore, Capabilities, CollectionSpec, Metric, Record, ScanPage, StoreURL
+from vectorport._base import bulk_load_of
 from vectorport._registry import resolve
 from vectorport._validate import Batch
 from vectorport.migrate import Transformer
@@ -157,7 +159,8 @@ def timed_write(url: str, dim: int, records: list[Record], batch: int) -> float:
     with vectorport.connect(url, dimension=dim) as s:
         chunks = [records[i : i + batch] for i in range(0, len(records), batch)]
         began = time.perf_counter()
-        with ThreadPoolExecutor(CONCURRENCY) as pool:
+        # inside bulk_load like the migration's copy (pgvector: HNSW built once, build timed)
+        with bulk_load_of(s, len(records)), ThreadPoolExecutor(CONCURRENCY) as pool:
             list(pool.map(s.upsert, chunks))
         out = rate(len(records), time.perf_counter() - began)
         s.drop()
