@@ -23,9 +23,7 @@ RECORDS = clustered_records(1500, 12, clusters=6, seed=5)
 
 
 def _index(metric: Metric) -> ExactIndex:
-    return ExactIndex(
-        metric, [r.key for r in RECORDS], np.stack([r.vector for r in RECORDS]), [r.metadata for r in RECORDS]
-    )
+    return ExactIndex.from_records(metric, RECORDS)
 
 
 INDEXES = {m: _index(m) for m in Metric}

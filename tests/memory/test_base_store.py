@@ -92,8 +92,7 @@ def test_the_judge_catches_a_post_filtering_store() -> None:
     try:
         recs = clustered_records(300, 8, clusters=4, seed=1)
         s.upsert(recs)
-        index = ExactIndex(s.spec.metric, [r.key for r in recs], np.stack([r.vector for r in recs]),
-                           [r.metadata for r in recs])
+        index = ExactIndex.from_records(s.spec.metric, recs)
         where = parse_filter({"cluster": 1})
         q = query_vectors(1, 8, clusters=4, seed=1)[0]
         j = judge(index, q, s.query(q, k=10, filter={"cluster": 1}), where)

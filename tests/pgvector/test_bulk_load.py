@@ -47,12 +47,7 @@ def _hnsw(store: vectorport.VectorStore) -> bool:
 def _assert_exact(store: vectorport.VectorStore, flt: dict[str, object] | None = None) -> None:
     """Top-10 answers equal the exact oracle's over what the table holds."""
     recs = list(store.records())
-    index = ExactIndex(
-        vectorport.Metric.COSINE,
-        [r.key for r in recs],
-        np.stack([r.vector for r in recs]),
-        [r.metadata for r in recs],
-    )
+    index = ExactIndex.from_records(vectorport.Metric.COSINE, recs)
     from vectorport.filters import parse_filter
 
     for q in query_vectors(5, DIM, clusters=8, seed=3):

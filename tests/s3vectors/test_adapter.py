@@ -149,12 +149,7 @@ def test_exact_against_the_oracle(endpoint: str, unique: Any) -> None:
     )
     records = clustered_records(300, 8, clusters=6, seed=5, rules=s.capabilities.metadata)
     s.upsert(records)
-    index = ExactIndex(
-        Metric.COSINE,
-        [r.key for r in records],
-        np.asarray([r.vector for r in records], np.float32),
-        [r.metadata for r in records],
-    )
+    index = ExactIndex.from_records(Metric.COSINE, records)
     queries = query_vectors(32, 8, clusters=6, seed=5)
     try:
 
@@ -291,12 +286,7 @@ def test_write_pacing_keeps_under_the_service_rate() -> None:
 def test_k_beyond_one_page_follows_next_token(store: S3VectorsStore) -> None:
     recs = clustered_records(400, 2, clusters=3, seed=11, rules=store.capabilities.metadata)
     store.upsert(recs)
-    index = ExactIndex(
-        Metric.EUCLIDEAN,
-        [r.key for r in recs],
-        np.asarray([r.vector for r in recs], np.float32),
-        [r.metadata for r in recs],
-    )
+    index = ExactIndex.from_records(Metric.EUCLIDEAN, recs)
     q = np.asarray(recs[7].vector, np.float32)
     for k, flt in ((250, None), (400, None), (150, {"lang": {"$ne": "en"}})):
         result = store.query(q, k=k, filter=flt)

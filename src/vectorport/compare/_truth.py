@@ -93,15 +93,7 @@ class GroundTruth:
         """Truth over records already in memory (every record needs a vector)."""
         if any(r.vector is None for r in records):
             raise ConfigurationError("ground truth needs every record's vector")
-        vectors = (
-            np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
-            if records
-            else np.empty((0, 0), dtype=np.float32)
-        )
-        index = ExactIndex(
-            Metric.parse(metric), [r.key for r in records], vectors, [r.metadata for r in records]
-        )
-        return cls(index, source)
+        return cls(ExactIndex.from_records(metric, records), source)
 
     @classmethod
     def from_store(cls, store: VectorStore, *, batch_size: int | None = None) -> GroundTruth:

@@ -77,12 +77,7 @@ def _all(store: VectorStore, include: Any = None) -> list[Record]:
 
 
 def _index(metric: str, records: list[Record]) -> ExactIndex:
-    return ExactIndex(
-        Metric.parse(metric),
-        [r.key for r in records],
-        np.stack([np.asarray(r.vector, dtype=np.float32) for r in records]),
-        [r.metadata for r in records],
-    )
+    return ExactIndex.from_records(metric, records)
 
 
 def assert_vectors_equal(got: Any, want: Any, ulps: int = 0) -> None:

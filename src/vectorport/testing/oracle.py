@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._models import Metric, QueryResult, Vector, canonical_distances
+from .._models import Metric, QueryResult, Record, Vector, canonical_distances
 from ..filters import FilterNode, evaluate_many, to_dict
 
 __all__ = ["ExactIndex", "Judgement", "TopK", "judge"]
@@ -64,6 +64,22 @@ class ExactIndex:
         self._masks: dict[str, npt.NDArray[np.bool_]] = {}
         self._search_base: npt.NDArray[np.float32] | None = None
         self._sqnorms: npt.NDArray[np.float32] | None = None
+
+    @classmethod
+    def from_records(cls, metric: Metric | str, records: Sequence[Record]) -> ExactIndex:
+        """The index of ``records`` (every record needs a vector).
+
+        >>> from vectorport import Record
+        >>> ix = ExactIndex.from_records("euclidean", [Record("a", [0, 0]), Record("b", [3, 4])])
+        >>> ix.top_k([0, 0], 1)[0]
+        ['a']
+        """
+        vectors = (
+            np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
+            if records
+            else np.empty((0, 0), dtype=np.float32)
+        )
+        return cls(Metric.parse(metric), [r.key for r in records], vectors, [r.metadata for r in records])
 
     def __len__(self) -> int:
         return len(self.keys)
