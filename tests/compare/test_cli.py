@@ -138,3 +138,17 @@ def test_text_queries_without_vectors_need_an_embedder(urls: tuple[str, str], tm
     path.write_text('{"text": "hello"}\n{"vector": [1, 2]}\n')
     code, _, err = run(urls[0], "--queries", str(path), "--embedder", "hash:16")
     assert code == 2 and "2 dimensions" in err
+
+
+def test_tables_are_not_truncated_in_ci_logs(urls: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI log is not a terminal: rich's default of 80 columns cut every figure to ``1.…``."""
+    from vectorport.cli._common import LOG_WIDTH, make_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert make_console().width == LOG_WIDTH
+    monkeypatch.setenv("COLUMNS", "100")
+    assert make_console().width == 100
+    monkeypatch.delenv("COLUMNS")
+    code, out, _ = run(*urls, "--sample", "5", "--k", "5")
+    assert code == 0, out
+    assert "…" not in out and "1.0000" in out

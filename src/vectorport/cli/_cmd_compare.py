@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from ..exceptions import ConfigurationError
-from ._common import EXIT_USAGE, err_console, out_console, parse_json_arg, reported_errors
+from ._common import EXIT_USAGE, err_console, make_console, out_console, parse_json_arg, reported_errors
 
 EXIT_GATE = 1
 """A gate failed."""
@@ -182,7 +181,7 @@ def compare(
             gates=gates,
             seed=seed,
         )
-    console = Console(stderr=True) if json_path == "-" else out_console
+    console = make_console(stderr=True) if json_path == "-" else out_console
     result.print_table(console)
     if json_path == "-":
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,13 +22,26 @@ __all__ = [
     "configure_logging",
     "emit_json",
     "err_console",
+    "make_console",
     "out_console",
     "parse_json_arg",
     "reported_errors",
 ]
 
-out_console = Console()
-err_console = Console(stderr=True)
+LOG_WIDTH = 200
+"""Console width when the stream is not a terminal (CI logs, files): rich's default of 80
+columns would truncate the comparison tables to ``1.…``. ``COLUMNS`` overrides it."""
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A rich console on stdout (or stderr), wide when writing to a log rather than a terminal."""
+    stream = sys.stderr if stderr else sys.stdout
+    wide = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=LOG_WIDTH if wide else None)
+
+
+out_console = make_console()
+err_console = make_console(stderr=True)
 
 EXIT_FAILURE = 3
 """An operational failure: the backend failed or was unreachable."""
