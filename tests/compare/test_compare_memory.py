@@ -322,3 +322,25 @@ def test_exact_stores_pass_every_gate(stores: dict[str, vectorport.BaseStore]) -
     assert result.passed, result.explain()
     (pair,) = result.pairs
     assert pair.overall.overlap == pytest.approx(1.0)
+
+
+def test_bad_query_files_name_the_line(loaded: str, tmp_path: Path) -> None:
+    from vectorport import FilterError
+    from vectorport.compare import load_queries
+
+    good = json.dumps({"vector": RECORDS[0].vector.tolist(), "id": "first"})
+    cases = {
+        '{"vector": [1.0, 2.0], "id": "short"}': (
+            ConfigurationError,
+            r"q\.jsonl:3 \(short\) has 2 dimensions",
+        ),
+        '{"vector": [1.0], "filter": {"a": {"$foo": 1}}}': (FilterError, r"\$foo.*query at .*q\.jsonl:3"),
+        '{"vector": [1.0], "lang": "en"}': (ConfigurationError, r"q\.jsonl:3: unknown field"),
+        "[1.0, 2.0]": (ConfigurationError, r"q\.jsonl:3: expected a JSON object"),
+        "{oops": (ConfigurationError, r"q\.jsonl:3: not JSON"),
+    }
+    for line, (error, message) in cases.items():
+        path = tmp_path / "q.jsonl"
+        path.write_text(f"{good}\n\n{line}\n")
+        with pytest.raises(error, match=message):
+            vectorport.compare([f"memory://{loaded}"], load_queries(path), k=3)

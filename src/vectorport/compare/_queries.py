@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._models import JSON
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, FilterError
 from ..filters import FilterNode, parse_filter, to_dict
 
 __all__ = [
@@ -64,6 +64,8 @@ class Query:
     filter: Mapping[str, Any] | FilterNode | None = None
     relevant: Sequence[str] | Mapping[str, float] = ()
     id: str | None = None
+    origin: str | None = field(default=None, repr=False, compare=False)
+    """Where the query came from (``FILE:LINE`` for JSONL), named in error messages."""
     where: FilterNode | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -98,9 +100,15 @@ class Query:
         """The canonical JSON of the filter (``"none"`` without one): the per-filter group name."""
         return filter_label(self.where)
 
+    def describe(self, index: int) -> str:
+        """How error messages name this query: its origin (or position) and its id."""
+        name = self.origin or f"query #{index}"
+        return f"{name} ({self.id})" if self.id is not None else name
+
     def with_vector(self, vector: npt.ArrayLike) -> Query:
         """A copy with ``vector`` set (after embedding)."""
-        return Query(np.asarray(vector, dtype=np.float32), self.text, self.where, self.relevant, self.id)
+        vec = np.asarray(vector, dtype=np.float32)
+        return Query(vec, self.text, self.where, self.relevant, self.id, self.origin)
 
     def to_dict(self) -> dict[str, JSON]:
         """A JSON-ready dict (the JSONL line format)."""
@@ -161,7 +169,7 @@ def _compact(node: dict[str, Any]) -> dict[str, Any]:
 _FIELDS = frozenset({"id", "vector", "text", "filter", "relevant"})
 
 
-def _from_mapping(item: Mapping[str, Any], where: str) -> Query:
+def _from_mapping(item: Mapping[str, Any], where: str, origin: str | None = None) -> Query:
     unknown = set(item) - _FIELDS
     if unknown:
         raise ConfigurationError(
@@ -175,6 +183,7 @@ def _from_mapping(item: Mapping[str, Any], where: str) -> Query:
         item.get("filter"),
         item.get("relevant") or (),
         None if qid is None else str(qid),
+        origin,
     )
 
 
@@ -217,9 +226,11 @@ def load_queries(path: str | Path) -> list[Query]:
         if not isinstance(item, Mapping):
             raise ConfigurationError(f"{where}: expected a JSON object, got {type(item).__name__}")
         try:
-            out.append(_from_mapping(item, where))
+            out.append(_from_mapping(item, where, origin=where))
         except ConfigurationError as exc:
             raise ConfigurationError(f"{where}: {exc}") from None
+        except FilterError as exc:
+            raise FilterError(f"{exc.reason} (query at {where})", exc.path) from None
     if not out:
         raise ConfigurationError(f"{source} holds no queries")
     return out

@@ -308,7 +308,9 @@ def _resolve_queries(
     default = filters[0]
     if default is None:
         return qs
-    return [q if q.where is not None else Query(q.vector, q.text, default, q.relevant, q.id) for q in qs]
+    return [
+        q if q.where is not None else Query(q.vector, q.text, default, q.relevant, q.id, q.origin) for q in qs
+    ]
 
 
 Answer = QueryResult | BaseException

@@ -122,14 +122,12 @@ class GroundTruth:
         dim = self.dimension
         for i, q in enumerate(queries):
             if q.vector is None:
-                raise ConfigurationError(f"query #{i} has no vector (embed its text first)")
+                raise ConfigurationError(f"{q.describe(i)} has no vector (embed its text first)")
             size = np.asarray(q.vector).size
             if size != dim:
-                raise ConfigurationError(
-                    f"query #{i} ({q.id or 'unnamed'}) has {size} dimensions; the collection has {dim}"
-                )
+                raise ConfigurationError(f"{q.describe(i)} has {size} dimensions; the collection has {dim}")
             if self.metric is Metric.COSINE and not np.any(np.asarray(q.vector)):
-                raise ConfigurationError(f"query #{i} is the zero vector, which has no cosine distance")
+                raise ConfigurationError(f"{q.describe(i)} is the zero vector, which has no cosine distance")
         by_label: dict[str, list[int]] = {}
         for i, q in enumerate(queries):
             by_label.setdefault(q.filter_label, []).append(i)
