@@ -48,6 +48,10 @@ _INDEX_ARN = re.compile(
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _ENHANCED_SINCE = 1790726400.0  # 2026-09-30T00:00:00Z
 _EXACT_INT = float(2**53)
+_QUERY_TOKEN_SECONDS = 900.0
+"""How long a QueryVectors page token stays valid after its query."""
+_MAX_QUERY_RESULT_SETS = 256
+"""Query result sets kept for their later pages (the oldest is dropped beyond this)."""
 
 
 @dataclass(frozen=True)
@@ -296,7 +300,15 @@ class Service:
         assert index.bucket_obj is not None
         return "ENHANCED" if index.bucket_obj.created >= self.limits.enhanced_since else "CLASSIC"
 
-    def _check_tags(self, tags: dict[str, str], what: str) -> None:
+    def _check_tags(self, tags: dict[str, str], what: str, added: dict[str, str] | None = None) -> None:
+        """``tags``: all the resource would have; ``added``: the ones this request sets."""
+        # "Adding a tag to a vector bucket": a tag key that starts with the AWS reserved
+        # prefix aws: is refused.
+        reserved = sorted(k for k in (tags if added is None else added) if k.lower().startswith("aws:"))
+        if reserved:
+            raise ValidationException(
+                f"Tag keys beginning with the reserved prefix 'aws:' cannot be added: {', '.join(reserved)}"
+            )
         if len(tags) > self.limits.max_tags:
             raise ValidationException(
                 f"{what} would have {len(tags)} tags; at most {self.limits.max_tags} are allowed"
@@ -546,7 +558,7 @@ class Service:
     def TagResource(self, inp: dict[str, Any]) -> dict[str, Any]:
         res = self._tagged(inp["resourceArn"])
         with self.lock:
-            self._check_tags({**res.tags, **inp["tags"]}, "The resource")
+            self._check_tags({**res.tags, **inp["tags"]}, "The resource", inp["tags"])
             res.tags.update(inp["tags"])
             self._save_catalog()
         return {}
@@ -784,32 +796,45 @@ class Service:
                 if want_dist:
                     rec["distance"] = dist
                 results.append(rec)
-        page = self.limits.query_page_size
-        out: dict[str, Any] = {"vectors": results[:page], "distanceMetric": index.metric}
-        if len(results) > page:
-            out["nextToken"] = self._remember_pages(results[page:], index.arn)
-        return out
+        if len(results) <= self.limits.query_page_size:
+            return {"vectors": results, "distanceMetric": index.metric}
+        return self._query_result_page(self._remember_query(results, index.arn), 0, index)
 
-    def _remember_pages(self, rest: list[dict[str, Any]], arn: str) -> str:
-        token = secrets.token_urlsafe(24)
+    def _remember_query(self, results: list[dict[str, Any]], arn: str) -> str:
+        """Keep a query's ranked results for their later pages; returns the result set's id.
+
+        A page token names the result set and an offset, and stays valid until the set
+        expires, so a token can be sent again: botocore's paginator resumes a
+        ``MaxItems``-truncated run (``StartingToken``, the CLI's ``--starting-token``) by
+        re-sending the token of the page it cut, and a retried request re-sends its token.
+        """
+        ident = secrets.token_urlsafe(18)
         with self.lock:
             now = time.monotonic()
-            for t in [t for t, (exp, _, _) in self._query_pages.items() if exp < now]:
-                del self._query_pages[t]
-            self._query_pages[token] = (now + 300.0, rest, arn)
-        return token
+            for old in [i for i, (exp, _, _) in self._query_pages.items() if exp < now]:
+                del self._query_pages[old]
+            while len(self._query_pages) >= _MAX_QUERY_RESULT_SETS:
+                del self._query_pages[next(iter(self._query_pages))]  # the oldest
+            self._query_pages[ident] = (now + _QUERY_TOKEN_SECONDS, results, arn)
+        return ident
+
+    def _query_result_page(self, ident: str, offset: int, index: _Index) -> dict[str, Any]:
+        with self.lock:
+            state = self._query_pages.get(ident)
+        if state is None or state[2] != index.arn or state[0] < time.monotonic() or offset > len(state[1]):
+            raise ValidationException("The nextToken is invalid or has expired; re-issue the query")
+        results = state[1]
+        page = self.limits.query_page_size
+        out: dict[str, Any] = {"vectors": results[offset : offset + page], "distanceMetric": index.metric}
+        if offset + page < len(results):
+            out["nextToken"] = f"{ident}.{offset + page}"
+        return out
 
     def _query_page(self, token: str, index: _Index) -> dict[str, Any]:
-        with self.lock:
-            state = self._query_pages.pop(token, None)
-        if state is None or state[2] != index.arn or state[0] < time.monotonic():
+        ident, _, raw = token.rpartition(".")
+        if not ident or not raw.isdigit():
             raise ValidationException("The nextToken is invalid or has expired; re-issue the query")
-        rest = state[1]
-        page = self.limits.query_page_size
-        out: dict[str, Any] = {"vectors": rest[:page], "distanceMetric": index.metric}
-        if len(rest) > page:
-            out["nextToken"] = self._remember_pages(rest[page:], index.arn)
-        return out
+        return self._query_result_page(ident, int(raw), index)
 
 
 def _fast_float32(values: list[Any]) -> np.ndarray[Any, Any] | None:
