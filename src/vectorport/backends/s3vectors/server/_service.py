@@ -639,14 +639,17 @@ class Service:
             _check_meta_value(value, f"{where}: metadata key {key!r}")
         filterable = {k: v for k, v in meta.items() if k not in index.non_filterable}
         fsize = _meta_size(filterable)
+        # The service's own wording (seen in real PutVectors errors), then the sizes.
         if fsize > limits.max_filterable_bytes:
             raise ValidationException(
-                f"{where}: filterable metadata is {fsize} bytes; the limit is {limits.max_filterable_bytes}"
+                f"{where}: Filterable metadata must have at most {limits.max_filterable_bytes} bytes "
+                f"(it has {fsize}); declare large keys non-filterable at index creation"
             )
         total = _meta_size(meta)
         if total > limits.max_total_metadata_bytes:
             raise ValidationException(
-                f"{where}: metadata is {total} bytes; the limit is {limits.max_total_metadata_bytes}"
+                f"{where}: Total metadata must have at most {limits.max_total_metadata_bytes} bytes "
+                f"(it has {total})"
             )
         return meta
 
