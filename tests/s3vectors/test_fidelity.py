@@ -383,3 +383,130 @@ def test_every_response_matches_the_model_output_shape(endpoint: str, unique: An
     call("UntagResource", None, method="DELETE", path=tags + "?tagKeys=k")
     call("DeleteIndex", ix)
     call("DeleteVectorBucket", b)
+
+
+# ---------------------------------------------------------------------- audit: model and paging
+def _aws_fails(endpoint: str, *args: str) -> str:
+    """Run an AWS CLI command that must fail; returns its stderr."""
+    with pytest.raises(AssertionError) as exc:
+        aws(endpoint, *args)
+    return str(exc.value)
+
+
+@pytest.fixture
+def paged(s3v: Any, unique: Any) -> dict[str, str]:
+    """An index of 250 vectors k000…k249 at distance i from the origin."""
+    bucket = unique("paged")
+    s3v.create_vector_bucket(vectorBucketName=bucket)
+    s3v.create_index(
+        vectorBucketName=bucket, indexName="idx", dataType="float32", dimension=2, distanceMetric="euclidean"
+    )
+    ids = {"vectorBucketName": bucket, "indexName": "idx"}
+    for start in range(0, 250, 125):
+        s3v.put_vectors(
+            **ids,
+            vectors=[
+                {"key": f"k{i:03d}", "data": {"float32": [float(i), 0.0]}} for i in range(start, start + 125)
+            ],
+        )
+    return ids
+
+
+def test_query_page_tokens_can_be_sent_again(s3v: Any, paged: dict[str, str], endpoint: str) -> None:
+    # botocore's paginator resumes a MaxItems-truncated run (StartingToken; the CLI's
+    # --max-items/--starting-token) by re-sending the token of the page it cut, and a retried
+    # request re-sends its token: a page token must stay valid after it was used once.
+    query = {**paged, "topK": 250, "queryVector": {"float32": [0.0, 0.0]}}
+    token = s3v.query_vectors(**query)["nextToken"]
+    first = s3v.query_vectors(**query, nextToken=token)
+    again = s3v.query_vectors(**query, nextToken=token)
+    assert first["vectors"] == again["vectors"] and [v["key"] for v in first["vectors"]][:1] == ["k100"]
+    paginator = s3v.get_paginator("query_vectors")
+    head = paginator.paginate(**query, PaginationConfig={"MaxItems": 150}).build_full_result()
+    tail = paginator.paginate(
+        **query, PaginationConfig={"MaxItems": 150, "StartingToken": head["NextToken"]}
+    ).build_full_result()
+    assert [v["key"] for v in head["vectors"] + tail["vectors"]] == [f"k{i:03d}" for i in range(250)]
+    assert "NextToken" not in tail
+    cli = [
+        "query-vectors",
+        "--vector-bucket-name",
+        paged["vectorBucketName"],
+        "--index-name",
+        "idx",
+        "--top-k",
+        "250",
+        "--query-vector",
+        json.dumps({"float32": [0.0, 0.0]}),
+        "--max-items",
+        "120",
+    ]
+    head = aws(endpoint, *cli)
+    tail = aws(endpoint, *cli[:-2], "--starting-token", head["NextToken"])
+    assert [v["key"] for v in head["vectors"] + tail["vectors"]] == [f"k{i:03d}" for i in range(250)]
+    assert head["distanceMetric"] == tail["distanceMetric"] == "euclidean"
+    with pytest.raises(s3v.exceptions.ValidationException) as exc:
+        s3v.query_vectors(**query, nextToken="not-a-token")
+    assert _code(exc) == ("ValidationException", 400)
+
+
+def test_model_patterns_are_enforced(s3v: Any, raw_s3v: Any, unique: Any, endpoint: str) -> None:
+    # botocore never checks a shape's pattern, so the service is the only check: TagKey and
+    # TagValue are ([\p{L}\p{Z}\p{N}_.:/=+\-@]*), KmsKeyArn is arn:aws…:kms:…:key/….
+    arn = s3v.create_vector_bucket(vectorBucketName=unique("pattern"))["vectorBucketArn"]
+    for tags in ({"k!": "v"}, {"k": "v#"}, {"tab\tkey": "v"}):
+        with pytest.raises(s3v.exceptions.ValidationException) as exc:
+            s3v.tag_resource(resourceArn=arn, tags=tags)
+        assert _code(exc) == ("ValidationException", 400)
+        assert "regular expression pattern" in exc.value.response["fieldList"][0]["message"]
+    s3v.tag_resource(resourceArn=arn, tags={"équipe 1": "données", "a:b/c=d+e-f@g": "½", "x": ""})
+    assert s3v.list_tags_for_resource(resourceArn=arn)["tags"]["équipe 1"] == "données"
+    with pytest.raises(raw_s3v.exceptions.ValidationException):
+        raw_s3v.untag_resource(resourceArn=arn, tagKeys=["bad!"])
+    err = _aws_fails(
+        endpoint,
+        "create-vector-bucket",
+        "--vector-bucket-name",
+        unique("kms"),
+        "--encryption-configuration",
+        "sseType=aws:kms,kmsKeyArn=not-a-key-arn",
+    )
+    assert "(ValidationException)" in err and "kmsKeyArn" in err
+    with pytest.raises(s3v.exceptions.ValidationException):
+        s3v.get_vector_bucket(vectorBucketArn="arn:aws:s3vectors:us-east-1:123456789012:bucket/UPPER")
+
+
+def test_required_query_string_members_are_checked(raw_s3v: Any, unique: Any) -> None:
+    # UntagResource's tagKeys travels in the query string; without it the service answered
+    # 500 InternalServerException (a KeyError) instead of a ValidationException.
+    arn = raw_s3v.create_vector_bucket(vectorBucketName=unique("untag"))["vectorBucketArn"]
+    with pytest.raises(raw_s3v.exceptions.ValidationException) as exc:
+        raw_s3v.untag_resource(resourceArn=arn)
+    assert _code(exc) == ("ValidationException", 400)
+    assert exc.value.response["fieldList"] == [{"path": "/tagKeys", "message": "Member must not be null"}]
+
+
+def test_reserved_aws_tag_prefix_is_refused(s3v: Any, unique: Any, endpoint: str) -> None:
+    # User Guide "Adding a tag to a vector bucket": a tag key that starts with the AWS
+    # reserved prefix aws: is refused.
+    name = unique("awstag")
+    arn = s3v.create_vector_bucket(vectorBucketName=name, tags={"team": "a"})["vectorBucketArn"]
+    for call in (
+        lambda: s3v.tag_resource(resourceArn=arn, tags={"aws:cloudformation:stack": "x"}),
+        lambda: s3v.create_vector_bucket(vectorBucketName=unique("awstag"), tags={"AWS:x": "y"}),
+        lambda: s3v.create_index(
+            vectorBucketName=name,
+            indexName="idx",
+            dataType="float32",
+            dimension=2,
+            distanceMetric="cosine",
+            tags={"aws:x": "y"},
+        ),
+    ):
+        with pytest.raises(s3v.exceptions.ValidationException) as exc:
+            call()
+        assert _code(exc) == ("ValidationException", 400) and "aws:" in str(exc.value)
+    assert s3v.list_tags_for_resource(resourceArn=arn)["tags"] == {"team": "a"}
+    assert s3v.list_indexes(vectorBucketName=name)["indexes"] == []
+    err = _aws_fails(endpoint, "tag-resource", "--resource-arn", arn, "--tags", "aws:k=v")
+    assert "(ValidationException)" in err

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._errors import (
     ConflictException,
@@ -31,8 +32,9 @@ from ._errors import (
     TooManyRequestsException,
     ValidationException,
 )
-from ._filter import parse_filter
+from ._filter import FilterNode, parse_filter
 from ._table import VectorTable, fsync_dir
+from ._text import bm25_scores, rrf
 
 __all__ = ["Limits", "Service"]
 
@@ -48,6 +50,11 @@ _INDEX_ARN = re.compile(
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _ENHANCED_SINCE = 1790726400.0  # 2026-09-30T00:00:00Z
 _EXACT_INT = float(2**53)
+_MAX_TEXT_SEARCH_KEYS = 10  # the model's textSearchConfigurations list: at most 10
+_QUERY_TOKEN_SECONDS = 900.0
+"""How long a QueryVectors page token stays valid after its query."""
+_MAX_QUERY_RESULT_SETS = 256
+"""Query result sets kept for their later pages (the oldest is dropped beyond this)."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,8 @@ class _Index:
     index_mode: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     bucket_obj: _Bucket | None = None
+    text_search: list[dict[str, str]] = field(default_factory=list)
+    """Full-text search configurations: ``{"metadataKey": …, "language"?: …}``."""
     rate_tokens: float = 0.0
     rate_stamp: float = 0.0
 
@@ -178,6 +187,7 @@ class Service:
                             "directory": i.directory,
                             "index_mode": i.index_mode,
                             "tags": i.tags,
+                            "text_search": i.text_search,
                         }
                         for i in b.indexes.values()
                     ],
@@ -233,6 +243,7 @@ class Service:
                     i.get("index_mode"),
                     i.get("tags", {}),
                     bucket,
+                    i.get("text_search", []),
                 )
                 bucket.indexes[index.name] = index
         # Directories of indexes deleted just before a crash.
@@ -296,7 +307,15 @@ class Service:
         assert index.bucket_obj is not None
         return "ENHANCED" if index.bucket_obj.created >= self.limits.enhanced_since else "CLASSIC"
 
-    def _check_tags(self, tags: dict[str, str], what: str) -> None:
+    def _check_tags(self, tags: dict[str, str], what: str, added: dict[str, str] | None = None) -> None:
+        """``tags``: all the resource would have; ``added``: the ones this request sets."""
+        # "Adding a tag to a vector bucket": a tag key that starts with the AWS reserved
+        # prefix aws: is refused.
+        reserved = sorted(k for k in (tags if added is None else added) if k.lower().startswith("aws:"))
+        if reserved:
+            raise ValidationException(
+                f"Tag keys beginning with the reserved prefix 'aws:' cannot be added: {', '.join(reserved)}"
+            )
         if len(tags) > self.limits.max_tags:
             raise ValidationException(
                 f"{what} would have {len(tags)} tags; at most {self.limits.max_tags} are allowed"
@@ -422,10 +441,7 @@ class Service:
         non_filterable = list(config.get("nonFilterableMetadataKeys") or [])
         if len(set(non_filterable)) != len(non_filterable):
             raise ValidationException("Non-filterable metadata keys must be unique within the vector index")
-        if config.get("textSearchConfigurations"):
-            raise ValidationException(
-                "Full-text search configurations are not supported by this local server"
-            )
+        text_search = _text_configs(config.get("textSearchConfigurations") or [], [])
         encryption = _encryption(inp.get("encryptionConfiguration"))
         self._check_tags(dict(inp.get("tags") or {}), "The vector index")
         with self.lock:
@@ -436,6 +452,12 @@ class Service:
                 raise ServiceQuotaExceededException(
                     f"The vector bucket {bucket_name} already has {len(bucket.indexes)} vector indexes, "
                     f"the maximum ({self.limits.max_indexes_per_bucket})"
+                )
+            mode = self._default_mode(bucket)
+            if text_search and mode != "ENHANCED":
+                raise ValidationException(
+                    "Full-text search requires a vector index in ENHANCED mode; the vector bucket "
+                    f"{bucket_name} creates CLASSIC indexes (PutVectorBucketDefaultIndexMode)"
                 )
             directory = uuid.uuid4().hex
             path = None if self.data_dir is None else self.data_dir / "indexes" / directory
@@ -452,9 +474,10 @@ class Service:
                 encryption,
                 directory,
                 table,
-                self._default_mode(bucket),
+                mode,
                 dict(inp.get("tags") or {}),
                 bucket,
+                text_search,
             )
             bucket.indexes[name] = index
             self._save_catalog()
@@ -471,8 +494,14 @@ class Service:
             "dimension": index.dimension,
             "distanceMetric": index.metric,
         }
+        config: dict[str, Any] = {}
         if index.non_filterable:
-            out["metadataConfiguration"] = {"nonFilterableMetadataKeys": list(index.non_filterable)}
+            config["nonFilterableMetadataKeys"] = list(index.non_filterable)
+        if index.text_search:
+            # Backfill is immediate here, so every analyzer is ACTIVE.
+            config["textSearchConfigurations"] = [{**c, "status": "ACTIVE"} for c in index.text_search]
+        if config:
+            out["metadataConfiguration"] = config
         if index.encryption:
             out["encryptionConfiguration"] = index.encryption
         out["indexMode"] = self._mode(index)
@@ -521,12 +550,42 @@ class Service:
                     "The index mode can be set to CLASSIC only for a vector index in a vector bucket "
                     "created before September 30, 2026"
                 )
+            if inp["indexMode"] == "CLASSIC" and index.text_search:
+                raise ValidationException(
+                    f"The vector index {index.name} has full-text search configurations, which need "
+                    "ENHANCED mode; delete them (UpdateMetadataConfiguration) first"
+                )
             index.index_mode = inp["indexMode"]
             self._save_catalog()
         return {}
 
     def UpdateMetadataConfiguration(self, inp: dict[str, Any]) -> dict[str, Any]:
-        raise ValidationException("Full-text search configurations are not supported by this local server")
+        index = self._index(inp)
+        add, delete = inp.get("add"), inp.get("delete")
+        if (add is None) == (delete is None):
+            raise ValidationException("Specify either add or delete, but not both")
+        with self.lock:
+            if self._mode(index) != "ENHANCED":
+                raise ValidationException(
+                    f"The vector index {index.name} must be in ENHANCED mode (UpdateIndexMode) to "
+                    "configure full-text search"
+                )
+            if add is not None:
+                configs = _text_configs(add.get("textSearchConfigurations") or [], index.text_search)
+            else:
+                assert delete is not None
+                gone = [c["metadataKey"] for c in delete.get("textSearchConfigurations") or []]
+                have = {c["metadataKey"] for c in index.text_search}
+                missing = sorted(set(gone) - have)
+                if missing:
+                    raise ValidationException(
+                        f"No full-text search configuration for metadata key(s) {', '.join(missing)} "
+                        f"on the vector index {index.name}"
+                    )
+                configs = [c for c in index.text_search if c["metadataKey"] not in gone]
+            index.text_search = configs
+            self._save_catalog()
+        return {"indexArn": index.arn}
 
     # ------------------------------------------------------------------ tags
     def _tagged(self, arn: str) -> _Bucket | _Index:
@@ -546,7 +605,7 @@ class Service:
     def TagResource(self, inp: dict[str, Any]) -> dict[str, Any]:
         res = self._tagged(inp["resourceArn"])
         with self.lock:
-            self._check_tags({**res.tags, **inp["tags"]}, "The resource")
+            self._check_tags({**res.tags, **inp["tags"]}, "The resource", inp["tags"])
             res.tags.update(inp["tags"])
             self._save_catalog()
         return {}
@@ -627,14 +686,17 @@ class Service:
             _check_meta_value(value, f"{where}: metadata key {key!r}")
         filterable = {k: v for k, v in meta.items() if k not in index.non_filterable}
         fsize = _meta_size(filterable)
+        # The service's own wording (seen in real PutVectors errors), then the sizes.
         if fsize > limits.max_filterable_bytes:
             raise ValidationException(
-                f"{where}: filterable metadata is {fsize} bytes; the limit is {limits.max_filterable_bytes}"
+                f"{where}: Filterable metadata must have at most {limits.max_filterable_bytes} bytes "
+                f"(it has {fsize}); declare large keys non-filterable at index creation"
             )
         total = _meta_size(meta)
         if total > limits.max_total_metadata_bytes:
             raise ValidationException(
-                f"{where}: metadata is {total} bytes; the limit is {limits.max_total_metadata_bytes}"
+                f"{where}: Total metadata must have at most {limits.max_total_metadata_bytes} bytes "
+                f"(it has {total})"
             )
         return meta
 
@@ -749,14 +811,19 @@ class Service:
         token = inp.get("nextToken")
         if token is not None:
             return self._query_page(token, index)
-        if inp.get("queryTexts"):
-            raise ValidationException("Full-text search (queryTexts) is not supported by this local server")
-        if inp.get("queryVector") is None:
-            raise ValidationException("queryVector must be specified")
+        texts: list[dict[str, str]] = inp.get("queryTexts") or []
+        if inp.get("queryVector") is None and not texts:
+            raise ValidationException("A request must include queryVector, queryTexts, or both")
         top_k = inp["topK"]
         if top_k > self.limits.max_top_k:
             raise ValidationException(f"topK must be between 1 and {self.limits.max_top_k}, got {top_k}")
-        query = self._vector(inp["queryVector"], index, "Invalid query vector")
+        query = (
+            None
+            if inp.get("queryVector") is None
+            else self._vector(inp["queryVector"], index, "Invalid query vector")
+        )
+        if texts:
+            self._check_query_texts(index, texts)
         doc = inp.get("filter")
         mode = self._mode(index)
         query_mode = inp.get("queryMode")
@@ -773,43 +840,130 @@ class Service:
             )
         )
         want_meta, want_dist = bool(inp.get("returnMetadata")), bool(inp.get("returnDistance"))
+        # "This setting doesn't add scores to vector-only requests."
+        want_scores = bool(inp.get("returnScores")) and bool(texts)
         table = index.table
         with table.lock:
-            hits = table.search(query, top_k, node)
+            if texts:
+                hits = _text_search(table, query, texts, top_k, node)
+            else:
+                assert query is not None
+                hits = [(row, dist, {}) for row, dist in table.search(query, top_k, node)]
             results: list[dict[str, Any]] = []
-            for row, dist in hits:
+            for row, dist, scores in hits:
                 rec: dict[str, Any] = {"key": table.keys[row]}
                 if want_meta:
                     rec["metadata"] = table.metadatas[row]
-                if want_dist:
+                if want_dist and dist is not None:
                     rec["distance"] = dist
+                if want_scores:
+                    rec["scores"] = scores
                 results.append(rec)
-        page = self.limits.query_page_size
-        out: dict[str, Any] = {"vectors": results[:page], "distanceMetric": index.metric}
-        if len(results) > page:
-            out["nextToken"] = self._remember_pages(results[page:], index.arn)
-        return out
+        if len(results) <= self.limits.query_page_size:
+            return {"vectors": results, "distanceMetric": index.metric}
+        return self._query_result_page(self._remember_query(results, index.arn), 0, index)
 
-    def _remember_pages(self, rest: list[dict[str, Any]], arn: str) -> str:
-        token = secrets.token_urlsafe(24)
+    def _check_query_texts(self, index: _Index, texts: list[dict[str, str]]) -> None:
+        if self._mode(index) != "ENHANCED":
+            raise ValidationException(
+                f"Full-text and hybrid searches require a vector index in ENHANCED mode; {index.name} "
+                "is CLASSIC (UpdateIndexMode)"
+            )
+        searchable = {c["metadataKey"] for c in index.text_search}
+        seen: set[str] = set()
+        for text in texts:
+            key = text["metadataKey"]
+            if key in seen:
+                raise ValidationException(f"queryTexts targets metadata key {key} more than once")
+            seen.add(key)
+            if key not in searchable:
+                raise ValidationException(
+                    f"Metadata key {key} is not full-text searchable on the vector index {index.name}; "
+                    "add it with UpdateMetadataConfiguration"
+                )
+
+    def _remember_query(self, results: list[dict[str, Any]], arn: str) -> str:
+        """Keep a query's ranked results for their later pages; returns the result set's id.
+
+        A page token names the result set and an offset, and stays valid until the set
+        expires, so a token can be sent again: botocore's paginator resumes a
+        ``MaxItems``-truncated run (``StartingToken``, the CLI's ``--starting-token``) by
+        re-sending the token of the page it cut, and a retried request re-sends its token.
+        """
+        ident = secrets.token_urlsafe(18)
         with self.lock:
             now = time.monotonic()
-            for t in [t for t, (exp, _, _) in self._query_pages.items() if exp < now]:
-                del self._query_pages[t]
-            self._query_pages[token] = (now + 300.0, rest, arn)
-        return token
+            for old in [i for i, (exp, _, _) in self._query_pages.items() if exp < now]:
+                del self._query_pages[old]
+            while len(self._query_pages) >= _MAX_QUERY_RESULT_SETS:
+                del self._query_pages[next(iter(self._query_pages))]  # the oldest
+            self._query_pages[ident] = (now + _QUERY_TOKEN_SECONDS, results, arn)
+        return ident
+
+    def _query_result_page(self, ident: str, offset: int, index: _Index) -> dict[str, Any]:
+        with self.lock:
+            state = self._query_pages.get(ident)
+        if state is None or state[2] != index.arn or state[0] < time.monotonic() or offset > len(state[1]):
+            raise ValidationException("The nextToken is invalid or has expired; re-issue the query")
+        results = state[1]
+        page = self.limits.query_page_size
+        out: dict[str, Any] = {"vectors": results[offset : offset + page], "distanceMetric": index.metric}
+        if offset + page < len(results):
+            out["nextToken"] = f"{ident}.{offset + page}"
+        return out
 
     def _query_page(self, token: str, index: _Index) -> dict[str, Any]:
-        with self.lock:
-            state = self._query_pages.pop(token, None)
-        if state is None or state[2] != index.arn or state[0] < time.monotonic():
+        ident, _, raw = token.rpartition(".")
+        if not ident or not raw.isdigit():
             raise ValidationException("The nextToken is invalid or has expired; re-issue the query")
-        rest = state[1]
-        page = self.limits.query_page_size
-        out: dict[str, Any] = {"vectors": rest[:page], "distanceMetric": index.metric}
-        if len(rest) > page:
-            out["nextToken"] = self._remember_pages(rest[page:], index.arn)
-        return out
+        return self._query_result_page(ident, int(raw), index)
+
+
+def _text_search(
+    table: VectorTable,
+    query: np.ndarray[Any, Any] | None,
+    texts: list[dict[str, str]],
+    top_k: int,
+    node: FilterNode | None,
+) -> list[tuple[int, float | None, dict[str, Any]]]:
+    """Full-text-only (``query`` None) or hybrid ranking: ``(row, distance, scores)`` best
+    first. The filter applies to every ranking (see :mod:`._text`)."""
+    n = len(table)
+    if n == 0:
+        return []
+    mask = table.mask(node)
+    bm25: list[tuple[str, npt.NDArray[np.float64]]] = []
+    for text in texts:
+        scores = bm25_scores(table.text_field(text["metadataKey"]), text["text"], n)
+        if mask is not None:
+            scores[~mask[:n]] = 0.0
+        bm25.append((text["metadataKey"], scores))
+    names = np.asarray(table.keys, dtype=object)
+    distances: dict[int, float] = {}
+    if query is None:
+        rank = np.sum([s for _, s in bm25], axis=0)
+    else:
+        vector_hits = table.search(query, top_k, node)
+        distances = dict(vector_hits)
+        rankings = [[row for row, _ in vector_hits]]
+        for _, scores in bm25:
+            hit = np.flatnonzero(scores > 0)
+            rankings.append(hit[np.lexsort((names[hit], -scores[hit]))][:top_k].tolist())
+        rank = rrf(rankings, n)
+    rows = np.flatnonzero(rank > 0)
+    rows = rows[np.lexsort((names[rows], -rank[rows]))][:top_k]
+    out: list[tuple[int, float | None, dict[str, Any]]] = []
+    for row in (int(r) for r in rows):
+        detail: dict[str, Any] = {}
+        if query is not None:
+            detail["fused"] = float(rank[row])
+        detail["bm25Scores"] = [
+            {"metadataKey": key, "score": float(scores[row])} for key, scores in bm25 if scores[row] > 0
+        ]
+        if row in distances:
+            detail["vectorDistance"] = distances[row]
+        out.append((row, distances.get(row), detail))
+    return out
 
 
 def _fast_float32(values: list[Any]) -> np.ndarray[Any, Any] | None:
@@ -849,6 +1003,25 @@ def _check_meta_value(value: Any, where: str) -> None:
             _check_meta_value(item, where)
         return
     raise ValidationException(f"{where}: metadata values must be strings, numbers, booleans or lists of them")
+
+
+def _text_configs(new: list[dict[str, Any]], have: list[dict[str, str]]) -> list[dict[str, str]]:
+    """``have`` plus the text search configurations ``new`` (each key at most once)."""
+    keys = [c["metadataKey"] for c in have]
+    out = list(have)
+    for config in new:
+        key = config["metadataKey"]
+        if key in keys:
+            if any(c["metadataKey"] == key for c in have):
+                raise ConflictException(f"Metadata key {key} already has a full-text search configuration")
+            raise ValidationException(f"Specify no more than one text search configuration for key {key}")
+        keys.append(key)
+        out.append({k: v for k, v in (("metadataKey", key), ("language", config.get("language"))) if v})
+    if len(out) > _MAX_TEXT_SEARCH_KEYS:
+        raise ValidationException(
+            f"A vector index can have at most {_MAX_TEXT_SEARCH_KEYS} full-text search configurations"
+        )
+    return out
 
 
 def _encryption(config: dict[str, Any] | None) -> dict[str, Any] | None:

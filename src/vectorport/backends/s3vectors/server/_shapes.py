@@ -1,14 +1,23 @@
-"""Request validation driven by botocore's ``s3vectors`` service model.
+r"""Request validation driven by botocore's ``s3vectors`` service model.
 
 The server checks every request against the same shapes the SDKs are generated from
-(required members, types, lengths, ranges, enums, unions), so a client that skips
-client-side validation (raw HTTP, ``parameter_validation=False``) gets the service's
-``ValidationException`` with a Smithy-style ``fieldList``.
+(required members, types, lengths, ranges, enums, unions and patterns), so a client that
+skips client-side validation (raw HTTP, ``parameter_validation=False``) gets the service's
+``ValidationException`` with a Smithy-style ``fieldList``. botocore itself never checks a
+``pattern`` (a KMS key ARN, a tag key), so for those the server is the only check.
+
+Patterns are matched against the whole value, as AWS's services do (``TagKey``'s
+``([\p{L}\p{Z}\p{N}_.:/=+\-@]*)`` rejects ``"k!"``), with the Java/ECMA Unicode property
+classes ``\p{L}``, ``\p{Z}``, ``\p{N}`` … that Python's ``re`` lacks spelled out from
+:mod:`unicodedata`.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+import sys
+import unicodedata
 from typing import Any
 
 from ._errors import ValidationException
@@ -89,15 +98,12 @@ class ServiceModel:
                 set_members = [k for k in members if value.get(k) is not None]
                 if len(set_members) != 1:
                     out.append((where, "Member must have exactly one of its union members set"))
+            # URI labels, query-string and header members are checked like body members:
+            # the router puts them into ``value`` under their member names.
             for req in shape.get("required", []):
-                location = members.get(req, {}).get("location")
-                if location in ("uri", "querystring", "header"):
-                    continue
                 if value.get(req) is None:
                     out.append((f"{path}/{req}", "Member must not be null"))
             for key, spec in members.items():
-                if spec.get("location") in ("uri", "querystring", "header"):
-                    continue
                 if value.get(key) is not None:
                     self._check(spec["shape"], value[key], f"{path}/{key}", out)
         elif kind == "list":
@@ -128,6 +134,9 @@ class ServiceModel:
             enum = shape.get("enum")
             if enum and value not in enum:
                 out.append((where, f"Member must satisfy enum value set: [{', '.join(enum)}]"))
+            pattern = shape.get("pattern")
+            if pattern is not None and _pattern(pattern).fullmatch(value) is None:
+                out.append((where, f"Member must satisfy regular expression pattern: {pattern}"))
         elif kind in ("integer", "long"):
             if isinstance(value, bool) or not isinstance(value, int):
                 out.append((where, "Member must be an integer"))
@@ -152,6 +161,66 @@ class ServiceModel:
             out.append((where, f"Member must have {what} greater than or equal to {shape['min']}"))
         if "max" in shape and size > shape["max"]:
             out.append((where, f"Member must have {what} less than or equal to {shape['max']}"))
+
+
+_PROPERTY = re.compile(r"\\p\{(\w+)\}")
+
+
+@functools.cache
+def _pattern(pattern: str) -> re.Pattern[str]:
+    r"""A model pattern as a Python regex: ``\p{X}`` (a Unicode general category) becomes
+    the code point ranges of that category."""
+    out: list[str] = []
+    depth = 0  # inside a character class
+    i = 0
+    while i < len(pattern):
+        m = _PROPERTY.match(pattern, i)
+        if m is not None:
+            ranges = _category_ranges(m.group(1))
+            out.append(ranges if depth else f"[{ranges}]")
+            i = m.end()
+            continue
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if ch == "[":
+            depth += 1
+        elif ch == "]" and depth:
+            depth -= 1
+        out.append(ch)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _category_ranges(category: str) -> str:
+    """Character-class ranges of every code point whose general category is ``category``
+    (``Lu``) or starts with it (``L``: letters, ``Z``: separators, ``N``: numbers)."""
+    return _all_category_ranges().get(category, "")
+
+
+@functools.cache
+def _all_category_ranges() -> dict[str, str]:
+    # One pass over every code point (~0.3 s, once per process), run by run.
+    runs: dict[str, list[tuple[int, int]]] = {}
+    category = unicodedata.category
+    start, current = 0, category(chr(0))
+    for cp in range(1, sys.maxunicode + 2):
+        cat = category(chr(cp)) if cp <= sys.maxunicode else ""
+        if cat != current:
+            for name in (current, current[0]):
+                spans = runs.setdefault(name, [])
+                if spans and spans[-1][1] == start - 1:
+                    spans[-1] = (spans[-1][0], cp - 1)
+                else:
+                    spans.append((start, cp - 1))
+            start, current = cp, cat
+    return {name: "".join(_range(lo, hi) for lo, hi in spans) for name, spans in runs.items()}
+
+
+def _range(lo: int, hi: int) -> str:
+    return re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
 
 
 def _plain_numbers(values: list[Any]) -> bool:

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._filter import Columns, FilterNode, evaluate
+from ._text import TextField
 
 __all__ = ["VectorTable", "fsync_dir"]
 
@@ -68,6 +69,7 @@ class VectorTable:
         self._sorted: list[str] | None = None
         self._segments: dict[int, npt.NDArray[np.int64]] = {}
         self._columns: Columns | None = None
+        self._text: dict[str, TextField] = {}
         self.directory = directory
         self.snapshot_bytes = snapshot_bytes
         self.seq = 0
@@ -115,6 +117,7 @@ class VectorTable:
             self._sorted = None
             self._segments.clear()
         self._columns = None
+        self._text.clear()
 
     def _apply_delete(self, keys: list[str]) -> None:
         for key in keys:
@@ -134,6 +137,7 @@ class VectorTable:
         self._sorted = None
         self._segments.clear()
         self._columns = None
+        self._text.clear()
 
     def _reserve(self, size: int) -> None:
         cap = self.vectors.shape[0]
@@ -177,6 +181,13 @@ class VectorTable:
         if self._columns is None:
             self._columns = Columns(self.metadatas)
         return evaluate(node, self._columns)
+
+    def text_field(self, key: str) -> TextField:
+        """The inverted index of searchable ``key`` (cached until the next write)."""
+        field = self._text.get(key)
+        if field is None:
+            field = self._text[key] = TextField.build(self.metadatas, key)
+        return field
 
     def search(self, query: Vectors, k: int, node: FilterNode | None) -> list[tuple[int, float]]:
         """Exact top-``k`` rows ``(row, distance)`` among rows matching ``node``, best first,
