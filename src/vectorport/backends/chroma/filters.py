@@ -1,8 +1,8 @@
 """Portable filters compiled to Chroma ``where`` clauses, exactly or not at all.
 
 Chroma's operators differ from the portable semantics (``vectorport.filters.evaluate``) in
-ways measured on chromadb 1.5 (``tests/chroma/test_filters.py`` checks every operator against
-the oracle on a real collection):
+ways measured on chromadb 1.5 (``tests/chroma/test_chroma.py`` and ``tests/chroma/test_filters.py``
+check every operator against the oracle on a real collection):
 
 * ``$eq``/``$ne``/``$in``/``$nin`` only look at scalar values; an array field is matched by
   ``$contains``/``$not_contains``, which in turn never match a scalar. The same field may be
@@ -24,6 +24,14 @@ the oracle on a real collection):
 
 ``$exists`` and ``$not`` over a range operator have no exact Chroma form and are refused;
 other ``$not`` are rewritten with :func:`~vectorport.filters.push_not_down`.
+
+Size: local Chroma (embedded and ``chroma run``) turns a ``where`` into one SQLite statement.
+SQLite nests ``a OR b OR c …`` one level per item and stops at a depth of 1,000, so long
+``$and``/``$or`` lists (a ``$in`` of 500 values needs 500 ``$contains``) are built as trees of
+at most 32 children. A statement binds at most 32,766 parameters; measured on chromadb 1.5:
+2 per statement, 3 per ``$eq``/``$ne``/``$contains``/``$not_contains``, 5 per range operator
+and 2 + one per value for ``$in``/``$nin``. A filter over that budget is refused before any
+I/O (``tests/chroma/test_filters.py`` pins the costs against a real collection).
 """
 
 from __future__ import annotations
@@ -31,13 +39,51 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from ...exceptions import UnsupportedFilterError
 from ...filters import And, Compare, FilterCompiler, FilterNode, In, Or, Scalar, push_not_down
 
-__all__ = ["ChromaFilterCompiler", "Where"]
+__all__ = ["SQLITE_MAX_PARAMS", "ChromaFilterCompiler", "Where", "where_params"]
 
 Where = dict[str, Any]
 
 _I64 = 2**63 - 1
+_FANOUT = 32  # children per $and/$or node: keeps SQLite's expression depth (max 1,000) low
+SQLITE_MAX_PARAMS = 32_766  # SQLITE_MAX_VARIABLE_NUMBER of the SQLite Chroma bundles
+_STATEMENT_PARAMS = 2
+_LEAF_PARAMS: dict[str, int] = {
+    "$contains": 3,
+    "$eq": 3,
+    "$gt": 5,
+    "$gte": 5,
+    "$lt": 5,
+    "$lte": 5,
+    "$ne": 3,
+    "$not_contains": 3,
+}
+_SET_PARAMS = 2  # plus one per value
+
+
+def where_params(where: Where) -> int:
+    """SQLite parameters local Chroma binds for ``where`` (the statement's own included).
+
+    >>> where_params({"$or": [{"a": {"$eq": 1}}, {"a": {"$in": [1, 2, 3]}}]})
+    10
+    """
+
+    def leaves(node: Where) -> int:
+        total = 0
+        for key, value in node.items():
+            if key in ("$and", "$or"):
+                total += sum(leaves(child) for child in value)
+            else:
+                ((op, operand),) = value.items()
+                if op in ("$in", "$nin"):
+                    total += _SET_PARAMS + len(operand)
+                else:
+                    total += _LEAF_PARAMS[op]
+        return total
+
+    return _STATEMENT_PARAMS + leaves(where)
 
 
 def _type_key(value: Scalar) -> str:
@@ -55,8 +101,23 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
     backend: ClassVar[str] = "chroma"
 
     def where(self, node: FilterNode) -> Where:
-        """The ``where`` for ``node`` (``$not`` pushed down first)."""
-        return self.compile(push_not_down(node))
+        """The ``where`` for ``node`` (``$not`` pushed down first).
+
+        Raises ``UnsupportedFilterError`` when the ``where`` would bind more parameters than
+        Chroma's SQLite allows (see the module docstring).
+        """
+        where = self.compile(push_not_down(node))
+        params = where_params(where)
+        if params > SQLITE_MAX_PARAMS:
+            # Not self.unsupported(): that message quotes the whole filter, here thousands of values.
+            raise UnsupportedFilterError(
+                f"{self.backend} cannot apply this filter: it compiles to a Chroma where that binds "
+                f"{params:,} SQLite parameters, over Chroma's limit of {SQLITE_MAX_PARAMS:,} (each "
+                "$in/$nin value is also looked for in list fields: about 4 parameters per string "
+                "or bool and 7 per number). Split the values over several queries and merge the "
+                "results by distance, or filter on a coarser field."
+            )
+        return where
 
     # ------------------------------------------------------------------ helpers
     def _field(self, node: FilterNode, field: str) -> str:
@@ -88,7 +149,13 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
 
     @staticmethod
     def _join(op: str, clauses: list[Where]) -> Where:
-        # Chroma's $and/$or need at least two items.
+        # Chroma's $and/$or need at least two items. SQLite nests a flat list one level per
+        # item (max depth 1,000): long lists become a tree of at most _FANOUT children.
+        while len(clauses) > _FANOUT:
+            clauses = [
+                part[0] if len(part) == 1 else {op: part}
+                for part in (clauses[i : i + _FANOUT] for i in range(0, len(clauses), _FANOUT))
+            ]
         return clauses[0] if len(clauses) == 1 else {op: clauses}
 
     def _groups(self, node: In) -> list[list[Scalar]]:
