@@ -28,10 +28,8 @@ other ``$not`` are rewritten with :func:`~vectorport.filters.push_not_down`.
 Size: local Chroma (embedded and ``chroma run``) turns a ``where`` into one SQLite statement.
 SQLite nests ``a OR b OR c …`` one level per item and stops at a depth of 1,000, so long
 ``$and``/``$or`` lists (a ``$in`` of 500 values needs 500 ``$contains``) are built as trees of
-at most 32 children. A statement binds at most 32,766 parameters; measured on chromadb 1.5:
-2 per statement, 3 per ``$eq``/``$ne``/``$contains``/``$not_contains``, 5 per range operator
-and 2 + one per value for ``$in``/``$nin``. A filter over that budget is refused before any
-I/O (``tests/chroma/test_filters.py`` pins the costs against a real collection).
+at most 32 children. A statement binds at most 32,766 parameters (:func:`where_params` counts
+them): a filter over that budget is refused before any I/O.
 """
 
 from __future__ import annotations
@@ -49,41 +47,36 @@ Where = dict[str, Any]
 _I64 = 2**63 - 1
 _FANOUT = 32  # children per $and/$or node: keeps SQLite's expression depth (max 1,000) low
 SQLITE_MAX_PARAMS = 32_766  # SQLITE_MAX_VARIABLE_NUMBER of the SQLite Chroma bundles
-_STATEMENT_PARAMS = 2
-_LEAF_PARAMS: dict[str, int] = {
-    "$contains": 3,
-    "$eq": 3,
-    "$gt": 5,
-    "$gte": 5,
-    "$lt": 5,
-    "$lte": 5,
-    "$ne": 3,
-    "$not_contains": 3,
-}
-_SET_PARAMS = 2  # plus one per value
 
 
 def where_params(where: Where) -> int:
-    """SQLite parameters local Chroma binds for ``where`` (the statement's own included).
+    """SQLite parameters local Chroma binds for ``where``, the statement's own included.
 
-    >>> where_params({"$or": [{"a": {"$eq": 1}}, {"a": {"$in": [1, 2, 3]}}]})
-    10
+    Measured on chromadb 1.5 (``tests/chroma/test_filters.py`` checks the budget's edge): 3 per
+    statement, 1 per ``$and``/``$or`` node, 2 per ``$contains``/``$not_contains``, and for the
+    other operators one per operand plus one, doubled when the operands are numbers (Chroma
+    compares them with its int and its float column).
+
+    >>> where_params({"$or": [{"a": {"$eq": "x"}}, {"a": {"$in": [1, 2, 3]}}]})
+    14
     """
 
-    def leaves(node: Where) -> int:
+    def cost(node: Where) -> int:
         total = 0
         for key, value in node.items():
             if key in ("$and", "$or"):
-                total += sum(leaves(child) for child in value)
-            else:
-                ((op, operand),) = value.items()
-                if op in ("$in", "$nin"):
-                    total += _SET_PARAMS + len(operand)
-                else:
-                    total += _LEAF_PARAMS[op]
+                total += 1 + sum(cost(child) for child in value)
+                continue
+            ((op, operand),) = value.items()
+            if op in ("$contains", "$not_contains"):
+                total += 2
+                continue
+            values = operand if op in ("$in", "$nin") else [operand]
+            numeric = any(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+            total += (1 + len(values)) * (2 if numeric else 1)
         return total
 
-    return _STATEMENT_PARAMS + leaves(where)
+    return 3 + cost(where)
 
 
 def _type_key(value: Scalar) -> str:
@@ -113,8 +106,8 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
             raise UnsupportedFilterError(
                 f"{self.backend} cannot apply this filter: it compiles to a Chroma where that binds "
                 f"{params:,} SQLite parameters, over Chroma's limit of {SQLITE_MAX_PARAMS:,} (each "
-                "$in/$nin value is also looked for in list fields: about 4 parameters per string "
-                "or bool and 7 per number). Split the values over several queries and merge the "
+                "$in/$nin value is also looked for in list fields: about 3 parameters per string "
+                "or bool and 6 per number). Split the values over several queries and merge the "
                 "results by distance, or filter on a coarser field."
             )
         return where
