@@ -34,6 +34,7 @@ from urllib.parse import unquote
 
 import chromadb
 import numpy as np
+from chromadb.api import ClientAPI
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 
 from ..._base import BaseStore
@@ -126,6 +127,28 @@ def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
             value = [float(v) for v in value]
         out[key] = value
     return out
+
+
+def _sessions(client: Any) -> list[Any]:
+    """The httpx sessions of an HttpClient and its internal admin client. chromadb gives each
+    a System of its own but never closes their sessions, leaking sockets (ResourceWarning);
+    PersistentClient's API object has none."""
+    admin = getattr(client, "_admin_client", None)
+    servers = [getattr(client, "_server", None), getattr(admin, "_server", None)]
+    return [s for s in (getattr(server, "_session", None) for server in servers) if s is not None]
+
+
+def _close_failed_client(exc: BaseException) -> None:
+    """Close the sessions of an HttpClient whose constructor raised (no server, no tenant):
+    chromadb releases its Systems then, but not their sessions, and the caller never gets the
+    object. It is the ``self`` of a frame in the traceback."""
+    tb = exc.__traceback__
+    while tb is not None:
+        obj = tb.tb_frame.f_locals.get("self")
+        if isinstance(obj, ClientAPI):
+            for session in _sessions(obj):
+                session.close()
+        tb = tb.tb_next
 
 
 def _encode_cursor(offset: int, last: str) -> str:
@@ -281,15 +304,19 @@ class ChromaStore(BaseStore):
             raise ConfigurationError(f"chroma: unknown options {sorted({*options, *params})}")
         https = url.scheme == "chroma+https"
         with map_errors(f"chroma server {url.masked}: connect"):
-            client = chromadb.HttpClient(
-                host=url.host or "localhost",
-                port=url.port or (443 if https else 8000),
-                ssl=https,
-                headers=headers,
-                settings=_settings(),
-                tenant=tenant,
-                database=database,
-            )
+            try:
+                client = chromadb.HttpClient(
+                    host=url.host or "localhost",
+                    port=url.port or (443 if https else 8000),
+                    ssl=https,
+                    headers=headers,
+                    settings=_settings(),
+                    tenant=tenant,
+                    database=database,
+                )
+            except BaseException as exc:
+                _close_failed_client(exc)
+                raise
         return cls(url, collection, client, hnsw=hnsw)
 
     @staticmethod
@@ -335,16 +362,10 @@ class ChromaStore(BaseStore):
         client, self._client, self._coll = self._client, None, None
         if client is None:
             return
-        admin = getattr(client, "_admin_client", None)
-        servers = [getattr(client, "_server", None), getattr(admin, "_server", None)]
+        sessions = _sessions(client)
         client.close()
-        # chromadb gives every HttpClient (and its internal admin client) a System of its own
-        # but never closes their httpx sessions, leaking sockets (ResourceWarning).
-        # PersistentClient's API object has no session.
-        for server in servers:
-            session = getattr(server, "_session", None)
-            if session is not None:
-                session.close()
+        for session in sessions:
+            session.close()
 
     # ----------------------------------------------------------------- collections
     def _op(self, what: str) -> Any:
