@@ -58,9 +58,7 @@ def test_missing_tenant_points_at_the_url_parameters(chroma_server: str) -> None
 
 def test_missing_collection_read_only(new_url: Callable[[], str]) -> None:
     url = new_url()
-    with pytest.raises(
-        NotFoundError, match=r"pass dimension= \(and metric=\) to create"
-    ):
+    with pytest.raises(NotFoundError, match=r"pass dimension= \(and metric=\) to create"):
         vectorport.connect(url)
 
 

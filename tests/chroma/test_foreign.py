@@ -174,3 +174,21 @@ def test_opening_a_missing_directory_creates_nothing(tmp_path: Any) -> None:
     finally:
         store.drop()
         store.close()
+
+
+def test_migration_plan_into_a_new_directory_writes_nothing(tmp_path: Any) -> None:
+    from vectorport.migrate import migrate, plan
+
+    src = vectorport.connect("memory://chroma-plan-src", dimension=2)
+    src.upsert([Record("a", [1, 0], {"n": 1}, "t")])
+    target = f"chroma://{tmp_path / 'new'}?collection=docs"
+    try:
+        assert plan("memory://chroma-plan-src", target).target_exists is False
+        assert not (tmp_path / "new").exists()
+        migrate("memory://chroma-plan-src", target)
+        store = vectorport.connect(target)
+        assert store.get(["a"])[0].text == "t"
+        store.drop()
+        store.close()
+    finally:
+        src.drop()
