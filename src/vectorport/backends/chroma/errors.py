@@ -2,8 +2,10 @@
 
 chromadb raises the same ``ChromaError`` subclasses from the embedded Rust bindings and from
 ``HttpClient`` (the server's JSON error names are mapped back to these classes), except that
-some server-side conditions arrive as the base ``ChromaError`` with only a message, and
-transport failures surface as ``httpx`` errors or as a ``ValueError`` raised from one.
+some server-side conditions arrive as the base ``ChromaError`` with only a message,
+transport failures surface as ``httpx`` errors or as a ``ValueError`` raised from one, and an
+HTTP answer that is not a Chroma JSON error (another service on that port, a proxy's 502) as a
+bare ``Exception`` of the response body, classified here by its HTTP status.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ _BY_CLASS: tuple[tuple[type[BaseException], type[VectorportError]], ...] = (
     (chroma_errors.ChromaAuthError, ConfigurationError),
     (chroma_errors.QuotaError, ConfigurationError),
     (chroma_errors.VersionMismatchError, ConfigurationError),
+    (httpx.ConnectTimeout, BackendUnavailableError),  # no server answering: retrying will not help
     (httpx.TimeoutException, TransientError),
     (httpx.TransportError, BackendUnavailableError),
 )
@@ -51,22 +54,73 @@ _BY_MESSAGE: tuple[tuple[str, type[VectorportError]], ...] = (
     ("does not exist", NotFoundError),
 )
 
+# An HTTP answer that is not a Chroma JSON error (chromadb raises a bare ``Exception`` of the
+# body, which HttpClient() may wrap in a ValueError): by status. Anything else is BackendError.
+_BY_STATUS: dict[int, type[VectorportError]] = {
+    401: ConfigurationError,
+    403: ConfigurationError,
+    404: BackendUnavailableError,
+    405: BackendUnavailableError,
+    429: TransientError,
+    502: TransientError,
+    503: TransientError,
+    504: TransientError,
+}
 
-def _classify(exc: BaseException) -> type[VectorportError] | None:
+_HINTS: dict[str, str] = {
+    "auth": "; the server refused the credentials: pass the auth header with headers={...}",
+    "not_chroma": (
+        "; the server there answered HTTP {status}, not like a Chroma 1.x server: check the host "
+        "and port (a server starts with `chroma run --path DIR --port PORT`)"
+    ),
+    "transient": "; retrying",
+    "tenant": "; check the tenant= and database= URL parameters (they must exist on the server)",
+    "collection": "; check the collection name (vectorport.connect(..., dimension=) creates it)",
+    "unreachable": "; is a Chroma server running there (`chroma run --path DIR --port PORT`)?",
+}
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _classify(exc: BaseException) -> tuple[type[VectorportError], str] | None:
+    """The vectorport class for a driver error and the hint to append, or ``None``."""
     for cls, target in _BY_CLASS:
         if isinstance(exc, cls):
-            return target
+            if target is NotFoundError:
+                text = str(exc)
+                return target, "tenant" if ("Tenant" in text or "Database" in text) else "collection"
+            if target is BackendUnavailableError:
+                return target, "unreachable"
+            return target, "transient" if target is TransientError else ""
     if isinstance(exc, chroma_errors.ChromaError):
         text = str(exc)
         for needle, target in _BY_MESSAGE:
             if needle in text:
-                return target
-        return BackendError
-    # HttpClient() wraps a refused connection in a ValueError ("Could not connect to a
-    # Chroma server"), keeping the httpx error as its context.
-    cause = exc.__cause__ or exc.__context__
-    if isinstance(exc, ValueError) and isinstance(cause, httpx.TransportError):
-        return BackendUnavailableError
+                return target, "collection" if target is NotFoundError else ""
+        return BackendError, ""
+    if not isinstance(exc, ValueError) and type(exc) is not Exception:
+        return None
+    # HttpClient() wraps a refused connection in a ValueError ("Could not connect to a Chroma
+    # server"), keeping the httpx error as its context; a non-Chroma HTTP answer arrives as a
+    # bare Exception of the response body, perhaps wrapped in a ValueError.
+    for cause in _chain(exc):
+        if isinstance(cause, httpx.TransportError):
+            return BackendUnavailableError, "unreachable"
+        if isinstance(cause, httpx.HTTPStatusError):
+            status = cause.response.status_code
+            target = _BY_STATUS.get(status, BackendError)
+            if target is TransientError:
+                return target, "transient"
+            if target is ConfigurationError:
+                return target, "auth"
+            return target, f"not_chroma:{status}"
     return None
 
 
@@ -82,12 +136,20 @@ def map_errors(what: str) -> Iterator[None]:
     except VectorportError:
         raise
     except Exception as exc:
-        target = _classify(exc)
-        if target is None:
+        found = _classify(exc)
+        if found is None:
             raise
-        hint = {
-            BackendUnavailableError: "; is the Chroma server running and reachable?",
-            NotFoundError: "; check the collection name (vectorport.connect(..., dimension=) creates it)",
-            TransientError: "; retrying",
-        }.get(target, "")
-        raise target(f"{what}: {type(exc).__name__}: {exc}{hint}") from exc
+        target, hint = found
+        status = ""
+        if hint.startswith("not_chroma:"):
+            hint, status = hint.split(":")
+        text = _HINTS.get(hint, "").format(status=status)
+        detail = f"{type(exc).__name__}: {str(exc).strip()}"
+        transport = next((c for c in _chain(exc) if isinstance(c, httpx.TransportError)), None)
+        if transport is not None:
+            detail = f"cannot connect ({type(transport).__name__}: {transport})"
+        elif hint == "not_chroma":
+            detail = f"HTTP {status}"  # the body is an HTML page or empty: not worth quoting
+        elif len(detail) > 500:
+            detail = detail[:500] + "…"
+        raise target(f"{what}: {detail}{text}") from exc

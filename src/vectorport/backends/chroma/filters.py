@@ -1,8 +1,8 @@
 """Portable filters compiled to Chroma ``where`` clauses, exactly or not at all.
 
 Chroma's operators differ from the portable semantics (``vectorport.filters.evaluate``) in
-ways measured on chromadb 1.5 (``tests/chroma/test_filters.py`` checks every operator against
-the oracle on a real collection):
+ways measured on chromadb 1.5 (``tests/chroma/test_chroma.py`` and ``tests/chroma/test_filters.py``
+check every operator against the oracle on a real collection):
 
 * ``$eq``/``$ne``/``$in``/``$nin`` only look at scalar values; an array field is matched by
   ``$contains``/``$not_contains``, which in turn never match a scalar. The same field may be
@@ -24,6 +24,12 @@ the oracle on a real collection):
 
 ``$exists`` and ``$not`` over a range operator have no exact Chroma form and are refused;
 other ``$not`` are rewritten with :func:`~vectorport.filters.push_not_down`.
+
+Size: local Chroma (embedded and ``chroma run``) turns a ``where`` into one SQLite statement.
+SQLite nests ``a OR b OR c …`` one level per item and stops at a depth of 1,000, so long
+``$and``/``$or`` lists (a ``$in`` of 500 values needs 500 ``$contains``) are built as trees of
+at most 32 children. A statement binds at most 32,766 parameters (:func:`where_params` counts
+them): a filter over that budget is refused before any I/O.
 """
 
 from __future__ import annotations
@@ -31,13 +37,46 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from ...exceptions import UnsupportedFilterError
 from ...filters import And, Compare, FilterCompiler, FilterNode, In, Or, Scalar, push_not_down
 
-__all__ = ["ChromaFilterCompiler", "Where"]
+__all__ = ["SQLITE_MAX_PARAMS", "ChromaFilterCompiler", "Where", "where_params"]
 
 Where = dict[str, Any]
 
 _I64 = 2**63 - 1
+_FANOUT = 32  # children per $and/$or node: keeps SQLite's expression depth (max 1,000) low
+SQLITE_MAX_PARAMS = 32_766  # SQLITE_MAX_VARIABLE_NUMBER of the SQLite Chroma bundles
+
+
+def where_params(where: Where) -> int:
+    """SQLite parameters local Chroma binds for ``where``, the statement's own included.
+
+    Measured on chromadb 1.5 (``tests/chroma/test_filters.py`` checks the budget's edge): 3 per
+    statement, 1 per ``$and``/``$or`` node, 2 per ``$contains``/``$not_contains``, and for the
+    other operators one per operand plus one, doubled when the operands are numbers (Chroma
+    compares them with its int and its float column).
+
+    >>> where_params({"$or": [{"a": {"$eq": "x"}}, {"a": {"$in": [1, 2, 3]}}]})
+    14
+    """
+
+    def cost(node: Where) -> int:
+        total = 0
+        for key, value in node.items():
+            if key in ("$and", "$or"):
+                total += 1 + sum(cost(child) for child in value)
+                continue
+            ((op, operand),) = value.items()
+            if op in ("$contains", "$not_contains"):
+                total += 2
+                continue
+            values = operand if op in ("$in", "$nin") else [operand]
+            numeric = any(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+            total += (1 + len(values)) * (2 if numeric else 1)
+        return total
+
+    return 3 + cost(where)
 
 
 def _type_key(value: Scalar) -> str:
@@ -55,8 +94,23 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
     backend: ClassVar[str] = "chroma"
 
     def where(self, node: FilterNode) -> Where:
-        """The ``where`` for ``node`` (``$not`` pushed down first)."""
-        return self.compile(push_not_down(node))
+        """The ``where`` for ``node`` (``$not`` pushed down first).
+
+        Raises ``UnsupportedFilterError`` when the ``where`` would bind more parameters than
+        Chroma's SQLite allows (see the module docstring).
+        """
+        where = self.compile(push_not_down(node))
+        params = where_params(where)
+        if params > SQLITE_MAX_PARAMS:
+            # Not self.unsupported(): that message quotes the whole filter, here thousands of values.
+            raise UnsupportedFilterError(
+                f"{self.backend} cannot apply this filter: it compiles to a Chroma where that binds "
+                f"{params:,} SQLite parameters, over Chroma's limit of {SQLITE_MAX_PARAMS:,} (each "
+                "$in/$nin value is also looked for in list fields: about 3 parameters per string "
+                "or bool and 6 per number). Split the values over several queries and merge the "
+                "results by distance, or filter on a coarser field."
+            )
+        return where
 
     # ------------------------------------------------------------------ helpers
     def _field(self, node: FilterNode, field: str) -> str:
@@ -88,7 +142,13 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
 
     @staticmethod
     def _join(op: str, clauses: list[Where]) -> Where:
-        # Chroma's $and/$or need at least two items.
+        # Chroma's $and/$or need at least two items. SQLite nests a flat list one level per
+        # item (max depth 1,000): long lists become a tree of at most _FANOUT children.
+        while len(clauses) > _FANOUT:
+            clauses = [
+                part[0] if len(part) == 1 else {op: part}
+                for part in (clauses[i : i + _FANOUT] for i in range(0, len(clauses), _FANOUT))
+            ]
         return clauses[0] if len(clauses) == 1 else {op: clauses}
 
     def _groups(self, node: In) -> list[list[Scalar]]:

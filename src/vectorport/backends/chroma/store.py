@@ -34,6 +34,7 @@ from urllib.parse import unquote
 
 import chromadb
 import numpy as np
+from chromadb.api import ClientAPI
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 
 from ..._base import BaseStore
@@ -99,6 +100,17 @@ _MAX_BATCH = 5_461  # get_max_batch_size() of a local/`chroma run` Chroma 1.5: 3
 _F64_EXACT = 2**53
 
 
+def _settings() -> Settings:
+    # A new one per client: HttpClient writes its host and port into the object it is given.
+    return Settings(anonymized_telemetry=False)
+
+
+_DATABASE_FILE = "chroma.sqlite3"  # what PersistentClient creates in its directory
+# Chroma records its default embedding function (all-MiniLM-L6-v2, 384 dimensions) on every
+# collection created without one, also when the caller then adds vectors of their own.
+_DEFAULT_EF_DIMENSION = 384
+
+
 def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
     """Chroma's form of a validated metadata dict: ``None`` for ``{}`` (Chroma rejects an empty
     dict) and int/float lists as floats (Chroma wants one element type; validation made sure
@@ -115,6 +127,28 @@ def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
             value = [float(v) for v in value]
         out[key] = value
     return out
+
+
+def _sessions(client: Any) -> list[Any]:
+    """The httpx sessions of an HttpClient and its internal admin client. chromadb gives each
+    a System of its own but never closes their sessions, leaking sockets (ResourceWarning);
+    PersistentClient's API object has none."""
+    admin = getattr(client, "_admin_client", None)
+    servers = [getattr(client, "_server", None), getattr(admin, "_server", None)]
+    return [s for s in (getattr(server, "_session", None) for server in servers) if s is not None]
+
+
+def _close_failed_client(exc: BaseException) -> None:
+    """Close the sessions of an HttpClient whose constructor raised (no server, no tenant):
+    chromadb releases its Systems then, but not their sessions, and the caller never gets the
+    object. It is the ``self`` of a frame in the traceback."""
+    tb = exc.__traceback__
+    while tb is not None:
+        obj = tb.tb_frame.f_locals.get("self")
+        if isinstance(obj, ClientAPI):
+            for session in _sessions(obj):
+                session.close()
+        tb = tb.tb_next
 
 
 def _encode_cursor(offset: int, last: str) -> str:
@@ -192,16 +226,36 @@ class ChromaStore(BaseStore):
         client: Any,
         *,
         hnsw: Mapping[str, int | float] | None = None,
+        path: str | None = None,
     ) -> None:
         super().__init__(url, collection)
-        self._client: Any = client
+        self._client: Any = None
+        self._closed = False
+        self._path = path
         self._hnsw = dict(hnsw or {})
         self._coll: Any = None
         self._dimension_hint: int | None = None
         self._compiler = ChromaFilterCompiler()
         self._where = f"chroma collection {collection!r} at {url.masked}"
+        self._batch = _MAX_BATCH
+        if client is not None:
+            self._attach(client)
+
+    def _attach(self, client: Any) -> None:
+        self._client = client
         with map_errors(f"{self._where}: max batch size"):
             self._batch = max(1, min(_MAX_BATCH, int(client.get_max_batch_size())))
+
+    def _api(self) -> Any:
+        """The chromadb client; an embedded one is made on first use (see :meth:`bind`)."""
+        if self._closed:
+            raise ConfigurationError(f"{self!r} is closed")
+        if self._client is None:
+            assert self._path is not None
+            with map_errors(f"chroma at {self._path}: open"):
+                client = chromadb.PersistentClient(path=self._path, settings=_settings())
+            self._attach(client)
+        return self._client
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -221,7 +275,6 @@ class ChromaStore(BaseStore):
         unknown_hnsw = set(hnsw) - set(_HNSW_KEYS)
         if unknown_hnsw:
             raise ConfigurationError(f"chroma: unknown HNSW settings {sorted(unknown_hnsw)}")
-        settings = Settings(anonymized_telemetry=False)
         if url.scheme == "chroma":
             if options or params:
                 raise ConfigurationError(
@@ -233,9 +286,9 @@ class ChromaStore(BaseStore):
                     f"{url.masked}: name the collection, e.g. chroma://{path}?collection=docs"
                 )
             cls._check_name(collection)
-            with map_errors(f"chroma at {path}: open"):
-                client = chromadb.PersistentClient(path=path, settings=settings)
-            return cls(url, collection, client, hnsw=hnsw)
+            # The client is made on first use: opening a collection that is not there must not
+            # leave a new database behind (a mistyped path, `vectorport migrate --plan`).
+            return cls(url, collection, None, hnsw=hnsw, path=path)
         if url.scheme not in ("chroma+http", "chroma+https"):
             raise ConfigurationError(f"chroma: unsupported URL scheme {url.scheme!r}")
         collection = collection or url.path.strip("/")
@@ -251,15 +304,19 @@ class ChromaStore(BaseStore):
             raise ConfigurationError(f"chroma: unknown options {sorted({*options, *params})}")
         https = url.scheme == "chroma+https"
         with map_errors(f"chroma server {url.masked}: connect"):
-            client = chromadb.HttpClient(
-                host=url.host or "localhost",
-                port=url.port or (443 if https else 8000),
-                ssl=https,
-                headers=headers,
-                settings=settings,
-                tenant=tenant,
-                database=database,
-            )
+            try:
+                client = chromadb.HttpClient(
+                    host=url.host or "localhost",
+                    port=url.port or (443 if https else 8000),
+                    ssl=https,
+                    headers=headers,
+                    settings=_settings(),
+                    tenant=tenant,
+                    database=database,
+                )
+            except BaseException as exc:
+                _close_failed_client(exc)
+                raise
         return cls(url, collection, client, hnsw=hnsw)
 
     @staticmethod
@@ -290,33 +347,35 @@ class ChromaStore(BaseStore):
     ) -> CollectionSpec:
         # An empty collection made by another tool has no dimension yet: adopt the caller's.
         self._dimension_hint = dimension
+        if self._client is None and self._path is not None and dimension is None and not self._has_database():
+            raise NotFoundError(
+                f"{self._where}: there is no Chroma database in {self._path} (no {_DATABASE_FILE}); "
+                "check the path, or pass dimension= (and metric=) to create the collection there"
+            )
         return super().bind(dimension, metric, embedding_model)
 
+    def _has_database(self) -> bool:
+        return self._path is None or os.path.isfile(os.path.join(self._path, _DATABASE_FILE))
+
     def close(self) -> None:
+        self._closed = True
         client, self._client, self._coll = self._client, None, None
         if client is None:
             return
-        admin = getattr(client, "_admin_client", None)
-        servers = [getattr(client, "_server", None), getattr(admin, "_server", None)]
+        sessions = _sessions(client)
         client.close()
-        # chromadb gives every HttpClient (and its internal admin client) a System of its own
-        # but never closes their httpx sessions, leaking sockets (ResourceWarning).
-        # PersistentClient's API object has no session.
-        for server in servers:
-            session = getattr(server, "_session", None)
-            if session is not None:
-                session.close()
+        for session in sessions:
+            session.close()
 
     # ----------------------------------------------------------------- collections
     def _op(self, what: str) -> Any:
         return map_errors(f"{self._where}: {what}")
 
     def _collection(self) -> Any:
-        if self._client is None:
-            raise ConfigurationError(f"{self!r} is closed")
+        client = self._api()
         if self._coll is None:
             with self._op("open"):
-                self._coll = self._client.get_collection(self.collection, embedding_function=None)
+                self._coll = client.get_collection(self.collection, embedding_function=None)
         return self._coll
 
     def _describe_collection(self) -> CollectionSpec | None:
@@ -337,6 +396,13 @@ class ChromaStore(BaseStore):
             raise ConflictError(f"{self._where}: metadata says {recorded} but the index space is {space!r}")
         dimension = meta.get(META_DIMENSION)
         actual = coll.get_model().dimension
+        if actual is None:
+            # Chroma sets the dimension on the first write; a collection migrated from an older
+            # Chroma may hold records without it: read it off one vector.
+            with self._op("describe"):
+                peek = coll.get(limit=1, include=["embeddings"])["embeddings"]
+            if peek is not None and len(peek):
+                actual = len(peek[0])
         if dimension is not None and actual is not None and int(dimension) != int(actual):
             raise ConflictError(
                 f"{self._where}: metadata says {dimension} dimensions but it holds {actual}-dim vectors"
@@ -346,16 +412,21 @@ class ChromaStore(BaseStore):
             raise ConfigurationError(
                 f"{self._where} is empty and records no dimension; pass dimension= to adopt it"
             )
-        model = meta.get(META_MODEL) or self._foreign_model(config)
+        model = meta.get(META_MODEL) or self._foreign_model(config, int(dimension))
         return CollectionSpec(self.collection, int(dimension), metric, model)
 
     @staticmethod
-    def _foreign_model(config: Mapping[str, Any]) -> str | None:
+    def _foreign_model(config: Mapping[str, Any], dimension: int) -> str | None:
+        """``chroma:<model>`` from the collection's embedding-function configuration. Chroma's
+        default one is recorded even on collections whose vectors came from elsewhere, so it
+        counts only when the dimension is its own (384)."""
         ef = config.get("embedding_function") or {}
         if ef.get("type") != "known":
             return None
         inner = ef.get("config") or {}
         name = inner.get("model_name") or inner.get("model") or ef.get("name")
+        if ef.get("name") == "default" and dimension != _DEFAULT_EF_DIMENSION:
+            return None
         return f"chroma:{name}" if name else None
 
     def _create_collection(self, spec: CollectionSpec) -> None:
@@ -365,7 +436,7 @@ class ChromaStore(BaseStore):
         config = {"hnsw": {"space": _SPACES[spec.metric], **self._hnsw}}
         try:
             with self._op("create"):
-                self._coll = self._client.create_collection(
+                self._coll = self._api().create_collection(
                     self.collection, configuration=config, metadata=meta, embedding_function=None
                 )
         except ConflictError:
@@ -386,14 +457,16 @@ class ChromaStore(BaseStore):
                 coll.delete(ids=ids)
         try:
             with self._op("drop"):
-                self._client.delete_collection(self.collection)
+                self._api().delete_collection(self.collection)
         except NotFoundError:
             pass
         self._coll = None
 
     def list_collections(self) -> list[str]:
+        if self._client is None and not self._has_database():
+            return []  # no database here: do not create one by looking
         with self._op("list collections"):
-            return sorted(c.name for c in self._client.list_collections())
+            return sorted(c.name for c in self._api().list_collections())
 
     # ----------------------------------------------------------------- records
     def _write(self, batch: Batch) -> None:

@@ -1,0 +1,116 @@
+"""Errors a Chroma user meets, and what the messages tell them to do."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import vectorport
+from vectorport import Record
+from vectorport.exceptions import BackendUnavailableError, NotFoundError, ValidationError
+
+from ..conftest import _chroma_binary, free_port
+
+pytestmark = pytest.mark.chroma
+
+
+def test_refused_connection_says_to_start_a_server() -> None:
+    port = free_port()
+    with pytest.raises(BackendUnavailableError, match=r"cannot connect .*chroma run --path DIR --port"):
+        vectorport.connect(f"chroma+http://127.0.0.1:{port}?collection=docs")
+
+
+@pytest.fixture
+def other_http_server() -> Iterator[int]:
+    """A plain HTTP server that is not Chroma (every path is a 404)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    server.RequestHandlerClass.log_message = lambda *a: None  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_server_that_is_not_chroma_is_named_as_such(other_http_server: int) -> None:
+    with pytest.raises(
+        BackendUnavailableError, match=r"answered HTTP 404, not like a Chroma 1\.x server"
+    ) as info:
+        vectorport.connect(f"chroma+http://127.0.0.1:{other_http_server}?collection=docs")
+    assert "<html" not in str(info.value).lower()
+
+
+def test_missing_tenant_points_at_the_url_parameters(chroma_server: str) -> None:
+    with pytest.raises(NotFoundError, match=r"nope.*check the tenant= and database="):
+        vectorport.connect(f"chroma+http://{chroma_server}?collection=docs&tenant=nope")
+
+
+def test_missing_collection_read_only(new_url: Callable[[], str]) -> None:
+    url = new_url()
+    with pytest.raises(NotFoundError, match=r"pass dimension= \(and metric=\) to create"):
+        vectorport.connect(url)
+
+
+def test_wrong_dimension_on_upsert_and_query(new_url: Callable[[], str]) -> None:
+    store = vectorport.connect(new_url(), dimension=3)
+    try:
+        with pytest.raises(
+            ValidationError, match="the vector has 2 dimensions; the collection has 3"
+        ) as info:
+            store.upsert([Record("ok", [1, 2, 3]), Record("short", [1, 2])])
+        assert info.value.key == "short" and info.value.path == "vector"
+        assert store.count() == 0, "nothing of the batch is written"
+        with pytest.raises(ValidationError, match="the collection has 3"):
+            store.query([1, 2, 3, 4])
+    finally:
+        store.drop()
+        store.close()
+
+
+def _start_server(path: Any) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    proc = subprocess.Popen(
+        [_chroma_binary(), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                return proc, port
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("chroma run did not start") from None
+            time.sleep(0.2)
+
+
+def test_server_gone_mid_session_fails_fast_and_clearly(tmp_path: Any) -> None:
+    proc, port = _start_server(tmp_path / "db")
+    try:
+        store = vectorport.connect(f"chroma+http://127.0.0.1:{port}?collection=docs", dimension=2)
+        store.upsert([Record("a", [1, 0])])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailableError, match=r"docs.*query: cannot connect"):
+            store.query([1, 0])
+        assert time.monotonic() - started < 5, "a refused connection is not retried with backoff"
+    finally:
+        store.close()
