@@ -125,8 +125,19 @@ def metadata_for(rules: MetadataRules, typed: bool = True) -> st.SearchStrategy[
     free_keys = st.text(
         st.sampled_from("abcdefghijklmnopqrstuvwxyz_0123456789"), min_size=1, max_size=8
     ).filter(lambda k: k not in reserved and not k.startswith(rules.reserved_prefixes or ("\x00",)))
-    typed_values = _typed_values()
-    tags = st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=3)
+    # the typed fields hold a scalar on one record and a list (of one type) on another, so
+    # array semantics ($eq/$in match any element, ranges never match) meet type-strictness
+    typed_lists = st.one_of(
+        st.lists(st.sampled_from(["x", "y", "1", "true"]), min_size=1, max_size=3),
+        st.lists(st.integers(-2, 2), min_size=1, max_size=3),
+        st.lists(st.booleans(), min_size=1, max_size=2),
+    )
+    typed_values = st.one_of(_typed_values(), typed_lists)
+    tags = st.one_of(
+        st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=3),
+        st.sampled_from(["x", "y"]),
+        st.lists(st.integers(-2, 2), min_size=1, max_size=2),
+    )
     if typed:
         fixed = st.fixed_dictionaries(
             {},
