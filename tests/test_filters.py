@@ -30,7 +30,9 @@ def test_parse_shapes() -> None:
     assert parse_filter(None) is None
     assert parse_filter({}) is None
     assert parse_filter({"a": 1}) == Compare("a", "$eq", 1)
-    assert parse_filter({"a": {"$gte": 1, "$lt": 5}}) == And((Compare("a", "$gte", 1), Compare("a", "$lt", 5)))
+    assert parse_filter({"a": {"$gte": 1, "$lt": 5}}) == And(
+        (Compare("a", "$gte", 1), Compare("a", "$lt", 5))
+    )
     assert parse_filter({"a": {"$in": ["x", 2]}}) == In("a", ("x", 2))
     assert parse_filter({"a": {"$nin": [True]}}) == In("a", (True,), negated=True)
     assert parse_filter({"a": {"$exists": False}}) == Exists("a", False)

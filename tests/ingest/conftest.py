@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import itertools
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,10 +19,8 @@ _names = itertools.count()
 def memory_url() -> Iterator[str]:
     url = f"memory://ingest-{uuid.uuid4().hex[:8]}-{next(_names)}"
     yield url
-    try:
+    with contextlib.suppress(vectorport.NotFoundError):
         vectorport.connect(url).drop()
-    except vectorport.NotFoundError:
-        pass
 
 
 @pytest.fixture

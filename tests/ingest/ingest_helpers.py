@@ -13,7 +13,6 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-
 def long_markdown(title: str, sections: int = 4, paragraphs: int = 3, words: int = 60) -> str:
     """Deterministic Markdown with distinct sentences (so chunks differ)."""
     out = [f"# {title}", ""]

@@ -5,11 +5,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from .ingest_helpers import long_markdown
 from typer.testing import CliRunner
 
 import vectorport
 from vectorport.cli import app
+
+from .ingest_helpers import long_markdown
 
 pytestmark = pytest.mark.memory
 
@@ -46,7 +47,9 @@ def test_ingest_search_doctor_cycle(
     assert code == 0, out
     res = json.loads(out)
     assert res["embedding_model"] == "hash:64" and res["matches"][0]["source"] == "fruit.md"
-    code, out = run("search", memory_url, "apples", "--collapse", "--filter", '{"format": "markdown"}', "--json")
+    code, out = run(
+        "search", memory_url, "apples", "--collapse", "--filter", '{"format": "markdown"}', "--json"
+    )
     sources = [m["source"] for m in json.loads(out)["matches"]]
     assert code == 0 and len(sources) == len(set(sources)) and "rocks.txt" not in sources
     code, out = run("search", memory_url, "apples", "--min-score", "0.99", "--json")
@@ -60,7 +63,9 @@ def test_ingest_search_doctor_cycle(
 
     # doctor: healthy, then canaries recorded, then drift after a re-embed with another model
     canaries = tmp_path / "canaries.json"
-    code, out = run("doctor", memory_url, "--source-root", str(root), "--record-canaries", str(canaries), "--json")
+    code, out = run(
+        "doctor", memory_url, "--source-root", str(root), "--record-canaries", str(canaries), "--json"
+    )
     assert code == 0, out
     report = json.loads(out)
     assert report["ok"] and report["canaries_recorded"] == str(canaries) and canaries.exists()

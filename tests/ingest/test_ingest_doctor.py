@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from .ingest_helpers import long_markdown
 
 import vectorport
 from vectorport.backends.memory import store as memory_backend
@@ -20,6 +19,8 @@ from vectorport.ingest import (
     diagnose,
     record_canaries,
 )
+
+from .ingest_helpers import long_markdown
 
 pytestmark = pytest.mark.memory
 
@@ -76,7 +77,9 @@ def test_document_reembedded_with_another_model_is_flagged(
     assert drift.count == len(silent)
 
 
-def test_vector_checks_duplicates_orphans_torn(tree: Callable[[dict[str, str]], Path], memory_url: str) -> None:
+def test_vector_checks_duplicates_orphans_torn(
+    tree: Callable[[dict[str, str]], Path], memory_url: str
+) -> None:
     root = tree({"a.md": long_markdown("A", 2), "copy/a.md": long_markdown("A", 2), "c.txt": "short c"})
     emb = HashEmbedder(32)
     store = build(root, memory_url, emb)
@@ -114,9 +117,9 @@ def test_canaries_catch_a_silently_changed_embedder(
     assert not any(c.drifted for c in steady) and all(c.overlap == 1.0 for c in steady)
     # the endpoint now returns other vectors under the same model name
     changed = HashEmbedder(32, seed=3)
-    changed_same_name = type(
-        "Impostor", (HashEmbedder,), {"model_id": property(lambda self: "hash:32")}
-    )(32, seed=3)
+    changed_same_name = type("Impostor", (HashEmbedder,), {"model_id": property(lambda self: "hash:32")})(
+        32, seed=3
+    )
     assert changed_same_name.model_id == emb.model_id != changed.model_id
     drift = check_canaries(store, changed_same_name, loaded)
     assert all(c.drifted for c in drift)

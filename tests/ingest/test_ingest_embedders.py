@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from .voyage_server import VoyageServer, fake_vector
 
 import vectorport
 from vectorport import RetryPolicy
@@ -24,6 +23,8 @@ from vectorport.ingest import (
     search,
 )
 from vectorport.ingest.embedders import packaged_model_path
+
+from .voyage_server import VoyageServer, fake_vector
 
 pytestmark = pytest.mark.memory
 
@@ -56,7 +57,11 @@ def test_voyage_embeds_through_the_client(voyage: VoyageServer) -> None:
     assert emb.dimension == 32 and vecs.shape == (7, 32) and vecs.dtype == np.float32
     assert len(voyage.requests) == 3 and emb.calls == 3
     first = voyage.requests[0]
-    assert first["model"] == "voyage-test" and first["input_type"] == "document" and first["input"][0] == "text 0"
+    assert (
+        first["model"] == "voyage-test"
+        and first["input_type"] == "document"
+        and first["input"][0] == "text 0"
+    )
     assert first["encoding_format"] == "base64"  # the client asks for base64 and decodes it
     expected = fake_vector("voyage-test", "Represent the document for retrieval: text 4", 32)
     assert np.allclose(vecs[4], expected, atol=1e-6)
@@ -70,7 +75,7 @@ def test_voyage_retries_rate_limits_and_unavailability(voyage: VoyageServer) -> 
     voyage.unavailable_next = 1
     vecs = emb.embed_documents(["a", "b"])
     assert vecs.shape == (2, 32)
-    assert len(voyage.requests) == 4  # 2 × 429, 1 × 503, then success
+    assert len(voyage.requests) == 4  # 429 twice, 503 once, then success
     voyage.rate_limit_next = 10
     with pytest.raises(vectorport.TransientError, match="rate limited"):
         emb.embed_documents(["c"])
@@ -81,7 +86,9 @@ def test_voyage_errors_are_clear(voyage: VoyageServer, monkeypatch: pytest.Monke
     with pytest.raises(vectorport.ConfigurationError, match="VOYAGE_API_KEY"):
         VoyageEmbedder("voyage-test", base_url=voyage.base_url).embed_documents(["x"])
     with pytest.raises(vectorport.ConfigurationError, match="refused"):
-        VoyageEmbedder("voyage-test", api_key="wrong", base_url=voyage.base_url, retry=FAST).embed_documents(["x"])
+        VoyageEmbedder("voyage-test", api_key="wrong", base_url=voyage.base_url, retry=FAST).embed_documents(
+            ["x"]
+        )
     with pytest.raises(EmbeddingError, match="not supported"):
         VoyageEmbedder("voyage-nope", api_key="vk-test", base_url=voyage.base_url).embed_query("x")
     monkeypatch.setenv("VOYAGE_API_KEY", "vk-test")
@@ -118,7 +125,9 @@ def test_minilm_offline_from_the_packaged_folder(minilm: SentenceTransformerEmbe
     assert minilm.model_id == "sentence-transformers:all-MiniLM-L6-v2"
     assert minilm.dimension == 384 and minilm.max_tokens == 254
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
-    vecs = minilm.embed_documents(["The cat sat on the mat.", "A feline rested on a rug.", "Stock markets fell."])
+    vecs = minilm.embed_documents(
+        ["The cat sat on the mat.", "A feline rested on a rug.", "Stock markets fell."]
+    )
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     sims = vecs @ vecs.T
     assert sims[0, 1] > sims[0, 2]

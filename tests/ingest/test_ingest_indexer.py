@@ -56,7 +56,11 @@ def test_add_skip_update_shrink_delete(tree: Callable[[dict[str, str]], Path], m
     rec = store.get(["docs/a.md#chunk1"])[0]
     meta = rec.metadata
     assert meta["source"] == "docs/a.md" and meta["chunk_index"] == 1 and meta["total_chunks"] == len(a_keys)
-    assert meta["embedding_model"] == "hash:32" and meta["title"] == "Alpha" and meta["section"].startswith("Alpha")
+    assert (
+        meta["embedding_model"] == "hash:32"
+        and meta["title"] == "Alpha"
+        and meta["section"].startswith("Alpha")
+    )
     assert len(meta["doc_hash"]) == 64 and len(meta["content_hash"]) == 64
     assert rec.text and store.spec.embedding_model == "hash:32"
 
@@ -196,7 +200,8 @@ def test_failed_file_is_reported_and_kept(tree: Callable[[dict[str, str]], Path]
 def test_search_collapse_filter_min_score(tree: Callable[[dict[str, str]], Path], memory_url: str) -> None:
     root = tree(
         {
-            "apples.md": "# Apples\n\n" + "\n\n".join(f"Red apples grow on trees, batch {i}." for i in range(12)),
+            "apples.md": "# Apples\n\n"
+            + "\n\n".join(f"Red apples grow on trees, batch {i}." for i in range(12)),
             "pears.md": "# Pears\n\nGreen pears are sweet.",
             "stones.txt": "Granite and basalt are rocks.",
         }

@@ -164,7 +164,9 @@ def test_chunker_bounded_by_model_limit_and_minimum_merges_tail() -> None:
     st.integers(min_value=8, max_value=80),
     st.integers(min_value=0, max_value=20),
 )
-def test_chunker_property_never_over_budget_and_loses_nothing(paras: list[str], limit: int, overlap: int) -> None:
+def test_chunker_property_never_over_budget_and_loses_nothing(
+    paras: list[str], limit: int, overlap: int
+) -> None:
     doc = load_bytes("\n\n".join(paras).encode(), "p.txt")
     chunks = Chunker(COUNT, ChunkingConfig(limit, overlap, 4)).chunk(doc)
     assert chunks

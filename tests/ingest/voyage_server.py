@@ -82,8 +82,10 @@ class VoyageServer:
                     self._send(400, {"detail": "input must be a non-empty list of at most 1000 texts"})
                     return
                 dim = body.get("output_dimension") or MODEL_DIMS[model]
-                prefix = {"query": "Represent the query for retrieving supporting documents: ",
-                          "document": "Represent the document for retrieval: "}.get(body.get("input_type") or "", "")
+                prefix = {
+                    "query": "Represent the query for retrieving supporting documents: ",
+                    "document": "Represent the document for retrieval: ",
+                }.get(body.get("input_type") or "", "")
                 data = []
                 for i, text in enumerate(texts):
                     vec = fake_vector(model, prefix + text, dim)
@@ -94,7 +96,9 @@ class VoyageServer:
                     )
                     data.append({"object": "embedding", "embedding": emb, "index": i})
                 tokens = sum(len(t.split()) for t in texts)
-                self._send(200, {"object": "list", "data": data, "model": model, "usage": {"total_tokens": tokens}})
+                self._send(
+                    200, {"object": "list", "data": data, "model": model, "usage": {"total_tokens": tokens}}
+                )
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

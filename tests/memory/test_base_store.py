@@ -12,8 +12,8 @@ from vectorport import Record, TransientError, ValidationError
 from vectorport._retry import RetryPolicy
 from vectorport._validate import Batch
 from vectorport.backends.memory import MemoryStore
-from vectorport.testing import ExactIndex, clustered_records, judge, query_vectors
 from vectorport.filters import parse_filter
+from vectorport.testing import ExactIndex, clustered_records, judge, query_vectors
 
 pytestmark = pytest.mark.memory
 

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ._migrate_data import N, all_records
 
 import vectorport
 from vectorport._json import json_equal
 from vectorport.migrate import MetadataPolicy, PlanRefusedError, Transformer
+
+from ._migrate_data import N, all_records
 
 BACKENDS = ("chroma", "pgvector", "s3vectors")
 LoadedSource = Callable[[str], tuple[str, list[Any]]]

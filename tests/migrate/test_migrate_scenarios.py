@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ._migrate_data import N, all_records
 from typer.testing import CliRunner
 
 import vectorport
@@ -22,6 +21,8 @@ from vectorport import Record
 from vectorport._retry import RetryPolicy
 from vectorport.cli import app
 from vectorport.migrate import Checkpoint, Transformer
+
+from ._migrate_data import N, all_records
 
 LoadedSource = Callable[[str], tuple[str, list[Any]]]
 SRC_ROOT = str(Path(vectorport.__file__).resolve().parents[1])
