@@ -292,7 +292,11 @@ class BaseStore(ABC):
         spec = self.spec
         vec, why = check_vector(vector, spec.dimension, spec.metric)
         if vec is None:
-            raise ValidationError([Problem(None, "query vector", why or "invalid")], backend=self.name)
+            raise ValidationError(
+                [Problem(None, "query vector", why or "invalid")],
+                backend=self.name,
+                outcome="the query was not run",
+            )
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ConfigurationError(f"k must be a positive integer, got {k!r}")
         k = int(k)
