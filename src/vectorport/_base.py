@@ -205,7 +205,7 @@ class BaseStore(ABC):
         contract (queries stay correct, perhaps slower); on leaving it normally the collection
         is back to its usual state (a deferred index built). When the block raises, or the
         process dies inside it, the collection stays correct and the backend restores its
-        index later (the pgvector backend: when the collection is next opened or loaded).
+        index later (the pgvector backend: at the next write or load, never on a mere open).
 
         Parameters
         ----------
