@@ -272,16 +272,19 @@ class Layout:
         hnsw = self.hnsw_index_ddl()
         if hnsw is not None:
             statements.append(hnsw)
-        statements += [
-            # jsonb_path_ops: smaller and faster than the default opclass for @>, which is what
-            # $eq/$in compile to (and the Supabase `metadata @> filter` pattern).
-            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (metadata jsonb_path_ops)").format(
-                self._name("_metadata_gin"), self.qualified
-            ),
-            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (fts)").format(
-                self._name("_fts_gin"), self.qualified
-            ),
-        ]
+        # jsonb_path_ops: smaller and faster than the default opclass for @>, which is what
+        # $eq/$in compile to (and the Supabase `metadata @> filter` pattern).
+        statements.append(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({} jsonb_path_ops)").format(
+                self._name("_metadata_gin"), self.qualified, self.columns.ident("metadata")
+            )
+        )
+        if self.columns.fts:
+            statements.append(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({})").format(
+                    self._name("_fts_gin"), self.qualified, self.columns.ident("fts")
+                )
+            )
         return statements
 
     def rpc_functions(self) -> list[sql.Composed]:

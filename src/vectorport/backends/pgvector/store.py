@@ -929,7 +929,7 @@ class PgVectorStore(BaseStore):
     def _repair_index(self) -> None:
         """Build a missing HNSW index before the first write after an interrupted bulk load;
         on failure the write goes ahead and searches stay correct (exact scans)."""
-        log.warning("pgvector: %s: building its missing HNSW index before the first write", self._where)
+        log.info("pgvector: %s: its HNSW index is missing; building it before the first write", self._where)
         try:
             with self._errors("build the HNSW index"):
                 conn, _ = self._conn()
