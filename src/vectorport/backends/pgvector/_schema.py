@@ -199,11 +199,6 @@ class Layout:
         return f"{self.table}_embedding_hnsw"
 
     @property
-    def managed_index(self) -> bool:
-        """The HNSW index is the one vectorport creates (a bulk load may drop and rebuild it)."""
-        return self.index == "hnsw" and self.hnsw_index in (None, self.hnsw_index_name)
-
-    @property
     def comment(self) -> str:
         """``COMMENT ON TABLE`` text: how to search the table from SQL, for psql's ``\\d+``."""
         op = METRIC_OPERATOR[self.metric]
