@@ -201,3 +201,46 @@ def test_opening_a_table_made_in_sql_creates_nothing_until_the_first_write(
             assert store.list_collections() == ["items"]
     finally:
         admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_stale_catalog_row_is_replaced_at_creation_not_deleted_on_open(
+    pg_url: Callable[..., str], admin: Any
+) -> None:
+    url = pg_url()
+    with vectorport.connect(url, dimension=3, metric="dot") as store:
+        table = store.collection
+    admin.execute(f"DROP TABLE {table}")  # behind vectorport's back: the catalog row stays
+    with pytest.raises(vectorport.NotFoundError, match="pass dimension="):
+        vectorport.connect(url)
+    row = admin.execute("SELECT dimension FROM vectorport_collections WHERE table_name = %s", (table,))
+    assert row.fetchone() == (3,)  # an open wrote nothing
+    with vectorport.connect(url, dimension=5, metric="cosine") as store:
+        assert store.spec.dimension == 5 and store.spec.metric.value == "cosine"
+        row = admin.execute(
+            "SELECT dimension, metric FROM vectorport_collections WHERE table_name = %s", (table,)
+        )
+        assert row.fetchone() == (5, "cosine")
+        store.drop()
+
+
+def test_a_role_that_may_write_the_table_but_not_the_schema(
+    pg_url: Callable[..., str], pg_uri: str, admin: Any, reader: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    schema = f"locked_{next(_roles)}"
+    admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        admin.execute(
+            f"CREATE TABLE {schema}.items (key text PRIMARY KEY, embedding vector({DIM}) NOT NULL, "
+            "metadata jsonb NOT NULL DEFAULT '{}', text text)"
+        )
+        admin.execute(f"GRANT USAGE ON SCHEMA {schema} TO {reader}")  # no CREATE: no catalog
+        admin.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.items TO {reader}")
+        url = uri_for(pg_uri, reader, table="items", schema=schema)
+        with vectorport.connect(url, metric="cosine") as store:
+            assert store.upsert(_records(5)) == 5 and store.count() == 5
+            assert "cannot write the catalog" in caplog.text
+            assert store.delete(["doc00000"]) == 1 and store.count() == 4
+        tables = admin.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))
+        assert {r[0] for r in tables} == {"items"}
+    finally:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")

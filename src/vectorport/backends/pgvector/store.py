@@ -637,12 +637,28 @@ class PgVectorStore(BaseStore):
         with self._write_lock:
             if self._write_ready:
                 return
-            with self._errors("prepare the catalog"):
-                conn, _ = self._conn()
-                apply_migrations(conn, self.schema)
-                if self._unrecorded and self._layout is not None:
-                    self._record_layout(conn, self._layout, None)
-                    self._unrecorded = False
+            try:
+                with self._errors("prepare the catalog"):
+                    conn, _ = self._conn()
+                    apply_migrations(conn, self.schema)
+                    if self._unrecorded and self._layout is not None:
+                        self._record_layout(conn, self._layout, None)
+                        self._unrecorded = False
+            except ConfigurationError as exc:
+                # A role that may write the table but not create or write the catalog: the
+                # table is all a write needs (a read-only connection fails on the write itself).
+                if not isinstance(
+                    exc.__cause__,
+                    psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction,
+                ):
+                    raise
+                log.warning(
+                    "pgvector: %s: cannot write the catalog %s.%s (%s); writing without it",
+                    self._where,
+                    self.schema,
+                    CATALOG_TABLE,
+                    exc.__cause__,
+                )
             self._write_ready = True
 
     def _record_layout(self, conn: psycopg.Connection[Any], layout: Layout, model: str | None) -> None:
