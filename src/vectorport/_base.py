@@ -205,7 +205,7 @@ class BaseStore(ABC):
         contract (queries stay correct, perhaps slower); on leaving it normally the collection
         is back to its usual state (a deferred index built). When the block raises, or the
         process dies inside it, the collection stays correct and the backend restores its
-        index later (the pgvector backend: when the collection is next opened or loaded).
+        index later (the pgvector backend: at the next write or load, never on a mere open).
 
         Parameters
         ----------
@@ -292,7 +292,11 @@ class BaseStore(ABC):
         spec = self.spec
         vec, why = check_vector(vector, spec.dimension, spec.metric)
         if vec is None:
-            raise ValidationError([Problem(None, "query vector", why or "invalid")], backend=self.name)
+            raise ValidationError(
+                [Problem(None, "query vector", why or "invalid")],
+                backend=self.name,
+                outcome="the query was not run",
+            )
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ConfigurationError(f"k must be a positive integer, got {k!r}")
         k = int(k)

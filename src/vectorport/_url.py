@@ -11,6 +11,7 @@ from .exceptions import ConfigurationError
 __all__ = ["StoreURL", "mask_url"]
 
 _SECRET_PARAMS = re.compile(r"(?i)(pass(word)?|secret|token|key|apikey|api_key|auth|credential)")
+_PLAIN_PARAMS = re.compile(r"(?i)^\w+_column$")  # column names (pgvector key_column=id), not secrets
 MASK = "***"
 
 
@@ -66,6 +67,10 @@ class StoreURL:
         return f"StoreURL({self.masked!r})"
 
 
+def _secret(param: str) -> bool:
+    return bool(_SECRET_PARAMS.search(param)) and not _PLAIN_PARAMS.match(param)
+
+
 def mask_url(url: str) -> str:
     """Hide the password and secret query values of a URL (safe on any string)."""
     try:
@@ -78,7 +83,7 @@ def mask_url(url: str) -> str:
         user = userinfo.split(":", 1)[0]
         netloc = f"{user}:{MASK}@{hostport}"
     query = "&".join(
-        f"{k}={MASK}" if _SECRET_PARAMS.search(k) and v else f"{k}={quote(v, safe='/:,')}"
+        f"{k}={MASK}" if _secret(k) and v else f"{k}={quote(v, safe='/:,')}"
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
     )
     out = f"{parts.scheme}://{netloc}{parts.path}"

@@ -103,6 +103,8 @@ class Problem:
     index: int | None = None
 
     def __str__(self) -> str:
+        if self.key is None and self.index is None:  # not a record: a query vector, a response
+            return f"{self.path}: {self.message}" if self.path else self.message
         who = f"record {self.key!r}" if self.key is not None else f"record #{self.index}"
         where = f" at {self.path}" if self.path else ""
         return f"{who}{where}: {self.message}"
@@ -115,7 +117,14 @@ class ValidationError(VectorportError, ValueError):
     those of the first one.
     """
 
-    def __init__(self, problems: Sequence[Problem], *, backend: str = "", hint: str = "") -> None:
+    def __init__(
+        self,
+        problems: Sequence[Problem],
+        *,
+        backend: str = "",
+        hint: str = "",
+        outcome: str = "nothing was written",
+    ) -> None:
         self.problems = list(problems)
         first = self.problems[0] if self.problems else Problem(None, "", "invalid input")
         self.key = first.key
@@ -124,7 +133,7 @@ class ValidationError(VectorportError, ValueError):
         more = f" (and {len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
         prefix = f"{backend}: " if backend else ""
         tail = f". {hint}" if hint else ""
-        super().__init__(f"{prefix}{shown}{more}; nothing was written{tail}")
+        super().__init__(f"{prefix}{shown}{more}; {outcome}{tail}")
 
 
 class NotFoundError(VectorportError, KeyError):

@@ -1,6 +1,7 @@
 """Bulk loads: the HNSW index is dropped before loading an empty/small table and built after;
 an interrupted load (exception, SIGKILL) leaves a table that answers exactly and gets its index
-back when next opened or loaded; concurrent loaders leave the build to the last one."""
+back at the next write or load, or from `build-index` (never from a mere open); concurrent
+loaders leave the build to the last one."""
 
 from __future__ import annotations
 
@@ -182,7 +183,9 @@ with store.bulk_load(expected=100_000):
 """
 
 
-def test_sigkill_mid_bulk_load_then_reopen_builds_the_index(pg_url: Callable[..., str]) -> None:
+def test_sigkill_mid_bulk_load_then_reopen_builds_nothing_until_a_write(
+    pg_url: Callable[..., str], caplog: pytest.LogCaptureFixture
+) -> None:
     url = pg_url()
     store = vectorport.connect(url, dimension=DIM, metric="cosine")
     repo = Path(__file__).resolve().parents[2]
@@ -206,9 +209,14 @@ def test_sigkill_mid_bulk_load_then_reopen_builds_the_index(pg_url: Callable[...
         _wait_lock_free(store)
         assert not _hnsw(store) and store.count() >= 2000
         _assert_exact(store, {"odd": False})  # the open store, without the index: exact answers
-        again = vectorport.connect(url)  # the next open builds the missing index
-        assert _hnsw(again)
-        again.close()
+        with vectorport.connect(url) as again:  # opening builds nothing: it may be read-only
+            assert not _hnsw(again) and "has no valid HNSW index" in caplog.text
+            assert again.info()["pgvector"]["hnsw_index"] == "missing"
+            _assert_exact(again, {"odd": True})
+            assert again.count() == store.count() and not _hnsw(again)
+            again.upsert(_records(1, 900_000))  # the first write builds it, then writes
+            assert _hnsw(again) and again.info()["pgvector"]["hnsw_index"] == "valid"
+            assert again.build_index() == "present"  # type: ignore[attr-defined]
     finally:
         if proc.poll() is None:
             proc.kill()

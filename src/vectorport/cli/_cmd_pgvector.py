@@ -1,8 +1,10 @@
-"""``vectorport pgvector schema|start|stop``: the SQL of a collection, and the embedded server
-for psql and other PostgreSQL clients.
+"""``vectorport pgvector schema|start|stop|build-index``: the SQL of a collection, the embedded
+server for psql and other PostgreSQL clients, and the rebuild of an HNSW index a crashed bulk
+load left missing.
 
-Exit codes: 0 done; 2 bad arguments (unknown metric, dimension out of range, bad name);
-3 the embedded server could not start.
+Exit codes: 0 done; 1 the server failed (build-index); 2 bad arguments (unknown metric,
+dimension out of range, bad name, a collection that is missing or not pgvector); 3 the
+embedded server could not start.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import typer
 
 from .._models import Metric
+from ..exceptions import ConfigurationError
 from ._common import JsonOption, emit_json, reported_errors
 
 pgvector_app = typer.Typer(
@@ -86,6 +89,31 @@ def stop(
         return
     message = f"stopped the server in {data_dir}" if stopped else f"no server was running in {data_dir}"
     typer.echo(message, err=True)
+
+
+@pgvector_app.command("build-index")
+def build_index(
+    url: str = typer.Argument(..., help="Collection URL: postgresql://…?table=T or pgvector://DIR?table=T."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Build a collection's missing HNSW index (after an interrupted bulk load), then ANALYZE.
+
+    Opening a collection (info, search, migrate --plan, a migration's source) never builds
+    it; the next write through vectorport does, and so does this command. Prints ``built``,
+    ``present`` (nothing to do), ``loading`` (a bulk load is running; its end builds it) or
+    ``exact`` (a collection without a vector index by design).
+    """
+    from .._registry import connect
+
+    with reported_errors(), connect(url) as store:
+        builder = getattr(store, "build_index", None)
+        if builder is None:
+            raise ConfigurationError(f"{store.url.masked} is not a pgvector collection")
+        state = str(builder())
+    if as_json:
+        emit_json({"url": store.url.masked, "index": state})
+        return
+    typer.echo(state)
 
 
 def register(app: typer.Typer) -> None:

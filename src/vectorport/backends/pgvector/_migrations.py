@@ -20,7 +20,14 @@ from psycopg import sql
 
 from ...exceptions import ConfigurationError
 
-__all__ = ["MIGRATIONS_TABLE", "Migration", "apply_migrations", "load_migrations", "migrations_dir"]
+__all__ = [
+    "MIGRATIONS_TABLE",
+    "Migration",
+    "apply_migrations",
+    "load_migrations",
+    "migrations_dir",
+    "pending_migrations",
+]
 
 log = logging.getLogger("vectorport.pgvector")
 
@@ -71,12 +78,39 @@ def load_migrations(directory: Path | None = None) -> list[Migration]:
     return [out[v] for v in sorted(out)]
 
 
+def pending_migrations(
+    conn: psycopg.Connection[Any], schema: str, migrations: list[Migration] | None = None
+) -> list[int]:
+    """Versions ``schema`` lacks, found with reads only (none: nothing to write)."""
+    migrations = load_migrations() if migrations is None else migrations
+    table = sql.Identifier(schema, MIGRATIONS_TABLE)
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table.as_string(conn),)).fetchone()
+    if not (row and row[0]):
+        return [m.version for m in migrations]
+    done = {
+        int(v): str(c)
+        for v, c in conn.execute(sql.SQL("SELECT version, checksum FROM {}").format(table)).fetchall()
+    }
+    for mig in migrations:
+        if mig.version in done and done[mig.version] != mig.checksum:
+            log.warning(
+                "pgvector: migration %04d_%s differs from the one applied to schema %r; "
+                "applied files must not be edited",
+                mig.version,
+                mig.name,
+                schema,
+            )
+    return [m.version for m in migrations if m.version not in done]
+
+
 def apply_migrations(conn: psycopg.Connection[Any], schema: str) -> list[int]:
     """Apply the migrations ``schema`` lacks, in order, in one transaction holding an advisory
     lock (so concurrent processes apply each file once, and a failing file leaves nothing
     behind). Returns the versions applied."""
     migrations = load_migrations()
     table = sql.Identifier(schema, MIGRATIONS_TABLE)
+    if not pending_migrations(conn, schema, migrations):
+        return []  # read-only: a read-only role or a hot standby opens collections too
     lock_key = f"vectorport.pgvector.migrations:{schema}"
     applied_now: list[int] = []
     with conn.transaction():
@@ -92,20 +126,9 @@ def apply_migrations(conn: psycopg.Connection[Any], schema: str) -> list[int]:
                 ")"
             ).format(table)
         )
-        done = {
-            int(v): str(c)
-            for v, c in conn.execute(sql.SQL("SELECT version, checksum FROM {}").format(table)).fetchall()
-        }
+        done = {int(r[0]) for r in conn.execute(sql.SQL("SELECT version FROM {}").format(table)).fetchall()}
         for mig in migrations:
             if mig.version in done:
-                if done[mig.version] != mig.checksum:
-                    log.warning(
-                        "pgvector: migration %04d_%s differs from the one applied to schema %r; "
-                        "applied files must not be edited",
-                        mig.version,
-                        mig.name,
-                        schema,
-                    )
                 continue
             with conn.transaction():  # a savepoint per file, so errors name the file
                 # Unqualified names in the file land in the target schema; the server's own

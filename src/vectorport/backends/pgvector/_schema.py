@@ -18,11 +18,13 @@ from ..._models import Metric
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 
 __all__ = [
+    "DEFAULT_COLUMNS",
     "HALFVEC_INDEX_MAX_DIM",
     "METRIC_OPCLASS",
     "METRIC_OPERATOR",
     "VECTOR_INDEX_MAX_DIM",
     "VECTOR_MAX_DIM",
+    "Columns",
     "IndexKind",
     "Layout",
 ]
@@ -55,6 +57,58 @@ _MAX_TABLE_BYTES = 40  # leaves room for index/function names within NAMEDATALEN
 _LANGUAGE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
+_PLAIN_NAMES = frozenset({"embedding", "fts", "hits", "key", "metadata", "t", "text", "updated_at"})
+
+
+def _name(*parts: str) -> sql.Composable:
+    """An identifier; vectorport's own column names and aliases print unquoted (they need no
+    quotes), so the SQL ``vectorport pgvector schema`` prints reads like hand-written SQL."""
+    if all(p in _PLAIN_NAMES for p in parts):
+        return sql.SQL(".".join(parts))
+    return sql.Identifier(*parts)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The columns of a collection's table.
+
+    A table vectorport creates has the default names, a generated ``fts`` column and
+    ``updated_at``; a table made elsewhere may name its four data columns otherwise
+    (``key_column=id&text_column=content``) and lack the two optional ones.
+    """
+
+    key: str = "key"
+    embedding: str = "embedding"
+    metadata: str = "metadata"
+    text: str = "text"
+    fts: str | None = "fts"
+    """The generated ``tsvector`` column full-text and hybrid search use (``None``: none)."""
+    updated_at: str | None = "updated_at"
+    """A ``timestamptz`` column set to ``now()`` on every upsert (``None``: none)."""
+    metadata_nullable: bool = False
+    """The metadata column admits SQL NULL (read as ``{}``; filters coalesce it)."""
+    embedding_nullable: bool = False
+    """The embedding column admits SQL NULL (such rows are left out of searches)."""
+
+    def ident(self, name: str, prefix: str | None = None) -> sql.Composable:
+        """One of the columns by role (``key``, ``embedding``, ``metadata``, ``text``, ``fts``),
+        optionally qualified by a table alias."""
+        column = getattr(self, name)
+        if not isinstance(column, str):
+            raise UnsupportedFeatureError(f"this table has no {name} column")
+        return _name(prefix, column) if prefix else _name(column)
+
+    def metadata_expr(self, prefix: str | None = None) -> sql.Composable:
+        """The metadata as a jsonb that is never SQL NULL (filters rely on two-valued leaves)."""
+        column = self.ident("metadata", prefix)
+        if not self.metadata_nullable:
+            return column
+        return sql.SQL("coalesce({}, '{{}}'::jsonb)").format(column)
+
+
+DEFAULT_COLUMNS = Columns()
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where a collection lives and how it is indexed."""
@@ -67,6 +121,9 @@ class Layout:
     m: int = 16
     ef_construction: int = 64
     language: str = "english"
+    columns: Columns = DEFAULT_COLUMNS
+    hnsw_index: str | None = None
+    """The name of the HNSW index (``None``: :attr:`hnsw_index_name`, the one vectorport makes)."""
 
     def __post_init__(self) -> None:
         check_table_name(self.table)
@@ -122,6 +179,12 @@ class Layout:
         """Canonical distance between a vector column and a query vector expression."""
         return sql.SQL("({} {} {})").format(column, self.operator, query)
 
+    def embedding(self, prefix: str | None = None) -> sql.Composable:
+        return self.columns.ident("embedding", prefix)
+
+    def key(self, prefix: str | None = None) -> sql.Composable:
+        return self.columns.ident("key", prefix)
+
     def index_distance(self, column: sql.Composable, query: sql.Composable) -> sql.Composable:
         """The ordering expression the HNSW index serves (halfvec casts above 2,000 dims)."""
         if not self.halfvec_index:
@@ -135,15 +198,30 @@ class Layout:
         """The name (in :attr:`schema`) of the HNSW index vectorport creates and manages."""
         return f"{self.table}_embedding_hnsw"
 
+    @property
+    def comment(self) -> str:
+        """``COMMENT ON TABLE`` text: how to search the table from SQL, for psql's ``\\d+``."""
+        op = METRIC_OPERATOR[self.metric]
+        score = "1 - distance" if self.metric is Metric.COSINE else "-distance"
+        order = f"embedding {op} query"
+        if self.halfvec_index:  # the index serves the halfvec expression only
+            half = f"halfvec({self.dimension})"
+            order = f"embedding::{half} {op} query::{half}"
+        return (
+            f"vectorport collection: {self.dimension} dims, {self.metric.value} metric. "
+            f"Nearest first: ORDER BY {order} LIMIT k; distance = embedding {op} query, "
+            f"score = {score}. Spec in {self.schema}.vectorport_collections."
+        )
+
     def hnsw_index_ddl(self) -> sql.Composed | None:
         """``CREATE INDEX IF NOT EXISTS`` of the HNSW index (``None`` for ``index=exact``)."""
         if self.index != "hnsw":
             return None
         kind = "halfvec" if self.halfvec_index else "vector"
         column = (
-            sql.SQL("(embedding::halfvec({}))").format(sql.Literal(self.dimension))
+            sql.SQL("({}::halfvec({}))").format(self.embedding(), sql.Literal(self.dimension))
             if self.halfvec_index
-            else sql.SQL("embedding")
+            else self.embedding()
         )
         return sql.SQL(
             "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ({column} {opclass}) "
@@ -183,19 +261,25 @@ class Layout:
                 ")"
             ).format(table=self.qualified, vtype=self.vector_type, lang=sql.Literal(self.language))
         ]
+        statements.append(
+            sql.SQL("COMMENT ON TABLE {} IS {}").format(self.qualified, sql.Literal(self.comment))
+        )
         hnsw = self.hnsw_index_ddl()
         if hnsw is not None:
             statements.append(hnsw)
-        statements += [
-            # jsonb_path_ops: smaller and faster than the default opclass for @>, which is what
-            # $eq/$in compile to (and the Supabase `metadata @> filter` pattern).
-            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (metadata jsonb_path_ops)").format(
-                self._name("_metadata_gin"), self.qualified
-            ),
-            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (fts)").format(
-                self._name("_fts_gin"), self.qualified
-            ),
-        ]
+        # jsonb_path_ops: smaller and faster than the default opclass for @>, which is what
+        # $eq/$in compile to (and the Supabase `metadata @> filter` pattern).
+        statements.append(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({} jsonb_path_ops)").format(
+                self._name("_metadata_gin"), self.qualified, self.columns.ident("metadata")
+            )
+        )
+        if self.columns.fts:
+            statements.append(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({})").format(
+                    self._name("_fts_gin"), self.qualified, self.columns.ident("fts")
+                )
+            )
         return statements
 
     def rpc_functions(self) -> list[sql.Composed]:
@@ -209,7 +293,8 @@ class Layout:
         """
         vtype = self.vector_type
         q = sql.SQL("query_embedding")
-        emb = sql.SQL("t.embedding")
+        emb = self.embedding("t")
+        cols = self.columns
         settings = sql.SQL(
             "  SET hnsw.ef_search = 40\n  SET hnsw.iterative_scan = strict_order\n"
             "  SET hnsw.max_scan_tuples = 20000\n"
@@ -231,9 +316,10 @@ class Layout:
             "  RETURN QUERY\n"
             "  SELECT hits.key, hits.metadata, hits.text, hits.distance, {score}\n"
             "  FROM (\n"
-            "    SELECT t.key, t.metadata, t.text, {dist}::double precision AS distance, {idist} AS ord\n"
+            "    SELECT {tkey} AS key, {tmeta} AS metadata, {ttext} AS text,\n"
+            "           {dist}::double precision AS distance, {idist} AS ord\n"
             "    FROM {table} AS t\n"
-            "    WHERE t.metadata @> filter\n"
+            "    WHERE {tmeta} @> filter{notnull}\n"
             "    ORDER BY ord\n"
             "    LIMIT match_count\n"
             "  ) AS hits\n"
@@ -249,6 +335,10 @@ class Layout:
             dist=self.distance(emb, q),
             idist=self.index_distance(emb, q),
             table=self.qualified,
+            tkey=self.key("t"),
+            tmeta=cols.metadata_expr("t"),
+            ttext=cols.ident("text", "t"),
+            notnull=self._embedding_present("t", " AND "),
         )
         hybrid = sql.SQL(
             "CREATE OR REPLACE FUNCTION {fn}(\n"
@@ -278,16 +368,25 @@ class Layout:
             body=self.hybrid_sql(
                 query=q,
                 text=sql.SQL("query_text"),
-                where=sql.SQL("t.metadata @> filter"),
+                where=sql.SQL("{} @> filter").format(cols.metadata_expr("t")),
                 candidates=sql.SQL("2 * match_count"),
                 limit=sql.SQL("match_count"),
                 vector_weight=sql.SQL("semantic_weight"),
                 text_weight=sql.SQL("full_text_weight"),
                 rrf_k=sql.SQL("rrf_k"),
-                outer_columns=sql.SQL("f.key, t.metadata, t.text"),
+                outer_columns=sql.SQL("f.key, {} AS metadata, {} AS text").format(
+                    cols.metadata_expr("t"), cols.ident("text", "t")
+                ),
             ),
         )
         return [match, hybrid]
+
+    def _embedding_present(self, prefix: str | None = None, before: str = "") -> sql.Composable:
+        """``<before><embedding> IS NOT NULL`` when the column admits NULL (such rows have no
+        distance and are no search result), else nothing."""
+        if not self.columns.embedding_nullable:
+            return sql.SQL("")
+        return sql.SQL("{}{} IS NOT NULL").format(sql.SQL(before), self.embedding(prefix))
 
     def _score_sql(self, distance: sql.Composable) -> sql.Composable:
         if self.metric is Metric.COSINE:
@@ -313,18 +412,21 @@ class Layout:
         Output columns: ``<outer_columns>, distance, rrf_score, vector_rank, text_rank``.
         Both the library and ``hybrid_match_<table>`` use it, with their own placeholders.
         """
-        emb = sql.SQL("t.embedding")
+        emb = self.embedding("t")
+        tkey = self.key("t")
+        fts = self.columns.ident("fts", "t")
         return sql.SQL(
             "  WITH tsq AS MATERIALIZED (SELECT websearch_to_tsquery({lang}::regconfig, {text}) AS q),\n"
             "  vec AS MATERIALIZED (\n"
             "    SELECT hits.key, row_number() OVER (ORDER BY hits.ord, hits.key) AS r\n"
-            "    FROM (SELECT t.key, {idist} AS ord FROM {table} AS t WHERE {where}\n"
+            "    FROM (SELECT {tkey} AS key, {idist} AS ord FROM {table} AS t WHERE {where}{notnull}\n"
             "          ORDER BY ord LIMIT {candidates}) AS hits\n"
             "  ),\n"
             "  txt AS MATERIALIZED (\n"
-            "    SELECT t.key, row_number() OVER (ORDER BY ts_rank_cd(t.fts, tsq.q) DESC, t.key) AS r\n"
+            "    SELECT {tkey} AS key,\n"
+            "           row_number() OVER (ORDER BY ts_rank_cd({fts}, tsq.q) DESC, {tkey}) AS r\n"
             "    FROM {table} AS t, tsq\n"
-            "    WHERE t.fts @@ tsq.q AND {where}\n"
+            "    WHERE {fts} @@ tsq.q AND {where}\n"
             "    ORDER BY r LIMIT {candidates}\n"
             "  ),\n"
             "  fused AS (\n"
@@ -335,7 +437,7 @@ class Layout:
             "  )\n"
             "  SELECT {outer}, {dist}::double precision AS distance, f.rrf_score::double precision,\n"
             "         f.vector_rank, f.text_rank\n"
-            "  FROM fused AS f JOIN {table} AS t ON t.key = f.key\n"
+            "  FROM fused AS f JOIN {table} AS t ON {tkey} = f.key\n"
             "  ORDER BY f.rrf_score DESC, f.key\n"
             "  LIMIT {limit}"
         ).format(
@@ -351,6 +453,9 @@ class Layout:
             k=rrf_k,
             limit=limit,
             outer=outer_columns,
+            tkey=tkey,
+            fts=fts,
+            notnull=self._embedding_present("t", " AND "),
         )
 
 

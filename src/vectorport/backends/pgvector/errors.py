@@ -7,6 +7,7 @@ and :func:`pg_errors` scrubs it anyway in case a DSN ends up in a driver message
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,13 +26,18 @@ from ...exceptions import (
     VectorportError,
 )
 
-__all__ = ["SQLSTATE_CLASSES", "SQLSTATE_CODES", "pg_errors"]
+__all__ = ["CONNECT_FAILURES", "SQLSTATE_CLASSES", "SQLSTATE_CODES", "pg_errors"]
 
 # Sorted by code. What to do is in the hint appended to each message.
 SQLSTATE_CODES: dict[str, tuple[type[VectorportError], str]] = {
     "0A000": (UnsupportedFeatureError, "the server does not support this (is pgvector >= 0.8 installed?)"),
     "22P05": (ValidationError, "PostgreSQL text and jsonb cannot hold NUL (U+0000) characters"),
     "23505": (ConflictError, "a row with this key already exists"),
+    "25006": (
+        ConfigurationError,
+        "the connection is read-only (a hot standby, or default_transaction_read_only): "
+        "write through the primary server",
+    ),
     "28000": (ConfigurationError, "check the user name and pg_hba.conf"),
     "28P01": (ConfigurationError, "check the user name and password"),
     "3D000": (NotFoundError, "the database does not exist; create it or fix the URL"),
@@ -61,6 +67,43 @@ SQLSTATE_CLASSES: dict[str, tuple[type[VectorportError], str]] = {
 }
 
 
+# libpq reports a failed connection attempt without a SQLSTATE (psycopg's sqlstate is None),
+# even when the server refused it with a FATAL error: the server's message tells which. These
+# are PostgreSQL's own (English) texts; a server with other lc_messages falls through to the
+# generic "cannot reach" class.
+CONNECT_FAILURES: tuple[tuple[re.Pattern[str], type[VectorportError], str], ...] = tuple(
+    (re.compile(pattern), cls, hint)
+    for pattern, cls, hint in (
+        (
+            r"password authentication failed",
+            ConfigurationError,
+            "check the user name and password in the URL",
+        ),
+        (
+            r"no password supplied",
+            ConfigurationError,
+            "the server wants a password: put it in the URL, PGPASSWORD or ~/.pgpass",
+        ),
+        (
+            r'database "[^"]*" does not exist',
+            NotFoundError,
+            "the database does not exist; create it or fix the URL",
+        ),
+        (r'role "[^"]*" does not exist', ConfigurationError, "no such user on this server; check the URL"),
+        (
+            r"no pg_hba\.conf entry",
+            ConfigurationError,
+            "the server's pg_hba.conf does not admit this user/host",
+        ),
+        (r"authentication failed", ConfigurationError, "check the credentials in the URL"),
+        (r"server does not support ssl", ConfigurationError, "connect with sslmode=disable or prefer"),
+    )
+)
+
+
+_WRITES = frozenset({"bulk load", "delete", "upsert"})
+
+
 def _scrub(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
@@ -73,7 +116,11 @@ def _classify(exc: psycopg.Error) -> tuple[type[VectorportError], str]:
         return SQLSTATE_CLASSES[state[:2]]
     if isinstance(exc, psycopg.OperationalError) and not state:
         # No SQLSTATE: libpq failed before or outside a server response (refused, DNS,
-        # socket gone, authentication timeout).
+        # socket gone, authentication timeout), or the server refused the connection.
+        text = str(exc).lower()
+        for pattern, cls, hint in CONNECT_FAILURES:
+            if pattern.search(text):
+                return cls, hint
         return BackendUnavailableError, "is the server running and the URL right?"
     return BackendError, "unexpected PostgreSQL error"
 
@@ -96,7 +143,8 @@ def pg_errors(what: str, where: str, password: str | None = None) -> Iterator[No
         message = f"pgvector {what} on {where} failed: {detail}{state}; {hint}"
         err: VectorportError
         if cls is ValidationError:
-            err = ValidationError([Problem(None, "", message)], backend="pgvector")
+            outcome = "nothing was written" if what in _WRITES else f"the {what} returned nothing"
+            err = ValidationError([Problem(None, "", message)], backend="pgvector", outcome=outcome)
         elif cls is NotFoundError:
             err = NotFoundError(message)
         else:

