@@ -22,10 +22,33 @@ from pathlib import Path
 import vectorport
 from vectorport.ingest import ChunkingConfig, HashEmbedder, SentenceTransformerEmbedder, ingest
 
-WORDS = (
-    "vector store chunk embedding query filter metric cosine migrate verify index scan cursor "
-    "segment batch upsert delete document section paragraph token model drift canary health"
-).split()
+WORDS = [
+    "vector",
+    "store",
+    "chunk",
+    "embedding",
+    "query",
+    "filter",
+    "metric",
+    "cosine",
+    "migrate",
+    "verify",
+    "index",
+    "scan",
+    "cursor",
+    "segment",
+    "batch",
+    "upsert",
+    "delete",
+    "document",
+    "section",
+    "paragraph",
+    "token",
+    "model",
+    "drift",
+    "canary",
+    "health",
+]
 
 
 def write_corpus(root: Path, files: int, chunks_per_file: int, words_per_chunk: int) -> None:
@@ -64,7 +87,7 @@ def main() -> int:
         write_corpus(root, args.files, per_file, words)
         first, t_first = timed(lambda: ingest(root, args.url, embedder=emb, chunking=chunking))
         again, t_again = timed(lambda: ingest(root, args.url, embedder=emb, chunking=chunking))
-        touched = sorted(root.rglob("*.md"))[:: 100]
+        touched = sorted(root.rglob("*.md"))[::100]
         for p in touched:
             p.write_text(p.read_text() + "\nAn edited closing line.\n")
         edited, t_edit = timed(lambda: ingest(root, args.url, embedder=emb, chunking=chunking))
@@ -74,8 +97,14 @@ def main() -> int:
                 store.drop()
     rows += [
         ("chunks in the collection", f"{count}"),
-        ("first ingest", f"{t_first:.2f} s, {first.embedding_calls} embedding calls, {first.chunks_embedded} texts"),
-        ("re-ingest, unchanged", f"{t_again:.2f} s, {again.embedding_calls} embedding calls, skipped {again.skipped}"),
+        (
+            "first ingest",
+            f"{t_first:.2f} s, {first.embedding_calls} embedding calls, {first.chunks_embedded} texts",
+        ),
+        (
+            "re-ingest, unchanged",
+            f"{t_again:.2f} s, {again.embedding_calls} embedding calls, skipped {again.skipped}",
+        ),
         (
             f"re-ingest, {len(touched)} files edited",
             f"{t_edit:.2f} s, {edited.embedding_calls} calls, {edited.chunks_embedded} embedded, "
@@ -99,7 +128,12 @@ def main() -> int:
             _, t = timed(lambda b=st_b: b.embed_documents(texts))
             rate = len(texts) / t
             base = base or rate
-            rows.append((f"MiniLM batch {bs:>3} (~100 tokens/text)", f"{rate:6.1f} texts/s  ({rate / base:.2f}x batch 1)"))
+            rows.append(
+                (
+                    f"MiniLM batch {bs:>3} (~100 tokens/text)",
+                    f"{rate:6.1f} texts/s  ({rate / base:.2f}x batch 1)",
+                )
+            )
     width = max(len(a) for a, _ in rows)
     print(f"ingest benchmark ({args.url})")
     for a, b in rows:

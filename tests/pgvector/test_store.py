@@ -22,7 +22,8 @@ def test_catalog_and_migrations_recorded(pg_url: Callable[..., str]) -> None:
         conn, _ = store._conn()  # type: ignore[attr-defined]
         assert conn.execute("SELECT version, name FROM vectorport_migrations").fetchall() == [(1, "catalog")]
         row = conn.execute(
-            "SELECT dimension, metric, embedding_model, index_kind FROM vectorport_collections WHERE table_name = %s",
+            "SELECT dimension, metric, embedding_model, index_kind FROM vectorport_collections"
+            " WHERE table_name = %s",
             (store.collection,),
         ).fetchone()
         assert row == (5, "euclidean", "m1", "exact")
