@@ -93,6 +93,12 @@ def test_layout_is_the_documented_one(
                 "SELECT dimension, metric, index_kind FROM vectorport_collections "
                 f"WHERE table_name = '{table}'",
             ) == [f"12|{metric}|hnsw"]
+            info = store.info()["pgvector"]
+            assert [info["postgresql"], info["vector_extension"]] == run_psql(
+                pg_uri,
+                "SELECT current_setting('server_version') UNION ALL "
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
+            )
         finally:
             store.drop()
 

@@ -1488,6 +1488,16 @@ class PgVectorStore(BaseStore):
             conn, _ = self._conn()
             return "valid" if any(valid for _, valid in self._hnsw_indexes(conn)) else "missing"
 
+    def _versions(self) -> dict[str, str | None]:
+        """The server's PostgreSQL version and the installed pgvector extension version."""
+        with self._errors("info"):
+            conn, _ = self._conn()
+            row = conn.execute(
+                "SELECT current_setting('server_version'),"
+                " (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+            ).fetchone()
+        return {"postgresql": row[0] if row else None, "vector_extension": row[1] if row else None}
+
     def schema_sql(self) -> str:
         """The DDL and Supabase RPC functions of the bound collection (what
         ``vectorport pgvector schema`` prints)."""
@@ -1504,6 +1514,7 @@ class PgVectorStore(BaseStore):
             "ef_construction": layout.ef_construction if layout.index == "hnsw" else None,
             "halfvec_index": layout.halfvec_index,
             "hnsw_index": self._index_state(),
+            **self._versions(),
             "columns": {
                 role: getattr(layout.columns, role)
                 for role in ("key", "embedding", "metadata", "text", "fts", "updated_at")
