@@ -72,6 +72,10 @@ def test_plain_chromadb_sees_exactly_what_was_written(new_url: Callable[[], str]
                 "vectorport:embedding_model": "test-model",
             }
             assert coll.count() == len(recs)
+            described = store.info()["chroma"]
+            assert described["chroma_version"] == client.get_version()
+            assert described["mode"] == ("http" if url.startswith("chroma+http") else "embedded")
+            assert described["index"]["hnsw"] == coll.configuration_json["hnsw"]
             got = coll.get(include=["embeddings", "metadatas", "documents"])
             by_id = {key: i for i, key in enumerate(got["ids"])}
             assert set(by_id) == {r.key for r in recs}

@@ -357,6 +357,23 @@ class ChromaStore(BaseStore):
     def _has_database(self) -> bool:
         return self._path is None or os.path.isfile(os.path.join(self._path, _DATABASE_FILE))
 
+    def info(self) -> dict[str, Any]:
+        """The base description plus where Chroma runs, its version and the index settings."""
+        out = super().info()
+        coll = self._collection()
+        with self._op("info"):
+            version = str(self._api().get_version())
+            config = dict(coll.configuration_json or {})
+        out["chroma"] = {
+            "mode": "embedded" if self._path is not None else "http",
+            "path": self._path,
+            "chroma_version": version,
+            "index": {
+                name: dict(value) for name, value in config.items() if name in ("hnsw", "spann") and value
+            },
+        }
+        return out
+
     def close(self) -> None:
         self._closed = True
         client, self._client, self._coll = self._client, None, None
