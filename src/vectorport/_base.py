@@ -6,12 +6,13 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, ClassVar, Self
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
 
 from ._capabilities import Capabilities
+from ._features import protocol_features
 from ._models import (
     ALL_INCLUDES,
     QUERY_INCLUDES,
@@ -36,27 +37,78 @@ from .exceptions import (
 )
 from .filters import FilterNode, evaluate, parse_filter
 
-__all__ = ["BaseStore", "bulk_load_of"]
+__all__ = ["BaseStore", "PreparedQuery"]
 
 log = logging.getLogger("vectorport")
 
 FilterLike = Mapping[str, Any] | FilterNode | None
 
+N = TypeVar("N")
+"""A backend's native filter: what its compiler makes of a portable filter tree."""
 
-class BaseStore(ABC):
+
+@dataclass(frozen=True)
+class PreparedQuery(Generic[N]):
+    """A search request checked before any I/O, its filter compiled once to the native form."""
+
+    vector: Vector | None
+    """The query vector (float32, checked against the collection); ``None`` for text search."""
+    k: int
+    where: N | None
+    """The compiled filter, or ``None`` for no filter."""
+    include: frozenset[Include]
+    params: Mapping[str, Any]
+
+
+class _CapabilitiesSlot:
+    """``Store.capabilities`` is the backend's declaration; ``store.capabilities`` is what the
+    bound collection can do (:meth:`BaseStore._collection_capabilities`, by default the same)."""
+
+    def __init__(self, declared: Capabilities) -> None:
+        self.declared = declared
+
+    def __get__(self, obj: BaseStore[Any] | None, owner: type) -> Capabilities:
+        if obj is None:
+            return self.declared
+        return obj._collection_capabilities(self.declared)
+
+
+class BaseStore(ABC, Generic[N]):
     """Implementer template. Subclasses set ``name`` and ``capabilities`` and implement:
 
     ``from_url``, ``_describe_collection``, ``_create_collection``, ``_drop_collection``,
-    ``list_collections``, ``_write``, ``_read``, ``_remove``, ``_search``, ``_scan_page``,
-    ``_count``, and optionally ``check_filter`` (compile without I/O) and ``close``.
+    ``list_collections``, ``_write``, ``_read``, ``_remove``, ``_compile_filter``, ``_search``,
+    ``_scan_page``, ``_count``, and optionally ``close``. ``N`` is the backend's native filter
+    form: ``_compile_filter`` makes it once per query, before any I/O, and ``_search`` receives
+    it.
 
     Everything public (``upsert``, ``get``, ``delete``, ``query``, ``scan`` …) is built here
     once: inputs are validated before any I/O, writes are split to the backend's limits and
     each call is retried on :class:`~vectorport.exceptions.TransientError`.
+
+    ``capabilities`` is declared once on the class. Optional features (``features``) are not
+    declared by hand: they are the feature protocols the class implements
+    (:mod:`vectorport._features`) plus ``native_count``/``native_segments`` as declared. A
+    backend whose collections can do less than the backend (an exact pgvector table, a table
+    without a text column) overrides :meth:`_collection_capabilities`; the class attribute stays
+    the declaration.
     """
 
     name: ClassVar[str]
     capabilities: ClassVar[Capabilities]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("capabilities")
+        if isinstance(declared, Capabilities):
+            derived = declared.features | protocol_features(cls)
+            # a plain class attribute becomes a descriptor: class access gives the declaration,
+            # instance access the bound collection's capabilities
+            setattr(cls, "capabilities", _CapabilitiesSlot(replace(declared, features=derived)))  # noqa: B010
+
+    def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
+        """What the bound collection can do; by default all the backend ``declared``."""
+        return declared
 
     def __init__(self, url: StoreURL, collection: str, *, retry: RetryPolicy | None = None) -> None:
         self.url = url
@@ -165,16 +217,21 @@ class BaseStore(ABC):
         """Delete at most ``max_delete_batch`` distinct keys; missing keys are no error."""
 
     @abstractmethod
+    def _compile_filter(self, where: FilterNode) -> N:
+        """The native form of ``where``; raise ``UnsupportedFilterError`` when the backend
+        cannot apply it exactly. No I/O: called once per query, before any."""
+
+    @abstractmethod
     def _search(
         self,
         vector: Vector,
         k: int,
-        where: FilterNode | None,
+        where: N | None,
         include: frozenset[Include],
         params: Mapping[str, Any],
     ) -> list[Match]:
-        """Top-``k`` by canonical distance among records matching ``where`` (applied *before*
-        ranking), best first, ties broken by key."""
+        """Top-``k`` by canonical distance among records matching ``where`` (the compiled
+        filter, applied *before* ranking), best first, ties broken by key."""
 
     @abstractmethod
     def _scan_page(
@@ -187,40 +244,15 @@ class BaseStore(ABC):
     def _count(self) -> int:
         """Number of records in the collection."""
 
-    def check_filter(self, where: FilterNode) -> None:  # noqa: B027 - optional hook
-        """Raise ``UnsupportedFilterError`` when the backend cannot apply ``where`` exactly.
+    def check_filter(self, filter: FilterLike) -> None:
+        """Raise ``FilterError``/``UnsupportedFilterError`` when ``filter`` is malformed or the
+        backend cannot apply it exactly. No I/O."""
+        where = parse_filter(filter)
+        if where is not None:
+            self._compile_filter(where)
 
-        Called before any I/O. Backends with a compiler override it to compile the tree.
-        """
-
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release connections and clients."""
-
-    @contextmanager
-    def bulk_load(self, expected: int | None = None) -> Iterator[None]:
-        """Wrap a large stream of upserts into this collection (a migration's copy, a first
-        ingest) so a backend that loads faster with index maintenance deferred can do so.
-
-        Optional hook; the default does nothing. Inside the block every operation keeps its
-        contract (queries stay correct, perhaps slower); on leaving it normally the collection
-        is back to its usual state (a deferred index built). When the block raises, or the
-        process dies inside it, the collection stays correct and the backend restores its
-        index later (the pgvector backend: at the next write or load, never on a mere open).
-
-        Parameters
-        ----------
-        expected:
-            Records about to be written, when known (lets a backend judge whether deferring
-            pays off against the rows already there).
-
-        >>> import vectorport
-        >>> s = vectorport.connect("memory://doctest-bulk", dimension=2)
-        >>> with s.bulk_load(expected=1):
-        ...     s.upsert([vectorport.Record("a", [1, 0])])
-        1
-        >>> s.drop()
-        """
-        yield
 
     # ----------------------------------------------------------------- public API
     def upsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
@@ -289,28 +321,51 @@ class BaseStore(ABC):
         [('b', 5.0)]
         >>> s.drop()
         """
-        spec = self.spec
-        vec, why = check_vector(vector, spec.dimension, spec.metric)
-        if vec is None:
-            raise ValidationError(
-                [Problem(None, "query vector", why or "invalid")],
-                backend=self.name,
-                outcome="the query was not run",
-            )
+        q = self._prepare_query(vector, k, filter, include, params)
+        assert q.vector is not None
+        vec = q.vector
+        matches = self.retry.call(
+            lambda: self._search(vec, q.k, q.where, q.include, q.params), f"{self.name}: query"
+        )
+        return QueryResult(tuple(matches[: q.k]), q.k)
+
+    def _prepare_query(
+        self,
+        vector: Sequence[float] | Any | None,
+        k: Any,
+        filter: FilterLike,
+        include: Iterable[str] | None,
+        params: Mapping[str, Any] | None,
+        *,
+        includes: frozenset[Include] = QUERY_INCLUDES,
+        top_k_limit: bool = True,
+    ) -> PreparedQuery[N]:
+        """Check a search request before any I/O and compile its filter once.
+
+        ``vector=None`` is a text search (no vector to check). Every search method of a backend
+        (``query``, ``text_query``, ``hybrid_query``) starts here, so all refuse the same bad
+        input with the same errors.
+        """
+        vec: Vector | None = None
+        if vector is not None:
+            spec = self.spec
+            vec, why = check_vector(vector, spec.dimension, spec.metric)
+            if vec is None:
+                raise ValidationError(
+                    [Problem(None, "query vector", why or "invalid")],
+                    backend=self.name,
+                    outcome="the query was not run",
+                )
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ConfigurationError(f"k must be a positive integer, got {k!r}")
         k = int(k)
         top = self.capabilities.max_top_k
-        if top is not None and k > top:
+        if top_k_limit and top is not None and k > top:
             raise UnsupportedFeatureError(f"{self.name} returns at most {top} results per query; k={k}")
-        where = parse_filter(filter)
-        if where is not None:
-            self.check_filter(where)
-        inc = Include.parse(include, QUERY_INCLUDES)
-        matches = self.retry.call(
-            lambda: self._search(vec, k, where, inc, params or {}), f"{self.name}: query"
-        )
-        return QueryResult(tuple(matches[:k]), k)
+        node = parse_filter(filter)
+        where = None if node is None else self._compile_filter(node)
+        inc = Include.parse(include, includes)
+        return PreparedQuery(vec, k, where, inc, params or {})
 
     def count(self) -> int:
         """Number of records in the collection."""
@@ -379,11 +434,3 @@ class BaseStore(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url.masked!r} collection={self.collection!r}>"
-
-
-def bulk_load_of(store: object, expected: int | None = None) -> AbstractContextManager[None]:
-    """``store.bulk_load(expected)`` for a :class:`BaseStore`; a no-op context for any other
-    :class:`~vectorport.VectorStore` (the hook is not part of the minimal protocol)."""
-    if isinstance(store, BaseStore):
-        return store.bulk_load(expected)
-    return nullcontext()

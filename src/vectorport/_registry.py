@@ -35,7 +35,7 @@ class BackendInfo:
     def missing(self) -> str | None:
         return next((m for m in self.requires if importlib.util.find_spec(m) is None), None)
 
-    def load(self) -> type[BaseStore]:
+    def load(self) -> type[BaseStore[Any]]:
         missing = self.missing()
         if missing:
             raise NotInstalledError(self.name, self.extra, missing)
@@ -103,7 +103,7 @@ def connect(
     metric: str | Metric | None = None,
     embedding_model: str | None = None,
     **options: Any,
-) -> BaseStore:
+) -> BaseStore[Any]:
     """Open the collection a URL names, creating it when ``dimension`` is given and it is missing.
 
     With ``dimension`` (and ``metric``, default cosine) an existing collection is checked

@@ -14,6 +14,7 @@ import vectorport
 from vectorport import ConfigurationError, UnsupportedFilterError
 from vectorport.backends.memory import MemoryStore
 from vectorport.compare import GateFailure, Gates, Query, Status
+from vectorport.filters import FilterNode
 from vectorport.testing import clustered_records
 
 from ._doubles import DroppingStore, LeakyFilterStore, PostFilteringStore, open_double
@@ -148,7 +149,7 @@ class _ReverseTies(MemoryStore):
 
 
 class _RefusingStore(PostFilteringStore):
-    def check_filter(self, where):  # type: ignore[no-untyped-def]
+    def _compile_filter(self, where: FilterNode) -> FilterNode:
         raise UnsupportedFilterError("no filters here")
 
 

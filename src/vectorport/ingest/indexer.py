@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .._base import bulk_load_of
+from .._features import bulk_load_of
 from .._models import Record
 from .._protocol import VectorStore
 from .chunker import Chunk, Chunker, ChunkingConfig

@@ -64,7 +64,7 @@ class Endpoint:
             self.store.close()
 
 
-def _protocol(store: BaseStore) -> VectorStore:
+def _protocol(store: BaseStore[Any]) -> VectorStore:
     # BaseStore declares ``name``/``capabilities`` as ClassVars, which mypy does not accept for
     # the protocol's instance attributes; structurally it is a VectorStore.
     return cast(VectorStore, store)

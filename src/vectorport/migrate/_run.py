@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .._base import bulk_load_of
+from .._features import bulk_load_of
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._retry import RetryPolicy

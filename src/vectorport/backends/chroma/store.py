@@ -167,7 +167,7 @@ def _decode_cursor(cursor: str) -> tuple[int, str]:
     return offset, last
 
 
-class ChromaStore(BaseStore):
+class ChromaStore(BaseStore[Where]):
     """A Chroma collection, embedded (``PersistentClient``) or on a server (``HttpClient``).
 
     URLs::
@@ -533,14 +533,14 @@ class ChromaStore(BaseStore):
         with self._op("delete"):
             coll.delete(ids=list(keys))
 
-    def check_filter(self, where: FilterNode) -> None:
-        self._compiler.where(where)
+    def _compile_filter(self, where: FilterNode) -> Where:
+        return self._compiler.where(where)
 
     def _search(
         self,
         vector: Vector,
         k: int,
-        where: FilterNode | None,
+        where: Where | None,
         include: frozenset[Include],
         params: Mapping[str, Any],
     ) -> list[Match]:
@@ -549,13 +549,10 @@ class ChromaStore(BaseStore):
                 f"chroma takes no per-query params (got {sorted(params)}); set ef_search on the "
                 "collection (chroma URL parameter ef_search=) instead"
             )
-        compiled: Where | None = None if where is None else self._compiler.where(where)
         coll = self._collection()
         wanted = ["distances", *(_INCLUDES[i] for i in sorted(include))]
         with self._op("query"):
-            res = coll.query(
-                query_embeddings=vector.reshape(1, -1), n_results=k, where=compiled, include=wanted
-            )
+            res = coll.query(query_embeddings=vector.reshape(1, -1), n_results=k, where=where, include=wanted)
         metric = self.spec.metric
         convert = _TO_CANONICAL[metric]
         ids: list[str] = res["ids"][0]

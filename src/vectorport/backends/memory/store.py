@@ -94,7 +94,7 @@ _NAMESPACE: dict[str, _Collection] = {}
 _NAMESPACE_LOCK = threading.Lock()
 
 
-class MemoryStore(BaseStore):
+class MemoryStore(BaseStore[FilterNode]):
     """Exact, in-process store. Every metric, every filter operator, no size limits but RAM.
 
     >>> import vectorport
@@ -165,6 +165,9 @@ class MemoryStore(BaseStore):
         with coll.lock:
             for key in keys:
                 coll.remove(key)
+
+    def _compile_filter(self, where: FilterNode) -> FilterNode:
+        return where  # evaluated by the oracle itself
 
     def _search(
         self,

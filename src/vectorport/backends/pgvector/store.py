@@ -31,18 +31,17 @@ from ..._models import (
     Include,
     Match,
     Metric,
+    QueryResult,
     Record,
     ScanPage,
     Vector,
     score_from_distance,
 )
 from ..._url import StoreURL
-from ..._validate import Batch, check_vector
+from ..._validate import Batch
 from ...exceptions import (
     ConfigurationError,
-    Problem,
     UnsupportedFeatureError,
-    ValidationError,
     VectorportError,
 )
 from ...filters import FilterNode, parse_filter
@@ -67,6 +66,8 @@ BULK_SMALL = 1_000
 than twice the records expected: rebuilding over them then costs less than maintaining the
 graph on every insert (a bulk build is ~4x faster per row at 384 dims)."""
 BUILD_MEMORY_CAP_KB = 1024 * 1024  # 1 GB: default ceiling of maintenance_work_mem for a build
+
+_TEXT_INCLUDES = frozenset({Include.METADATA, Include.TEXT})
 
 # Valid HNSW indexes of a table, by name (to_regclass: no rows when the table is missing).
 _HNSW_INDEXES = (
@@ -245,7 +246,7 @@ class _Connections:
         self._local = threading.local()
 
 
-class PgVectorStore(BaseStore):
+class PgVectorStore(BaseStore[Predicate]):
     """A collection in PostgreSQL + pgvector: one table, HNSW (or exact) search, JSONB filters
     inside the ranking query, ``COPY`` bulk upserts, keyset scans and hybrid search.
 
@@ -290,7 +291,6 @@ class PgVectorStore(BaseStore):
         filter_operators=PgFilterCompiler.supported_operators(),
         features=frozenset({"hybrid", "native_count", "native_segments", "text_search"}),
     )
-    _EXACT_CAPABILITIES: ClassVar[Capabilities] = replace(capabilities, exact=True, recall_tolerance=1.0)
 
     def __init__(
         self,
@@ -343,7 +343,6 @@ class PgVectorStore(BaseStore):
         """Bulk loads running on this store object (their end builds the index)."""
         self._pool = _Connections(self._new_connection)
         self._statements: dict[tuple[Any, ...], bytes] = {}
-        self._checked = threading.local()
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -447,12 +446,17 @@ class PgVectorStore(BaseStore):
             )
         self._layout = layout
         self._statements.clear()
+
+    def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
         # The index mode is a property of the collection, known once it is opened: an exact
         # table promises exact answers.
-        caps = self._EXACT_CAPABILITIES if layout.index == "exact" else type(self).capabilities
+        layout = self._layout
+        if layout is None:
+            return declared
+        caps = replace(declared, exact=True, recall_tolerance=1.0) if layout.index == "exact" else declared
         if layout.columns.fts is None:  # a table made elsewhere without the generated fts column
             caps = replace(caps, features=caps.features - {"hybrid", "text_search"})
-        self.__dict__["capabilities"] = caps
+        return caps
 
     def _catalog(self) -> sql.Identifier:
         return sql.Identifier(self.schema, CATALOG_TABLE)
@@ -1256,7 +1260,7 @@ class PgVectorStore(BaseStore):
             where = f"{where} AND {emb.as_string(None)} IS NOT NULL"
         if layout.index == "exact":
             return sql.SQL(
-                "SELECT {select} FROM {table} WHERE {where} ORDER BY distance, key LIMIT %(k)s"
+                "SELECT {select} FROM {table} AS t WHERE {where} ORDER BY distance, key LIMIT %(k)s"
             ).format(select=select, table=layout.qualified, where=sql.SQL(where))
         # The inner ORDER BY is the bare index expression so the planner can use the HNSW
         # index (an extra sort key would defeat it); the outer one breaks ties by key. The
@@ -1266,7 +1270,7 @@ class PgVectorStore(BaseStore):
             [sql.Identifier("key"), sql.Identifier("distance"), *self._aliases(include)]
         )
         return sql.SQL(
-            "SELECT {outer} FROM (SELECT {select} FROM {table} WHERE {where} ORDER BY {ordering} "
+            "SELECT {outer} FROM (SELECT {select} FROM {table} AS t WHERE {where} ORDER BY {ordering} "
             "LIMIT %(k)s) AS hits ORDER BY distance, key"
         ).format(outer=outer, select=select, table=layout.qualified, where=sql.SQL(where), ordering=ordering)
 
@@ -1274,13 +1278,13 @@ class PgVectorStore(BaseStore):
         self,
         vector: Vector,
         k: int,
-        where: FilterNode | None,
+        where: Predicate | None,
         include: frozenset[Include],
         params: Mapping[str, Any],
     ) -> list[Match]:
         settings = self._settings(params)
         layout = self.layout
-        pred = self._predicate(where)
+        pred = where or TRUE
         rows = self._run_search(
             ("query", pred.text, include),
             lambda: self._search_sql(pred.text, include),
@@ -1307,35 +1311,9 @@ class PgVectorStore(BaseStore):
             )
         return out
 
-    def _prepare(self, vector: Any, k: Any, filter: FilterLike) -> tuple[Vector, int, FilterNode | None]:
-        spec = self.spec
-        vec, why = check_vector(vector, spec.dimension, spec.metric)
-        if vec is None:
-            raise ValidationError(
-                [Problem(None, "query vector", why or "invalid")],
-                backend=self.name,
-                outcome="the query was not run",
-            )
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ConfigurationError(f"k must be a positive integer, got {k!r}")
-        where = parse_filter(filter)
-        if where is not None:
-            self.check_filter(where)
-        return vec, int(k), where
-
-    def check_filter(self, where: FilterNode) -> None:
-        # query() checks the filter before calling _search(), which then reuses this very
-        # compilation (same tree object, same thread) instead of compiling it again.
-        self._checked.last = (where, self._compiler().compile(where))
-
-    def _predicate(self, where: FilterNode | None) -> Predicate:
-        if where is None:
-            return TRUE
-        last: tuple[FilterNode, Predicate] | None = getattr(self._checked, "last", None)
-        self._checked.last = None
-        if last is not None and last[0] is where:
-            return last[1]
-        return self._compiler().compile(where)
+    def _compile_filter(self, where: FilterNode) -> Predicate:
+        # Every search statement names the table ``t``, so one compilation serves them all.
+        return self._compiler("t").compile(where)
 
     def text_query(
         self,
@@ -1343,8 +1321,9 @@ class PgVectorStore(BaseStore):
         k: int = 10,
         *,
         filter: FilterLike = None,
-        include: Sequence[str] | None = None,
-    ) -> list[Match]:
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
         """Full-text search: ``websearch_to_tsquery(language, text)`` against the generated
         ``fts`` column, ranked by ``ts_rank_cd`` (best first, ties by key), filter inside.
 
@@ -1353,12 +1332,11 @@ class PgVectorStore(BaseStore):
         """
         if not isinstance(text, str) or not text.strip():
             raise ConfigurationError("text_query needs a non-empty text")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigurationError(f"k must be a positive integer, got {k!r}")
-        inc = Include.parse(include, frozenset({Include.METADATA, Include.TEXT}))
-        where = parse_filter(filter)
+        prep = self._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
+        if prep.params:
+            raise ConfigurationError(f"text_query takes no params, got {sorted(prep.params)}")
+        k, inc, pred = prep.k, prep.include, prep.where or TRUE
         self._require_fts("text_query")
-        pred = self._compiler("t").where(where)
         layout = self.layout
         query = sql.SQL(
             "SELECT {cols} FROM (SELECT {tkey} AS key, ts_rank_cd({fts}, q.q)::double precision AS rank "
@@ -1391,7 +1369,7 @@ class PgVectorStore(BaseStore):
                     {"text_rank": position, "text_score": rank},
                 )
             )
-        return out
+        return QueryResult(tuple(out), k)
 
     def _require_fts(self, what: str) -> None:
         if self.layout.columns.fts is None:
@@ -1409,9 +1387,9 @@ class PgVectorStore(BaseStore):
         filter: FilterLike = None,
         weight: float = 0.5,
         rrf_k: int = 60,
-        include: Sequence[str] | None = None,
+        include: Iterable[str] | None = None,
         params: Mapping[str, Any] | None = None,
-    ) -> list[Match]:
+    ) -> QueryResult:
         """Vector + full-text search fused by reciprocal rank fusion, in one SQL statement.
 
         Each side ranks its ``2k`` best candidates among the records matching ``filter`` (the
@@ -1421,16 +1399,15 @@ class PgVectorStore(BaseStore):
         the canonical vector ``distance`` and its ``score``, and ``extra`` =
         ``{"rrf_score", "vector_rank", "text_rank"}`` (ranks are 1-based, ``None`` when absent).
         """
-        vec, k, where = self._prepare(vector, k, filter)
+        prep = self._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
         if not isinstance(text, str) or not text.strip():
             raise ConfigurationError("hybrid_query needs a non-empty text")
         weight = _as_float("weight", weight, 0.0, 1.0)
         rrf_k = _as_int("rrf_k", rrf_k, 1, 1_000_000)
-        inc = Include.parse(include, frozenset({Include.METADATA, Include.TEXT}))
-        settings = self._settings(params or {})
+        vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or TRUE
+        settings = self._settings(prep.params)
         self._require_fts("hybrid_query")
         layout = self.layout
-        pred = self._compiler("t").where(where)
 
         def build() -> sql.Composed:
             return layout.hybrid_sql(
@@ -1456,7 +1433,7 @@ class PgVectorStore(BaseStore):
             "rrf_k": rrf_k,
         }
         rows = self._run_search(
-            ("hybrid", pred.text, inc), build, values, 2 * k, settings, "hybrid query", where is not None
+            ("hybrid", pred.text, inc), build, values, 2 * k, settings, "hybrid query", prep.where is not None
         )
         out = []
         ncols = 1 + len(self._columns(inc))
@@ -1478,7 +1455,7 @@ class PgVectorStore(BaseStore):
                     },
                 )
             )
-        return out
+        return QueryResult(tuple(out), k)
 
     def _index_state(self) -> str | None:
         """``valid`` or ``missing`` for an HNSW collection (``None``: exact by design)."""

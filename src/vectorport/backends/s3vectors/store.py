@@ -65,7 +65,7 @@ def _flag(value: Any) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-class S3VectorsStore(BaseStore):
+class S3VectorsStore(BaseStore[dict[str, Any]]):
     """Amazon S3 Vectors / Supabase Vector Buckets. One vectorport collection is one index.
 
     The chunk text is stored under the metadata key ``vectorport_text``, declared
@@ -334,14 +334,14 @@ class S3VectorsStore(BaseStore):
             self.limiter.acquire(len(keys))
         self._call("DeleteVectors", **self._ids(), keys=list(keys))
 
-    def check_filter(self, where: FilterNode) -> None:
-        S3FilterCompiler(self.text_key).compile_query(where)
+    def _compile_filter(self, where: FilterNode) -> dict[str, Any]:
+        return S3FilterCompiler(self.text_key).compile_query(where)
 
     def _search(
         self,
         vector: Vector,
         k: int,
-        where: FilterNode | None,
+        where: dict[str, Any] | None,
         include: frozenset[Include],
         params: Mapping[str, Any],
     ) -> list[Match]:
@@ -353,7 +353,7 @@ class S3VectorsStore(BaseStore):
             "returnMetadata": bool(include & {Include.METADATA, Include.TEXT}),
         }
         if where is not None:
-            request["filter"] = S3FilterCompiler(self.text_key).compile_query(where)
+            request["filter"] = where
         request.update(params)
         resp = self._call("QueryVectors", **request)
         found: list[dict[str, Any]] = list(resp.get("vectors", []))
