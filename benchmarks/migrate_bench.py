@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 import vectorport
-from vectorport import BaseStore, Capabilities, CollectionSpec, Metric, Record, ScanPage, StoreURL
+from vectorport import BaseStore, Capabilities, CollectionSpec, Metric, Record, StoreURL
 from vectorport._base import bulk_load_of
 from vectorport._registry import resolve
 from vectorport._validate import Batch
@@ -51,7 +51,7 @@ CONCURRENCY = 4
 
 
 # ----------------------------------------------------------------- synthetic ends (RSS run)
-class SyntheticStore(BaseStore):
+class SyntheticStore(BaseStore[None]):
     """``synthetic://N/DIM``: N records generated from their index, never held in memory."""
 
     name: ClassVar[str] = "synthetic"
@@ -98,14 +98,19 @@ class SyntheticStore(BaseStore):
     def _remove(self, keys: Sequence[str]) -> None:
         raise NotImplementedError
 
+    def _compile_filter(self, where: Any) -> None:
+        raise NotImplementedError
+
     def _search(self, *args: Any) -> list[Any]:
         raise NotImplementedError
 
-    def _scan_page(self, limit: int, include: Any, segment: tuple[int, int], cursor: str | None) -> ScanPage:
-        start = int(cursor or 0)
+    def _scan_page(
+        self, limit: int, include: Any, segment: tuple[int, int], after: dict[str, Any] | None
+    ) -> tuple[Sequence[Record], dict[str, Any] | None]:
+        start = int(after["next"]) if after else 0
         stop = min(self.n, start + limit)
         recs = tuple(self._record(i) for i in range(start, stop))
-        return ScanPage(recs, None if stop >= self.n else str(stop))
+        return recs, None if stop >= self.n else {"next": stop}
 
     def _count(self) -> int:
         return self.n

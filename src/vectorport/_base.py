@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 import numpy as np
 
 from ._capabilities import Capabilities
+from ._cursor import Position, decode_cursor, encode_cursor
 from ._features import protocol_features
 from ._models import (
     ALL_INCLUDES,
@@ -235,10 +236,12 @@ class BaseStore(ABC, Generic[N]):
 
     @abstractmethod
     def _scan_page(
-        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
-    ) -> ScanPage:
-        """Up to ``limit`` records of ``segment`` after ``cursor`` (``None``: from the start).
-        The page's cursor is ``None`` when the segment is exhausted."""
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], after: Position | None
+    ) -> tuple[Sequence[Record], Position | None]:
+        """Up to ``limit`` records of ``segment`` after ``after`` (``None``: from the start), in
+        a stable order, and the position to continue from (``None`` when the segment is
+        exhausted). Positions are the backend's own JSON objects; :meth:`scan` wraps them in
+        checked cursors (:mod:`vectorport._cursor`)."""
 
     @abstractmethod
     def _count(self) -> int:
@@ -386,17 +389,21 @@ class BaseStore(ABC, Generic[N]):
             raise ConfigurationError(f"segment must be (i, n) with 0 <= i < n, got {segment!r}")
         limit = self._batch_size(batch_size, self.capabilities.max_scan_page)
         inc = Include.parse(include, ALL_INCLUDES)
+        position = None if cursor is None else decode_cursor(cursor, self.name, (index, parts))
         _ = self.spec
         while True:
-            page = self.retry.call(
-                lambda c=cursor: self._scan_page(limit, inc, (index, parts), c),  # type: ignore[misc]
+            records, position = self.retry.call(
+                lambda p=position: self._scan_page(limit, inc, (index, parts), p),  # type: ignore[misc]
                 f"{self.name}: scan",
+            )
+            page = ScanPage(
+                tuple(records),
+                None if position is None else encode_cursor(self.name, (index, parts), position),
             )
             if page.records or page.cursor is None:
                 yield page
             if page.cursor is None:
                 return
-            cursor = page.cursor
 
     def records(self, *, include: Iterable[str] | None = None) -> Iterator[Record]:
         """Every record, one at a time (a flattened :meth:`scan`)."""

@@ -23,8 +23,6 @@ Facts about chromadb 1.5 this module is built around (each checked by a test in
 
 from __future__ import annotations
 
-import base64
-import json
 import math
 import os
 import re
@@ -39,6 +37,7 @@ from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 
 from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
+from ..._cursor import Position, position_field
 from ..._models import (
     JSON,
     CollectionSpec,
@@ -46,7 +45,6 @@ from ..._models import (
     Match,
     Metric,
     Record,
-    ScanPage,
     Vector,
     score_from_distance,
 )
@@ -151,20 +149,11 @@ def _close_failed_client(exc: BaseException) -> None:
         tb = tb.tb_next
 
 
-def _encode_cursor(offset: int, last: str) -> str:
-    raw = json.dumps({"o": offset, "k": last}, ensure_ascii=False).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii")
-
-
-def _decode_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
-        offset, last = data["o"], data["k"]
-    except (ValueError, KeyError, TypeError):
-        raise ConfigurationError(f"not a chroma scan cursor: {cursor!r}") from None
-    if not isinstance(offset, int) or offset < 1 or not isinstance(last, str):
-        raise ConfigurationError(f"not a chroma scan cursor: {cursor!r}")
-    return offset, last
+def _offset_and_key(position: Position) -> tuple[int, str]:
+    offset = position_field(position, "o", int, "chroma")
+    if offset < 1:
+        raise ConfigurationError("not a chroma scan cursor: its offset is not positive")
+    return offset, position_field(position, "k", str, "chroma")
 
 
 class ChromaStore(BaseStore[Where]):
@@ -578,8 +567,8 @@ class ChromaStore(BaseStore[Where]):
 
     # ----------------------------------------------------------------- scan
     def _scan_page(
-        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
-    ) -> ScanPage:
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
+    ) -> tuple[Sequence[Record], Position | None]:
         """Pages by position in Chroma's stable (insertion) order. The cursor keeps the offset
         and the key just before it, checked on resume: if records before the cursor were
         deleted or replaced the offsets moved, and resuming could skip records, so the scan
@@ -587,7 +576,7 @@ class ChromaStore(BaseStore[Where]):
         read ids only, then fetch the chosen records by id."""
         coll = self._collection()
         index, parts = segment
-        offset, last = (0, None) if cursor is None else _decode_cursor(cursor)
+        offset, last = (0, None) if position is None else _offset_and_key(position)
         inc = [_INCLUDES[i] for i in sorted(include)] if parts == 1 else []
         step = limit if parts == 1 else self._batch - 1
         chosen: list[str] = []
@@ -628,8 +617,7 @@ class ChromaStore(BaseStore[Where]):
             found = self._fetch(chosen, include)
         elif parts > 1:
             found = [Record(k, None, {}, None) for k in chosen]
-        next_cursor = None if done or last is None else _encode_cursor(offset, last)
-        return ScanPage(tuple(found), next_cursor)
+        return found, None if done or last is None else {"o": offset, "k": last}
 
     def _fetch(self, keys: list[str], include: frozenset[Include]) -> list[Record]:
         by_key = {r.key: r for r in self._read(keys, include)}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import copy
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,13 +17,13 @@ import numpy as np
 
 from ..._base import BaseStore
 from ..._capabilities import Capabilities
+from ..._cursor import Position, position_field
 from ..._models import (
     CollectionSpec,
     Include,
     Match,
     Metric,
     Record,
-    ScanPage,
     Vector,
     canonical_distances,
     score_from_distance,
@@ -205,10 +204,10 @@ class MemoryStore(BaseStore[FilterNode]):
             return out
 
     def _scan_page(
-        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
-    ) -> ScanPage:
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
+    ) -> tuple[Sequence[Record], Position | None]:
         coll = self._get()
-        after = json.loads(cursor)["after"] if cursor else None
+        after = None if position is None else position_field(position, "after", str, "memory")
         index, parts = segment
         with coll.lock:
             ordered = coll.sorted_keys()
@@ -221,8 +220,7 @@ class MemoryStore(BaseStore[FilterNode]):
                     chosen.append(key)
             records = tuple(self._record(coll, coll.rows[k], include) for k in chosen)
             done = pos >= len(ordered)
-        next_cursor = None if done or not chosen else json.dumps({"after": chosen[-1]})
-        return ScanPage(records, next_cursor)
+        return records, None if done or not chosen else {"after": chosen[-1]}
 
     def _count(self) -> int:
         return len(self._get().keys)

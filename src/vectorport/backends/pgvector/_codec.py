@@ -1,9 +1,7 @@
-"""Wire encodings: JSON that survives ``jsonb``, the binary COPY stream, scan cursors."""
+"""Wire encodings: JSON that survives ``jsonb`` and the binary COPY stream."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import struct
 from collections.abc import Sequence
@@ -11,9 +9,8 @@ from decimal import Decimal
 from typing import Any
 
 from ..._models import JSON, Vector
-from ...exceptions import ConfigurationError
 
-__all__ = ["copy_binary", "decode_cursor", "dumps_json", "encode_cursor"]
+__all__ = ["copy_binary", "dumps_json"]
 
 
 def _dumps_slow(value: Any) -> str:
@@ -87,24 +84,3 @@ def copy_binary(
             append(raw)
     append(_COPY_TRAILER)
     return b"".join(out)
-
-
-def encode_cursor(after: str, segment: tuple[int, int]) -> str:
-    """An opaque scan cursor: the last key returned and the segment it belongs to."""
-    raw = json.dumps({"v": 1, "after": after, "segment": list(segment)}, ensure_ascii=False)
-    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
-
-
-def decode_cursor(cursor: str, segment: tuple[int, int]) -> str:
-    """The key to resume after; refuses a cursor of another segment or another backend."""
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
-        after = data["after"]
-        seg = tuple(data["segment"])
-    except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error):
-        raise ConfigurationError(f"not a pgvector scan cursor: {cursor[:40]!r}") from None
-    if not isinstance(after, str) or seg != tuple(segment):
-        raise ConfigurationError(
-            f"this cursor belongs to segment {seg}, not {tuple(segment)}; resume with the same segment"
-        )
-    return after

@@ -26,6 +26,7 @@ from psycopg import sql
 
 from ..._base import BaseStore, FilterLike
 from ..._capabilities import Capabilities, MetadataRules
+from ..._cursor import Position, position_field
 from ..._models import (
     CollectionSpec,
     Include,
@@ -33,7 +34,6 @@ from ..._models import (
     Metric,
     QueryResult,
     Record,
-    ScanPage,
     Vector,
     score_from_distance,
 )
@@ -45,7 +45,7 @@ from ...exceptions import (
     VectorportError,
 )
 from ...filters import FilterNode, parse_filter
-from ._codec import copy_binary, decode_cursor, encode_cursor
+from ._codec import copy_binary
 from ._embedded import embedded_conninfo, hnsw_unsafe, provider, resolve_data_dir
 from ._inspect import COLUMN_OPTIONS, ROLE_OPTION, TableFacts, fts_language, resolve_columns
 from ._migrations import apply_migrations
@@ -1147,14 +1147,14 @@ class PgVectorStore(BaseStore[Predicate]):
         return int(row[0]) if row else 0
 
     def _scan_page(
-        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
-    ) -> ScanPage:
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
+    ) -> tuple[Sequence[Record], Position | None]:
         index, parts = segment
         key = self.layout.key()
         conds: list[sql.Composable] = []
         params: dict[str, Any] = {"limit": limit}
-        if cursor is not None:
-            params["after"] = decode_cursor(cursor, segment)
+        if position is not None:
+            params["after"] = position_field(position, "after", str, self.name)
             conds.append(sql.SQL("{} > %(after)s").format(key))
         if parts > 1:
             # hashtextextended is the function hash partitioning relies on, so it is stable
@@ -1175,7 +1175,7 @@ class PgVectorStore(BaseStore[Predicate]):
             rows = conn.execute(query, params, binary=True).fetchall()
         records = tuple(self._record(r, include) for r in rows)
         done = len(records) < limit
-        return ScanPage(records, None if done else encode_cursor(records[-1].key, segment))
+        return records, None if done else {"after": records[-1].key}
 
     # ----------------------------------------------------------------- search
     def _settings(self, params: Mapping[str, Any]) -> SearchSettings:

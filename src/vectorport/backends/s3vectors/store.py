@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import os
 import re
@@ -21,13 +20,13 @@ import numpy as np
 
 from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
+from ..._cursor import Position, position_field
 from ..._models import (
     CollectionSpec,
     Include,
     Match,
     Metric,
     Record,
-    ScanPage,
     Vector,
     score_from_distance,
 )
@@ -386,8 +385,8 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         return out
 
     def _scan_page(
-        self, limit: int, include: frozenset[Include], segment: tuple[int, int], cursor: str | None
-    ) -> ScanPage:
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
+    ) -> tuple[Sequence[Record], Position | None]:
         index, parts = segment
         request: dict[str, Any] = {
             **self._ids(),
@@ -397,8 +396,8 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         }
         if 1 < parts <= _NATIVE_SEGMENTS:
             request.update(segmentCount=parts, segmentIndex=index)
-        if cursor:
-            request["nextToken"] = json.loads(cursor)["token"]
+        if position is not None:
+            request["nextToken"] = position_field(position, "token", str, self.name)
         resp = self._call("ListVectors", **request)
         records = []
         for item in resp.get("vectors", []):
@@ -408,7 +407,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             vec = np.asarray(item["data"]["float32"], np.float32) if Include.VECTOR in include else None
             records.append(Record(item["key"], vec, meta, text))
         token = resp.get("nextToken")
-        return ScanPage(tuple(records), json.dumps({"token": token}) if token else None)
+        return records, {"token": token} if token else None
 
     def _count(self) -> int:
         # No count API: list keys only, 16 segments in parallel.
