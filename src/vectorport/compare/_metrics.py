@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..testing.oracle import Judgement
+from .._judge import Judgement
 
 __all__ = [
     "Figures",

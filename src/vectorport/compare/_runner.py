@@ -18,12 +18,12 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from .._judge import judge
 from .._models import QueryResult
 from .._protocol import VectorStore
 from .._registry import available_backends, connect
 from ..exceptions import ConfigurationError, UnsupportedError
 from ..filters import FilterNode
-from ..testing.oracle import judge
 from ._gates import Gates
 from ._metrics import Outcome, PairFigures, Relevance, Status, pair_figures, relevance_of, summarize
 from ._queries import Embedder, Query, QueryLike, embed_queries, normalize_queries, sample_queries

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .._exact import ExactIndex, TopK
 from .._models import Metric, Record
 from .._protocol import VectorStore
 from ..exceptions import ConfigurationError
 from ..filters import FilterNode
-from ..testing.oracle import ExactIndex, TopK
 from ._queries import Query
 
 __all__ = ["FilterGroup", "GroundTruth", "TruthTable"]

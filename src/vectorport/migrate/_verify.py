@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from .._exact import StreamingTopK
 from .._json import json_equal
-from .._models import JSON, Metric, Record, ScanPage, canonical_distances
+from .._judge import tie_tolerance
+from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from ._progress import Progress
 from ._report import DEFAULT_CAP, Capped
@@ -185,42 +187,24 @@ class _PageResult:
     text: list[dict[str, JSON]] = field(default_factory=list)
 
 
-class _TopK:
-    """Exact streaming top-``size`` for a few query vectors over the source's pages."""
-
-    def __init__(self, metric: Metric, queries: npt.NDArray[np.float32], size: int) -> None:
-        self.metric = metric
-        self.queries = queries
-        self.size = size
-        self.dist = [np.empty(0, dtype=np.float64) for _ in range(len(queries))]
-        self.keys: list[npt.NDArray[np.object_]] = [np.empty(0, dtype=object) for _ in range(len(queries))]
-
-    def update(self, records: Sequence[Record]) -> None:
-        if not len(self.queries) or not records:
-            return
-        matrix = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
-        keys = np.array([r.key for r in records], dtype=object)
-        for i, q in enumerate(self.queries):
-            d = np.concatenate([self.dist[i], canonical_distances(self.metric, q, matrix)])
-            k = np.concatenate([self.keys[i], keys])
-            order = np.lexsort((k, d))[: self.size]
-            self.dist[i], self.keys[i] = d[order], k[order]
-
-    def recall(self, i: int, returned: Sequence[str], k: int, eps: float = 1e-4) -> float:
-        dist, keys = self.dist[i], self.keys[i]
-        expected = min(k, len(keys))
-        if expected == 0:
-            return 1.0
-        kth = float(dist[expected - 1])
-        tol = eps * (1.0 + abs(kth))
-        known = {str(key): float(d) for key, d in zip(keys, dist, strict=True)}
-        beyond = float(dist[-1]) if len(dist) else float("inf")
-        hits = 0
-        for key in returned:
-            true = known.get(key)
-            if (true is not None and true <= kth + tol) or (true is None and beyond <= kth + tol):
-                hits += 1
-        return min(hits, expected) / expected
+def _near_tie_recall(exact: StreamingTopK, i: int, returned: Sequence[str], k: int) -> float:
+    """Recall of ``returned`` against query ``i``'s exact top ``k``, near ties counting as hits
+    (:func:`vectorport._judge.tie_tolerance`). ``exact`` keeps a few rows past ``k``: a
+    returned key beyond them is a hit only when even the last kept row ties the k-th."""
+    dist, keys = exact.distances[i], exact.keys[i]
+    expected = min(k, len(keys))
+    if expected == 0:
+        return 1.0
+    kth = float(dist[expected - 1])
+    tol = tie_tolerance(kth)
+    known = {str(key): float(d) for key, d in zip(keys, dist, strict=True)}
+    beyond = float(dist[-1]) if len(dist) else float("inf")
+    hits = 0
+    for key in returned:
+        true = known.get(key)
+        if (true is not None and true <= kth + tol) or (true is None and beyond <= kth + tol):
+            hits += 1
+    return min(hits, expected) / expected
 
 
 def _compare_page(
@@ -335,7 +319,7 @@ def verify_stores(
         if queries
         else np.empty((0, source.spec.dimension), dtype=np.float32)
     )
-    exact = _TopK(metric, qmatrix, top_k + 5)
+    exact = StreamingTopK(metric, qmatrix, top_k + 5)
     hashes: list[npt.NDArray[np.uint64]] = []
 
     def merge(res: _PageResult) -> None:
@@ -359,7 +343,7 @@ def verify_stores(
         page: ScanPage
         for page in source.scan(include=include, segment=shard):
             if compare_vectors:
-                exact.update(page.records)
+                exact.update_records(page.records)
             inflight.append(
                 (
                     pool.submit(_compare_page, page.records, target, transformer, compare_vectors, tolerance),
@@ -402,7 +386,7 @@ def _query_check(
     source: VectorStore,
     target: VectorStore,
     queries: list[Record],
-    exact: _TopK,
+    exact: StreamingTopK,
     k: int,
     cap: int,
 ) -> QueryCheck:
@@ -416,8 +400,8 @@ def _query_check(
         b = target.query(rec.vector, k=k, include=[]).keys
         expected = max(1, min(k, len(exact.keys[i])))
         overlaps.append(len(set(a) & set(b)) / expected)
-        src_recalls.append(exact.recall(i, a, k))
-        tgt = exact.recall(i, b, k)
+        src_recalls.append(_near_tie_recall(exact, i, a, k))
+        tgt = _near_tie_recall(exact, i, b, k)
         tgt_recalls.append(tgt)
         if tgt + 1e-9 < required:
             worst.add({"query_key": rec.key, "target_recall": round(tgt, 4), "target_keys": list(b)})

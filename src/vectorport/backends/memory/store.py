@@ -18,6 +18,7 @@ import numpy as np
 from ..._base import BaseStore
 from ..._capabilities import Capabilities
 from ..._cursor import Position, position_field
+from ..._exact import SearchMatrix
 from ..._models import (
     CollectionSpec,
     Include,
@@ -25,7 +26,6 @@ from ..._models import (
     Metric,
     Record,
     Vector,
-    canonical_distances,
     score_from_distance,
 )
 from ..._segments import segment_of
@@ -47,6 +47,14 @@ class _Collection:
     texts: list[str | None] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
     _sorted: list[str] | None = None
+    _matrix: SearchMatrix | None = None
+
+    def matrix(self) -> SearchMatrix:
+        """The exact-search matrix of the current rows (rebuilt after a write)."""
+        if self._matrix is None:
+            n = len(self.keys)
+            self._matrix = SearchMatrix(self.spec.metric, self.vectors[:n], self.keys)
+        return self._matrix
 
     def sorted_keys(self) -> list[str]:
         if self._sorted is None:
@@ -54,6 +62,7 @@ class _Collection:
         return self._sorted
 
     def put(self, key: str, vector: Vector, metadata: dict[str, Any], text: str | None) -> None:
+        self._matrix = None
         row = self.rows.get(key)
         if row is None:
             row = len(self.keys)
@@ -76,6 +85,7 @@ class _Collection:
         if row is None:
             return
         self._sorted = None
+        self._matrix = None
         last = len(self.keys) - 1
         if row != last:  # move the last row into the hole
             moved = self.keys[last]
@@ -178,18 +188,13 @@ class MemoryStore(BaseStore[FilterNode]):
     ) -> list[Match]:
         coll = self._get()
         with coll.lock:
-            n = len(coll.keys)
-            mask = evaluate_many(where, coll.metadatas)
-            rows = np.flatnonzero(mask)
-            if rows.size == 0:
-                return []
-            dist = canonical_distances(coll.spec.metric, vector, coll.vectors[:n][rows])
-            keys = np.array([coll.keys[r] for r in rows], dtype=object)
-            order = np.lexsort((keys, dist))[:k]
+            rows = None if where is None else np.flatnonzero(evaluate_many(where, coll.metadatas))
+            top = coll.matrix().search(vector, k, rows)
+            n = int(top.counts[0])
             out = []
-            for i in order:
-                row = int(rows[i])
-                d = float(dist[i])
+            for row_, dist in zip(top.rows[0, :n], top.distances[0, :n], strict=True):
+                row = int(row_)
+                d = float(dist)
                 rec = self._record(coll, row, include)
                 out.append(
                     Match(

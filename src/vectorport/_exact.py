@@ -1,0 +1,276 @@
+"""Exact filtered top-k search, written once: the memory store, the bucket server, the migration
+verifier, the comparison harness and the conformance kit all rank with it.
+
+Ranking is two-step. Candidates are found with float32 matrix products (unit rows under cosine,
+``2 q.x - |x|^2`` under euclidean), cut at the k-th best score minus a bound on float32 rounding,
+so every row that can be in the exact top k survives, ties included. The survivors' canonical
+distances are then computed in float64 (:func:`~vectorport._models.canonical_distances`) and
+ordered by ``(distance, key)``. The answer is therefore the same as sorting every row by its
+float64 distance and key, at the cost of one matrix product.
+
+:class:`SearchMatrix` ranks a fixed set of rows (batched queries); :class:`StreamingTopK` keeps
+the best rows of a stream of pages (a scan) for a few queries, in bounded memory;
+:class:`ExactIndex` adds keys' metadata and the filter oracle.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._models import Metric, Record, Vector, canonical_distances
+from .filters import FilterNode, evaluate_many, to_dict
+
+__all__ = ["ExactIndex", "SearchMatrix", "StreamingTopK", "TopK"]
+
+_UNIT = 2.0**-24  # float32 unit roundoff
+_SAFETY = 4.0  # the bound below is a worst case already; the factor covers BLAS summation order
+
+
+@dataclass(frozen=True)
+class TopK:
+    """Exact answers to a batch of queries: row ``i`` holds query ``i``'s best rows, best first.
+
+    Rows past ``counts[i]`` are padding (``-1`` and ``inf``).
+    """
+
+    rows: npt.NDArray[np.int64]
+    """(queries, k) row numbers into the searched matrix."""
+    distances: npt.NDArray[np.float64]
+    """(queries, k) exact canonical distances (float64 maths)."""
+    counts: npt.NDArray[np.int64]
+    """Valid entries per query: ``min(k, allowed rows)``."""
+
+
+class SearchMatrix:
+    """Exact top-k over the rows of one float32 matrix, keys breaking distance ties.
+
+    >>> import numpy as np
+    >>> from vectorport import Metric
+    >>> m = SearchMatrix(Metric.EUCLIDEAN, np.array([[0, 0], [3, 4], [0, 1]]), ["a", "b", "c"])
+    >>> top = m.search(np.array([[0, 0]]), 2)
+    >>> top.rows.tolist(), top.distances.tolist()
+    ([[0, 2]], [[0.0, 1.0]])
+    """
+
+    def __init__(
+        self, metric: Metric, vectors: npt.ArrayLike, keys: Sequence[str] | npt.NDArray[Any]
+    ) -> None:
+        self.metric = metric
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.keys = keys if isinstance(keys, np.ndarray) else np.array(list(keys), dtype=object)
+        if self.vectors.ndim != 2:
+            self.vectors = self.vectors.reshape(len(self.keys), -1)
+        self._base: npt.NDArray[np.float32] | None = None
+        self._sqnorms: npt.NDArray[np.float32] | None = None
+        self._max_norm = 0.0
+
+    def __len__(self) -> int:
+        return int(self.vectors.shape[0])
+
+    def _prepared(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """The matrix candidates are ranked against (unit rows under cosine), squared norms."""
+        if self._base is None or self._sqnorms is None:
+            sqnorms = np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64)
+            base = self.vectors
+            if self.metric is Metric.COSINE:
+                norms = np.sqrt(sqnorms)[:, None]
+                base = (base / np.where(norms == 0, 1, norms)).astype(np.float32)
+                self._max_norm = 1.0
+            else:
+                self._max_norm = float(np.sqrt(sqnorms.max())) if len(sqnorms) else 0.0
+            self._base = np.ascontiguousarray(base)
+            self._sqnorms = sqnorms.astype(np.float32)
+        return self._base, self._sqnorms
+
+    def _slack(self, qnorm: npt.NDArray[np.float64], dim: int) -> npt.NDArray[np.float64]:
+        """Per query, twice a bound on the float32 error of a candidate score."""
+        m = self._max_norm
+        scale = 2.0 * qnorm * m + m * m if self.metric is Metric.EUCLIDEAN else qnorm * m
+        return np.asarray(2.0 * _SAFETY * (dim + 2) * _UNIT * scale, dtype=np.float64)
+
+    def search(
+        self,
+        queries: npt.ArrayLike,
+        k: int,
+        rows: npt.NDArray[np.int64] | None = None,
+        *,
+        batch_size: int = 256,
+    ) -> TopK:
+        """Exact top-``k`` of every query among ``rows`` (all rows when ``None``)."""
+        dim = self.vectors.shape[1] if self.vectors.ndim == 2 else 0
+        q = np.asarray(queries, dtype=np.float32).reshape(-1, dim)
+        nq = q.shape[0]
+        allowed = np.arange(len(self), dtype=np.int64) if rows is None else rows
+        n = int(allowed.size)
+        kk = min(k, n)
+        out_rows = np.full((nq, k), -1, dtype=np.int64)
+        out_dist = np.full((nq, k), np.inf, dtype=np.float64)
+        counts = np.full(nq, kk, dtype=np.int64)
+        if kk == 0 or nq == 0:
+            return TopK(out_rows, out_dist, counts)
+        base, sqnorms = self._prepared()
+        every = rows is None
+        sub = base if every else base[allowed]
+        subnorms = sqnorms if every else sqnorms[allowed]
+        slack = self._slack(np.linalg.norm(q.astype(np.float64), axis=1), dim)
+        for start in range(0, nq, batch_size):
+            qb = q[start : start + batch_size]
+            score = qb @ sub.T  # larger is nearer (cosine: unit rows, |q| does not change the order)
+            if self.metric is Metric.EUCLIDEAN:
+                # -(|x|^2 - 2 q.x): |q|^2 is the same for every row; in place, no copy
+                score *= 2.0
+                score -= subnorms[None, :]
+            if kk < n:
+                kth = np.partition(score, n - kk, axis=1)[:, n - kk]
+            for i in range(qb.shape[0]):
+                cand = allowed
+                if kk < n:  # every row within rounding of the k-th best score, ties included
+                    cand = allowed[np.flatnonzero(score[i] >= kth[i] - slack[start + i])]
+                dist = canonical_distances(self.metric, qb[i], self.vectors[cand])
+                order = np.lexsort((self.keys[cand], dist))[:kk]
+                out_rows[start + i, :kk] = cand[order]
+                out_dist[start + i, :kk] = dist[order]
+        return TopK(out_rows, out_dist, counts)
+
+
+class StreamingTopK:
+    """The exact best ``size`` rows, by ``(distance, key)``, of a stream of pages, for a few
+    query vectors; memory stays ``queries * size`` whatever the stream's length.
+
+    >>> import numpy as np
+    >>> from vectorport import Metric
+    >>> top = StreamingTopK(Metric.EUCLIDEAN, np.array([[0, 0]]), 2)
+    >>> top.update(["b", "a"], np.array([[3, 4], [0, 1]]))
+    >>> top.update(["c"], np.array([[0, 0]]))
+    >>> top.keys[0].tolist(), top.distances[0].tolist()
+    (['c', 'a'], [0.0, 1.0])
+    """
+
+    def __init__(self, metric: Metric, queries: npt.ArrayLike, size: int) -> None:
+        self.metric = metric
+        self.queries = np.asarray(queries, dtype=np.float32)
+        if self.queries.ndim == 1:
+            self.queries = self.queries.reshape(1, -1)
+        self.size = size
+        nq = len(self.queries)
+        self.distances: list[npt.NDArray[np.float64]] = [np.empty(0, dtype=np.float64)] * nq
+        self.keys: list[npt.NDArray[np.object_]] = [np.empty(0, dtype=object)] * nq
+
+    def update(self, keys: Sequence[str], vectors: npt.ArrayLike) -> None:
+        """Fold one page of rows into every query's best ``size``."""
+        if not len(self.queries) or not len(keys):
+            return
+        page = SearchMatrix(self.metric, vectors, keys)
+        top = page.search(self.queries, self.size)
+        for i in range(len(self.queries)):
+            n = int(top.counts[i])
+            d = np.concatenate([self.distances[i], top.distances[i, :n]])
+            k = np.concatenate([self.keys[i], page.keys[top.rows[i, :n]]])
+            order = np.lexsort((k, d))[: self.size]
+            self.distances[i], self.keys[i] = d[order], k[order]
+
+    def update_records(self, records: Sequence[Record]) -> None:
+        """:meth:`update` with records that carry their vectors."""
+        if records:
+            self.update(
+                [r.key for r in records], np.stack([np.asarray(r.vector, np.float32) for r in records])
+            )
+
+
+class ExactIndex:
+    """Exact filtered top-k over an in-memory copy of a collection (keys, vectors, metadata);
+    filters are judged by the oracle (:func:`vectorport.filters.evaluate_many`).
+
+    >>> import numpy as np
+    >>> from vectorport import Metric
+    >>> ix = ExactIndex(Metric.EUCLIDEAN, ["a", "b"], np.array([[0, 0], [3, 4]]), [{}, {"x": 1}])
+    >>> ix.top_k(np.array([0, 0]), 2)[:2]
+    (['a', 'b'], array([0., 5.]))
+    """
+
+    def __init__(
+        self,
+        metric: Metric,
+        keys: Sequence[str],
+        vectors: Vector | npt.ArrayLike,
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        self.metric = metric
+        self.matrix = SearchMatrix(metric, vectors, keys)
+        self.keys = self.matrix.keys
+        self.vectors = self.matrix.vectors
+        self.metadatas = list(metadatas)
+        self.row = {k: i for i, k in enumerate(keys)}
+        self._masks: dict[str, npt.NDArray[np.bool_]] = {}
+
+    @classmethod
+    def from_records(cls, metric: Metric | str, records: Sequence[Record]) -> ExactIndex:
+        """The index of ``records`` (every record needs a vector).
+
+        >>> from vectorport import Record
+        >>> ix = ExactIndex.from_records("euclidean", [Record("a", [0, 0]), Record("b", [3, 4])])
+        >>> ix.top_k([0, 0], 1)[0]
+        ['a']
+        """
+        vectors = (
+            np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
+            if records
+            else np.empty((0, 0), dtype=np.float32)
+        )
+        return cls(Metric.parse(metric), [r.key for r in records], vectors, [r.metadata for r in records])
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def mask(self, where: FilterNode | None) -> npt.NDArray[np.bool_]:
+        """Which rows match ``where`` (by the oracle). Computed once per distinct filter."""
+        if where is None:
+            return np.ones(len(self.metadatas), dtype=bool)
+        # canonical JSON, not the node, is the cache key: nodes compare 1 == True equal, the
+        # filter semantics do not
+        cache_key = json.dumps(to_dict(where), sort_keys=True)
+        cached = self._masks.get(cache_key)
+        if cached is None:
+            cached = evaluate_many(where, self.metadatas)
+            cached.flags.writeable = False
+            self._masks[cache_key] = cached
+        return cached
+
+    def distances(self, query: Vector | npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Exact canonical distances from ``query`` to every row."""
+        return canonical_distances(self.metric, np.asarray(query, dtype=np.float32), self.vectors)
+
+    def top_k(
+        self,
+        query: Vector | npt.ArrayLike,
+        k: int,
+        where: FilterNode | None = None,
+        mask: npt.NDArray[np.bool_] | None = None,
+    ) -> tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Best-first keys and distances among matching rows, plus all distances."""
+        dist = self.distances(query)
+        allowed = self.mask(where) if mask is None else mask
+        rows = np.flatnonzero(allowed)
+        order = rows[np.lexsort((self.keys[rows], dist[rows]))][:k]
+        return [str(k_) for k_ in self.keys[order]], dist[order], dist
+
+    def search_many(
+        self,
+        queries: npt.ArrayLike,
+        k: int,
+        where: FilterNode | None = None,
+        *,
+        mask: npt.NDArray[np.bool_] | None = None,
+        batch_size: int = 256,
+    ) -> TopK:
+        """Exact top-``k`` of every query among rows matching ``where`` (or ``mask``), ordered
+        by (distance, key) exactly as :meth:`top_k` orders them."""
+        allowed = self.mask(where) if mask is None else mask
+        rows = None if bool(allowed.all()) else np.flatnonzero(allowed).astype(np.int64)
+        return self.matrix.search(queries, k, rows, batch_size=batch_size)
