@@ -1,17 +1,25 @@
-"""Exponential backoff with full jitter, for :class:`~vectorport.exceptions.TransientError`."""
+"""Exponential backoff with full jitter, for :class:`~vectorport.exceptions.TransientError`.
+
+There is one retry layer: the store's (:attr:`BaseStore.retry`). An engine that wants another
+policy for its calls, or to count the retries, does not wrap the store's calls in a loop of its
+own (which multiplied the attempts and hid the inner ones): it opens a :func:`retry_scope`
+around them, and every :meth:`RetryPolicy.call` in that thread's context follows it.
+"""
 
 from __future__ import annotations
 
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
 from .exceptions import TransientError
 
-__all__ = ["RetryPolicy"]
+__all__ = ["RetryPolicy", "retry_scope"]
 
 log = logging.getLogger("vectorport")
 T = TypeVar("T")
@@ -34,14 +42,57 @@ class RetryPolicy:
         return max(wait, retry_after or 0.0)
 
     def call(self, fn: Callable[[], T], what: str = "call") -> T:
-        """Run ``fn``; on ``TransientError`` wait and run it again, re-raising the last error."""
-        for attempt in range(self.attempts):
+        """Run ``fn``; on ``TransientError`` wait and run it again, re-raising the last error.
+
+        Inside a :func:`retry_scope` with a policy, that policy replaces this one.
+        """
+        scope = _SCOPE.get()
+        policy = self if scope is None or scope.policy is None else scope.policy
+        for attempt in range(policy.attempts):
             try:
                 return fn()
             except TransientError as exc:
-                if attempt + 1 >= self.attempts:
+                if attempt + 1 >= policy.attempts:
                     raise
-                wait = self.delay(attempt, exc.retry_after)
-                log.warning("%s: %s; retry %d/%d in %.2fs", what, exc, attempt + 1, self.attempts - 1, wait)
+                wait = policy.delay(attempt, exc.retry_after)
+                log.warning("%s: %s; retry %d/%d in %.2fs", what, exc, attempt + 1, policy.attempts - 1, wait)
+                if scope is not None and scope.on_retry is not None:
+                    scope.on_retry(exc)
                 time.sleep(wait)
         raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class _Scope:
+    policy: RetryPolicy | None
+    on_retry: Callable[[TransientError], None] | None
+
+
+_SCOPE: ContextVar[_Scope | None] = ContextVar("vectorport_retry_scope", default=None)
+
+
+@contextmanager
+def retry_scope(
+    policy: RetryPolicy | None = None, on_retry: Callable[[TransientError], None] | None = None
+) -> Iterator[None]:
+    """Inside the block (in this thread), retried calls follow ``policy`` when given and report
+    each retry to ``on_retry``.
+
+    >>> from vectorport.exceptions import TransientError
+    >>> seen, tries = [], iter([TransientError("busy"), None])
+    >>> def flaky():
+    ...     exc = next(tries)
+    ...     if exc:
+    ...         raise exc
+    ...     return "ok"
+    >>> with retry_scope(RetryPolicy(attempts=2, base=0.0), on_retry=seen.append):
+    ...     RetryPolicy(attempts=1).call(flaky)
+    'ok'
+    >>> len(seen)
+    1
+    """
+    token = _SCOPE.set(_Scope(policy, on_retry))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)

@@ -184,6 +184,29 @@ def test_transient_errors_are_retried(source: str) -> None:
     assert report.copy is not None and report.copy.retries > 0
 
 
+def test_one_retry_layer_and_every_retry_counted(source: str) -> None:
+    class ThrottledTwice(MemoryStore):
+        """Each batch is throttled twice, then written."""
+
+        calls: ClassVar[dict[str, int]] = {}
+
+        def _write(self, batch: Batch) -> None:
+            first = batch.keys[0]
+            n = self.calls[first] = self.calls.get(first, 0) + 1
+            if n <= 2:
+                raise TransientError("injected throttling (SlowDown)")
+            super()._write(batch)
+
+    target = unbound(ThrottledTwice, f"thr2-{next(_names)}")
+    target.retry = RetryPolicy(attempts=3, base=0.0001, cap=0.001)  # the store's own policy
+    report = vectorport.migrate(source, target, batch_size=50, concurrency=2)
+    assert report.status == "verified"
+    batches = -(-N // 50)
+    # 3 attempts per batch by the store's policy alone: no outer loop multiplying them
+    assert sum(ThrottledTwice.calls.values()) == 3 * batches
+    assert report.copy is not None and report.copy.retries == 2 * batches
+
+
 def _covered_keys(source: vectorport.VectorStore, cursor: str | None, complete: bool, page: int) -> list[str]:
     """Keys of the source pages up to (and including) the page whose cursor is ``cursor``."""
     keys: list[str] = []

@@ -123,6 +123,10 @@ def migrate(
         An embedding model: new vectors from each record's text (needs ``vectorport.ingest``).
     progress:
         Show progress bars with rate and ETA on stderr.
+    retry:
+        The backoff policy for the target's writes during the copy, replacing the target
+        store's own (there is one retry layer: the store's). Every retry is counted in
+        ``report.copy.retries``.
 
     Raises
     ------

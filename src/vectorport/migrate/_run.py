@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from .._features import bulk_load_of
 from .._models import JSON, Record
 from .._protocol import VectorStore
-from .._retry import RetryPolicy
+from .._retry import RetryPolicy, retry_scope
 from ..exceptions import TransientError
 from ._checkpoint import Checkpoint
 from ._progress import Progress
@@ -139,24 +139,21 @@ def _write(
     records: list[Record],
     texts: Sequence[str] | None,
     embedder: Embedder | None,
-    retry: RetryPolicy,
+    retry: RetryPolicy | None,
     state: _State,
 ) -> None:
     if embedder is not None and texts is not None:
         vectors = embed_texts(embedder, texts)
         records = [Record(r.key, vectors[i], r.metadata, r.text) for i, r in enumerate(records)]
-    for attempt in range(retry.attempts):
-        try:
-            target.upsert(records)
-            return
-        except TransientError as exc:
-            if attempt + 1 >= retry.attempts:
-                raise
-            wait = retry.delay(attempt, exc.retry_after)
-            with state.lock:
-                state.stats.retries += 1
-            log.warning("migrate: batch of %d: %s; retry in %.2fs", len(records), exc, wait)
-            time.sleep(wait)
+
+    def count(exc: TransientError) -> None:
+        with state.lock:
+            state.stats.retries += 1
+
+    # The store retries each of its calls (one retry layer); the migration's policy, when given,
+    # replaces the store's for the copy, and every retry is counted in the report.
+    with retry_scope(retry, on_retry=count):
+        target.upsert(records)
 
 
 def copy_records(
@@ -180,7 +177,6 @@ def copy_records(
     Raises the first write error after the batches in flight have finished (the checkpoint then
     holds everything acknowledged before it).
     """
-    retry = retry or RetryPolicy()
     stats = CopyStats(batch_size=batch_size, concurrency=concurrency)
     start_cursor = checkpoint.cursor if checkpoint is not None else None
     if checkpoint is not None:
