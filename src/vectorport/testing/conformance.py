@@ -38,10 +38,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .._features import FEATURE_PROTOCOLS
 from .._json import json_equal
 from .._models import Metric, Record
 from .._protocol import VectorStore
 from ..exceptions import (
+    ConfigurationError,
     FilterError,
     UnsupportedFeatureError,
     UnsupportedFilterError,
@@ -313,6 +315,26 @@ class StoreConformance:
         rest = [r.key for p in store.scan(batch_size=10, cursor=cursor, include=[]) for r in p]
         seen = [r.key for p in first for r in p] + rest
         assert len(seen) == len(set(seen)) == 95
+
+    def test_scan_refuses_a_cursor_it_did_not_make(self, make: Callable[..., VectorStore]) -> None:
+        store = make(4)
+        store.upsert(clustered_records(60, 4, seed=8, rules=store.capabilities.metadata))
+        page = next(store.scan(batch_size=5, include=[], segment=(1, 2)))
+        assert page.cursor is not None
+        # another segment's cursor would skip or repeat records: refused before any I/O
+        with pytest.raises(ConfigurationError, match="segment"):
+            next(store.scan(batch_size=5, include=[], segment=(0, 2), cursor=page.cursor))
+        for bad in ("not-a-cursor", page.cursor[:-4], "", 5):
+            with pytest.raises(ConfigurationError, match="cursor"):
+                next(store.scan(batch_size=5, include=[], cursor=bad))  # type: ignore[arg-type]
+
+    def test_features_are_the_protocols_the_store_implements(self, make: Callable[..., VectorStore]) -> None:
+        store = make()
+        features = store.capabilities.features
+        for name, proto in FEATURE_PROTOCOLS.items():
+            if name in features:
+                assert isinstance(store, proto), f"{name} declared but {proto.__name__} not implemented"
+        assert features <= type(store).capabilities.features, "a collection never does more than its backend"
 
     # ------------------------------------------------------------------ distances
     @pytest.mark.parametrize(
