@@ -15,9 +15,9 @@ Start it from a shell with ``vectorport bucket serve --data DIR --port 8080`` or
 ``python -m vectorport.bucketserver --data DIR --port 8080``.
 """
 
+from ._core import Limits
 from ._http import Throttle
 from ._local import LocalServer, running
 from ._main import serve
-from ._service import Limits
 
 __all__ = ["Limits", "LocalServer", "Throttle", "running", "serve"]

@@ -8,8 +8,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ._core import Limits
 from ._http import Throttle, VectorServer
-from ._service import Limits, Service
+from ._service import Service
 
 __all__ = ["LocalServer", "running"]
 

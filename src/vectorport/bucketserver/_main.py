@@ -10,9 +10,9 @@ import sys
 import threading
 from typing import Any
 
+from ._core import Limits
 from ._http import Throttle
 from ._local import LocalServer
-from ._service import Limits
 
 __all__ = ["main", "serve"]
 
