@@ -285,7 +285,7 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="vp-migbench-")
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "vectorport.backends.s3vectors.server", "--port", str(port)],
+        [sys.executable, "-m", "vectorport.bucketserver", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -22,9 +22,9 @@ import numpy as np
 
 import vectorport
 from vectorport import Record
-from vectorport.backends.s3vectors.server import LocalServer
-from vectorport.backends.s3vectors.server._filter import parse_filter
-from vectorport.backends.s3vectors.server._table import VectorTable
+from vectorport.bucketserver import LocalServer
+from vectorport.bucketserver._filter import parse_filter
+from vectorport.bucketserver._table import VectorTable
 
 
 def _client(url: str, **config: Any) -> Any:

@@ -65,7 +65,7 @@ def pg_dir() -> Iterator[Path]:
 def bucket_server() -> Iterator[Any]:
     """vectorport's local S3 Vectors server, in process, for the whole session."""
     pytest.importorskip("boto3")
-    server_mod = pytest.importorskip("vectorport.backends.s3vectors.server")
+    server_mod = pytest.importorskip("vectorport.bucketserver")
     srv = server_mod.LocalServer(supabase_key=SUPABASE_KEY)
     srv.start()
     yield srv

@@ -323,7 +323,7 @@ class Demo:
         if missing is not None:
             raise _Skip(f"s3vectors backend unavailable: {missing}")
         try:
-            server = importlib.import_module("vectorport.backends.s3vectors.server")
+            server = importlib.import_module("vectorport.bucketserver")
         except ImportError as exc:
             raise _Skip(f"the local bucket server is not part of this build: {exc}") from None
         data = self.work / "buckets"

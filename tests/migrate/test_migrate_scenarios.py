@@ -116,7 +116,7 @@ def test_sigkill_at_random_points_then_resume(
 @pytest.mark.pgvector
 @pytest.mark.s3vectors
 def test_throttled_bucket_server_completes_correctly(loaded_source: LoadedSource) -> None:
-    server_mod = pytest.importorskip("vectorport.backends.s3vectors.server")
+    server_mod = pytest.importorskip("vectorport.bucketserver")
     source_url, _ = loaded_source("pgvector")
     throttle = server_mod.Throttle(fraction=0.25, unavailable=0.05, seed=11)
     server = server_mod.LocalServer(throttle=throttle)

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("boto3")
 
-from vectorport.backends.s3vectors.server import LocalServer
+from vectorport.bucketserver import LocalServer
 
 from ..conftest import SUPABASE_KEY
 

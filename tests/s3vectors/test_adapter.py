@@ -18,8 +18,7 @@ from vectorport import Metric, Record
 from vectorport._retry import RetryPolicy
 from vectorport.backends.s3vectors import S3VectorsStore
 from vectorport.backends.s3vectors.filters import S3FilterCompiler
-from vectorport.backends.s3vectors.server import LocalServer, Throttle
-from vectorport.backends.s3vectors.server._service import Limits
+from vectorport.bucketserver import Limits, LocalServer, Throttle
 from vectorport.exceptions import (
     BackendUnavailableError,
     ConfigurationError,

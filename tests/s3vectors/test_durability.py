@@ -23,7 +23,7 @@ def server_process(data: Path, *extra: str, cli: bool = True) -> Iterator[tuple[
     if cli:
         cmd = [sys.executable, "-m", "vectorport", "bucket", "serve"]
     else:
-        cmd = [sys.executable, "-m", "vectorport.backends.s3vectors.server"]
+        cmd = [sys.executable, "-m", "vectorport.bucketserver"]
     proc = subprocess.Popen(
         [*cmd, "--data", str(data), "--port", "0", "--json", *extra],
         stdout=subprocess.PIPE,

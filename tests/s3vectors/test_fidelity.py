@@ -20,8 +20,7 @@ import pytest
 
 import vectorport
 from vectorport import Record
-from vectorport.backends.s3vectors.server import LocalServer
-from vectorport.backends.s3vectors.server._service import Limits
+from vectorport.bucketserver import Limits, LocalServer
 from vectorport.exceptions import UnsupportedFilterError
 
 from .conftest import boto_client
@@ -284,7 +283,7 @@ def test_cosine_distance_is_never_negative(s3v: Any, unique: Any) -> None:
 
 def _shape_problems(shape: str, value: Any, path: str = "") -> list[str]:
     """Where ``value`` breaks the botocore output shape: unknown or missing members, wrong types."""
-    from vectorport.backends.s3vectors.server._shapes import load_model
+    from vectorport.bucketserver._shapes import load_model
 
     shapes = load_model().shapes
     spec = shapes[shape]
@@ -320,7 +319,7 @@ def test_every_response_matches_the_model_output_shape(endpoint: str, unique: An
     import urllib.request
     from urllib.parse import quote
 
-    from vectorport.backends.s3vectors.server._shapes import load_model
+    from vectorport.bucketserver._shapes import load_model
 
     model = load_model()
 

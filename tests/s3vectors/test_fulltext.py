@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from vectorport.backends.s3vectors.server import LocalServer
-from vectorport.backends.s3vectors.server._service import Limits
+from vectorport.bucketserver import Limits, LocalServer
 
 from .conftest import boto_client
 from .test_awscli import aws

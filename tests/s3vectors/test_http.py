@@ -119,7 +119,7 @@ def test_outputs_without_members_have_an_empty_body(endpoint: str, index: dict[s
 
 
 def test_oversized_payload_is_answered_and_the_connection_kept() -> None:
-    from vectorport.backends.s3vectors.server import Limits, LocalServer
+    from vectorport.bucketserver import Limits, LocalServer
 
     from .conftest import boto_client
 

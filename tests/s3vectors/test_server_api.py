@@ -444,3 +444,14 @@ def test_query_topk_beyond_one_page_is_paginated(s3v: Any, index: dict[str, str]
     filtered = [v for p in s3v.get_paginator("query_vectors").paginate(
         **index, **query, filter={"i": {"$lt": 120}}) for v in p["vectors"]]  # fmt: skip
     assert len(filtered) == 120 and all(int(v["key"][1:]) < 120 for v in filtered)
+
+
+def test_the_server_package_exports_a_small_public_namespace() -> None:
+    # Callers (CLI, demo, tests, benchmarks) use these names; the modules behind them are private.
+    import vectorport.bucketserver as bucketserver
+
+    assert sorted(bucketserver.__all__) == ["Limits", "LocalServer", "Throttle", "running", "serve"]
+    assert all(
+        getattr(bucketserver, name).__module__.startswith("vectorport.bucketserver._")
+        for name in bucketserver.__all__
+    )

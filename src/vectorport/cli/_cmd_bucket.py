@@ -58,7 +58,7 @@ def serve(
     if importlib.util.find_spec("botocore") is None:
         err_console.print("[red]error:[/red] the server needs botocore: pip install 'vectorport[s3vectors]'")
         raise typer.Exit(EXIT_USAGE)
-    from ..backends.s3vectors.server._main import serve as run
+    from ..bucketserver import serve as run
 
     run(
         None if data is None else str(data),

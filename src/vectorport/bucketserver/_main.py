@@ -1,4 +1,4 @@
-"""Command-line entry shared by ``python -m …server`` and ``vectorport bucket serve``."""
+"""Command-line entry shared by ``python -m vectorport.bucketserver`` and ``vectorport bucket serve``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import sys
 import threading
 from typing import Any
 
-from . import LocalServer, Throttle
-from ._service import Limits
+from ._core import Limits
+from ._http import Throttle
+from ._local import LocalServer
 
 __all__ = ["main", "serve"]
 
@@ -67,7 +68,7 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vectorport.backends.s3vectors.server")
+    parser = argparse.ArgumentParser(prog="python -m vectorport.bucketserver")
     parser.add_argument("--data", help="durable data directory (default: in memory)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")

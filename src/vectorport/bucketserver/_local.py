@@ -1,33 +1,18 @@
-"""A local S3-Vectors-compatible server: the S3 Vectors REST-JSON API (as botocore's
-``s3vectors`` model describes it) and the Supabase Vector Buckets route, backed by exact
-numpy search and, with a data directory, a write-ahead log.
-
->>> from vectorport.backends.s3vectors.server import running
->>> with running() as url:  # doctest: +SKIP
-...     import boto3
-...     s3v = boto3.client("s3vectors", endpoint_url=url, region_name="us-east-1",
-...                        aws_access_key_id="x", aws_secret_access_key="x")
-...     s3v.create_vector_bucket(vectorBucketName="docs")
-
-Start it from a shell with ``vectorport bucket serve --data DIR --port 8080`` or
-``python -m vectorport.backends.s3vectors.server --data DIR --port 8080``.
-"""
+"""The server object: :class:`LocalServer` and the :func:`running` context manager."""
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ._core import Limits
 from ._http import Throttle, VectorServer
-from ._service import Limits, Service
+from ._service import Service
 
-__all__ = ["Limits", "LocalServer", "Throttle", "running"]
-
-log = logging.getLogger("vectorport.s3vectors.server")
+__all__ = ["LocalServer", "running"]
 
 
 class LocalServer:

@@ -28,7 +28,7 @@ from ._shapes import ServiceModel, load_model
 
 __all__ = ["Handler", "Throttle", "VectorServer"]
 
-log = logging.getLogger("vectorport.s3vectors.server")
+log = logging.getLogger("vectorport.bucketserver")
 
 SUPABASE_PREFIX = "/storage/v1/vector/"
 
