@@ -86,7 +86,9 @@ def canonical_distances(metric: Metric, query: Vector, matrix: Vector) -> npt.ND
         norms = np.linalg.norm(m, axis=1) * np.linalg.norm(q)
         with np.errstate(divide="ignore", invalid="ignore"):
             cos = (m @ q) / norms
-        return np.asarray(1.0 - cos, dtype=np.float64)
+        # Rounding puts cos a hair outside [-1, 1] (a vector against itself gave -2e-16 about a
+        # third of the time); a distance is never negative.
+        return np.asarray(np.clip(1.0 - cos, 0.0, 2.0), dtype=np.float64)
     if metric is Metric.EUCLIDEAN:
         diff = m - q
         return np.asarray(np.sqrt(np.einsum("ij,ij->i", diff, diff)), dtype=np.float64)

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._exact import SearchMatrix
+from .._models import Metric
 from ._filter import Columns, FilterNode, evaluate
 from ._text import TextField
 
@@ -64,12 +66,12 @@ class VectorTable:
         self.rows: dict[str, int] = {}
         self.metadatas: list[dict[str, Any]] = []
         self.vectors: Vectors = np.empty((0, dimension), np.float32)
-        self.sqnorms: npt.NDArray[np.float64] = np.empty(0, np.float64)
         self.dropped = False
         self._sorted: list[str] | None = None
         self._segments: dict[int, npt.NDArray[np.int64]] = {}
         self._columns: Columns | None = None
         self._text: dict[str, TextField] = {}
+        self._matrix: SearchMatrix | None = None
         self.directory = directory
         self.snapshot_bytes = snapshot_bytes
         self.seq = 0
@@ -101,7 +103,6 @@ class VectorTable:
     def _apply_put(self, keys: list[str], vectors: Vectors, metadatas: list[dict[str, Any]]) -> None:
         new = sum(1 for k in keys if k not in self.rows)
         self._reserve(len(self.keys) + new)
-        sq = np.einsum("ij,ij->i", vectors.astype(np.float64), vectors.astype(np.float64))
         for i, key in enumerate(keys):
             row = self.rows.get(key)
             if row is None:
@@ -112,7 +113,7 @@ class VectorTable:
             else:
                 self.metadatas[row] = metadatas[i]
             self.vectors[row] = vectors[i]
-            self.sqnorms[row] = sq[i]
+        self._matrix = None
         if new:
             self._sorted = None
             self._segments.clear()
@@ -131,9 +132,9 @@ class VectorTable:
                 self.rows[moved] = row
                 self.metadatas[row] = self.metadatas[last]
                 self.vectors[row] = self.vectors[last]
-                self.sqnorms[row] = self.sqnorms[last]
             self.keys.pop()
             self.metadatas.pop()
+        self._matrix = None
         self._sorted = None
         self._segments.clear()
         self._columns = None
@@ -146,9 +147,8 @@ class VectorTable:
         cap = max(size, 16, cap * 2)
         grown = np.empty((cap, self.dimension), np.float32)
         grown[: len(self.keys)] = self.vectors[: len(self.keys)]
-        norms = np.empty(cap, np.float64)
-        norms[: len(self.keys)] = self.sqnorms[: len(self.keys)]
-        self.vectors, self.sqnorms = grown, norms
+        self.vectors = grown
+        self._matrix = None
 
     # ------------------------------------------------------------------ reads
     def sorted_keys(self) -> list[str]:
@@ -191,43 +191,20 @@ class VectorTable:
 
     def search(self, query: Vectors, k: int, node: FilterNode | None) -> list[tuple[int, float]]:
         """Exact top-``k`` rows ``(row, distance)`` among rows matching ``node``, best first,
-        ties broken by key. The filter is applied before ranking."""
+        ties broken by key (vectorport's one exact search). The filter is applied before
+        ranking."""
         n = len(self.keys)
         if n == 0:
             return []
         mask = self.mask(node)
-        rows = np.arange(n) if mask is None else np.flatnonzero(mask[:n])
-        if rows.size == 0:
-            return []
-        q = query.astype(np.float32)
-        margin = max(k, 32)
-        if rows.size > k + margin:
-            # Fast float32 pass to pick candidates, then exact float64 distances on them.
-            sub = self.vectors[:n] if mask is None else self.vectors[rows]
-            dots = (sub @ q).astype(np.float64)
-            if self.metric == "cosine":
-                approx = -dots / np.sqrt(self.sqnorms[rows])
-            else:
-                approx = self.sqnorms[rows] - 2.0 * dots
-            take = k + margin
-            cand = rows[np.argpartition(approx, take - 1)[:take]]
-        else:
-            cand = rows
-        exact = self._exact(query, cand)
-        names = np.array([self.keys[int(r)] for r in cand], dtype=object)
-        order = np.lexsort((names, exact))[:k]
-        return [(int(cand[i]), float(exact[i])) for i in order]
-
-    def _exact(self, query: Vectors, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        q = query.astype(np.float64)
-        sub = self.vectors[rows].astype(np.float64)
-        if self.metric == "cosine":
-            cos = (sub @ q) / (np.sqrt(self.sqnorms[rows]) * np.linalg.norm(q))
-            # Rounding puts cos a hair outside [-1, 1] (a vector against itself gave -2e-16
-            # about a third of the time); a distance is never negative.
-            return np.asarray(np.clip(1.0 - cos, 0.0, 2.0), np.float64)
-        diff = sub - q
-        return np.asarray(np.sqrt(np.einsum("ij,ij->i", diff, diff)), np.float64)
+        rows = None if mask is None else np.flatnonzero(mask[:n]).astype(np.int64)
+        if self._matrix is None:
+            self._matrix = SearchMatrix(Metric.parse(self.metric), self.vectors[:n], self.keys)
+        top = self._matrix.search(query, k, rows)
+        found = int(top.counts[0])
+        return [
+            (int(r), float(d)) for r, d in zip(top.rows[0, :found], top.distances[0, :found], strict=True)
+        ]
 
     # ------------------------------------------------------------------ persistence
     def _log(self, record: dict[str, Any]) -> None:
