@@ -25,15 +25,10 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
-from urllib.parse import unquote
 
-import chromadb
 import numpy as np
-from chromadb.api import ClientAPI
-from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 
 from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
@@ -53,6 +48,7 @@ from ..._url import StoreURL
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
 from ...filters import FilterNode
+from ._client import DATABASE_FILE, close_client, embedded_client, resolve
 from .errors import map_errors
 from .filters import ChromaFilterCompiler, Where
 
@@ -78,32 +74,14 @@ _INCLUDES: dict[Include, str] = {
     Include.VECTOR: "embeddings",
 }
 
-_HNSW_KEYS = (
-    "batch_size",
-    "ef_construction",
-    "ef_search",
-    "max_neighbors",
-    "num_threads",
-    "resize_factor",
-    "sync_threshold",
-)
-_HNSW_FLOATS = frozenset({"resize_factor"})
-
 META_DIMENSION = "vectorport:dimension"
 META_METRIC = "vectorport:metric"
 META_MODEL = "vectorport:embedding_model"
 
-_NAME_RULE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _MAX_BATCH = 5_461  # get_max_batch_size() of a local/`chroma run` Chroma 1.5: 32766 // 6
 _F64_EXACT = 2**53
 
 
-def _settings() -> Settings:
-    # A new one per client: HttpClient writes its host and port into the object it is given.
-    return Settings(anonymized_telemetry=False)
-
-
-_DATABASE_FILE = "chroma.sqlite3"  # what PersistentClient creates in its directory
 # Chroma records its default embedding function (all-MiniLM-L6-v2, 384 dimensions) on every
 # collection created without one, also when the caller then adds vectors of their own.
 _DEFAULT_EF_DIMENSION = 384
@@ -125,28 +103,6 @@ def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
             value = [float(v) for v in value]
         out[key] = value
     return out
-
-
-def _sessions(client: Any) -> list[Any]:
-    """The httpx sessions of an HttpClient and its internal admin client. chromadb gives each
-    a System of its own but never closes their sessions, leaking sockets (ResourceWarning);
-    PersistentClient's API object has none."""
-    admin = getattr(client, "_admin_client", None)
-    servers = [getattr(client, "_server", None), getattr(admin, "_server", None)]
-    return [s for s in (getattr(server, "_session", None) for server in servers) if s is not None]
-
-
-def _close_failed_client(exc: BaseException) -> None:
-    """Close the sessions of an HttpClient whose constructor raised (no server, no tenant):
-    chromadb releases its Systems then, but not their sessions, and the caller never gets the
-    object. It is the ``self`` of a frame in the traceback."""
-    tb = exc.__traceback__
-    while tb is not None:
-        obj = tb.tb_frame.f_locals.get("self")
-        if isinstance(obj, ClientAPI):
-            for session in _sessions(obj):
-                session.close()
-        tb = tb.tb_next
 
 
 def _offset_and_key(position: Position) -> tuple[int, str]:
@@ -242,91 +198,17 @@ class ChromaStore(BaseStore[Where]):
         if self._client is None:
             assert self._path is not None
             with map_errors(f"chroma at {self._path}: open"):
-                client = chromadb.PersistentClient(path=self._path, settings=_settings())
+                client = embedded_client(self._path)
             self._attach(client)
         return self._client
 
     # ----------------------------------------------------------------- construction
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
-        params = dict(url.params)
-        collection = params.pop("collection", None) or options.pop("collection", None)
-        hnsw: dict[str, int | float] = dict(options.pop("hnsw", None) or {})
-        for key in _HNSW_KEYS:
-            raw = params.pop(key, None)
-            if key in options:
-                raw = options.pop(key)
-            if raw is not None:
-                try:
-                    hnsw[key] = float(raw) if key in _HNSW_FLOATS else int(raw)
-                except (TypeError, ValueError):
-                    raise ConfigurationError(f"chroma: {key} must be a number, got {raw!r}") from None
-        unknown_hnsw = set(hnsw) - set(_HNSW_KEYS)
-        if unknown_hnsw:
-            raise ConfigurationError(f"chroma: unknown HNSW settings {sorted(unknown_hnsw)}")
-        if url.scheme == "chroma":
-            if options or params:
-                raise ConfigurationError(
-                    f"chroma: unknown options for an embedded store: {sorted({*options, *params})}"
-                )
-            path = cls._local_path(url)
-            if not collection:
-                raise ConfigurationError(
-                    f"{url.masked}: name the collection, e.g. chroma://{path}?collection=docs"
-                )
-            cls._check_name(collection)
-            # The client is made on first use: opening a collection that is not there must not
-            # leave a new database behind (a mistyped path, `vectorport migrate --plan`).
-            return cls(url, collection, None, hnsw=hnsw, path=path)
-        if url.scheme not in ("chroma+http", "chroma+https"):
-            raise ConfigurationError(f"chroma: unsupported URL scheme {url.scheme!r}")
-        collection = collection or url.path.strip("/")
-        if not collection:
-            raise ConfigurationError(
-                f"{url.masked}: name the collection, e.g. {url.scheme}://host:8000?collection=docs"
-            )
-        cls._check_name(collection)
-        tenant = params.pop("tenant", None) or options.pop("tenant", DEFAULT_TENANT)
-        database = params.pop("database", None) or options.pop("database", DEFAULT_DATABASE)
-        headers = options.pop("headers", None)
-        if options or params:
-            raise ConfigurationError(f"chroma: unknown options {sorted({*options, *params})}")
-        https = url.scheme == "chroma+https"
-        with map_errors(f"chroma server {url.masked}: connect"):
-            try:
-                client = chromadb.HttpClient(
-                    host=url.host or "localhost",
-                    port=url.port or (443 if https else 8000),
-                    ssl=https,
-                    headers=headers,
-                    settings=_settings(),
-                    tenant=tenant,
-                    database=database,
-                )
-            except BaseException as exc:
-                _close_failed_client(exc)
-                raise
-        return cls(url, collection, client, hnsw=hnsw)
-
-    @staticmethod
-    def _local_path(url: StoreURL) -> str:
-        # Taken from the raw URL: urlsplit would lower-case a relative path's first part.
-        rest = url.raw.split("://", 1)[1]
-        rest = re.split(r"[?#]", rest, maxsplit=1)[0]
-        path = unquote(rest)
-        if not path:
-            raise ConfigurationError(
-                f"{url.masked}: name a directory, e.g. chroma:///abs/dir or chroma://./dir"
-            )
-        return os.path.abspath(os.path.expanduser(path))
-
-    @staticmethod
-    def _check_name(name: str) -> None:
-        if not _NAME_RULE.match(name) or ".." in name:
-            raise ConfigurationError(
-                f"chroma collection names are 3-512 characters from [a-zA-Z0-9._-], start and end "
-                f"with a letter or digit and hold no '..'; got {name!r}"
-            )
+        target = resolve(url, options)
+        # An embedded client is made on first use: opening a collection that is not there must
+        # not leave a new database behind (a mistyped path, `vectorport migrate --plan`).
+        return cls(url, target.collection, target.client, hnsw=target.hnsw, path=target.path)
 
     def bind(
         self,
@@ -338,13 +220,13 @@ class ChromaStore(BaseStore[Where]):
         self._dimension_hint = dimension
         if self._client is None and self._path is not None and dimension is None and not self._has_database():
             raise NotFoundError(
-                f"{self._where}: there is no Chroma database in {self._path} (no {_DATABASE_FILE}); "
+                f"{self._where}: there is no Chroma database in {self._path} (no {DATABASE_FILE}); "
                 "check the path, or pass dimension= (and metric=) to create the collection there"
             )
         return super().bind(dimension, metric, embedding_model)
 
     def _has_database(self) -> bool:
-        return self._path is None or os.path.isfile(os.path.join(self._path, _DATABASE_FILE))
+        return self._path is None or os.path.isfile(os.path.join(self._path, DATABASE_FILE))
 
     def info(self) -> dict[str, Any]:
         """The base description plus where Chroma runs, its version and the index settings."""
@@ -368,10 +250,7 @@ class ChromaStore(BaseStore[Where]):
         client, self._client, self._coll = self._client, None, None
         if client is None:
             return
-        sessions = _sessions(client)
-        client.close()
-        for session in sessions:
-            session.close()
+        close_client(client)
 
     # ----------------------------------------------------------------- collections
     def _op(self, what: str) -> Any:

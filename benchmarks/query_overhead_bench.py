@@ -1,0 +1,373 @@
+"""Query overhead: ``store.query`` latency over the raw driver doing the same search, same run.
+
+    python benchmarks/query_overhead_bench.py [--n 20000] [--dim 384] [--queries 200]
+        [--backends memory,pgvector,chroma,s3vectors] [--warmup 10] [--json]
+
+One dataset (clustered float32 vectors, cosine, metadata ``{"lang": one of 5, "n": i}``, a short
+text) is loaded through vectorport into each backend; then, for every query vector, unfiltered
+and with ``{"lang": "fr"}`` (20 % of the rows), ``store.query(q, k=10, filter=...)`` and the raw
+client doing the same search are timed one after the other, alternating which goes first, after
+``--warmup`` untimed queries of each. The raw side of each backend:
+
+* memory: numpy brute force over unit rows (float32 product, ``np.argpartition``, the rows of
+  the filter taken once from a precomputed mask), distance ``clip(1 - cos, 0, 2)``;
+* pgvector (embedded server, HNSW default): plain psycopg on a second connection to the same
+  server (URI from ``vectorport pgvector start``), ``SELECT key, embedding <=> q AS distance,
+  metadata, text FROM bench [WHERE metadata @> filter] ORDER BY embedding <=> q LIMIT 10``,
+  prepared and binary, with the ``hnsw.*`` session settings vectorport uses by default. The
+  table is ANALYZEd after the load so autovacuum cannot change the plans mid-run;
+* chroma (embedded): ``PersistentClient(path).get_collection(name).query(...)`` with the same
+  ``include`` as vectorport (distances, metadatas, documents);
+* s3vectors (vectorport's local server, in this process): boto3 ``query_vectors`` with
+  ``returnDistance`` and ``returnMetadata``.
+
+Only vectorport's public API is used (``connect``, ``Record``, ``upsert``, ``query``, the
+``vectorport pgvector start/stop`` commands and the local server class, found where either
+layout keeps it), so the same script measures a tree before and after a refactoring. Prints a
+table (p50 / p95 of both sides in ms, their ratios, and how many raw top-k keys vectorport also
+returned); ``--json`` prints the figures as JSON on stdout and the table on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import vectorport
+from vectorport.testing import clustered_vectors, query_vectors
+
+K = 10
+SEED = 7
+LANGS = ("en", "fr", "de", "ja", "pt")
+FILTERS: dict[str, dict[str, Any] | None] = {"none": None, '{"lang": "fr"}': {"lang": "fr"}}
+BATCH = 1_000
+# vectorport's pgvector query defaults (docs/backends/pgvector.md): ef_search max(100, 2k)
+# unfiltered and 1,000 filtered, strict_order iterative scan, 100,000 tuples, 4x work_mem.
+PG_GUCS = {
+    "hnsw.iterative_scan": "strict_order",
+    "hnsw.max_scan_tuples": "100000",
+    "hnsw.scan_mem_multiplier": "4",
+}
+ALL_BACKENDS = ("memory", "pgvector", "chroma", "s3vectors")
+
+Query = Callable[[np.ndarray, dict[str, Any] | None], list[str]]
+
+
+def local_server_class() -> Any:
+    """The local S3 Vectors server class, from where this tree keeps it (it moved)."""
+    try:
+        from vectorport.bucketserver import LocalServer
+    except ImportError:
+        from vectorport.backends.s3vectors.server import LocalServer  # type: ignore[no-redef]
+    return LocalServer
+
+
+class Dataset:
+    def __init__(self, n: int, dim: int, queries: int) -> None:
+        self.vectors, _ = clustered_vectors(n, dim, clusters=64, seed=SEED)
+        self.keys = [f"docs/file{i // 10}.md#chunk{i % 10}" for i in range(n)]
+        self.metas: list[dict[str, Any]] = [{"lang": LANGS[i % len(LANGS)], "n": i} for i in range(n)]
+        self.texts = [f"chunk {i} of file {i // 10}" for i in range(n)]
+        self.queries = query_vectors(queries, dim, clusters=64, seed=SEED)
+
+    def load(self, store: Any) -> float:
+        began = time.perf_counter()
+        for lo in range(0, len(self.keys), BATCH):
+            store.upsert(
+                vectorport.Record(self.keys[i], self.vectors[i], self.metas[i], self.texts[i])
+                for i in range(lo, min(lo + BATCH, len(self.keys)))
+            )
+        return time.perf_counter() - began
+
+
+class Bench:
+    """One backend: a vectorport store and the raw client doing the same search."""
+
+    def __init__(self, store: Any, raw: Query) -> None:
+        self.store = store
+        self.raw = raw
+
+    def vp(self, q: np.ndarray, where: dict[str, Any] | None) -> list[str]:
+        return [m.key for m in self.store.query(q, k=K, filter=where)]
+
+
+def close_all(cleanup: list[Callable[[], Any]]) -> None:
+    """Undo what an opener set up, last first, every step even when one fails."""
+    for step in reversed(cleanup):
+        try:
+            step()
+        except Exception as exc:
+            print(f"cleanup: {exc!r}", file=sys.stderr)
+
+
+def open_memory(data: Dataset, root: Path, cleanup: list[Callable[[], Any]]) -> tuple[Any, Query]:
+    store = vectorport.connect("memory://bench", dimension=data.vectors.shape[1], metric="cosine")
+    cleanup.append(store.close)
+    data.load(store)
+    norms = np.linalg.norm(data.vectors, axis=1, keepdims=True)
+    unit = (data.vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
+    keys = np.array(data.keys, dtype=object)
+    subsets: dict[str | None, tuple[np.ndarray, np.ndarray]] = {None: (np.arange(len(keys)), unit)}
+    fr = np.array([m["lang"] == "fr" for m in data.metas])
+    rows = np.flatnonzero(fr)
+    subsets["fr"] = (rows, unit[rows])
+
+    def raw(q: np.ndarray, where: dict[str, Any] | None) -> list[str]:
+        rows, matrix = subsets[None if where is None else where["lang"]]
+        cos = matrix @ (q / np.linalg.norm(q)).astype(np.float32)
+        top = np.argpartition(-cos, K)[:K] if len(cos) > K else np.arange(len(cos))
+        dist = np.clip(1.0 - cos[top].astype(np.float64), 0.0, 2.0)
+        return [key for _, key in sorted(zip(dist.tolist(), keys[rows[top]].tolist(), strict=True))]
+
+    return store, raw
+
+
+def _cli(*args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "vectorport", *args, "--json"], check=True, capture_output=True, text=True
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def open_pgvector(data: Dataset, root: Path, cleanup: list[Callable[[], Any]]) -> tuple[Any, Query]:
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    pgdir = root / "pg"
+    uri = _cli("pgvector", "start", str(pgdir))["uri"]
+    cleanup.append(lambda: _cli("pgvector", "stop", str(pgdir)))
+    store = vectorport.connect(
+        f"pgvector://{pgdir}?table=bench", dimension=data.vectors.shape[1], metric="cosine"
+    )
+    cleanup.append(store.close)
+    data.load(store)
+    conn = psycopg.connect(uri, autocommit=True)
+    cleanup.append(conn.close)
+    register_vector(conn)
+    conn.execute("ANALYZE bench")
+    applied: dict[str, str] = {}
+    statements = {
+        False: "SELECT key, embedding <=> %(q)s AS distance, metadata, text FROM bench "
+        "ORDER BY embedding <=> %(q)s LIMIT %(k)s",
+        True: "SELECT key, embedding <=> %(q)s AS distance, metadata, text FROM bench "
+        "WHERE metadata @> %(f)s ORDER BY embedding <=> %(q)s LIMIT %(k)s",
+    }
+
+    def raw(q: np.ndarray, where: dict[str, Any] | None) -> list[str]:
+        wanted = {
+            **PG_GUCS,
+            "hnsw.ef_search": "1000" if where is not None else str(min(1000, max(100, 2 * K))),
+        }
+        if wanted != applied:  # session settings, sent only when they change (as vectorport does)
+            for name, value in wanted.items():
+                conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+            applied.clear()
+            applied.update(wanted)
+        params: dict[str, Any] = {"q": q, "k": K}
+        if where is not None:
+            params["f"] = Jsonb(where)
+        rows = conn.execute(statements[where is not None], params, binary=True, prepare=True).fetchall()
+        return [row[0] for row in rows]
+
+    return store, raw
+
+
+def open_chroma(data: Dataset, root: Path, cleanup: list[Callable[[], Any]]) -> tuple[Any, Query]:
+    import chromadb
+    from chromadb.config import Settings
+
+    path = root / "chroma"
+    store = vectorport.connect(
+        f"chroma://{path}?collection=bench", dimension=data.vectors.shape[1], metric="cosine"
+    )
+    cleanup.append(store.close)
+    data.load(store)
+    # The same settings as vectorport's client: chromadb shares one system per path and
+    # refuses a second client of that path with different settings.
+    collection = chromadb.PersistentClient(
+        str(path), settings=Settings(anonymized_telemetry=False)
+    ).get_collection("bench")
+
+    def raw(q: np.ndarray, where: dict[str, Any] | None) -> list[str]:
+        res = collection.query(
+            query_embeddings=[q],
+            n_results=K,
+            where=where,
+            include=["distances", "metadatas", "documents"],
+        )
+        return list(res["ids"][0])
+
+    return store, raw
+
+
+def open_s3vectors(data: Dataset, root: Path, cleanup: list[Callable[[], Any]]) -> tuple[Any, Query]:
+    import boto3
+
+    # The local server checks no signature; boto3 only needs some credentials to sign with.
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
+    server = local_server_class()()
+    url = server.start()
+    cleanup.append(server.stop)
+    store = vectorport.connect(
+        f"s3vectors://bench-bucket/bench?endpoint_url={url}&region=us-east-1",
+        dimension=data.vectors.shape[1],
+        metric="cosine",
+    )
+    cleanup.append(store.close)
+    data.load(store)
+    client = boto3.client("s3vectors", endpoint_url=url, region_name="us-east-1")
+
+    def raw(q: np.ndarray, where: dict[str, Any] | None) -> list[str]:
+        request: dict[str, Any] = {}
+        if where is not None:
+            request["filter"] = where
+        resp = client.query_vectors(
+            vectorBucketName="bench-bucket",
+            indexName="bench",
+            queryVector={"float32": q.tolist()},
+            topK=K,
+            returnDistance=True,
+            returnMetadata=True,
+            **request,
+        )
+        return [hit["key"] for hit in resp["vectors"]]
+
+    return store, raw
+
+
+OPENERS = {
+    "memory": open_memory,
+    "pgvector": open_pgvector,
+    "chroma": open_chroma,
+    "s3vectors": open_s3vectors,
+}
+
+
+def ms(values: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(values) * 1000.0, p))
+
+
+def measure(
+    bench: Bench, warm: np.ndarray, queries: np.ndarray, where: dict[str, Any] | None
+) -> dict[str, Any]:
+    for q in warm:
+        bench.vp(q, where)
+        bench.raw(q, where)
+    vp_s: list[float] = []
+    raw_s: list[float] = []
+    agree: list[float] = []
+    for i, q in enumerate(queries):
+        got: dict[str, list[str]] = {}
+        sides: list[tuple[str, Query, list[float]]] = [("vp", bench.vp, vp_s), ("raw", bench.raw, raw_s)]
+        for name, run, times in sides if i % 2 == 0 else sides[::-1]:
+            began = time.perf_counter()
+            got[name] = run(q, where)
+            times.append(time.perf_counter() - began)
+        agree.append(len(set(got["vp"]) & set(got["raw"])) / max(1, len(got["raw"])))
+    out = {
+        "vectorport_p50_ms": ms(vp_s, 50),
+        "vectorport_p95_ms": ms(vp_s, 95),
+        "raw_p50_ms": ms(raw_s, 50),
+        "raw_p95_ms": ms(raw_s, 95),
+    }
+    out["ratio_p50"] = out["vectorport_p50_ms"] / out["raw_p50_ms"]
+    out["ratio_p95"] = out["vectorport_p95_ms"] / out["raw_p95_ms"]
+    out["agreement"] = float(np.mean(agree))
+    return {key: round(value, 4) for key, value in out.items()}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        f"{'backend':<10} {'filter':<15} {'vp p50':>8} {'vp p95':>8} {'raw p50':>8} {'raw p95':>8} "
+        f"{'p50 ratio':>9} {'p95 ratio':>9} {'agree':>6}"
+    )
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"{row['backend']:<10} {row.get('filter', ''):<15} error: {row['error']}")
+            continue
+        lines.append(
+            f"{row['backend']:<10} {row['filter']:<15} {row['vectorport_p50_ms']:>8.2f} "
+            f"{row['vectorport_p95_ms']:>8.2f} {row['raw_p50_ms']:>8.2f} {row['raw_p95_ms']:>8.2f} "
+            f"{row['ratio_p50']:>9.3f} {row['ratio_p95']:>9.3f} {row['agreement']:>6.3f}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=10, help="untimed queries per side and filter")
+    parser.add_argument("--backends", default=",".join(ALL_BACKENDS))
+    parser.add_argument("--json", action="store_true", help="JSON on stdout, the table on stderr")
+    args = parser.parse_args()
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = sorted(set(backends) - set(ALL_BACKENDS))
+    if unknown:
+        parser.error(f"unknown backends {unknown}; choose among {', '.join(ALL_BACKENDS)}")
+
+    data = Dataset(args.n, args.dim, args.queries)
+    warm = (
+        query_vectors(args.warmup, args.dim, clusters=64, seed=SEED + 1) if args.warmup else data.queries[:0]
+    )
+    report: dict[str, Any] = {
+        "vectorport": str(Path(vectorport.__file__).parent),
+        "n": args.n,
+        "dim": args.dim,
+        "queries": args.queries,
+        "warmup": args.warmup,
+        "k": K,
+        "load_avg_start": [round(x, 2) for x in os.getloadavg()],
+        "load_s": {},
+        "results": [],
+    }
+    log = sys.stderr if args.json else sys.stdout
+    root = Path(tempfile.mkdtemp(prefix="vectorport-overhead-"))
+    # When run as root the embedded PostgreSQL runs as another user that must reach its directory.
+    root.chmod(0o755)
+    try:
+        for backend in backends:
+            cleanup: list[Callable[[], Any]] = []
+            try:
+                began = time.perf_counter()
+                store, raw = OPENERS[backend](data, root, cleanup)
+                report["load_s"][backend] = round(time.perf_counter() - began, 2)
+                bench = Bench(store, raw)
+                print(f"{backend}: loaded {args.n} x {args.dim} in {report['load_s'][backend]} s", file=log)
+                for label, where in FILTERS.items():
+                    row = {"backend": backend, "filter": label, **measure(bench, warm, data.queries, where)}
+                    report["results"].append(row)
+                    print(table([row]).splitlines()[-1], file=log)
+            except Exception as exc:  # one backend failing must not hide the others
+                report["results"].append({"backend": backend, "error": f"{type(exc).__name__}: {exc}"})
+                print(f"{backend}: {type(exc).__name__}: {exc}", file=log)
+            finally:
+                close_all(cleanup)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    report["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    print(file=log)
+    print(table(report["results"]), file=log)
+    print(f"load average start {report['load_avg_start']}, end {report['load_avg_end']}", file=log)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

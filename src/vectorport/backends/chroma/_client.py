@@ -1,0 +1,175 @@
+"""Reaching Chroma: the embedded ``PersistentClient`` or a ``chroma run`` server's
+``HttpClient``, from a URL and options; closing what chromadb leaves open."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import chromadb
+from chromadb.api import ClientAPI
+from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
+
+from ..._url import StoreURL
+from ...exceptions import ConfigurationError
+from .errors import map_errors
+
+__all__ = ["DATABASE_FILE", "Target", "close_client", "embedded_client", "resolve"]
+
+DATABASE_FILE = "chroma.sqlite3"  # what PersistentClient creates in its directory
+
+_HNSW_KEYS = (
+    "batch_size",
+    "ef_construction",
+    "ef_search",
+    "max_neighbors",
+    "num_threads",
+    "resize_factor",
+    "sync_threshold",
+)
+_HNSW_FLOATS = frozenset({"resize_factor"})
+
+_NAME_RULE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a chroma URL points: the collection, HNSW settings, and either the embedded
+    directory (``path``; the client is made on first use) or a connected ``client``."""
+
+    collection: str
+    hnsw: dict[str, int | float]
+    path: str | None = None
+    client: Any = None
+
+
+def resolve(url: StoreURL, options: Mapping[str, Any]) -> Target:
+    """Parse a ``chroma://`` / ``chroma+http(s)://`` URL and ``connect()`` options; connect to a
+    server (not to an embedded directory)."""
+    params = dict(url.params)
+    opts = dict(options)
+    collection = params.pop("collection", None) or opts.pop("collection", None)
+    hnsw = _hnsw(params, opts)
+    if url.scheme == "chroma":
+        if opts or params:
+            raise ConfigurationError(
+                f"chroma: unknown options for an embedded store: {sorted({*opts, *params})}"
+            )
+        path = local_path(url)
+        if not collection:
+            raise ConfigurationError(
+                f"{url.masked}: name the collection, e.g. chroma://{path}?collection=docs"
+            )
+        check_name(collection)
+        return Target(collection, hnsw, path=path)
+    if url.scheme not in ("chroma+http", "chroma+https"):
+        raise ConfigurationError(f"chroma: unsupported URL scheme {url.scheme!r}")
+    collection = collection or url.path.strip("/")
+    if not collection:
+        raise ConfigurationError(
+            f"{url.masked}: name the collection, e.g. {url.scheme}://host:8000?collection=docs"
+        )
+    check_name(collection)
+    tenant = params.pop("tenant", None) or opts.pop("tenant", DEFAULT_TENANT)
+    database = params.pop("database", None) or opts.pop("database", DEFAULT_DATABASE)
+    headers = opts.pop("headers", None)
+    if opts or params:
+        raise ConfigurationError(f"chroma: unknown options {sorted({*opts, *params})}")
+    https = url.scheme == "chroma+https"
+    with map_errors(f"chroma server {url.masked}: connect"):
+        try:
+            client = chromadb.HttpClient(
+                host=url.host or "localhost",
+                port=url.port or (443 if https else 8000),
+                ssl=https,
+                headers=headers,
+                settings=_settings(),
+                tenant=tenant,
+                database=database,
+            )
+        except BaseException as exc:
+            _close_failed_client(exc)
+            raise
+    return Target(collection, hnsw, client=client)
+
+
+def _hnsw(params: dict[str, Any], options: dict[str, Any]) -> dict[str, int | float]:
+    """HNSW settings from URL parameters and options (both consumed)."""
+    hnsw: dict[str, int | float] = dict(options.pop("hnsw", None) or {})
+    for key in _HNSW_KEYS:
+        raw = params.pop(key, None)
+        if key in options:
+            raw = options.pop(key)
+        if raw is not None:
+            try:
+                hnsw[key] = float(raw) if key in _HNSW_FLOATS else int(raw)
+            except (TypeError, ValueError):
+                raise ConfigurationError(f"chroma: {key} must be a number, got {raw!r}") from None
+    unknown_hnsw = set(hnsw) - set(_HNSW_KEYS)
+    if unknown_hnsw:
+        raise ConfigurationError(f"chroma: unknown HNSW settings {sorted(unknown_hnsw)}")
+    return hnsw
+
+
+def local_path(url: StoreURL) -> str:
+    """The absolute directory of an embedded ``chroma://`` URL."""
+    # Taken from the raw URL: urlsplit would lower-case a relative path's first part.
+    rest = url.raw.split("://", 1)[1]
+    rest = re.split(r"[?#]", rest, maxsplit=1)[0]
+    path = unquote(rest)
+    if not path:
+        raise ConfigurationError(f"{url.masked}: name a directory, e.g. chroma:///abs/dir or chroma://./dir")
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def check_name(name: str) -> None:
+    """Refuse a name Chroma would refuse, before any I/O."""
+    if not _NAME_RULE.match(name) or ".." in name:
+        raise ConfigurationError(
+            f"chroma collection names are 3-512 characters from [a-zA-Z0-9._-], start and end "
+            f"with a letter or digit and hold no '..'; got {name!r}"
+        )
+
+
+def embedded_client(path: str) -> Any:
+    """A ``PersistentClient`` on ``path`` (creates the database when missing)."""
+    return chromadb.PersistentClient(path=path, settings=_settings())
+
+
+def close_client(client: Any) -> None:
+    """Close a client and the HTTP sessions chromadb leaves open."""
+    sessions = _sessions(client)
+    client.close()
+    for session in sessions:
+        session.close()
+
+
+def _settings() -> Settings:
+    # A new one per client: HttpClient writes its host and port into the object it is given.
+    return Settings(anonymized_telemetry=False)
+
+
+def _sessions(client: Any) -> list[Any]:
+    """The httpx sessions of an HttpClient and its internal admin client. chromadb gives each
+    a System of its own but never closes their sessions, leaking sockets (ResourceWarning);
+    PersistentClient's API object has none."""
+    admin = getattr(client, "_admin_client", None)
+    servers = [getattr(client, "_server", None), getattr(admin, "_server", None)]
+    return [s for s in (getattr(server, "_session", None) for server in servers) if s is not None]
+
+
+def _close_failed_client(exc: BaseException) -> None:
+    """Close the sessions of an HttpClient whose constructor raised (no server, no tenant):
+    chromadb releases its Systems then, but not their sessions, and the caller never gets the
+    object. It is the ``self`` of a frame in the traceback."""
+    tb = exc.__traceback__
+    while tb is not None:
+        obj = tb.tb_frame.f_locals.get("self")
+        if isinstance(obj, ClientAPI):
+            for session in _sessions(obj):
+                session.close()
+        tb = tb.tb_next
