@@ -27,6 +27,7 @@ __all__ = [
     "Columns",
     "IndexKind",
     "Layout",
+    "render_schema",
 ]
 
 # pgvector limits (README "Indexing"): vector columns hold up to 16,000 dims; HNSW indexes
@@ -470,3 +471,16 @@ def check_table_name(name: str) -> None:
             f"table name {name!r} is longer than {_MAX_TABLE_BYTES} UTF-8 bytes (PostgreSQL truncates "
             "identifiers at 63 bytes and vectorport derives index and function names from it)"
         )
+
+
+def render_schema(layout: Layout, *, functions: bool = True) -> str:
+    """SQL text (no connection needed) for a collection: table, indexes, RPC functions."""
+    statements = list(layout.table_ddl())
+    if functions:
+        statements += layout.rpc_functions()
+    header = (
+        f"-- vectorport pgvector collection {layout.schema}.{layout.table}: "
+        f"{layout.dimension} dims, {layout.metric.value}, index={layout.index}\n"
+        "CREATE EXTENSION IF NOT EXISTS vector;\n\n"
+    )
+    return header + "\n\n".join(s.as_string(None) + ";" for s in statements) + "\n"
