@@ -17,6 +17,7 @@ from ..._validate import Batch
 from ...filters import parse_filter
 from ._codec import copy_binary
 from ._index import IndexMixin
+from .filters import TRUE
 
 __all__ = ["ReadWriteMixin"]
 
@@ -91,13 +92,13 @@ class ReadWriteMixin(IndexMixin):
         """Delete by keys, or (in one SQL statement, for speed) every record matching ``filter``."""
         if keys is not None or filter is None:
             return super().delete(keys, filter=filter)
-        where = parse_filter(filter)
-        pred = self._compiler().where(where)
+        node = parse_filter(filter)
+        pred = TRUE if node is None else self._compile_filter(node)
         self._prepare_writes()
         with self._errors("delete"):
             conn, _ = self._conn()
             cur = conn.execute(
-                sql.SQL("DELETE FROM {} WHERE {}").format(self.layout.qualified, pred.sql), pred.params
+                sql.SQL("DELETE FROM {} AS t WHERE {}").format(self.layout.qualified, pred.sql), pred.params
             )
         return max(cur.rowcount, 0)
 

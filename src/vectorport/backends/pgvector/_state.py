@@ -157,7 +157,8 @@ class StoreState(BaseStore[Predicate]):
         return PgFilterCompiler(columns.metadata_expr(prefix))
 
     def _compile_filter(self, where: FilterNode) -> Predicate:
-        # Every search statement names the table ``t``, so one compilation serves them all.
+        # Every statement with a filter (searches, DELETE) names the table ``t``, so one
+        # compilation serves them all.
         return self._compiler("t").compile(where)
 
     def _columns(self, include: frozenset[Include], prefix: str | None = None) -> list[sql.Composable]:
