@@ -21,7 +21,7 @@ from ..._url import StoreURL
 from ...exceptions import ConfigurationError
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
-from ._embedded import resolve_data_dir
+from ._embedded import embedded_data_dir
 from ._index import BULK_SMALL as BULK_SMALL
 from ._io import ReadWriteMixin
 from ._options import BUILD_MEMORY_CAP_KB as BUILD_MEMORY_CAP_KB
@@ -102,7 +102,7 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
             raw = unquote(parts.netloc + parts.path)
             if parts.netloc and not parts.netloc.startswith((".", "~")):
                 raw = f"./{raw}"
-            return cls(url, str(table), data_dir=resolve_data_dir(raw), options=opts)
+            return cls(url, str(table), data_dir=embedded_data_dir(raw), options=opts)
         if url.scheme not in ("postgresql", "postgres"):
             raise ConfigurationError(f"pgvector does not serve the URL scheme {url.scheme!r}")
         parts = urlsplit(url.raw)
