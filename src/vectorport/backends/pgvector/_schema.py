@@ -27,6 +27,8 @@ __all__ = [
     "Columns",
     "IndexKind",
     "Layout",
+    "render_schema",
+    "schema_sql",
 ]
 
 # pgvector limits (README "Indexing"): vector columns hold up to 16,000 dims; HNSW indexes
@@ -470,3 +472,55 @@ def check_table_name(name: str) -> None:
             f"table name {name!r} is longer than {_MAX_TABLE_BYTES} UTF-8 bytes (PostgreSQL truncates "
             "identifiers at 63 bytes and vectorport derives index and function names from it)"
         )
+
+
+def render_schema(layout: Layout, *, functions: bool = True) -> str:
+    """SQL text (no connection needed) for a collection: table, indexes, RPC functions."""
+    statements = list(layout.table_ddl())
+    if functions:
+        statements += layout.rpc_functions()
+    header = (
+        f"-- vectorport pgvector collection {layout.schema}.{layout.table}: "
+        f"{layout.dimension} dims, {layout.metric.value}, index={layout.index}\n"
+        "CREATE EXTENSION IF NOT EXISTS vector;\n\n"
+    )
+    return header + "\n\n".join(s.as_string(None) + ";" for s in statements) + "\n"
+
+
+def schema_sql(
+    table: str,
+    dimension: int,
+    metric: str | Metric = "cosine",
+    *,
+    schema: str = "public",
+    index: IndexKind = "hnsw",
+    m: int = 16,
+    ef_construction: int = 64,
+    language: str = "english",
+    functions: bool = True,
+) -> str:
+    """The SQL of a collection exactly as vectorport creates it, so vectorport can open a table
+    made from it: the table, its HNSW and GIN indexes and (unless ``functions=False``) the
+    search functions ``match_<table>`` and ``hybrid_match_<table>``, callable over Supabase RPC.
+
+    Parameters
+    ----------
+    table, dimension, metric
+        The collection's table name, vector dimension and metric (cosine, euclidean or dot).
+    schema, index, m, ef_construction, language
+        As the pgvector URL options of the same names.
+    functions
+        Include the RPC functions.
+
+    Raises
+    ------
+    ConfigurationError
+        A bad name, metric, dimension or option; nothing is connected to.
+
+    Examples
+    --------
+    >>> print(schema_sql("docs", 384).splitlines()[0])
+    -- vectorport pgvector collection public.docs: 384 dims, cosine, index=hnsw
+    """
+    layout = Layout(schema, table, dimension, Metric.parse(metric), index, m, ef_construction, language)
+    return render_schema(layout, functions=functions)

@@ -1,0 +1,84 @@
+"""Connections of a pgvector store: how one is opened, the once-per-store extension check, and
+one connection per thread with what vectorport has set up in its session."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+__all__ = ["MIN_PGVECTOR", "Connections", "Session", "check_extension", "open_connection"]
+
+log = logging.getLogger("vectorport.pgvector")
+
+MIN_PGVECTOR = (0, 8, 0)  # iterative index scans
+
+
+def open_connection(conninfo: str) -> psycopg.Connection[Any]:
+    """An autocommit connection, named ``vectorport`` and given up after 10 s unless
+    ``conninfo`` says otherwise."""
+    kwargs: dict[str, Any] = {"autocommit": True}
+    if "application_name" not in conninfo:
+        kwargs["application_name"] = "vectorport"
+    if "connect_timeout" not in conninfo:
+        kwargs["connect_timeout"] = 10
+    return psycopg.connect(conninfo, **kwargs)
+
+
+def check_extension(conn: psycopg.Connection[Any]) -> None:
+    """Create the ``vector`` extension when it is missing; warn when it is older than 0.8.0."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row is None:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    version = tuple(int(x) for x in re.findall(r"\d+", str(row[0] if row else "0"))[:3])
+    if version < MIN_PGVECTOR:
+        log.warning(
+            "pgvector %s is older than 0.8.0: no iterative index scans, so filtered HNSW "
+            "queries may return fewer than k rows; upgrade the extension or use index=exact",
+            ".".join(map(str, version)),
+        )
+
+
+@dataclass
+class Session:
+    """One connection and what vectorport has set up in its session."""
+
+    conn: psycopg.Connection[Any]
+    staged: set[str] = field(default_factory=set)
+    """Temp staging tables created in this session."""
+    gucs: dict[str, str] = field(default_factory=dict)
+    """``hnsw.*`` settings this session holds (set at session level, outside transactions)."""
+    applied: tuple[tuple[str, str], ...] | None = None
+    """The last settings tuple brought about, for an identity check before comparing."""
+
+
+class Connections:
+    """One connection per thread (psycopg connections serialise their use), closed together."""
+
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
+        self._connect = connect
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[psycopg.Connection[Any]] = []
+
+    def get(self) -> Session:
+        session: Session | None = getattr(self._local, "session", None)
+        if session is None or session.conn.closed or session.conn.broken:
+            session = Session(self._connect())
+            self._local.session = session
+            with self._lock:
+                self._all.append(session.conn)
+        return session
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()

