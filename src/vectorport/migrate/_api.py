@@ -137,7 +137,7 @@ def migrate(
     >>> _ = src.upsert([vectorport.Record(f"doc#{i}", [1.0, i], {"i": i}, "t") for i in range(5)])
     >>> report = vectorport.migrate("memory://doctest-migrate-src", "memory://doctest-migrate-dst")
     >>> report.status, report.exit_code, report.copy.records
-    ('verified', 0, 5)
+    ('verified', <ExitCode.OK: 0>, 5)
     >>> src.drop(); vectorport.connect("memory://doctest-migrate-dst").drop()
     """
     started = time.monotonic()
