@@ -19,6 +19,7 @@ PINNED_ALL = [
     "CollectionSpec",
     "ConfigurationError",
     "ConflictError",
+    "Embedder",
     "FilterError",
     "Include",
     "Match",

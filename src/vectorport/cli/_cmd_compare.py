@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .._embedder import Embedder
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError
 from ._common import err_console, make_console, out_console, parse_json_arg, reported_errors
@@ -42,8 +43,8 @@ def _stores(urls: list[str]) -> dict[str, str] | list[str]:
     return out
 
 
-def _embedder(spec: str | None, first_url: str) -> Any:
-    """``texts -> vectors`` from vectorport.ingest: ``spec``, else the model the first store records."""
+def _embedder(spec: str | None, first_url: str) -> Embedder:
+    """An embedder from vectorport.ingest: ``spec``, else the model the first store records."""
     if importlib.util.find_spec("vectorport.ingest") is None:
         raise ConfigurationError(
             "text queries need vectorport.ingest's embedders, which this build lacks; give vectors"
@@ -52,8 +53,7 @@ def _embedder(spec: str | None, first_url: str) -> Any:
     from ..ingest import embedder_for
 
     with connect(first_url) as store:
-        emb = embedder_for(store, spec)
-    return emb.embed_queries
+        return embedder_for(store, spec)
 
 
 def compare(

@@ -32,13 +32,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .._base import bulk_load_of
+from .._embedder import Embedder
 from .._models import Record
 from .._protocol import VectorStore
 from .chunker import Chunk, Chunker, ChunkingConfig
 from .compat import check_embedder
 from .corpus import Corpus, SourceFile
 from .documents import Document, sha256_hex
-from .embedders.base import Embedder
 from .loaders import loader_for
 
 __all__ = ["DocumentOutcome", "Indexer", "IngestReport", "ProgressFn", "chunk_key", "read_state"]

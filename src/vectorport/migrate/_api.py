@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._embedder import Embedder
 from .._retry import RetryPolicy
 from ..exceptions import ConfigurationError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
 from ._plan import MigrationPlan, PlanRefusedError, build_plan
-from ._reembed import Embedder, load_embedder
+from ._reembed import load_embedder
 from ._report import DEFAULT_CAP, MigrationReport
 from ._run import copy_records
 from ._transform import MetadataPolicy, Transformer
