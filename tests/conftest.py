@@ -27,7 +27,6 @@ from typing import Any
 import pytest
 
 SUPABASE_KEY = "test-service-role-key"
-BACKENDS = ("chroma", "pgvector", "s3vectors")
 _names = itertools.count()
 
 

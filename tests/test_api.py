@@ -19,6 +19,7 @@ PINNED_ALL = [
     "CollectionSpec",
     "ConfigurationError",
     "ConflictError",
+    "Embedder",
     "FilterError",
     "Include",
     "Match",
@@ -76,6 +77,14 @@ def test_import_loads_no_driver() -> None:
         ),
         ("chroma+http://h:8000?collection=d&token=abc", "chroma+http://h:8000?collection=d&token=***"),
         ("memory://docs", "memory://docs"),
+        (
+            "postgresql://u@h/db?table=t&key_column=id&sslpassword=p&passfile=/f&api_key=k",
+            "postgresql://u@h/db?table=t&key_column=id&sslpassword=***&passfile=***&api_key=***",
+        ),
+        (
+            "s3vectors://b/i?aws_session_token=t&auth_provider=x.Y&secretKey=s&Authorization=a",
+            "s3vectors://b/i?aws_session_token=***&auth_provider=x.Y&secretKey=***&Authorization=***",
+        ),
     ],
 )
 def test_secrets_are_masked(url: str, masked: str) -> None:

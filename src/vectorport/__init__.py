@@ -12,6 +12,7 @@ move chunk stores between them without silent damage.
 
 from ._base import BaseStore
 from ._capabilities import Capabilities, MetadataRules
+from ._embedder import Embedder
 from ._models import CollectionSpec, Include, Match, Metric, QueryResult, Record, ScanPage
 from ._protocol import VectorStore
 from ._registry import available_backends, connect
@@ -48,6 +49,7 @@ __all__ = [
     "ComparisonResult",
     "ConfigurationError",
     "ConflictError",
+    "Embedder",
     "FilterError",
     "Include",
     "Match",

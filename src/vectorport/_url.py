@@ -1,4 +1,10 @@
-"""Store URLs: parsing, and masking of secrets in everything printed."""
+"""Store URLs: parsing, and masking of secrets in everything printed.
+
+A query parameter is secret when its *last* word names a secret: ``password``, ``key``,
+``api_key``, ``sslkey``, ``aws_session_token``, ``credentials`` are masked; ``key_column`` (a
+column), ``auth_provider`` (a class name) or ``token_url`` are not. The rule knows no backend's
+option names, so a backend's plain options need no declaration.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,8 @@ from .exceptions import ConfigurationError
 
 __all__ = ["StoreURL", "mask_url"]
 
-_SECRET_PARAMS = re.compile(r"(?i)(pass(word)?|secret|token|key|apikey|api_key|auth|credential)")
-_PLAIN_PARAMS = re.compile(r"(?i)^\w+_column$")  # column names (pgvector key_column=id), not secrets
+_SECRET_WORD = re.compile(r"(?i)pass|secret|token|key|auth|credential")
+_WORD_BREAK = re.compile(r"[\W_]+")
 MASK = "***"
 
 
@@ -68,7 +74,8 @@ class StoreURL:
 
 
 def _secret(param: str) -> bool:
-    return bool(_SECRET_PARAMS.search(param)) and not _PLAIN_PARAMS.match(param)
+    words = [w for w in _WORD_BREAK.split(param) if w]
+    return bool(words) and bool(_SECRET_WORD.search(words[-1]))
 
 
 def mask_url(url: str) -> str:

@@ -11,20 +11,14 @@ import pytest
 import vectorport
 from vectorport.ingest import ChunkingConfig, HashEmbedder, diagnose, ingest, search
 
+from .._backends import each_backend
 from .ingest_helpers import long_markdown
 
 SMALL = ChunkingConfig(60, 8, 10)
 _names = itertools.count()
 
 
-BACKENDS = [
-    pytest.param("chroma", marks=pytest.mark.chroma),
-    pytest.param("pgvector", marks=pytest.mark.pgvector),
-    pytest.param("s3vectors", marks=pytest.mark.s3vectors),
-]
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", each_backend())
 def test_ingest_cycle(
     backend: str, url_for: Callable[..., str], tree: Callable[[dict[str, str]], Path]
 ) -> None:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 import vectorport
 from vectorport import Record, TransientError
+from vectorport._exit import ExitCode
 from vectorport._retry import RetryPolicy
 from vectorport._validate import Batch
 from vectorport.backends.memory import MemoryStore
@@ -340,7 +341,16 @@ def test_cli_migrate_and_verify_json(source: str, tmp_path: Path) -> None:
     assert res.exit_code == 0 and json.loads(res.stdout)["ok"]
     vectorport.connect(dst).upsert([Record("extra#2", [1.0] * DIM)])
     res = runner.invoke(app, ["verify", source, dst])
-    assert res.exit_code == 2 and "extra#2" in res.stdout
+    assert res.exit_code == ExitCode.PROBLEM == 1 and "extra#2" in res.stdout
+
+
+def test_cli_migrate_with_differences_exits_1(source: str) -> None:
+    dst = fresh("cli-extra")
+    vectorport.connect(dst, dimension=DIM).upsert([Record("extra#3", [1.0] * DIM)])
+    res = runner.invoke(app, ["migrate", source, dst, "--json"])
+    data = json.loads(res.stdout)
+    assert res.exit_code == ExitCode.PROBLEM == data["exit_code"] == 1, res.output
+    assert data["status"] == "differences" and data["verification"]["extra"]["items"] == ["extra#3"]
 
 
 def test_cli_plan_human_output(source: str) -> None:
@@ -351,6 +361,6 @@ def test_cli_plan_human_output(source: str) -> None:
 
 def test_cli_reembed_and_bad_shard_exit_codes(source: str) -> None:
     res = runner.invoke(app, ["migrate", source, fresh("r"), "--reembed", "hash:nope"])
-    assert res.exit_code == 3 and "bad hash embedder" in res.output, res.output
+    assert res.exit_code == ExitCode.FAILURE == 3 and "bad hash embedder" in res.output, res.output
     res = runner.invoke(app, ["migrate", source, fresh("r"), "--shard", "nope"])
-    assert res.exit_code == 3
+    assert res.exit_code == ExitCode.FAILURE

@@ -12,17 +12,12 @@ import vectorport
 from vectorport._json import json_equal
 from vectorport.migrate import MetadataPolicy, PlanRefusedError, Transformer
 
+from .._backends import backend_pairs
 from ._migrate_data import N, all_records
 
-BACKENDS = ("chroma", "pgvector", "s3vectors")
 LoadedSource = Callable[[str], tuple[str, list[Any]]]
 
-
-def _pair(a: str, b: str) -> Any:
-    return pytest.param(a, b, marks=[getattr(pytest.mark, a), getattr(pytest.mark, b)], id=f"{a}-to-{b}")
-
-
-PAIRS = [_pair(a, b) for a in BACKENDS for b in BACKENDS if a != b]
+PAIRS = backend_pairs()
 
 
 @pytest.mark.parametrize(("src", "dst"), PAIRS)

@@ -2,7 +2,9 @@
 
 Each command lives in a ``_cmd_<name>.py`` module defining ``register(app)``; every such module is
 imported here, so adding a command never edits a shared file. Results go to stdout (JSON with
-``--json``), logs and progress to stderr. Exit codes are documented per command.
+``--json``), logs and progress to stderr. Every command exits with a code of one table,
+:class:`vectorport._exit.ExitCode` (0 ok, 1 a check found a problem, 2 usage, 3 a backend
+failed, 4 a migration plan refused); each command's module says what its codes mean for it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``vectorport bucket serve``: the local S3-Vectors-compatible server.
 
-Exit codes: 0 after a clean stop (SIGINT/SIGTERM), 2 for bad options or a missing driver.
+Exit codes (:class:`vectorport._exit.ExitCode`): 0 after a clean stop (SIGINT/SIGTERM), 2 for
+bad options or a missing driver.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import EXIT_USAGE, JsonOption, err_console
+from .._exit import ExitCode
+from ._common import JsonOption, err_console
 
 __all__ = ["register"]
 
@@ -57,7 +59,7 @@ def serve(
     """
     if importlib.util.find_spec("botocore") is None:
         err_console.print("[red]error:[/red] the server needs botocore: pip install 'vectorport[s3vectors]'")
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(ExitCode.USAGE)
     from ..bucketserver import serve as run
 
     run(

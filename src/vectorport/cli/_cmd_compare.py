@@ -1,11 +1,13 @@
 """``vectorport compare URL [URL …]``: the same queries against every store, judged by exact search.
 
-Exit codes:
+Exit codes, from :class:`vectorport._exit.ExitCode`:
 
-* 0 — every gate held (or no gate was set)
-* 1 — a gate failed; stderr names each failing gate, stdout shows the worst queries' diffs
-* 2 — bad arguments, URL, filter or query file (also click's code for a malformed command line)
-* 3 — operational failure: a backend failed or was unreachable
+* 0 ``OK`` — every gate held (or no gate was set)
+* 1 ``PROBLEM`` — a gate failed; stderr names each failing gate, stdout shows the worst
+  queries' diffs
+* 2 ``USAGE`` — bad arguments, URL, filter or query file (also typer's code for a malformed
+  command line)
+* 3 ``FAILURE`` — operational failure: a backend failed or was unreachable
 """
 
 from __future__ import annotations
@@ -19,11 +21,10 @@ from typing import Annotated, Any
 
 import typer
 
+from .._embedder import Embedder
+from .._exit import ExitCode
 from ..exceptions import ConfigurationError
-from ._common import EXIT_USAGE, err_console, make_console, out_console, parse_json_arg, reported_errors
-
-EXIT_GATE = 1
-"""A gate failed."""
+from ._common import err_console, make_console, out_console, parse_json_arg, reported_errors
 
 _LABELLED = re.compile(r"^(?P<label>[A-Za-z0-9_.@+-]{1,64})=(?P<url>[A-Za-z][A-Za-z0-9+.-]*://.*)$")
 
@@ -42,8 +43,8 @@ def _stores(urls: list[str]) -> dict[str, str] | list[str]:
     return out
 
 
-def _embedder(spec: str | None, first_url: str) -> Any:
-    """``texts -> vectors`` from vectorport.ingest: ``spec``, else the model the first store records."""
+def _embedder(spec: str | None, first_url: str) -> Embedder:
+    """An embedder from vectorport.ingest: ``spec``, else the model the first store records."""
     if importlib.util.find_spec("vectorport.ingest") is None:
         raise ConfigurationError(
             "text queries need vectorport.ingest's embedders, which this build lacks; give vectors"
@@ -52,8 +53,7 @@ def _embedder(spec: str | None, first_url: str) -> Any:
     from ..ingest import embedder_for
 
     with connect(first_url) as store:
-        emb = embedder_for(store, spec)
-    return emb.embed_queries
+        return embedder_for(store, spec)
 
 
 def compare(
@@ -147,12 +147,12 @@ def compare(
 
     if (queries is None) == (sample is None):
         err_console.print("[red]error:[/red] give exactly one of --queries FILE or --sample N")
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(ExitCode.USAGE)
     parsed_filters = [parse_json_arg(f, "--filter") for f in filters or []]
     query_params = parse_json_arg(params, "--params") or {}
     if not isinstance(query_params, dict) or not all(isinstance(v, dict) for v in query_params.values()):
         err_console.print("[red]error:[/red] --params must be a JSON object of objects, keyed by store label")
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(ExitCode.USAGE)
     gates = Gates(min_recall, max_violations, min_overlap, max_underfill, allow_refused=allow_refused)
     stores = _stores(urls)
     with reported_errors():
@@ -195,7 +195,7 @@ def compare(
         console.print(result.explain(), markup=False, highlight=False)
         for g in result.failures:
             err_console.print(f"[red]gate failed:[/red] {g.message}", markup=True, highlight=False)
-        raise typer.Exit(EXIT_GATE)
+        raise typer.Exit(ExitCode.PROBLEM)
 
 
 def register(app: typer.Typer) -> None:

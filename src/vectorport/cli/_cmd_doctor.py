@@ -1,6 +1,7 @@
 """``vectorport doctor URL``: health checks of a collection, and canary queries.
 
-Exit codes: 0 no findings; 1 findings (listed); 2 bad arguments; 3 the backend failed.
+Exit codes (:class:`vectorport._exit.ExitCode`): 0 no findings; 1 findings (listed); 2 bad
+arguments; 3 the backend failed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from .._exit import ExitCode
 from .._registry import connect
 from ..exceptions import ConfigurationError
 from ._common import JsonOption, emit_json, err_console, out_console, reported_errors
@@ -109,7 +111,7 @@ def doctor(
             )
         if saved:
             out_console.print(f"canaries recorded to {saved}")
-    raise typer.Exit(0 if report.ok else 1)
+    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.PROBLEM)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,8 @@
 """``vectorport ingest PATH URL``: chunk, embed and upsert a folder, incrementally.
 
-Exit codes: 0 done; 1 some files could not be read (the rest was ingested); 2 bad arguments,
-embedder/collection mismatch; 3 the backend or the embedder failed.
+Exit codes (:class:`vectorport._exit.ExitCode`): 0 done; 1 some files could not be read (the
+rest was ingested); 2 bad arguments, embedder/collection mismatch; 3 the backend or the embedder
+failed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .._exit import ExitCode
 from ._common import JsonOption, emit_json, err_console, out_console, reported_errors
 
 
@@ -49,7 +51,7 @@ def ingest(
     from ..ingest import ChunkingConfig, resolve_embedder
     from ..ingest import ingest as run_ingest
 
-    code = 0
+    code = ExitCode.OK
     with reported_errors():
         options = {"batch_size": batch_size} if batch_size else {}
         emb = resolve_embedder(embedder, **options)
@@ -57,7 +59,7 @@ def ingest(
             chunking = ChunkingConfig(target_tokens, overlap_tokens, min_tokens)
         except ValueError as exc:
             err_console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from None
+            raise typer.Exit(ExitCode.USAGE) from None
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -86,7 +88,7 @@ def ingest(
                 metric=metric,
                 progress=progress,
             )
-        code = 1 if report.failed else 0
+        code = ExitCode.PROBLEM if report.failed else ExitCode.OK
     if as_json:
         emit_json(report.to_dict())
     else:

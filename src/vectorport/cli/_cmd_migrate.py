@@ -1,12 +1,13 @@
 """``vectorport migrate SRC DST`` and ``vectorport verify SRC DST``.
 
-Exit codes (both commands; ``verify`` never returns 4):
+Exit codes (both commands; ``verify`` never returns 4), from :class:`vectorport._exit.ExitCode`:
 
-* 0 — copied and verified (``--plan``: the plan is accepted; ``--no-verify``: copied)
-* 2 — copied, but verification found differences (also click's code for a malformed command line)
-* 3 — operational failure: backend error or unreachable, bad URL or option, bad checkpoint;
-  progress is kept in the checkpoint, re-run with ``--resume``
-* 4 — plan refused, nothing written: the output names the records and the flag to pass
+* 0 ``OK`` — copied and verified (``--plan``: the plan is accepted; ``--no-verify``: copied)
+* 1 ``PROBLEM`` — copied, but verification found differences
+* 2 ``USAGE`` — typer's code for a malformed command line
+* 3 ``FAILURE`` — operational failure: backend error or unreachable, bad URL or option, bad
+  checkpoint; progress is kept in the checkpoint, re-run with ``--resume``
+* 4 ``REFUSED`` — plan refused, nothing written: the output names the records and the flag to pass
 """
 
 from __future__ import annotations
@@ -18,11 +19,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from .._exit import ExitCode
 from ..exceptions import UnsupportedFeatureError, VectorportError
 from ..migrate import (
-    EXIT_DIFFERENCES,
-    EXIT_FAILURE,
-    EXIT_REFUSED,
     MetadataPolicy,
     MigrationPlan,
     MigrationReport,
@@ -39,7 +38,7 @@ SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
 
 
-def _fail(exc: BaseException, code: int) -> typer.Exit:
+def _fail(exc: BaseException, code: ExitCode) -> typer.Exit:
     err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
     return typer.Exit(code)
 
@@ -208,7 +207,7 @@ def migrate(
     ] = None,
     as_json: bool = JsonOption,
 ) -> None:
-    """Copy a collection to another store, then verify it. Exit 0 ok, 2 differences, 3 failure, 4 refused."""
+    """Copy a collection to another store, then verify it. Exit 0 ok, 1 differences, 3 failure, 4 refused."""
     try:
         segment = parse_shard(shard)
         ck = checkpoint
@@ -238,17 +237,17 @@ def migrate(
             emit_json(data)
         else:
             _print_plan(exc.plan)
-        raise typer.Exit(EXIT_REFUSED) from None
+        raise typer.Exit(ExitCode.REFUSED) from None
     except UnsupportedFeatureError as exc:
-        raise _fail(exc, EXIT_REFUSED) from None
+        raise _fail(exc, ExitCode.REFUSED) from None
     except VectorportError as exc:
-        raise _fail(exc, EXIT_FAILURE) from None
+        raise _fail(exc, ExitCode.FAILURE) from None
     _write_report(report_path, report.to_dict())
     if as_json:
         emit_json(report.to_dict())
     else:
         _print_report(report)
-    if report.exit_code:
+    if report.exit_code != ExitCode.OK:
         raise typer.Exit(report.exit_code)
 
 
@@ -280,7 +279,7 @@ def verify(
     ] = None,
     as_json: bool = JsonOption,
 ) -> None:
-    """Compare two stores: counts, keys both ways, vectors, metadata, text, query overlap. Exit 0/2/3."""
+    """Compare two stores: counts, keys both ways, vectors, metadata, text, query overlap. Exit 0/1/3."""
     try:
         result = run_verify(
             source,
@@ -294,14 +293,14 @@ def verify(
             progress=sys.stderr.isatty() if progress is None else progress,
         )
     except VectorportError as exc:
-        raise _fail(exc, EXIT_FAILURE) from None
+        raise _fail(exc, ExitCode.FAILURE) from None
     _write_report(report_path, result.to_dict())
     if as_json:
         emit_json(result.to_dict())
     else:
         _print_verification(result)
     if not result.ok:
-        raise typer.Exit(EXIT_DIFFERENCES)
+        raise typer.Exit(ExitCode.PROBLEM)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,9 +2,9 @@
 server for psql and other PostgreSQL clients, and the rebuild of an HNSW index a crashed bulk
 load left missing.
 
-Exit codes: 0 done; 1 the server failed (build-index); 2 bad arguments (unknown metric,
-dimension out of range, bad name, a collection that is missing or not pgvector); 3 the
-embedded server could not start.
+Exit codes (:class:`vectorport._exit.ExitCode`): 0 done; 2 bad arguments (unknown metric,
+dimension out of range, bad name, a collection that is missing or not pgvector); 3 the server
+failed (build-index) or the embedded server could not start.
 """
 
 from __future__ import annotations

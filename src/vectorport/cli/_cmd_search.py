@@ -1,7 +1,8 @@
 """``vectorport search URL TEXT``: semantic search with the collection's own embedding model.
 
-Exit codes: 0 results printed (possibly none); 2 bad arguments or an embedder whose model is
-not the collection's; 3 the backend or the embedder failed.
+Exit codes (:class:`vectorport._exit.ExitCode`): 0 results printed (possibly none); 2 bad
+arguments or an embedder whose model is not the collection's; 3 the backend or the embedder
+failed.
 """
 
 from __future__ import annotations

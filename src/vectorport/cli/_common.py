@@ -1,4 +1,7 @@
-"""Shared CLI plumbing: logging to stderr, JSON/rich output, error → exit-code mapping."""
+"""Shared CLI plumbing: logging to stderr, JSON/rich output, error → exit-code mapping.
+
+Every command exits with a code of the one table, :class:`vectorport._exit.ExitCode`.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +16,10 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from .._exit import ExitCode
 from ..exceptions import ConfigurationError, FilterError, NotFoundError, UnsupportedError, VectorportError
 
 __all__ = [
-    "EXIT_FAILURE",
-    "EXIT_USAGE",
     "JsonOption",
     "configure_logging",
     "emit_json",
@@ -42,11 +44,6 @@ def make_console(stderr: bool = False) -> Console:
 
 out_console = make_console()
 err_console = make_console(stderr=True)
-
-EXIT_FAILURE = 3
-"""An operational failure: the backend failed or was unreachable."""
-EXIT_USAGE = 2
-"""Bad arguments, URL or filter (typer's own usage errors also exit 2)."""
 
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
@@ -74,23 +71,23 @@ def parse_json_arg(value: str | None, what: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError as exc:
         err_console.print(f"[red]error:[/red] {what} is not valid JSON: {exc}")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(ExitCode.USAGE) from None
 
 
 @contextmanager
 def reported_errors(exit_codes: dict[type[BaseException], int] | None = None) -> Iterator[None]:
     """Turn vectorport errors into one readable line on stderr and an exit code."""
     codes: dict[type[BaseException], int] = {
-        ConfigurationError: EXIT_USAGE,
-        FilterError: EXIT_USAGE,
-        UnsupportedError: EXIT_USAGE,
-        NotFoundError: EXIT_USAGE,
-        VectorportError: EXIT_FAILURE,
+        ConfigurationError: ExitCode.USAGE,
+        FilterError: ExitCode.USAGE,
+        UnsupportedError: ExitCode.USAGE,
+        NotFoundError: ExitCode.USAGE,
+        VectorportError: ExitCode.FAILURE,
     }
     codes.update(exit_codes or {})
     try:
         yield
     except VectorportError as exc:
-        code = next((c for t, c in codes.items() if isinstance(exc, t)), EXIT_FAILURE)
+        code = next((c for t, c in codes.items() if isinstance(exc, t)), ExitCode.FAILURE)
         err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False, markup=True)
         raise typer.Exit(code) from None

@@ -26,7 +26,7 @@ from ._metrics import (
     rank_biased_overlap,
     reciprocal_rank,
 )
-from ._queries import Embedder, Query, load_queries, sample_queries
+from ._queries import Embedder, Query, QueryEmbedder, load_queries, sample_queries
 from ._result import ComparisonResult, PairReport, StoreReport
 from ._runner import compare
 from ._truth import FilterGroup, GroundTruth, TruthTable
@@ -45,6 +45,7 @@ __all__ = [
     "PairFigures",
     "PairReport",
     "Query",
+    "QueryEmbedder",
     "Relevance",
     "Status",
     "StoreReport",

@@ -16,6 +16,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from .._embedder import Embedder
 from .._models import JSON
 from ..exceptions import ConfigurationError, FilterError
 from ..filters import FilterNode, parse_filter, to_dict
@@ -23,6 +24,7 @@ from ..filters import FilterNode, parse_filter, to_dict
 __all__ = [
     "Embedder",
     "Query",
+    "QueryEmbedder",
     "QueryLike",
     "embed_queries",
     "filter_label",
@@ -31,8 +33,9 @@ __all__ = [
     "sample_queries",
 ]
 
-Embedder: TypeAlias = Callable[[list[str]], Any]
-"""Anything that turns a list of texts into a (texts, dimension) array of vectors."""
+QueryEmbedder: TypeAlias = "Embedder | Callable[[list[str]], Any]"
+"""What embeds text queries: a :class:`vectorport.Embedder` (its ``embed_queries``), or any
+callable turning a list of texts into a (texts, dimension) array of vectors."""
 
 QueryLike: TypeAlias = "Query | Mapping[str, Any] | Sequence[float] | npt.NDArray[Any]"
 
@@ -263,7 +266,7 @@ def sample_queries(
     return out
 
 
-def embed_queries(queries: Sequence[Query], embedder: Embedder | None) -> list[Query]:
+def embed_queries(queries: Sequence[Query], embedder: QueryEmbedder | None) -> list[Query]:
     """Give every text-only query a vector, embedding all texts in one call."""
     todo = [i for i, q in enumerate(queries) if q.vector is None]
     if not todo:
@@ -274,7 +277,8 @@ def embed_queries(queries: Sequence[Query], embedder: Embedder | None) -> list[Q
             "pass an embedder (embedder=…) or give vectors"
         )
     texts = [str(queries[i].text) for i in todo]
-    vectors = np.asarray(embedder(texts), dtype=np.float32)
+    embed = embedder if callable(embedder) else embedder.embed_queries
+    vectors = np.asarray(embed(texts), dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[0] != len(texts):
         raise ConfigurationError(
             f"the embedder returned an array of shape {vectors.shape} for {len(texts)} texts"

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from .._embedder import Embedder
 from .._protocol import VectorStore
 from ..exceptions import ConfigurationError
-from .embedders.base import Embedder
 
 __all__ = ["Canary", "CanaryResult", "CanarySet", "check_canaries", "default_canary_texts", "record_canaries"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from .._embedder import Embedder
 from .._protocol import VectorStore
 from ..exceptions import ConfigurationError
-from .embedders.base import Embedder
 
 __all__ = ["ModelMismatchError", "check_embedder", "embedder_for", "recorded_model"]
 

@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._embedder import Embedder
 from .._protocol import VectorStore
 from .canaries import CanaryResult, CanarySet, check_canaries
 from .documents import sha256_hex
-from .embedders.base import Embedder
 from .indexer import ProgressFn
 
 __all__ = ["CHECKS", "DoctorReport", "Finding", "diagnose"]

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .._embedder import Embedder
 from .._features import bulk_load_of
 from .._models import Record
 from .._protocol import VectorStore
@@ -38,7 +39,6 @@ from .chunker import Chunk, Chunker, ChunkingConfig
 from .compat import check_embedder
 from .corpus import Corpus, SourceFile
 from .documents import Document, sha256_hex
-from .embedders.base import Embedder
 from .loaders import loader_for
 
 __all__ = ["DocumentOutcome", "Indexer", "IngestReport", "ProgressFn", "chunk_key", "read_state"]

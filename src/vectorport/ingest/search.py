@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._embedder import Embedder
 from .._models import Match
 from .._protocol import VectorStore
 from .compat import check_embedder
-from .embedders.base import Embedder
 
 __all__ = ["SearchResult", "search", "source_of"]
 

@@ -11,10 +11,11 @@
 The pieces, one module each: :mod:`._plan` (what will happen, refused before any write when
 lossy), :mod:`._transform` (metadata policies and ``text_key``), :mod:`._run` and
 :mod:`._checkpoint` (the concurrent, resumable copy), :mod:`._verify` (the comparison) and
-:mod:`._report` (the JSON report and exit codes). Everything uses only the public
+:mod:`._report` (the JSON report and its exit code, from :class:`ExitCode`). Everything uses only the public
 :class:`~vectorport.VectorStore` protocol and the stores' declared capabilities.
 """
 
+from .._exit import ExitCode
 from ._api import default_checkpoint, migrate, parse_shard, plan, verify
 from ._checkpoint import Checkpoint, shard_path
 from ._plan import MigrationPlan, PlanRefusedError, ProblemGroup
@@ -39,6 +40,7 @@ __all__ = [
     "Change",
     "Checkpoint",
     "CopyStats",
+    "ExitCode",
     "MetadataPolicy",
     "MigrationPlan",
     "MigrationReport",

@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._embedder import Embedder
 from .._retry import RetryPolicy
 from ..exceptions import ConfigurationError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
 from ._plan import MigrationPlan, PlanRefusedError, build_plan
-from ._reembed import Embedder, load_embedder
+from ._reembed import load_embedder
 from ._report import DEFAULT_CAP, MigrationReport
 from ._run import copy_records
 from ._transform import MetadataPolicy, Transformer
@@ -141,7 +142,7 @@ def migrate(
     >>> _ = src.upsert([vectorport.Record(f"doc#{i}", [1.0, i], {"i": i}, "t") for i in range(5)])
     >>> report = vectorport.migrate("memory://doctest-migrate-src", "memory://doctest-migrate-dst")
     >>> report.status, report.exit_code, report.copy.records
-    ('verified', 0, 5)
+    ('verified', <ExitCode.OK: 0>, 5)
     >>> src.drop(); vectorport.connect("memory://doctest-migrate-dst").drop()
     """
     started = time.monotonic()

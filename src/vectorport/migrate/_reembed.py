@@ -2,8 +2,9 @@
 
 ``MODEL`` is an embedder spec as :func:`vectorport.ingest.embedders.resolve_embedder` reads it
 (``sentence-transformers:all-MiniLM-L6-v2``, ``voyage:voyage-3.5``, ``hash:64``); its
-``model_id`` is recorded on the target collection. The embedders (and torch) are imported only
-when a migration asks to re-embed.
+``model_id`` is recorded on the target collection. The migration engine sees only the core
+:class:`vectorport.Embedder` protocol; the embedders (and torch) are imported only when a
+migration asks to re-embed, to turn the spec into one.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._embedder import Embedder
 from .._models import Vector
-from ..ingest.embedders.base import Embedder
 
 __all__ = ["Embedder", "embed_texts", "load_embedder"]
 

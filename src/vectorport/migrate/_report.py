@@ -1,16 +1,10 @@
-"""The migration report: what was planned, copied and verified, JSON-ready, with exit codes.
+"""The migration report: what was planned, copied and verified, JSON-ready, with its exit code.
 
-Exit codes of ``vectorport migrate`` (and :attr:`MigrationReport.exit_code`):
-
-====  =====================================================================================
-code  meaning
-====  =====================================================================================
-0     copied and verified (or: plan accepted with ``--plan``; copied with ``--no-verify``)
-2     copied, but verification found differences (see the report's ``verification``)
-3     operational failure: a backend failed or could not be reached, bad URL or option; the
-      checkpoint holds the progress, run again with ``--resume``
-4     plan refused: nothing was written; the report says why and which flag to pass
-====  =====================================================================================
+:attr:`MigrationReport.exit_code` is the exit code of ``vectorport migrate``, from the one table
+of :class:`vectorport._exit.ExitCode`: 0 copied and verified (or plan accepted with ``--plan``,
+copied with ``--no-verify``); 1 copied, but verification found differences (see the report's
+``verification``); 4 plan refused, nothing written. Operational failures (3) raise instead.
+The ``EXIT_*`` names are kept as aliases of the table's members.
 """
 
 from __future__ import annotations
@@ -20,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from .._exit import ExitCode
 from .._models import JSON
 
 if TYPE_CHECKING:
@@ -36,10 +31,10 @@ __all__ = [
     "MigrationReport",
 ]
 
-EXIT_OK = 0
-EXIT_DIFFERENCES = 2
-EXIT_FAILURE = 3
-EXIT_REFUSED = 4
+EXIT_OK = ExitCode.OK
+EXIT_DIFFERENCES = ExitCode.PROBLEM
+EXIT_FAILURE = ExitCode.FAILURE
+EXIT_REFUSED = ExitCode.REFUSED
 
 T = TypeVar("T")
 
@@ -77,7 +72,7 @@ class MigrationReport:
     ``status`` is one of ``planned`` (``plan_only``, plan accepted), ``refused`` (plan refused,
     nothing written), ``copied`` (no verification asked), ``verified`` (copied and verified
     equal), ``differences`` (copied, verification found differences). ``exit_code`` maps it to
-    the CLI's exit code (see the module docstring). Operational failures raise instead.
+    the CLI's exit code (:class:`~vectorport._exit.ExitCode`). Operational failures raise instead.
     """
 
     source: str
@@ -94,14 +89,14 @@ class MigrationReport:
     """Seconds spent in ``plan``, ``copy``, ``verify`` and ``total``."""
 
     @property
-    def exit_code(self) -> int:
-        """0, 2 or 4 (3 is raised, not returned)."""
-        return {"refused": EXIT_REFUSED, "differences": EXIT_DIFFERENCES}.get(self.status, EXIT_OK)
+    def exit_code(self) -> ExitCode:
+        """``OK``, ``PROBLEM`` (differences) or ``REFUSED`` (``FAILURE`` is raised, not returned)."""
+        return {"refused": ExitCode.REFUSED, "differences": ExitCode.PROBLEM}.get(self.status, ExitCode.OK)
 
     @property
     def ok(self) -> bool:
         """True when the exit code is 0."""
-        return self.exit_code == EXIT_OK
+        return self.exit_code == ExitCode.OK
 
     def to_dict(self) -> dict[str, JSON]:
         """A JSON-ready dict."""
@@ -110,7 +105,7 @@ class MigrationReport:
             "target": self.target,
             "shard": list(self.shard),
             "status": self.status,
-            "exit_code": self.exit_code,
+            "exit_code": int(self.exit_code),
             "already_complete": self.already_complete,
             "checkpoint": self.checkpoint,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},

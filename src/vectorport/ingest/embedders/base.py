@@ -1,9 +1,7 @@
-"""The one small embedder protocol, and a base class that batches, checks and counts.
+"""The base class of the embedders: batching, shape/finiteness checks and call accounting.
 
-An embedder turns texts into float32 vectors of a fixed ``dimension`` and names its model with
-a ``model_id`` such as ``sentence-transformers:all-MiniLM-L6-v2`` or ``voyage:voyage-3.5``;
-that id is recorded on the collection and on every chunk, and querying with another model is
-refused. ``count_tokens`` and ``max_tokens`` let the chunker respect the model's own limit.
+The protocol they implement is :class:`vectorport.Embedder` (defined in the core, since compare
+and migrate use it too); ``vectorport.ingest.Embedder`` is the same class.
 """
 
 from __future__ import annotations
@@ -12,16 +10,16 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from ..._embedder import Embedder, Matrix
 from ...exceptions import BackendError
 
 __all__ = ["BaseEmbedder", "Embedder", "EmbeddingError", "InputType", "Matrix", "approx_token_counts"]
 
-Matrix = npt.NDArray[np.float32]
 InputType = Literal["document", "query"]
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -29,47 +27,6 @@ _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 class EmbeddingError(BackendError):
     """The embedder failed or returned something unusable (wrong shape, NaN)."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """What the ingester, ``search`` and ``doctor`` need from an embedding model."""
-
-    @property
-    def model_id(self) -> str:
-        """``provider:model`` (plus ``@dimension`` when the output was shortened)."""
-        ...
-
-    @property
-    def dimension(self) -> int:
-        """Length of every vector."""
-        ...
-
-    @property
-    def max_tokens(self) -> int | None:
-        """Longest input, in the model's tokens without special tokens (``None``: no limit known)."""
-        ...
-
-    @property
-    def batch_size(self) -> int:
-        """Texts per call to the model."""
-        ...
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Token counts in the model's own tokenizer (or a documented approximation)."""
-        ...
-
-    def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        """``(len(texts), dimension)`` float32 vectors for chunks."""
-        ...
-
-    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        """One float32 vector for a search query."""
-        ...
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        """Vectors for several search queries, batched."""
-        ...
 
 
 def approx_token_counts(texts: Sequence[str]) -> list[int]:
@@ -87,7 +44,7 @@ def approx_token_counts(texts: Sequence[str]) -> list[int]:
     return out
 
 
-class BaseEmbedder(ABC):
+class BaseEmbedder(Embedder, ABC):
     """Batching, shape/finiteness checks and call accounting; subclasses embed one batch.
 
     ``calls`` counts requests to the model and ``texts_embedded`` the texts sent: the
