@@ -137,6 +137,11 @@ class Include(StrEnum):
             return default
         if isinstance(value, str):
             value = [value]
+        if not isinstance(value, Iterable) or isinstance(value, bytes | Mapping):
+            raise ConfigurationError(
+                f"include must be a list of names ({', '.join(i.value for i in cls)}), "
+                f"got {type(value).__name__}"
+            )
         out = set()
         for item in value:
             try:

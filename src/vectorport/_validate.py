@@ -4,7 +4,7 @@ anything is wrong, and every problem names the record key and the path inside it
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,7 @@ import numpy as np
 from ._capabilities import Capabilities, MetadataRules
 from ._json import json_size
 from ._models import JSON, CollectionSpec, Metric, Record, Vector
-from .exceptions import Problem, ValidationError
+from .exceptions import ConfigurationError, Problem, ValidationError
 
 __all__ = [
     "Batch",
@@ -69,7 +69,14 @@ def key_problem(key: object, max_bytes: int = 1024) -> str | None:
 
 
 def validate_keys(keys: Iterable[str], max_bytes: int = 1024) -> list[str]:
-    """Check keys and de-duplicate them, keeping first-seen order."""
+    """Check keys and de-duplicate them, keeping first-seen order.
+
+    A bare string is refused: iterated, ``"seed1"`` would be the keys ``s``, ``e``, ``d`` …
+    """
+    if isinstance(keys, str | bytes):
+        raise ConfigurationError(f"pass a list of keys, e.g. [{keys!r}], not a bare {type(keys).__name__}")
+    if not isinstance(keys, Iterable):
+        raise ConfigurationError(f"keys must be a list of strings, got {type(keys).__name__}")
     out: dict[str, None] = {}
     problems: list[Problem] = []
     for i, key in enumerate(keys):
@@ -83,22 +90,37 @@ def validate_keys(keys: Iterable[str], max_bytes: int = 1024) -> list[str]:
     return list(out)
 
 
+_NUMBER_KINDS = frozenset("iuf")  # numpy dtype kinds of numbers (not bool "b", str "U", object "O")
+
+
 def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | None, str | None]:
-    """Convert to float32 and check dimension, finiteness and (cosine) non-zero norm."""
+    """Convert to float32 and check dimension, finiteness, that the float32 length neither
+    overflows nor (under cosine) underflows, and the cosine metric's non-zero norm."""
     if (
         isinstance(vector, np.ndarray)
         and vector.dtype == np.float32
         and vector.shape == (dimension,)
-        and math.isfinite(total := float(vector.sum(dtype=np.float64)))
-        and total != 0.0
+        and math.isfinite(sq := float(np.dot(vector, vector)))
+        and sq > 0.0
     ):
-        # Fast path for the usual query vector, one reduction: NaN and ±inf propagate into a
-        # float64 sum (which float32 values cannot overflow), and a non-zero sum means not all
-        # zeros. Anything else (including a zero sum) takes the full checks below.
+        # Fast path for the usual query vector, one float32 reduction: NaN and ±inf propagate
+        # into it, an overflowing length makes it inf, and a positive one means not all zeros
+        # and no underflow. Anything else takes the full checks below.
         return vector, None
+    if isinstance(vector, str | bytes | Mapping) or not isinstance(vector, Sequence | np.ndarray):
+        return None, f"the vector is not a sequence of numbers ({type(vector).__name__})"
+    if isinstance(vector, list | tuple):
+        kinds = set(map(type, vector))
+        odd = kinds - _NUMBER_TYPES
+        if odd and not all(issubclass(t, np.integer | np.floating) for t in odd):
+            name = sorted(t.__name__ for t in odd)[0]
+            return None, f"the vector holds a {name}; its components must be numbers (int or float)"
     try:
-        arr = np.asarray(vector, dtype=np.float64)
-    except (TypeError, ValueError):
+        raw = np.asarray(vector)
+        if raw.dtype.kind not in _NUMBER_KINDS:
+            return None, f"the vector's components must be numbers, got {raw.dtype.name} values"
+        arr = raw.astype(np.float64)
+    except (TypeError, ValueError, OverflowError):
         return None, f"the vector is not a sequence of numbers ({type(vector).__name__})"
     if arr.ndim != 1:
         return None, f"the vector must be one-dimensional, got shape {arr.shape}"
@@ -112,10 +134,33 @@ def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | 
         return None, "the vector holds values beyond float32 range"
     if metric is Metric.COSINE and not np.any(out):
         return None, "the vector is all zeros, which has no direction under the cosine metric"
+    with np.errstate(over="ignore", under="ignore"):
+        sq = float(np.dot(out, out))
+    if not math.isfinite(sq):
+        return None, (
+            "the vector's length overflows float32 (its squared norm is beyond 3.4e38), so "
+            "distances to it are not finite; scale it down"
+        )
+    if metric is Metric.COSINE and sq == 0.0:
+        return None, (
+            "the vector's length underflows float32 (its squared norm rounds to 0 although it is "
+            "not all zeros), so its cosine is undefined; scale it up (cosine ignores length)"
+        )
     return out, None
 
 
-def _json_problems(value: Any, path: str, out: list[str | tuple[str, str]]) -> None:
+_NUMBER_TYPES: frozenset[type] = frozenset({int, float})
+
+
+MAX_METADATA_DEPTH = 32
+"""Deepest nesting of objects and lists in metadata (PostgreSQL jsonb and Chroma hold far less
+than Python's recursion limit; a document that deep is a bug upstream, not data)."""
+
+
+def _json_problems(value: Any, path: str, out: list[str | tuple[str, str]], depth: int = 0) -> None:
+    if depth > MAX_METADATA_DEPTH:
+        out.append((path, f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep; flatten it"))
+        return
     if value is None or isinstance(value, bool | str):
         if isinstance(value, str):
             try:
@@ -129,18 +174,24 @@ def _json_problems(value: Any, path: str, out: list[str | tuple[str, str]]) -> N
         if not math.isfinite(value):
             out.append((path, f"{value} is not a JSON number; use null or a finite number"))
         return
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         for i, item in enumerate(value):
-            _json_problems(item, f"{path}[{i}]", out)
+            _json_problems(item, f"{path}[{i}]", out, depth + 1)
         return
     if isinstance(value, dict):
         for k, item in value.items():
             if not isinstance(k, str):
                 out.append((path, f"object keys must be strings, got {k!r}"))
                 continue
-            _json_problems(item, f"{path}.{k}", out)
+            try:
+                k.encode("utf-8")
+            except UnicodeEncodeError:
+                out.append((path, f"the key {k!r} is not valid Unicode (lone surrogate)"))
+                continue
+            _json_problems(item, f"{path}.{k}", out, depth + 1)
         return
     hint = {
+        "tuple": "use a list",
         "bytes": "decode or base64-encode it",
         "set": "use a sorted list",
         "frozenset": "use a sorted list",
@@ -274,6 +325,14 @@ def _value_rule_problems(value: Any, path: str, rules: MetadataRules, out: list[
         )
 
 
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def validate_records(
     records: Iterable[Record],
     spec: CollectionSpec,
@@ -284,6 +343,12 @@ def validate_records(
 
     Raises :class:`ValidationError` listing every problem; nothing is written then.
     """
+    if isinstance(records, Record):
+        raise ConfigurationError("upsert takes a list of records, e.g. upsert([record]), not one Record")
+    if not isinstance(records, Iterable) or isinstance(records, str | bytes | Mapping):
+        raise ConfigurationError(
+            f"upsert takes an iterable of vectorport.Record, got {type(records).__name__}"
+        )
     latest: dict[str, int] = {}
     items: list[Record] = []
     problems: list[Problem] = []
@@ -312,6 +377,8 @@ def validate_records(
                     index,
                 )
             )
+        elif rec.text is not None and _lone_surrogate(rec.text):
+            problems.append(Problem(rec.key, "text", "the text is not valid Unicode (lone surrogate)", index))
         elif rec.text is not None and not caps.metadata.nul_characters and "\x00" in rec.text:
             problems.append(
                 Problem(

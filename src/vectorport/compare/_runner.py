@@ -26,7 +26,7 @@ from ..exceptions import ConfigurationError, UnsupportedError
 from ..filters import FilterNode
 from ._gates import Gates
 from ._metrics import Outcome, PairFigures, Relevance, Status, pair_figures, relevance_of, summarize
-from ._queries import Embedder, Query, QueryLike, embed_queries, normalize_queries, sample_queries
+from ._queries import Query, QueryEmbedder, QueryLike, embed_queries, normalize_queries, sample_queries
 from ._result import ComparisonResult, PairReport, StoreReport
 from ._truth import GroundTruth, TruthTable
 
@@ -45,7 +45,7 @@ def compare(
     *,
     truth: StoreArg | GroundTruth | None = None,
     filter: FilterArg | Sequence[FilterArg] = None,
-    embedder: Embedder | None = None,
+    embedder: QueryEmbedder | None = None,
     concurrency: int = 1,
     warmup: int = 10,
     params: Mapping[str, Mapping[str, Any]] | None = None,
@@ -80,7 +80,8 @@ def compare(
         A filter for queries that have none; a list of filters with an ``int`` ``queries``
         samples N queries for each (``None`` in the list means unfiltered).
     embedder
-        ``embedder(texts) -> (n, dim) array`` for queries given as text.
+        For queries given as text: a :class:`vectorport.Embedder` (its ``embed_queries`` is
+        used) or any ``embedder(texts) -> (n, dim) array``.
     concurrency
         Threads issuing queries to a store (stores are measured one after the other).
     warmup

@@ -11,6 +11,11 @@ from ._ast import RANGE_OPS, And, Compare, CompareOp, Exists, FilterNode, In, No
 
 __all__ = ["parse_filter", "to_dict"]
 
+MAX_DEPTH = 32
+"""Deepest nesting of objects and lists a filter may have (a portable filter needs a handful)."""
+MAX_ITEMS = 100_000
+"""Most objects, lists and values one filter may hold."""
+
 _FIELD_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not")
 _LOGICAL_OPS = ("$and", "$or", "$not")
 
@@ -29,7 +34,26 @@ def parse_filter(spec: Mapping[str, Any] | FilterNode | None) -> FilterNode | No
         raise FilterError(f"a filter must be a JSON object, got {type(spec).__name__}")
     if not spec:
         return None
+    _check_size(spec)
     return _parse_object(spec, "")
+
+
+def _check_size(spec: Mapping[str, Any]) -> None:
+    """Refuse a filter nested deeper than ``MAX_DEPTH`` or holding more than ``MAX_ITEMS``
+    parts, without recursion (a hostile filter must not exhaust the stack)."""
+    stack: list[tuple[Any, int]] = [(spec, 1)]
+    items = 0
+    while stack:
+        value, depth = stack.pop()
+        items += 1
+        if items > MAX_ITEMS:
+            raise FilterError(f"the filter holds more than {MAX_ITEMS:,} objects, lists and values; split it")
+        if depth > MAX_DEPTH:
+            raise FilterError(f"the filter is nested more than {MAX_DEPTH} levels deep; flatten it")
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def _join(path: str, part: str) -> str:

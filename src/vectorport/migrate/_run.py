@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from .._embedder import Embedder
 from .._features import bulk_load_of
 from .._models import JSON, Record
 from .._protocol import VectorStore
@@ -30,7 +31,7 @@ from .._retry import RetryPolicy, retry_scope
 from ..exceptions import TransientError
 from ._checkpoint import Checkpoint
 from ._progress import Progress
-from ._reembed import Embedder, embed_texts
+from ._reembed import embed_texts
 from ._transform import Transformer
 
 __all__ = ["CopyStats", "copy_records"]

@@ -213,6 +213,7 @@ def _compare_page(
     transformer: Transformer | None,
     compare_vectors: bool,
     tolerance: float,
+    float_ulps: int = 0,
 ) -> _PageResult:
     keys = [r.key for r in page]
     result = _PageResult(_hashes(keys))
@@ -238,7 +239,7 @@ def _compare_page(
                 if diff > tolerance * max(1.0, float(np.max(np.abs(a))) if a.size else 1.0):
                     result.vectors.append({"key": rec.key, "max_abs_diff": diff})
         actual = got.metadata or {}
-        if not json_equal(meta, actual):
+        if not json_equal(meta, actual, float_ulps):
             result.metadata.append(
                 {
                     "key": rec.key,
@@ -320,6 +321,9 @@ def verify_stores(
         else np.empty((0, source.spec.dimension), dtype=np.float32)
     )
     exact = StreamingTopK(metric, qmatrix, top_k + 5)
+    # a float read back from either store may differ by the ulps its backend declares (Chroma
+    # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
+    float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
     hashes: list[npt.NDArray[np.uint64]] = []
 
     def merge(res: _PageResult) -> None:
@@ -346,7 +350,15 @@ def verify_stores(
                 exact.update_records(page.records)
             inflight.append(
                 (
-                    pool.submit(_compare_page, page.records, target, transformer, compare_vectors, tolerance),
+                    pool.submit(
+                        _compare_page,
+                        page.records,
+                        target,
+                        transformer,
+                        compare_vectors,
+                        tolerance,
+                        float_ulps,
+                    ),
                     len(page),
                 )
             )
