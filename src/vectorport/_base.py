@@ -283,19 +283,47 @@ class BaseStore(ABC, Generic[N]):
 
     def delete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
         """Delete by keys, or every record matching ``filter``. Returns the number of distinct
-        keys sent for deletion (missing keys are no error)."""
+        keys sent for deletion (missing keys are no error).
+
+        A bare string is not a list of keys, and an empty filter (``{}``) is refused: deleting
+        everything is :meth:`delete_all`, by name.
+        """
         if (keys is None) == (filter is None):
             raise ConfigurationError("delete() takes either keys or filter=, not both or neither")
         if keys is not None:
-            doomed = validate_keys(keys, self.capabilities.max_key_bytes)
-        else:
-            where = parse_filter(filter)
-            doomed = [
-                rec.key
-                for page in self.scan(include=["metadata"])
-                for rec in page
-                if evaluate(where, rec.metadata)
-            ]
+            return self._remove_all(validate_keys(keys, self.capabilities.max_key_bytes))
+        where = parse_filter(filter)
+        if where is None:
+            raise ConfigurationError(
+                "delete(filter={}) would delete every record; call delete_all() to empty the "
+                "collection, or pass a filter that selects what to delete"
+            )
+        return self._delete_matching(where)
+
+    def delete_all(self) -> int:
+        """Delete every record, keeping the (empty) collection. Returns how many were deleted.
+
+        >>> import vectorport
+        >>> s = vectorport.connect("memory://doctest-delete-all", dimension=2)
+        >>> _ = s.upsert([vectorport.Record("a", [1, 0]), vectorport.Record("b", [0, 1])])
+        >>> s.delete_all(), s.count()
+        (2, 0)
+        >>> s.drop()
+        """
+        return self._delete_matching(None)
+
+    def _delete_matching(self, where: FilterNode | None) -> int:
+        """Delete the records matching ``where`` (``None``: all). The default selects keys with a
+        scan and the filter oracle; a backend that can delete by predicate overrides it."""
+        doomed = [
+            rec.key
+            for page in self.scan(include=["metadata"] if where is not None else [])
+            for rec in page
+            if where is None or evaluate(where, rec.metadata)
+        ]
+        return self._remove_all(doomed)
+
+    def _remove_all(self, doomed: Sequence[str]) -> int:
         step = self.capabilities.max_delete_batch
         for start in range(0, len(doomed), step):
             chunk = doomed[start : start + step]
@@ -384,8 +412,10 @@ class BaseStore(ABC, Generic[N]):
     ) -> Iterator[ScanPage]:
         """Every record once, in pages. ``segment=(i, n)`` reads the i-th of n disjoint parts;
         a page's ``cursor`` passed back as ``cursor=`` resumes right after that page."""
+        if not (isinstance(segment, tuple | list) and len(segment) == 2):
+            raise ConfigurationError(f"segment must be a pair (i, n) with 0 <= i < n, got {segment!r}")
         index, parts = segment
-        if not (isinstance(index, int) and isinstance(parts, int) and parts >= 1 and 0 <= index < parts):
+        if not (type(index) is int and type(parts) is int and parts >= 1 and 0 <= index < parts):
             raise ConfigurationError(f"segment must be (i, n) with 0 <= i < n, got {segment!r}")
         limit = self._batch_size(batch_size, self.capabilities.max_scan_page)
         inc = Include.parse(include, ALL_INCLUDES)
@@ -429,8 +459,8 @@ class BaseStore(ABC, Generic[N]):
     def _batch_size(self, requested: int | None, limit: int) -> int:
         if requested is None:
             return limit
-        if requested < 1:
-            raise ConfigurationError(f"batch_size must be positive, got {requested}")
+        if isinstance(requested, bool) or not isinstance(requested, int | np.integer) or requested < 1:
+            raise ConfigurationError(f"batch_size must be a positive integer, got {requested!r}")
         return min(requested, limit)
 
     def __enter__(self) -> Self:

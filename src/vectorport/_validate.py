@@ -255,7 +255,9 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
                 )
             )
     if rules.max_total_bytes is not None:
-        size = json_size(metadata) + (len(text.encode("utf-8")) if text and rules.text_in_metadata else 0)
+        size = json_size(metadata) + (
+            len(text.encode("utf-8", "replace")) if text and rules.text_in_metadata else 0
+        )
         if size > rules.max_total_bytes:
             what = "metadata and text" if rules.text_in_metadata else "metadata"
             out.append(("metadata", f"{size} bytes of {what}; the limit is {rules.max_total_bytes}"))

@@ -48,6 +48,7 @@ from ..exceptions import (
     UnsupportedFeatureError,
     UnsupportedFilterError,
     ValidationError,
+    VectorportError,
 )
 from ..filters import ALL_OPERATORS, parse_filter
 from .data import clustered_records, query_vectors
@@ -242,6 +243,14 @@ class StoreConformance:
             (Record("k", [1.0, 0.0], {"b": b"bytes"}), "metadata.b"),
             (Record("k", [1.0, 0.0], {"s": {1, 2}}), "metadata.s"),
             (Record("k", [1.0, 0.0], {"f": math.nan}), "metadata.f"),
+            (Record("k", ["1", "0"]), "vector"),  # type: ignore[list-item]  # numeric strings
+            (Record("k", [True, 1.0]), "vector"),
+            (Record("k", [1e-30, 1e-30]), "vector"),  # float32 length underflows: no direction
+            (Record("k", [3e38, 3e38]), "vector"),  # float32 length overflows
+            (Record("k", [1.0, 0.0], {"t": (1, 2)}), "metadata.t"),
+            (Record("k", [1.0, 0.0], {"\ud800": 1}), "metadata"),
+            (Record("k", [1.0, 0.0], {}, "\udc00 lone surrogate"), "text"),
+            (Record("k\ud800", [1.0, 0.0]), "key"),
         ],
     )
     def test_bad_records_write_nothing(
@@ -270,6 +279,37 @@ class StoreConformance:
             store.query([1, 0], filter={"n": {"$regex": "x"}})
         with pytest.raises((ValueError, UnsupportedFeatureError)):
             store.query([1, 0], k=0)
+
+    def test_hostile_input_is_refused_with_vectorport_errors(self, make: Callable[..., VectorStore]) -> None:
+        """Bad arguments raise a vectorport error, never a raw one, and change nothing."""
+        store = make(2)
+        store.upsert([Record("seed1", [1, 0], {"n": 1}), Record("s", [0, 1], {"n": 2})])
+        deep: dict[str, Any] = {"n": 1}
+        for _ in range(600):
+            deep = {"$not": deep}
+        nested: Any = 1
+        for _ in range(2_500):
+            nested = {"a": nested}
+        calls: list[Callable[[], Any]] = [
+            lambda: store.delete("seed1"),  # a bare string: not the keys s, e, d …
+            lambda: store.get("seed1"),
+            lambda: store.delete(filter={}),  # everything, by accident: delete_all() is by name
+            lambda: store.upsert(5),  # type: ignore[arg-type]
+            lambda: store.upsert(Record("x", [1, 0])),  # type: ignore[arg-type]
+            lambda: store.upsert([Record("x", [1, 0], {"deep": nested})]),
+            lambda: store.query([1, 0], filter=deep),
+            lambda: store.query([1, 0], filter={"$and": [{"n": 1}] * 200_000}),
+            lambda: store.query([1, 0], include=5),  # type: ignore[arg-type]
+            lambda: store.query(["1", "0"]),
+            lambda: list(store.scan(batch_size="10")),  # type: ignore[arg-type]
+            lambda: list(store.scan(segment=(0, 1, 2))),  # type: ignore[arg-type]
+            lambda: list(store.scan(cursor="garbage")),
+        ]
+        for i, call in enumerate(calls):
+            with pytest.raises(VectorportError):
+                call()
+            assert store.count() == 2, f"call {i} changed the collection"
+        assert sorted(r.key for r in _all(store)) == ["s", "seed1"]
 
     # ------------------------------------------------------------------ scans
     def test_scan_yields_every_record_once(self, make: Callable[..., VectorStore]) -> None:

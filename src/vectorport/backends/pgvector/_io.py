@@ -4,17 +4,16 @@ the row count and keyset scan pages (optionally one hash segment of the keys).""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from ..._base import FilterLike
 from ..._cursor import Position, position_field
 from ..._models import Include, Record
 from ..._validate import Batch
-from ...filters import parse_filter
+from ...filters import FilterNode
 from ._codec import copy_binary
 from ._index import IndexMixin
 from .filters import TRUE
@@ -88,12 +87,9 @@ class ReadWriteMixin(IndexMixin):
                 (list(keys),),
             )
 
-    def delete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
-        """Delete by keys, or (in one SQL statement, for speed) every record matching ``filter``."""
-        if keys is not None or filter is None:
-            return super().delete(keys, filter=filter)
-        node = parse_filter(filter)
-        pred = TRUE if node is None else self._compile_filter(node)
+    def _delete_matching(self, where: FilterNode | None) -> int:
+        # one SQL statement instead of a scan and deletes by key
+        pred = TRUE if where is None else self._compile_filter(where)
         self._prepare_writes()
         with self._errors("delete"):
             conn, _ = self._conn()
