@@ -8,6 +8,8 @@ import json
 import random
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -233,7 +235,7 @@ def test_killed_run_resumes_without_loss(source: str, tmp_path: Path) -> None:
     assert saved is not None and not saved.complete and 0 < saved.copied < N
     src = vectorport.connect(source)
     # the invariant: everything up to the checkpoint's cursor is in the target
-    covered = _covered_keys(src, saved.cursor, saved.complete, 10)
+    covered = _covered_keys(src, saved.cursor, saved.scanned, 10)
     assert len(covered) == saved.copied
     assert len(target.get(covered, include=[])) == len(covered)
     resumed = vectorport.migrate(source, unbound(MemoryStore, name), checkpoint=ck, resume=True)
@@ -242,6 +244,41 @@ def test_killed_run_resumes_without_loss(source: str, tmp_path: Path) -> None:
     assert resumed.copy.records == N - saved.copied
     again = vectorport.migrate(source, unbound(MemoryStore, name), checkpoint=ck, resume=True)
     assert again.already_complete and again.copy is None and again.status == "verified"
+
+
+class _DeferredIndexStore(MemoryStore):
+    """A target whose bulk load ends with deferred work (as pgvector builds its HNSW index),
+    which a kill can interrupt."""
+
+    finished: ClassVar[list[str]] = []
+    die_on_exit: ClassVar[bool] = False
+
+    @contextmanager
+    def bulk_load(self, expected: int | None = None) -> Iterator[None]:
+        yield
+        if type(self).die_on_exit:
+            raise BackendError("killed during the index build")
+        type(self).finished.append(self.collection)
+
+
+def test_a_kill_during_the_final_index_build_is_not_complete(source: str, tmp_path: Path) -> None:
+    ck = tmp_path / "ck.json"
+    name = f"deferred-{next(_names)}"
+    _DeferredIndexStore.die_on_exit = True
+    try:
+        with pytest.raises(BackendError):
+            vectorport.migrate(source, unbound(_DeferredIndexStore, name), checkpoint=ck, verify=False)
+    finally:
+        _DeferredIndexStore.die_on_exit = False
+    saved = Checkpoint.load(ck)
+    assert saved is not None and saved.scanned and saved.copied == N
+    assert not saved.complete, "every record was written, but the target's index was not built"
+    resumed = vectorport.migrate(source, unbound(_DeferredIndexStore, name), checkpoint=ck, resume=True)
+    assert not resumed.already_complete and resumed.status == "verified"
+    assert resumed.copy is not None and resumed.copy.records == 0  # nothing copied twice
+    assert _DeferredIndexStore.finished == [name]  # the deferred work was redone
+    final = Checkpoint.load(ck)
+    assert final is not None and final.complete
 
 
 def test_resume_refuses_another_migrations_checkpoint(source: str, tmp_path: Path) -> None:

@@ -46,8 +46,11 @@ class Checkpoint:
     cursor: str | None = None
     copied: int = 0
     """Records acknowledged by the target up to ``cursor``."""
+    scanned: bool = False
+    """Every record of the shard was acknowledged by the target."""
     complete: bool = False
-    """Every record of the shard was acknowledged."""
+    """``scanned``, and the target finished what the copy deferred (pgvector: the HNSW index
+    dropped for a bulk load is built again): the target is fully usable."""
     verified: bool | None = None
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
@@ -89,6 +92,7 @@ class Checkpoint:
                 transform=data["transform"],
                 cursor=data["cursor"],
                 copied=int(data["copied"]),
+                scanned=bool(data.get("scanned", data["complete"])),
                 complete=bool(data["complete"]),
                 verified=data.get("verified"),
                 created=float(data["created"]),

@@ -19,13 +19,13 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .._embedder import Embedder
 from .._features import bulk_load_of
-from .._models import JSON, Record
+from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import TransientError
@@ -121,11 +121,12 @@ class _State:
             if ck is not None:
                 ck.copied += slot.size
                 if slot.cursor is None:
-                    ck.complete = True
+                    # not complete yet: the target may still have deferred work (an index build)
+                    ck.scanned = True
                 else:
                     ck.cursor = slot.cursor
         now = time.monotonic()
-        if ck is not None and moved and (ck.complete or now - self.last_save >= CHECKPOINT_INTERVAL):
+        if ck is not None and moved and (ck.scanned or now - self.last_save >= CHECKPOINT_INTERVAL):
             ck.save()
             self.last_save = now
 
@@ -214,10 +215,15 @@ def copy_records(
             if on_batch is not None:
                 on_batch(n)
 
+        # every record was acknowledged before a kill that came during the target's final work
+        # (an index build): nothing to copy, only that work to redo on leaving the bulk load
+        pages: Iterable[ScanPage] = (
+            ()
+            if checkpoint is not None and checkpoint.scanned
+            else source.scan(batch_size=scan_batch_size, include=include, segment=shard, cursor=start_cursor)
+        )
         try:
-            for page in source.scan(
-                batch_size=scan_batch_size, include=include, segment=shard, cursor=start_cursor
-            ):
+            for page in pages:
                 records: list[Record] = []
                 texts: list[str] = []
                 for rec in page:
