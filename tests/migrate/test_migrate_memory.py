@@ -401,3 +401,12 @@ def test_cli_reembed_and_bad_shard_exit_codes(source: str) -> None:
     assert res.exit_code == ExitCode.FAILURE == 3 and "bad hash embedder" in res.output, res.output
     res = runner.invoke(app, ["migrate", source, fresh("r"), "--shard", "nope"])
     assert res.exit_code == ExitCode.FAILURE
+
+
+def test_a_collection_is_never_migrated_onto_itself(source: str) -> None:
+    before = vectorport.connect(source).count()
+    with pytest.raises(vectorport.ConfigurationError, match="same collection"):
+        vectorport.migrate(source, source)
+    with pytest.raises(vectorport.ConfigurationError, match="same collection"):
+        vectorport.migrate(source, vectorport.connect(source))
+    assert vectorport.connect(source).count() == before

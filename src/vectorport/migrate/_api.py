@@ -160,6 +160,11 @@ def migrate(
         embedder, model_id = load_embedder(reembed)
     src, dst = _opened(source, target, source_options, target_options)
     try:
+        if src.identity == dst.identity:
+            raise ConfigurationError(
+                f"the source and the target are the same collection ({src.label}); a migration "
+                "copies into another collection: name a new table, collection or index"
+            )
         transformer = Transformer(dst.capabilities.metadata, policy, text_key)
         report = MigrationReport(src.label, dst.label, segment, status="planned")
         ck: Checkpoint | None = None

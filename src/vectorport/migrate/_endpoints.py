@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -37,6 +38,19 @@ class Endpoint:
         url = self.store.url.masked
         coll = getattr(self.store, "collection", None)
         return url if coll is None or coll in url else f"{url} (collection {coll})"
+
+    @property
+    def identity(self) -> tuple[str, str, int | None, str, str]:
+        """Where the collection lives, normalised enough to tell two URLs for one collection
+        (``pgvector://./pg`` and ``pgvector:///abs/pg``; ``postgres://`` and ``postgresql://``)."""
+        url = self.store.url
+        host, path = (url.host or "").lower(), url.path
+        if host in (".", "~", ".."):  # a relative local path: pgvector://./data, chroma://./dir
+            path, host = os.path.abspath(os.path.expanduser(host + path)), ""
+        elif not host and path:
+            path = os.path.abspath(path)
+        coll = str(getattr(self.store, "collection", "") or "")
+        return (self.store.name, host, url.port, path, coll)
 
     @property
     def capabilities(self) -> Capabilities:
