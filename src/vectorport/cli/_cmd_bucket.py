@@ -27,7 +27,8 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", help="TCP port; 0 picks a free one (printed on stdout).")
+        int,
+        typer.Option("--port", min=0, max=65535, help="TCP port; 0 picks a free one (printed on stdout)."),
     ] = 8080,
     supabase_key: Annotated[
         str | None,
@@ -38,18 +39,26 @@ def serve(
         ),
     ] = None,
     throttle_fraction: Annotated[
-        float, typer.Option("--throttle-fraction", help="Answer this fraction of requests with 429.")
+        float,
+        typer.Option(
+            "--throttle-fraction", min=0.0, max=1.0, help="Answer this fraction of requests with 429."
+        ),
     ] = 0.0,
     throttle_rps: Annotated[
-        float | None, typer.Option("--throttle-rps", help="Answer 429 beyond this many requests per second.")
+        float | None,
+        typer.Option("--throttle-rps", min=0.001, help="Answer 429 beyond this many requests per second."),
     ] = None,
     write_rate: Annotated[
         float | None,
         typer.Option(
-            "--write-rate", help="Vectors written+deleted per second per index before 429 (AWS: 2500)."
+            "--write-rate",
+            min=0.001,
+            help="Vectors written+deleted per second per index before 429 (AWS: 2500).",
         ),
     ] = None,
-    max_top_k: Annotated[int, typer.Option("--max-top-k", help="Largest topK accepted (AWS: 100).")] = 100,
+    max_top_k: Annotated[
+        int, typer.Option("--max-top-k", min=1, help="Largest topK accepted (AWS: 100).")
+    ] = 100,
     region: Annotated[str, typer.Option("--region", help="Region shown in ARNs.")] = "us-east-1",
     as_json: bool = JsonOption,
 ) -> None:
@@ -62,18 +71,26 @@ def serve(
         raise typer.Exit(ExitCode.USAGE)
     from ..bucketserver import serve as run
 
-    run(
-        None if data is None else str(data),
-        host,
-        port,
-        supabase_key=supabase_key,
-        throttle_fraction=throttle_fraction,
-        throttle_rps=throttle_rps,
-        write_rate=write_rate,
-        max_top_k=max_top_k,
-        region=region,
-        as_json=as_json,
-    )
+    try:
+        run(
+            None if data is None else str(data),
+            host,
+            port,
+            supabase_key=supabase_key,
+            throttle_fraction=throttle_fraction,
+            throttle_rps=throttle_rps,
+            write_rate=write_rate,
+            max_top_k=max_top_k,
+            region=region,
+            as_json=as_json,
+        )
+    except OSError as exc:  # the listening socket: a busy or forbidden port, an unknown host
+        why = exc.strerror or str(exc)
+        err_console.print(
+            f"[red]error:[/red] cannot listen on {host}:{port}: {why}; choose another --port "
+            "(0 picks a free one) or --host"
+        )
+        raise typer.Exit(ExitCode.USAGE) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,50 @@
+"""`vectorport bucket serve` refuses bad settings and busy ports with a one-line error and
+exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.s3vectors
+
+
+def _serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vectorport", "bucket", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--port", "70000"),
+        ("--port", "-1"),
+        ("--throttle-fraction", "2"),
+        ("--throttle-fraction", "-0.5"),
+        ("--throttle-rps", "0"),
+        ("--write-rate", "-5"),
+        ("--max-top-k", "0"),
+    ],
+)
+def test_out_of_range_settings_are_usage_errors(args: tuple[str, str]) -> None:
+    done = _serve(*args)
+    assert done.returncode == 2, done
+    assert args[0] in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_busy_port_is_named() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = _serve("--port", str(port))
+    assert done.returncode == 2, done
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port" in done.stderr
+    assert "Traceback" not in done.stderr
