@@ -23,6 +23,7 @@ __all__ = [
     "metadata_problems",
     "validate_keys",
     "validate_records",
+    "vector_type_problem",
 ]
 
 
@@ -107,14 +108,9 @@ def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | 
         # into it, an overflowing length makes it inf, and a positive one means not all zeros
         # and no underflow. Anything else takes the full checks below.
         return vector, None
-    if isinstance(vector, str | bytes | Mapping) or not isinstance(vector, Sequence | np.ndarray):
-        return None, f"the vector is not a sequence of numbers ({type(vector).__name__})"
-    if isinstance(vector, list | tuple):
-        kinds = set(map(type, vector))
-        odd = kinds - _NUMBER_TYPES
-        if odd and not all(issubclass(t, np.integer | np.floating) for t in odd):
-            name = sorted(t.__name__ for t in odd)[0]
-            return None, f"the vector holds a {name}; its components must be numbers (int or float)"
+    why = vector_type_problem(vector)
+    if why:
+        return None, why
     try:
         raw = np.asarray(vector)
         if raw.dtype.kind not in _NUMBER_KINDS:
@@ -150,6 +146,19 @@ def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | 
 
 
 _NUMBER_TYPES: frozenset[type] = frozenset({int, float})
+
+
+def vector_type_problem(vector: Any) -> str | None:
+    """Why ``vector`` is not a flat sequence of numbers (str and bool components, which numpy
+    would convert silently, included), or ``None``. Cheap: one pass over the element types."""
+    if isinstance(vector, str | bytes | Mapping) or not isinstance(vector, Sequence | np.ndarray):
+        return f"the vector is not a sequence of numbers ({type(vector).__name__})"
+    if isinstance(vector, list | tuple):
+        odd = set(map(type, vector)) - _NUMBER_TYPES
+        if odd and not all(issubclass(t, np.integer | np.floating) for t in odd):
+            name = sorted(t.__name__ for t in odd)[0]
+            return f"the vector holds a {name}; its components must be numbers (int or float)"
+    return None
 
 
 MAX_METADATA_DEPTH = 32

@@ -152,3 +152,19 @@ def test_tables_are_not_truncated_in_ci_logs(urls: tuple[str, str], monkeypatch:
     code, out, _ = run(*urls, "--sample", "5", "--k", "5")
     assert code == 0, out
     assert "…" not in out and "1.0000" in out
+
+
+@pytest.mark.parametrize("vector", [["a", "b"], "abc", {"x": 1}, [[1, 2], [3]], [True, 1.0], []])
+def test_a_bad_query_vector_is_named_by_file_and_line(
+    urls: tuple[str, str], tmp_path: Path, vector: object
+) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        json.dumps({"id": "ok", "vector": [1.0] * DIM})
+        + "\n"
+        + json.dumps({"id": "bad", "vector": vector})
+        + "\n"
+    )
+    code, _, err = run(urls[0], "--queries", str(path))
+    assert code == 2, err
+    assert f"{path}:2" in err and "vector" in err

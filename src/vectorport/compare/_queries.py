@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from .._embedder import Embedder
 from .._models import JSON
+from .._validate import vector_type_problem
 from ..exceptions import ConfigurationError, FilterError
 from ..filters import FilterNode, parse_filter, to_dict
 
@@ -76,9 +77,20 @@ class Query:
             named = f" (query {self.id!r})" if self.id is not None else ""
             raise ConfigurationError(f"a query needs a vector or a text{named}")
         if self.vector is not None:
-            vec = np.asarray(self.vector, dtype=np.float32).ravel()
+            named = f"query {self.id!r}" + (f" ({self.origin})" if self.origin else "")
+            raw = self.vector
+            why = vector_type_problem(raw)
+            if why:
+                raise ConfigurationError(f"{named}: {why}")
+            try:
+                arr = np.asarray(raw)
+                if arr.dtype.kind not in "iuf":
+                    raise ValueError(arr.dtype.name)
+                vec = arr.astype(np.float32).ravel()
+            except (TypeError, ValueError, OverflowError):
+                raise ConfigurationError(f"{named}: the vector must be a list of numbers") from None
             if vec.size == 0 or not np.all(np.isfinite(vec)):
-                raise ConfigurationError(f"query {self.id!r}: the vector is empty or not finite")
+                raise ConfigurationError(f"{named}: the vector is empty or not finite")
             object.__setattr__(self, "vector", vec)
         object.__setattr__(self, "where", parse_filter(self.filter))
         if isinstance(self.relevant, str):
