@@ -125,7 +125,8 @@ def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | 
     if not np.isfinite(arr).all():
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
         return None, f"the vector holds {arr[bad]} at index {bad}; only finite numbers are allowed"
-    out = arr.astype(np.float32)
+    with np.errstate(over="ignore"):  # checked on the next line
+        out = arr.astype(np.float32)
     if not np.isfinite(out).all():
         return None, "the vector holds values beyond float32 range"
     if metric is Metric.COSINE and not np.any(out):
@@ -264,9 +265,8 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
                 )
             )
     if rules.max_total_bytes is not None:
-        size = json_size(metadata) + (
-            len(text.encode("utf-8", "replace")) if text and rules.text_in_metadata else 0
-        )
+        counted = text if isinstance(text, str) and rules.text_in_metadata else ""  # others are refused
+        size = json_size(metadata) + len(counted.encode("utf-8", "replace"))
         if size > rules.max_total_bytes:
             what = "metadata and text" if rules.text_in_metadata else "metadata"
             out.append(("metadata", f"{size} bytes of {what}; the limit is {rules.max_total_bytes}"))

@@ -28,6 +28,7 @@ result that fails the filter. The number of hypothesis examples per property com
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -53,7 +54,15 @@ from ..exceptions import (
 from ..filters import ALL_OPERATORS, parse_filter
 from .data import clustered_records, query_vectors
 from .oracle import ExactIndex, Judgement, judge
-from .strategies import dataset_filters, metadata_for, record_keys, texts_for, typed_filters
+from .strategies import (
+    dataset_filters,
+    hostile_filters,
+    hostile_records,
+    metadata_for,
+    record_keys,
+    texts_for,
+    typed_filters,
+)
 
 __all__ = ["StoreConformance", "StoreFactory", "assert_vectors_equal"]
 
@@ -310,6 +319,42 @@ class StoreConformance:
                 call()
             assert store.count() == 2, f"call {i} changed the collection"
         assert sorted(r.key for r in _all(store)) == ["s", "seed1"]
+
+    def test_fuzzed_hostile_input_never_raises_raw_and_never_writes_part_of_a_batch(
+        self, make: Callable[..., VectorStore]
+    ) -> None:
+        """Generated hostile records and filters: a vectorport error or success, never a raw
+        exception; a refused batch changes nothing; the canary records stay intact."""
+        dim = 4
+        store = make(dim)
+        canary = [Record(f"canary/{i}", [1.0, float(i), 0.5, -1.0], {"n": i}, f"c{i}") for i in range(3)]
+        store.upsert(canary)
+
+        @settings(PROPERTY, max_examples=max(10, EXAMPLES // 4))
+        @given(
+            recs=st.lists(hostile_records(dim), min_size=1, max_size=4),
+            f=hostile_filters(),
+        )
+        def check(recs: list[Record], f: Any) -> None:
+            before = store.count()
+            written: list[str] = []
+            try:
+                store.upsert(recs)
+                written = sorted({r.key for r in recs})
+            except VectorportError:
+                assert store.count() == before, "a refused batch wrote part of itself"
+            with contextlib.suppress(VectorportError):
+                store.query([1.0, 0.0, 0.0, 0.0], k=3, filter=f)
+            if written:
+                store.delete([k for k in written if not k.startswith("canary/")])
+            got = {r.key: r for r in store.get([r.key for r in canary])}
+            for rec in canary:
+                if rec.key not in written:
+                    assert rec.key in got, f"canary {rec.key} lost"
+                    assert got[rec.key].metadata == rec.metadata and got[rec.key].text == rec.text
+            store.upsert(canary)
+
+        check()
 
     # ------------------------------------------------------------------ scans
     def test_scan_yields_every_record_once(self, make: Callable[..., VectorStore]) -> None:

@@ -7,9 +7,18 @@ from typing import Any
 from hypothesis import strategies as st
 
 from .._capabilities import MetadataRules
+from .._models import Record
 from .data import LANGS, TAGS
 
-__all__ = ["dataset_filters", "metadata_for", "record_keys", "texts_for", "typed_filters"]
+__all__ = [
+    "dataset_filters",
+    "hostile_filters",
+    "hostile_records",
+    "metadata_for",
+    "record_keys",
+    "texts_for",
+    "typed_filters",
+]
 
 _KEY_CHARS = st.characters(
     blacklist_categories=("Cs", "Cc"),
@@ -147,3 +156,90 @@ def metadata_for(rules: MetadataRules, typed: bool = True) -> st.SearchStrategy[
         return st.tuples(fixed, extra).map(lambda t: {**t[1], **t[0]})
     max_keys = min(rules.max_keys or 6, 6)
     return st.dictionaries(free_keys, value, max_size=max_keys)
+
+
+# ---------------------------------------------------------------- hostile input (fuzzing)
+_ODD_TEXT = st.text(
+    alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()),
+    max_size=40,
+) | st.sampled_from(
+    ["", "\x00", "\ud800", "a\udc00b", "x" * 1100, "é" * 600, "$and", "#", "'; DROP TABLE t; --"]
+)
+_ODD_NUMBER = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([1e-30, 3e38, -3e38, 1e-45, 0.0, -0.0]),
+)
+_ODD_SCALAR: st.SearchStrategy[Any] = st.one_of(
+    st.none(),
+    st.booleans(),
+    _ODD_NUMBER,
+    _ODD_TEXT,
+    st.binary(max_size=4),
+    st.just({1, 2}),
+    st.just((1, "a")),
+)
+
+
+def _deep(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+_ODD_JSON: st.SearchStrategy[Any] = st.recursive(
+    _ODD_SCALAR,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.dictionaries(st.one_of(_ODD_TEXT, st.integers(0, 3)), inner, max_size=4),
+    ),
+    max_leaves=12,
+) | st.sampled_from([_deep(40), list(range(6000)), ["x"] * 6000])
+
+
+def hostile_records(dimension: int) -> st.SearchStrategy[Record]:
+    """Records that are wrong in every way a caller can get one wrong: keys (empty, NUL, lone
+    surrogates, too long, not strings), vectors (wrong length, NaN/inf, tiny or huge, strings,
+    booleans, None), metadata (not JSON, not an object, nested thousands deep, huge lists,
+    tuples, sets, bytes, odd keys) and text (not a string, NUL, surrogates) — mixed with valid
+    parts, so that each record has one or a few problems or none."""
+    good_vector = st.lists(st.integers(-9, 9).map(float), min_size=dimension, max_size=dimension).filter(any)
+    vector = st.one_of(
+        good_vector,
+        st.lists(_ODD_NUMBER, min_size=dimension, max_size=dimension),
+        st.lists(st.floats(-1, 1), min_size=0, max_size=dimension + 2),
+        st.lists(st.one_of(st.booleans(), _ODD_TEXT, st.none()), min_size=dimension, max_size=dimension),
+        st.sampled_from(["1,2", None, 5, {"x": 1}, [[1.0] * dimension]]),
+    )
+    key: st.SearchStrategy[Any] = st.one_of(record_keys(), _ODD_TEXT, st.integers(), st.none())
+    metadata: st.SearchStrategy[Any] = st.one_of(
+        st.dictionaries(st.text(max_size=8), _ODD_JSON, max_size=4), _ODD_JSON, st.just({})
+    )
+    text: st.SearchStrategy[Any] = st.one_of(st.none(), _ODD_TEXT, st.integers(), st.just(b"bytes"))
+    return st.builds(Record, key, vector, metadata, text)
+
+
+def hostile_filters() -> st.SearchStrategy[Any]:
+    """Filters that are malformed, unsupported somewhere, or huge: unknown and misplaced
+    operators, wrong operand types, empty lists and objects, deep nesting, odd field names."""
+    ops = st.sampled_from(
+        ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not", "$and", "$or",
+         "$regex", "$where", "", "$"]
+    )  # fmt: skip
+    field = st.one_of(st.sampled_from(["lang", "n", "tags", "a.b", "$and", "", "\x00", "\ud800"]), _ODD_TEXT)
+    leaf = st.one_of(_ODD_SCALAR, st.lists(_ODD_SCALAR, max_size=4), st.just([]), st.just({}))
+    tree: st.SearchStrategy[Any] = st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.dictionaries(field, inner, max_size=3),
+            st.dictionaries(ops, inner, max_size=2),
+            st.lists(inner, max_size=3),
+        ),
+        max_leaves=10,
+    )
+    # deeper trees are tested on their own: hypothesis cannot print a failing example past ~500
+    deep_not: Any = {"lang": "en"}
+    for _ in range(40):
+        deep_not = {"$not": deep_not}
+    return st.one_of(tree, st.just(deep_not), st.just({"n": {"$in": list(range(70_000))}}))
