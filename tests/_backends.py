@@ -1,19 +1,38 @@
-"""The real backends every cross-backend test runs on (memory, the reference, is not one).
-
-A new backend is added here, given a branch in ``url_for`` (``tests/conftest.py``) and a pytest
-marker of the same name (``pyproject.toml``): the parametrized ingest and migration tests then
-run on it, and ``pytest -m NAME`` selects exactly the tests that touch it.
+"""The backends every cross-backend test runs on, in one table: a new backend is one entry here
+(its name, which is also its pytest marker, and how to make the URL of a fresh collection on its
+session server). ``url_for`` (``tests/conftest.py``) reads the table, the markers are registered
+from it, and the parametrized ingest and migration tests run on every real backend in it;
+``pytest -m NAME`` selects exactly the tests that touch that backend.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-__all__ = ["BACKENDS", "backend_pairs", "each_backend"]
+__all__ = ["BACKENDS", "URLS", "backend_pairs", "each_backend"]
 
-BACKENDS = ("chroma", "pgvector", "s3vectors")
+UrlMaker = Callable[[Callable[[str], Any], str, str], str]
+"""``make(fixture, collection, extra_params)``: ``fixture(name)`` gets a session fixture."""
+
+URLS: dict[str, UrlMaker] = {
+    "memory": lambda fx, coll, extra: f"memory://{coll}",
+    "pgvector": lambda fx, coll, extra: f"pgvector://{fx('pg_dir')}?table={coll}{extra}",
+    "chroma": lambda fx, coll, extra: f"chroma://{fx('chroma_dir')}?collection={coll}{extra}",
+    "s3vectors": lambda fx, coll, extra: (
+        f"s3vectors://tests/{coll}?endpoint_url={fx('bucket_server').url}{extra}"
+    ),
+}
+"""Backend → URL of a fresh collection. ``memory`` is the reference, not one of ``BACKENDS``."""
+
+VARIANTS: dict[str, UrlMaker] = {
+    "chroma+http": lambda fx, coll, extra: f"chroma+http://{fx('chroma_server')}?collection={coll}{extra}",
+}
+"""Other URL forms of a backend in ``URLS`` (same marker as the backend)."""
+
+BACKENDS = tuple(name for name in URLS if name != "memory")
 
 
 def _param(*backends: str) -> Any:
