@@ -39,8 +39,9 @@ def parse_filter(spec: Mapping[str, Any] | FilterNode | None) -> FilterNode | No
 
 
 def _check_size(spec: Mapping[str, Any]) -> None:
-    """Refuse a filter nested deeper than ``MAX_DEPTH`` or holding more than ``MAX_ITEMS``
-    parts, without recursion (a hostile filter must not exhaust the stack)."""
+    """Refuse a filter nested deeper than ``MAX_DEPTH``, holding more than ``MAX_ITEMS`` parts or
+    strings that are not Unicode, without recursion (a hostile filter must not exhaust the
+    stack)."""
     stack: list[tuple[Any, int]] = [(spec, 1)]
     items = 0
     while stack:
@@ -52,8 +53,19 @@ def _check_size(spec: Mapping[str, Any]) -> None:
             raise FilterError(f"the filter is nested more than {MAX_DEPTH} levels deep; flatten it")
         if isinstance(value, Mapping):
             stack.extend((v, depth + 1) for v in value.values())
+            stack.extend((k, depth + 1) for k in value if isinstance(k, str))
         elif isinstance(value, list | tuple):
             stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, str) and not _is_unicode(value):
+            raise FilterError(f"{value!r} is not valid Unicode (lone surrogate); no store can hold it")
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _join(path: str, part: str) -> str:
