@@ -26,7 +26,7 @@ from ._index import BULK_SMALL as BULK_SMALL
 from ._io import ReadWriteMixin
 from ._options import BUILD_MEMORY_CAP_KB as BUILD_MEMORY_CAP_KB
 from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
-from ._options import OWN_OPTIONS
+from ._options import OWN_OPTIONS, check_names, libpq_keywords
 from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
 from ._schema import VECTOR_MAX_DIM
@@ -86,12 +86,19 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
-        opts: dict[str, Any] = {k: v for k, v in url.params.items() if k in OWN_OPTIONS}
-        unknown = sorted(set(options) - OWN_OPTIONS)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown pgvector options {unknown}; known: {', '.join(sorted(OWN_OPTIONS))}"
+        check_names(options, OWN_OPTIONS, "option")
+        if url.scheme in ("postgresql", "postgres"):
+            # the others go to libpq: refuse only what libpq would not take either
+            check_names(
+                url.params,
+                OWN_OPTIONS | libpq_keywords(),
+                "URL parameter",
+                f"the pgvector options {', '.join(sorted(OWN_OPTIONS))} and libpq's connection "
+                "parameters (sslmode, connect_timeout, application_name, options …)",
             )
+        else:
+            check_names(url.params, OWN_OPTIONS, "URL parameter")
+        opts: dict[str, Any] = {k: v for k, v in url.params.items() if k in OWN_OPTIONS}
         opts.update(options)
         table = opts.pop("table", None) or opts.pop("collection", None)
         if not table:
