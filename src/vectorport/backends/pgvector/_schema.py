@@ -298,6 +298,7 @@ class Layout:
         with full-text search by reciprocal rank fusion, as :meth:`PgVectorStore.hybrid_query`.
         """
         vtype = self.vector_type
+        tag = self._dollar_tag()
         q = sql.SQL("query_embedding")
         emb = self.embedding("t")
         cols = self.columns
@@ -316,7 +317,7 @@ class Layout:
             ") RETURNS TABLE (key text, metadata jsonb, text text, distance double precision, "
             "score double precision)\n"
             "  LANGUAGE plpgsql STABLE\n{settings}"
-            "AS $vectorport$\n"
+            "AS {tag}\n"
             "#variable_conflict use_column\n"
             "BEGIN\n{set_ef}"
             "  RETURN QUERY\n"
@@ -331,9 +332,10 @@ class Layout:
             "  ) AS hits\n"
             "  ORDER BY hits.distance, hits.key;\n"
             "END;\n"
-            "$vectorport$"
+            "{tag}"
         ).format(
             fn=self._qualified_name("", "match_"),
+            tag=tag,
             vtype=vtype,
             settings=settings,
             set_ef=set_ef,
@@ -358,7 +360,7 @@ class Layout:
             ") RETURNS TABLE (key text, metadata jsonb, text text, distance double precision, "
             "rrf_score double precision, vector_rank bigint, text_rank bigint)\n"
             "  LANGUAGE plpgsql STABLE\n{settings}"
-            "AS $vectorport$\n"
+            "AS {tag}\n"
             "#variable_conflict use_column\n"
             "BEGIN\n"
             "  PERFORM set_config('hnsw.ef_search',\n"
@@ -366,9 +368,10 @@ class Layout:
             "  RETURN QUERY\n"
             "{body};\n"
             "END;\n"
-            "$vectorport$"
+            "{tag}"
         ).format(
             fn=self._qualified_name("", "hybrid_match_"),
+            tag=tag,
             vtype=vtype,
             settings=settings,
             body=self.hybrid_sql(
@@ -386,6 +389,21 @@ class Layout:
             ),
         )
         return [match, hybrid]
+
+    def _dollar_tag(self) -> sql.SQL:
+        """The dollar-quote tag of the function bodies: one that no name in them contains (a
+        table named ``x$vectorport$;DROP …`` would end the body early and run the rest)."""
+        cols = self.columns
+        names = [
+            self.schema,
+            self.table,
+            *(getattr(cols, r) or "" for r in ("key", "embedding", "metadata", "text", "fts")),
+        ]
+        tag, n = "$vectorport$", 0
+        while any(tag in name for name in names):
+            n += 1
+            tag = f"$vectorport{n}$"
+        return sql.SQL(tag)
 
     def _embedding_present(self, prefix: str | None = None, before: str = "") -> sql.Composable:
         """``<before><embedding> IS NOT NULL`` when the column admits NULL (such rows have no
