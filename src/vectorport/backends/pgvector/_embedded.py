@@ -174,6 +174,8 @@ def connect_embedded(
         except (BackendUnavailableError, psycopg.OperationalError) as exc:
             if isinstance(exc, psycopg.OperationalError) and not _down(data_dir, exc):
                 raise  # the server answered and refused (no such database …)
+            if not (data_dir / "PG_VERSION").exists():
+                raise  # initdb failed (permissions, disk): there is no server to come back
             if wait is None:
                 detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise BackendUnavailableError(
