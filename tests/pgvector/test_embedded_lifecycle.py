@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -70,12 +72,24 @@ def _server_processes(data: Path) -> list[psutil.Process]:
 
 
 @pytest.fixture
-def user(tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen[str]]]:
+def data() -> Iterator[Path]:
+    """A data directory of its own. Not under pytest's tmp_path: pytest resets
+    /tmp/pytest-of-<user> to mode 0700 when any session starts, and when the tests run as root
+    the server runs as another user that must reach the directory (see ``pg_dir``)."""
+    root = Path(tempfile.mkdtemp(prefix="vectorport-lifecycle-"))
+    root.chmod(0o755)
+    yield root / "pgdata"
+    stop_embedded(root / "pgdata")
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def user(data: Path) -> Iterator[Callable[[], subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
 
     def start() -> subprocess.Popen[str]:
         proc = subprocess.Popen(
-            [sys.executable, "-c", USER, str(tmp_path / "pgdata")],
+            [sys.executable, "-c", USER, str(data)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -92,7 +106,6 @@ def user(tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen[str]]]:
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()
-    stop_embedded(tmp_path / "pgdata")
 
 
 def _kill_postmaster(data: Path) -> int:
@@ -103,8 +116,7 @@ def _kill_postmaster(data: Path) -> int:
     return pid
 
 
-def test_a_killed_postmaster_is_started_again_by_the_next_call(tmp_path: Path) -> None:
-    data = tmp_path / "pgdata"
+def test_a_killed_postmaster_is_started_again_by_the_next_call(data: Path) -> None:
     with vectorport.connect(f"pgvector://{data}?table=docs&index=exact", dimension=2) as store:
         store.upsert([vectorport.Record("a", [1, 0])])
         dead = _kill_postmaster(data)
@@ -122,9 +134,8 @@ def test_a_killed_postmaster_is_started_again_by_the_next_call(tmp_path: Path) -
 
 
 def test_two_processes_whose_server_died_start_one_server(
-    tmp_path: Path, user: Callable[[], subprocess.Popen[str]]
+    data: Path, user: Callable[[], subprocess.Popen[str]]
 ) -> None:
-    data = tmp_path / "pgdata"
     others = [user(), user()]
     with vectorport.connect(f"pgvector://{data}?table=docs", dimension=2) as store:
         _kill_postmaster(data)
@@ -144,9 +155,8 @@ def test_two_processes_whose_server_died_start_one_server(
 
 
 def test_a_process_killed_with_sigkill_leaves_no_server_behind(
-    tmp_path: Path, user: Callable[[], subprocess.Popen[str]]
+    data: Path, user: Callable[[], subprocess.Popen[str]]
 ) -> None:
-    data = tmp_path / "pgdata"
     proc = user()
     pid = postmaster_pid(data)
     assert pid is not None
@@ -166,9 +176,8 @@ def test_a_process_killed_with_sigkill_leaves_no_server_behind(
 
 
 def test_a_kept_server_outlives_its_killed_users_until_stop(
-    tmp_path: Path, user: Callable[[], subprocess.Popen[str]]
+    data: Path, user: Callable[[], subprocess.Popen[str]]
 ) -> None:
-    data = tmp_path / "pgdata"
     proc = user()
     start_embedded(data)  # kept from now on, though another process started it
     pid = postmaster_pid(data)

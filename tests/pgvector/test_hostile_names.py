@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,11 +55,14 @@ REFUSED = [
 
 
 @pytest.fixture(scope="module")
-def psql_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server of its own, started (kept) with ``vectorport pgvector start``, with a canary."""
+def psql_uri() -> Iterator[str]:
+    """A server of its own, started (kept) with ``vectorport pgvector start``, with a canary
+    (outside pytest's tmp_path, as ``pg_dir``: the server may run as another user)."""
     if not Path(PSQL).exists():
         pytest.skip("psql is not installed")
-    data = tmp_path_factory.mktemp("hostile") / "pgdata"
+    root = Path(tempfile.mkdtemp(prefix="vectorport-hostile-"))
+    root.chmod(0o755)
+    data = root / "pgdata"
     cli = [sys.executable, "-m", "vectorport", "pgvector"]
     started = subprocess.run([*cli, "start", str(data)], capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr
@@ -67,6 +71,7 @@ def psql_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield uri
     finally:
         subprocess.run([*cli, "stop", str(data)], capture_output=True, text=True, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
