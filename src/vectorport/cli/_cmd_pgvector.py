@@ -65,9 +65,9 @@ def start(
     database: str = typer.Option("postgres", "--database", help="Database of the printed URI."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Start (or find running) the embedded PostgreSQL + pgvector server in DATA and leave it
-    running, then print its libpq URI: ``psql "$(vectorport pgvector start ./pgdata)"``.
-    vectorport reuses a running server and leaves it running; stop it with ``pgvector stop``.
+    """Start (or find running) the embedded PostgreSQL + pgvector server in DATA and mark it
+    kept, then print its libpq URI: ``psql "$(vectorport pgvector start ./pgdata)"``.
+    A kept server runs on after every process using it exits, until ``pgvector stop``.
     """
     with reported_errors():
         from ..backends.pgvector import embedded_data_dir, start_embedded
@@ -85,7 +85,8 @@ def stop(
     data: str = typer.Argument(..., help="Data directory of the embedded server."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Stop the embedded server running in DATA (a fast shutdown: open sessions are ended)."""
+    """Stop the embedded server running in DATA, kept or not (a fast shutdown: open sessions
+    are ended; a process still using it starts it again on its next call)."""
     with reported_errors():
         from ..backends.pgvector import embedded_data_dir, stop_embedded
 

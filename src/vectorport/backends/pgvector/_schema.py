@@ -10,6 +10,7 @@ with :class:`psycopg.sql.Identifier`; the few constants DDL cannot take as param
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from psycopg import sql
@@ -27,6 +28,9 @@ __all__ = [
     "Columns",
     "IndexKind",
     "Layout",
+    "check_identifier",
+    "check_table_name",
+    "display_name",
     "render_schema",
     "schema_sql",
 ]
@@ -57,6 +61,7 @@ OPCLASS_METRIC: dict[str, Metric] = {
 }
 _MAX_TABLE_BYTES = 40  # leaves room for index/function names within NAMEDATALEN (63 bytes)
 _LANGUAGE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+_BARE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 _PLAIN_NAMES = frozenset({"embedding", "fts", "hits", "key", "metadata", "t", "text", "updated_at"})
@@ -129,8 +134,7 @@ class Layout:
 
     def __post_init__(self) -> None:
         check_table_name(self.table)
-        if not self.schema or "\x00" in self.schema:
-            raise ConfigurationError(f"bad schema name {self.schema!r}")
+        check_identifier("schema", self.schema)
         if self.index not in INDEX_KINDS:
             raise ConfigurationError(f"index must be one of {', '.join(INDEX_KINDS)}, got {self.index!r}")
         if not 1 <= self.dimension <= VECTOR_MAX_DIM:
@@ -212,7 +216,7 @@ class Layout:
         return (
             f"vectorport collection: {self.dimension} dims, {self.metric.value} metric. "
             f"Nearest first: ORDER BY {order} LIMIT k; distance = embedding {op} query, "
-            f"score = {score}. Spec in {self.schema}.vectorport_collections."
+            f"score = {score}. Spec in {display_name(self.schema, 'vectorport_collections')}."
         )
 
     def hnsw_index_ddl(self) -> sql.Composed | None:
@@ -294,6 +298,7 @@ class Layout:
         with full-text search by reciprocal rank fusion, as :meth:`PgVectorStore.hybrid_query`.
         """
         vtype = self.vector_type
+        tag = self._dollar_tag()
         q = sql.SQL("query_embedding")
         emb = self.embedding("t")
         cols = self.columns
@@ -312,7 +317,7 @@ class Layout:
             ") RETURNS TABLE (key text, metadata jsonb, text text, distance double precision, "
             "score double precision)\n"
             "  LANGUAGE plpgsql STABLE\n{settings}"
-            "AS $vectorport$\n"
+            "AS {tag}\n"
             "#variable_conflict use_column\n"
             "BEGIN\n{set_ef}"
             "  RETURN QUERY\n"
@@ -327,9 +332,10 @@ class Layout:
             "  ) AS hits\n"
             "  ORDER BY hits.distance, hits.key;\n"
             "END;\n"
-            "$vectorport$"
+            "{tag}"
         ).format(
             fn=self._qualified_name("", "match_"),
+            tag=tag,
             vtype=vtype,
             settings=settings,
             set_ef=set_ef,
@@ -354,7 +360,7 @@ class Layout:
             ") RETURNS TABLE (key text, metadata jsonb, text text, distance double precision, "
             "rrf_score double precision, vector_rank bigint, text_rank bigint)\n"
             "  LANGUAGE plpgsql STABLE\n{settings}"
-            "AS $vectorport$\n"
+            "AS {tag}\n"
             "#variable_conflict use_column\n"
             "BEGIN\n"
             "  PERFORM set_config('hnsw.ef_search',\n"
@@ -362,9 +368,10 @@ class Layout:
             "  RETURN QUERY\n"
             "{body};\n"
             "END;\n"
-            "$vectorport$"
+            "{tag}"
         ).format(
             fn=self._qualified_name("", "hybrid_match_"),
+            tag=tag,
             vtype=vtype,
             settings=settings,
             body=self.hybrid_sql(
@@ -382,6 +389,21 @@ class Layout:
             ),
         )
         return [match, hybrid]
+
+    def _dollar_tag(self) -> sql.SQL:
+        """The dollar-quote tag of the function bodies: one that no name in them contains (a
+        table named ``x$vectorport$;DROP …`` would end the body early and run the rest)."""
+        cols = self.columns
+        names = [
+            self.schema,
+            self.table,
+            *(getattr(cols, r) or "" for r in ("key", "embedding", "metadata", "text", "fts")),
+        ]
+        tag, n = "$vectorport$", 0
+        while any(tag in name for name in names):
+            n += 1
+            tag = f"$vectorport{n}$"
+        return sql.SQL(tag)
 
     def _embedding_present(self, prefix: str | None = None, before: str = "") -> sql.Composable:
         """``<before><embedding> IS NOT NULL`` when the column admits NULL (such rows have no
@@ -461,12 +483,39 @@ class Layout:
         )
 
 
+def check_identifier(what: str, name: object) -> str:
+    """``name``, a schema, table or column name given to vectorport; refused when empty or
+    holding a control or format character (Unicode category C: newline, CR, tab, NUL, zero-width
+    and bidi marks …).
+
+    PostgreSQL could hold most of them in a quoted identifier, but nobody means them, and they
+    turn printed SQL (a newline ends a ``--`` comment) and terminal output into traps.
+    """
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(f"pgvector {what} name must be a non-empty string, got {name!r}")
+    bad = next((c for c in name if unicodedata.category(c).startswith("C")), None)
+    if bad is not None:
+        label = unicodedata.name(bad, "a control character")
+        raise ConfigurationError(
+            f"pgvector {what} name {name!r} contains U+{ord(bad):04X} ({label}); names cannot hold "
+            "control or invisible format characters (newline, tab, NUL, zero-width, bidi …)"
+        )
+    return name
+
+
+def display_name(*parts: str) -> str:
+    """A (qualified) name for SQL comments and literals: bare when it needs no quotes, else
+    quoted and escaped as an SQL identifier, so it reads back as exactly one name."""
+    if all(_BARE.match(p) for p in parts):
+        return ".".join(parts)
+    return sql.Identifier(*parts).as_string(None)
+
+
 def check_table_name(name: str) -> None:
     """Refuse names PostgreSQL would truncate or cannot hold."""
     if not isinstance(name, str) or not name:
         raise ConfigurationError("a pgvector URL needs ?table=NAME (the collection's table)")
-    if "\x00" in name:
-        raise ConfigurationError("table names cannot contain NUL characters")
+    check_identifier("table", name)
     if len(name.encode("utf-8")) > _MAX_TABLE_BYTES:
         raise ConfigurationError(
             f"table name {name!r} is longer than {_MAX_TABLE_BYTES} UTF-8 bytes (PostgreSQL truncates "
@@ -480,7 +529,7 @@ def render_schema(layout: Layout, *, functions: bool = True) -> str:
     if functions:
         statements += layout.rpc_functions()
     header = (
-        f"-- vectorport pgvector collection {layout.schema}.{layout.table}: "
+        f"-- vectorport pgvector collection {display_name(layout.schema, layout.table)}: "
         f"{layout.dimension} dims, {layout.metric.value}, index={layout.index}\n"
         "CREATE EXTENSION IF NOT EXISTS vector;\n\n"
     )

