@@ -13,7 +13,7 @@ from psycopg import sql
 
 from ..._capabilities import Capabilities
 from ..._models import CollectionSpec, Metric
-from ...exceptions import ConfigurationError, UnsupportedFeatureError
+from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
 from ._inspect import ROLE_OPTION, TableFacts, fts_language, resolve_columns
 from ._migrations import apply_migrations
 from ._schema import Columns, Layout
@@ -52,6 +52,14 @@ class CatalogMixin(StoreState):
         # A table made elsewhere with no HNSW index does not tell its metric: the one asked
         # for here is taken (and the base class checks the rest of the spec as usual).
         self._requested_metric = None if metric is None else Metric.parse(metric)
+        data_dir = self.data_dir
+        if data_dir is not None and dimension is None and not (data_dir / "PG_VERSION").exists():
+            # Opening must not initialise a 40 MB cluster at a mistyped path (`vectorport info`,
+            # `migrate --plan`): only a call that may create the collection starts one there.
+            raise NotFoundError(
+                f"{self._where}: there is no PostgreSQL data directory at {data_dir} (no PG_VERSION); "
+                "check the path, or give the dimension (and metric) to create the collection there"
+            )
         return super().bind(dimension, metric, embedding_model)
 
     def _catalog_row(self, conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
