@@ -12,6 +12,7 @@ from chromadb.config import Settings
 
 import vectorport
 from vectorport import Record
+from vectorport.backends.chroma._client import local_path
 from vectorport.exceptions import (
     BackendUnavailableError,
     ConfigurationError,
@@ -31,7 +32,7 @@ def _raw(store: vectorport.VectorStore) -> Any:
     url = store.url
     settings = Settings(anonymized_telemetry=False)
     if url.scheme == "chroma":
-        client = chromadb.PersistentClient(path=store._local_path(url), settings=settings)  # type: ignore[attr-defined]
+        client = chromadb.PersistentClient(path=local_path(url), settings=settings)
     else:
         client = chromadb.HttpClient(host=url.host, port=url.port, settings=settings)
     return client, client.get_collection(store.collection)
