@@ -79,6 +79,11 @@ META_METRIC = "vectorport:metric"
 META_MODEL = "vectorport:embedding_model"
 
 _MAX_BATCH = 5_461  # get_max_batch_size() of a local/`chroma run` Chroma 1.5: 32766 // 6
+# Chroma 1.5 writes one record's scalar metadata (the document is one more key) and, apart,
+# its list elements, each as one SQLite INSERT of 6 parameters per row: past 32,766 // 6 the
+# write is logged, then fails to apply, and so does every later read and write.
+_MAX_LIST_ITEMS = 5_461
+_MAX_KEYS = 5_461 - 1  # one is kept for the document
 _F64_EXACT = 2**53
 
 
@@ -154,6 +159,8 @@ class ChromaStore(BaseStore[Where]):
             null=False,
             empty_lists=False,
             mixed_lists=False,
+            max_keys=_MAX_KEYS,
+            max_list_items=_MAX_LIST_ITEMS,
             max_int=2**63 - 1,
             float_list_max_int=_F64_EXACT,
             float_ulps=2,
@@ -358,19 +365,54 @@ class ChromaStore(BaseStore[Where]):
         coll = self._collection()
         # A remote server may accept fewer records per call than the local default.
         for part in batch.chunks(self._batch):
-            metadatas = [_chroma_metadata(m) for m in part.metadatas]
-            texts = part.texts
+            self._replace(coll, part)
+
+    def _replace(self, coll: Any, part: Batch) -> None:
+        """Full replace in one ``upsert`` call, which Chroma logs in one SQLite transaction and
+        replays after a crash: a record is its old or its new version, never missing. Chroma's
+        upsert merges, so every key the stored record has and the new one lacks is sent as
+        ``None``, which deletes it. A stored document cannot be dropped that way (Chroma refuses
+        ``chroma:document`` in metadata), so only records going from a text to none are
+        deleted and then added, two calls a crash can come between."""
+        fresh = [_chroma_metadata(m) for m in part.metadatas]
+        with self._op("upsert"):
+            res = coll.get(ids=part.keys, include=["metadatas"])
+        stored: dict[str, Mapping[str, Any]] = {
+            key: meta or {} for key, meta in zip(res["ids"], res["metadatas"], strict=True)
+        }
+        textless = [
+            key for key, text in zip(part.keys, part.texts, strict=True) if text is None and key in stored
+        ]
+        dropping: set[str] = set()
+        if textless:
             with self._op("upsert"):
-                # Full replace: upsert would merge metadata and keep an old document.
-                existing = coll.get(ids=part.keys, include=[])["ids"]
-                if existing:
-                    coll.delete(ids=existing)
-                coll.add(
-                    ids=part.keys,
-                    embeddings=part.vectors,
-                    metadatas=metadatas if any(m is not None for m in metadatas) else None,
-                    documents=texts if any(t is not None for t in texts) else None,
-                )
+                res = coll.get(ids=textless, include=["documents"])
+            dropping = {key for key, doc in zip(res["ids"], res["documents"], strict=True) if doc is not None}
+        merged: list[dict[str, Any] | None] = []
+        for key, meta in zip(part.keys, fresh, strict=True):
+            gone = [name for name in stored.get(key, ()) if meta is None or name not in meta]
+            merged.append({**(meta or {}), **dict.fromkeys(gone)} if gone and key not in dropping else meta)
+        rows = [i for i, key in enumerate(part.keys) if key not in dropping]
+        if rows:
+            with self._op("upsert"):
+                self._send(coll.upsert if stored else coll.add, part, merged, rows)
+        if dropping:
+            rows = [i for i, key in enumerate(part.keys) if key in dropping]
+            with self._op("upsert"):
+                coll.delete(ids=[part.keys[i] for i in rows])
+                self._send(coll.add, part, fresh, rows)
+
+    @staticmethod
+    def _send(call: Any, part: Batch, metadatas: Sequence[dict[str, Any] | None], rows: list[int]) -> None:
+        """``add`` or ``upsert`` the records of ``part`` at ``rows``."""
+        metas = [metadatas[i] for i in rows]
+        texts = [part.texts[i] for i in rows]
+        call(
+            ids=[part.keys[i] for i in rows],
+            embeddings=part.vectors[rows] if len(rows) < len(part) else part.vectors,
+            metadatas=metas if any(m is not None for m in metas) else None,
+            documents=texts if any(t is not None for t in texts) else None,
+        )
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         coll = self._collection()
