@@ -18,7 +18,7 @@ import pytest
 import vectorport
 from vectorport import Record
 from vectorport.backends.chroma import ChromaStore
-from vectorport.exceptions import ValidationError
+from vectorport.exceptions import ConfigurationError, ValidationError
 from vectorport.migrate import PlanRefusedError, plan
 
 pytestmark = pytest.mark.chroma
@@ -127,3 +127,19 @@ def test_the_plan_names_records_past_the_limits(url_for: Callable[..., str]) -> 
     finally:
         source.drop()
         source.close()
+
+
+def test_server_writes_are_cut_below_its_request_size_limit(server_url: Callable[[], str]) -> None:
+    # `chroma run` refuses request bodies over 40 MiB; 45 MiB of text in one batch goes in parts.
+    store = vectorport.connect(server_url(), dimension=2, metric="euclidean")
+    try:
+        text = "x" * (1 << 20)
+        assert store.upsert([Record(f"k{i}", [1, i], {"i": i}, text) for i in range(45)]) == 45
+        assert store.count() == 45 and store.get(["k44"])[0].text == text
+        # One record over the limit cannot be cut: a clear error, and nothing of it is written.
+        with pytest.raises(ConfigurationError, match="40 MiB"):
+            store.upsert([Record("huge", [0, 1], {}, "y" * (41 << 20))])
+        _works(store, 45)
+    finally:
+        store.drop()
+        store.close()

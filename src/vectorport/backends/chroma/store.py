@@ -34,7 +34,6 @@ from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
 from ..._cursor import Position, position_field
 from ..._models import (
-    JSON,
     CollectionSpec,
     Include,
     Match,
@@ -49,6 +48,7 @@ from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
 from ...filters import FilterNode
 from ._client import DATABASE_FILE, close_client, embedded_client, resolve
+from ._write import REQUEST_BYTES, replace
 from .errors import map_errors
 from .filters import ChromaFilterCompiler, Where
 
@@ -90,24 +90,6 @@ _F64_EXACT = 2**53
 # Chroma records its default embedding function (all-MiniLM-L6-v2, 384 dimensions) on every
 # collection created without one, also when the caller then adds vectors of their own.
 _DEFAULT_EF_DIMENSION = 384
-
-
-def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
-    """Chroma's form of a validated metadata dict: ``None`` for ``{}`` (Chroma rejects an empty
-    dict) and int/float lists as floats (Chroma wants one element type; validation made sure
-    the integers are exact as doubles)."""
-    if not meta:
-        return None
-    out: dict[str, Any] = {}
-    for key, value in meta.items():
-        if (
-            isinstance(value, list)
-            and any(isinstance(v, float) for v in value)
-            and any(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        ):
-            value = [float(v) for v in value]
-        out[key] = value
-    return out
 
 
 def _offset_and_key(position: Position) -> tuple[int, str]:
@@ -363,56 +345,11 @@ class ChromaStore(BaseStore[Where]):
     # ----------------------------------------------------------------- records
     def _write(self, batch: Batch) -> None:
         coll = self._collection()
-        # A remote server may accept fewer records per call than the local default.
+        # A remote server may accept fewer records per call than the local default, and takes
+        # request bodies up to a size (replace() cuts requests below it).
+        request_bytes = None if self._path is not None else REQUEST_BYTES
         for part in batch.chunks(self._batch):
-            self._replace(coll, part)
-
-    def _replace(self, coll: Any, part: Batch) -> None:
-        """Full replace in one ``upsert`` call, which Chroma logs in one SQLite transaction and
-        replays after a crash: a record is its old or its new version, never missing. Chroma's
-        upsert merges, so every key the stored record has and the new one lacks is sent as
-        ``None``, which deletes it. A stored document cannot be dropped that way (Chroma refuses
-        ``chroma:document`` in metadata), so only records going from a text to none are
-        deleted and then added, two calls a crash can come between."""
-        fresh = [_chroma_metadata(m) for m in part.metadatas]
-        with self._op("upsert"):
-            res = coll.get(ids=part.keys, include=["metadatas"])
-        stored: dict[str, Mapping[str, Any]] = {
-            key: meta or {} for key, meta in zip(res["ids"], res["metadatas"], strict=True)
-        }
-        textless = [
-            key for key, text in zip(part.keys, part.texts, strict=True) if text is None and key in stored
-        ]
-        dropping: set[str] = set()
-        if textless:
-            with self._op("upsert"):
-                res = coll.get(ids=textless, include=["documents"])
-            dropping = {key for key, doc in zip(res["ids"], res["documents"], strict=True) if doc is not None}
-        merged: list[dict[str, Any] | None] = []
-        for key, meta in zip(part.keys, fresh, strict=True):
-            gone = [name for name in stored.get(key, ()) if meta is None or name not in meta]
-            merged.append({**(meta or {}), **dict.fromkeys(gone)} if gone and key not in dropping else meta)
-        rows = [i for i, key in enumerate(part.keys) if key not in dropping]
-        if rows:
-            with self._op("upsert"):
-                self._send(coll.upsert if stored else coll.add, part, merged, rows)
-        if dropping:
-            rows = [i for i, key in enumerate(part.keys) if key in dropping]
-            with self._op("upsert"):
-                coll.delete(ids=[part.keys[i] for i in rows])
-                self._send(coll.add, part, fresh, rows)
-
-    @staticmethod
-    def _send(call: Any, part: Batch, metadatas: Sequence[dict[str, Any] | None], rows: list[int]) -> None:
-        """``add`` or ``upsert`` the records of ``part`` at ``rows``."""
-        metas = [metadatas[i] for i in rows]
-        texts = [part.texts[i] for i in rows]
-        call(
-            ids=[part.keys[i] for i in rows],
-            embeddings=part.vectors[rows] if len(rows) < len(part) else part.vectors,
-            metadatas=metas if any(m is not None for m in metas) else None,
-            documents=texts if any(t is not None for t in texts) else None,
-        )
+            replace(coll, part, self._op, request_bytes)
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         coll = self._collection()
