@@ -9,8 +9,13 @@ Facts about chromadb 1.5 this module is built around (each checked by a test in
 ``tests/chroma/``):
 
 * ``upsert`` merges: a metadata key absent from the new record survives, and a ``None``
-  document or metadata keeps the old one. A full replace is "delete the keys that exist,
-  then ``add``", which is also faster than ``upsert`` over existing records.
+  document or metadata keeps the old one; a key sent as ``None`` is deleted. One call is one
+  transaction of Chroma's log, replayed after a crash. A full replace is one ``upsert`` that
+  sends every stored key the new record lacks as ``None`` (``_write.replace``).
+* A record's list elements, and its scalar keys plus the document, are each written in one
+  SQLite statement of 6 parameters per row: past 5,461 rows the logged write cannot be
+  applied and every later operation on the collection fails (``max_list_items``,
+  ``max_keys``). ``chroma run`` refuses request bodies over 40 MiB.
 * ``l2`` distances are squared and ``ip`` distances are ``1 - dot``.
 * The ``cosine`` space stores unit vectors and the norm, so vectors read back may differ by
   up to 2 float32 ulps (``capabilities.vector_ulps``).
@@ -429,8 +434,8 @@ class ChromaStore(BaseStore[Where]):
     ) -> tuple[Sequence[Record], Position | None]:
         """Pages by position in Chroma's stable (insertion) order. The cursor keeps the offset
         and the key just before it, checked on resume: if records before the cursor were
-        deleted or replaced the offsets moved, and resuming could skip records, so the scan
-        stops with ConflictError instead. Segments hash keys (``segment_of``): their pages
+        deleted (or lost their text, which deletes and adds them) the offsets moved, and
+        resuming could skip records, so the scan stops with ConflictError instead. Segments hash keys (``segment_of``): their pages
         read ids only, then fetch the chosen records by id."""
         coll = self._collection()
         index, parts = segment
