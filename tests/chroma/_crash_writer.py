@@ -42,18 +42,18 @@ def _write(url: str, first: int, forever: bool = True) -> None:
     store.close()
 
 
-def _dump(url: str) -> None:
+def stored(url: str) -> dict[str, Any]:
+    """Every record of the collection at ``url``: key → [vector, metadata, text]."""
     import vectorport
 
     store = vectorport.connect(url)
     try:
-        out = {
+        return {
             r.key: [None if r.vector is None else r.vector.tolist(), r.metadata, r.text]
             for r in store.records(include=["vector", "metadata", "text"])
         }
     finally:
         store.close()
-    print(json.dumps(out))
 
 
 if __name__ == "__main__":
@@ -62,4 +62,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "write":
         _write(sys.argv[2], int(sys.argv[3]))
     else:
-        _dump(sys.argv[2])
+        print(json.dumps(stored(sys.argv[2])))
