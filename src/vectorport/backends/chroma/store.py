@@ -435,8 +435,9 @@ class ChromaStore(BaseStore[Where]):
         """Pages by position in Chroma's stable (insertion) order. The cursor keeps the offset
         and the key just before it, checked on resume: if records before the cursor were
         deleted (or lost their text, which deletes and adds them) the offsets moved, and
-        resuming could skip records, so the scan stops with ConflictError instead. Segments hash keys (``segment_of``): their pages
-        read ids only, then fetch the chosen records by id."""
+        resuming could skip records, so the scan stops with ConflictError instead. Segments
+        hash keys (``segment_of``): their pages read ids only, then fetch the chosen records
+        by id."""
         coll = self._collection()
         index, parts = segment
         offset, last = (0, None) if position is None else _offset_and_key(position)
