@@ -30,6 +30,11 @@ class MetadataRules:
     """Lists mixing types, or holding lists/objects/null. When False lists must be homogeneous
     lists of str, number or bool."""
     max_keys: int | None = None
+    max_list_items: int | None = None
+    """Elements of all top-level list values of one record's metadata together (``{"a": [1, 2], "b":
+    ["x"]}`` holds 3). Chroma 1.5 writes a record's list elements in one SQLite statement of 6
+    bind parameters each, so past 32,766 // 6 = 5,461 the write fails after it was logged and
+    the collection stops working."""
     max_total_bytes: int | None = None
     """UTF-8 bytes of the JSON-encoded metadata (plus the text when ``text_in_metadata``)."""
     max_filterable_bytes: int | None = None

@@ -253,6 +253,8 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
         elif rules.reserved_prefixes and key.startswith(rules.reserved_prefixes):
             out.append((path, f"keys starting with {rules.reserved_prefixes} are reserved"))
         _value_rule_problems(value, path, rules, out)
+    if rules.max_list_items is not None:
+        _list_items_problem(metadata, rules.max_list_items, out)
     if rules.max_keys is not None and len(metadata) > rules.max_keys:
         out.append(("metadata", f"{len(metadata)} keys; the limit is {rules.max_keys}"))
     if rules.max_filterable_bytes is not None and metadata:
@@ -271,6 +273,21 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
             what = "metadata and text" if rules.text_in_metadata else "metadata"
             out.append(("metadata", f"{size} bytes of {what}; the limit is {rules.max_total_bytes}"))
     return out
+
+
+def _list_items_problem(metadata: dict[str, Any], limit: int, out: list[tuple[str, str]]) -> None:
+    sizes = {key: len(value) for key, value in metadata.items() if isinstance(value, list | tuple)}
+    total = sum(sizes.values())
+    if total <= limit:
+        return
+    rule = f"the limit is {limit} list elements per record"
+    if len(sizes) == 1:
+        key, size = next(iter(sizes.items()))
+        out.append((f"metadata.{key}", f"the list has {size} elements; {rule}"))
+        return
+    largest = sorted(sizes, key=lambda key: -sizes[key])
+    lists = ", ".join(f"{key}: {sizes[key]}" for key in largest[:5]) + (", …" if len(largest) > 5 else "")
+    out.append(("metadata", f"{total} list elements in all ({lists}); {rule}"))
 
 
 def _nul_problems(value: Any, path: str, out: list[tuple[str, str]]) -> None:

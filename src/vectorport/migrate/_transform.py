@@ -65,6 +65,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("are reserved", "reserved key prefix"),
     ("metadata keys must not be empty", "empty key"),
     ("keys; the limit is", "too many keys"),
+    ("list elements", "lists too long"),
     ("bytes of filterable metadata", "filterable metadata too large"),
     ("bytes of metadata and text", "metadata and text too large"),
     ("bytes of metadata;", "metadata too large"),

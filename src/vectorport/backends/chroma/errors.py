@@ -61,6 +61,7 @@ _BY_STATUS: dict[int, type[VectorportError]] = {
     403: ConfigurationError,
     404: BackendUnavailableError,
     405: BackendUnavailableError,
+    413: ConfigurationError,
     429: TransientError,
     502: TransientError,
     503: TransientError,
@@ -74,6 +75,10 @@ _HINTS: dict[str, str] = {
         "and port (a server starts with `chroma run --path DIR --port PORT`)"
     ),
     "transient": "; retrying",
+    "too_large": (
+        "; the server refuses request bodies that large (`chroma run` takes up to 40 MiB, its "
+        "max_payload_size_bytes): a single record's text and metadata must stay under it"
+    ),
     "tenant": "; check the tenant= and database= URL parameters (they must exist on the server)",
     "collection": "; check the collection name (vectorport.connect(..., dimension=) creates it)",
     "unreachable": "; is a Chroma server running there (`chroma run --path DIR --port PORT`)?",
@@ -118,6 +123,8 @@ def _classify(exc: BaseException) -> tuple[type[VectorportError], str] | None:
             target = _BY_STATUS.get(status, BackendError)
             if target is TransientError:
                 return target, "transient"
+            if status == 413:
+                return target, "too_large"
             if target is ConfigurationError:
                 return target, "auth"
             return target, f"not_chroma:{status}"

@@ -9,8 +9,13 @@ Facts about chromadb 1.5 this module is built around (each checked by a test in
 ``tests/chroma/``):
 
 * ``upsert`` merges: a metadata key absent from the new record survives, and a ``None``
-  document or metadata keeps the old one. A full replace is "delete the keys that exist,
-  then ``add``", which is also faster than ``upsert`` over existing records.
+  document or metadata keeps the old one; a key sent as ``None`` is deleted. One call is one
+  transaction of Chroma's log, replayed after a crash. A full replace is one ``upsert`` that
+  sends every stored key the new record lacks as ``None`` (``_write.replace``).
+* A record's list elements, and its scalar keys plus the document, are each written in one
+  SQLite statement of 6 parameters per row: past 5,461 rows the logged write cannot be
+  applied and every later operation on the collection fails (``max_list_items``,
+  ``max_keys``). ``chroma run`` refuses request bodies over 40 MiB.
 * ``l2`` distances are squared and ``ip`` distances are ``1 - dot``.
 * The ``cosine`` space stores unit vectors and the norm, so vectors read back may differ by
   up to 2 float32 ulps (``capabilities.vector_ulps``).
@@ -34,7 +39,6 @@ from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
 from ..._cursor import Position, position_field
 from ..._models import (
-    JSON,
     CollectionSpec,
     Include,
     Match,
@@ -49,6 +53,7 @@ from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
 from ...filters import FilterNode
 from ._client import DATABASE_FILE, close_client, embedded_client, resolve
+from ._write import REQUEST_BYTES, replace
 from .errors import map_errors
 from .filters import ChromaFilterCompiler, Where
 
@@ -79,30 +84,17 @@ META_METRIC = "vectorport:metric"
 META_MODEL = "vectorport:embedding_model"
 
 _MAX_BATCH = 5_461  # get_max_batch_size() of a local/`chroma run` Chroma 1.5: 32766 // 6
+# Chroma 1.5 writes one record's scalar metadata (the document is one more key) and, apart,
+# its list elements, each as one SQLite INSERT of 6 parameters per row: past 32,766 // 6 the
+# write is logged, then fails to apply, and so does every later read and write.
+_MAX_LIST_ITEMS = 5_461
+_MAX_KEYS = 5_461 - 1  # one is kept for the document
 _F64_EXACT = 2**53
 
 
 # Chroma records its default embedding function (all-MiniLM-L6-v2, 384 dimensions) on every
 # collection created without one, also when the caller then adds vectors of their own.
 _DEFAULT_EF_DIMENSION = 384
-
-
-def _chroma_metadata(meta: dict[str, JSON]) -> dict[str, Any] | None:
-    """Chroma's form of a validated metadata dict: ``None`` for ``{}`` (Chroma rejects an empty
-    dict) and int/float lists as floats (Chroma wants one element type; validation made sure
-    the integers are exact as doubles)."""
-    if not meta:
-        return None
-    out: dict[str, Any] = {}
-    for key, value in meta.items():
-        if (
-            isinstance(value, list)
-            and any(isinstance(v, float) for v in value)
-            and any(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        ):
-            value = [float(v) for v in value]
-        out[key] = value
-    return out
 
 
 def _offset_and_key(position: Position) -> tuple[int, str]:
@@ -154,6 +146,8 @@ class ChromaStore(BaseStore[Where]):
             null=False,
             empty_lists=False,
             mixed_lists=False,
+            max_keys=_MAX_KEYS,
+            max_list_items=_MAX_LIST_ITEMS,
             max_int=2**63 - 1,
             float_list_max_int=_F64_EXACT,
             float_ulps=2,
@@ -356,21 +350,11 @@ class ChromaStore(BaseStore[Where]):
     # ----------------------------------------------------------------- records
     def _write(self, batch: Batch) -> None:
         coll = self._collection()
-        # A remote server may accept fewer records per call than the local default.
+        # A remote server may accept fewer records per call than the local default, and takes
+        # request bodies up to a size (replace() cuts requests below it).
+        request_bytes = None if self._path is not None else REQUEST_BYTES
         for part in batch.chunks(self._batch):
-            metadatas = [_chroma_metadata(m) for m in part.metadatas]
-            texts = part.texts
-            with self._op("upsert"):
-                # Full replace: upsert would merge metadata and keep an old document.
-                existing = coll.get(ids=part.keys, include=[])["ids"]
-                if existing:
-                    coll.delete(ids=existing)
-                coll.add(
-                    ids=part.keys,
-                    embeddings=part.vectors,
-                    metadatas=metadatas if any(m is not None for m in metadatas) else None,
-                    documents=texts if any(t is not None for t in texts) else None,
-                )
+            replace(coll, part, self._op, request_bytes)
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         coll = self._collection()
@@ -450,9 +434,10 @@ class ChromaStore(BaseStore[Where]):
     ) -> tuple[Sequence[Record], Position | None]:
         """Pages by position in Chroma's stable (insertion) order. The cursor keeps the offset
         and the key just before it, checked on resume: if records before the cursor were
-        deleted or replaced the offsets moved, and resuming could skip records, so the scan
-        stops with ConflictError instead. Segments hash keys (``segment_of``): their pages
-        read ids only, then fetch the chosen records by id."""
+        deleted (or lost their text, which deletes and adds them) the offsets moved, and
+        resuming could skip records, so the scan stops with ConflictError instead. Segments
+        hash keys (``segment_of``): their pages read ids only, then fetch the chosen records
+        by id."""
         coll = self._collection()
         index, parts = segment
         offset, last = (0, None) if position is None else _offset_and_key(position)

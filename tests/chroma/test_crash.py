@@ -1,0 +1,170 @@
+"""A full-replace upsert survives a crash: every key keeps its old or gets its new version.
+
+A writer process upserts new versions of the same keys in a loop; the writer (embedded) or the
+``chroma run`` server is SIGKILLed at a random moment. Then every key must hold, exactly, the
+last acknowledged version or one the writer had started: never missing, never a merge of two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vectorport
+
+from ..conftest import _chroma_binary, free_port
+from ._crash_writer import KEYS, stored, version
+
+pytestmark = pytest.mark.chroma
+
+WRITER = str(Path(__file__).with_name("_crash_writer.py"))
+SRC_ROOT = str(Path(vectorport.__file__).resolve().parents[1])
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONTRACEMALLOC")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC_ROOT, env.get("PYTHONPATH")) if p)
+    env["ANONYMIZED_TELEMETRY"] = "False"
+    return env
+
+
+def _writer(url: str, first: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, WRITER, "write", url, str(first)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=_env(),
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line == "ready\n", f"the writer did not start: {line!r}"
+    return proc
+
+
+def _acknowledged(proc: subprocess.Popen[str]) -> list[int]:
+    proc.wait(timeout=30)
+    assert proc.stdout is not None
+    with proc.stdout:
+        return [int(line) for line in proc.stdout.read().split()]
+
+
+def _dump(url: str) -> dict[str, Any]:
+    """Every record, read by a new process (an embedded directory is opened once at a time)."""
+    out = subprocess.run(
+        [sys.executable, WRITER, "dump", url],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+        check=True,
+    )
+    found: dict[str, Any] = json.loads(out.stdout)
+    return found
+
+
+class Versions:
+    """Which versions each key may hold after a kill."""
+
+    def __init__(self) -> None:
+        self.possible = {0}
+        self.next = 1
+
+    def after(self, acknowledged: list[int]) -> None:
+        """A writer started at ``self.next`` and had ``acknowledged`` when it died; the one
+        after its last acknowledged version may or may not have reached the log."""
+        if acknowledged:
+            assert acknowledged == list(range(self.next, acknowledged[-1] + 1))
+            self.possible = {acknowledged[-1], acknowledged[-1] + 1}
+        else:
+            self.possible.add(self.next)
+        self.next = max(self.possible) + 1
+
+    def check(self, stored: dict[str, Any]) -> None:
+        assert sorted(stored) == sorted(KEYS), f"{len(set(KEYS) - set(stored))} keys are missing"
+        for key, (vector, metadata, text) in stored.items():
+            held = [v for v in self.possible if version(key, v) == (vector, metadata, text)]
+            assert held, f"{key} holds {metadata}, {text!r}: not one whole version of {sorted(self.possible)}"
+
+
+def _seed(url: str) -> None:
+    subprocess.run(
+        [sys.executable, WRITER, "seed", url], env=_env(), timeout=60, check=True, capture_output=True
+    )
+
+
+def test_killing_the_writer_never_loses_a_record(tmp_path: Path) -> None:
+    url = f"chroma://{tmp_path}?collection=crash"
+    rng = random.Random(7)
+    _seed(url)
+    versions = Versions()
+    deadline = time.monotonic() + 30  # and one round more: the test stays under a minute
+    rounds = 0
+    while rounds < 10 and time.monotonic() < deadline:
+        writer = _writer(url, versions.next)
+        time.sleep(rng.uniform(0.05, 1.0))
+        assert writer.poll() is None, "the writer stopped on its own"
+        writer.send_signal(signal.SIGKILL)
+        versions.after(_acknowledged(writer))
+        versions.check(_dump(url))
+        rounds += 1
+    assert rounds >= 3 and versions.next > rounds + 1, "too few writes to kill"
+
+
+def _server(path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    log = (path.parent / "server.log").open("ab")
+    proc = subprocess.Popen(
+        [_chroma_binary(), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=_env(),
+    )
+    log.close()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                return proc, f"chroma+http://127.0.0.1:{port}?collection=crash"
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("chroma run did not start") from None
+            time.sleep(0.1)
+
+
+def test_killing_the_server_never_loses_a_record(tmp_path: Path) -> None:
+    rng = random.Random(11)
+    data = tmp_path / "db"
+    server, url = _server(data)
+    try:
+        _seed(url)
+        versions = Versions()
+        deadline = time.monotonic() + 32
+        rounds = 0
+        while rounds < 12 and time.monotonic() < deadline:
+            writer = _writer(url, versions.next)
+            time.sleep(rng.uniform(0.05, 1.0))
+            assert writer.poll() is None, "the writer stopped on its own"
+            server.send_signal(signal.SIGKILL)
+            server.wait()
+            # Killed too: with the server gone no version after the one in flight can land.
+            writer.send_signal(signal.SIGKILL)
+            versions.after(_acknowledged(writer))
+            server, url = _server(data)
+            versions.check(stored(url))  # a client of the server can read in this process
+            rounds += 1
+        assert rounds >= 2 and versions.next > rounds + 1, "too few writes to kill"
+    finally:
+        server.kill()
+        server.wait()
