@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import bisect
 import copy
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._base import BaseStore
 from ..._capabilities import Capabilities
@@ -32,7 +34,7 @@ from ..._segments import segment_of
 from ..._url import StoreURL
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, NotFoundError
-from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
+from ...filters import ALL_OPERATORS, FilterNode, evaluate_many, to_dict
 
 __all__ = ["MemoryStore"]
 
@@ -48,6 +50,19 @@ class _Collection:
     lock: threading.RLock = field(default_factory=threading.RLock)
     _sorted: list[str] | None = None
     _matrix: SearchMatrix | None = None
+    _masks: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+
+    def rows_matching(self, where: FilterNode) -> npt.NDArray[np.int64]:
+        """Rows whose metadata matches ``where`` (by the oracle), cached until the next write."""
+        # canonical JSON, not the node, is the cache key: nodes compare 1 == True equal, the
+        # filter semantics do not
+        key = json.dumps(to_dict(where), sort_keys=True)
+        rows = self._masks.get(key)
+        if rows is None:
+            if len(self._masks) >= 64:
+                self._masks.clear()
+            rows = self._masks[key] = np.flatnonzero(evaluate_many(where, self.metadatas)).astype(np.int64)
+        return rows
 
     def matrix(self) -> SearchMatrix:
         """The exact-search matrix of the current rows (rebuilt after a write)."""
@@ -63,6 +78,7 @@ class _Collection:
 
     def put(self, key: str, vector: Vector, metadata: dict[str, Any], text: str | None) -> None:
         self._matrix = None
+        self._masks.clear()
         row = self.rows.get(key)
         if row is None:
             row = len(self.keys)
@@ -86,6 +102,7 @@ class _Collection:
             return
         self._sorted = None
         self._matrix = None
+        self._masks.clear()
         last = len(self.keys) - 1
         if row != last:  # move the last row into the hole
             moved = self.keys[last]
@@ -188,7 +205,7 @@ class MemoryStore(BaseStore[FilterNode]):
     ) -> list[Match]:
         coll = self._get()
         with coll.lock:
-            rows = None if where is None else np.flatnonzero(evaluate_many(where, coll.metadatas))
+            rows = None if where is None else coll.rows_matching(where)
             top = coll.matrix().search(vector, k, rows)
             n = int(top.counts[0])
             out = []
