@@ -42,7 +42,11 @@ def ingest(
         list[str] | None, typer.Option("--exclude", help="Skip sources matching this glob.")
     ] = None,
     prune: bool = typer.Option(True, "--prune/--no-prune", help="Remove documents whose file is gone."),
-    metric: str = typer.Option("cosine", help="Metric when the collection is created."),
+    metric: str | None = typer.Option(
+        None,
+        "--metric",
+        help="Metric of a new collection: cosine (default), euclidean or dot; an existing one keeps its own.",
+    ),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Texts per embedding call."),
     as_json: bool = JsonOption,
 ) -> None:
