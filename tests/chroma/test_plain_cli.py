@@ -107,3 +107,16 @@ def test_ingest_into_a_plain_collection_keeps_its_metric_and_model(tickets: str,
         assert store.spec.metric.value == "euclidean" and store.count() == len(TICKETS) + 1
     code, out, err = run("doctor", tickets, "--json")
     assert code == 0, out + err
+
+
+def test_mistyped_collection_or_path_names_the_nearest(embedded_url: Callable[[], str]) -> None:
+    url = embedded_url()
+    with plain_client(url) as client:
+        client.create_collection(collection_name(url)).add(ids=["a"], embeddings=[[1.0, 0.0]])
+    name = collection_name(url)
+    code, _, err = run("info", url.replace(f"collection={name}", f"collection={name}x"))
+    assert code == 2 and f"did you mean {name!r}?" in err, err
+    path = url.split("://", 1)[1].split("?")[0]
+    code, _, err = run("info", url.replace(path, path + "x"))
+    assert code == 2 and "no Chroma database" in err and "did you mean" in err, err
+    assert "dimension=" not in err

@@ -32,14 +32,14 @@ from ..migrate import (
 )
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
-from ._common import JsonOption, emit_json, err_console, out_console
+from ._common import JsonOption, emit_json, out_console, print_error
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
 
 
 def _fail(exc: BaseException, code: ExitCode) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
+    print_error(exc)
     return typer.Exit(code)
 
 
