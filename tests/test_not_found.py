@@ -39,7 +39,7 @@ def test_missing_collection_names_what_exists_and_the_nearest() -> None:
             vectorport.connect("memory://nf-tickts")
         message = str(caught.value)
         assert "did you mean 'nf-tickets'?" in message and "'nf-docs'" in message
-        with pytest.raises(NotFoundError, match="the collections there: .*'nf-docs'"):
+        with pytest.raises(NotFoundError, match=r"the collections there: .*'nf-docs'"):
             vectorport.connect("memory://zzzzzzzzzzzz")
     finally:
         for store in stores:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-__all__ = ["what_exists"]
+__all__ = ["nearest", "what_exists"]
 
 SHOWN = 10
 """Names listed at most; the rest are counted."""

@@ -25,7 +25,9 @@ def ingest(
         "sentence-transformers:all-MiniLM-L6-v2",
         "--embedder",
         "-e",
-        help="sentence-transformers:NAME|PATH, voyage:MODEL[@DIM], hash:DIM.",
+        show_default=False,
+        help="Embedding model: st:NAME or st:FOLDER (sentence-transformers; default "
+        "st:all-MiniLM-L6-v2), voyage:MODEL, voyage:MODEL@DIM or hash:DIM.",
     ),
     root: Annotated[
         Path | None, typer.Option("--root", help="Folder the keys are relative to (default: PATH).")

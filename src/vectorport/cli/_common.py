@@ -27,6 +27,7 @@ __all__ = [
     "configure_logging",
     "emit_json",
     "err_console",
+    "logging_options",
     "make_console",
     "out_console",
     "parse_json_arg",
@@ -52,7 +53,16 @@ err_console = make_console(stderr=True)
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
 
+_logging: list[int] = [0, 0]
+
+
+def logging_options() -> tuple[int, bool]:
+    """The ``-v`` count and ``-q`` of the last :func:`configure_logging` (the root command's)."""
+    return _logging[0], bool(_logging[1])
+
+
 def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
+    _logging[:] = [verbose, int(quiet)]
     level = logging.ERROR if quiet else logging.WARNING - 10 * min(verbose, 2)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
