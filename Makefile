@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# e.g. DEMO_ARGS="--embedder hash:64" for a model-free demo in seconds (the README test uses it)
+DEMO_ARGS ?=
 
-.PHONY: test lint typecheck pytest demo bench clean
+.PHONY: test lint typecheck pytest demo bench clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,10 +28,23 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(PY) -m pytest
 
-test: lint typecheck pytest
+# The HTML report's render test needs headless Chromium (Debian's package), as CI has it
+# (.ci/run). Installed here when that needs no password (root); otherwise `make test` says so.
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing headless Chromium for the HTML report test (as CI does)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "NOTE: headless Chromium is not installed, so 1 test (the HTML report render) will be SKIPPED;"; \
+	  echo "      CI runs it. To run it here: sudo apt-get install -y chromium (or: sudo make chromium)"; \
+	fi
+
+test: chromium lint typecheck pytest
 
 demo: $(STAMP)
-	$(PY) -m vectorport.demo
+	$(PY) -m vectorport.demo $(DEMO_ARGS)
+	@echo "vectorport is in $(VENV)/bin: run 'source $(VENV)/bin/activate' to type just 'vectorport'"
 
 bench: $(STAMP)
 	for b in benchmarks/*_bench.py; do $(PY) $$b || exit 1; done

@@ -6,7 +6,9 @@ and skipped cleanly when its backend package is absent:
 * ``chroma_server`` — ``host:port`` of a real ``chroma run`` subprocess;
 * ``bucket_server`` — vectorport's local S3-Vectors-compatible server (Supabase mode on, key
   ``SUPABASE_KEY``);
-* ``url_for(backend, name=None, **params)`` — the URL of a fresh collection on one of them.
+* ``url_for(backend, name=None, **params)`` — the URL of a fresh collection on one of them;
+* ``chroma_default_ef`` — chromadb's default embedding function made runnable offline
+  (``tests/_chroma_onnx.py``), so tests build collections the way plain ``chromadb`` does.
 """
 
 from __future__ import annotations
@@ -86,6 +88,18 @@ def chroma_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     pytest.importorskip("chromadb")
     pytest.importorskip("vectorport.backends.chroma")
     return str(tmp_path_factory.mktemp("chroma-embedded"))
+
+
+@pytest.fixture(scope="session")
+def chroma_default_ef(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The folder chromadb's ``DefaultEmbeddingFunction`` reads its ONNX model from (for the
+    session); see ``tests/_chroma_onnx.py`` for where the model comes from."""
+    pytest.importorskip("chromadb")
+    from ._chroma_onnx import chroma_default_function, chroma_model_dir
+
+    folder = chroma_model_dir(tmp_path_factory.mktemp("chroma-model"))
+    with chroma_default_function(folder):
+        yield folder
 
 
 def _chroma_binary() -> str:

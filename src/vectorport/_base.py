@@ -27,6 +27,7 @@ from ._models import (
     Vector,
 )
 from ._retry import RetryPolicy
+from ._suggest import what_exists
 from ._url import StoreURL
 from ._validate import Batch, check_vector, validate_keys, validate_records
 from .exceptions import (
@@ -35,6 +36,7 @@ from .exceptions import (
     Problem,
     UnsupportedFeatureError,
     ValidationError,
+    VectorportError,
 )
 from .filters import FilterNode, evaluate, parse_filter
 
@@ -133,10 +135,7 @@ class BaseStore(ABC, Generic[N]):
         existing = self.retry.call(self._describe_collection, f"{self.name}: describe")
         if existing is None:
             if dimension is None:
-                raise NotFoundError(
-                    f"{self.name} collection {self.collection!r} does not exist at {self.url}; "
-                    "pass dimension= (and metric=) to create it"
-                )
+                raise self._not_found()
             spec = CollectionSpec(
                 self.collection, dimension, Metric.parse(metric or Metric.COSINE), embedding_model
             )
@@ -168,6 +167,18 @@ class BaseStore(ABC, Generic[N]):
                 )
         self._spec = spec
         return spec
+
+    def _not_found(self) -> NotFoundError:
+        """The error for opening a missing collection: what is there, and the nearest name."""
+        try:
+            names: list[str] | None = self.list_collections()
+        except VectorportError:
+            names = None
+        kind = "tables" if self.name == "pgvector" else "collections"
+        return NotFoundError(
+            f"{self.name} collection {self.collection!r} does not exist at {self.url}"
+            f"{what_exists(kind, self.collection, names)}; pass dimension= (and metric=) to create it"
+        )
 
     def _check_spec_supported(self, spec: CollectionSpec) -> None:
         caps = self.capabilities

@@ -9,8 +9,9 @@ No server to install, no API key, a few minutes on two cores:
 4. **doctor**: health checks, and canary queries recorded for later drift checks;
 5. **migrate** Chroma → embedded PostgreSQL + pgvector, verified;
 6. **migrate** pgvector → the local S3-Vectors-compatible bucket server, verified;
-7. **compare** the three stores on text queries against exact search: the parity table, an
-   HTML report and JSON;
+7. **compare** the three stores on text queries, unfiltered and inside two metadata filters,
+   against exact search, with recall and filter-violation gates: the parity table, an HTML
+   report and JSON;
 8. say where everything is.
 
 A step whose backend or tool is not installed (or not part of this build) is reported as
@@ -223,7 +224,7 @@ class Demo:
             hit = next((f for f in report.findings if f.check == check), None)
             self.say(f"   {check:<18} {'ok' if hit is None else hit.message}")
         self.say(f"   canaries recorded to {canaries}; re-check later with:")
-        self.say(f"     vectorport doctor '{url}' --canaries {canaries} --source-root {self.root}")
+        self.say(f"     {cli_command()} doctor '{url}' --canaries {canaries} --source-root {self.root}")
         return "no findings" if report.ok else f"{len(report.findings)} findings (see above)"
 
     def _need_migrate(self) -> Callable[..., Any]:
@@ -263,8 +264,9 @@ class Demo:
         if compare is None:
             self.say("   vectorport.compare is not part of this build yet: overlap of the top-5 keys instead")
             return self._overlap_table(labels, embed)
-        queries = [{"id": f"q{i:02d}", "text": q} for i, q in enumerate(QUESTIONS)]
-        result = compare(labels, queries, k=5, embedder=embed, warmup=2)
+        result = compare(
+            labels, compare_queries(), k=5, embedder=embed, warmup=2, min_recall=0.8, max_violations=0
+        )
         from rich.console import Console
 
         # Wide enough for every column even when stdout is not a terminal (make, CI logs).
@@ -276,7 +278,13 @@ class Demo:
             self.where["html report"] = str(html)
         except ImportError as exc:
             self.say(f"   (no HTML report in this build: {exc})")
-        return "passed" if getattr(result, "passed", True) else "gates failed"
+        from .compare._table import verdict_text
+
+        verdict = verdict_text(result)
+        self.say(f"   {verdict}")
+        if not result.passed:
+            raise VectorportError(f"comparison: {verdict}")
+        return verdict
 
     def _overlap_table(self, labels: dict[str, str], embed: Callable[[list[str]], Any]) -> str:
         vectors = embed(list(QUESTIONS))
@@ -342,20 +350,61 @@ class Demo:
         for what, path in self.where.items():
             self.say(f"   {what:<18} {path}")
         self.say(f"   source collection  {self.urls['source']}")
-        self.say("\n   try:")
-        self.say(f"     vectorport search '{self.urls['source']}' 'a time to every purpose' --collapse")
-        self.say(f"     vectorport ingest {self.root / 'corpus'} '{self.urls['source']}' --root {self.root}")
-        self.say(f"     vectorport doctor '{self.urls['source']}' --source-root {self.root}")
-        (self.work / "summary.json").write_text(
-            json.dumps(
-                {"steps": [s.__dict__ for s in self.steps], "urls": self.urls, "where": self.where}, indent=2
-            )
-            + "\n"
+        self.say(f"\n   try (in any shell, from {Path.cwd()}):")
+        for line in self.try_commands():
+            self.say(f"     {line}")
+        summary = {
+            "steps": [s.__dict__ for s in self.steps],
+            "urls": self.urls,
+            "where": self.where,
+            "try": self.try_commands(),
+        }
+        (self.work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+    def try_commands(self) -> list[str]:
+        """Commands that work as printed in a new shell (the venv need not be active)."""
+        cli, url, root = cli_command(), self.urls["source"], self.root
+        embedder = "" if self.embedder_spec == DEFAULT_EMBEDDER else f" --embedder {self.embedder_spec}"
+        chunking = (
+            f" --target-tokens {self.chunk_tokens} --overlap-tokens {max(8, self.chunk_tokens // 8)}"
+            f" --min-tokens {max(8, self.chunk_tokens // 5)}"
         )
+        return [
+            f"{cli} search '{url}' 'a time to every purpose' --collapse",
+            f"{cli} ingest {root / 'corpus'} '{url}' --root {root}{embedder}{chunking}",
+            f"{cli} doctor '{url}' --source-root {root}",
+        ]
 
 
 class _Skip(Exception):
     pass
+
+
+DEFAULT_EMBEDDER = "sentence-transformers:all-MiniLM-L6-v2"
+
+
+def compare_queries() -> list[dict[str, Any]]:
+    """Every question unfiltered, and the corpus questions again inside two filters (the Markdown
+    documents; the plain-text and HTML ones), so the report has its per-filter view."""
+    queries: list[dict[str, Any]] = [{"id": f"q{i:02d}", "text": q} for i, q in enumerate(QUESTIONS)]
+    scoped = (("md", {"format": "markdown"}), ("txt", {"format": {"$in": ["text", "html"]}}))
+    for tag, where in scoped:
+        queries += [
+            {"id": f"{tag}{i:02d}", "text": q, "filter": where} for i, q in enumerate(QUESTIONS) if i >= 3
+        ]
+    return queries
+
+
+def cli_command() -> str:
+    """How a new shell runs this vectorport: the ``vectorport`` script beside this Python (the
+    venv need not be active), relative to the current directory when it is under it."""
+    script = Path(sys.executable).parent / "vectorport"
+    if not script.exists():
+        return f"{sys.executable} -m vectorport"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 
 def _backend(url: str) -> str:
@@ -375,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; exit status 0 when no step failed."""
     parser = argparse.ArgumentParser(prog="python -m vectorport.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, help="where to write (default: .demo/ in the repository)")
-    parser.add_argument("--embedder", default="sentence-transformers:all-MiniLM-L6-v2")
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     parser.add_argument("--chunk-tokens", type=int, default=128, help="target chunk size in tokens")
     args = parser.parse_args(argv)
     root = repository_root()

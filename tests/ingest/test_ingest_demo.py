@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,3 +42,26 @@ def test_demo_runs_end_to_end() -> None:
     assert "where everything is" in proc.stdout
     if "compare the stores on text queries" in steps and (work / "report.html").exists():
         assert (work / "report.json").exists()
+        report = (work / "report.html").read_text()
+        # the demo's queries are filtered too, and gated: the report says what the terminal says
+        assert 'id="plot-recall-filter"' in report and "<h2>Per filter</h2>" in report
+        assert (
+            "gates passed" in report
+            and "gates passed" in steps["compare the stores on text queries"]["detail"]
+        )
+    # every command the demo suggests works as printed in a new shell, venv not activated
+    assert summary["try"] and all(line in proc.stdout for line in summary["try"])
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    for line in summary["try"]:
+        tried = subprocess.run(
+            ["bash", "-c", line],
+            capture_output=True,
+            text=True,
+            env={**env, "PATH": path},
+            timeout=300,
+            cwd=root,
+        )
+        assert tried.returncode == 0, (line, tried.stdout[-2000:], tried.stderr[-2000:])
+        if " ingest " in line:  # the same chunking and model: nothing to re-embed
+            assert re.search(r"embedding calls\W+0\b", tried.stdout), tried.stdout

@@ -15,6 +15,7 @@ import pkgutil
 import typer
 
 from ._common import configure_logging
+from ._help import finish_commands
 
 __all__ = ["app", "main"]
 
@@ -29,7 +30,9 @@ app = typer.Typer(
 
 @app.callback()
 def _root(
-    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More logging on stderr."),
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, show_default=False, help="More logging on stderr (-vv: more)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only errors on stderr."),
 ) -> None:
     configure_logging(verbose, quiet)
@@ -37,6 +40,7 @@ def _root(
 
 for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("_cmd_")):
     importlib.import_module(f"{__name__}.{_mod}").register(app)
+finish_commands(app)
 
 
 def main() -> None:

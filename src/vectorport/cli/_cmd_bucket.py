@@ -35,7 +35,8 @@ def serve(
         typer.Option(
             "--supabase-key",
             envvar="VECTORPORT_SUPABASE_KEY",
-            help="Require 'Authorization: Bearer KEY' on the Supabase route /storage/v1/vector/<Operation>.",
+            show_envvar=False,
+            help="Require 'Authorization: Bearer KEY' on the Supabase route.",
         ),
     ] = None,
     throttle_fraction: Annotated[
@@ -65,6 +66,7 @@ def serve(
     """Serve the S3 Vectors REST-JSON API (boto3, AWS CLI) and the Supabase route until stopped.
 
     Prints the endpoint URL on stdout once listening (a JSON line with --json); logs go to stderr.
+    The Supabase key can also come from the environment variable VECTORPORT_SUPABASE_KEY.
     """
     if importlib.util.find_spec("botocore") is None:
         err_console.print("[red]error:[/red] the server needs botocore: pip install 'vectorport[s3vectors]'")

@@ -14,8 +14,15 @@ from rich.table import Table
 
 from .._exit import ExitCode
 from .._registry import connect
+from .._suggest import nearest
 from ..exceptions import ConfigurationError
 from ._common import JsonOption, emit_json, err_console, out_console, reported_errors
+
+CHECKS: tuple[str, ...]
+try:
+    from ..ingest.doctor import CHECKS
+except ImportError:  # a build without vectorport.ingest: doctor then says so when run
+    CHECKS = ()
 
 
 def doctor(
@@ -49,7 +56,10 @@ def doctor(
     canary_count: int = typer.Option(8, "--canary-count", help="How many canaries to draw."),
     canary_k: int = typer.Option(10, "--canary-k", help="Top-k a canary records."),
     sample: int = typer.Option(32, "--sample", help="Stored chunks re-embedded by the drift check (0: all)."),
-    skip: Annotated[list[str] | None, typer.Option("--skip", help="A check to skip (repeat).")] = None,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option("--skip", metavar="CHECK", help=f"A check to skip (repeat): {', '.join(CHECKS)}."),
+    ] = None,
     as_json: bool = JsonOption,
 ) -> None:
     """Check vectors (dimension, norm, NaN), models, duplicates, orphans, torn documents,
@@ -57,6 +67,15 @@ def doctor(
     from ..ingest import CanarySet, diagnose, embedder_for
     from ..ingest import record_canaries as record
 
+    unknown = [name for name in skip or () if CHECKS and name not in CHECKS]
+    if unknown:
+        guess = nearest(unknown[0], CHECKS)
+        hint = f"did you mean {guess!r}? " if guess else ""
+        err_console.print(
+            f"[red]error:[/red] no check named {unknown[0]!r}; {hint}the checks: {', '.join(CHECKS)}",
+            highlight=False,
+        )
+        raise typer.Exit(ExitCode.USAGE)
     with reported_errors(), connect(url) as store:
         emb = None
         if not no_embedder:

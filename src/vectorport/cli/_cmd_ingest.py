@@ -25,7 +25,9 @@ def ingest(
         "sentence-transformers:all-MiniLM-L6-v2",
         "--embedder",
         "-e",
-        help="sentence-transformers:NAME|PATH, voyage:MODEL[@DIM], hash:DIM.",
+        show_default=False,
+        help="Embedding model: st:NAME or st:FOLDER (sentence-transformers; default "
+        "st:all-MiniLM-L6-v2), voyage:MODEL, voyage:MODEL@DIM or hash:DIM.",
     ),
     root: Annotated[
         Path | None, typer.Option("--root", help="Folder the keys are relative to (default: PATH).")
@@ -42,7 +44,11 @@ def ingest(
         list[str] | None, typer.Option("--exclude", help="Skip sources matching this glob.")
     ] = None,
     prune: bool = typer.Option(True, "--prune/--no-prune", help="Remove documents whose file is gone."),
-    metric: str = typer.Option("cosine", help="Metric when the collection is created."),
+    metric: str | None = typer.Option(
+        None,
+        "--metric",
+        help="Metric of a new collection: cosine (default), euclidean or dot; an existing one keeps its own.",
+    ),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Texts per embedding call."),
     as_json: bool = JsonOption,
 ) -> None:

@@ -32,14 +32,14 @@ from ..migrate import (
 )
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
-from ._common import JsonOption, emit_json, err_console, out_console
+from ._common import JsonOption, emit_json, out_console, print_error
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
 
 
 def _fail(exc: BaseException, code: ExitCode) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False)
+    print_error(exc)
     return typer.Exit(code)
 
 
@@ -168,7 +168,8 @@ def migrate(
     checkpoint: Annotated[
         Path | None,
         typer.Option(
-            "--checkpoint", help="Progress file (default: under $VECTORPORT_STATE_DIR, one per URL pair)."
+            "--checkpoint",
+            help="Progress file (default: one per URL pair, see below).",
         ),
     ] = None,
     resume: Annotated[
@@ -180,6 +181,7 @@ def migrate(
         typer.Option(
             "--metadata-policy",
             case_sensitive=False,
+            metavar="POLICY",
             help="Metadata the target cannot hold: error (refuse the plan), flatten, stringify, drop.",
         ),
     ] = MetadataPolicy.ERROR,
@@ -207,7 +209,12 @@ def migrate(
     ] = None,
     as_json: bool = JsonOption,
 ) -> None:
-    """Copy a collection to another store, then verify it. Exit 0 ok, 1 differences, 3 failure, 4 refused."""
+    """Copy a collection to another store, then verify it. Exit 0 ok, 1 differences, 3 failure, 4 refused.
+
+    Progress is checkpointed after every batch, by default in one file per URL pair under the
+    folder named by the environment variable VECTORPORT_STATE_DIR (default: ~/.local/state/vectorport);
+    --resume continues from it.
+    """
     try:
         segment = parse_shard(shard)
         ck = checkpoint
@@ -259,7 +266,9 @@ def verify(
         typer.Option(
             "--metadata-policy",
             case_sensitive=False,
-            help="The policy the migration used (expected metadata = the source's, transformed).",
+            metavar="POLICY",
+            help="The policy the migration used (error, flatten, stringify or drop): the expected "
+            "metadata is the source's, transformed.",
         ),
     ] = MetadataPolicy.ERROR,
     text_key: Annotated[

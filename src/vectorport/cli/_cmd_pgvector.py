@@ -34,10 +34,11 @@ def schema(
     functions: bool = typer.Option(True, "--functions/--no-functions", help="Include the RPC functions."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Print the DDL of a collection (table, HNSW and GIN indexes) and its search functions
-    ``match_<table>(query_embedding, match_count, filter jsonb)`` and
-    ``hybrid_match_<table>(query_text, query_embedding, match_count, filter, …)``, callable
-    over Supabase RPC. The table is exactly what vectorport creates, so vectorport can open it.
+    """Print a collection's DDL (table, HNSW and GIN indexes) and its search functions.
+
+    The functions, callable over Supabase RPC, are match_<table>(query_embedding, match_count,
+    filter jsonb) and hybrid_match_<table>(query_text, query_embedding, match_count, filter, …).
+    The table is exactly what vectorport creates, so vectorport can open it.
     """
     with reported_errors():
         from ..backends.pgvector import schema_sql
@@ -65,9 +66,11 @@ def start(
     database: str = typer.Option("postgres", "--database", help="Database of the printed URI."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Start (or find running) the embedded PostgreSQL + pgvector server in DATA and mark it
-    kept, then print its libpq URI: ``psql "$(vectorport pgvector start ./pgdata)"``.
-    A kept server runs on after every process using it exits, until ``pgvector stop``.
+    """Start the embedded PostgreSQL + pgvector server in DATA (or find it running), mark it kept
+    and print its URI.
+
+    A kept server runs on after every process using it exits, until `vectorport pgvector stop
+    DATA`; other clients use it, e.g. psql "$(vectorport pgvector start ./pgdata)".
     """
     with reported_errors():
         from ..backends.pgvector import embedded_data_dir, start_embedded
@@ -107,9 +110,9 @@ def build_index(
     """Build a collection's missing HNSW index (after an interrupted bulk load), then ANALYZE.
 
     Opening a collection (info, search, migrate --plan, a migration's source) never builds
-    it; the next write through vectorport does, and so does this command. Prints ``built``,
-    ``present`` (nothing to do), ``loading`` (a bulk load is running; its end builds it) or
-    ``exact`` (a collection without a vector index by design).
+    it; the next write through vectorport does, and so does this command. Prints built,
+    present (nothing to do), loading (a bulk load is running; its end builds it) or exact (a
+    collection without a vector index by design).
     """
     from .._registry import connect
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,18 +16,22 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError, FilterError, NotFoundError, UnsupportedError, VectorportError
 
 __all__ = [
     "JsonOption",
+    "cli_text",
     "configure_logging",
     "emit_json",
     "err_console",
+    "logging_options",
     "make_console",
     "out_console",
     "parse_json_arg",
+    "print_error",
     "reported_errors",
 ]
 
@@ -48,7 +53,16 @@ err_console = make_console(stderr=True)
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
 
+_logging: list[int] = [0, 0]
+
+
+def logging_options() -> tuple[int, bool]:
+    """The ``-v`` count and ``-q`` of the last :func:`configure_logging` (the root command's)."""
+    return _logging[0], bool(_logging[1])
+
+
 def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
+    _logging[:] = [verbose, int(quiet)]
     level = logging.ERROR if quiet else logging.WARNING - 10 * min(verbose, 2)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
@@ -74,6 +88,43 @@ def parse_json_arg(value: str | None, what: str) -> Any:
         raise typer.Exit(ExitCode.USAGE) from None
 
 
+_CREATE = (
+    "`vectorport ingest PATH URL` (--embedder and --metric set its spec) or `vectorport migrate SRC URL`"
+)
+# The library's advice names keyword arguments (``connect(url, dimension=…)``); on the command
+# line collections are created by the commands that write one, so the advice names those.
+_CLI_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"check the path, or pass dimension= \(and metric=\) to create the collection there"),
+     f"check the path, or create the collection there with {_CREATE}"),
+    (re.compile(r"pass dimension= \(and metric=\) to create it(?: with the index)?"),
+     f"create it with {_CREATE}"),
+    (re.compile(r"create the collection with dimension="), f"create it with {_CREATE}"),
+    (re.compile(r"pass dimension= to adopt it"), f"write its first vectors with {_CREATE}"),
+    (re.compile(r"pass metric= \(cosine, euclidean or dot; searches are then exact\), or create"), "create"),
+)  # fmt: skip
+
+
+def cli_text(message: str) -> str:
+    """A library message as the command line says it: advice naming Python keyword arguments
+    (``pass dimension=``) becomes the commands that do it.
+
+    >>> cli_text("x is missing; pass dimension= (and metric=) to create it")[:47]
+    'x is missing; create it with `vectorport ingest'
+    """
+    for pattern, replacement in _CLI_ADVICE:
+        message = pattern.sub(replacement, message)
+    return message
+
+
+def print_error(exc: BaseException) -> None:
+    """``error: Kind: message`` on stderr, unwrapped (a log line stays one line)."""
+    err_console.print(
+        f"[red]error:[/red] {type(exc).__name__}: {escape(cli_text(str(exc)))}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @contextmanager
 def reported_errors(exit_codes: dict[type[BaseException], int] | None = None) -> Iterator[None]:
     """Turn vectorport errors into one readable line on stderr and an exit code."""
@@ -89,5 +140,5 @@ def reported_errors(exit_codes: dict[type[BaseException], int] | None = None) ->
         yield
     except VectorportError as exc:
         code = next((c for t, c in codes.items() if isinstance(exc, t)), ExitCode.FAILURE)
-        err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}", highlight=False, markup=True)
+        print_error(exc)
         raise typer.Exit(code) from None

@@ -9,6 +9,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ._table import verdict_text
+
 if TYPE_CHECKING:
     from ._result import ComparisonResult
 
@@ -120,6 +122,14 @@ def bar_chart(
     return "".join(parts)
 
 
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values for a log axis over whole decades ``lo``..``hi``: 1-2-5 steps when it spans
+    few decades, decades only otherwise."""
+    decades = range(round(math.log10(lo)), round(math.log10(hi)) + 1)
+    steps = (1, 2, 5) if len(decades) <= 3 else (1,)
+    return [m * 10.0**d for d in decades for m in steps if m * 10.0**d <= hi * (1 + 1e-9)]
+
+
 def line_chart(
     plot_id: str,
     title: str,
@@ -127,12 +137,33 @@ def line_chart(
     *,
     x_label: str,
     y_label: str,
+    log_x: bool = False,
 ) -> str:
-    """Cumulative distribution lines: each series' sorted values on x, fraction on y."""
+    """Cumulative distribution lines: each series' sorted values on x, fraction on y.
+
+    ``log_x`` puts x on a log scale over whole decades, so one slow outlier does not squeeze
+    every other value against the left edge (latencies)."""
     width, height, left, bottom, top, right = 760, 300, 60, 40, 46, 20
     values = [v for _, vs in series for v in vs if not math.isnan(v)]
-    xmax = _nice_max(max(values, default=1.0))
     pw, ph = width - left - right, height - top - bottom
+    positive = [v for v in values if v > 0]
+    if log_x and positive:
+        lo = 10.0 ** math.floor(math.log10(min(positive)))
+        hi = 10.0 ** math.ceil(math.log10(max(positive)))
+        hi = hi if hi > lo else lo * 10
+        span = math.log10(hi) - math.log10(lo)
+
+        def to_x(v: float) -> float:
+            return left + (math.log10(min(max(v, lo), hi)) - math.log10(lo)) / span * pw
+
+        x_ticks = [(to_x(t), t) for t in _log_ticks(lo, hi)]
+    else:
+        xmax = _nice_max(max(values, default=1.0))
+
+        def to_x(v: float) -> float:
+            return left + min(v, xmax) / xmax * pw
+
+        x_ticks = [(left + pw * t / 4, xmax * t / 4) for t in range(5)]
     parts = [
         f'<svg class="plot" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
@@ -140,15 +171,15 @@ def line_chart(
         f'<text x="0" y="16" font-size="14" font-weight="600">{_e(title)}</text>',
         *_legend([name for name, _ in series], left, 36),
     ]
-    for t in range(5):
-        x = left + pw * t / 4
-        y = top + ph - ph * t / 4
+    for x, value in x_ticks:
         parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#e3e3e3"/>')
-        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#e3e3e3"/>')
         parts.append(
-            f'<text x="{x:.1f}" y="{top + ph + 14}" font-size="10" text-anchor="middle" fill="#555">'
-            f"{xmax * t / 4:g}</text>"
+            f'<text class="tick" x="{x:.1f}" y="{top + ph + 14}" font-size="10" text-anchor="middle" '
+            f'fill="#555">{value:g}</text>'
         )
+    for t in range(5):
+        y = top + ph - ph * t / 4
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#e3e3e3"/>')
         parts.append(
             f'<text x="{left - 6}" y="{y + 3:.1f}" font-size="10" text-anchor="end" fill="#555">'
             f"{t / 4:g}</text>"
@@ -167,7 +198,7 @@ def line_chart(
         n = len(clean)
         step = max(1, n // 400)  # a few hundred points draw the same curve
         pts = [*[(v, (i + 1) / n) for i, v in enumerate(clean)][::step], (clean[-1], 1.0)]
-        coords = " ".join(f"{left + min(v, xmax) / xmax * pw:.1f},{top + ph - f * ph:.1f}" for v, f in pts)
+        coords = " ".join(f"{to_x(v):.1f},{top + ph - f * ph:.1f}" for v, f in pts)
         parts.append(
             f'<polyline class="line" fill="none" stroke="{PALETTE[si % len(PALETTE)]}" stroke-width="2" '
             f'points="{coords}"><title>{_e(name)}</title></polyline>'
@@ -227,8 +258,9 @@ padding-bottom:4px}
 .verdict{display:inline-block;padding:4px 10px;border-radius:4px;font-weight:600;color:#fff}
 .pass{background:#2e7d32}.fail{background:#c62828}.none{background:#777}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
-th,td{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f5f5f7}
-td.l,th.l{text-align:left}td.bad{color:#c62828;font-weight:600}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}th{background:#f5f5f7}
+td.l,th.l{text-align:left;white-space:normal}td.bad{color:#c62828;font-weight:600}
+.scroll{overflow-x:auto;max-width:100%}
 .plots{display:flex;flex-wrap:wrap;gap:18px}.plots svg{background:#fff;border:1px solid #eee;padding:6px}
 pre{background:#f5f5f7;padding:10px;overflow-x:auto;font-size:12px}
 .muted{color:#666;font-size:13px}
@@ -247,12 +279,12 @@ def _f(v: float | None, fmt: str = ".4f") -> str:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[tuple[str, str]]], cls: str = "") -> str:
-    out = [f'<table class="{cls}"><tr>']
+    out = [f'<div class="scroll"><table class="{cls}"><tr>']
     out += [f'<th class="{"l" if i == 0 else ""}">{_e(h)}</th>' for i, h in enumerate(headers)]
     out.append("</tr>")
     for row in rows:
         out.append("<tr>" + "".join(f'<td class="{c}">{v}</td>' for v, c in row) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
 
 
@@ -261,12 +293,8 @@ def render_html(result: ComparisonResult) -> str:
     k = result.k
     labels = [s.label for s in result.stores]
     g = result.gates
-    if not result.gate_results:
-        verdict = '<span class="verdict none">no gates</span>'
-    elif result.passed:
-        verdict = '<span class="verdict pass">all gates passed</span>'
-    else:
-        verdict = f'<span class="verdict fail">{len(result.failures)} gate(s) failed</span>'
+    css = "none" if not result.gate_results else "pass" if result.passed else "fail"
+    verdict = f'<span class="verdict {css}">{_e(verdict_text(result))}</span>'
     body: list[str] = [
         f"<h1>vectorport compare · {len(result.stores)} store(s), {len(result.queries)} queries, k={k}</h1>",
         f'<p class="muted">truth: exact search over {len(result.truth)} records of {_e(result.truth.source)} '
@@ -374,10 +402,11 @@ def render_html(result: ComparisonResult) -> str:
     plots.append(
         line_chart(
             "plot-latency-cdf",
-            "latency distribution (CDF)",
+            "latency distribution (CDF, log scale)",
             [(s.label, [o.latency * 1000 for o in s.outcomes]) for s in result.stores],
-            x_label="ms per query",
+            x_label="ms per query (log scale)",
             y_label="fraction of queries",
+            log_x=True,
         )
     )
     if len(labels) > 1:

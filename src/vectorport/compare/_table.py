@@ -15,7 +15,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from ._result import ComparisonResult
 
-__all__ = ["print_tables", "render_markdown", "render_text", "tables"]
+__all__ = ["print_tables", "render_markdown", "render_text", "tables", "verdict_text"]
 
 
 def _num(value: float | None, fmt: str = ".4f") -> str:
@@ -150,6 +150,16 @@ def tables(result: ComparisonResult) -> list[Table]:
     return out
 
 
+def verdict_text(result: ComparisonResult) -> str:
+    """One verdict for the terminal, Markdown and HTML: no gates is said as such, not as a pass."""
+    gates = result.gate_results
+    if not gates:
+        return "no gates set (nothing checked against a threshold)"
+    if result.passed:
+        return f"all {len(gates)} gates passed"
+    return f"{len(result.failures)} gate(s) failed"
+
+
 def print_tables(result: ComparisonResult, console: Console | None = None) -> None:
     """Print every table to ``console`` (default: stdout)."""
     console = console or Console()
@@ -172,7 +182,7 @@ def _plain(cell: object) -> str:
 
 def render_markdown(result: ComparisonResult) -> str:
     """The tables as GitHub-flavoured Markdown, e.g. for ``$GITHUB_STEP_SUMMARY``."""
-    verdict = "passed" if result.passed else f"**FAILED** ({len(result.failures)} gate(s))"
+    verdict = verdict_text(result) if result.passed else f"**FAILED** ({verdict_text(result)})"
     lines = [f"## vectorport compare: {verdict}", ""]
     for table in tables(result):
         if table.title:

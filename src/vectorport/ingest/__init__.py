@@ -17,6 +17,7 @@ Import cost is small: embedders load torch / voyageai on first use only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from .._models import Metric
 from .._protocol import VectorStore
 from .._registry import connect
+from ..exceptions import VectorportError
 from .canaries import CanaryResult, CanarySet, check_canaries, default_canary_texts, record_canaries
 from .chunker import Chunk, Chunker, ChunkingConfig
 from .compat import ModelMismatchError, check_embedder, embedder_for, recorded_model
@@ -38,7 +40,9 @@ from .embedders import (
     HashEmbedder,
     SentenceTransformerEmbedder,
     VoyageEmbedder,
+    has_aliases,
     resolve_embedder,
+    same_model,
 )
 from .indexer import DocumentOutcome, Indexer, IngestReport, ProgressFn, chunk_key
 from .loaders import load_bytes, load_path
@@ -83,16 +87,24 @@ __all__ = [
     "record_canaries",
     "recorded_model",
     "resolve_embedder",
+    "same_model",
     "search",
 ]
 
 
-def connect_for(url: str, embedder: Embedder, *, metric: str | Metric = Metric.COSINE, **options: Any) -> Any:
+def connect_for(url: str, embedder: Embedder, *, metric: str | Metric | None = None, **options: Any) -> Any:
     """Open (or create) the collection at ``url`` for ``embedder``: its dimension and model id
-    are recorded on creation and checked on open."""
-    return connect(
-        url, dimension=embedder.dimension, metric=metric, embedding_model=embedder.model_id, **options
-    )
+    are recorded on creation and checked on open. ``metric`` is the new collection's (default
+    cosine); an existing collection keeps its own unless ``metric`` names another."""
+    model = embedder.model_id
+    if has_aliases(model):
+        # A collection recording the same model under another id (Chroma's "chroma:default")
+        # is opened with its own id, so the spec check on open accepts it.
+        with contextlib.suppress(VectorportError), connect(url, **options) as existing:
+            recorded = existing.spec.embedding_model
+            if recorded and same_model(recorded, model):
+                model = recorded
+    return connect(url, dimension=embedder.dimension, metric=metric, embedding_model=model, **options)
 
 
 def ingest(
@@ -106,13 +118,14 @@ def ingest(
     include: Iterable[str] = (),
     exclude: Iterable[str] = (),
     prune: bool = True,
-    metric: str | Metric = Metric.COSINE,
+    metric: str | Metric | None = None,
     progress: ProgressFn | None = None,
 ) -> IngestReport:
     """Ingest the files under ``path`` into a store (or a URL, opened and closed here).
 
     See :class:`Indexer` for what is skipped, replaced and removed. ``root`` names sources
-    relative to another folder (default: ``path`` itself, or its folder for a file).
+    relative to another folder (default: ``path`` itself, or its folder for a file). ``metric``
+    applies when the collection is created (default cosine).
     """
     emb = resolve_embedder(embedder)
     paths = [path, *extra_paths]

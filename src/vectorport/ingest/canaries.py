@@ -32,6 +32,7 @@ import numpy as np
 from .._embedder import Embedder
 from .._protocol import VectorStore
 from ..exceptions import ConfigurationError
+from .embedders import same_model
 
 __all__ = ["Canary", "CanaryResult", "CanarySet", "check_canaries", "default_canary_texts", "record_canaries"]
 
@@ -169,7 +170,7 @@ def check_canaries(
         before = dict(zip(canary.keys, canary.scores, strict=False))
         shift = float(np.mean([abs(now[key] - before[key]) for key in shared])) if shared else None
         reasons = []
-        if embedder.model_id != recorded.embedding_model:
+        if not same_model(embedder.model_id, recorded.embedding_model):
             reasons.append(f"recorded with {recorded.embedding_model!r}, checked with {embedder.model_id!r}")
         if similarity < min_vector_similarity:
             reasons.append(f"query vector similarity {similarity:.4f} < {min_vector_similarity}")

@@ -8,6 +8,7 @@ from typing import Any
 from .._embedder import Embedder
 from .._protocol import VectorStore
 from ..exceptions import ConfigurationError
+from .embedders import resolve_embedder, same_model
 
 __all__ = ["ModelMismatchError", "check_embedder", "embedder_for", "recorded_model"]
 
@@ -40,11 +41,16 @@ def check_embedder(store: VectorStore, embedder: Embedder) -> str | None:
     recorded model id (``None`` for a collection that records none yet)."""
     spec = store.spec
     recorded = recorded_model(store)
-    if recorded and recorded != embedder.model_id:
+    if recorded and not same_model(recorded, embedder.model_id):
+        try:
+            resolve_embedder(recorded)
+            advice = f"query with --embedder {recorded}, or re-embed"
+        except ConfigurationError:  # a model vectorport cannot run: say so, suggest nothing untypable
+            advice = f"vectorport cannot embed with {recorded!r} itself; query with vectors, or re-embed"
         raise ModelMismatchError(
             f"collection {spec.name!r} at {store.url} was embedded with {recorded!r}, but the embedder "
-            f"is {embedder.model_id!r}; query with --embedder {recorded} (or re-embed into a new "
-            "collection with `vectorport ingest`/`vectorport migrate`)"
+            f"is {embedder.model_id!r}; {advice} into a new collection with `vectorport migrate "
+            "--reembed MODEL`"
         )
     if embedder.dimension != spec.dimension:
         raise ModelMismatchError(
@@ -57,8 +63,6 @@ def check_embedder(store: VectorStore, embedder: Embedder) -> str | None:
 def embedder_for(store: VectorStore, spec: str | Embedder | None = None, **options: Any) -> Embedder:
     """``spec`` resolved, else the embedder of the model the collection records (else the
     default sentence-transformers model)."""
-    from .embedders import resolve_embedder
-
     if spec is not None:
         return resolve_embedder(spec, **options)
     return resolve_embedder(recorded_model(store), **options)

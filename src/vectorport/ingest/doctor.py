@@ -39,6 +39,7 @@ from .._embedder import Embedder
 from .._protocol import VectorStore
 from .canaries import CanaryResult, CanarySet, check_canaries
 from .documents import sha256_hex
+from .embedders import same_model
 from .indexer import ProgressFn
 
 __all__ = ["CHECKS", "DoctorReport", "Finding", "diagnose"]
@@ -228,9 +229,10 @@ def diagnose(
         if reference is None:
             named = Counter({m: len(k) for m, k in by_model.items() if m})
             reference = named.most_common(1)[0][0] if named else None
-        stale = [key for model, keys in by_model.items() if model and model != reference for key in keys]
+        others_keys = [keys for model, keys in by_model.items() if model and not same_model(model, reference)]
+        stale = [key for keys in others_keys for key in keys]
         if stale and reference:
-            others = sorted({m for m in by_model if m and m != reference})
+            others = sorted({m for m in by_model if m and not same_model(m, reference)})
             report.findings.append(
                 _finding(
                     "stale-model",
@@ -279,7 +281,7 @@ def diagnose(
     if embedder is None:
         report.checks_skipped["embedding-drift"] = "no embedder"
     elif run("embedding-drift") and picked:
-        comparable = [p for p in picked if p[4] in (None, embedder.model_id)]
+        comparable = [p for p in picked if p[4] is None or same_model(p[4], embedder.model_id)]
         if comparable:
             fresh = embedder.embed_documents([p[2] for p in comparable]).astype(np.float64)
             stored = np.stack([p[3] for p in comparable]).astype(np.float64)

@@ -18,9 +18,19 @@ from ..._url import StoreURL
 from ...exceptions import ConfigurationError
 from .errors import map_errors
 
-__all__ = ["DATABASE_FILE", "Target", "close_client", "embedded_client", "resolve"]
+__all__ = ["DATABASE_FILE", "Target", "close_client", "databases_in", "embedded_client", "resolve"]
 
 DATABASE_FILE = "chroma.sqlite3"  # what PersistentClient creates in its directory
+
+
+def databases_in(folder: str) -> list[str] | None:
+    """Names of the subfolders of ``folder`` that hold a Chroma database (``None``: unreadable)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    return sorted(n for n in names if os.path.isfile(os.path.join(folder, n, DATABASE_FILE)))
+
 
 _HNSW_KEYS = (
     "batch_size",

@@ -48,11 +48,12 @@ from ..._models import (
     score_from_distance,
 )
 from ..._segments import segment_of
+from ..._suggest import what_exists
 from ..._url import StoreURL
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
 from ...filters import FilterNode
-from ._client import DATABASE_FILE, close_client, embedded_client, resolve
+from ._client import DATABASE_FILE, close_client, databases_in, embedded_client, resolve
 from ._write import REQUEST_BYTES, replace
 from .errors import map_errors
 from .filters import ChromaFilterCompiler, Where
@@ -213,8 +214,10 @@ class ChromaStore(BaseStore[Where]):
         # An empty collection made by another tool has no dimension yet: adopt the caller's.
         self._dimension_hint = dimension
         if self._client is None and self._path is not None and dimension is None and not self._has_database():
+            parent, name = os.path.split(os.path.abspath(self._path))
             raise NotFoundError(
-                f"{self._where}: there is no Chroma database in {self._path} (no {DATABASE_FILE}); "
+                f"{self._where}: there is no Chroma database in {self._path} (no {DATABASE_FILE})"
+                f"{what_exists('Chroma databases', name, databases_in(parent), f'in {parent}')}; "
                 "check the path, or pass dimension= (and metric=) to create the collection there"
             )
         return super().bind(dimension, metric, embedding_model)

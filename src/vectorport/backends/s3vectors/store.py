@@ -32,9 +32,16 @@ from ..._models import (
 )
 from ..._retry import RetryPolicy
 from ..._segments import segment_of
+from ..._suggest import what_exists
 from ..._url import StoreURL
 from ..._validate import Batch
-from ...exceptions import ConfigurationError, ConflictError, NotFoundError, UnsupportedFeatureError
+from ...exceptions import (
+    ConfigurationError,
+    ConflictError,
+    NotFoundError,
+    UnsupportedFeatureError,
+    VectorportError,
+)
 from ...filters import FilterNode
 from ._ratelimit import WriteRateLimiter, limiter_for
 from ._wire import EncodedVectors, encode_put_body, install
@@ -271,6 +278,41 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             existing = self._describe_collection()
             if existing is None or (existing.dimension, existing.metric) != (spec.dimension, spec.metric):
                 raise
+
+    def _not_found(self) -> NotFoundError:
+        """A missing bucket is named as such (not as a missing index), with the buckets there."""
+        try:
+            self._call("GetVectorBucket", vectorBucketName=self.bucket)
+        except NotFoundError:
+            buckets = self._names("ListVectorBuckets", "vectorBuckets", "vectorBucketName", {})
+            return NotFoundError(
+                f"{self.name}: the vector bucket {self.bucket!r} does not exist at {self.url.masked}"
+                f"{what_exists('buckets', self.bucket, buckets)}; pass dimension= (and metric=) to create "
+                "it with the index"
+            )
+        except VectorportError:  # may not read the bucket (permissions): say what is known
+            pass
+        indexes = self._names("ListIndexes", "indexes", "indexName", {"vectorBucketName": self.bucket})
+        return NotFoundError(
+            f"{self.name}: the index {self.index!r} does not exist in the vector bucket {self.bucket!r}"
+            f"{what_exists('indexes', self.index, indexes, 'in it')}; pass dimension= (and metric=) to "
+            "create it"
+        )
+
+    def _names(self, operation: str, field: str, name: str, params: dict[str, Any]) -> list[str] | None:
+        """Every name a List operation pages through (``None`` when it cannot be listed)."""
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            page_params = {**params, "maxResults": 500, **({"nextToken": token} if token else {})}
+            try:
+                page = self.retry.call(functools.partial(self._call, operation, **page_params), "list")
+            except VectorportError:
+                return None
+            names.extend(str(item[name]) for item in page.get(field, []))
+            token = page.get("nextToken")
+            if not token:
+                return sorted(names)
 
     def _drop_collection(self) -> None:
         with contextlib.suppress(NotFoundError):

@@ -7,7 +7,15 @@ spec / recorded ``model_id``                 embedder
                                              ``st:`` and a bare name or path also work)
 ``voyage:voyage-3.5`` (``@256`` shortened)    :class:`VoyageEmbedder`
 ``hash:64`` (``hash:64:7`` another seed)      :class:`HashEmbedder` (tests, benchmarks)
+``chroma:default``                           Chroma's default embedding function: the same
+                                             all-MiniLM-L6-v2, run by sentence-transformers
 ==========================================  ==============================================
+
+Chroma's default embedding function runs all-MiniLM-L6-v2 through ONNX Runtime (256-token
+truncation, mean pooling, L2 normalisation): the model and normalisation of the packaged
+sentence-transformers default, so a collection that plain ``chromadb`` embedded is searched with
+it (``tests/ingest/test_chroma_default.py`` measures cosine ≥ 0.999 per vector against
+chromadb's own function). :func:`same_model` treats the two ids as one model.
 
 A recorded ``model_id`` resolves back to its embedder, so ``vectorport search`` and
 ``vectorport doctor`` embed queries with the collection's own model by default. Only this
@@ -33,13 +41,45 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "VoyageEmbedder",
     "approx_token_counts",
+    "has_aliases",
     "packaged_model_path",
     "resolve_embedder",
+    "same_model",
 ]
 
 DEFAULT_EMBEDDER = f"sentence-transformers:{DEFAULT_MODEL}"
 
 _ST_PREFIXES = ("sentence-transformers:", "st:")
+
+# Model ids that name the same vectors, mapped to one canonical id. Chroma records its default
+# function as "chroma:default", and a SentenceTransformerEmbeddingFunction by its model name.
+_ALIASES: dict[str, str] = {
+    f"chroma:{DEFAULT_MODEL}": DEFAULT_EMBEDDER,
+    f"chroma:sentence-transformers/{DEFAULT_MODEL}": DEFAULT_EMBEDDER,
+    "chroma:default": DEFAULT_EMBEDDER,
+    f"sentence-transformers:sentence-transformers/{DEFAULT_MODEL}": DEFAULT_EMBEDDER,
+    f"st:{DEFAULT_MODEL}": DEFAULT_EMBEDDER,
+    f"st:sentence-transformers/{DEFAULT_MODEL}": DEFAULT_EMBEDDER,
+}
+
+
+def same_model(a: str | None, b: str | None) -> bool:
+    """Whether two recorded model ids name the same embedding model.
+
+    >>> same_model("chroma:default", "sentence-transformers:all-MiniLM-L6-v2")
+    True
+    >>> same_model("hash:64", "hash:64:5")
+    False
+    """
+    if a is None or b is None:
+        return a == b
+    return _ALIASES.get(a, a) == _ALIASES.get(b, b)
+
+
+def has_aliases(model_id: str) -> bool:
+    """Whether another recorded id names the same model as ``model_id``."""
+    canonical = _ALIASES.get(model_id, model_id)
+    return canonical in _ALIASES.values()
 
 
 def resolve_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedder:
@@ -49,6 +89,8 @@ def resolve_embedder(spec: str | Embedder | None = None, **options: Any) -> Embe
     'hash:16'
     >>> resolve_embedder("voyage:voyage-3.5@256", api_key="k").model_id
     'voyage:voyage-3.5@256'
+    >>> resolve_embedder("chroma:default")  # all-MiniLM-L6-v2, loaded on first use
+    <SentenceTransformerEmbedder 'chroma:default'>
     """
     if spec is None:
         spec = DEFAULT_EMBEDDER
@@ -71,6 +113,15 @@ def resolve_embedder(spec: str | Embedder | None = None, **options: Any) -> Embe
         if size and not size.isdigit():
             raise ConfigurationError(f"bad Voyage model {spec!r}; expected voyage:MODEL or voyage:MODEL@DIM")
         return VoyageEmbedder(model or "voyage-3.5", output_dimension=int(size) if size else None, **options)
+    if text.startswith("chroma:"):
+        if _ALIASES.get(text) != DEFAULT_EMBEDDER:
+            raise ConfigurationError(
+                f"{spec!r} is an embedding function configured in Chroma that vectorport cannot run "
+                f"(it runs Chroma's default one, chroma:default); pass --embedder with the same model "
+                "(sentence-transformers:NAME|PATH, voyage:MODEL)"
+            )
+        # Keeps the recorded id, so the collection's own model is found equal to it.
+        return SentenceTransformerEmbedder(DEFAULT_MODEL, model_id=text, **options)
     for prefix in _ST_PREFIXES:
         if text.startswith(prefix):
             text = text.removeprefix(prefix)

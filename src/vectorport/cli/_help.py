@@ -1,0 +1,106 @@
+"""What every command gets once all are registered: help text that reads cleanly at 80
+columns, and ``-v``/``-q`` accepted after the command's name as well as before it."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from ._common import configure_logging, logging_options
+
+__all__ = ["finish_commands", "tidy_help"]
+
+_RST_LITERAL = re.compile(r"``(.+?)``")
+
+
+def tidy_help(text: str | None) -> str | None:
+    """A docstring as help: each paragraph on one line (typer keeps the line breaks of every
+    paragraph but the first, and of the first in command lists), RST ````code```` as ```code```.
+
+    >>> tidy_help('''Print the DDL and its
+    ... function ``match_<table>``.''')
+    'Print the DDL and its function `match_<table>`.'
+    """
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    joined = "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+    return _RST_LITERAL.sub(r"`\1`", joined)
+
+
+def _flag_type(original: Callable[..., str | None]) -> Callable[..., str | None]:
+    """typer ≥ 0.2x prints each option's value type, ``--quiet <bool>`` for a flag that takes none."""
+
+    @functools.wraps(original)
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        if getattr(self, "is_flag", False) or getattr(self, "count", False):
+            return None
+        return original(self, ctx)
+
+    return display_type_rich
+
+
+def _hide_flag_types() -> None:
+    option = getattr(getattr(typer, "core", None), "TyperOption", None)
+    original = getattr(option, "display_type_rich", None)
+    if option is not None and original is not None and not hasattr(original, "__wrapped__"):
+        option.display_type_rich = _flag_type(original)
+
+
+def _with_log_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` taking ``-v``/``--verbose`` and ``-q``/``--quiet`` too (added to the root's)."""
+    signature = inspect.signature(func, eval_str=True)
+    if "log_verbose" in signature.parameters:
+        return func
+
+    @functools.wraps(func)
+    def command(*args: Any, log_verbose: int = 0, log_quiet: bool = False, **kwargs: Any) -> Any:
+        if log_verbose or log_quiet:
+            verbose, quiet = logging_options()  # the root command's, applied already
+            configure_logging(verbose + log_verbose, quiet or log_quiet)
+        return func(*args, **kwargs)
+
+    extra = [
+        inspect.Parameter(
+            "log_verbose",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(
+                0, "--verbose", "-v", count=True, show_default=False, help="More logging on stderr."
+            ),
+            annotation=int,
+        ),
+        inspect.Parameter(
+            "log_quiet",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(False, "--quiet", "-q", help="Only errors on stderr."),
+            annotation=bool,
+        ),
+    ]
+    params = list(signature.parameters.values())
+    command.__signature__ = signature.replace(parameters=[*params, *extra])  # type: ignore[attr-defined]
+    command.__annotations__ = {
+        **typing.get_type_hints(func, include_extras=True),
+        "log_verbose": int,
+        "log_quiet": bool,
+    }
+    return command
+
+
+def finish_commands(app: typer.Typer) -> None:
+    """Tidy every command's help and give it the logging options (sub-apps included)."""
+    _hide_flag_types()
+    for info in app.registered_commands:
+        if info.callback is not None:
+            info.help = tidy_help(info.help or inspect.getdoc(info.callback))
+            info.callback = _with_log_options(info.callback)
+    for group in app.registered_groups:
+        sub = group.typer_instance
+        if sub is not None:
+            sub.info.help = tidy_help(sub.info.help if isinstance(sub.info.help, str) else None)
+            finish_commands(sub)
