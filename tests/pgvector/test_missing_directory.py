@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,3 +43,14 @@ def test_info_and_a_migration_plan_create_no_cluster(nowhere: Path) -> None:
     finally:
         src.drop()
     assert not nowhere.exists()
+
+
+def test_a_missing_table_names_the_vector_tables_there_and_the_nearest(pg_url: Any, admin: Any) -> None:
+    admin.execute("CREATE TABLE IF NOT EXISTS handmade_tickets (id bigint PRIMARY KEY, emb vector(3))")
+    try:
+        with pytest.raises(vectorport.NotFoundError) as info:
+            vectorport.connect(pg_url(table="handmade_tickts"))
+        message = str(info.value)
+        assert "did you mean 'handmade_tickets'?" in message and "tables with a vector column" in message
+    finally:
+        admin.execute("DROP TABLE handmade_tickets")

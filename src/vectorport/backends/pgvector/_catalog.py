@@ -13,7 +13,8 @@ from psycopg import sql
 
 from ..._capabilities import Capabilities
 from ..._models import CollectionSpec, Metric
-from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
+from ..._suggest import what_exists
+from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
 from ._inspect import ROLE_OPTION, TableFacts, fts_language, resolve_columns
 from ._migrations import apply_migrations
 from ._schema import Columns, Layout
@@ -332,6 +333,30 @@ class CatalogMixin(StoreState):
             "SELECT to_regclass(%s) IS NOT NULL", (self._catalog().as_string(conn),)
         ).fetchone()
         return bool(row and row[0])
+
+    def _not_found(self) -> NotFoundError:
+        # Name every table of the schema with a vector column, not only those in vectorport's
+        # catalog: the table the user meant was often made elsewhere.
+        try:
+            with self._errors("list tables"):
+                conn, _ = self._conn()
+                rows = conn.execute(
+                    "SELECT DISTINCT c.relname FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+                    "JOIN pg_type t ON t.oid = a.atttypid "
+                    "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm') "
+                    "AND t.typname IN ('vector', 'halfvec') ORDER BY c.relname",
+                    (self.schema,),
+                ).fetchall()
+            names: list[str] | None = [str(r[0]) for r in rows]
+        except VectorportError:
+            names = None
+        where = f"in schema {self.schema!r}"
+        tail = what_exists("tables with a vector column", self.collection, names, where)
+        return NotFoundError(
+            f"{self._where} does not exist{tail}; pass dimension= (and metric=) to create it"
+        )
 
     def list_collections(self) -> list[str]:
         """The collections recorded in the schema's catalog whose tables exist (a table made
