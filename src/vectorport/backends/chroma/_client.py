@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 from collections.abc import Mapping
@@ -146,8 +147,27 @@ def check_name(name: str) -> None:
 
 
 def embedded_client(path: str) -> Any:
-    """A ``PersistentClient`` on ``path`` (creates the database when missing)."""
-    return chromadb.PersistentClient(path=path, settings=_settings())
+    """A ``PersistentClient`` on ``path`` (creates the database when missing).
+
+    Two processes creating the same new directory at once (two migrations into one new
+    target) each initialised the database and lost each other's collections; the first
+    initialisation is serialised by a lock file beside the directory.
+    """
+    parent = os.path.dirname(os.path.abspath(path)) or "."
+    lock_path = os.path.join(parent, f".{os.path.basename(path)}.vectorport-init.lock")
+    try:
+        os.makedirs(parent, exist_ok=True)
+        lock = open(lock_path, "a+b")  # noqa: SIM115 - held across the initialisation below
+    except OSError:  # a read-only parent: nobody can be creating a database there
+        return chromadb.PersistentClient(path=path, settings=_settings())
+    with lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            client = chromadb.PersistentClient(path=path, settings=_settings())
+            client.heartbeat()  # the database file and its schema exist before the lock is let go
+            return client
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 def close_client(client: Any) -> None:
