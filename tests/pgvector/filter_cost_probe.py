@@ -14,6 +14,8 @@ when probing a compiler that multiplies memory by the list length).
 from __future__ import annotations
 
 import argparse
+import re
+import statistics
 import tempfile
 import threading
 import time
@@ -22,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 import vectorport
 from vectorport.backends.pgvector._embedded import embedded_conninfo, stop_embedded
@@ -111,6 +114,82 @@ def measure(conninfo: str, table: str, where: dict[str, Any], cap_mb: int = 4096
     }
 
 
+def _cats(n: int, matching: int = 5) -> list[str]:
+    """``n`` values of ``cat`` of which ``matching`` occur (10 rows each)."""
+    return [f"c{i}" for i in range(min(n, matching))] + [f"z{i}" for i in range(n - min(n, matching))]
+
+
+PLAN_CASES: dict[str, dict[str, Any]] = {
+    "$eq (10 rows)": {"cat": "c7"},
+    **{f"$in {n} (30-50 rows)": {"cat": {"$in": _cats(n)}} for n in (3, 20, 100, 200, 300, 1000, 10_000)},
+    "$in 2 of a list field (134 rows)": {"tags": {"$in": ["t1", "t2"]}},
+    "$in 200 of a list field (134 rows)": {"tags": {"$in": ["t1", "t2", *_cats(198, 0)]}},
+    "$in 2 (8,000 rows)": {"lang": {"$in": ["en", "fr"]}},
+    "$or of 2 $eq (20 rows)": {"$or": [{"cat": "c7"}, {"cat": "c8"}]},
+    **{f"$nin {n}": {"cat": {"$nin": _cats(n)}} for n in (3, 20, 1000)},
+}
+# what the store sets for a filtered top-10 query (docs/backends/pgvector.md)
+_GUCS = {"hnsw.ef_search": "1000", "hnsw.iterative_scan": "strict_order", "hnsw.max_scan_tuples": "100000"}
+
+
+def load_plain(url: str, rows: int, dimension: int) -> None:
+    """``rows`` clustered vectors with small metadata: ``cat`` (10 rows each), ``lang`` (1 in 5),
+    ``tags`` (a list)."""
+    rng = np.random.default_rng(1)
+    centers = rng.standard_normal((64, dimension))
+    with vectorport.connect(url, dimension=dimension) as store:
+        if store.count() == rows:
+            return
+        store.upsert(
+            vectorport.Record(
+                f"k{i}",
+                centers[i % 64] + 0.3 * rng.standard_normal(dimension),
+                {"lang": LANGS[i % 5], "n": i, "cat": f"c{i % 2000}", "tags": [f"t{i % 300}", f"u{i % 11}"]},
+            )
+            for i in range(rows)
+        )
+
+
+def plans(url: str, conninfo: str, table: str, repeat: int = 30) -> None:
+    """For each of :data:`PLAN_CASES`: the access paths PostgreSQL picks for the store's search
+    statement (GIN, HNSW or a sequential scan; in its custom/generic plan: the store prepares
+    its statements, and PostgreSQL moves to the generic plan after five executions when it
+    costs no more) and the median ``store.query`` time, each case on
+    a fresh connection (prepared statements are per connection, so its plan does not depend on
+    the cases before)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'VACUUM ANALYZE "{table}"')
+        for name, value in _GUCS.items():
+            conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+        for label, where in PLAN_CASES.items():
+            with vectorport.connect(url) as store:
+                queries = np.random.default_rng(2).standard_normal((repeat + 5, store.spec.dimension))
+                pred = PgFilterCompiler(sql.Identifier("t", "metadata")).compile(parse_filter(where))
+                q = "[" + ",".join(map(str, queries[0])) + "]"
+                statement = (
+                    "SELECT key, distance FROM (SELECT key, embedding <=> %(q)s::vector AS distance "
+                    f'FROM "{table}" AS t WHERE {pred.text} ORDER BY distance LIMIT 10) AS hits '
+                    "ORDER BY distance, key"
+                )
+                custom = conn.execute("EXPLAIN " + statement, {**pred.params, "q": q}, prepare=False)
+                numbers = {name: f"${i}" for i, name in enumerate([*pred.params, "q"], 1)}
+                generic_sql = re.sub(r"%\((\w+)\)s", lambda m, n=numbers: n[m.group(1)], statement)
+                generic = conn.execute("EXPLAIN (GENERIC_PLAN) " + generic_sql, prepare=False)
+                path = "/".join(_path(plan.fetchall()) for plan in (custom, generic))
+                times = []
+                for vector in queries:
+                    t0 = time.perf_counter()
+                    store.query(vector, k=10, filter=where)
+                    times.append(time.perf_counter() - t0)
+            ms = statistics.median(times[5:]) * 1000
+            print(f"{label:36} {path:9} {ms:8.2f} ms  ({len(pred.params)} parameters)", flush=True)
+
+
+def _path(plan: list[tuple[str]]) -> str:
+    text = "\n".join(row[0] for row in plan)
+    return "GIN" if "_metadata_gin" in text else "HNSW" if "_hnsw" in text else "seq"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -120,20 +199,35 @@ def main() -> None:
     parser.add_argument("--meta-kb", type=int, default=1024)
     parser.add_argument("--values", type=int, nargs="+", default=[10, 100, 1000, 10_000])
     parser.add_argument("--cap-mb", type=int, default=4096)
+    parser.add_argument(
+        "--plans",
+        type=int,
+        metavar="ROWS",
+        help="instead: access paths and query times of a few filters on ROWS rows of small metadata",
+    )
+    parser.add_argument("--dimension", type=int, default=384, help="with --plans")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="filter-cost-") as tmp:
         Path(tmp).chmod(0o755)  # run as root, the server runs as another user that must reach it
         data_dir = (args.data_dir or Path(tmp) / "db").resolve()
-        url = f"pgvector://{data_dir}?table=filter_cost_{args.rows}_{args.meta_kb}"
+        table = f"filter_cost_{args.rows}_{args.meta_kb}"
+        url = f"pgvector://{data_dir}?table={table}"
         try:
+            if args.plans:
+                table = f"filter_plans_{args.plans}_{args.dimension}"
+                url = f"pgvector://{data_dir}?table={table}"
+                load_plain(url, args.plans, args.dimension)
+                plans(url, embedded_conninfo(data_dir), table)
+                return
             t0 = time.perf_counter()
             load(url, args.rows, args.meta_kb)
             print(f"{args.rows} rows of {args.meta_kb} kB metadata ready in {time.perf_counter() - t0:.1f} s")
             conninfo = embedded_conninfo(data_dir)
             for n in args.values:
-                print(
-                    measure(conninfo, f"filter_cost_{args.rows}_{args.meta_kb}", n, args.cap_mb), flush=True
-                )
+                # one value matches (1 row in 5), the others nothing: every row tests them all
+                where = {"lang": {"$in": [f"x{i}" for i in range(n - 1)] + ["fr"]}}
+                out = measure(conninfo, table, where, args.cap_mb)
+                print({"values": n, "rows": len(out.pop("keys")), **out}, flush=True)
         finally:
             if args.data_dir is None:
                 stop_embedded(data_dir)

@@ -1,6 +1,7 @@
-"""Long membership filters on pgvector: same results as the oracle, one read of each row's
-metadata whatever the list's length (a 10,000-value ``$in`` over 1 MB rows once took a backend
-to 21.5 GB), and filters beyond PostgreSQL's 65,535 bind parameters refused before any I/O."""
+"""Long membership filters on pgvector: same results as the oracle (as one jsonpath and as
+hashed membership), one or two reads of each row's metadata whatever the list's length (a
+10,000-value ``$in`` over 1 MB rows once took a backend to 21.5 GB), and filters beyond
+PostgreSQL's 65,535 bind parameters refused before any I/O."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vectorport
-from vectorport.backends.pgvector.filters import MAX_FILTER_PARAMS, PgFilterCompiler
+from vectorport.backends.pgvector import filters
+from vectorport.backends.pgvector.filters import LONG_LIST, MAX_FILTER_PARAMS, PgFilterCompiler
 from vectorport.exceptions import UnsupportedFilterError
 from vectorport.filters import evaluate, parse_filter
 
@@ -102,11 +104,17 @@ def _sql_keys(conn: Any, table: str, where: dict[str, Any], *, index: bool) -> s
     return {r[0] for r in rows}
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("long_list", [LONG_LIST, 2], ids=["as-compiled", "hashed-from-3"])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(where=_membership())
 def test_long_membership_filters_match_the_oracle(
-    typed: vectorport.VectorStore, admin: Any, where: dict[str, Any]
+    typed: vectorport.VectorStore,
+    admin: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    long_list: int,
+    where: dict[str, Any],
 ) -> None:
+    monkeypatch.setattr(filters, "LONG_LIST", long_list)
     node = parse_filter(where)
     want = {f"r{i}" for i, meta in enumerate(METADATA) if evaluate(node, meta)}
     table = typed.collection  # type: ignore[attr-defined]
@@ -116,17 +124,27 @@ def test_long_membership_filters_match_the_oracle(
     assert set(got.keys) == want, where
 
 
-def test_membership_compiles_to_one_parameter() -> None:
-    compile_ = PgFilterCompiler().compile
-    long_in = compile_(parse_filter({"a": {"$in": list(range(10_000))}}))
-    assert len(long_in.params) == 1 and "@?" in long_in.text
-    same_field_or = compile_(parse_filter({"$or": [{"a": v} for v in range(1_000)]}))
-    assert len(same_field_or.params) == 1
-    many_ne = compile_(parse_filter({"$and": [{"a": {"$ne": v}} for v in range(1_000)]}))
-    assert len(many_ne.params) == 1 and many_ne.text.startswith("(NOT")
+def test_membership_needs_one_or_two_parameters() -> None:
+    def compiled(where: dict[str, Any]) -> filters.Predicate:
+        return PgFilterCompiler().compile(parse_filter(where))
+
+    # up to LONG_LIST values: one jsonpath (GIN-indexed), over any fields under one $or
+    short = compiled({"a": {"$in": list(range(LONG_LIST))}})
+    assert len(short.params) == 1 and "@?" in short.text
+    assert len(compiled({"$or": [{"a": 1}, {"b": {"$in": ["x", "y"]}}, {"c": True}]}).params) == 1
+    # longer: hashed membership, whatever the length
+    for where in (
+        {"a": {"$in": list(range(10_000))}},
+        {"$or": [{"a": v} for v in range(1_000)]},
+        {"a": {"$nin": [1, 2]}},
+    ):
+        pred = compiled(where)
+        assert len(pred.params) == 2 and "jsonb_array_elements" in pred.text and "@" not in pred.text
+    many_ne = compiled({"$and": [{"a": {"$ne": v}} for v in range(1_000)]})
+    assert len(many_ne.params) == 2 and many_ne.text.startswith("(NOT")
     # a single equality keeps its containment form (and its GIN plan)
-    assert "@>" in compile_(parse_filter({"a": {"$in": ["x"]}})).text
-    assert "@?" not in compile_(parse_filter({"a": 1, "b": 2})).text
+    assert "@>" in compiled({"a": {"$in": ["x"]}}).text
+    assert "@?" not in compiled({"a": 1, "b": 2}).text
 
 
 def _proc_readable(admin: Any) -> bool:
@@ -144,12 +162,12 @@ def test_ten_thousand_values_over_megabyte_rows_read_each_row_once(
     load(url, rows=20, meta_kb=1024)
     where = {"lang": {"$in": [f"x{i}" for i in range(9_999)] + ["fr"]}}
     # Checked first: the multiplying form would need 2 x 10,000 x 1 MB for one row.
-    assert len(PgFilterCompiler().compile(parse_filter(where)).params) == 1
+    assert len(PgFilterCompiler().compile(parse_filter(where)).params) == 2
     out = measure(pg_uri, table, where, cap_mb=1024)
     assert out["error"] is None
     assert sorted(out["keys"]) == sorted(f"k{i}" for i in range(20) if i % 5 == 1)
-    # One detoasted copy of a row (1 MB) plus the parsed path (~10,000 values): ~10 MB measured.
-    # 100 MB is what 50 extra copies of a row would take, and 0.5 % of what the old form needed.
+    # Two detoasted copies of a row (2 MB) and the hashed values: ~5 MB measured. 100 MB is what
+    # 50 more copies of a row would take, and 0.5 % of what two tests per value needed.
     assert out["peak_anon_mb"] < 100, out
     with vectorport.connect(url) as store:
         assert sorted(store.query(np.ones(8), k=20, filter=where).keys) == sorted(out["keys"])
@@ -185,7 +203,7 @@ def test_filters_beyond_the_bind_parameter_limit_are_refused_before_io(
         assert store.count() == 2 and store.query([1, 0], k=2).keys == ["a", "b"]  # nothing broke
         # at the limit: sent and answered, with the statement's own parameters on top
         assert store.query([1, 0], k=2, filter=_exists_or(MAX_FILTER_PARAMS)).keys == ["b"]
-        # a list far longer than the limit needs one parameter
+        # a list far longer than the limit needs two parameters
         long_in = {"n": {"$in": [*range(2, 100_000), 1]}}
         assert store.query([1, 0], k=2, filter=long_in).keys == ["a"]
     finally:
