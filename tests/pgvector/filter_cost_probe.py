@@ -1,14 +1,19 @@
-"""Peak server memory and time of a long ``$in`` filter over rows with large metadata (pgvector).
+"""What long ``$in``/``$nin`` filters cost the server (pgvector): peak memory over rows with
+large metadata, and access paths and query times on a normal table.
 
-Not a test (pytest does not collect it): the measurement behind docs/performance.md, run with
+Not a test (pytest does not collect it): the measurements behind docs/performance.md, run with
 the compiler on the path, e.g. ``PYTHONPATH=src python tests/pgvector/filter_cost_probe.py``.
 It starts an embedded server (in ``--data-dir``, kept, or a temporary one), loads ``--rows``
 rows whose metadata holds a ``--meta-kb`` string, and for each ``--values`` count runs
 ``SELECT key … WHERE <$in filter>`` on a fresh connection with index scans off, so the filter
 is evaluated on every row (as an HNSW scan evaluates it on every row it visits). The backend's
 anonymous RSS is sampled every 2 ms, and the query is cancelled once it grew by ``--cap-mb``
-(the backend notices only between rows, so keep values x 2 x size well under the free memory
-when probing a compiler that multiplies memory by the list length).
+(the backend may notice only between rows, so keep values x 2 x size well under the free
+memory when probing a compiler that multiplies memory by the list length).
+
+``--plans 20000`` instead loads 20,000 rows of small metadata (``--dimension`` 384) and prints,
+for each of :data:`PLAN_CASES`, the access path of the store's search statement and the median
+``store.query`` time.
 """
 
 from __future__ import annotations
