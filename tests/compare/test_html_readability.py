@@ -99,5 +99,7 @@ def test_the_report_uses_the_log_axis_and_shows_filters(data: Any, tmp_path: Any
     page = result.write_html(tmp_path / "r.html").read_text()
     cdf = page[page.index('id="plot-latency-cdf"') :]
     cdf = cdf[: cdf.index("</svg>")]
-    assert "log scale" in cdf and _median_x(cdf) > 0.2
+    # real latencies vary with the machine's load: the spread itself is pinned on fixed data
+    # by test_one_slow_outlier_does_not_flatten_the_latency_distribution
+    assert "log scale" in cdf
     assert 'id="plot-recall-filter"' in page and "<h2>Per filter</h2>" in page
