@@ -13,7 +13,7 @@ __all__ = ["parse_filter", "to_dict"]
 
 MAX_DEPTH = 32
 """Deepest nesting of objects and lists a filter may have (a portable filter needs a handful)."""
-MAX_ITEMS = 100_000
+MAX_ITEMS = 1_000_000
 """Most objects, lists and values one filter may hold."""
 
 _FIELD_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not")
