@@ -17,7 +17,7 @@ KEYS = [f"doc{i // 4}.md#{i % 4}" for i in range(240)]
 DIMENSION = 4
 
 
-def version(key: str, v: int) -> tuple[list[float], dict[str, Any], str]:
+def version(key: str, v: int) -> tuple[list[float], dict[str, Any], str | None]:
     """Version ``v`` of ``key``: vector, metadata and text. Consecutive versions differ in
     which keys they have and in the type of ``shape`` (list or scalar), so a merge of two
     versions (Chroma's own upsert) equals neither."""
@@ -26,7 +26,9 @@ def version(key: str, v: int) -> tuple[list[float], dict[str, Any], str]:
     meta["shape"] = [v, i] if v % 2 else f"s{v}"
     if v % 4 == 0:
         meta["rare"] = True
-    return [float(i + 1), float(v % 1000), 1.0, float(i % 7)], meta, f"{key} version {v}"
+    # every fifth version has no text: replacing a text by none is one call too
+    text = None if v % 5 == 0 else f"{key} version {v}"
+    return [float(i + 1), float(v % 1000), 1.0, float(i % 7)], meta, text
 
 
 def _write(url: str, first: int, forever: bool = True) -> None:

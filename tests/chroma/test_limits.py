@@ -24,7 +24,7 @@ from vectorport.migrate import PlanRefusedError, plan
 pytestmark = pytest.mark.chroma
 
 LIST_LIMIT = 5_461
-KEY_LIMIT = 5_460
+KEY_LIMIT = 5_459  # 5,461 rows: the keys, the document and the no-text marker
 _names = itertools.count()
 
 
@@ -88,6 +88,9 @@ def test_records_at_the_limits_are_written(new_url: Callable[[], str]) -> None:
         )
         assert store.get(["l2"])[0].metadata == at_lists
         assert store.get(["keys"])[0] == Record("keys", np.array([2, 1], dtype=np.float32), at_keys, "text")
+        # the text goes: the no-text marker takes the key slot kept for it
+        store.upsert([Record("keys", [2, 1], at_keys, None)])
+        assert store.get(["keys"])[0] == Record("keys", np.array([2, 1], dtype=np.float32), at_keys, None)
         # Replacing them (the merge path, which also deletes the keys the new record lacks).
         store.upsert([Record("keys", [2, 2], {"k0": "x", "tags": list(range(LIST_LIMIT))}, "text")])
         assert store.get(["keys"])[0].metadata == {"k0": "x", "tags": list(range(LIST_LIMIT))}

@@ -9,6 +9,7 @@ import pytest
 
 import vectorport
 from vectorport import Record
+from vectorport.backends.chroma._write import NO_TEXT
 
 from ._plain import collection_name, plain_client
 
@@ -32,7 +33,7 @@ def test_no_trace_of_the_old_version_in_reads_or_filters(new_url: Callable[[], s
         assert _keys(store, {"tags": "a"}) == [] and _keys(store, {"tags": "c"}) == ["k"]
         assert _keys(store, {"n": 1}) == [] and _keys(store, {"s": {"$ne": "x"}}) == ["k"]
         assert _keys(store, {"m": 2}) == ["k"]
-        # A scalar becomes a list, the text goes (the one replace Chroma cannot do in one call).
+        # A scalar becomes a list, the text goes: one upsert with the document "" and a marker.
         store.upsert([Record("k", [1, 2], {"tags": ["d"]}, None)])
         assert store.get(["k"])[0] == Record("k", np.array([1, 2], dtype=np.float32), {"tags": ["d"]}, None)
         assert _keys(store, {"m": 2}) == [] and _keys(store, {"tags": "c"}) == []
@@ -40,7 +41,8 @@ def test_no_trace_of_the_old_version_in_reads_or_filters(new_url: Callable[[], s
         with plain_client(url) as client:
             coll = client.get_collection(collection_name(url))
             assert coll.get(where_document={"$contains": "text"})["ids"] == []
-            assert coll.get(ids=["k"], include=["metadatas", "documents"])["documents"] == [None]
+            raw = coll.get(ids=["k"], include=["metadatas", "documents"])
+            assert raw["documents"] == [""] and raw["metadatas"] == [{"tags": ["d"], NO_TEXT: True}]
         # Back to text and metadata, and to nothing at all.
         store.upsert([Record("k", [1, 3], {"tags": ["e"], "n": 2}, "third")])
         store.upsert([Record("k", [1, 4], {}, "fourth")])

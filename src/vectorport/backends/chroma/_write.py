@@ -17,7 +17,12 @@ from ..._json import json_size
 from ..._models import JSON
 from ..._validate import Batch
 
-__all__ = ["REQUEST_BYTES", "chroma_metadata", "replace"]
+__all__ = ["NO_TEXT", "REQUEST_BYTES", "chroma_metadata", "replace", "split_text"]
+
+NO_TEXT = "vectorport:no_text"
+"""Metadata key marking a record whose text was removed by a replace: Chroma cannot drop a stored
+document in one call (its upsert keeps a ``None`` document), so such a record is written in one
+``upsert`` with the document ``""`` and this key, and read back with no text and without it."""
 
 # `chroma run` refuses request bodies over 40 MiB (max_payload_size_bytes); a batch of 5,461
 # 1,536-dimension vectors alone is 45 MiB. Requests are cut below that, with room to spare.
@@ -44,14 +49,23 @@ def chroma_metadata(meta: dict[str, JSON]) -> Metadata:
     return out
 
 
+def split_text(meta: Metadata, doc: str | None) -> tuple[dict[str, Any], str | None]:
+    """The user's metadata and text of a stored record (the no-text marker taken out)."""
+    out = dict(meta or {})
+    if out.pop(NO_TEXT, None) is not None:
+        return out, None
+    return out, doc
+
+
 def replace(
     coll: Any, part: Batch, op: Callable[[str], AbstractContextManager[None]], request_bytes: int | None
 ) -> None:
     """Full replace of ``part``'s records, each in one ``upsert`` call (``add`` when none is
     stored yet): every metadata key the stored record has and the new one lacks is sent as
-    ``None``. A stored document cannot be dropped that way (Chroma refuses ``chroma:document``
-    in metadata, and its log reader panics on a null one), so only records going from a text
-    to none are deleted, then added: two calls a crash can come between.
+    ``None``. A stored document cannot be dropped that way (Chroma's upsert keeps a ``None``
+    document, refuses ``chroma:document`` in metadata, and its log reader panics on a null one),
+    so a record going from a text to none is upserted with the document ``""`` and the
+    ``NO_TEXT`` marker: one call, like every other replace.
 
     ``request_bytes`` caps the estimated JSON size of one call (HTTP); ``None`` for embedded.
     """
@@ -68,27 +82,29 @@ def replace(
             res = coll.get(ids=textless, include=["documents"])
         dropping = {key for key, doc in zip(res["ids"], res["documents"], strict=True) if doc is not None}
     merged: list[Metadata] = []
-    for key, meta in zip(part.keys, fresh, strict=True):
+    texts = list(part.texts)
+    for i, (key, meta) in enumerate(zip(part.keys, fresh, strict=True)):
+        if key in dropping:
+            meta = {**(meta or {}), NO_TEXT: True}
+            texts[i] = ""
         gone = [name for name in stored.get(key, {}) if meta is None or name not in meta]
         merged.append({**(meta or {}), **dict.fromkeys(gone)} if gone else meta)
-    rows = [i for i, key in enumerate(part.keys) if key not in dropping]
-    if rows:
-        with op("upsert"):
-            _send(coll.upsert if stored else coll.add, part, merged, rows, request_bytes)
-    if dropping:
-        rows = [i for i, key in enumerate(part.keys) if key in dropping]
-        with op("upsert"):
-            coll.delete(ids=[part.keys[i] for i in rows])
-            _send(coll.add, part, fresh, rows, request_bytes)
+    with op("upsert"):
+        _send(coll.upsert if stored else coll.add, part, merged, texts, list(range(len(part))), request_bytes)
 
 
 def _send(
-    call: Any, part: Batch, metadatas: Sequence[Metadata], rows: list[int], request_bytes: int | None
+    call: Any,
+    part: Batch,
+    metadatas: Sequence[Metadata],
+    documents: Sequence[str | None],
+    rows: list[int],
+    request_bytes: int | None,
 ) -> None:
     """``add`` or ``upsert`` the records of ``part`` at ``rows``, in calls under ``request_bytes``."""
     for group in _groups(part, metadatas, rows, request_bytes):
         metas = [metadatas[i] for i in group]
-        texts = [part.texts[i] for i in group]
+        texts = [documents[i] for i in group]
         call(
             ids=[part.keys[i] for i in group],
             embeddings=part.vectors[group] if len(group) < len(part) else part.vectors,

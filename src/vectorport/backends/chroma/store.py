@@ -54,7 +54,7 @@ from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
 from ...filters import FilterNode
 from ._client import DATABASE_FILE, close_client, databases_in, embedded_client, resolve
-from ._write import REQUEST_BYTES, replace
+from ._write import NO_TEXT, REQUEST_BYTES, replace, split_text
 from .errors import map_errors
 from .filters import ChromaFilterCompiler, Where
 
@@ -89,7 +89,7 @@ _MAX_BATCH = 5_461  # get_max_batch_size() of a local/`chroma run` Chroma 1.5: 3
 # its list elements, each as one SQLite INSERT of 6 parameters per row: past 32,766 // 6 the
 # write is logged, then fails to apply, and so does every later read and write.
 _MAX_LIST_ITEMS = 5_461
-_MAX_KEYS = 5_461 - 1  # one is kept for the document
+_MAX_KEYS = 5_461 - 2  # one is kept for the document, one for the no-text marker
 _F64_EXACT = 2**53
 
 
@@ -103,6 +103,14 @@ def _offset_and_key(position: Position) -> tuple[int, str]:
     if offset < 1:
         raise ConfigurationError("not a chroma scan cursor: its offset is not positive")
     return offset, position_field(position, "k", str, "chroma")
+
+
+def _fields(include: frozenset[Include]) -> list[str]:
+    """What to ask Chroma for: the text needs the metadata too (the no-text marker)."""
+    wanted = {_INCLUDES[i] for i in include}
+    if Include.TEXT in include:
+        wanted.add("metadatas")
+    return sorted(wanted)
 
 
 class ChromaStore(BaseStore[Where]):
@@ -152,7 +160,7 @@ class ChromaStore(BaseStore[Where]):
             max_int=2**63 - 1,
             float_list_max_int=_F64_EXACT,
             float_ulps=2,
-            reserved_keys=frozenset({"chroma:document"}),
+            reserved_keys=frozenset({"chroma:document", NO_TEXT}),
             reserved_prefixes=("#", "$"),
         ),
         filter_operators=ChromaFilterCompiler.supported_operators(),
@@ -362,7 +370,7 @@ class ChromaStore(BaseStore[Where]):
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         coll = self._collection()
         with self._op("get"):
-            res = coll.get(ids=list(keys), include=[_INCLUDES[i] for i in sorted(include)])
+            res = coll.get(ids=list(keys), include=_fields(include))
         return self._records(res, include)
 
     @staticmethod
@@ -371,17 +379,20 @@ class ChromaStore(BaseStore[Where]):
         vectors = res.get("embeddings") if Include.VECTOR in include else None
         if vectors is not None and ids:
             vectors = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
-        metas = res.get("metadatas") if Include.METADATA in include else None
-        docs = res.get("documents") if Include.TEXT in include else None
-        return [
-            Record(
-                key,
-                None if vectors is None else vectors[i],
-                dict(metas[i] or {}) if metas is not None else {},
-                docs[i] if docs is not None else None,
+        metas = res.get("metadatas") or [None] * len(ids)
+        docs = res.get("documents") or [None] * len(ids)
+        out = []
+        for i, key in enumerate(ids):
+            meta, text = split_text(metas[i], docs[i])
+            out.append(
+                Record(
+                    key,
+                    None if vectors is None else vectors[i],
+                    meta if Include.METADATA in include else {},
+                    text if Include.TEXT in include else None,
+                )
             )
-            for i, key in enumerate(ids)
-        ]
+        return out
 
     def _remove(self, keys: Sequence[str]) -> None:
         coll = self._collection()
@@ -405,26 +416,27 @@ class ChromaStore(BaseStore[Where]):
                 "collection (chroma URL parameter ef_search=) instead"
             )
         coll = self._collection()
-        wanted = ["distances", *(_INCLUDES[i] for i in sorted(include))]
+        wanted = ["distances", *_fields(include)]
         with self._op("query"):
             res = coll.query(query_embeddings=vector.reshape(1, -1), n_results=k, where=where, include=wanted)
         metric = self.spec.metric
         convert = _TO_CANONICAL[metric]
         ids: list[str] = res["ids"][0]
         dists = res["distances"][0]
-        metas = res["metadatas"][0] if Include.METADATA in include else None
-        docs = res["documents"][0] if Include.TEXT in include else None
+        metas = (res.get("metadatas") or [None])[0] or [None] * len(ids)
+        docs = (res.get("documents") or [None])[0] or [None] * len(ids)
         vecs = res["embeddings"][0] if Include.VECTOR in include else None
         out = []
         for i, key in enumerate(ids):
             d = float(convert(float(dists[i])))
+            meta, text = split_text(metas[i], docs[i])
             out.append(
                 Match(
                     key,
                     d,
                     score_from_distance(metric, d),
-                    dict(metas[i] or {}) if metas is not None else None,
-                    docs[i] if docs is not None else None,
+                    meta if Include.METADATA in include else None,
+                    text if Include.TEXT in include else None,
                     np.asarray(vecs[i], dtype=np.float32) if vecs is not None else None,
                 )
             )
@@ -444,7 +456,7 @@ class ChromaStore(BaseStore[Where]):
         coll = self._collection()
         index, parts = segment
         offset, last = (0, None) if position is None else _offset_and_key(position)
-        inc = [_INCLUDES[i] for i in sorted(include)] if parts == 1 else []
+        inc = _fields(include) if parts == 1 else []
         step = limit if parts == 1 else self._batch - 1
         chosen: list[str] = []
         found: list[Record] = []
