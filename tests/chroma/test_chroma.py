@@ -13,6 +13,7 @@ from chromadb.config import Settings
 import vectorport
 from vectorport import Record
 from vectorport.backends.chroma._client import local_path
+from vectorport.backends.chroma._write import NO_TEXT
 from vectorport.exceptions import (
     BackendUnavailableError,
     ConfigurationError,
@@ -63,7 +64,8 @@ def test_full_replace_where_chroma_upsert_merges(new_url: Callable[[], str]) -> 
         assert store.get(["k"])[0] == Record("k", np.array([0, 1], dtype=np.float32), {"a": 2}, None)
         store.upsert([Record("k", [0, 1], {}, None)])
         seen = coll.get(ids=["k"], include=["metadatas", "documents", "embeddings"])
-        assert seen["metadatas"] == [None] and seen["documents"] == [None]
+        # the stored text was dropped in one upsert: an empty document and the no-text marker
+        assert seen["metadatas"] == [{NO_TEXT: True}] and seen["documents"] == [""]
         assert store.get(["k"])[0].metadata == {} and store.count() == 1
         _close(client)
     finally:
