@@ -189,3 +189,22 @@ def test_non_finite_values_are_refused_before_any_io(pg_url: Callable[..., str],
             assert [r.key for r in store.records()] == ["ok"]  # never half a batch
         finally:
             store.drop()
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "the database system is starting up",
+        "the database system is not yet accepting connections\nDETAIL:  Consistent recovery "
+        "state has not been yet reached.",
+        "the database system is in recovery mode",
+    ],
+)
+def test_a_server_coming_up_is_transient(reason: str) -> None:
+    """libpq's words (no SQLSTATE) while a server recovers after a crash, as a CI run saw them:
+    the call is retried, not reported as a server that is not running."""
+    import psycopg
+
+    text = f'connection failed: connection to server on socket "/x/.s.PGSQL.5432" failed: FATAL:  {reason}'
+    with pytest.raises(vectorport.TransientError, match="starting up"), pg_errors("query", "pgvector://x"):
+        raise psycopg.OperationalError(text)

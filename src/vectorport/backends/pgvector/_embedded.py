@@ -188,13 +188,16 @@ def connect_embedded(
     raise AssertionError("unreachable")
 
 
+# PostgreSQL's own words for a server that is down or not yet up; after a crash it recovers
+# first and says "not yet accepting connections" until a consistent state is reached
+_COMING_UP = ("starting up", "recovery mode", "shutting down", "not yet accepting connections")
+
+
 def _down(data_dir: Path, exc: Exception) -> bool:
     """Whether a failed connection attempt means the server is down, or coming up (after a
     crash of one of its processes it restarts them all and recovers first)."""
     text = str(exc).lower()
-    return postmaster_pid(data_dir) is None or any(
-        words in text for words in ("starting up", "recovery mode", "shutting down")
-    )
+    return postmaster_pid(data_dir) is None or any(words in text for words in _COMING_UP)
 
 
 def _uri(info: Any, database: str) -> str:

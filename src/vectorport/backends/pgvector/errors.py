@@ -94,6 +94,11 @@ CONNECT_FAILURES: tuple[tuple[re.Pattern[str], type[VectorportError], str], ...]
     (re.compile(pattern), cls, hint)
     for pattern, cls, hint in (
         (
+            r"the database system is (starting up|in recovery mode|not yet accepting connections)",
+            TransientError,
+            "the server is starting up (it recovers after a crash or restart); the call is retried",
+        ),
+        (
             r"password authentication failed",
             ConfigurationError,
             "check the user name and password in the URL",
