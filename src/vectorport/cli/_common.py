@@ -100,7 +100,8 @@ _CLI_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
      f"create it with {_CREATE}"),
     (re.compile(r"create the collection with dimension="), f"create it with {_CREATE}"),
     (re.compile(r"pass dimension= to adopt it"), f"write its first vectors with {_CREATE}"),
-    (re.compile(r"pass metric= \(cosine, euclidean or dot; searches are then exact\), or create"), "create"),
+    (re.compile(r"pass metric= \(cosine, euclidean or dot; searches are then exact\)"),
+     "add metric=cosine (or euclidean, dot) to the URL (searches are then exact)"),
 )  # fmt: skip
 
 

@@ -15,10 +15,11 @@ from ..._capabilities import Capabilities
 from ..._models import CollectionSpec, Metric
 from ..._suggest import what_exists
 from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
-from ._inspect import ROLE_OPTION, TableFacts, fts_language, resolve_columns
+from ._foreign import ForeignMixin
+from ._inspect import TableFacts, fts_language
+from ._layouts import ROLE_OPTION, resolve
 from ._migrations import apply_migrations
 from ._schema import Columns, Layout
-from ._state import StoreState
 
 __all__ = ["CATALOG_TABLE", "CatalogMixin"]
 
@@ -27,7 +28,7 @@ log = logging.getLogger("vectorport.pgvector")
 CATALOG_TABLE = "vectorport_collections"
 
 
-class CatalogMixin(StoreState):
+class CatalogMixin(ForeignMixin):
     """Catalog, open (describe or adopt), create, drop and list."""
 
     def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
@@ -53,6 +54,7 @@ class CatalogMixin(StoreState):
         # A table made elsewhere with no HNSW index does not tell its metric: the one asked
         # for here is taken (and the base class checks the rest of the spec as usual).
         self._requested_metric = None if metric is None else Metric.parse(metric)
+        self._requested_dimension = dimension
         data_dir = self.data_dir
         if data_dir is not None and dimension is None and not (data_dir / "PG_VERSION").exists():
             # Opening must not initialise a 40 MB cluster at a mistyped path (`vectorport info`,
@@ -75,7 +77,7 @@ class CatalogMixin(StoreState):
                         "SELECT dimension, metric, embedding_model, index_kind, hnsw_m, "
                         "hnsw_ef_construction, text_search_config FROM {} WHERE table_name = %s"
                     ).format(self._catalog()),
-                    (self.collection,),
+                    (self.table,),
                 ).fetchone()
         except psycopg.errors.InsufficientPrivilege:
             log.warning(
@@ -91,13 +93,15 @@ class CatalogMixin(StoreState):
         """Open the table: reads only (catalog row, columns, indexes), never a write."""
         with self._errors("open"):
             conn, _ = self._conn()
-            qualified = sql.Identifier(self.schema, self.collection).as_string(conn)
+            qualified = sql.Identifier(self.schema, self.table).as_string(conn)
             found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
             if not (found and found[0]):
                 return None  # a stale catalog row is replaced when the table is created again
-            row = self._catalog_row(conn)
             facts = TableFacts.read(conn, qualified)
-            columns = resolve_columns(facts, self.column_names, self._explicit_columns, self._where)
+            self.layout_name, columns = resolve(facts, self.table, self.mapping, self._where)
+            if not columns.own:
+                return self._open_foreign(conn, facts, columns)
+            row = self._catalog_row(conn)
             if row is None:
                 return self._adopt(conn, facts, columns)
             dim, metric_name, model, kind, m, ef, language = row
@@ -116,11 +120,11 @@ class CatalogMixin(StoreState):
                 for ix in facts.indexes_on(columns.embedding)
                 if ix.method == "hnsw" and ix.valid and ix.metric is metric
             ]
-            own = f"{self.collection}_embedding_hnsw"
+            own = f"{self.table}_embedding_hnsw"
             name = None if not serving or own in {ix.name for ix in serving} else serving[0].name
             layout = Layout(
                 self.schema,
-                self.collection,
+                self.table,
                 int(dim),
                 metric,
                 "hnsw" if serving else kind,
@@ -143,22 +147,18 @@ class CatalogMixin(StoreState):
         dim = facts.dimension(columns.embedding)
         assert dim is not None  # resolve_columns checked it
         indexes = facts.indexes_on(columns.embedding)
-        ivf = [ix.name for ix in indexes if ix.method == "ivfflat"]
-        if ivf:
-            raise UnsupportedFeatureError(
-                f"{self._where} has the IVFFlat index {ivf[0]!r} on {columns.embedding!r}; vectorport "
-                "searches with HNSW (or exactly): drop that index, or create an HNSW one instead "
-                "(vectorport pgvector schema prints it)"
-            )
         hnsw = [ix for ix in indexes if ix.method == "hnsw" and ix.valid and ix.metric is not None]
-        requested = self._requested_metric
+        # an IVFFlat index tells the metric too; vectorport searches such a table exactly (its
+        # exact statement orders by distance and key, which no vector index serves)
+        ivf = [ix.metric for ix in indexes if ix.method == "ivfflat" and ix.valid and ix.metric is not None]
+        requested = self._requested_metric or self._url_metric or (ivf[0] if ivf and not hnsw else None)
         language = fts_language(facts, columns) or "english"
         if hnsw:
             ix = hnsw[0]
             assert ix.metric is not None
             layout = Layout(
                 self.schema,
-                self.collection,
+                self.table,
                 dim,
                 ix.metric,
                 "hnsw",
@@ -170,7 +170,7 @@ class CatalogMixin(StoreState):
             )
         elif requested is not None:
             layout = Layout(
-                self.schema, self.collection, dim, requested, "exact", language=language, columns=columns
+                self.schema, self.table, dim, requested, "exact", language=language, columns=columns
             )
         else:
             raise ConfigurationError(
@@ -265,15 +265,20 @@ class CatalogMixin(StoreState):
         )
 
     def _create_collection(self, spec: CollectionSpec) -> None:
-        if self._explicit_columns:
-            options = ", ".join(sorted(ROLE_OPTION[r] for r in self._explicit_columns))
+        if self.mapping.layout not in (None, "vectorport"):
+            self._create_foreign(spec)
+            return
+        if self.mapping.mapped:
+            options = (
+                ", ".join(sorted(ROLE_OPTION[r] for r, _ in self.mapping.columns)) or "the mapping options"
+            )
             raise ConfigurationError(
                 f"{self._where} does not exist; {options} name the columns of an existing table, and "
                 "vectorport creates tables with the columns key, embedding, metadata, text"
             )
         layout = Layout(
             self.schema,
-            self.collection,
+            self.table,
             spec.dimension,
             spec.metric,
             self.index,
@@ -288,7 +293,7 @@ class CatalogMixin(StoreState):
             with conn.transaction():
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    (f"vectorport.pgvector.table:{self.schema}.{self.collection}",),
+                    (f"vectorport.pgvector.table:{self.schema}.{self.table}",),
                 )
                 # fails early, with PostgreSQL's own message, on an unknown text search config
                 conn.execute("SELECT %s::regconfig", (layout.language,))
@@ -298,7 +303,7 @@ class CatalogMixin(StoreState):
                     sql.SQL("DELETE FROM {} WHERE table_name = %s AND to_regclass(%s) IS NULL").format(
                         self._catalog()
                     ),
-                    (self.collection, qualified),
+                    (self.table, qualified),
                 )
                 for statement in layout.table_ddl():
                     conn.execute(statement)
@@ -307,22 +312,27 @@ class CatalogMixin(StoreState):
         self._bind_layout(layout)
 
     def _drop_collection(self) -> None:
+        if self._layout is not None and not self._layout.columns.own:
+            raise UnsupportedFeatureError(
+                f"{self._where} was made by {self.layout_name or 'another tool'}, not vectorport: vectorport "
+                "does not drop it; delete its records (delete with a filter) or drop it yourself"
+            )
         with self._errors("drop"):
             conn, _ = self._conn()
             with conn.transaction():
                 conn.execute(
-                    sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(self.schema, self.collection))
+                    sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(self.schema, self.table))
                 )
                 for prefix in ("match_", "hybrid_match_"):
                     conn.execute(
                         sql.SQL("DROP FUNCTION IF EXISTS {}").format(
-                            sql.Identifier(self.schema, f"{prefix}{self.collection}")
+                            sql.Identifier(self.schema, f"{prefix}{self.table}")
                         )
                     )
                 if self._has_catalog(conn):
                     conn.execute(
                         sql.SQL("DELETE FROM {} WHERE table_name = %s").format(self._catalog()),
-                        (self.collection,),
+                        (self.table,),
                     )
         self._layout = None
         self._unrecorded = self._index_missing = False
@@ -353,7 +363,7 @@ class CatalogMixin(StoreState):
         except VectorportError:
             names = None
         where = f"in schema {self.schema!r}"
-        tail = what_exists("tables with a vector column", self.collection, names, where)
+        tail = what_exists("tables with a vector column", self.table, names, where)
         return NotFoundError(
             f"{self._where} does not exist{tail}; pass dimension= (and metric=) to create it"
         )

@@ -67,8 +67,8 @@ class IndexMixin(CatalogMixin):
             isinstance(expected, bool) or not isinstance(expected, int) or expected < 0
         ):
             raise ConfigurationError(f"expected must be a non-negative integer, got {expected!r}")
-        if layout.index != "hnsw":
-            yield
+        if layout.index != "hnsw" or not layout.columns.own:
+            yield  # a table made elsewhere keeps its indexes as its owner made them
             return
         self._loading += 1
         try:

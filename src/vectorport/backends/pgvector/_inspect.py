@@ -15,28 +15,11 @@ from typing import Any
 import psycopg
 
 from ..._models import Metric
-from ...exceptions import ConfigurationError
 from ._schema import OPCLASS_METRIC, Columns
 
-__all__ = ["COLUMN_OPTIONS", "ROLE_OPTION", "TableFacts", "VectorIndex", "resolve_columns"]
+__all__ = ["Column", "TableFacts", "VectorIndex", "fts_language"]
 
-ROLE_OPTION = {
-    "key": "key_column",
-    "embedding": "embedding_column",
-    "metadata": "metadata_column",
-    "text": "text_column",
-}
-"""The connect()/URL option that names each data column of a table vectorport did not create."""
-COLUMN_OPTIONS = tuple(ROLE_OPTION.values())
-
-_TEXT_TYPES = re.compile(r"^(text|character varying(\(\d+\))?)$")
-_VECTOR = re.compile(r"^vector\((\d+)\)$")
-_ROLE_WHAT = {
-    "key": "the record keys: a text or varchar column with a PRIMARY KEY or UNIQUE constraint",
-    "embedding": "the vectors: a vector(n) column",
-    "metadata": "the metadata: a jsonb column",
-    "text": "the chunk text: a text or varchar column",
-}
+_VECTOR = re.compile(r"^(?:vector|halfvec)\((\d+)\)$")
 
 
 @dataclass(frozen=True)
@@ -72,6 +55,10 @@ class TableFacts:
     columns: dict[str, Column]
     unique: frozenset[str]
     vector_indexes: tuple[VectorIndex, ...]
+    kind: str = "r"
+    """``pg_class.relkind``: ``r`` table, ``p`` partitioned, ``v`` view, ``m`` materialized view."""
+    composite_unique: tuple[tuple[str, ...], ...] = ()
+    """Unique keys over several columns (a natural key such as ``(file_path, chunk_index)``)."""
 
     @classmethod
     def read(cls, conn: psycopg.Connection[Any], qualified: str) -> TableFacts:
@@ -90,6 +77,17 @@ class TableFacts:
             "AND i.indpred IS NULL AND i.indexprs IS NULL",
             (qualified,),
         ).fetchall()
+        composite = conn.execute(
+            "SELECT array_agg(a.attname ORDER BY k.n) FROM pg_index AS i "
+            "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+            "JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indisvalid AND i.indnkeyatts > 1 "
+            "AND i.indpred IS NULL AND i.indexprs IS NULL GROUP BY i.indexrelid ORDER BY i.indexrelid",
+            (qualified,),
+        ).fetchall()
+        kind = conn.execute(
+            "SELECT relkind::text FROM pg_class WHERE oid = %s::regclass", (qualified,)
+        ).fetchone()
         indexes = conn.execute(
             "SELECT c.relname, am.amname, opc.opcname, c.reloptions, i.indisvalid, "
             "pg_get_indexdef(i.indexrelid, 1, false) "
@@ -112,6 +110,8 @@ class TableFacts:
                 )
                 for name, method, opclass, options, valid, definition in indexes
             ),
+            str(kind[0]) if kind else "r",
+            tuple(tuple(str(c) for c in row[0]) for row in composite),
         )
 
     def dimension(self, column: str) -> int | None:
@@ -127,66 +127,6 @@ class TableFacts:
 
     def describe(self) -> str:
         return ", ".join(f"{c.name} {c.type}" for c in self.columns.values()) or "none"
-
-
-def _problem(facts: TableFacts, role: str, name: str, explicit: bool) -> str | None:
-    option = ROLE_OPTION[role]
-    col = facts.columns.get(name)
-    if col is None:
-        how = f"check {option}={name}" if explicit else f"pass {option}=NAME to use another column"
-        return f"no column {name!r} for {_ROLE_WHAT[role]} ({how})"
-    kind = col.type
-    if role in ("key", "text") and not _TEXT_TYPES.match(kind):
-        return f"column {name!r} ({role}) is {kind}, not text or varchar" + (
-            "; vectorport keys are strings: copy the rows into a vectorport table "
-            "(docs/backends/pgvector.md, 'Tables made elsewhere')"
-            if role == "key"
-            else f"; pass {option}=NAME to use another column"
-        )
-    if role == "key" and name not in facts.unique:
-        return (
-            f"column {name!r} (key) has no PRIMARY KEY or UNIQUE constraint, which upserts by key "
-            f"need: ALTER TABLE … ADD PRIMARY KEY ({name})"
-        )
-    if role == "metadata" and kind != "jsonb":
-        fix = f"ALTER TABLE … ALTER COLUMN {name} TYPE jsonb" if kind == "json" else f"pass {option}=NAME"
-        return f"column {name!r} (metadata) is {kind}, not jsonb: {fix}"
-    if role == "embedding" and not _VECTOR.match(kind):
-        if kind == "vector":
-            fix = f"give it one: ALTER TABLE … ALTER COLUMN {name} TYPE vector(N)"
-            return f"column {name!r} (embedding) is a vector with no dimension; {fix}"
-        return f"column {name!r} (embedding) is {kind}, not vector(n); pass {option}=NAME"
-    return None
-
-
-def resolve_columns(facts: TableFacts, names: dict[str, str], explicit: set[str], where: str) -> Columns:
-    """The :class:`Columns` of a table, or a :class:`ConfigurationError` naming every column
-    that is missing or of the wrong type and what to pass or change.
-
-    ``names`` maps the roles ``key``, ``embedding``, ``metadata``, ``text`` to column names;
-    ``explicit`` holds the roles the caller named with an option.
-    """
-    problems = [p for role in ROLE_OPTION if (p := _problem(facts, role, names[role], role in explicit))]
-    if problems:
-        raise ConfigurationError(
-            f"{where} cannot be used as a vectorport collection: "
-            + "; ".join(problems)
-            + f". Its columns: {facts.describe()}"
-        )
-    fts = facts.columns.get("fts")
-    updated = facts.columns.get("updated_at")
-    return Columns(
-        key=names["key"],
-        embedding=names["embedding"],
-        metadata=names["metadata"],
-        text=names["text"],
-        fts="fts" if fts is not None and fts.type == "tsvector" and fts.generated else None,
-        updated_at=(
-            "updated_at" if updated is not None and updated.type == "timestamp with time zone" else None
-        ),
-        metadata_nullable=not facts.columns[names["metadata"]].notnull,
-        embedding_nullable=not facts.columns[names["embedding"]].notnull,
-    )
 
 
 def fts_language(facts: TableFacts, columns: Columns) -> str | None:

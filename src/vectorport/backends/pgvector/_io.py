@@ -16,7 +16,6 @@ from ..._validate import Batch
 from ...filters import FilterNode
 from ._codec import copy_binary
 from ._index import IndexMixin
-from .filters import TRUE
 
 __all__ = ["ReadWriteMixin"]
 
@@ -62,8 +61,13 @@ class ReadWriteMixin(IndexMixin):
         )
 
     def _write(self, batch: Batch) -> None:
+        cols = self.layout.columns
+        keys, metadatas = batch.keys, batch.metadatas
+        if not cols.own:
+            self._check_writable()
+            keys, metadatas = self._foreign_batch(batch)
         self._prepare_writes()
-        payload = copy_binary(batch.keys, batch.vectors, batch.metadatas, batch.texts)
+        payload = copy_binary(keys, batch.vectors, metadatas, batch.texts)
         with self._errors("upsert"):
             conn, staged = self._conn()
             try:
@@ -72,24 +76,33 @@ class ReadWriteMixin(IndexMixin):
                     copy = sql.SQL("COPY {} (key, embedding, metadata, text) FROM STDIN (FORMAT BINARY)")
                     with conn.cursor() as cur, cur.copy(copy.format(stage)) as pipe:
                         pipe.write(payload)
-                    conn.execute(self._merge_sql(stage))
+                    if cols.own:
+                        conn.execute(self._merge_sql(stage))
+                    else:
+                        self._write_foreign(conn, stage, len(keys))
             except psycopg.errors.UndefinedTable:
                 staged.clear()  # e.g. a temp table lost with a reset session
                 raise
 
     def _remove(self, keys: Sequence[str]) -> None:
-        self._prepare_writes()
         layout = self.layout
+        if not layout.columns.own:
+            self._check_writable()
+        self._prepare_writes()
+        match, values = layout.columns.lookup(keys, "t")
+        scope = self._scope()
         with self._errors("delete"):
             conn, _ = self._conn()
             conn.execute(
-                sql.SQL("DELETE FROM {} WHERE {} = ANY(%s)").format(layout.qualified, layout.key()),
-                (list(keys),),
+                sql.SQL("DELETE FROM {} AS t WHERE {} AND {}").format(layout.qualified, scope.sql, match),
+                {**scope.params, "keys": values},
             )
 
     def _delete_matching(self, where: FilterNode | None) -> int:
         # one SQL statement instead of a scan and deletes by key
-        pred = TRUE if where is None else self._compile_filter(where)
+        if not self.layout.columns.own:
+            self._check_writable()
+        pred = self._scope() if where is None else self._compile_filter(where)
         self._prepare_writes()
         with self._errors("delete"):
             conn, _ = self._conn()
@@ -100,49 +113,62 @@ class ReadWriteMixin(IndexMixin):
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         layout = self.layout
-        cols = sql.SQL(", ").join([layout.key(), *self._columns(include)])
+        cols = sql.SQL(", ").join([layout.columns.key_expr(), *self._columns(include)])
+        match, values = layout.columns.lookup(keys)
+        scope = self._scope()
         with self._errors("get"):
             conn, _ = self._conn()
             rows = conn.execute(
-                sql.SQL("SELECT {} FROM {} WHERE {} = ANY(%s)").format(cols, layout.qualified, layout.key()),
-                (list(keys),),
+                sql.SQL("SELECT {} FROM {} AS t WHERE {} AND {}").format(
+                    cols, layout.qualified, scope.sql, match
+                ),
+                {**scope.params, "keys": values},
                 binary=True,
             ).fetchall()
         return [self._record(r, include) for r in rows]
 
     def _count(self) -> int:
+        scope = self._scope()
         with self._errors("count"):
             conn, _ = self._conn()
-            row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self.layout.qualified)).fetchone()
+            row = conn.execute(
+                sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(self.layout.qualified, scope.sql),
+                scope.params,
+            ).fetchone()
         return int(row[0]) if row else 0
 
     def _scan_page(
         self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
     ) -> tuple[Sequence[Record], Position | None]:
         index, parts = segment
-        key = self.layout.key()
-        conds: list[sql.Composable] = []
-        params: dict[str, Any] = {"limit": limit}
+        columns = self.layout.columns
+        if position is None:
+            self.check_keys()
+        order = columns.order_expr()
+        scope = self._scope()
+        conds: list[sql.Composable] = [scope.sql]
+        params: dict[str, Any] = {**scope.params, "limit": limit}
         if position is not None:
             params["after"] = position_field(position, "after", str, self.name)
-            conds.append(sql.SQL("{} > %(after)s").format(key))
+            conds.append(sql.SQL("{} > %(after)s::{}").format(order, sql.SQL(columns.order_cast)))
         if parts > 1:
             # hashtextextended is the function hash partitioning relies on, so it is stable
             # across servers and versions; each segment is a disjoint residue class.
             conds.append(
                 sql.SQL(
-                    "mod(mod(hashtextextended({}, 0), %(parts)s) + %(parts)s, %(parts)s) = %(index)s"
-                ).format(key)
+                    "mod(mod(hashtextextended({}::text, 0), %(parts)s) + %(parts)s, %(parts)s) = %(index)s"
+                ).format(order)
             )
             params.update(parts=parts, index=index)
-        where = sql.SQL(" AND ").join(conds) if conds else sql.SQL("TRUE")
-        cols = sql.SQL(", ").join([key, *self._columns(include)])
-        query = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT %(limit)s").format(
-            cols, self.layout.qualified, where, key
+        where = sql.SQL(" AND ").join(conds)
+        key = columns.key_expr()
+        cols = sql.SQL(", ").join([key, *self._columns(include), order])
+        query = sql.SQL("SELECT {} FROM {} AS t WHERE {} ORDER BY {} LIMIT %(limit)s").format(
+            cols, self.layout.qualified, where, order
         )
         with self._errors("scan"):
             conn, _ = self._conn()
             rows = conn.execute(query, params, binary=True).fetchall()
         records = tuple(self._record(r, include) for r in rows)
         done = len(records) < limit
-        return records, None if done else {"after": records[-1].key}
+        return records, None if done else {"after": str(rows[-1][-1])}

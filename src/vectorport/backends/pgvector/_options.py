@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...exceptions import ConfigurationError
-from ._inspect import COLUMN_OPTIONS
+from ._layouts import MAPPING_OPTIONS
 
 __all__ = [
     "BUILD_MEMORY_CAP_KB",
@@ -45,13 +45,14 @@ OWN_OPTIONS = frozenset(
         "collection",
         "database",
         "keep_server",
+        "metric",
         "schema",
         "server",
         "table",
         *_CREATE_OPTIONS,
         *QUERY_OPTIONS,
         *_BUILD_OPTIONS,
-        *COLUMN_OPTIONS,
+        *MAPPING_OPTIONS,
     }
 )
 

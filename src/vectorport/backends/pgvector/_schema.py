@@ -17,6 +17,7 @@ from psycopg import sql
 
 from ..._models import Metric
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
+from ._mapping import DEFAULT_COLUMNS, Columns
 
 __all__ = [
     "DEFAULT_COLUMNS",
@@ -62,58 +63,6 @@ OPCLASS_METRIC: dict[str, Metric] = {
 _MAX_TABLE_BYTES = 40  # leaves room for index/function names within NAMEDATALEN (63 bytes)
 _LANGUAGE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _BARE = re.compile(r"^[a-z_][a-z0-9_]*$")
-
-
-_PLAIN_NAMES = frozenset({"embedding", "fts", "hits", "key", "metadata", "t", "text", "updated_at"})
-
-
-def _name(*parts: str) -> sql.Composable:
-    """An identifier; vectorport's own column names and aliases print unquoted (they need no
-    quotes), so the SQL ``vectorport pgvector schema`` prints reads like hand-written SQL."""
-    if all(p in _PLAIN_NAMES for p in parts):
-        return sql.SQL(".".join(parts))
-    return sql.Identifier(*parts)
-
-
-@dataclass(frozen=True)
-class Columns:
-    """The columns of a collection's table.
-
-    A table vectorport creates has the default names, a generated ``fts`` column and
-    ``updated_at``; a table made elsewhere may name its four data columns otherwise
-    (``key_column=id&text_column=content``) and lack the two optional ones.
-    """
-
-    key: str = "key"
-    embedding: str = "embedding"
-    metadata: str = "metadata"
-    text: str = "text"
-    fts: str | None = "fts"
-    """The generated ``tsvector`` column full-text and hybrid search use (``None``: none)."""
-    updated_at: str | None = "updated_at"
-    """A ``timestamptz`` column set to ``now()`` on every upsert (``None``: none)."""
-    metadata_nullable: bool = False
-    """The metadata column admits SQL NULL (read as ``{}``; filters coalesce it)."""
-    embedding_nullable: bool = False
-    """The embedding column admits SQL NULL (such rows are left out of searches)."""
-
-    def ident(self, name: str, prefix: str | None = None) -> sql.Composable:
-        """One of the columns by role (``key``, ``embedding``, ``metadata``, ``text``, ``fts``),
-        optionally qualified by a table alias."""
-        column = getattr(self, name)
-        if not isinstance(column, str):
-            raise UnsupportedFeatureError(f"this table has no {name} column")
-        return _name(prefix, column) if prefix else _name(column)
-
-    def metadata_expr(self, prefix: str | None = None) -> sql.Composable:
-        """The metadata as a jsonb that is never SQL NULL (filters rely on two-valued leaves)."""
-        column = self.ident("metadata", prefix)
-        if not self.metadata_nullable:
-            return column
-        return sql.SQL("coalesce({}, '{{}}'::jsonb)").format(column)
-
-
-DEFAULT_COLUMNS = Columns()
 
 
 @dataclass(frozen=True)
@@ -183,13 +132,16 @@ class Layout:
 
     def distance(self, column: sql.Composable, query: sql.Composable) -> sql.Composable:
         """Canonical distance between a vector column and a query vector expression."""
+        if self.columns.halfvec:  # a halfvec column is compared (and indexed) as halfvec
+            return sql.SQL("({} {} {}::halfvec)").format(column, self.operator, query)
         return sql.SQL("({} {} {})").format(column, self.operator, query)
 
     def embedding(self, prefix: str | None = None) -> sql.Composable:
         return self.columns.ident("embedding", prefix)
 
     def key(self, prefix: str | None = None) -> sql.Composable:
-        return self.columns.ident("key", prefix)
+        """The chunk key as text (a column, or an expression over the row)."""
+        return self.columns.key_expr(prefix)
 
     def index_distance(self, column: sql.Composable, query: sql.Composable) -> sql.Composable:
         """The ordering expression the HNSW index serves (halfvec casts above 2,000 dims)."""

@@ -104,7 +104,9 @@ class SearchMixin(StoreState):
         key = layout.key()
         select = sql.SQL(", ").join(
             [
-                key if layout.columns.key == "key" else sql.SQL("{} AS key").format(key),
+                key
+                if layout.columns.key == "key" and layout.columns.plain_key
+                else sql.SQL("{} AS key").format(key),
                 sql.SQL("{} AS distance").format(dist),
                 *cols,
             ]
@@ -137,7 +139,7 @@ class SearchMixin(StoreState):
     ) -> list[Match]:
         settings = self._settings(params)
         layout = self.layout
-        pred = where or TRUE
+        pred = where or self._scope()
         rows = self._run_search(
             ("query", pred.text, include),
             lambda: self._search_sql(pred.text, include),
@@ -145,7 +147,7 @@ class SearchMixin(StoreState):
             k,
             settings,
             "query",
-            where is not None,
+            pred is not TRUE,
         )
         metric = layout.metric
         out = []
@@ -184,7 +186,7 @@ class SearchMixin(StoreState):
         prep = self._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
         if prep.params:
             raise ConfigurationError(f"text_query takes no params, got {sorted(prep.params)}")
-        k, inc, pred = prep.k, prep.include, prep.where or TRUE
+        k, inc, pred = prep.k, prep.include, prep.where or self._scope()
         self._require_fts("text_query")
         layout = self.layout
         query = sql.SQL(
@@ -253,7 +255,7 @@ class SearchMixin(StoreState):
             raise ConfigurationError("hybrid_query needs a non-empty text")
         weight = as_float("weight", weight, 0.0, 1.0)
         rrf_k = as_int("rrf_k", rrf_k, 1, 1_000_000)
-        vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or TRUE
+        vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or self._scope()
         settings = self._settings(prep.params)
         self._require_fts("hybrid_query")
         layout = self.layout
@@ -282,7 +284,7 @@ class SearchMixin(StoreState):
             "rrf_k": rrf_k,
         }
         rows = self._run_search(
-            ("hybrid", pred.text, inc), build, values, 2 * k, settings, "hybrid query", prep.where is not None
+            ("hybrid", pred.text, inc), build, values, 2 * k, settings, "hybrid query", pred is not TRUE
         )
         out = []
         ncols = 1 + len(self._columns(inc))

@@ -26,11 +26,11 @@ from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ...filters import FilterNode
 from ._connections import Connections, Session, check_extension, open_connection
 from ._embedded import connect_embedded, hnsw_unsafe, provider
-from ._inspect import ROLE_OPTION
+from ._layouts import MappingOptions, relation
 from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
 from ._schema import DEFAULT_COLUMNS, Layout, check_identifier
 from .errors import pg_errors
-from .filters import PgFilterCompiler, Predicate
+from .filters import TRUE, PgFilterCompiler, Predicate
 
 __all__ = ["StoreState"]
 
@@ -50,20 +50,24 @@ class StoreState(BaseStore[Predicate]):
     ) -> None:
         super().__init__(url, table)
         opts = dict(options or {})
-        self.schema = check_identifier("schema", str(opts.get("schema") or "public"))
         self.index = str(opts.get("index") or "hnsw")
         self.m = as_int("m", opts.get("m", 16), 2, 100)
         self.ef_construction = as_int("ef_construction", opts.get("ef_construction", 64), 4, 1000)
         self.language = str(opts.get("language") or "english")
         self.keep_server = as_bool("keep_server", opts.get("keep_server", False))
         self.database = check_identifier("database", str(opts.get("database") or "postgres"))
-        self.column_names = {
-            role: check_identifier(option, str(opts.get(option) or role))
-            for role, option in ROLE_OPTION.items()
-        }
-        """Column of each role (``key``, ``embedding``, ``metadata``, ``text``) in an existing table."""
-        self._explicit_columns = {role for role, option in ROLE_OPTION.items() if opts.get(option)}
+        self.mapping = MappingOptions.parse(opts)
+        """What the options say about the table's layout (a preset, column roles, a scope)."""
+        explicit_schema = str(opts["schema"]) if opts.get("schema") else None
+        schema, self.table = relation(self.mapping, table, explicit_schema)
+        """The table holding the collection (LangChain's shared table, LlamaIndex's data_<name> …)."""
+        self.schema = check_identifier("schema", schema)
+        self.layout_name: str | None = None
+        """The layout the table was recognised as (``vectorport``, ``langchain`` …, ``custom``)."""
         self._requested_metric: Metric | None = None
+        self._url_metric = Metric.parse(str(opts["metric"])) if opts.get("metric") else None
+        self._requested_dimension: int | None = None
+        self._keys_checked = False
         self.search_defaults = SearchSettings.parse({k: opts[k] for k in QUERY_OPTIONS if k in opts})
         self.build_memory_kb = as_memory_kb(
             "maintenance_work_mem", opts.get("maintenance_work_mem", f"{BUILD_MEMORY_CAP_KB}kB")
@@ -74,7 +78,9 @@ class StoreState(BaseStore[Predicate]):
             None if workers in (None, "") else as_int("max_parallel_maintenance_workers", workers, 0, 1024)
         )
         # validates the table name and the creation options before any I/O
-        Layout(self.schema, table, 1, Metric.COSINE, self.index, self.m, self.ef_construction, self.language)
+        Layout(
+            self.schema, self.table, 1, Metric.COSINE, self.index, self.m, self.ef_construction, self.language
+        )
         self._conninfo = conninfo
         self.data_dir = data_dir
         self.server = provider(opts.get("server")) if data_dir is not None else None
@@ -96,7 +102,7 @@ class StoreState(BaseStore[Predicate]):
 
     @cached_property
     def _where(self) -> str:
-        return f"{self.url.masked} (table {self.schema}.{self.collection})"
+        return f"{self.url.masked} (table {self.schema}.{self.table})"
 
     def _errors(self, what: str) -> AbstractContextManager[None]:
         return pg_errors(what, self._where, self.url.password, lost=self._pool.lost)
@@ -158,7 +164,7 @@ class StoreState(BaseStore[Predicate]):
         # Session-level advisory lock on this name: loaders hold it shared for the whole load,
         # whoever builds the index holds it exclusive. A killed process's session ends and
         # releases it, so a crash never leaves the index "being handled" forever.
-        return f"vectorport.pgvector.index:{self.schema}.{self.collection}"
+        return f"vectorport.pgvector.index:{self.schema}.{self.table}"
 
     def _compiler(self, prefix: str | None = None) -> PgFilterCompiler:
         """A filter compiler over the bound table's metadata column (never SQL NULL)."""
@@ -167,24 +173,39 @@ class StoreState(BaseStore[Predicate]):
 
     def _compile_filter(self, where: FilterNode) -> Predicate:
         # Every statement with a filter (searches, DELETE) names the table ``t``, so one
-        # compilation serves them all.
-        return self._compiler("t").compile(where)
+        # compilation serves them all. The collection's scope (a shared table) is part of it.
+        pred = self._compiler("t").compile(where)
+        scope = self._scope()
+        if scope is TRUE:
+            return pred
+        return Predicate(f"{scope.text} AND ({pred.text})", {**scope.params, **pred.params})
+
+    def _scope(self) -> Predicate:
+        """The rows of the collection in its table (``TRUE``: all of them)."""
+        layout = self._layout
+        if layout is None or layout.columns.scope is None:
+            return TRUE
+        return Predicate(layout.columns.scope_sql(), layout.columns.scope_values)
 
     def _columns(self, include: frozenset[Include], prefix: str | None = None) -> list[sql.Composable]:
         """The metadata, text and vector columns ``include`` asks for, named ``metadata``,
         ``text`` and ``embedding`` whatever the table calls them."""
         cols = self.layout.columns
         out: list[sql.Composable] = []
-        for role, inc in (
-            ("metadata", Include.METADATA),
-            ("text", Include.TEXT),
-            ("embedding", Include.VECTOR),
+        for role, inc, expr in (
+            ("metadata", Include.METADATA, cols.metadata_expr),
+            ("text", Include.TEXT, cols.text_expr),
+            ("embedding", Include.VECTOR, cols.embedding_expr),
         ):
             if inc not in include:
                 continue
-            expr = cols.metadata_expr(prefix) if role == "metadata" else cols.ident(role, prefix)
-            renamed = getattr(cols, role) != role or (role == "metadata" and cols.metadata_nullable)
-            out.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(role)) if renamed else expr)
+            value = expr(prefix)
+            plain = value == cols.ident(role, prefix) if getattr(cols, role) else False
+            out.append(
+                value
+                if plain and getattr(cols, role) == role
+                else sql.SQL("{} AS {}").format(value, sql.Identifier(role))
+            )
         return out
 
     @staticmethod
@@ -206,25 +227,51 @@ class StoreState(BaseStore[Predicate]):
             raise ConfigurationError(
                 f"{self._where}: the row with key {row[0]!r} has no vector (its "
                 f"{self.layout.columns.embedding!r} is NULL); a vectorport record needs one: fill or "
-                "delete such rows"
+                'delete such rows, or leave them out with where="{self.layout.columns.embedding} IS NOT NULL"'
+            )
+        if row[0] is None:
+            raise ConfigurationError(
+                f"{self._where}: a row's key is NULL ({self._key_source()}); give every row a key, or "
+                "leave such rows out with where="
             )
         return Record(row[0], vector, metadata, text)
 
-    @staticmethod
+    def _key_source(self) -> str:
+        cols = self.layout.columns
+        return f"key_expression={cols.key_expression}" if cols.key_expression else f"key_column={cols.key}"
+
     def _parts(
-        row: Sequence[Any], include: frozenset[Include], offset: int = 1
+        self, row: Sequence[Any], include: frozenset[Include], offset: int = 1
     ) -> tuple[dict[str, Any], str | None, Vector | None]:
         """Metadata, text and vector of a result row laid out as :meth:`_columns` says."""
         i = offset
         metadata: dict[str, Any] = {}
         text: str | None = None
         vector: Vector | None = None
+        cols = self.layout.columns
         if Include.METADATA in include:
             metadata = row[i]
             i += 1
+            if not isinstance(metadata, dict):
+                raise ConfigurationError(
+                    f"{self._where}: the metadata of the row with key {row[0]!r} is a JSON "
+                    f"{type(metadata).__name__}, not an object (column {cols.metadata!r}); "
+                    "vectorport metadata is a JSON object: pass metadata_column= to use another "
+                    "column, or metadata_columns= to read plain columns instead"
+                )
+            if not cols.own:
+                metadata = self._user_metadata(metadata)
         if Include.TEXT in include:
             text = row[i]
             i += 1
         if Include.VECTOR in include and row[i] is not None:
             vector = np.array(row[i].to_numpy(), dtype=np.float32)
         return metadata, text, vector
+
+    def _user_metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """The user's metadata of a row of a table made elsewhere (framework bookkeeping out)."""
+        if self.layout.columns.node_metadata:
+            from ...conventions.llamaindex import from_node_metadata
+
+            _, metadata = from_node_metadata(metadata)
+        return metadata

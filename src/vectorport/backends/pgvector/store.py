@@ -21,6 +21,7 @@ from ..._url import StoreURL
 from ...exceptions import ConfigurationError
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
+from ._describe import describe_mapping
 from ._embedded import embedded_data_dir
 from ._index import BULK_SMALL as BULK_SMALL
 from ._io import ReadWriteMixin
@@ -150,10 +151,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
             "halfvec_index": layout.halfvec_index,
             "hnsw_index": self._index_state(),
             **self._versions(),
+            "layout": self.layout_name,
             "columns": {
                 role: getattr(layout.columns, role)
                 for role in ("key", "embedding", "metadata", "text", "fts", "updated_at")
             },
+            **describe_mapping(self),
             "language": layout.language,
             "embedded_data_dir": str(self.data_dir) if self.data_dir else None,
             "embedded_server": self.server,

@@ -1,0 +1,60 @@
+"""What ``info()`` says about the table a pgvector store opened: the layout it recognised, what
+each role maps to, whether vectorport can write there, and the URL that names it all."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from ._layouts import MAPPING_OPTIONS
+
+if TYPE_CHECKING:
+    from ._state import StoreState
+
+__all__ = ["describe_mapping", "suggested_url"]
+
+
+def suggested_url(store: StoreState) -> str:
+    """The store's URL with the layout it was recognised as spelled out (``layout=``), so the
+    same table opens the same way without detection; the password stays masked."""
+    parts = urlsplit(store.url.masked)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "layout"]
+    name = store.layout_name
+    if name and name not in ("custom", "vectorport"):
+        query.append(("layout", name))
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote, safe="/,*")))
+
+
+def describe_mapping(store: StoreState) -> dict[str, Any]:
+    """The ``mapping`` part of ``info()["pgvector"]``."""
+    cols = store.layout.columns
+    key: dict[str, Any] = {"kind": cols.key_kind}
+    if cols.key_expression:
+        key["expression"] = cols.key_expression
+    else:
+        key["column"] = cols.key
+    if cols.key_kind == "uuid" and cols.keep_key:
+        key["kept_in_metadata"] = "vectorport_key (for keys that are not uuids; the row id is their uuid5)"
+    if not cols.key_unique:
+        key["unique_index"] = False
+    metadata: dict[str, Any] = {
+        "column": cols.metadata,
+        "type": None if cols.metadata is None else "json" if cols.metadata_json else "jsonb",
+        "columns": [name for name, _ in cols.metadata_columns],
+    }
+    if cols.node_metadata:
+        metadata["bookkeeping"] = "LlamaIndex node fields (_node_content, _node_type, doc ids) kept out"
+    return {
+        "mapping": {
+            "key": key,
+            "embedding": {"column": cols.embedding, "halfvec": cols.halfvec},
+            "metadata": metadata,
+            "text": {"column": cols.text, "text_key": cols.text_key},
+            "scope": cols.scope,
+            "own_table": cols.own,
+        },
+        "writable": cols.read_only is None,
+        "read_only_reason": cols.read_only,
+        "url": suggested_url(store),
+        "options": sorted(MAPPING_OPTIONS),
+    }

@@ -1,0 +1,334 @@
+"""Tables made elsewhere (a framework's, or one's own): opening one in the layout
+:mod:`._layouts` resolved (its scope, dimension and metric), checking its keys, and the
+statements that write records in its shape.
+
+vectorport never changes such a table's definition: no catalog row, no index dropped or built,
+no ``DROP TABLE``. It writes rows the way the table's owner does (LangChain's collection id,
+LlamaIndex's node bookkeeping, a uuid5 id for a chunk key that is not a uuid).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from ..._models import CollectionSpec, Metric
+from ..._validate import Batch
+from ...exceptions import ConfigurationError, NotFoundError, Problem, UnsupportedFeatureError, ValidationError
+from ._inspect import TableFacts
+from ._layouts import LANGCHAIN_COLLECTIONS
+from ._mapping import KEEP_KEY, Columns, row_id
+from ._schema import Layout
+from ._state import StoreState
+
+__all__ = ["ForeignMixin"]
+
+log = logging.getLogger("vectorport.pgvector")
+
+_SCOPE_PARAM = "vp_collection"
+_SCALAR_CAST = {"json": "{}::json", "jsonb": "{}"}
+
+
+class ForeignMixin(StoreState):
+    """Open, check and write tables vectorport did not create."""
+
+    # ------------------------------------------------------------------ open
+    def _open_foreign(
+        self, conn: psycopg.Connection[Any], facts: TableFacts, columns: Columns
+    ) -> CollectionSpec | None:
+        if self.layout_name == "langchain":
+            collections = sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+            known = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)
+            ).fetchone()
+            if not (known and known[0]):
+                raise ConfigurationError(
+                    f"{self._where} has LangChain's columns but there is no {LANGCHAIN_COLLECTIONS} table "
+                    f"in schema {self.schema!r} naming its collections; pass layout= (or the column "
+                    "options) to map it otherwise"
+                )
+            row = conn.execute(
+                sql.SQL("SELECT uuid FROM {} WHERE name = %s").format(
+                    sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+                ),
+                (self.collection,),
+            ).fetchone()
+            if row is None:
+                return None  # the collection can be created: a row in langchain_pg_collection
+            scope = f"collection_id = %({_SCOPE_PARAM})s"
+            if columns.scope:
+                scope = f"{scope} AND ({columns.scope.replace('%', '%%')})"
+            columns = replace(
+                columns,
+                scope=scope,
+                scope_params=((_SCOPE_PARAM, row[0]),),
+                fixed=(("collection_id", _SCOPE_PARAM),),
+            )
+        elif columns.scope:
+            columns = replace(columns, scope=columns.scope.replace("%", "%%"))
+        dim = facts.dimension(columns.embedding) or self._data_dimension(conn, columns)
+        if dim is None:
+            raise NotFoundError(
+                f"{self._where}: the collection holds no vectors and its column "
+                f"{columns.embedding!r} declares no dimension; pass dimension= (--dimension) to write to it"
+            )
+        metric = self._foreign_metric(facts, columns)
+        # an index on an expression (LangChain's ``(embedding::vector(n))``) serves no search
+        # vectorport sends; searches are then exact
+        hnsw = [
+            ix
+            for ix in facts.indexes_on(columns.embedding)
+            if ix.method == "hnsw"
+            and ix.valid
+            and ix.metric is metric
+            and ix.definition.strip('"') == columns.embedding
+        ]
+        layout = Layout(
+            self.schema,
+            self.table,
+            dim,
+            metric,
+            "hnsw" if hnsw else "exact",
+            int(hnsw[0].options.get("m", 16)) if hnsw else 16,
+            int(hnsw[0].options.get("ef_construction", 64)) if hnsw else 64,
+            self._foreign_language(facts, columns),
+            columns,
+            hnsw[0].name if hnsw else None,
+        )
+        self._bind_layout(layout)
+        self._write_ready = True  # nothing of vectorport's own to prepare in such a table
+        log.info(
+            "pgvector: opened %s as a %s table (%d dims, %s, %s%s)",
+            self._where,
+            self.layout_name,
+            dim,
+            metric.value,
+            f"HNSW index {hnsw[0].name}" if hnsw else "exact search",
+            "; read-only: " + columns.read_only if columns.read_only else "",
+        )
+        return CollectionSpec(self.collection, dim, metric, None)
+
+    def _data_dimension(self, conn: psycopg.Connection[Any], columns: Columns) -> int | None:
+        """The dimension of the collection's first vector (a ``vector`` column without one)."""
+        emb = columns.ident("embedding")
+        row = conn.execute(
+            sql.SQL("SELECT vector_dims({}) FROM {} AS t WHERE {} AND {} IS NOT NULL LIMIT 1").format(
+                emb, sql.Identifier(self.schema, self.table), sql.SQL(columns.scope_sql()), emb
+            ),
+            columns.scope_values,
+        ).fetchone()
+        if row is None:
+            return self._requested_dimension
+        return int(row[0])
+
+    def _foreign_metric(self, facts: TableFacts, columns: Columns) -> Metric:
+        """The metric: the asked one, else the HNSW index's, else the framework's default."""
+        asked = self._requested_metric or self._url_metric
+        indexed = [
+            ix
+            for ix in facts.indexes_on(columns.embedding)
+            if ix.method in ("hnsw", "ivfflat") and ix.valid and ix.metric is not None
+        ]
+        if asked is not None:
+            return asked
+        if indexed:
+            assert indexed[0].metric is not None
+            return indexed[0].metric
+        if self.layout_name in ("custom", None):
+            raise ConfigurationError(
+                f"{self._where} has no vector index on {columns.embedding!r} telling its metric: pass "
+                "metric= (cosine, euclidean or dot; searches are then exact)"
+            )
+        # LangChain, LlamaIndex, vecs and Supabase's match_documents all default to cosine
+        return Metric.COSINE
+
+    def _foreign_language(self, facts: TableFacts, columns: Columns) -> str:
+        import re
+
+        col = facts.columns.get(columns.fts) if columns.fts else None
+        found = re.search(r"to_tsvector\('([^']+)'::regconfig", col.generated or "") if col else None
+        return found.group(1) if found else self.language
+
+    def check_keys(self) -> None:
+        """Refuse a table whose keys are not unique or are NULL, before any record is read
+        from it (scans walk the keys in order, so each key must name one row)."""
+        cols = self.layout.columns
+        if self._keys_checked or (not cols.ordered_by_key and cols.key_unique):
+            return
+        key = cols.key_expr()
+        with self._errors("check keys"):
+            conn, _ = self._conn()
+            dup = conn.execute(
+                sql.SQL(
+                    "SELECT k, n FROM (SELECT {key} AS k, count(*) AS n FROM {table} AS t WHERE {scope} "
+                    "GROUP BY 1 HAVING count(*) > 1) AS d ORDER BY n DESC, k LIMIT 5"
+                ).format(key=key, table=self.layout.qualified, scope=sql.SQL(cols.scope_sql())),
+                cols.scope_values,
+            ).fetchall()
+        if dup:
+            named = ", ".join(f"{k!r} ({n} rows)" if k is not None else f"NULL ({n} rows)" for k, n in dup)
+            raise ConfigurationError(
+                f"{self._where}: the key ({self._key_source()}) is not unique: {named}; vectorport needs "
+                "one row per key: pass a key_expression= that tells the rows apart (e.g. add a "
+                "column: file_path || '#' || chunk_index), or a where= that leaves the duplicates out"
+            )
+        self._keys_checked = True
+
+    # ------------------------------------------------------------------ write
+    def _check_writable(self) -> None:
+        cols = self.layout.columns
+        if cols.read_only:
+            raise UnsupportedFeatureError(
+                f"{self._where} is a read-only source for vectorport: {cols.read_only}; nothing was "
+                "written. Migrate it into a table vectorport (or a framework's layout) can write"
+            )
+
+    def _foreign_batch(self, batch: Batch) -> tuple[list[str], list[dict[str, Any]]]:
+        """Keys and metadata as the table's owner stores them; refuses the whole batch (nothing
+        written) when a record does not fit."""
+        from ...conventions.llamaindex import to_node_metadata
+
+        cols = self.layout.columns
+        plain = {name for name, _ in cols.metadata_columns}
+        problems: list[Problem] = []
+        keys: list[str] = []
+        metadatas: list[dict[str, Any]] = []
+        for key, metadata, text in zip(batch.keys, batch.metadatas, batch.texts, strict=True):
+            rid = row_id(cols.key_kind, key)
+            meta = dict(metadata)
+            if cols.metadata is None:
+                extra = sorted(set(meta) - plain)
+                if extra:
+                    problems.append(
+                        Problem(
+                            key,
+                            extra[0],
+                            f"the table has no metadata column and no column {extra[0]!r} "
+                            f"(its metadata columns: {', '.join(sorted(plain)) or 'none'})",
+                        )
+                    )
+            if rid != key:
+                if not cols.keep_key or rid is None:
+                    problems.append(
+                        Problem(
+                            key,
+                            "",
+                            f"key {key!r} is not a uuid and the table has no metadata column to keep it in",
+                        )
+                    )
+                    continue
+                meta[KEEP_KEY] = key
+            if text is not None and cols.text is None:
+                if cols.text_key and cols.metadata is not None:
+                    meta[cols.text_key] = text
+                else:
+                    problems.append(
+                        Problem(
+                            key,
+                            "",
+                            "the table has no text column: pass text_key=NAME to keep the text in "
+                            "the metadata under that key",
+                        )
+                    )
+            if cols.node_metadata:
+                meta = to_node_metadata(key, text, meta, text_in_node=False)
+            keys.append(rid or key)
+            metadatas.append(meta)
+        if problems:
+            raise ValidationError(problems[:20], backend="pgvector", outcome="nothing was written")
+        return keys, metadatas
+
+    def _foreign_merge(self, stage: sql.Identifier) -> list[sql.Composed]:
+        """The statements merging the staged rows into the table."""
+        cols = self.layout.columns
+        table = self.layout.qualified
+        key = sql.SQL("s.key::uuid") if cols.key_kind == "uuid" else sql.SQL("s.key")
+        targets: list[sql.Composable] = [cols.ident("key"), cols.ident("embedding")]
+        values: list[sql.Composable] = [key, sql.SQL("s.embedding")]
+        plain = [name for name, _ in cols.metadata_columns]
+        if cols.metadata is not None:
+            meta: sql.Composable = sql.SQL("s.metadata")
+            if plain:
+                meta = sql.SQL("(s.metadata - {}::text[])").format(sql.Literal(plain))
+            targets.append(cols.ident("metadata"))
+            values.append(sql.SQL("{}::json").format(meta) if cols.metadata_json else meta)
+        for name, kind in cols.metadata_columns:
+            targets.append(sql.Identifier(name))
+            if kind in ("json", "jsonb"):
+                values.append(sql.SQL("(s.metadata -> {})::" + kind).format(sql.Literal(name)))
+            else:
+                values.append(sql.SQL("(s.metadata ->> {})::{}").format(sql.Literal(name), sql.SQL(kind)))
+        if cols.text is not None:
+            targets.append(cols.ident("text"))
+            values.append(sql.SQL("s.text"))
+        for column, param in cols.fixed:
+            targets.append(sql.Identifier(column))
+            values.append(sql.Placeholder(param))
+        insert = sql.SQL("INSERT INTO {} AS t ({}) SELECT {} FROM {} AS s").format(
+            table, sql.SQL(", ").join(targets), sql.SQL(", ").join(values), stage
+        )
+        if not cols.key_unique:
+            # LlamaIndex's node_id has no unique index: replace a key's rows in one transaction
+            delete = sql.SQL("DELETE FROM {} AS t WHERE {} AND {} IN (SELECT s.key FROM {} AS s)").format(
+                table, sql.SQL(cols.scope_sql()), cols.ident("key", "t"), stage
+            )
+            return [delete, insert]
+        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[1:])
+        guard: sql.Composable = sql.SQL("")
+        if cols.fixed:
+            # the key belongs to another collection of a shared table: not taken over (counted)
+            guard = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(
+                sql.SQL("t.{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c, _ in cols.fixed
+            )
+        return [
+            sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {}{}").format(
+                insert, cols.ident("key"), updates, guard
+            )
+        ]
+
+    def _write_foreign(self, conn: psycopg.Connection[Any], stage: sql.Identifier, n: int) -> None:
+        statements = self._foreign_merge(stage)
+        params = self.layout.columns.scope_values
+        cur = None
+        for statement in statements:
+            cur = conn.execute(statement, params)
+        if cur is not None and cur.rowcount != n:
+            raise ConfigurationError(
+                f"{self._where}: {n - max(cur.rowcount, 0)} of {n} keys belong to another collection of "
+                "this shared table (its primary key is the row id across collections); nothing was "
+                "written: give those records other keys, or write them to that collection"
+            )
+
+    # ------------------------------------------------------------------ create
+    def _create_foreign(self, spec: CollectionSpec) -> None:
+        """A framework layout's collection that does not exist yet: a LangChain collection is a
+        row of ``langchain_pg_collection``; other tables are the framework's to create."""
+        self._requested_dimension = spec.dimension
+        if self.layout_name == "langchain" or (self.mapping.layout == "langchain"):
+            with self._errors("create collection"):
+                conn, _ = self._conn()
+                known = conn.execute(
+                    "SELECT to_regclass(%s) IS NOT NULL",
+                    (sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS).as_string(conn),),
+                ).fetchone()
+                if known and known[0]:
+                    conn.execute(
+                        sql.SQL(
+                            "INSERT INTO {} (uuid, name, cmetadata) VALUES (gen_random_uuid(), %s, NULL) "
+                            "ON CONFLICT (name) DO NOTHING"
+                        ).format(sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)),
+                        (self.collection,),
+                    )
+                    described = self._describe_collection()
+                    if described is not None:
+                        return
+        layout = self.mapping.layout or "custom"
+        raise NotFoundError(
+            f"{self._where} does not exist; vectorport writes into a {layout} table but does not create "
+            "one: create it with its framework's client first (or drop layout= and the column options "
+            "to create a vectorport table)"
+        )

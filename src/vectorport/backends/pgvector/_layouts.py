@@ -1,0 +1,399 @@
+"""Which columns of a table make a record: vectorport's own layout, the layouts of the
+frameworks that create pgvector tables (presets), or a mapping the user gives.
+
+=================  ==========================================================================
+``layout=``        the table, as its owner creates it
+=================  ==========================================================================
+``vectorport``     ``key text PK, embedding vector(n), metadata jsonb, text, fts, updated_at``
+``langchain``      langchain-postgres ``PGVector``: ``langchain_pg_embedding(id varchar PK,
+                   collection_id uuid, embedding vector, document, cmetadata jsonb)``, shared by
+                   every collection (``collection=NAME`` picks one, by its row in
+                   ``langchain_pg_collection``)
+``langchain-v2``   langchain-postgres ``PGVectorStore``: one table per collection
+                   (``langchain_id uuid PK, content, embedding vector(n), langchain_metadata
+                   json`` and optional plain metadata columns)
+``llamaindex``     LlamaIndex ``PGVectorStore``: ``data_<name>(id bigserial PK, text, metadata_
+                   json|jsonb, node_id varchar, embedding vector(n))``; ``node_id`` is the key
+``vecs``           Supabase vecs: schema ``vecs``, ``<name>(id varchar PK, vec vector(n),
+                   metadata jsonb)``, no text
+``supabase``       Supabase's ``documents(id bigserial|uuid PK, content, metadata jsonb,
+                   embedding vector(n))``
+=================  ==========================================================================
+
+Without ``layout=`` the layout is detected from the columns; options (``key_column``,
+``key_expression``, ``embedding_column``, ``metadata_column``, ``metadata_columns``,
+``text_column``, ``text_key``, ``where``) override a preset's roles or map any other table.
+Columns no role uses become metadata (typed: timestamps as ISO strings, numerics as numbers),
+so nothing of the row is silently left behind; ``metadata_columns=`` (empty) opts out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ...exceptions import ConfigurationError
+from ._inspect import Column, TableFacts
+from ._mapping import Columns
+
+__all__ = [
+    "LAYOUTS",
+    "MAPPING_OPTIONS",
+    "ROLE_OPTION",
+    "MappingOptions",
+    "detect",
+    "relation",
+    "resolve",
+]
+
+LAYOUTS = ("vectorport", "langchain", "langchain-v2", "llamaindex", "vecs", "supabase")
+ROLE_OPTION = {
+    "key": "key_column",
+    "embedding": "embedding_column",
+    "metadata": "metadata_column",
+    "text": "text_column",
+}
+"""The connect()/URL option that names each data column of a table vectorport did not create."""
+MAPPING_OPTIONS = (*ROLE_OPTION.values(), "key_expression", "layout", "metadata_columns", "text_key", "where")
+
+_TEXT = re.compile(r"^(text|character varying(\(\d+\))?|character(\(\d+\))?|citext)$")
+_INTEGER = re.compile(r"^(bigint|integer|smallint)$")
+_VECTOR = re.compile(r"^(vector|halfvec)(\((\d+)\))?$")
+_JSON = ("json", "jsonb")
+_TEXT_NAMES = ("text", "content", "document", "chunk_text", "chunk", "page_content", "body")
+
+# role → column name in each preset; "" = the preset has no such column
+_PRESETS: dict[str, dict[str, str]] = {
+    "vectorport": {"key": "key", "embedding": "embedding", "metadata": "metadata", "text": "text"},
+    "langchain": {"key": "id", "embedding": "embedding", "metadata": "cmetadata", "text": "document"},
+    "langchain-v2": {
+        "key": "langchain_id",
+        "embedding": "embedding",
+        "metadata": "langchain_metadata",
+        "text": "content",
+    },
+    "llamaindex": {"key": "node_id", "embedding": "embedding", "metadata": "metadata_", "text": "text"},
+    "vecs": {"key": "id", "embedding": "vec", "metadata": "metadata", "text": ""},
+    "supabase": {"key": "id", "embedding": "embedding", "metadata": "metadata", "text": "content"},
+}
+LANGCHAIN_TABLE = "langchain_pg_embedding"
+LANGCHAIN_COLLECTIONS = "langchain_pg_collection"
+
+
+@dataclass(frozen=True)
+class MappingOptions:
+    """What the user said about the table (URL parameters / ``connect()`` keywords)."""
+
+    layout: str | None = None
+    columns: tuple[tuple[str, str], ...] = ()
+    """``(role, column)`` named with ``key_column=`` … options."""
+    key_expression: str | None = None
+    metadata_columns: tuple[str, ...] | None = None
+    """``None``: every column no role uses; ``()``: none."""
+    text_key: str | None = None
+    where: str | None = None
+
+    @classmethod
+    def parse(cls, opts: Mapping[str, Any]) -> MappingOptions:
+        from ._schema import check_identifier
+
+        layout = opts.get("layout")
+        if layout is not None:
+            layout = str(layout).strip().lower()
+            if layout not in LAYOUTS:
+                raise ConfigurationError(
+                    f"pgvector option layout must be one of {', '.join(LAYOUTS)}, got {layout!r}"
+                )
+        named = tuple(
+            (role, check_identifier(option, str(opts[option])))
+            for role, option in ROLE_OPTION.items()
+            if opts.get(option)
+        )
+        listed = opts.get("metadata_columns")
+        metadata_columns: tuple[str, ...] | None = None
+        if listed is not None:
+            items = listed.split(",") if isinstance(listed, str) else list(listed)
+            metadata_columns = tuple(
+                check_identifier("metadata_columns", str(c).strip()) for c in items if str(c).strip()
+            )
+        expression = opts.get("key_expression")
+        where = opts.get("where")
+        text_key = opts.get("text_key")
+        for name, value in (("key_expression", expression), ("where", where)):
+            if value is not None and (not isinstance(value, str) or not value.strip() or ";" in value):
+                raise ConfigurationError(
+                    f"pgvector option {name} must be one SQL expression over the table's columns "
+                    f"(no ';'), got {value!r}"
+                )
+        return cls(
+            layout,
+            named,
+            expression.strip() if expression else None,
+            metadata_columns,
+            str(text_key) if text_key else None,
+            where.strip() if where else None,
+        )
+
+    @property
+    def mapped(self) -> bool:
+        """The user named a layout or mapped a role."""
+        return bool(
+            self.layout
+            or self.columns
+            or self.key_expression
+            or self.metadata_columns is not None
+            or self.text_key
+            or self.where
+        )
+
+
+def relation(options: MappingOptions, name: str, schema: str | None) -> tuple[str, str]:
+    """``(schema, table)`` holding collection ``name`` in the layout the options name."""
+    layout = options.layout
+    if layout == "langchain":
+        return schema or "public", LANGCHAIN_TABLE
+    if layout == "llamaindex" and not name.startswith("data_"):
+        return schema or "public", f"data_{name}"
+    if layout == "vecs":
+        return schema or "vecs", name
+    return schema or "public", name
+
+
+def detect(facts: TableFacts, table: str) -> str | None:
+    """The preset whose columns the table has (``None``: none)."""
+    names = set(facts.columns)
+    if {"key", "embedding", "metadata", "text"} <= names and "key" in facts.unique:
+        return "vectorport"
+    if table == LANGCHAIN_TABLE or {"id", "collection_id", "embedding", "document", "cmetadata"} <= names:
+        return "langchain"
+    if {"langchain_id", "content", "embedding", "langchain_metadata"} <= names:
+        return "langchain-v2"
+    if {"id", "text", "metadata_", "node_id", "embedding"} <= names:
+        return "llamaindex"
+    if {"id", "vec", "metadata"} <= names:
+        return "vecs"
+    if {"id", "content", "metadata", "embedding"} <= names:
+        return "supabase"
+    return None
+
+
+def _kind(column: Column) -> str | None:
+    """The key kind a column's type gives (``None``: not usable as a key)."""
+    if _TEXT.match(column.type):
+        return "text"
+    if column.type == "uuid":
+        return "uuid"
+    if _INTEGER.match(column.type):
+        return "integer"
+    return None
+
+
+def _guess(facts: TableFacts) -> dict[str, str]:
+    """Roles of a table no preset describes: the single-column primary/unique key, the only
+    vector column, the only json(b) column, a text column with a usual name."""
+    cols = facts.columns.values()
+    vectors = [c.name for c in cols if _VECTOR.match(c.type)]
+    jsons = [c.name for c in cols if c.type in _JSON]
+    keys = [c.name for c in cols if c.name in facts.unique and _kind(c)]
+    texts = [n for n in _TEXT_NAMES if n in facts.columns and _TEXT.match(facts.columns[n].type)]
+    return {
+        "key": keys[0] if len(keys) == 1 else "",
+        "embedding": vectors[0] if len(vectors) == 1 else "",
+        "metadata": jsons[0] if len(jsons) == 1 else "",
+        "text": texts[0] if texts else "",
+    }
+
+
+def _options_hint() -> str:
+    return (
+        "map it with key_column= (or key_expression=), embedding_column=, metadata_column=, "
+        f"metadata_columns=, text_column=, or name a layout ({', '.join(LAYOUTS[1:])})"
+    )
+
+
+def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) -> tuple[str, Columns]:
+    """``(layout name, Columns)`` of a table, or a :class:`ConfigurationError` naming every
+    column that is missing or of the wrong type and the option to pass."""
+    layout = options.layout or detect(facts, table) or "custom"
+    roles = dict(_PRESETS.get(layout) or _guess(facts))
+    roles.update(dict(options.columns))
+    explicit = {role for role, _ in options.columns}
+    problems: list[str] = []
+
+    def column(role: str) -> Column | None:
+        name = roles.get(role, "")
+        if not name:
+            return None
+        found = facts.columns.get(name)
+        if found is None:
+            how = (
+                f"check {ROLE_OPTION[role]}={name}" if role in explicit else f"pass {ROLE_OPTION[role]}=NAME"
+            )
+            problems.append(f"no column {name!r} for the {role} ({how})")
+        return found
+
+    key, emb, meta, text = (column(r) for r in ("key", "embedding", "metadata", "text"))
+    expression = options.key_expression
+    if key is None and expression is None and not problems:
+        problems.append(
+            "no column for the key: pass key_column=NAME (a text, uuid or integer column), or "
+            "key_expression=SQL (e.g. file_path || '#' || chunk_index)"
+        )
+    kind = "expression" if expression else _kind(key) if key else None
+    if key is not None and expression is None and kind is None:
+        problems.append(
+            f"column {key.name!r} (key) is {key.type}: a key column is text, varchar, uuid or an "
+            "integer; pass key_expression=SQL to make the key from it (e.g. {key.name}::text)"
+        )
+    if emb is None and not roles.get("embedding"):
+        vectors = [c.name for c in facts.columns.values() if _VECTOR.match(c.type)]
+        problems.append(
+            f"{len(vectors)} vector columns ({', '.join(vectors)}): pass embedding_column=NAME"
+            if vectors
+            else "no vector or halfvec column: pass embedding_column=NAME"
+        )
+    elif emb is not None and not _VECTOR.match(emb.type):
+        problems.append(
+            f"column {emb.name!r} (embedding) is {emb.type}, not vector or halfvec; "
+            "pass embedding_column=NAME"
+        )
+    if meta is not None and meta.type not in _JSON:
+        problems.append(
+            f"column {meta.name!r} (metadata) is {meta.type}, not json or jsonb; pass metadata_column=NAME, "
+            "or metadata_columns=a,b to read plain columns"
+        )
+    if text is not None and not _TEXT.match(text.type):
+        problems.append(
+            f"column {text.name!r} (text) is {text.type}, not text or varchar; pass text_column=NAME"
+        )
+    if problems:
+        raise ConfigurationError(
+            f"{where} cannot be used as a collection: " + "; ".join(problems) + f". Its columns: "
+            f"{facts.describe()}. " + _options_hint()[0].upper() + _options_hint()[1:]
+        )
+    assert emb is not None
+    used = {c.name for c in (key, emb, meta, text) if c is not None}
+    extra = [
+        c.name
+        for c in facts.columns.values()
+        if c.name not in used and c.generated is None and c.name not in ("fts", "updated_at")
+    ]
+    # A table of vectorport's shape (whatever its column names) is adopted as vectorport's own:
+    # recorded in its catalog at the first write, its index managed. Anything more (other
+    # columns, other key types, a scope) is mapped and left as its owner made it.
+    own = (
+        layout in ("vectorport", "custom")
+        and not extra
+        and not options.key_expression
+        and not options.where
+        and options.metadata_columns is None
+        and kind == "text"
+        and key is not None
+        and key.name in facts.unique
+        and meta is not None
+        and meta.type == "jsonb"
+        and text is not None
+        and emb.type.startswith("vector(")
+        and facts.kind in ("r", "p")
+    )
+    fts = facts.columns.get("fts")
+    updated = facts.columns.get("updated_at")
+    base = Columns(
+        key=key.name if key is not None else "",
+        embedding=emb.name,
+        metadata=meta.name if meta is not None else None,
+        text=text.name if text is not None else None,
+        fts=_fts(facts),
+        updated_at="updated_at"
+        if own and updated is not None and updated.type == "timestamp with time zone"
+        else None,
+        metadata_nullable=meta is not None and not meta.notnull,
+        embedding_nullable=not emb.notnull,
+    )
+    if own:
+        if fts is None or fts.generated is None:
+            base = replace(base, fts=None)
+        return layout, base
+    return layout, _foreign(facts, layout, base, key, kind or "text", options, used)
+
+
+def _fts(facts: TableFacts) -> str | None:
+    """The table's ``tsvector`` column: ``fts``, else its only one."""
+    found = [c.name for c in facts.columns.values() if c.type == "tsvector"]
+    if "fts" in found:
+        return "fts"
+    return found[0] if len(found) == 1 else None
+
+
+def _foreign(
+    facts: TableFacts,
+    layout: str,
+    base: Columns,
+    key: Column | None,
+    kind: str,
+    options: MappingOptions,
+    used: set[str],
+) -> Columns:
+    unique = key is not None and key.name in facts.unique
+    order = None
+    order_kind = "text"
+    if not unique or kind == "expression":
+        # scans walk a unique column when there is one (LlamaIndex's bigserial id)
+        others = [c for c in facts.columns.values() if c.name in facts.unique and _kind(c)]
+        if others:
+            order, order_kind = others[0].name, _kind(others[0]) or "text"
+    skip = set(used) | {order or ""}
+    if layout == "langchain":
+        skip.add("collection_id")
+    listed = options.metadata_columns
+    if listed is None:
+        listed = tuple(
+            c.name
+            for c in facts.columns.values()
+            if c.name not in skip
+            and c.generated is None
+            and c.type != "tsvector"
+            and not _VECTOR.match(c.type)
+            and not (
+                layout in ("llamaindex", "langchain") or (layout == "vectorport" and c.name == "updated_at")
+            )
+        )
+    missing = [c for c in listed if c not in facts.columns]
+    if missing:
+        raise ConfigurationError(
+            f"metadata_columns names {', '.join(map(repr, missing))}, which the table does not have; "
+            f"its columns: {facts.describe()}"
+        )
+    reasons = []
+    if kind == "expression":
+        reasons.append("its key is an expression over columns")
+    elif kind == "integer":
+        reasons.append(f"it is keyed by the integer column {base.key!r}, which vectorport cannot choose")
+    if base.embedding and facts.columns[base.embedding].type.startswith("halfvec"):
+        reasons.append("its vectors are halfvec (writing float32 vectors there would round them)")
+    if options.where:
+        reasons.append("where= selects its rows")
+    if facts.kind not in ("r", "p"):
+        reasons.append("it is a view")
+    if any(facts.columns[c].type.endswith("[]") for c in listed):
+        reasons.append("a metadata column is an SQL array")
+    scope = options.where
+    return replace(
+        base,
+        key_kind=kind,
+        key_expression=options.key_expression,
+        key_unique=unique,
+        order=order,
+        order_kind=order_kind,
+        metadata_json=base.metadata is not None and facts.columns[base.metadata].type == "json",
+        metadata_columns=tuple((c, facts.columns[c].type) for c in listed),
+        halfvec=facts.columns[base.embedding].type.startswith("halfvec"),
+        scope=scope,
+        keep_key=kind == "uuid" and base.metadata is not None,
+        node_metadata=layout == "llamaindex",
+        text_key=options.text_key if base.text is None else None,
+        own=False,
+        read_only="; ".join(reasons) or None,
+    )

@@ -1,0 +1,228 @@
+"""How a table's columns make a record: which column (or SQL expression) is the chunk key, where
+the vector, metadata and text are, which rows are the collection's, and how a record is written.
+
+vectorport's own tables are the identity mapping (``key, embedding, metadata, text``). A table
+made elsewhere maps each role to its own columns (:mod:`._layouts` finds them): a key column of
+any type or an expression over columns, metadata from a ``json``/``jsonb`` column and/or plain
+columns, an optional text column, a row scope (LangChain's shared table holds every collection).
+
+Every expression here reads the row as the table alias ``t`` does (or unqualified), so the
+statements of :mod:`._io` and :mod:`._search` stay the same for every table.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import sql
+
+from ...exceptions import UnsupportedFeatureError
+
+__all__ = ["DEFAULT_COLUMNS", "KEEP_KEY", "KEY_NAMESPACE", "Columns", "row_id", "sql_name"]
+
+KEEP_KEY = "vectorport_key"
+"""Metadata key keeping a chunk key that is not a uuid, in a table keyed by uuid: the row id is
+``uuid5(KEY_NAMESPACE, key)``, and reading the row restores the key from here."""
+KEY_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://vectorport.dev/keys")
+
+_PLAIN_NAMES = frozenset({"embedding", "fts", "hits", "key", "metadata", "t", "text", "updated_at"})
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_INTEGER = re.compile(r"^-?[0-9]{1,19}$")
+_MAX_BUILD_ARGS = 50  # jsonb_build_object takes at most 100 arguments (FUNC_MAX_ARGS)
+
+
+def sql_name(*parts: str) -> sql.Composable:
+    """An identifier; vectorport's own column names and aliases print unquoted (they need no
+    quotes), so the SQL ``vectorport pgvector schema`` prints reads like hand-written SQL."""
+    if all(p in _PLAIN_NAMES for p in parts):
+        return sql.SQL(".".join(parts))
+    return sql.Identifier(*parts)
+
+
+def row_id(kind: str, key: str) -> str | None:
+    """The id column's value for a chunk key (``None``: no row can have that key).
+
+    A uuid column holds a key that is a uuid as itself and any other key as its uuid5; an
+    integer column holds only keys that are integers."""
+    if kind == "uuid":
+        return key if _UUID.match(key) else str(uuid.uuid5(KEY_NAMESPACE, key))
+    if kind == "integer":
+        return key if _INTEGER.match(key) and str(int(key)) == key else None
+    return key
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The columns of a collection's table and how they make a record.
+
+    A table vectorport creates has the default names, a generated ``fts`` column and
+    ``updated_at``; a table made elsewhere may name its data columns otherwise, lack the
+    optional ones, and use the fields below ``embedding_nullable``.
+    """
+
+    key: str = "key"
+    """The key column: the chunk key itself (``text``), or the row id (``uuid``, ``integer``),
+    or, for ``key_kind == "expression"``, a unique column to scan in order ("" when none)."""
+    embedding: str = "embedding"
+    metadata: str | None = "metadata"
+    """The ``jsonb`` (or ``json``) metadata column (``None``: none)."""
+    text: str | None = "text"
+    fts: str | None = "fts"
+    """The ``tsvector`` column full-text and hybrid search use (``None``: none)."""
+    updated_at: str | None = "updated_at"
+    """A ``timestamptz`` column set to ``now()`` on every upsert (``None``: none)."""
+    metadata_nullable: bool = False
+    """The metadata column admits SQL NULL (read as ``{}``; filters coalesce it)."""
+    embedding_nullable: bool = False
+    """The embedding column admits SQL NULL (such rows are left out of searches)."""
+    key_kind: str = "text"
+    """``text`` (the column is the key), ``uuid`` or ``integer`` (a row id whose text is the
+    key), ``expression`` (:attr:`key_expression` is)."""
+    key_expression: str | None = None
+    """SQL over the row's columns giving the key (``file_path || '#' || chunk_index``)."""
+    key_unique: bool = True
+    """The key column has a unique index (upserts use ``ON CONFLICT``, scans walk it)."""
+    order: str | None = None
+    """A unique column scans walk when the key has no unique index (LlamaIndex's ``id``)."""
+    order_kind: str = "text"
+    metadata_json: bool = False
+    """The metadata column is ``json``, not ``jsonb``."""
+    metadata_columns: tuple[tuple[str, str], ...] = ()
+    """Plain columns read into the metadata under their names: ``(column, format_type)``."""
+    halfvec: bool = False
+    """The embedding column is ``halfvec`` (read as float32)."""
+    scope: str | None = None
+    """SQL selecting the collection's rows (``None``: all), with ``%(name)s`` placeholders."""
+    scope_params: tuple[tuple[str, Any], ...] = ()
+    fixed: tuple[tuple[str, str], ...] = ()
+    """Columns every written row gets, from a scope parameter: ``(column, parameter)``."""
+    keep_key: bool = False
+    """Keys that are not uuids are kept in the metadata under :data:`KEEP_KEY` (uuid ids)."""
+    node_metadata: bool = False
+    """The metadata holds LlamaIndex's node bookkeeping (``_node_content`` …)."""
+    text_key: str | None = None
+    """No text column: the text is kept in the metadata under this key."""
+    own: bool = True
+    """vectorport's own layout: it records the table in its catalog and manages its index."""
+    read_only: str | None = None
+    """Why rows cannot be written here (``None``: they can)."""
+
+    # ------------------------------------------------------------ columns
+    def ident(self, name: str, prefix: str | None = None) -> sql.Composable:
+        """One of the columns by role (``key``, ``embedding``, ``metadata``, ``text``, ``fts``),
+        optionally qualified by a table alias."""
+        column = getattr(self, name)
+        if not isinstance(column, str) or not column:
+            raise UnsupportedFeatureError(f"this table has no {name} column")
+        return sql_name(prefix, column) if prefix else sql_name(column)
+
+    def _raw_metadata(self, prefix: str | None) -> sql.Composable | None:
+        if self.metadata is None:
+            return None
+        column = self.ident("metadata", prefix)
+        if self.metadata_json:
+            column = sql.SQL("{}::jsonb").format(column)
+        if not self.metadata_nullable:
+            return column
+        return sql.SQL("coalesce({}, '{{}}'::jsonb)").format(column)
+
+    def metadata_expr(self, prefix: str | None = None) -> sql.Composable:
+        """The metadata as a jsonb that is never SQL NULL (filters rely on two-valued leaves)."""
+        parts: list[sql.Composable] = []
+        raw = self._raw_metadata(prefix)
+        if raw is not None:
+            hidden = [k for k in (KEEP_KEY if self.keep_key else None, self.text_key) if k]
+            if hidden:
+                raw = sql.SQL("({} - {}::text[])").format(raw, sql.Literal(hidden))
+            parts.append(raw)
+        for start in range(0, len(self.metadata_columns), _MAX_BUILD_ARGS):
+            chunk = self.metadata_columns[start : start + _MAX_BUILD_ARGS]
+            pairs = sql.SQL(", ").join(
+                sql.SQL("{}, {}").format(
+                    sql.Literal(name), sql_name(prefix, name) if prefix else sql_name(name)
+                )
+                for name, _ in chunk
+            )
+            # a NULL column is a missing key, as a record without that metadata has none
+            parts.append(sql.SQL("jsonb_strip_nulls(jsonb_build_object({}))").format(pairs))
+        if not parts:
+            return sql.SQL("'{}'::jsonb")
+        return parts[0] if len(parts) == 1 else sql.SQL("({})").format(sql.SQL(" || ").join(parts))
+
+    def text_expr(self, prefix: str | None = None) -> sql.Composable:
+        if self.text:
+            return self.ident("text", prefix)
+        raw = self._raw_metadata(prefix)
+        if self.text_key and raw is not None:
+            return sql.SQL("({} ->> {})").format(raw, sql.Literal(self.text_key))
+        return sql.SQL("NULL::text")
+
+    def embedding_expr(self, prefix: str | None = None) -> sql.Composable:
+        """The vector as float32 ``vector`` (a ``halfvec`` column is cast)."""
+        column = self.ident("embedding", prefix)
+        return sql.SQL("{}::vector").format(column) if self.halfvec else column
+
+    # ------------------------------------------------------------ keys
+    def key_expr(self, prefix: str | None = None) -> sql.Composable:
+        """The chunk key as text."""
+        if self.key_kind == "expression":
+            assert self.key_expression is not None
+            return sql.SQL("({})::text").format(sql.SQL(self.key_expression.replace("%", "%%")))
+        column = self.ident("key", prefix)
+        if self.key_kind == "text":
+            return column
+        as_text = sql.SQL("{}::text").format(column)
+        raw = self._raw_metadata(prefix)
+        if self.keep_key and raw is not None:
+            return sql.SQL("coalesce({} ->> {}, {})").format(raw, sql.Literal(KEEP_KEY), as_text)
+        return as_text
+
+    @property
+    def plain_key(self) -> bool:
+        """The key is the key column's own value (lookups and scans use its index)."""
+        return self.key_kind == "text"
+
+    def order_expr(self, prefix: str | None = None) -> sql.Composable:
+        """What scans walk in order: a unique column when there is one, else the key."""
+        if self.order:
+            return sql_name(prefix, self.order) if prefix else sql_name(self.order)
+        if self.key_kind != "expression" and self.key_unique:
+            return self.ident("key", prefix)
+        return self.key_expr(prefix)
+
+    @property
+    def order_cast(self) -> str:
+        """The SQL type a scan position (kept as text) is cast to before comparing."""
+        kind = self.order_kind if self.order else self.key_kind
+        if self.key_kind == "expression" and not self.order:
+            return "text"
+        return {"uuid": "uuid", "integer": "bigint"}.get(kind, "text")
+
+    @property
+    def ordered_by_key(self) -> bool:
+        """Scans walk the key itself (so keys must be unique and not NULL for them to be exact)."""
+        return not self.order and (self.key_kind == "expression" or not self.key_unique)
+
+    def lookup(self, keys: Sequence[str], prefix: str | None = None) -> tuple[sql.Composable, list[Any]]:
+        """A condition selecting the rows of ``keys`` (``%(keys)s`` holds the list) and the list."""
+        if self.key_kind == "expression" or (self.key_kind == "text" and not self.key_unique):
+            return sql.SQL("{} = ANY(%(keys)s)").format(self.key_expr(prefix)), list(keys)
+        ids = [i for i in (row_id(self.key_kind, k) for k in keys) if i is not None]
+        cast = {"uuid": "::uuid[]", "integer": "::bigint[]"}.get(self.key_kind, "")
+        return sql.SQL("{} = ANY(%(keys)s{})").format(self.ident("key", prefix), sql.SQL(cast)), ids
+
+    # ------------------------------------------------------------ scope
+    def scope_sql(self) -> str:
+        """The scope as SQL text (``TRUE`` when the table is the collection)."""
+        return f"({self.scope})" if self.scope else "TRUE"
+
+    @property
+    def scope_values(self) -> dict[str, Any]:
+        return dict(self.scope_params)
+
+
+DEFAULT_COLUMNS = Columns()
