@@ -57,6 +57,15 @@ class ForeignMixin(StoreState):
                 ),
                 (self.collection,),
             ).fetchone()
+            if row is None and self.mapping.layout != "langchain":
+                names = conn.execute(
+                    sql.SQL("SELECT name FROM {} ORDER BY name").format(collections)
+                ).fetchall()
+                raise ConfigurationError(
+                    f"{self._where} is LangChain's table of every collection; name one: "
+                    f"?layout=langchain&collection=NAME (its collections: "
+                    f"{', '.join(repr(n[0]) for n in names) or 'none'})"
+                )
             if row is None:
                 return None  # the collection can be created: a row in langchain_pg_collection
             scope = f"collection_id = %({_SCOPE_PARAM})s"
@@ -165,10 +174,15 @@ class ForeignMixin(StoreState):
             dup = conn.execute(
                 sql.SQL(
                     "SELECT k, n FROM (SELECT {key} AS k, count(*) AS n FROM {table} AS t WHERE {scope} "
-                    "GROUP BY 1 HAVING count(*) > 1) AS d ORDER BY n DESC, k LIMIT 5"
+                    "GROUP BY 1 HAVING count(*) > 1 OR {key} IS NULL) AS d ORDER BY k NULLS FIRST, n DESC LIMIT 5"
                 ).format(key=key, table=self.layout.qualified, scope=sql.SQL(cols.scope_sql())),
                 cols.scope_values,
             ).fetchall()
+        if dup and dup[0][0] is None:
+            raise ConfigurationError(
+                f"{self._where}: the key ({self._key_source()}) is NULL in {dup[0][1]} rows; give every "
+                "row a key (e.g. coalesce(...) in key_expression=), or leave such rows out with where="
+            )
         if dup:
             named = ", ".join(f"{k!r} ({n} rows)" if k is not None else f"NULL ({n} rows)" for k, n in dup)
             raise ConfigurationError(

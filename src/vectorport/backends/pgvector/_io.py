@@ -144,7 +144,7 @@ class ReadWriteMixin(IndexMixin):
         columns = self.layout.columns
         if position is None:
             self.check_keys()
-        order = columns.order_expr()
+        order = columns.order_expr("t")  # qualified: an output column may have its name
         scope = self._scope()
         conds: list[sql.Composable] = [scope.sql]
         params: dict[str, Any] = {**scope.params, "limit": limit}
@@ -162,7 +162,7 @@ class ReadWriteMixin(IndexMixin):
             params.update(parts=parts, index=index)
         where = sql.SQL(" AND ").join(conds)
         key = columns.key_expr()
-        cols = sql.SQL(", ").join([key, *self._columns(include), order])
+        cols = sql.SQL(", ").join([key, *self._columns(include), sql.SQL("{} AS vp_position").format(order)])
         query = sql.SQL("SELECT {} FROM {} AS t WHERE {} ORDER BY {} LIMIT %(limit)s").format(
             cols, self.layout.qualified, where, order
         )

@@ -220,6 +220,8 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
     roles = dict(_PRESETS.get(layout) or _guess(facts))
     roles.update(dict(options.columns))
     explicit = {role for role, _ in options.columns}
+    if options.key_expression and "key" not in explicit:
+        roles["key"] = ""  # the expression is the key; the columns it reads stay metadata
     problems: list[str] = []
 
     def column(role: str) -> Column | None:
@@ -336,7 +338,7 @@ def _foreign(
     options: MappingOptions,
     used: set[str],
 ) -> Columns:
-    unique = key is not None and key.name in facts.unique
+    unique = kind != "expression" and key is not None and key.name in facts.unique
     order = None
     order_kind = "text"
     if not unique or kind == "expression":

@@ -1,0 +1,466 @@
+"""Tables made by others, built from their owners' published DDL and read back with plain
+psycopg: each opens from a URL with no SQL copy, reads, searches and scans exactly what psycopg
+sees, migrates and verifies equal, and — where its owner keys rows by a string or uuid — takes
+writes in its owner's shape. The frameworks' own clients are in tests/interop/."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from urllib.parse import quote
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vectorport
+from vectorport.conventions.llamaindex import to_node_metadata
+from vectorport.filters import parse_filter
+from vectorport.testing import ExactIndex, judge
+
+pytestmark = pytest.mark.pgvector
+
+DIM = 4
+_ids = itertools.count()
+
+
+def _vec(v: np.ndarray) -> str:
+    return "[" + ",".join(repr(float(x)) for x in v) + "]"
+
+
+@pytest.fixture
+def name(admin: Any) -> Iterator[str]:
+    """A fresh name; every table and schema made under it is dropped afterwards."""
+    n = f"lay_{next(_ids)}"
+    yield n
+    for stmt in (
+        f"DROP VIEW IF EXISTS {n}_view",
+        f"DROP TABLE IF EXISTS {n}, data_{n}, {n}_mail CASCADE",
+        f"DROP SCHEMA IF EXISTS {n}_vecs CASCADE",
+        f"DROP SCHEMA IF EXISTS {n}_lc CASCADE",
+    ):
+        admin.execute(stmt)
+
+
+def vectors(n: int, seed: int = 3) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, DIM)).astype(np.float32)
+
+
+def exact_top(store: vectorport.BaseStore, metric: vectorport.Metric) -> ExactIndex:
+    return ExactIndex.from_records(metric, list(store.records()))
+
+
+def assert_searches_exact(store: vectorport.BaseStore, vecs: np.ndarray, flt: Any = None) -> None:
+    index = exact_top(store, store.spec.metric)
+    for q in vecs[:4] + 0.01:
+        j = judge(index, q, store.query(q, k=7, filter=flt), parse_filter(flt))
+        assert j.recall == 1.0 and not j.violations
+
+
+def migrated_equal(url: str) -> None:
+    """migrate to a memory store and verify equal, then the copy holds every record."""
+    target = f"memory://copy-{next(_ids)}"
+    report = vectorport.migrate(url, target)
+    assert report.ok, report
+    again = vectorport.verify(url, target)
+    assert again.ok, again
+
+
+# ---------------------------------------------------------------- LangChain PGVector
+def _langchain(admin: Any, schema: str) -> dict[str, list[tuple[str, np.ndarray, str, dict[str, Any]]]]:
+    # langchain_postgres.vectorstores: CollectionStore / EmbeddingStore (embedding_length=None)
+    admin.execute(f"CREATE SCHEMA {schema}")
+    admin.execute(
+        f"CREATE TABLE {schema}.langchain_pg_collection (uuid uuid PRIMARY KEY, "
+        "name varchar NOT NULL UNIQUE, cmetadata json)"
+    )
+    admin.execute(
+        f"CREATE TABLE {schema}.langchain_pg_embedding (id varchar PRIMARY KEY, collection_id uuid "
+        f"REFERENCES {schema}.langchain_pg_collection (uuid) ON DELETE CASCADE, embedding vector, "
+        "document varchar, cmetadata jsonb)"
+    )
+    admin.execute(
+        f"CREATE INDEX ix_cmetadata_gin ON {schema}.langchain_pg_embedding USING gin (cmetadata jsonb_path_ops)"
+    )
+    out = {}
+    for c, (coll, n) in enumerate((("docs", 30), ("other", 12))):
+        cid = uuid.uuid4()
+        admin.execute(f"INSERT INTO {schema}.langchain_pg_collection VALUES (%s, %s, NULL)", (cid, coll))
+        rows = [
+            (str(uuid.uuid4()), v, f"{coll} chunk {i}", {"i": i, "tags": ["a", coll], "src": {"p": i % 3}})
+            for i, v in enumerate(vectors(n, seed=c))
+        ]
+        with admin.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {schema}.langchain_pg_embedding VALUES (%s, %s, %s::vector, %s, %s::jsonb)",
+                [(k, cid, _vec(v), t, json.dumps(m)) for k, v, t, m in rows],
+            )
+        out[coll] = rows
+    return out
+
+
+def test_langchain_pgvector_one_collection_of_the_shared_table(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    schema = f"{name}_lc"
+    data = _langchain(admin, schema)
+    url = pg_url("docs", layout="langchain", schema=schema)
+    with vectorport.connect(url) as store:
+        info = store.info()["pgvector"]
+        assert info["layout"] == "langchain" and info["writable"]
+        assert store.spec.dimension == DIM and store.spec.metric.value == "cosine"  # LangChain's default
+        assert store.count() == 30  # never the other collection's rows
+        got = {r.key: r for r in store.records()}
+        assert set(got) == {k for k, *_ in data["docs"]}
+        for k, v, t, m in data["docs"]:
+            assert got[k].text == t and got[k].metadata == m
+            np.testing.assert_array_equal(got[k].vector, v)
+        assert_searches_exact(store, vectors(30, seed=0))
+        assert_searches_exact(store, vectors(30, seed=0), {"src.p": 1})
+        # written as LangChain writes: the collection's id, document, cmetadata
+        store.upsert([vectorport.Record("docs/new.md#0", [1, 2, 3, 4], {"lang": "en"}, "new text")])
+        row = admin.execute(
+            f"SELECT c.name, e.document, e.cmetadata FROM {schema}.langchain_pg_embedding e "
+            f"JOIN {schema}.langchain_pg_collection c ON c.uuid = e.collection_id WHERE e.id = 'docs/new.md#0'"
+        ).fetchone()
+        assert row == ("docs", "new text", {"lang": "en"})
+        # a key of another collection is not taken over, and nothing of the batch is written
+        other_key = data["other"][0][0]
+        with pytest.raises(vectorport.ConfigurationError, match="another collection"):
+            store.upsert(
+                [vectorport.Record("fresh", [1, 0, 0, 0]), vectorport.Record(other_key, [1, 0, 0, 0])]
+            )
+        assert store.get(["fresh"]) == [] and store.count() == 31
+        store.delete([other_key])  # not this collection's: left alone
+        assert admin.execute(
+            f"SELECT count(*) FROM {schema}.langchain_pg_embedding WHERE id = %s", (other_key,)
+        ).fetchone() == (1,)
+        assert store.delete(["docs/new.md#0"]) == 1
+        with pytest.raises(vectorport.UnsupportedFeatureError, match="does not drop"):
+            store.drop()
+    total = admin.execute(f"SELECT count(*) FROM {schema}.langchain_pg_embedding").fetchone()[0]
+    assert total == 42
+    migrated_equal(url)
+    with pytest.raises(vectorport.ConfigurationError, match="collection="):
+        vectorport.connect(pg_url("langchain_pg_embedding", schema=schema))
+
+
+def test_langchain_collection_created_by_a_write(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    schema = f"{name}_lc"
+    _langchain(admin, schema)
+    url = pg_url("fresh", layout="langchain", schema=schema)
+    with pytest.raises(vectorport.NotFoundError):
+        vectorport.connect(url)
+    with vectorport.connect(url, dimension=DIM) as store:
+        store.upsert([vectorport.Record("a", [1, 0, 0, 0], {"x": 1}, "t")])
+        assert store.count() == 1
+    assert admin.execute(
+        f"SELECT count(*) FROM {schema}.langchain_pg_collection WHERE name = 'fresh'"
+    ).fetchone() == (1,)
+
+
+# ---------------------------------------------------------------- LangChain PGVectorStore (v2)
+def test_langchain_v2_uuid_ids_json_metadata_and_metadata_columns(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    admin.execute(
+        f"CREATE TABLE {name} (langchain_id uuid PRIMARY KEY, content text NOT NULL, "
+        f"embedding vector({DIM}) NOT NULL, source text, page integer, langchain_metadata json)"
+    )
+    vecs = vectors(25)
+    ids = [uuid.uuid4() for _ in vecs]
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} VALUES (%s, %s, %s::vector, %s, %s, %s::json)",
+            [
+                (
+                    ids[i],
+                    f"chunk {i}",
+                    _vec(v),
+                    f"doc{i % 4}.md",
+                    i if i % 5 else None,
+                    json.dumps({"lang": "en"}),
+                )
+                for i, v in enumerate(vecs)
+            ],
+        )
+    url = pg_url(name)  # detected
+    with vectorport.connect(url) as store:
+        info = store.info()["pgvector"]
+        assert info["layout"] == "langchain-v2" and "layout=langchain-v2" in info["url"]
+        assert info["mapping"]["metadata"]["columns"] == ["source", "page"]
+        got = {r.key: r for r in store.records()}
+        assert set(got) == {str(i) for i in ids}
+        assert got[str(ids[3])].metadata == {"lang": "en", "source": "doc3.md", "page": 3}
+        assert got[str(ids[5])].metadata == {"lang": "en", "source": "doc1.md"}  # NULL page: no key
+        assert_searches_exact(store, vecs, {"page": {"$gte": 10}})
+        assert [r.key for r in store.get([str(ids[7])])] == [str(ids[7])]
+        # a chunk key that is not a uuid: the row id is its uuid5, the key kept for the way back
+        store.upsert(
+            [vectorport.Record("docs/a.md#0", [1, 2, 3, 4], {"source": "a.md", "page": 2, "lang": "fr"}, "A")]
+        )
+        (back,) = store.get(["docs/a.md#0"])
+        assert back.metadata == {"source": "a.md", "page": 2, "lang": "fr"} and back.text == "A"
+        row = admin.execute(
+            f"SELECT langchain_id, source, page, langchain_metadata FROM {name} WHERE content = 'A'"
+        ).fetchone()
+        assert row[0] == uuid.uuid5(vectorport.backends.pgvector._mapping.KEY_NAMESPACE, "docs/a.md#0")
+        assert row[1:3] == ("a.md", 2) and row[3]["lang"] == "fr"
+        assert "docs/a.md#0" in {r.key for r in store.records()}
+        assert store.delete(["docs/a.md#0"]) == 1
+    migrated_equal(url)
+
+
+# ---------------------------------------------------------------- LlamaIndex PGVectorStore
+@pytest.mark.parametrize("meta_type", ["json", "jsonb"])
+def test_llamaindex_node_id_key_without_unique_index(
+    pg_url: Callable[..., str], admin: Any, name: str, meta_type: str
+) -> None:
+    admin.execute(
+        f"CREATE TABLE data_{name} (id bigserial PRIMARY KEY, text varchar NOT NULL, "
+        f"metadata_ {meta_type}, node_id varchar, embedding vector({DIM}))"
+    )
+    vecs = vectors(20)
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO data_{name} (text, metadata_, node_id, embedding) VALUES (%s, %s, %s, %s::vector)",
+            [
+                (
+                    f"node {i}",
+                    json.dumps(to_node_metadata(f"n{i:02d}", f"node {i}", {"i": i}, text_in_node=False)),
+                    f"n{i:02d}",
+                    _vec(v),
+                )
+                for i, v in enumerate(vecs)
+            ],
+        )
+    url = pg_url(name, layout="llamaindex")
+    with vectorport.connect(url) as store:
+        assert store.info()["pgvector"]["table"] == f"data_{name}"
+        got = {r.key: r for r in store.records()}
+        assert sorted(got) == [f"n{i:02d}" for i in range(20)]
+        assert got["n04"].metadata == {"i": 4} and got["n04"].text == "node 4"  # bookkeeping out
+        assert_searches_exact(store, vecs, {"i": {"$lt": 10}})
+        store.upsert([vectorport.Record("n04", [1, 1, 1, 1], {"i": 40}, "replaced")])  # replaces the row
+        rows = admin.execute(f"SELECT text, metadata_ FROM data_{name} WHERE node_id = 'n04'").fetchall()
+        assert len(rows) == 1 and rows[0][0] == "replaced"
+        assert rows[0][1]["_node_type"] == "TextNode" and rows[0][1]["i"] == 40
+        assert store.count() == 20
+    migrated_equal(url)
+    admin.execute(
+        f"INSERT INTO data_{name} (text, metadata_, node_id, embedding) SELECT text, metadata_, node_id, embedding FROM data_{name} WHERE node_id = 'n07'"
+    )
+    with (
+        vectorport.connect(url) as store,
+        pytest.raises(vectorport.ConfigurationError, match="'n07' \\(2 rows\\)"),
+    ):
+        list(store.records())
+
+
+# ---------------------------------------------------------------- Supabase vecs
+def test_vecs_collection_without_text(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    schema = f"{name}_vecs"
+    admin.execute(f"CREATE SCHEMA {schema}")
+    admin.execute(
+        f'CREATE TABLE {schema}."docs" (id character varying NOT NULL PRIMARY KEY, vec vector({DIM}) NOT NULL, '
+        "metadata jsonb NOT NULL DEFAULT '{}'::jsonb)"
+    )
+    vecs = vectors(15)
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {schema}.docs VALUES (%s, %s::vector, %s::jsonb)",
+            [(f"v{i}", _vec(v), json.dumps({"year": 2000 + i})) for i, v in enumerate(vecs)],
+        )
+    url = pg_url("docs", layout="vecs", schema=schema)
+    with vectorport.connect(url) as store:
+        assert store.count() == 15 and store.get(["v3"])[0].metadata == {"year": 2003}
+        assert_searches_exact(store, vecs, {"year": {"$in": [2001, 2004, 2010]}})
+        with pytest.raises(vectorport.ValidationError, match="text_key=NAME"):
+            store.upsert(
+                [vectorport.Record("w", [1, 0, 0, 0], {}, "some text"), vectorport.Record("x", [0, 1, 0, 0])]
+            )
+        assert store.get(["x"]) == []  # nothing of the batch was written
+    with vectorport.connect(url + "&text_key=text") as store:
+        store.upsert([vectorport.Record("w", [1, 0, 0, 0], {"year": 1}, "some text")])
+        (w,) = store.get(["w"])
+        assert w.text == "some text" and w.metadata == {"year": 1}
+    migrated_equal(url)
+
+
+# ---------------------------------------------------------------- Supabase documents
+def test_supabase_documents_bigserial_is_a_read_only_source(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    # supabase.com/docs/guides/ai/langchain: documents + match_documents
+    admin.execute(
+        f"CREATE TABLE {name} (id bigserial PRIMARY KEY, content text, metadata jsonb, embedding vector({DIM}))"
+    )
+    vecs = vectors(12)
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} (content, metadata, embedding) VALUES (%s, %s::jsonb, %s::vector)",
+            [(f"doc {i}", json.dumps({"n": i}), _vec(v)) for i, v in enumerate(vecs)],
+        )
+    url = pg_url(name)
+    with vectorport.connect(url) as store:
+        info = store.info()["pgvector"]
+        assert info["layout"] == "supabase" and not info["writable"]
+        assert "integer column 'id'" in info["read_only_reason"]
+        assert sorted(r.key for r in store.records()) == sorted(str(i) for i in range(1, 13))
+        assert store.get(["3"])[0].text == "doc 2" and store.get(["x", "03"]) == []
+        assert_searches_exact(store, vecs)
+        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only source"):
+            store.upsert([vectorport.Record("99", [1, 0, 0, 0])])
+        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only source"):
+            store.delete(["1"])
+    assert admin.execute(f"SELECT count(*) FROM {name}").fetchone() == (12,)
+    migrated_equal(url)
+
+
+def test_supabase_documents_with_uuid_ids_takes_writes(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    admin.execute(
+        f"CREATE TABLE {name} (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), content text, "
+        f"metadata jsonb, embedding vector({DIM}))"
+    )
+    admin.execute(f"CREATE INDEX ON {name} USING hnsw (embedding vector_ip_ops)")
+    with vectorport.connect(pg_url(name)) as store:
+        assert store.spec.metric.value == "dot"  # the index tells it
+        key = str(uuid.uuid4())
+        store.upsert(
+            [vectorport.Record(key, [1, 0, 0, 0], {}, "a uuid key"), vectorport.Record("k#1", [0, 1, 0, 0])]
+        )
+        assert sorted(r.key for r in store.records()) == sorted([key, "k#1"])
+    assert admin.execute(f"SELECT count(*) FROM {name} WHERE id = %s", (key,)).fetchone() == (1,)
+
+
+# ---------------------------------------------------------------- hand-made
+def test_composite_natural_key_from_an_expression(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    admin.execute(
+        f"CREATE TABLE {name} (file_path text NOT NULL, chunk_index int NOT NULL, content text, "
+        f"content_hash text, embedding vector({DIM}) NOT NULL, UNIQUE (file_path, chunk_index))"
+    )
+    vecs = vectors(18)
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} VALUES (%s, %s, %s, md5(%s), %s::vector)",
+            [(f"docs/f{i // 6}.md", i % 6, f"c{i}", f"c{i}", _vec(v)) for i, v in enumerate(vecs)],
+        )
+    expression = quote("file_path || '#chunk' || chunk_index", safe="")
+    url = pg_url(name, key_expression=expression, metric="euclidean")
+    with vectorport.connect(url) as store:
+        assert "docs/f1.md#chunk2" in {r.key for r in store.records()}
+        (r,) = store.get(["docs/f1.md#chunk2"])
+        assert r.text == "c8" and set(r.metadata) == {"file_path", "chunk_index", "content_hash"}
+        assert r.metadata["chunk_index"] == 2
+        assert_searches_exact(store, vecs)
+        assert not store.info()["pgvector"]["writable"]
+    migrated_equal(url)
+    with vectorport.connect(pg_url(name, key_expression="file_path", metric="cosine")) as store:
+        with pytest.raises(vectorport.ConfigurationError, match="not unique: 'docs/f0.md' \\(6 rows\\)"):
+            list(store.records())
+
+
+def test_metadata_in_plain_columns_typed_and_filterable(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    t = f"{name}_mail"
+    admin.execute(
+        f"CREATE TABLE {t} (message_id text PRIMARY KEY, mailbox_id int, ts timestamptz, score numeric, "
+        f"flagged boolean, body text, embedding vector({DIM}))"
+    )
+    vecs = vectors(16)
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {t} VALUES (%s, %s, %s::timestamptz, %s, %s, %s, %s::vector)",
+            [
+                (
+                    f"<m{i}@x>",
+                    i % 3,
+                    f"2024-05-{i + 1:02d} 10:00:00+00",
+                    0.5 * i,
+                    i % 2 == 0,
+                    f"mail {i}",
+                    _vec(v),
+                )
+                for i, v in enumerate(vecs)
+            ],
+        )
+    url = pg_url(t, metric="cosine")
+    with vectorport.connect(url) as store:
+        (m,) = store.get(["<m4@x>"])
+        assert m.text == "mail 4"
+        assert m.metadata == {
+            "mailbox_id": 1,
+            "ts": "2024-05-05T10:00:00+00:00",
+            "score": 2.0,
+            "flagged": True,
+        }
+        assert_searches_exact(store, vecs, {"mailbox_id": 2})
+        assert_searches_exact(store, vecs, {"$and": [{"flagged": True}, {"score": {"$gt": 2}}]})
+        # writes go to the columns
+        store.upsert(
+            [
+                vectorport.Record(
+                    "<new@x>", [1, 0, 0, 0], {"mailbox_id": 9, "ts": "2024-06-01T00:00:00+00:00"}, "n"
+                )
+            ]
+        )
+        assert admin.execute(
+            f"SELECT mailbox_id, ts IS NOT NULL FROM {t} WHERE message_id = '<new@x>'"
+        ).fetchone() == (9, True)
+        with pytest.raises(vectorport.ValidationError, match="no metadata column"):
+            store.upsert([vectorport.Record("<bad@x>", [1, 0, 0, 0], {"unknown": 1})])
+    scoped = pg_url(t, metric="cosine", where="mailbox_id%20%3D%201")
+    with vectorport.connect(scoped) as store:
+        assert store.count() == sum(1 for i in range(16) if i % 3 == 1)
+        assert all(r.metadata["mailbox_id"] == 1 for r in store.records())
+        with pytest.raises(vectorport.UnsupportedFeatureError, match="where="):
+            store.upsert([vectorport.Record("z", [1, 0, 0, 0])])
+    migrated_equal(scoped)
+
+
+def test_a_view_is_a_read_only_source(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    admin.execute(
+        f"CREATE TABLE {name} (id uuid PRIMARY KEY, chunk_text text, metadata jsonb, embedding vector({DIM}))"
+    )
+    vecs = vectors(10)
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} VALUES (%s, %s, %s::jsonb, %s::vector)",
+            [(uuid.uuid4(), f"t{i}", json.dumps({"i": i}), _vec(v)) for i, v in enumerate(vecs)],
+        )
+    admin.execute(
+        f"CREATE VIEW {name}_view AS SELECT id, chunk_text, metadata, embedding FROM {name} WHERE (metadata->>'i')::int < 6"
+    )
+    url = pg_url(f"{name}_view", key_column="id", metric="cosine")
+    with vectorport.connect(url) as store:
+        assert store.count() == 6 and {r.text for r in store.records()} == {f"t{i}" for i in range(6)}
+        assert "view" in store.info()["pgvector"]["read_only_reason"]
+        assert_searches_exact(store, vecs)
+    migrated_equal(url)
+
+
+def test_bad_tables_are_named_before_any_read(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    admin.execute(f"CREATE TABLE {name} (id text PRIMARY KEY, a text, meta json, embedding vector({DIM}))")
+    admin.execute(
+        f"INSERT INTO {name} VALUES ('x', NULL, '[1, 2]', '[1,0,0,0]'), ('y', 'b', '{{}}', '[0,1,0,0]')"
+    )
+    with (
+        vectorport.connect(pg_url(name, metric="cosine")) as store,
+        pytest.raises(vectorport.ConfigurationError, match="JSON list, not an object.*'meta'"),
+    ):
+        store.get(["x"])
+    admin.execute(f"UPDATE {name} SET meta = '{{}}'")
+    with (
+        vectorport.connect(pg_url(name, metric="cosine", key_expression="a")) as store,
+        pytest.raises(vectorport.ConfigurationError, match="NULL in 1 rows"),
+    ):
+        list(store.records())
+    with pytest.raises(vectorport.ConfigurationError, match="metadata_columns names 'nope'"):
+        vectorport.connect(pg_url(name, metric="cosine", metadata_columns="nope"))
+    with pytest.raises(vectorport.ConfigurationError, match="layout must be one of"):
+        vectorport.connect(pg_url(name, layout="haystack"))
