@@ -119,7 +119,7 @@ def test_hnsw_index_tells_the_metric_and_a_conflicting_one_is_refused(
         (f"key text PRIMARY KEY, embedding vector({DIM}), metadata jsonb, text text", {"text_column": "embedding"}, "(text) is vector(4), not text"),
         (f"key bytea PRIMARY KEY, embedding vector({DIM}), metadata jsonb, text text", {}, "key_expression="),
         (f"key text PRIMARY KEY, a vector({DIM}), b vector({DIM}), metadata jsonb", {}, "2 vector columns (a, b): pass embedding_column=NAME"),
-        (f"key text, n int, metadata jsonb", {}, "no vector or halfvec column"),
+        ("key text, n int, metadata jsonb", {}, "no vector or halfvec column"),
     ],
 )  # fmt: skip
 def test_each_mismatch_is_named(

@@ -8,9 +8,9 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from urllib.parse import quote
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pytest
