@@ -87,7 +87,7 @@ def test_plain_sql_table_with_column_options_and_metric(
         assert store.spec.metric.value == "euclidean" and store.count() == 40
     with vectorport.connect(pg_url(table)) as store:  # the text column is found by its name
         assert store.info()["pgvector"]["columns"]["text"] == "content"
-    with pytest.raises(vectorport.ConfigurationError, match="no column 'body'.*check text_column=body"):
+    with pytest.raises(vectorport.ConfigurationError, match=r"no column 'body'.*check text_column=body"):
         vectorport.connect(pg_url(table, text_column="body"))
 
 
@@ -111,14 +111,21 @@ def test_hnsw_index_tells_the_metric_and_a_conflicting_one_is_refused(
         vectorport.connect(url, metric="cosine")
 
 
+_FOUR = f"key text PRIMARY KEY, embedding vector({DIM}), metadata jsonb, text text"
+
+
 @pytest.mark.parametrize(
     ("ddl", "options", "fragment"),
     [
-        (f"key text PRIMARY KEY, embedding vector({DIM}), metadata jsonb, text text", {"metadata_column": "text"}, "(metadata) is text, not json or jsonb"),
-        (f"key text PRIMARY KEY, embedding vector({DIM}), metadata jsonb, text text", {"embedding_column": "metadata"}, "(embedding) is jsonb, not vector"),
-        (f"key text PRIMARY KEY, embedding vector({DIM}), metadata jsonb, text text", {"text_column": "embedding"}, "(text) is vector(4), not text"),
-        (f"key bytea PRIMARY KEY, embedding vector({DIM}), metadata jsonb, text text", {}, "key_expression="),
-        (f"key text PRIMARY KEY, a vector({DIM}), b vector({DIM}), metadata jsonb", {}, "2 vector columns (a, b): pass embedding_column=NAME"),
+        (_FOUR, {"metadata_column": "text"}, "(metadata) is text, not json or jsonb"),
+        (_FOUR, {"embedding_column": "metadata"}, "(embedding) is jsonb, not vector"),
+        (_FOUR, {"text_column": "embedding"}, "(text) is vector(4), not text"),
+        (_FOUR.replace("key text", "key bytea"), {}, "key_expression="),
+        (
+            f"key text PRIMARY KEY, a vector({DIM}), b vector({DIM}), metadata jsonb",
+            {},
+            "2 vector columns (a, b): pass embedding_column=NAME",
+        ),
         ("key text, n int, metadata jsonb", {}, "no vector or halfvec column"),
     ],
 )  # fmt: skip

@@ -82,7 +82,8 @@ def _langchain(admin: Any, schema: str) -> dict[str, list[tuple[str, np.ndarray,
         "document varchar, cmetadata jsonb)"
     )
     admin.execute(
-        f"CREATE INDEX ix_cmetadata_gin ON {schema}.langchain_pg_embedding USING gin (cmetadata jsonb_path_ops)"
+        f"CREATE INDEX ix_cmetadata_gin ON {schema}.langchain_pg_embedding "
+        "USING gin (cmetadata jsonb_path_ops)"
     )
     out = {}
     for c, (coll, n) in enumerate((("docs", 30), ("other", 12))):
@@ -123,7 +124,8 @@ def test_langchain_pgvector_one_collection_of_the_shared_table(
         store.upsert([vectorport.Record("docs/new.md#0", [1, 2, 3, 4], {"lang": "en"}, "new text")])
         row = admin.execute(
             f"SELECT c.name, e.document, e.cmetadata FROM {schema}.langchain_pg_embedding e "
-            f"JOIN {schema}.langchain_pg_collection c ON c.uuid = e.collection_id WHERE e.id = 'docs/new.md#0'"
+            f"JOIN {schema}.langchain_pg_collection c ON c.uuid = e.collection_id "
+            "WHERE e.id = 'docs/new.md#0'"
         ).fetchone()
         assert row == ("docs", "new text", {"lang": "en"})
         # a key of another collection is not taken over, and nothing of the batch is written
@@ -250,7 +252,8 @@ def test_llamaindex_node_id_key_without_unique_index(
         assert store.count() == 20
     migrated_equal(url)
     admin.execute(
-        f"INSERT INTO data_{name} (text, metadata_, node_id, embedding) SELECT text, metadata_, node_id, embedding FROM data_{name} WHERE node_id = 'n07'"
+        f"INSERT INTO data_{name} (text, metadata_, node_id, embedding) "
+        f"SELECT text, metadata_, node_id, embedding FROM data_{name} WHERE node_id = 'n07'"
     )
     with (
         vectorport.connect(url) as store,
@@ -264,7 +267,8 @@ def test_vecs_collection_without_text(pg_url: Callable[..., str], admin: Any, na
     schema = f"{name}_vecs"
     admin.execute(f"CREATE SCHEMA {schema}")
     admin.execute(
-        f'CREATE TABLE {schema}."docs" (id character varying NOT NULL PRIMARY KEY, vec vector({DIM}) NOT NULL, '
+        f'CREATE TABLE {schema}."docs" (id character varying NOT NULL PRIMARY KEY, '
+        f"vec vector({DIM}) NOT NULL, "
         "metadata jsonb NOT NULL DEFAULT '{}'::jsonb)"
     )
     vecs = vectors(15)
@@ -295,7 +299,8 @@ def test_supabase_documents_bigserial_is_a_read_only_source(
 ) -> None:
     # supabase.com/docs/guides/ai/langchain: documents + match_documents
     admin.execute(
-        f"CREATE TABLE {name} (id bigserial PRIMARY KEY, content text, metadata jsonb, embedding vector({DIM}))"
+        f"CREATE TABLE {name} (id bigserial PRIMARY KEY, content text, metadata jsonb, "
+        f"embedding vector({DIM}))"
     )
     vecs = vectors(12)
     with admin.cursor() as cur:
@@ -359,9 +364,11 @@ def test_composite_natural_key_from_an_expression(pg_url: Callable[..., str], ad
         assert_searches_exact(store, vecs)
         assert not store.info()["pgvector"]["writable"]
     migrated_equal(url)
-    with vectorport.connect(pg_url(name, key_expression="file_path", metric="cosine")) as store:
-        with pytest.raises(vectorport.ConfigurationError, match="not unique: 'docs/f0.md' \\(6 rows\\)"):
-            list(store.records())
+    with (
+        vectorport.connect(pg_url(name, key_expression="file_path", metric="cosine")) as store,
+        pytest.raises(vectorport.ConfigurationError, match=r"not unique: 'docs/f0\.md' \(6 rows\)"),
+    ):
+        list(store.records())
 
 
 def test_metadata_in_plain_columns_typed_and_filterable(
@@ -434,7 +441,8 @@ def test_a_view_is_a_read_only_source(pg_url: Callable[..., str], admin: Any, na
             [(uuid.uuid4(), f"t{i}", json.dumps({"i": i}), _vec(v)) for i, v in enumerate(vecs)],
         )
     admin.execute(
-        f"CREATE VIEW {name}_view AS SELECT id, chunk_text, metadata, embedding FROM {name} WHERE (metadata->>'i')::int < 6"
+        f"CREATE VIEW {name}_view AS SELECT id, chunk_text, metadata, embedding FROM {name} "
+        "WHERE (metadata->>'i')::int < 6"
     )
     url = pg_url(f"{name}_view", key_column="id", metric="cosine")
     with vectorport.connect(url) as store:
@@ -451,7 +459,7 @@ def test_bad_tables_are_named_before_any_read(pg_url: Callable[..., str], admin:
     )
     with (
         vectorport.connect(pg_url(name, metric="cosine")) as store,
-        pytest.raises(vectorport.ConfigurationError, match="JSON list, not an object.*'meta'"),
+        pytest.raises(vectorport.ConfigurationError, match=r"JSON list, not an object.*'meta'"),
     ):
         store.get(["x"])
     admin.execute(f"UPDATE {name} SET meta = '{{}}'")
@@ -464,3 +472,28 @@ def test_bad_tables_are_named_before_any_read(pg_url: Callable[..., str], admin:
         vectorport.connect(pg_url(name, metric="cosine", metadata_columns="nope"))
     with pytest.raises(vectorport.ConfigurationError, match="layout must be one of"):
         vectorport.connect(pg_url(name, layout="haystack"))
+
+
+def test_cli_info_names_the_layout_and_migrate_copies_it(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    schema = f"{name}_lc"
+    data = _langchain(admin, schema)
+    source = pg_url("docs", schema=schema, layout="langchain")
+    out = CliRunner().invoke(app, ["info", source])
+    assert out.exit_code == 0, out.output
+    assert "langchain" in out.stdout and "writable" in out.stdout and "url to use" in out.stdout
+    out = CliRunner().invoke(app, ["info", "--json", pg_url("documents_missing_" + name)])
+    assert out.exit_code != 0
+    target = pg_url(f"{name}_copy")
+    try:
+        out = CliRunner().invoke(app, ["migrate", source, target, "--checkpoint", f"/tmp/{name}.ckpt"])
+        assert out.exit_code == 0, out.output
+        copied = dict(admin.execute(f"SELECT key, text FROM {name}_copy").fetchall())
+        assert copied == {k: t for k, _, t, _ in data["docs"]}
+    finally:
+        admin.execute(f"DROP TABLE IF EXISTS {name}_copy")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import typer
@@ -67,6 +68,18 @@ def info(
     table.add_row("exact search", str(caps["exact"]))
     table.add_row("filter operators", " ".join(caps["filter_operators"]))
     table.add_row("features", " ".join(caps["features"]) or "-")
+    layout = data.get("layout")
+    if isinstance(layout, dict):  # a store that reads other tools' layouts says which it found
+        table.add_row("layout", str(layout.get("name")))
+        for role, where in (layout.get("roles") or {}).items():
+            table.add_row(
+                f"  {role}", json.dumps(where, ensure_ascii=False) if isinstance(where, dict) else str(where)
+            )
+        writable = layout.get("writable")
+        reason = layout.get("read_only_reason")
+        table.add_row("writable", "yes" if writable else f"no: {reason}" if reason else "no")
+        if layout.get("url"):
+            table.add_row("url to use", str(layout["url"]))
     out_console.print(table)
 
 

@@ -174,7 +174,8 @@ class ForeignMixin(StoreState):
             dup = conn.execute(
                 sql.SQL(
                     "SELECT k, n FROM (SELECT {key} AS k, count(*) AS n FROM {table} AS t WHERE {scope} "
-                    "GROUP BY 1 HAVING count(*) > 1 OR {key} IS NULL) AS d ORDER BY k NULLS FIRST, n DESC LIMIT 5"
+                    "GROUP BY 1 HAVING count(*) > 1 OR {key} IS NULL) AS d "
+                    "ORDER BY k NULLS FIRST, n DESC LIMIT 5"
                 ).format(key=key, table=self.layout.qualified, scope=sql.SQL(cols.scope_sql())),
                 cols.scope_values,
             ).fetchall()

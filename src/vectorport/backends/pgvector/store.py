@@ -161,4 +161,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
             "embedded_data_dir": str(self.data_dir) if self.data_dir else None,
             "embedded_server": self.server,
         }
+        mapping = out["pgvector"]
+        out["layout"] = {
+            "name": self.layout_name,
+            "writable": mapping["writable"],
+            "read_only_reason": mapping["read_only_reason"],
+            "url": mapping["url"],
+            "roles": mapping["mapping"],
+        }
         return out
