@@ -178,8 +178,10 @@ def test_nullable_metadata_and_embedding(pg_url: Callable[..., str], admin: Any,
         assert store.query([1, 0, 0, 0], k=5, filter={"lang": {"$ne": "en"}}).keys == ["a"]
         assert store.query([1, 0, 0, 0], k=5, filter={"lang": {"$exists": False}}).keys == ["a"]
         assert [r.key for r in store.get(["a", "b"], include=["metadata"])] == ["a", "b"]
-        with pytest.raises(vectorport.ConfigurationError, match="'c' has no vector"):
+        with pytest.raises(vectorport.ConfigurationError, match=r"1 rows have no vector.*e\.g\. 'c'"):
             list(store.records())
+    with vectorport.connect(pg_url(table, null_vectors="skip"), metric="cosine") as store:
+        assert [r.key for r in store.records()] == ["a", "b"] and store.count() == 2
 
 
 def test_a_vectorport_table_altered_behind_its_back(pg_url: Callable[..., str], admin: Any) -> None:

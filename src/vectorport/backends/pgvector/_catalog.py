@@ -53,6 +53,8 @@ class CatalogMixin(ForeignMixin):
     ) -> CollectionSpec:
         # A table made elsewhere with no HNSW index does not tell its metric: the one asked
         # for here is taken (and the base class checks the rest of the spec as usual).
+        if metric is None:
+            metric = self._url_metric  # ?metric= in the URL, as on the command line
         self._requested_metric = None if metric is None else Metric.parse(metric)
         self._requested_dimension = dimension
         data_dir = self.data_dir

@@ -24,6 +24,7 @@ from ._layouts import LANGCHAIN_COLLECTIONS
 from ._mapping import KEEP_KEY, Columns, row_id
 from ._schema import Layout
 from ._state import StoreState
+from .filters import Predicate
 
 __all__ = ["ForeignMixin"]
 
@@ -70,15 +71,13 @@ class ForeignMixin(StoreState):
                 return None  # the collection can be created: a row in langchain_pg_collection
             scope = f"collection_id = %({_SCOPE_PARAM})s"
             if columns.scope:
-                scope = f"{scope} AND ({columns.scope.replace('%', '%%')})"
+                scope = f"{scope} AND ({columns.scope})"
             columns = replace(
                 columns,
                 scope=scope,
                 scope_params=((_SCOPE_PARAM, row[0]),),
                 fixed=(("collection_id", _SCOPE_PARAM),),
             )
-        elif columns.scope:
-            columns = replace(columns, scope=columns.scope.replace("%", "%%"))
         dim = facts.dimension(columns.embedding) or self._data_dimension(conn, columns)
         if dim is None:
             raise NotFoundError(
@@ -163,10 +162,15 @@ class ForeignMixin(StoreState):
         return found.group(1) if found else self.language
 
     def check_keys(self) -> None:
-        """Refuse a table whose keys are not unique or are NULL, before any record is read
-        from it (scans walk the keys in order, so each key must name one row)."""
+        """Refuse a table whose keys are not unique or are NULL, or that has rows without a
+        vector, before any record is read from it (scans walk the keys in order, so each key
+        must name one row; a migration's plan scans first, so it stops before any write)."""
         cols = self.layout.columns
-        if self._keys_checked or (not cols.ordered_by_key and cols.key_unique):
+        if self._keys_checked:
+            return
+        self._check_vectors()
+        if not cols.ordered_by_key and cols.key_unique:
+            self._keys_checked = True
             return
         key = cols.key_expr()
         with self._errors("check keys"):
@@ -192,6 +196,37 @@ class ForeignMixin(StoreState):
                 "column: file_path || '#' || chunk_index), or a where= that leaves the duplicates out"
             )
         self._keys_checked = True
+
+    def _check_vectors(self) -> None:
+        cols = self.layout.columns
+        if not cols.embedding_nullable:
+            return
+        emb = cols.ident("embedding", "t")
+        scope = Predicate(cols.scope_sql(with_null_vectors=True), cols.scope_values)
+        with self._errors("check vectors"):
+            conn, _ = self._conn()
+            row = conn.execute(
+                sql.SQL(
+                    "SELECT count(*), (array_agg(k ORDER BY k))[1:5] FROM (SELECT {} AS k FROM {} AS t "
+                    "WHERE {} AND {} IS NULL) AS n"
+                ).format(cols.key_expr("t"), self.layout.qualified, scope.sql, emb),
+                scope.params,
+            ).fetchone()
+        if row and row[0]:
+            examples = ", ".join(repr(k) for k in row[1] or [])
+            if cols.skip_null_vectors:
+                log.warning(
+                    "pgvector: %s: %d rows without a vector are left out (null_vectors=skip), e.g. %s",
+                    self._where,
+                    row[0],
+                    examples,
+                )
+                return
+            raise ConfigurationError(
+                f"{self._where}: {row[0]} rows have no vector (their {cols.embedding!r} is NULL), e.g. "
+                f"{examples}; a vectorport record needs one: fill or delete them, or add "
+                "null_vectors=skip to the URL to leave them out"
+            )
 
     # ------------------------------------------------------------------ write
     def _check_writable(self) -> None:

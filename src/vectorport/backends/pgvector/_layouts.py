@@ -56,7 +56,16 @@ ROLE_OPTION = {
     "text": "text_column",
 }
 """The connect()/URL option that names each data column of a table vectorport did not create."""
-MAPPING_OPTIONS = (*ROLE_OPTION.values(), "key_expression", "layout", "metadata_columns", "text_key", "where")
+MAPPING_OPTIONS = (
+    *ROLE_OPTION.values(),
+    "key_expression",
+    "layout",
+    "metadata_columns",
+    "null_vectors",
+    "text_key",
+    "where",
+)
+NULL_VECTORS = ("error", "skip")
 
 _TEXT = re.compile(r"^(text|character varying(\(\d+\))?|character(\(\d+\))?|citext)$")
 _INTEGER = re.compile(r"^(bigint|integer|smallint)$")
@@ -94,6 +103,8 @@ class MappingOptions:
     """``None``: every column no role uses; ``()``: none."""
     text_key: str | None = None
     where: str | None = None
+    null_vectors: str = "error"
+    """``error``: a row without a vector stops the first scan, named; ``skip``: left out."""
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> MappingOptions:
@@ -127,6 +138,11 @@ class MappingOptions:
                     f"pgvector option {name} must be one SQL expression over the table's columns "
                     f"(no ';'), got {value!r}"
                 )
+        null_vectors = str(opts.get("null_vectors") or "error").strip().lower()
+        if null_vectors not in NULL_VECTORS:
+            raise ConfigurationError(
+                f"pgvector option null_vectors must be error or skip, got {opts.get('null_vectors')!r}"
+            )
         return cls(
             layout,
             named,
@@ -134,6 +150,7 @@ class MappingOptions:
             metadata_columns,
             str(text_key) if text_key else None,
             where.strip() if where else None,
+            null_vectors,
         )
 
     @property
@@ -317,8 +334,16 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
     if own:
         if fts is None or fts.generated is None:
             base = replace(base, fts=None)
-        return layout, base
-    return layout, _foreign(facts, layout, base, key, kind or "text", options, used)
+        return layout, _skip_null_vectors(base, options)
+    return layout, _skip_null_vectors(
+        _foreign(facts, layout, base, key, kind or "text", options, used), options
+    )
+
+
+def _skip_null_vectors(columns: Columns, options: MappingOptions) -> Columns:
+    if options.null_vectors != "skip" or not columns.embedding_nullable:
+        return columns
+    return replace(columns, skip_null_vectors=True)
 
 
 def _fts(facts: TableFacts) -> str | None:
@@ -381,7 +406,8 @@ def _foreign(
         reasons.append("it is a view")
     if any(facts.columns[c].type.endswith("[]") for c in listed):
         reasons.append("a metadata column is an SQL array")
-    scope = options.where
+    # user SQL goes into statements with psycopg placeholders: a literal % is %%
+    scope = options.where.replace("%", "%%") if options.where else None
     return replace(
         base,
         key_kind=kind,

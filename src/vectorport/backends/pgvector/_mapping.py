@@ -106,6 +106,8 @@ class Columns:
     """The metadata holds LlamaIndex's node bookkeeping (``_node_content`` …)."""
     text_key: str | None = None
     """No text column: the text is kept in the metadata under this key."""
+    skip_null_vectors: bool = False
+    """Rows whose vector is NULL are left out (``null_vectors=skip``)."""
     own: bool = True
     """vectorport's own layout: it records the table in its catalog and manages its index."""
     read_only: str | None = None
@@ -216,9 +218,13 @@ class Columns:
         return sql.SQL("{} = ANY(%(keys)s{})").format(self.ident("key", prefix), sql.SQL(cast)), ids
 
     # ------------------------------------------------------------ scope
-    def scope_sql(self) -> str:
-        """The scope as SQL text (``TRUE`` when the table is the collection)."""
-        return f"({self.scope})" if self.scope else "TRUE"
+    def scope_sql(self, *, with_null_vectors: bool = False) -> str:
+        """The scope as SQL text (``TRUE`` when the table is the collection); rows without a
+        vector are out of it with ``null_vectors=skip`` unless ``with_null_vectors``."""
+        parts = [f"({self.scope})"] if self.scope else []
+        if self.skip_null_vectors and not with_null_vectors:
+            parts.append(f"{self.ident('embedding').as_string(None)} IS NOT NULL")
+        return " AND ".join(parts) or "TRUE"
 
     @property
     def scope_values(self) -> dict[str, Any]:

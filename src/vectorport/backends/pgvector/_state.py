@@ -183,7 +183,7 @@ class StoreState(BaseStore[Predicate]):
     def _scope(self) -> Predicate:
         """The rows of the collection in its table (``TRUE``: all of them)."""
         layout = self._layout
-        if layout is None or layout.columns.scope is None:
+        if layout is None or (layout.columns.scope is None and not layout.columns.skip_null_vectors):
             return TRUE
         return Predicate(layout.columns.scope_sql(), layout.columns.scope_values)
 
