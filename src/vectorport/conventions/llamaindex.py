@@ -1,0 +1,191 @@
+"""LlamaIndex's node-in-metadata convention.
+
+LlamaIndex vector stores keep a whole node in the metadata: ``node_to_metadata_dict`` (in
+``llama_index.core.vector_stores.utils``) writes the user's metadata keys, ``_node_content``
+(the node as JSON, embedding nulled, its ``text`` emptied when the store keeps the text
+elsewhere), ``_node_type`` (the node class) and the source document's id three times
+(``document_id``, ``doc_id``, ``ref_doc_id``; ``"None"`` when the node has no source).
+``metadata_dict_to_node`` reads ``_node_content`` back. These functions build and read the
+same shape without importing LlamaIndex.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Final
+
+from .._models import JSON
+from ..exceptions import Problem, ValidationError
+
+__all__ = [
+    "BOOKKEEPING",
+    "DOC_ID_KEYS",
+    "NODE_CONTENT",
+    "NODE_TYPE",
+    "TEXT_NODE",
+    "from_node_metadata",
+    "is_node_metadata",
+    "to_node_metadata",
+]
+
+NODE_CONTENT: Final = "_node_content"
+NODE_TYPE: Final = "_node_type"
+TEXT_NODE: Final = "TextNode"
+DOC_ID_KEYS: Final = ("ref_doc_id", "doc_id", "document_id")
+"""The source document's id as LlamaIndex copies it, in the order vectorport reads it."""
+BOOKKEEPING: frozenset[str] = frozenset({NODE_CONTENT, NODE_TYPE, *DOC_ID_KEYS})
+"""Top-level metadata keys LlamaIndex writes next to the user's own."""
+
+_NO_DOC: Final = "None"  # LlamaIndex writes str(None) when a node has no source document
+_SOURCE: Final = "1"  # NodeRelationship.SOURCE
+
+
+def to_node_metadata(
+    key: str, text: str | None, metadata: Mapping[str, JSON], *, text_in_node: bool
+) -> dict[str, JSON]:
+    """The metadata LlamaIndex writes for ``TextNode(id_=key, text=text, metadata=metadata)``.
+
+    Field for field what ``node_to_metadata_dict(node, remove_text=not text_in_node,
+    flat_metadata=False)`` produces (llama-index-core 0.14), with one addition: when the
+    metadata holds a string ``ref_doc_id``, ``doc_id`` or ``document_id`` (looked up in that
+    order), the node gets it as its source document, so LlamaIndex's ``node.ref_doc_id`` and
+    ``delete(ref_doc_id)`` find it and the three top-level copies carry it instead of ``"None"``.
+
+    Parameters
+    ----------
+    key
+        The node id (the record key).
+    text
+        The chunk text; ``None`` is stored as LlamaIndex's empty text.
+    metadata
+        The user's metadata; it must not use ``_node_content`` or ``_node_type``.
+    text_in_node
+        Whether the text goes into ``_node_content`` (stores without a text column: S3,
+        Chroma's metadata) or is left empty there (stores with one: pgvector's ``text``).
+
+    Examples
+    --------
+    >>> meta = to_node_metadata("k1", "hello", {"lang": "en"}, text_in_node=True)
+    >>> sorted(meta)
+    ['_node_content', '_node_type', 'doc_id', 'document_id', 'lang', 'ref_doc_id']
+    >>> from_node_metadata(meta)
+    ('hello', {'lang': 'en'})
+    """
+    taken = sorted((BOOKKEEPING - set(DOC_ID_KEYS)) & metadata.keys())
+    if taken:
+        raise ValidationError(
+            [Problem(key, f"metadata.{name}", "is LlamaIndex's own key") for name in taken],
+            hint="rename these metadata keys; LlamaIndex writes its node there",
+        )
+    source = _source_of(metadata)
+    relationships: dict[str, JSON] = {}
+    if source is not None:
+        relationships[_SOURCE] = {
+            "node_id": source,
+            "node_type": None,
+            "metadata": {},
+            "hash": None,
+            "class_name": "RelatedNodeInfo",
+        }
+    # The key order of TextNode.model_dump(mode="json"), so the JSON is byte-identical.
+    node: dict[str, JSON] = {
+        "id_": key,
+        "embedding": None,
+        "metadata": dict(metadata),
+        "excluded_embed_metadata_keys": [],
+        "excluded_llm_metadata_keys": [],
+        "relationships": relationships,
+        "metadata_template": "{key}: {value}",
+        "metadata_separator": "\n",
+        "text": (text or "") if text_in_node else "",
+        "mimetype": "text/plain",
+        "start_char_idx": None,
+        "end_char_idx": None,
+        "text_template": "{metadata_str}\n\n{content}",
+        "class_name": TEXT_NODE,
+    }
+    out: dict[str, JSON] = dict(metadata)
+    out[NODE_CONTENT] = json.dumps(node, ensure_ascii=False)
+    out[NODE_TYPE] = TEXT_NODE
+    doc = source if source is not None else _NO_DOC
+    out["document_id"] = doc
+    out["doc_id"] = doc
+    out["ref_doc_id"] = doc
+    return out
+
+
+def from_node_metadata(meta: Mapping[str, JSON]) -> tuple[str | None, dict[str, JSON]]:
+    """The chunk text and the user's metadata out of LlamaIndex's node metadata.
+
+    The text is the node's ``text`` (``None`` when there is no node or its text is empty:
+    the store keeps it elsewhere). The metadata is ``meta`` without ``_node_content`` and
+    ``_node_type``; of the document-id copies, those the node's own metadata holds keep the
+    user's value, the others are LlamaIndex's and dropped, except that a real source document
+    (not ``"None"``) is kept once, as ``ref_doc_id``, so a migration does not lose it. Without
+    a node, document-id keys are dropped only when they are ``"None"``.
+
+    ``from_node_metadata(to_node_metadata(k, t, m, text_in_node=True)) == (t, m)`` for any
+    text ``t`` (``None`` for ``""``) and user metadata ``m``.
+
+    Raises
+    ------
+    ValidationError
+        ``_node_content`` is not a JSON object.
+    """
+    node = _parse_node(meta)
+    out = {k: v for k, v in meta.items() if k not in BOOKKEEPING}
+    if node is None:
+        out.update({k: meta[k] for k in DOC_ID_KEYS if k in meta and meta[k] != _NO_DOC})
+        return None, out
+    text = node.get("text")
+    own = node.get("metadata")
+    own = own if isinstance(own, dict) else {}
+    mine = {k: own[k] for k in DOC_ID_KEYS if k in own}
+    if mine:
+        out.update(mine)
+    else:
+        source = _node_source(node) or next(
+            (str(meta[k]) for k in DOC_ID_KEYS if isinstance(meta.get(k), str) and meta[k] != _NO_DOC),
+            None,
+        )
+        if source is not None:
+            out["ref_doc_id"] = source
+    return (text if isinstance(text, str) and text else None), out
+
+
+def is_node_metadata(meta: Mapping[str, JSON]) -> bool:
+    """Whether ``meta`` looks like LlamaIndex's: a ``_node_content`` string beside ``_node_type``."""
+    return isinstance(meta.get(NODE_CONTENT), str) and NODE_TYPE in meta
+
+
+def _source_of(metadata: Mapping[str, JSON]) -> str | None:
+    for name in DOC_ID_KEYS:
+        value = metadata.get(name)
+        if isinstance(value, str) and value and value != _NO_DOC:
+            return value
+    return None
+
+
+def _node_source(node: Mapping[str, JSON]) -> str | None:
+    rels = node.get("relationships")
+    source = rels.get(_SOURCE) if isinstance(rels, dict) else None
+    node_id = source.get("node_id") if isinstance(source, dict) else None
+    return node_id if isinstance(node_id, str) and node_id else None
+
+
+def _parse_node(meta: Mapping[str, JSON]) -> dict[str, JSON] | None:
+    raw = meta.get(NODE_CONTENT)
+    if raw is None:
+        return None
+    try:
+        node = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        node = None
+    if not isinstance(node, dict):
+        raise ValidationError(
+            [Problem(None, NODE_CONTENT, f"is not LlamaIndex's node JSON: {str(raw)[:80]!r}")],
+            outcome="the record cannot be read as a LlamaIndex node",
+            hint="read this store with another layout (layout=vectorport or text_key=…)",
+        )
+    return node
