@@ -37,6 +37,10 @@ TEXT_KEY_LAYOUT = "text_key"
 MAX_FILTERABLE_BYTES = 2 * 1024
 MAX_TOTAL_BYTES = 40 * 1024
 MAX_KEYS = 50
+EMPTY_TEXT = "vectorport:empty_text"
+"""Beside a LlamaIndex node whose text is ``""`` because the record's text is ``""``, not missing
+(a node's text is never null, so only this key tells the two apart; LlamaIndex reads the node
+alone and never sees it)."""
 
 _TEXT_KEYS = {
     "vectorport": VECTORPORT_TEXT,
@@ -76,12 +80,13 @@ class BucketLayout:
     @property
     def reserved_keys(self) -> frozenset[str]:
         """Metadata keys a record may not use: the layout writes them."""
-        return frozenset(self.non_filterable)
+        return frozenset(self.non_filterable) | ({EMPTY_TEXT} if self.node else set())
 
     @property
     def added_keys(self) -> int:
-        """Metadata keys the layout adds to a record at most (LlamaIndex: node, type, ref_doc_id)."""
-        return 3 if self.node else 1
+        """Metadata keys the layout adds to a record at most (LlamaIndex: node, type, ref_doc_id
+        and the empty-text mark)."""
+        return 4 if self.node else 1
 
     def encode(self, key: str, text: str | None, metadata: Mapping[str, JSON]) -> dict[str, JSON]:
         """The vector's metadata for one record."""
@@ -93,12 +98,17 @@ class BucketLayout:
             # metadata space); a key of the user's own stays.
             if copy not in metadata:
                 del out[copy]
+        if text == "":
+            out[EMPTY_TEXT] = True
         return out
 
     def decode(self, meta: Mapping[str, JSON]) -> tuple[str | None, dict[str, JSON]]:
         """The text and the user's metadata of one vector's metadata."""
         if self.node:
-            return llamaindex.from_node_metadata(meta)
+            text, user = llamaindex.from_node_metadata(meta)
+            if user.pop(EMPTY_TEXT, None) is True and text is None:
+                text = ""
+            return text, user
         return langchain.split_page_content(meta, text_key=self.text_key)
 
     def size_problems(
