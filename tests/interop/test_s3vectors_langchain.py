@@ -6,6 +6,7 @@ document id as the vector key. Both clients talk to vectorport's local S3 Vector
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -49,10 +50,8 @@ _names = iter(range(10_000))
 @pytest.fixture
 def index(client: Any) -> str:
     """A fresh index name in the bucket ``interop-lc`` (which LangChain expects to exist)."""
-    try:
+    with contextlib.suppress(client.exceptions.ConflictException):
         client.create_vector_bucket(vectorBucketName="interop-lc")
-    except client.exceptions.ConflictException:
-        pass
     return f"lc-{next(_names)}"
 
 
@@ -110,7 +109,7 @@ def test_a_langchain_index_refuses_long_texts_before_writing(
     lc.add_texts(["short"], [{"a": 1}], ids=["seed"])  # LangChain creates the index: no non-filterable key
     long = "x" * 3000
     with vectorport.connect(_url(bucket_server, index)) as store:
-        with pytest.raises(vectorport.ValidationError, match="_page_content.*non-filterable") as err:
+        with pytest.raises(vectorport.ValidationError, match=r"_page_content.*non-filterable") as err:
             store.upsert(
                 [
                     vectorport.Record("ok", vector_for("ok"), {}, "fits"),

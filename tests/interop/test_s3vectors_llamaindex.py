@@ -8,6 +8,7 @@ node's metadata; it creates indexes with ``_node_content`` and ``_node_type`` no
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -36,10 +37,8 @@ def session(bucket_server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3VECTORS", bucket_server.url)
     sess = boto3.Session(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
     client = sess.client("s3vectors")
-    try:
+    with contextlib.suppress(client.exceptions.ConflictException):
         client.create_vector_bucket(vectorBucketName=BUCKET)
-    except client.exceptions.ConflictException:
-        pass
     return sess
 
 
