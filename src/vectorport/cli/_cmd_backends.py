@@ -63,6 +63,10 @@ def info(
     table = Table(title=data["url"], show_header=False)
     for key in ("backend", "collection", "dimension", "metric", "embedding_model", "count"):
         table.add_row(key, str(data.get(key)))
+    layout = data.get("layout")
+    if isinstance(layout, dict):
+        how = f" (detected: {layout['detected']})" if layout.get("detected") else ""
+        table.add_row("layout", f"{layout.get('name')}, text in {layout.get('text_key')!r}{how}")
     caps = data["capabilities"]
     table.add_row("exact search", str(caps["exact"]))
     table.add_row("filter operators", " ".join(caps["filter_operators"]))
