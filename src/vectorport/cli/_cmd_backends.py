@@ -66,7 +66,8 @@ def info(
     layout = data.get("layout")
     if isinstance(layout, dict):
         how = f" (detected: {layout['detected']})" if layout.get("detected") else ""
-        table.add_row("layout", f"{layout.get('name')}, text in {layout.get('text_key')!r}{how}")
+        where = f", text in {layout['text_key']!r}" if layout.get("text_key") else ""
+        table.add_row("layout", f"{layout.get('name')}{where}{how}")
     caps = data["capabilities"]
     table.add_row("exact search", str(caps["exact"]))
     table.add_row("filter operators", " ".join(caps["filter_operators"]))
