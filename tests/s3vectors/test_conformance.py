@@ -23,3 +23,23 @@ class TestS3VectorsConformance(StoreConformance):
             dimension=dim,
             metric=metric,
         )
+
+
+class TestS3VectorsLayoutConformance(StoreConformance):
+    """The whole kit again with the text where each framework keeps it."""
+
+    @pytest.fixture(scope="class", params=["langchain", "llamaindex", "s3vectors-embed-cli"])
+    @classmethod
+    def layout(cls, request: pytest.FixtureRequest) -> str:
+        return str(request.param)
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_factory(cls, endpoint: str, layout: str) -> Callable[[int, str], vectorport.VectorStore]:
+        names = itertools.count()
+        return lambda dim, metric: vectorport.connect(
+            f"s3vectors://conformance/{layout[:5]}-{next(names)}?endpoint_url={endpoint}&write_rate=0"
+            f"&layout={layout}",
+            dimension=dim,
+            metric=metric,
+        )

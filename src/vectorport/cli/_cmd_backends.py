@@ -64,6 +64,11 @@ def info(
     table = Table(title=data["url"], show_header=False)
     for key in ("backend", "collection", "dimension", "metric", "embedding_model", "count"):
         table.add_row(key, str(data.get(key)))
+    layout = data.get("layout")
+    if isinstance(layout, dict):
+        how = f" (detected: {layout['detected']})" if layout.get("detected") else ""
+        where = f", text in {layout['text_key']!r}" if layout.get("text_key") else ""
+        table.add_row("layout", f"{layout.get('name')}{where}{how}")
     caps = data["capabilities"]
     table.add_row("exact search", str(caps["exact"]))
     table.add_row("filter operators", " ".join(caps["filter_operators"]))

@@ -28,6 +28,7 @@ Facts about chromadb 1.5 this module is built around (each checked by a test in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,7 @@ from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
 from ...filters import FilterNode
 from ._client import DATABASE_FILE, close_client, databases_in, embedded_client, resolve
+from ._layout import ChromaLayout, detect, layout_option
 from ._write import NO_TEXT, REQUEST_BYTES, replace, split_text
 from .errors import map_errors
 from .filters import ChromaFilterCompiler, Where
@@ -175,8 +177,11 @@ class ChromaStore(BaseStore[Where]):
         *,
         hnsw: Mapping[str, int | float] | None = None,
         path: str | None = None,
+        layout: ChromaLayout | None = None,
     ) -> None:
         super().__init__(url, collection)
+        self._requested = layout
+        self._layout: ChromaLayout | None = None
         self._client: Any = None
         self._closed = False
         self._path = path
@@ -208,10 +213,35 @@ class ChromaStore(BaseStore[Where]):
     # ----------------------------------------------------------------- construction
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
-        target = resolve(url, options)
+        opts = dict(options)
+        layout = layout_option(opts.pop("layout", None) or url.params.get("layout"))
+        plain = dataclasses.replace(url, params={k: v for k, v in url.params.items() if k != "layout"})
+        target = resolve(plain, opts)
         # An embedded client is made on first use: opening a collection that is not there must
         # not leave a new database behind (a mistyped path, `vectorport migrate --plan`).
-        return cls(url, target.collection, target.client, hnsw=target.hnsw, path=target.path)
+        return cls(url, target.collection, target.client, hnsw=target.hnsw, path=target.path, layout=layout)
+
+    @property
+    def layout(self) -> ChromaLayout:
+        """Where the collection keeps text and metadata: as opened (named or detected), as
+        asked, or vectorport's."""
+        return self._layout or self._requested or ChromaLayout("vectorport")
+
+    def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
+        layout = self.layout
+        if not layout.node:
+            return declared
+        rules = declared.metadata
+        rules = dataclasses.replace(
+            rules,
+            reserved_keys=rules.reserved_keys | layout.reserved_keys,
+            max_keys=(rules.max_keys or 0) - layout.added_keys,
+        )
+        return dataclasses.replace(declared, metadata=rules)
+
+    def _decode(self, meta: dict[str, Any] | None, doc: str | None) -> tuple[dict[str, Any], str | None]:
+        user, text = split_text(meta, doc)
+        return self.layout.decode(user), text
 
     def bind(
         self,
@@ -240,6 +270,7 @@ class ChromaStore(BaseStore[Where]):
         with self._op("info"):
             version = str(self._api().get_version())
             config = dict(coll.configuration_json or {})
+        out["layout"] = self.layout.to_dict()
         out["chroma"] = {
             "mode": "embedded" if self._path is not None else "http",
             "path": self._path,
@@ -303,6 +334,10 @@ class ChromaStore(BaseStore[Where]):
                 f"{self._where} is empty and records no dimension; pass dimension= to adopt it"
             )
         model = meta.get(META_MODEL) or self._foreign_model(config, int(dimension))
+        if self._requested is None:
+            with self._op("describe"):
+                sample = coll.get(limit=20, include=["metadatas"])["metadatas"] or []
+            self._layout = detect(sample)
         return CollectionSpec(self.collection, int(dimension), metric, model)
 
     @staticmethod
@@ -360,6 +395,10 @@ class ChromaStore(BaseStore[Where]):
 
     # ----------------------------------------------------------------- records
     def _write(self, batch: Batch) -> None:
+        if self.layout.node:
+            rows = zip(batch.keys, batch.texts, batch.metadatas, strict=True)
+            metas = [self.layout.encode(key, text, meta) for key, text, meta in rows]
+            batch = dataclasses.replace(batch, metadatas=metas)
         coll = self._collection()
         # A remote server may accept fewer records per call than the local default, and takes
         # request bodies up to a size (replace() cuts requests below it).
@@ -373,8 +412,7 @@ class ChromaStore(BaseStore[Where]):
             res = coll.get(ids=list(keys), include=_fields(include))
         return self._records(res, include)
 
-    @staticmethod
-    def _records(res: Mapping[str, Any], include: frozenset[Include]) -> list[Record]:
+    def _records(self, res: Mapping[str, Any], include: frozenset[Include]) -> list[Record]:
         ids: list[str] = res["ids"]
         vectors = res.get("embeddings") if Include.VECTOR in include else None
         if vectors is not None and ids:
@@ -383,7 +421,7 @@ class ChromaStore(BaseStore[Where]):
         docs = res.get("documents") or [None] * len(ids)
         out = []
         for i, key in enumerate(ids):
-            meta, text = split_text(metas[i], docs[i])
+            meta, text = self._decode(metas[i], docs[i])
             out.append(
                 Record(
                     key,
@@ -429,7 +467,7 @@ class ChromaStore(BaseStore[Where]):
         out = []
         for i, key in enumerate(ids):
             d = float(convert(float(dists[i])))
-            meta, text = split_text(metas[i], docs[i])
+            meta, text = self._decode(metas[i], docs[i])
             out.append(
                 Match(
                     key,

@@ -9,8 +9,11 @@ Exact by construction, or refused (``UnsupportedFilterError``) before any reques
   which is exact whichever way the service decides.
 * ``$not`` is pushed down (De Morgan, operator duals); a negated range operator has no exact
   S3 form (it would have to match non-numeric values) and is refused.
-* Filtering on the chunk-text key (non-filterable) and integers beyond ±2**53 (S3 numbers are
-  doubles) are refused.
+* Filtering on a non-filterable key (the layout's text field, or any the index declares) and
+  integers beyond ±2**53 (S3 numbers are doubles) are refused.
+* Several keys in one portable filter are sent as an explicit ``$and``: the AWS guide's grammar
+  has one key per filter object (several operators on one key are fine), and the service
+  answers ``Invalid query filter`` to ``{"a": 1, "b": 2}``.
 * A compiled filter may use at most 100 filter constraints, AWS's limit on ENHANCED indexes
   (the default for buckets created since 2026-09-30), each value evaluated counting as one:
   larger filters are refused before the request rather than failing on the service.
@@ -18,6 +21,7 @@ Exact by construction, or refused (``UnsupportedFilterError``) before any reques
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 from ...filters import And, Compare, Exists, FilterCompiler, FilterNode, In, Not, Or, push_not_down
@@ -47,8 +51,8 @@ class S3FilterCompiler(FilterCompiler[S3Filter]):
 
     backend: ClassVar[str] = "s3vectors"
 
-    def __init__(self, text_key: str) -> None:
-        self.text_key = text_key
+    def __init__(self, non_filterable: Collection[str]) -> None:
+        self.non_filterable = frozenset(non_filterable)
 
     def compile_query(self, node: FilterNode) -> S3Filter:
         """The ``filter`` of a ``QueryVectors`` request, within the constraint limit."""
@@ -63,8 +67,10 @@ class S3FilterCompiler(FilterCompiler[S3Filter]):
         return doc
 
     def _field(self, node: Compare | In | Exists) -> str:
-        if node.field == self.text_key:
-            self.unsupported(node, f"{node.field!r} holds the chunk text, a non-filterable key")
+        if node.field in self.non_filterable:
+            self.unsupported(
+                node, f"{node.field!r} is a non-filterable key of this index (it holds the text)"
+            )
         return node.field
 
     def _value(self, node: FilterNode, value: Any) -> Any:

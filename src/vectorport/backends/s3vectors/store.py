@@ -10,11 +10,10 @@ import contextlib
 import functools
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, ClassVar, Self
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -34,15 +33,19 @@ from ..._retry import RetryPolicy
 from ..._segments import segment_of
 from ..._suggest import what_exists
 from ..._url import StoreURL
-from ..._validate import Batch
+from ..._validate import Batch, validate_records
 from ...exceptions import (
     ConfigurationError,
     ConflictError,
     NotFoundError,
+    Problem,
     UnsupportedFeatureError,
+    ValidationError,
     VectorportError,
 )
 from ...filters import FilterNode
+from ._client import boto_client, check_names, snake, supabase_client
+from ._layout import BucketLayout, detect, layout_option, preset
 from ._ratelimit import WriteRateLimiter, limiter_for
 from ._wire import EncodedVectors, encode_put_body, install
 from .errors import map_errors
@@ -53,16 +56,20 @@ __all__ = ["TEXT_KEY", "S3VectorsStore"]
 log = logging.getLogger("vectorport")
 
 TEXT_KEY = "vectorport_text"
-"""Metadata key holding the chunk text, declared non-filterable when vectorport creates an index."""
+"""Metadata key holding the chunk text in vectorport's own layout, declared non-filterable when
+vectorport creates an index."""
 EMBEDDING_TAG = "vectorport:embedding-model"
 SUPABASE_PATH = "/storage/v1/vector"
 SUPABASE_KEY_ENV = ("SUPABASE_SERVICE_ROLE_KEY", "SUPABASE_SERVICE_KEY", "SUPABASE_KEY")
 _NATIVE_SEGMENTS = 16  # ListVectors segmentCount maximum
-_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 # AWS counts filterable (2 KB) and total (40 KB) metadata per vector. vectorport measures
 # JSON bytes, which is never less than the service's count, except for the text key's own
 # name; 64 bytes of the total are kept back for it.
 _TEXT_KEY_RESERVE = 64
+# LlamaIndex's layout holds the metadata twice (beside the node and inside it) plus the node's
+# fields: 2 KB (filterable metadata at most) and 1 KB are kept back for the copy and the fields.
+_NODE_RESERVE = 2 * 1024 + 1024
+_SAMPLE = 20  # vectors read to detect an index's layout
 
 
 def _flag(value: Any) -> bool:
@@ -74,7 +81,9 @@ def _flag(value: Any) -> bool:
 class S3VectorsStore(BaseStore[dict[str, Any]]):
     """Amazon S3 Vectors / Supabase Vector Buckets. One vectorport collection is one index.
 
-    The chunk text is stored under the metadata key ``vectorport_text``, declared
+    The chunk text is stored in the metadata as the index's layout says (``layout=``:
+    ``vectorport``, ``langchain``, ``llamaindex``, ``s3vectors-embed-cli``, or ``text_key=KEY``;
+    detected from the index when not given, see ``_layout``), its text field declared
     non-filterable at index creation. Writes are paced per index (2,500 vectors/s by
     default), throttling (429/503) is retried with exponential backoff and jitter, ``scan``
     segments map to ``ListVectors`` segments and ``count`` lists keys over 16 segments in
@@ -83,7 +92,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
     Options (keyword or URL query): ``region``, ``endpoint_url``, ``profile``, ``write_rate``
     (vectors/s, 0 = unpaced), ``workers`` (threads for count), ``max_attempts`` (botocore
     attempts per call before vectorport's own retry), ``key`` (Supabase service-role key),
-    ``client`` (a ready boto3 ``s3vectors`` client).
+    ``client`` (a ready boto3 ``s3vectors`` client), ``layout``, ``text_key``.
     """
 
     name: ClassVar[str] = "s3vectors"
@@ -125,13 +134,16 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         write_rate: float = 2500.0,
         workers: int = 8,
         retry: RetryPolicy | None = None,
+        layout: BucketLayout | None = None,
     ) -> None:
         super().__init__(url, index, retry=retry)
         self.bucket = bucket
         self.index = index
         self.client = client
         self.workers = max(1, workers)
-        self.text_key = TEXT_KEY
+        self._requested = layout
+        self._layout: BucketLayout | None = None
+        self._non_filterable: frozenset[str] = frozenset()
         self.limiter: WriteRateLimiter | None = (
             limiter_for(endpoint, bucket, index, write_rate) if write_rate > 0 else None
         )
@@ -152,7 +164,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             raise ConfigurationError(
                 f"expected s3vectors://BUCKET/INDEX[?region=…&endpoint_url=…], got {url.masked!r}"
             )
-        _check_names(url, bucket, index)
+        check_names(url, bucket, index)
         endpoint = opts.pop("endpoint_url", None)
         region = opts.pop("region", None)
         profile = opts.pop("profile", None)
@@ -160,7 +172,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         max_attempts = int(opts.pop("max_attempts", 2))
         store_opts = cls._store_options(opts)
         if client is None:
-            client = _boto_client(endpoint, region, profile, max_attempts, store_opts["workers"])
+            client = boto_client(endpoint, region, profile, max_attempts, store_opts["workers"])
         return cls(url, bucket, index, client, endpoint=endpoint or "aws", **store_opts)
 
     @classmethod
@@ -171,7 +183,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
                 f"expected supabase://PROJECT_REF.supabase.co/BUCKET/INDEX[?key=…], got {url.masked!r}"
             )
         bucket, index = parts
-        _check_names(url, bucket, index)
+        check_names(url, bucket, index)
         key = opts.pop("key", None) or next(
             (os.environ[v] for v in SUPABASE_KEY_ENV if os.environ.get(v)), None
         )
@@ -187,7 +199,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         opts.pop("region", None)
         store_opts = cls._store_options(opts)
         if client is None:
-            client = _supabase_client(endpoint, key, max_attempts, store_opts["workers"])
+            client = supabase_client(endpoint, key, max_attempts, store_opts["workers"])
         return cls(url, bucket, index, client, endpoint=endpoint, **store_opts)
 
     @staticmethod
@@ -195,6 +207,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         out: dict[str, Any] = {
             "write_rate": float(opts.pop("write_rate", 2500.0)),
             "workers": int(opts.pop("workers", 8)),
+            "layout": layout_option(opts.pop("layout", None), opts.pop("text_key", None)),
         }
         retry = opts.pop("retry", None)
         if retry is not None:
@@ -213,21 +226,39 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
 
     # ----------------------------------------------------------------- helpers
     def _call(self, operation: str, **params: Any) -> Any:
-        method = getattr(self.client, _snake(operation))
+        method = getattr(self.client, snake(operation))
         with map_errors(self._where, operation):
             return method(**params)
 
     def _ids(self) -> dict[str, str]:
         return {"vectorBucketName": self.bucket, "indexName": self.index}
 
+    @property
+    def layout(self) -> BucketLayout:
+        """Where the index keeps the text: as opened (named or detected), as asked, or vectorport's."""
+        return self._layout or self._requested or preset("vectorport")
+
+    @property
+    def text_key(self) -> str:
+        """The metadata key of the text (for ``llamaindex``, of the node that holds it)."""
+        return self.layout.text_key
+
+    def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
+        layout = self.layout
+        rules = declared.metadata
+        rules = replace(
+            rules,
+            reserved_keys=layout.reserved_keys,
+            max_keys=50 - layout.added_keys,
+            max_total_bytes=(rules.max_total_bytes or 0) - (_NODE_RESERVE if layout.node else 0),
+        )
+        return replace(declared, metadata=rules)
+
     def _split(
         self, meta: dict[str, Any] | None, include: frozenset[Include]
     ) -> tuple[dict[str, Any], str | None]:
-        meta = dict(meta or {})
-        text = meta.pop(self.text_key, None)
-        return (meta if Include.METADATA in include else {}), (
-            text if Include.TEXT in include and isinstance(text, str) else None
-        )
+        text, user = self.layout.decode(meta or {})
+        return (user if Include.METADATA in include else {}), (text if Include.TEXT in include else None)
 
     # ----------------------------------------------------------------- collections
     def _describe_collection(self) -> CollectionSpec | None:
@@ -235,13 +266,14 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             index = self._call("GetIndex", **self._ids())["index"]
         except NotFoundError:
             return None
-        keys = (index.get("metadataConfiguration") or {}).get("nonFilterableMetadataKeys") or []
-        if self.text_key not in keys:
-            log.warning(
-                "%s: %r is not a non-filterable key of this index; chunk text counts against the "
-                "2 KB filterable metadata limit",
+        keys = list((index.get("metadataConfiguration") or {}).get("nonFilterableMetadataKeys") or [])
+        self._non_filterable = frozenset(keys)
+        self._layout = self._requested or self._detect(keys)
+        if self._layout.text_key not in self._non_filterable:
+            log.info(
+                "%s: %r is not a non-filterable key of this index; texts over 2 KB cannot be written",
                 self._where,
-                self.text_key,
+                self._layout.text_key,
             )
         return CollectionSpec(
             self.index,
@@ -249,6 +281,19 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             Metric.parse(index["distanceMetric"]),
             self._embedding_model(index.get("indexArn")),
         )
+
+    def _detect(self, non_filterable: list[str]) -> BucketLayout:
+        page = self.retry.call(
+            functools.partial(
+                self._call, "ListVectors", **self._ids(), maxResults=_SAMPLE, returnMetadata=True
+            ),
+            "detect layout",
+        )
+        samples = [item.get("metadata") or {} for item in page.get("vectors", [])]
+        layout, warning = detect(non_filterable, samples)
+        if warning:
+            log.warning("%s: %s", self._where, warning)
+        return layout
 
     def _embedding_model(self, arn: str | None) -> str | None:
         if not arn:
@@ -268,7 +313,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             "dataType": "float32",
             "dimension": spec.dimension,
             "distanceMetric": spec.metric.value,
-            "metadataConfiguration": {"nonFilterableMetadataKeys": [self.text_key]},
+            "metadataConfiguration": {"nonFilterableMetadataKeys": list(self.layout.non_filterable)},
         }
         if spec.embedding_model:
             params["tags"] = {EMBEDDING_TAG: spec.embedding_model}
@@ -278,6 +323,9 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             existing = self._describe_collection()
             if existing is None or (existing.dimension, existing.metric) != (spec.dimension, spec.metric):
                 raise
+            return
+        self._layout = self.layout
+        self._non_filterable = frozenset(self._layout.non_filterable)
 
     def _not_found(self) -> NotFoundError:
         """A missing bucket is named as such (not as a missing index), with the buckets there."""
@@ -335,18 +383,45 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
                 return sorted(names)
 
     # ----------------------------------------------------------------- records
+    def upsert(self, records: Any, *, batch_size: int | None = None) -> int:
+        # Overridden because what the layout writes (LlamaIndex's node JSON, a text key the
+        # index declares filterable) is only measurable encoded: every record is encoded and
+        # checked before the first write, so a bad record never leaves half an upsert behind.
+        batch = validate_records(records, self.spec, self.capabilities, self.name)
+        metas = self._encode(batch)
+        size = self._batch_size(batch_size, self.capabilities.max_write_batch)
+        for start in range(0, len(batch), size):
+            chunk, encoded = batch[start : start + size], metas[start : start + size]
+            self.retry.call(lambda c=chunk, m=encoded: self._put(c, m), f"{self.name}: upsert")  # type: ignore[misc]
+        return len(batch)
+
+    def _encode(self, batch: Batch) -> list[dict[str, Any]]:
+        layout, problems = self.layout, []
+        metas = []
+        for i, (key, meta, text) in enumerate(zip(batch.keys, batch.metadatas, batch.texts, strict=True)):
+            encoded = layout.encode(key, text, meta)
+            for path, message in layout.size_problems(encoded, self._non_filterable):
+                problems.append(Problem(key, path, message, i))
+            metas.append(encoded)
+        if problems:
+            raise ValidationError(problems, backend=self.name, hint=f"the index's layout is {layout}")
+        return metas
+
+    def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
+        """What keeps one record from being written in this index's layout, as ``(path,
+        message)`` (what the migration plan reports beside the capabilities' checks)."""
+        return self.layout.size_problems(self.layout.encode(key, text, metadata), self._non_filterable)
+
     def _write(self, batch: Batch) -> None:
+        self._put(batch, self._encode(batch))
+
+    def _put(self, batch: Batch, metas: Sequence[dict[str, Any]]) -> None:
         vectors: list[dict[str, Any]] = []
-        metas: list[dict[str, Any] | None] = []
-        for key, row, meta, text in zip(
-            batch.keys, batch.vectors.tolist(), batch.metadatas, batch.texts, strict=True
-        ):
+        for key, row, full in zip(batch.keys, batch.vectors.tolist(), metas, strict=True):
             item: dict[str, Any] = {"key": key, "data": {"float32": row}}
-            full = meta if text is None else {**meta, self.text_key: text}
             if full:
                 item["metadata"] = full
             vectors.append(item)
-            metas.append(full)
         if self._fast_puts:
             body = encode_put_body(self._ids(), batch.keys, batch.vectors, metas)
             vectors = EncodedVectors(vectors, body)
@@ -376,7 +451,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         self._call("DeleteVectors", **self._ids(), keys=list(keys))
 
     def _compile_filter(self, where: FilterNode) -> dict[str, Any]:
-        return S3FilterCompiler(self.text_key).compile_query(where)
+        return S3FilterCompiler(self._non_filterable | self.layout.reserved_keys).compile_query(where)
 
     def _search(
         self,
@@ -472,79 +547,14 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         with ThreadPoolExecutor(max_workers=min(self.workers, segments)) as pool:
             return sum(pool.map(count_segment, range(segments)))
 
+    def info(self) -> dict[str, Any]:
+        """The base description plus the index's layout and non-filterable keys."""
+        out = super().info()
+        out["layout"] = self.layout.to_dict()
+        out["s3vectors"] = {"non_filterable_keys": sorted(self._non_filterable)}
+        return out
+
     def close(self) -> None:
         closer = getattr(self.client, "close", None)
         if callable(closer):
             closer()
-
-
-_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
-_INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-
-
-def _check_names(url: StoreURL, bucket: str, index: str) -> None:
-    if not _BUCKET_NAME.fullmatch(bucket):
-        raise ConfigurationError(
-            f"{url.masked}: vector bucket names are 3-63 lowercase letters, digits and hyphens, beginning "
-            f"and ending with a letter or digit; {bucket!r} is not one"
-        )
-    if not _INDEX_NAME.fullmatch(index):
-        raise ConfigurationError(
-            f"{url.masked}: index names are 3-63 lowercase letters, digits, hyphens and dots, beginning "
-            f"and ending with a letter or digit; {index!r} is not one"
-        )
-
-
-def _snake(operation: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_")
-
-
-def _boto_config(max_attempts: int, workers: int, **extra: Any) -> Any:
-    from botocore.config import Config
-
-    return Config(
-        retries={"mode": "standard", "total_max_attempts": max(1, max_attempts)},
-        max_pool_connections=max(10, workers * 2),
-        connect_timeout=10,
-        read_timeout=120,
-        **extra,
-    )
-
-
-def _boto_client(
-    endpoint: str | None, region: str | None, profile: str | None, max_attempts: int, workers: int
-) -> Any:
-    import boto3
-
-    session = boto3.session.Session(profile_name=profile, region_name=region)
-    kwargs: dict[str, Any] = {"config": _boto_config(max_attempts, workers)}
-    if endpoint:
-        kwargs["endpoint_url"] = endpoint
-        if (urlsplit(endpoint).hostname or "") in _LOCAL_HOSTS and session.get_credentials() is None:
-            # The local server does not check signatures; spare users inventing credentials.
-            kwargs.update(aws_access_key_id="vectorport", aws_secret_access_key="vectorport")
-    if session.region_name is None:
-        kwargs["region_name"] = "us-east-1"
-    with map_errors("s3vectors", "client setup"):
-        return session.client("s3vectors", **kwargs)
-
-
-def _supabase_client(endpoint: str, key: str, max_attempts: int, workers: int) -> Any:
-    """A boto3 ``s3vectors`` client aimed at ``…/storage/v1/vector`` that sends the
-    service-role key as a Bearer token instead of a SigV4 signature."""
-    import boto3
-    from botocore import UNSIGNED
-
-    client = boto3.session.Session().client(
-        "s3vectors",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        config=_boto_config(max_attempts, workers, signature_version=UNSIGNED),
-    )
-
-    def add_auth(request: Any, **_: Any) -> None:
-        request.headers["Authorization"] = f"Bearer {key}"
-        request.headers["apikey"] = key
-
-    client.meta.events.register("before-sign.s3vectors", add_auth)
-    return client

@@ -1,0 +1,87 @@
+"""Building the boto3 ``s3vectors`` client (AWS or a local server) and Supabase's variant, and
+checking bucket and index names."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..._url import StoreURL
+from ...exceptions import ConfigurationError
+from .errors import map_errors
+
+__all__ = ["BUCKET_NAME", "INDEX_NAME", "boto_client", "check_names", "snake", "supabase_client"]
+
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+
+BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def check_names(url: StoreURL, bucket: str, index: str) -> None:
+    if not BUCKET_NAME.fullmatch(bucket):
+        raise ConfigurationError(
+            f"{url.masked}: vector bucket names are 3-63 lowercase letters, digits and hyphens, beginning "
+            f"and ending with a letter or digit; {bucket!r} is not one"
+        )
+    if not INDEX_NAME.fullmatch(index):
+        raise ConfigurationError(
+            f"{url.masked}: index names are 3-63 lowercase letters, digits, hyphens and dots, beginning "
+            f"and ending with a letter or digit; {index!r} is not one"
+        )
+
+
+def snake(operation: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_")
+
+
+def _boto_config(max_attempts: int, workers: int, **extra: Any) -> Any:
+    from botocore.config import Config
+
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": max(1, max_attempts)},
+        max_pool_connections=max(10, workers * 2),
+        connect_timeout=10,
+        read_timeout=120,
+        **extra,
+    )
+
+
+def boto_client(
+    endpoint: str | None, region: str | None, profile: str | None, max_attempts: int, workers: int
+) -> Any:
+    import boto3
+
+    session = boto3.session.Session(profile_name=profile, region_name=region)
+    kwargs: dict[str, Any] = {"config": _boto_config(max_attempts, workers)}
+    if endpoint:
+        kwargs["endpoint_url"] = endpoint
+        if (urlsplit(endpoint).hostname or "") in _LOCAL_HOSTS and session.get_credentials() is None:
+            # The local server does not check signatures; spare users inventing credentials.
+            kwargs.update(aws_access_key_id="vectorport", aws_secret_access_key="vectorport")
+    if session.region_name is None:
+        kwargs["region_name"] = "us-east-1"
+    with map_errors("s3vectors", "client setup"):
+        return session.client("s3vectors", **kwargs)
+
+
+def supabase_client(endpoint: str, key: str, max_attempts: int, workers: int) -> Any:
+    """A boto3 ``s3vectors`` client aimed at ``…/storage/v1/vector`` that sends the
+    service-role key as a Bearer token instead of a SigV4 signature."""
+    import boto3
+    from botocore import UNSIGNED
+
+    client = boto3.session.Session().client(
+        "s3vectors",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        config=_boto_config(max_attempts, workers, signature_version=UNSIGNED),
+    )
+
+    def add_auth(request: Any, **_: Any) -> None:
+        request.headers["Authorization"] = f"Bearer {key}"
+        request.headers["apikey"] = key
+
+    client.meta.events.register("before-sign.s3vectors", add_auth)
+    return client
