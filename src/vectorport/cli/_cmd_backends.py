@@ -64,25 +64,22 @@ def info(
     table = Table(title=data["url"], show_header=False)
     for key in ("backend", "collection", "dimension", "metric", "embedding_model", "count"):
         table.add_row(key, str(data.get(key)))
-    layout = data.get("layout")
-    if isinstance(layout, dict):
-        how = f" (detected: {layout['detected']})" if layout.get("detected") else ""
-        where = f", text in {layout['text_key']!r}" if layout.get("text_key") else ""
-        table.add_row("layout", f"{layout.get('name')}{where}{how}")
     caps = data["capabilities"]
     table.add_row("exact search", str(caps["exact"]))
     table.add_row("filter operators", " ".join(caps["filter_operators"]))
     table.add_row("features", " ".join(caps["features"]) or "-")
     layout = data.get("layout")
     if isinstance(layout, dict):  # a store that reads other tools' layouts says which it found
-        table.add_row("layout", str(layout.get("name")))
+        how = f" (detected: {layout['detected']})" if layout.get("detected") else ""
+        where = f", text in {layout['text_key']!r}" if layout.get("text_key") else ""
+        table.add_row("layout", f"{layout.get('name')}{where}{how}")
         for role, where in (layout.get("roles") or {}).items():
             table.add_row(
                 f"  {role}", json.dumps(where, ensure_ascii=False) if isinstance(where, dict) else str(where)
             )
-        writable = layout.get("writable")
-        reason = layout.get("read_only_reason")
-        table.add_row("writable", "yes" if writable else f"no: {reason}" if reason else "no")
+        if "writable" in layout:
+            reason = layout.get("read_only_reason")
+            table.add_row("writable", "yes" if layout["writable"] else f"no: {reason}" if reason else "no")
         if layout.get("url"):
             table.add_row("url to use", str(layout["url"]))
     out_console.print(table)
