@@ -475,7 +475,7 @@ def test_bad_tables_are_named_before_any_read(pg_url: Callable[..., str], admin:
 
 
 def test_cli_info_names_the_layout_and_migrate_copies_it(
-    pg_url: Callable[..., str], admin: Any, name: str
+    pg_url: Callable[..., str], admin: Any, name: str, tmp_path: Any
 ) -> None:
     from typer.testing import CliRunner
 
@@ -491,7 +491,7 @@ def test_cli_info_names_the_layout_and_migrate_copies_it(
     assert out.exit_code != 0
     target = pg_url(f"{name}_copy")
     try:
-        out = CliRunner().invoke(app, ["migrate", source, target, "--checkpoint", f"/tmp/{name}.ckpt"])
+        out = CliRunner().invoke(app, ["migrate", source, target, "--checkpoint", str(tmp_path / "ckpt")])
         assert out.exit_code == 0, out.output
         copied = dict(admin.execute(f"SELECT key, text FROM {name}_copy").fetchall())
         assert copied == {k: t for k, _, t, _ in data["docs"]}
