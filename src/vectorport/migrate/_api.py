@@ -21,7 +21,7 @@ from ._run import copy_records
 from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, verify_stores
 
-__all__ = ["default_checkpoint", "migrate", "parse_shard", "plan", "verify"]
+__all__ = ["default_checkpoint", "migrate", "parse_shard", "plan", "state_dir", "verify"]
 
 log = logging.getLogger("vectorport.migrate")
 
@@ -313,7 +313,7 @@ def _finish(
             total_hint=report.plan.records if report.plan else None,
         )
         report.timings["verify"] = time.monotonic() - t0
-        report.status = "verified" if report.verification.ok else "differences"
+        report.status = report.verification.status
         if ck is not None:
             ck.verified = report.verification.ok
             ck.save()
@@ -407,8 +407,14 @@ def default_checkpoint(source: str, target: str) -> Path:
     suffix of :func:`shard_path`)."""
     import hashlib
 
+    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
+    return state_dir() / "migrations" / f"{digest}.json"
+
+
+def state_dir() -> Path:
+    """``$VECTORPORT_STATE_DIR``, else ``$XDG_STATE_HOME/vectorport``, else
+    ``~/.local/state/vectorport``: where the CLI keeps checkpoints and sync states."""
     base = os.environ.get("VECTORPORT_STATE_DIR") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "vectorport"
     )
-    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
-    return Path(base) / "migrations" / f"{digest}.json"
+    return Path(base)
