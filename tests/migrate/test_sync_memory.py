@@ -185,3 +185,25 @@ def test_cli_every_needs_a_duration(pair: tuple[str, str, Path]) -> None:
     src, dst, state = pair
     res = runner.invoke(app, ["sync", src, dst, "--state", str(state), "--every", "soon"])
     assert res.exit_code == 2 and "30s, 10m or 2h" in res.output
+
+
+def test_migrate_on_a_finished_checkpoint_points_at_sync(pair: tuple[str, str, Path], tmp_path: Path) -> None:
+    src, dst, _ = pair
+    ck = tmp_path / "ck.json"
+    assert vectorport.migrate(src, dst, checkpoint=ck).status == "verified"
+    again = vectorport.migrate(src, dst, checkpoint=ck)
+    assert again.already_complete and again.status == "verified" and again.notes == []
+    vectorport.connect(src).upsert(_records(10, start=7000))
+    res = runner.invoke(app, ["migrate", src, dst, "--checkpoint", str(ck)])
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.stdout.split())
+    assert "the source changed since this migration finished" in text
+    assert "10 missing in the target" in text
+    assert f"vectorport sync {src} {dst}" in text
+    # without verification the record count tells
+    res = runner.invoke(app, ["migrate", src, dst, "--checkpoint", str(ck), "--no-verify", "--json"])
+    assert res.exit_code == 0, res.output
+    (note,) = json.loads(res.stdout)["notes"]
+    assert "it holds 1010 records, 1000 when the migration finished" in note and "vectorport sync" in note
+    # and sync does what the note says
+    assert sync(src, dst, state=tmp_path / "st.sqlite").sync.written == 10

@@ -164,6 +164,8 @@ def _print_report(report: MigrationReport) -> None:
         )
     if report.verification is not None:
         _print_verification(report.verification)
+    for note in report.notes:
+        out_console.print(f"note: {note}", highlight=False, markup=False)
     if report.checkpoint:
         out_console.print(f"checkpoint: {report.checkpoint}", highlight=False, markup=False)
     out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")

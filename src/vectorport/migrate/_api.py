@@ -11,6 +11,7 @@ from typing import Any
 
 from .._embedder import Embedder
 from .._retry import RetryPolicy
+from .._url import mask_url
 from ..exceptions import ConfigurationError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
@@ -317,8 +318,43 @@ def _finish(
         if ck is not None:
             ck.verified = report.verification.ok
             ck.save()
+    if not copied:
+        _source_changed(report, src, dst, ck)
+    elif ck is not None and ck.complete:
+        ck.source_count = _count_or_none(src.store)
+        ck.save()
     report.timings["total"] = time.monotonic() - started
     return report
+
+
+def _count_or_none(store: Any) -> int | None:
+    try:
+        return int(store.count())
+    except Exception:  # only for the "source changed since" hint
+        return None
+
+
+def _source_changed(report: MigrationReport, src: Endpoint, dst: Endpoint, ck: Checkpoint | None) -> None:
+    """A finished migration run again: when the source changed since, say so and name ``sync``
+    (``migrate`` does not copy a finished migration again)."""
+    v = report.verification
+    if v is not None:
+        if v.data_equal:
+            return
+        changed = v.vectors.total + v.metadata.total + v.text.total
+        what = f"{v.missing.total} missing in the target, {v.extra.total} extra, {changed} changed"
+    else:
+        now = _count_or_none(src.store)
+        if ck is None or ck.source_count is None or now is None or now == ck.source_count:
+            return
+        what = f"it holds {now} records, {ck.source_count} when the migration finished"
+    where = f" (checkpoint {ck.path})" if ck is not None else ""
+    src_url, dst_url = (mask_url(e.url_string) if e.url_string else e.label for e in (src, dst))
+    report.notes.append(
+        f"the source changed since this migration finished{where}: {what}. migrate does not copy a "
+        f"finished migration again; to bring the target up to date run: vectorport sync {src_url} "
+        f"{dst_url} (add --delete to delete the records gone from the source)"
+    )
 
 
 def plan(

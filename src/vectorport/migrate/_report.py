@@ -90,6 +90,9 @@ class MigrationReport:
     """The checkpoint said this migration had finished: nothing was copied, only verified."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent in ``plan``, ``copy``, ``verify`` and ``total``."""
+    notes: list[str] = field(default_factory=list)
+    """What the operator should know and do (e.g. the source changed after the migration
+    finished: run ``sync``)."""
 
     @property
     def exit_code(self) -> ExitCode:
@@ -119,6 +122,7 @@ class MigrationReport:
             "plan": self.plan.to_dict() if self.plan else None,
             "copy": self.copy.to_dict() if self.copy else None,
             "verification": self.verification.to_dict() if self.verification else None,
+            "notes": list(self.notes),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
