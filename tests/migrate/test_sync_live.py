@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -20,7 +22,7 @@ import pytest
 
 import vectorport
 from vectorport import Record
-from vectorport.migrate import sync
+from vectorport.migrate import Checkpoint, sync
 from vectorport.migrate._sync import committed
 
 from ._raw import raw_metadata
@@ -214,3 +216,65 @@ def test_sigkill_during_sync_at_random_points_then_resume(
     _assert_equal(source, target)
     check = vectorport.verify(source, target, sample_queries=0)
     assert check.duplicates == 0 and check.target_count == n + 300 - 200
+
+
+def _interrupt_when(cmd: list[str], ready: Callable[[], bool]) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline and not ready():
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _resume_line(stderr: str) -> list[str]:
+    (line,) = [ln for ln in stderr.splitlines() if ln.startswith("resume: ")]
+    words = shlex.split(line.removeprefix("resume: "))
+    assert words[0] == "vectorport"
+    return _cli(*words[1:])
+
+
+@pytest.mark.pgvector
+@pytest.mark.s3vectors
+def test_ctrl_c_says_what_was_committed_and_how_to_resume(
+    url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    n = 3000
+    source = url_for("pgvector")
+    _load(source, n)
+    # migrate, interrupted mid-copy
+    target = url_for("s3vectors", write_rate=1000)
+    ck = tmp_path / "ck.json"
+    cmd = _cli("migrate", source, target, "--checkpoint", str(ck), "--batch-size", "100", "--no-progress")
+
+    def copied() -> bool:
+        saved = Checkpoint.load(ck) if ck.exists() else None
+        return saved is not None and saved.copied >= 500
+
+    res = _interrupt_when(cmd, copied)
+    assert res.returncode == 130, res.stderr
+    saved = Checkpoint.load(ck)
+    assert saved is not None and not saved.complete
+    assert f"interrupted: {saved.copied:,} records committed" in res.stderr
+    assert f"checkpoint: {ck}" in res.stderr
+    again = subprocess.run(_resume_line(res.stderr), env=_env(), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"resumed after {saved.copied}" in again.stdout and "status: verified" in again.stdout
+    # sync, interrupted mid-pass
+    target = url_for("s3vectors", write_rate=1000)
+    state = tmp_path / "state.sqlite"
+    cmd = _cli("sync", source, target, "--state", str(state), "--batch-size", "100", "--no-progress")
+
+    def written() -> bool:
+        running = committed(state) if state.exists() else None
+        return running is not None and int(running.get("committed_written", 0)) >= 500
+
+    res = _interrupt_when(cmd, written)
+    assert res.returncode == 130, res.stderr
+    assert "interrupted: committed" in res.stderr and f"state: {state}" in res.stderr
+    again = subprocess.run(_resume_line(res.stderr), env=_env(), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "continued the pass" in again.stdout
+    _assert_equal(source, target)

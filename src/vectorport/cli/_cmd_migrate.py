@@ -14,6 +14,7 @@ Exit codes (both commands; ``verify`` never returns 4), from :class:`vectorport.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,8 +23,10 @@ import typer
 from rich.table import Table
 
 from .._exit import ExitCode
+from .._url import mask_url
 from ..exceptions import UnsupportedFeatureError, VectorportError
 from ..migrate import (
+    Checkpoint,
     MetadataPolicy,
     MigrationPlan,
     MigrationReport,
@@ -31,13 +34,46 @@ from ..migrate import (
     VerifyReport,
     default_checkpoint,
     parse_shard,
+    shard_path,
 )
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
-from ._common import JsonOption, emit_json, out_console, print_error
+from ._common import JsonOption, emit_json, err_console, out_console, print_error
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
+
+
+def resume_command(argv: list[str], extra: list[tuple[str, str | None]]) -> str:
+    """The command line that continues an interrupted run: this one (URL passwords masked),
+    plus each ``(option, value)`` of ``extra`` whose option it lacks (``value`` ``None``: a flag)."""
+    words = ["vectorport", *(mask_url(a) if "://" in a else a for a in argv)]
+    for option, value in extra:
+        if not any(a == option or a.startswith(option + "=") for a in argv):
+            words += [option] if value is None else [option, value]
+    return shlex.join(words)
+
+
+def _interrupted(path: Path) -> None:
+    """After Ctrl-C: what the checkpoint holds, where it is, and the command that resumes."""
+    try:
+        ck = Checkpoint.load(path)
+    except VectorportError:
+        ck = None
+    if ck is None:
+        err_console.print("interrupted before anything was copied", highlight=False, markup=False)
+        return
+    if ck.complete:
+        what = f"all {ck.copied:,} records copied and the target complete; verification was cut short"
+    elif ck.scanned:
+        what = f"all {ck.copied:,} records copied; the target's index build was cut short"
+    else:
+        what = f"{ck.copied:,} records committed"
+    err_console.print(f"interrupted: {what}", highlight=False, markup=False)
+    err_console.print(f"checkpoint: {path}", highlight=False, markup=False, soft_wrap=True)
+    extra = [("--checkpoint", str(path)), ("--resume", None)]
+    command = resume_command(sys.argv[1:], extra)
+    err_console.print(f"resume: {command}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _fail(exc: BaseException, code: ExitCode) -> typer.Exit:
@@ -157,11 +193,16 @@ def _print_report(report: MigrationReport) -> None:
     if report.copy is not None:
         c = report.copy
         resumed = f", resumed after {c.resumed_from}" if c.resumed_cursor is not None else ""
+        index = f"; index build {c.index_seconds:.1f}s" if c.index_seconds >= 0.05 else ""
         out_console.print(
             f"copied {c.records} records in {c.seconds:.1f}s ({c.rate:,.0f} rec/s, {c.batches} batches, "
-            f"{c.retries} retries{resumed})",
+            f"{c.retries} retries{resumed}){index}",
             highlight=False,
         )
+    if report.timings:
+        t = report.timings
+        parts = [f"{name} {t[name]:.1f}s" for name in ("plan", "copy", "index", "verify") if name in t]
+        out_console.print(f"time: {', '.join(parts)}; total {t.get('total', 0.0):.1f}s", highlight=False)
     if report.verification is not None:
         _print_verification(report.verification)
     for note in report.notes:
@@ -243,6 +284,8 @@ def migrate(
     folder named by the environment variable VECTORPORT_STATE_DIR (default: ~/.local/state/vectorport);
     --resume continues from it.
     """
+    ck: Path | None = None
+    segment = (0, 1)
     try:
         segment = parse_shard(shard)
         ck = checkpoint
@@ -264,6 +307,10 @@ def migrate(
             sample_queries=queries,
             progress=sys.stderr.isatty() if progress is None else progress,
         )
+    except KeyboardInterrupt:
+        if ck is not None:
+            _interrupted(shard_path(ck, segment))
+        raise typer.Exit(130) from None
     except PlanRefusedError as exc:
         refused = exc.report if isinstance(exc.report, MigrationReport) else None
         data = refused.to_dict() if refused else {"status": "refused", "plan": exc.plan.to_dict()}

@@ -17,7 +17,6 @@ that fails is reported and the next one runs on time. The exit code is the last 
 from __future__ import annotations
 
 import re
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -26,12 +25,11 @@ from typing import Annotated
 import typer
 
 from .._exit import ExitCode
-from .._url import mask_url
 from ..exceptions import ConfigurationError, VectorportError
 from ..migrate import MetadataPolicy, SyncReport, default_state
 from ..migrate import sync as run_sync
 from ..migrate._sync import committed
-from ._cmd_migrate import SHOWN, _print_verification, _write_report
+from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
 from ._common import JsonOption, emit_json, err_console, out_console, print_error
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -43,14 +41,6 @@ def parse_every(value: str) -> float:
     if not match or float(match.group(1)) <= 0:
         raise typer.BadParameter(f"--every takes a duration such as 30s, 10m or 2h, got {value!r}")
     return max(1.0, float(match.group(1)) * _UNITS[match.group(2) or "s"])
-
-
-def resume_command(argv: list[str], extra: list[str]) -> str:
-    """The command line that continues an interrupted run: this one, URL secrets masked,
-    plus ``extra`` options it lacks."""
-    words = ["vectorport", *(mask_url(a) if "://" in a else a for a in argv)]
-    words += [w for w in extra if w not in argv]
-    return shlex.join(words)
 
 
 def _print_report(report: SyncReport) -> None:
@@ -93,10 +83,9 @@ def _interrupted(state: Path) -> None:
         err_console.print(f"interrupted: committed {what} in this pass", highlight=False, markup=False)
     else:
         err_console.print("interrupted: no pass was left unfinished", highlight=False, markup=False)
-    err_console.print(f"state: {state}", highlight=False, markup=False)
-    err_console.print(
-        f"resume: {resume_command(sys.argv[1:], ['--state', str(state)])}", highlight=False, markup=False
-    )
+    err_console.print(f"state: {state}", highlight=False, markup=False, soft_wrap=True)
+    command = resume_command(sys.argv[1:], [("--state", str(state))])
+    err_console.print(f"resume: {command}", highlight=False, markup=False, soft_wrap=True)
 
 
 def sync(

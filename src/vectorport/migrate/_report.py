@@ -89,7 +89,8 @@ class MigrationReport:
     already_complete: bool = False
     """The checkpoint said this migration had finished: nothing was copied, only verified."""
     timings: dict[str, float] = field(default_factory=dict)
-    """Seconds spent in ``plan``, ``copy``, ``verify`` and ``total``."""
+    """Seconds spent in ``plan``, ``copy``, ``index`` (the target's index build after a bulk
+    load, when it took any time), ``verify`` and ``total``."""
     notes: list[str] = field(default_factory=list)
     """What the operator should know and do (e.g. the source changed after the migration
     finished: run ``sync``)."""
