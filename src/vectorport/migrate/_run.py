@@ -35,7 +35,7 @@ from ._progress import Progress
 from ._reembed import embed_texts
 from ._transform import Transformer
 
-__all__ = ["CopyStats", "copy_records"]
+__all__ = ["CopyStats", "IndexBar", "copy_records"]
 
 log = logging.getLogger("vectorport.migrate")
 
@@ -142,7 +142,7 @@ class _State:
                 self.checkpoint.save()
 
 
-class _IndexBar:
+class IndexBar:
     """A progress bar for an index build the target reports (:mod:`vectorport._activity`),
     shown once the copy's bar is gone."""
 
@@ -165,7 +165,7 @@ class _IndexBar:
             self.bar.__exit__(None, None, None)
             self.bar = None
 
-    def __enter__(self) -> _IndexBar:
+    def __enter__(self) -> IndexBar:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -223,7 +223,7 @@ def copy_records(
     include = ["metadata", "text"] if embedder is not None else ["vector", "metadata", "text"]
     slots = threading.BoundedSemaphore(max(2, 2 * concurrency))
     started = time.monotonic()
-    index_bar = _IndexBar(progress)
+    index_bar = IndexBar(progress)
     with (
         listening(index_bar),
         index_bar,

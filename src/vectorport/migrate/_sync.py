@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._activity import listening
 from .._features import bulk_load_of
 from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
@@ -42,6 +43,7 @@ from ._endpoints import Endpoint, StoreLike
 from ._plan import planned_target_spec
 from ._progress import Progress
 from ._report import DEFAULT_CAP
+from ._run import IndexBar
 from ._syncreport import SyncReport, SyncStats
 from ._syncstate import SyncState
 from ._transform import MetadataPolicy, Transformer
@@ -197,7 +199,8 @@ class _Pass:
         load: AbstractContextManager[None] = (
             bulk_load_of(self.target, total) if self.info.get("bulk") else nullcontext()
         )
-        with load, Progress("sync", total, enabled=self.progress) as bar:
+        index_bar = IndexBar(self.progress)
+        with listening(index_bar), index_bar, load, Progress("sync", total, enabled=self.progress) as bar:
             while True:
                 try:
                     self._scan_once(bar)
