@@ -194,15 +194,6 @@ class SyncState:
             out.extend(self.db.execute(f"SELECT key, seg FROM records WHERE seg IN ({marks})", tuple(chunk)))
         return out
 
-    def unknown_count(self) -> int:
-        """Records whose target content is unknown (written, deleted or found by a pass that did
-        not finish, or target records that no source record accounts for)."""
-        n = 0
-        for key, digest in self.db.execute("SELECT key, digest FROM records"):
-            if digest == extra_digest(key):
-                n += 1
-        return n
-
     @property
     def records(self) -> int:
         """Records the state says the target holds."""
