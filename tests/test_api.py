@@ -51,7 +51,15 @@ def test_all_is_pinned() -> None:
     missing = sorted(set(PINNED_ALL) - set(vectorport.__all__))
     # New public names are fine only when added here on purpose.
     assert not missing, f"removed from vectorport.__all__: {missing}"
-    assert set(extra) <= {"migrate", "MigrationReport", "verify", "compare", "ComparisonResult"}, extra
+    assert set(extra) <= {
+        "migrate",
+        "MigrationReport",
+        "sync",
+        "SyncReport",
+        "verify",
+        "compare",
+        "ComparisonResult",
+    }, extra
     for name in vectorport.__all__:
         assert hasattr(vectorport, name), name
 

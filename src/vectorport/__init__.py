@@ -35,7 +35,7 @@ from .exceptions import (
     ValidationError,
     VectorportError,
 )
-from .migrate import MigrationReport, migrate, verify
+from .migrate import MigrationReport, SyncReport, migrate, sync, verify
 
 __version__ = "0.1.0"
 
@@ -63,6 +63,7 @@ __all__ = [
     "RetryPolicy",
     "ScanPage",
     "StoreURL",
+    "SyncReport",
     "TransientError",
     "UnsupportedError",
     "UnsupportedFeatureError",
@@ -76,5 +77,6 @@ __all__ = [
     "connect",
     "mask_url",
     "migrate",
+    "sync",
     "verify",
 ]

@@ -13,6 +13,9 @@ code  name         meaning
                    ``migrate``/``verify`` also exit 3 for a bad URL, option or checkpoint
 4     ``REFUSED``  ``migrate``'s plan was refused: nothing was written; the output says why and
                    which flag to pass
+5     ``QUALITY``  ``migrate``/``sync``/``verify``: the data is equal, but the target's search
+                   quality on the sampled queries is below both the source's and its declared
+                   recall against exact truth
 ====  ===========  ==============================================================================
 """
 
@@ -31,3 +34,4 @@ class ExitCode(IntEnum):
     USAGE = 2
     FAILURE = 3
     REFUSED = 4
+    QUALITY = 5

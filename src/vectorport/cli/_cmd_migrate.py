@@ -3,15 +3,18 @@
 Exit codes (both commands; ``verify`` never returns 4), from :class:`vectorport._exit.ExitCode`:
 
 * 0 ``OK`` — copied and verified (``--plan``: the plan is accepted; ``--no-verify``: copied)
-* 1 ``PROBLEM`` — copied, but verification found differences
+* 1 ``PROBLEM`` — copied, but verification found data differences (missing, extra or changed records)
 * 2 ``USAGE`` — typer's code for a malformed command line
 * 3 ``FAILURE`` — operational failure: backend error or unreachable, bad URL or option, bad
   checkpoint; progress is kept in the checkpoint, re-run with ``--resume``
 * 4 ``REFUSED`` — plan refused, nothing written: the output names the records and the flag to pass
+* 5 ``QUALITY`` — the data is equal, but the target's search quality on the sampled queries is
+  below both the source's on the same queries and its declared recall against exact truth
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,8 +23,10 @@ import typer
 from rich.table import Table
 
 from .._exit import ExitCode
+from .._url import mask_url
 from ..exceptions import UnsupportedFeatureError, VectorportError
 from ..migrate import (
+    Checkpoint,
     MetadataPolicy,
     MigrationPlan,
     MigrationReport,
@@ -29,13 +34,46 @@ from ..migrate import (
     VerifyReport,
     default_checkpoint,
     parse_shard,
+    shard_path,
 )
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
-from ._common import JsonOption, emit_json, out_console, print_error
+from ._common import JsonOption, emit_json, err_console, out_console, print_error
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
+
+
+def resume_command(argv: list[str], extra: list[tuple[str, str | None]]) -> str:
+    """The command line that continues an interrupted run: this one (URL passwords masked),
+    plus each ``(option, value)`` of ``extra`` whose option it lacks (``value`` ``None``: a flag)."""
+    words = ["vectorport", *(mask_url(a) if "://" in a else a for a in argv)]
+    for option, value in extra:
+        if not any(a == option or a.startswith(option + "=") for a in argv):
+            words += [option] if value is None else [option, value]
+    return shlex.join(words)
+
+
+def _interrupted(path: Path) -> None:
+    """After Ctrl-C: what the checkpoint holds, where it is, and the command that resumes."""
+    try:
+        ck = Checkpoint.load(path)
+    except VectorportError:
+        ck = None
+    if ck is None:
+        err_console.print("interrupted before anything was copied", highlight=False, markup=False)
+        return
+    if ck.complete:
+        what = f"all {ck.copied:,} records copied and the target complete; verification was cut short"
+    elif ck.scanned:
+        what = f"all {ck.copied:,} records copied; the target's index build was cut short"
+    else:
+        what = f"{ck.copied:,} records committed"
+    err_console.print(f"interrupted: {what}", highlight=False, markup=False)
+    err_console.print(f"checkpoint: {path}", highlight=False, markup=False, soft_wrap=True)
+    extra = [("--checkpoint", str(path)), ("--resume", None)]
+    command = resume_command(sys.argv[1:], extra)
+    err_console.print(f"resume: {command}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _fail(exc: BaseException, code: ExitCode) -> typer.Exit:
@@ -93,28 +131,52 @@ def _print_plan(plan: MigrationPlan) -> None:
             out_console.print(f"[yellow]to proceed:[/yellow] {hint}", highlight=False)
 
 
+FAIL = "[red]✗[/red]"
+PASS = "[green]✓[/green]"
+
+
 def _print_verification(v: VerifyReport) -> None:
+    """The table: data first (equal or how many differences), then search quality apart; a
+    failing row is marked ✗ in its first column."""
     table = Table(title="verification", show_header=False)
-    table.add_row("result", "[green]equal[/green]" if v.ok else f"[red]{v.differences} differences[/red]")
-    table.add_row("counts (source / target)", f"{v.source_count} / {v.target_count}")
-    table.add_row("records compared", str(v.compared))
+    table.add_column(width=1)
+    table.add_column()
+    table.add_column()
+
+    def row(name: str, value: str, failed: bool | None = None) -> None:
+        table.add_row("" if failed is None else (FAIL if failed else PASS), name, value)
+
+    data = "[green]equal[/green]" if v.data_equal else f"[red]{v.differences} differences[/red]"
+    row("data", data, not v.data_equal)
+    row("counts (source / target)", f"{v.source_count} / {v.target_count}", v.count_mismatch or None)
+    row("records compared", str(v.compared))
     for name, capped in (("missing in target", v.missing), ("extra in target", v.extra)):
-        table.add_row(name, str(capped.total))
-    table.add_row("vector differences", str(v.vectors.total))
-    table.add_row("metadata differences", str(v.metadata.total))
-    table.add_row("text differences", str(v.text.total))
+        row(name, str(capped.total), bool(capped) or None)
+    row("vector differences", str(v.vectors.total), bool(v.vectors) or None)
+    row("metadata differences", str(v.metadata.total), bool(v.metadata) or None)
+    row("text differences", str(v.text.total), bool(v.text) or None)
     if v.duplicates:
-        table.add_row("duplicate keys in target", str(v.duplicates))
+        row("duplicate keys in target", str(v.duplicates), True)
     if v.queries is not None:
         q = v.queries
-        table.add_row(
-            f"queries ({q.queries}, k={q.k})",
-            f"overlap {q.mean_overlap:.3f} (min {q.min_overlap:.2f}), target recall "
-            f"{q.target_recall:.3f} (needs {q.required_recall}), source recall {q.source_recall:.3f}",
+        quality = "[green]passed[/green]" if q.ok else "[red]failed[/red]"
+        row(f"search quality ({q.queries} queries, k={q.k})", quality, not q.ok)
+        row(
+            "  target vs source (same queries)",
+            f"recall {q.target_recall:.3f} vs {q.source_recall:.3f}, overlap {q.mean_overlap:.3f} "
+            f"(min {q.min_overlap:.2f})",
+            not q.as_good_as_source,
+        )
+        row(
+            "  target vs exact truth",
+            f"recall {q.target_recall:.3f}, needs {q.required_recall - q.slack:.2f}",
+            not q.meets_required,
         )
     for skipped in v.skipped:
-        table.add_row("skipped", skipped)
+        row("skipped", skipped)
     out_console.print(table)
+    if v.queries is not None:
+        out_console.print(f"search quality {v.queries.verdict}", highlight=False, markup=False)
     for name, capped in (("missing", v.missing), ("extra", v.extra)):
         for key in capped.items[:SHOWN]:
             out_console.print(f"  {name}: {key!r}", highlight=False, markup=False)
@@ -131,13 +193,20 @@ def _print_report(report: MigrationReport) -> None:
     if report.copy is not None:
         c = report.copy
         resumed = f", resumed after {c.resumed_from}" if c.resumed_cursor is not None else ""
+        index = f"; index build {c.index_seconds:.1f}s" if c.index_seconds >= 0.05 else ""
         out_console.print(
             f"copied {c.records} records in {c.seconds:.1f}s ({c.rate:,.0f} rec/s, {c.batches} batches, "
-            f"{c.retries} retries{resumed})",
+            f"{c.retries} retries{resumed}){index}",
             highlight=False,
         )
+    if report.timings:
+        t = report.timings
+        parts = [f"{name} {t[name]:.1f}s" for name in ("plan", "copy", "index", "verify") if name in t]
+        out_console.print(f"time: {', '.join(parts)}; total {t.get('total', 0.0):.1f}s", highlight=False)
     if report.verification is not None:
         _print_verification(report.verification)
+    for note in report.notes:
+        out_console.print(f"note: {note}", highlight=False, markup=False)
     if report.checkpoint:
         out_console.print(f"checkpoint: {report.checkpoint}", highlight=False, markup=False)
     out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")
@@ -209,12 +278,14 @@ def migrate(
     ] = None,
     as_json: bool = JsonOption,
 ) -> None:
-    """Copy a collection to another store, then verify it. Exit 0 ok, 1 differences, 3 failure, 4 refused.
+    """Copy a collection to another store, then verify it. Exit 0 ok, 1 data, 3 failure, 4 refused, 5 quality.
 
     Progress is checkpointed after every batch, by default in one file per URL pair under the
     folder named by the environment variable VECTORPORT_STATE_DIR (default: ~/.local/state/vectorport);
     --resume continues from it.
     """
+    ck: Path | None = None
+    segment = (0, 1)
     try:
         segment = parse_shard(shard)
         ck = checkpoint
@@ -236,6 +307,10 @@ def migrate(
             sample_queries=queries,
             progress=sys.stderr.isatty() if progress is None else progress,
         )
+    except KeyboardInterrupt:
+        if ck is not None:
+            _interrupted(shard_path(ck, segment))
+        raise typer.Exit(130) from None
     except PlanRefusedError as exc:
         refused = exc.report if isinstance(exc.report, MigrationReport) else None
         data = refused.to_dict() if refused else {"status": "refused", "plan": exc.plan.to_dict()}
@@ -288,7 +363,11 @@ def verify(
     ] = None,
     as_json: bool = JsonOption,
 ) -> None:
-    """Compare two stores: counts, keys both ways, vectors, metadata, text, query overlap. Exit 0/1/3."""
+    """Compare two stores: data (counts, keys, vectors, metadata, text), then search quality. Exit 0/1/3/5.
+
+    Data differences exit 1; equal data with search quality below both the source's (same
+    queries) and the target's declared recall against exact truth exits 5.
+    """
     try:
         result = run_verify(
             source,
@@ -309,7 +388,7 @@ def verify(
     else:
         _print_verification(result)
     if not result.ok:
-        raise typer.Exit(ExitCode.PROBLEM)
+        raise typer.Exit(result.exit_code)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from .. import _activity
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError, FilterError, NotFoundError, UnsupportedError, VectorportError
 
@@ -69,6 +70,19 @@ def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
     root = logging.getLogger("vectorport")
     root.handlers[:] = [handler]
     root.setLevel(level)
+    if not _activity_shown:
+        _activity_shown.append(True)
+        _activity.subscribe(_show_activity)
+
+
+_activity_shown: list[bool] = []
+
+
+def _show_activity(event: _activity.Activity) -> None:
+    """One line on stderr when a backend starts or finishes long work (an embedded server's
+    start, an index build); its progress goes to the progress bars, not here."""
+    if event.done is None and not _logging[1]:
+        err_console.print(event.message, highlight=False, markup=False)
 
 
 def emit_json(data: Any) -> None:

@@ -10,8 +10,10 @@
 
 The pieces, one module each: :mod:`._plan` (what will happen, refused before any write when
 lossy), :mod:`._transform` (metadata policies and ``text_key``), :mod:`._run` and
-:mod:`._checkpoint` (the concurrent, resumable copy), :mod:`._verify` (the comparison) and
-:mod:`._report` (the JSON report and its exit code, from :class:`ExitCode`). Everything uses only the public
+:mod:`._checkpoint` (the concurrent, resumable copy), :mod:`._verify` (the comparison),
+:mod:`._report` (the JSON report and its exit code, from :class:`ExitCode`), and ``sync`` —
+keeping a live source and its copy in step — in :mod:`._sync`, :mod:`._syncstate`,
+:mod:`._digest` and :mod:`._syncreport`. Everything uses only the public
 :class:`~vectorport.VectorStore` protocol and the stores' declared capabilities.
 """
 
@@ -28,6 +30,8 @@ from ._report import (
     MigrationReport,
 )
 from ._run import CopyStats
+from ._sync import default_state, sync
+from ._syncreport import SyncReport, SyncStats
 from ._transform import Change, MetadataPolicy, Transformed, Transformer
 from ._verify import QueryCheck, VerifyReport
 
@@ -47,13 +51,17 @@ __all__ = [
     "PlanRefusedError",
     "ProblemGroup",
     "QueryCheck",
+    "SyncReport",
+    "SyncStats",
     "Transformed",
     "Transformer",
     "VerifyReport",
     "default_checkpoint",
+    "default_state",
     "migrate",
     "parse_shard",
     "plan",
     "shard_path",
+    "sync",
     "verify",
 ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from .._embedder import Embedder
 from .._retry import RetryPolicy
+from .._url import mask_url
 from ..exceptions import ConfigurationError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
@@ -21,7 +22,7 @@ from ._run import copy_records
 from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, verify_stores
 
-__all__ = ["default_checkpoint", "migrate", "parse_shard", "plan", "verify"]
+__all__ = ["default_checkpoint", "migrate", "parse_shard", "plan", "state_dir", "verify"]
 
 log = logging.getLogger("vectorport.migrate")
 
@@ -252,7 +253,10 @@ def migrate(
             total=plan_.records,
             scan_batch_size=size,
         )
-        report.timings["copy"] = time.monotonic() - t0
+        # the target's deferred index build is timed apart from the copy (and its rate)
+        report.timings["copy"] = time.monotonic() - t0 - report.copy.index_seconds
+        if report.copy.index_seconds >= 0.05:
+            report.timings["index"] = report.copy.index_seconds
         report.status = "copied"
         return _finish(
             report,
@@ -313,12 +317,47 @@ def _finish(
             total_hint=report.plan.records if report.plan else None,
         )
         report.timings["verify"] = time.monotonic() - t0
-        report.status = "verified" if report.verification.ok else "differences"
+        report.status = report.verification.status
         if ck is not None:
             ck.verified = report.verification.ok
             ck.save()
+    if not copied:
+        _source_changed(report, src, dst, ck)
+    elif ck is not None and ck.complete:
+        ck.source_count = _count_or_none(src.store)
+        ck.save()
     report.timings["total"] = time.monotonic() - started
     return report
+
+
+def _count_or_none(store: Any) -> int | None:
+    try:
+        return int(store.count())
+    except Exception:  # only for the "source changed since" hint
+        return None
+
+
+def _source_changed(report: MigrationReport, src: Endpoint, dst: Endpoint, ck: Checkpoint | None) -> None:
+    """A finished migration run again: when the source changed since, say so and name ``sync``
+    (``migrate`` does not copy a finished migration again)."""
+    v = report.verification
+    if v is not None:
+        if v.data_equal:
+            return
+        changed = v.vectors.total + v.metadata.total + v.text.total
+        what = f"{v.missing.total} missing in the target, {v.extra.total} extra, {changed} changed"
+    else:
+        now = _count_or_none(src.store)
+        if ck is None or ck.source_count is None or now is None or now == ck.source_count:
+            return
+        what = f"it holds {now} records, {ck.source_count} when the migration finished"
+    where = f" (checkpoint {ck.path})" if ck is not None else ""
+    src_url, dst_url = (mask_url(e.url_string) if e.url_string else e.label for e in (src, dst))
+    report.notes.append(
+        f"the source changed since this migration finished{where}: {what}. migrate does not copy a "
+        f"finished migration again; to bring the target up to date run: vectorport sync {src_url} "
+        f"{dst_url} (add --delete to delete the records gone from the source)"
+    )
 
 
 def plan(
@@ -407,8 +446,14 @@ def default_checkpoint(source: str, target: str) -> Path:
     suffix of :func:`shard_path`)."""
     import hashlib
 
+    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
+    return state_dir() / "migrations" / f"{digest}.json"
+
+
+def state_dir() -> Path:
+    """``$VECTORPORT_STATE_DIR``, else ``$XDG_STATE_HOME/vectorport``, else
+    ``~/.local/state/vectorport``: where the CLI keeps checkpoints and sync states."""
     base = os.environ.get("VECTORPORT_STATE_DIR") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "vectorport"
     )
-    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
-    return Path(base) / "migrations" / f"{digest}.json"
+    return Path(base)

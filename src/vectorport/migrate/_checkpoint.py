@@ -52,6 +52,8 @@ class Checkpoint:
     """``scanned``, and the target finished what the copy deferred (pgvector: the HNSW index
     dropped for a bulk load is built again): the target is fully usable."""
     verified: bool | None = None
+    source_count: int | None = None
+    """The source's record count when the migration completed (to tell a changed source)."""
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
 
@@ -95,6 +97,7 @@ class Checkpoint:
                 scanned=bool(data.get("scanned", data["complete"])),
                 complete=bool(data["complete"]),
                 verified=data.get("verified"),
+                source_count=data.get("source_count"),
                 created=float(data["created"]),
                 updated=float(data["updated"]),
             )

@@ -66,6 +66,13 @@ class Progress:
             if self._bar is not None:
                 self._bar.update(self._task, advance=n)
 
+    def update(self, completed: int, total: int | None) -> None:
+        """Set the position (for work that reports where it is, not how much it did)."""
+        with self._lock:
+            self.completed, self.total = completed, total
+            if self._bar is not None:
+                self._bar.update(self._task, completed=completed, total=total)
+
     def set_total(self, total: int | None) -> None:
         self.total = total
         if self._bar is not None:

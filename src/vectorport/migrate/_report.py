@@ -2,8 +2,10 @@
 
 :attr:`MigrationReport.exit_code` is the exit code of ``vectorport migrate``, from the one table
 of :class:`vectorport._exit.ExitCode`: 0 copied and verified (or plan accepted with ``--plan``,
-copied with ``--no-verify``); 1 copied, but verification found differences (see the report's
-``verification``); 4 plan refused, nothing written. Operational failures (3) raise instead.
+copied with ``--no-verify``); 1 copied, but verification found data differences (see the
+report's ``verification``); 4 plan refused, nothing written; 5 data equal, but search quality
+on the sampled queries below both the source's and the target's declared recall. Operational
+failures (3) raise instead.
 The ``EXIT_*`` names are kept as aliases of the table's members.
 """
 
@@ -71,7 +73,8 @@ class MigrationReport:
 
     ``status`` is one of ``planned`` (``plan_only``, plan accepted), ``refused`` (plan refused,
     nothing written), ``copied`` (no verification asked), ``verified`` (copied and verified
-    equal), ``differences`` (copied, verification found differences). ``exit_code`` maps it to
+    equal), ``differences`` (copied, verification found data differences), ``quality`` (data
+    equal, search quality failed). ``exit_code`` maps it to
     the CLI's exit code (:class:`~vectorport._exit.ExitCode`). Operational failures raise instead.
     """
 
@@ -86,12 +89,20 @@ class MigrationReport:
     already_complete: bool = False
     """The checkpoint said this migration had finished: nothing was copied, only verified."""
     timings: dict[str, float] = field(default_factory=dict)
-    """Seconds spent in ``plan``, ``copy``, ``verify`` and ``total``."""
+    """Seconds spent in ``plan``, ``copy``, ``index`` (the target's index build after a bulk
+    load, when it took any time), ``verify`` and ``total``."""
+    notes: list[str] = field(default_factory=list)
+    """What the operator should know and do (e.g. the source changed after the migration
+    finished: run ``sync``)."""
 
     @property
     def exit_code(self) -> ExitCode:
         """``OK``, ``PROBLEM`` (differences) or ``REFUSED`` (``FAILURE`` is raised, not returned)."""
-        return {"refused": ExitCode.REFUSED, "differences": ExitCode.PROBLEM}.get(self.status, ExitCode.OK)
+        return {
+            "refused": ExitCode.REFUSED,
+            "differences": ExitCode.PROBLEM,
+            "quality": ExitCode.QUALITY,
+        }.get(self.status, ExitCode.OK)
 
     @property
     def ok(self) -> bool:
@@ -112,6 +123,7 @@ class MigrationReport:
             "plan": self.plan.to_dict() if self.plan else None,
             "copy": self.copy.to_dict() if self.copy else None,
             "verification": self.verification.to_dict() if self.verification else None,
+            "notes": list(self.notes),
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._exact import StreamingTopK
+from .._exit import ExitCode
 from .._json import json_equal
 from .._judge import tie_tolerance
 from .._models import JSON, Record, ScanPage
@@ -30,13 +31,17 @@ from ._progress import Progress
 from ._report import DEFAULT_CAP, Capped
 from ._transform import Transformer
 
-__all__ = ["QueryCheck", "VerifyReport", "verify_stores"]
+__all__ = ["QueryCheck", "VerifyReport", "same_content", "vector_difference", "verify_stores"]
 
 QUERY_SLACK = 0.1
 """How far an approximate target's mean recall may fall below its declared ``recall_tolerance``
 on the sampled queries before verification fails: 20 queries are a small sample, and one bad
 ANN answer is an index-quality fact, not lost data (it is still listed under
 ``below_required``). Garbled vectors or a wrong metric give recall near 0 and fail."""
+
+RELATIVE_SLACK = 0.05
+"""How far the target's mean recall may fall below the source's on the same sampled queries and
+still count as "as good as the source" (sampling noise of 20 queries)."""
 
 VECTOR_TOLERANCE = 1e-6
 """Largest allowed ``max|a - b|`` relative to ``max(1, max|a|)``: a few float32 ulps."""
@@ -83,11 +88,44 @@ class QueryCheck:
     """Queries where the target's recall fell below ``required_recall``."""
 
     @property
-    def ok(self) -> bool:
+    def meets_required(self) -> bool:
+        """Against exact truth: the target's recall reaches its declared ``recall_tolerance``
+        (less :attr:`slack`)."""
         return self.target_recall + 1e-9 >= self.required_recall - self.slack
+
+    @property
+    def as_good_as_source(self) -> bool:
+        """Against the source: the target's recall on the same queries is no worse than the
+        source's (less :data:`RELATIVE_SLACK`)."""
+        return self.target_recall + 1e-9 >= self.source_recall - RELATIVE_SLACK
+
+    @property
+    def ok(self) -> bool:
+        """Search quality passes when the target meets its declared recall or is as good as
+        the source: a target that answers like the source lost nothing in the move."""
+        return self.meets_required or self.as_good_as_source
+
+    @property
+    def verdict(self) -> str:
+        """One line: passed or failed, and against what."""
+        t, s, r = self.target_recall, self.source_recall, self.required_recall - self.slack
+        vs_source = f"target recall {t:.3f} vs source {s:.3f} on the same queries"
+        vs_truth = f"{t:.3f} vs the {r:.2f} required against exact truth"
+        if self.meets_required and self.as_good_as_source:
+            return f"passed: {vs_source}; {vs_truth}"
+        if self.meets_required:
+            return f"passed against exact truth ({vs_truth}), though below the source ({vs_source})"
+        if self.as_good_as_source:
+            return f"passed: as good as the source ({vs_source}); both are below exact truth ({vs_truth})"
+        return f"failed: worse than the source ({vs_source}) and below exact truth ({vs_truth})"
 
     def to_dict(self) -> dict[str, JSON]:
         return {
+            "ok": self.ok,
+            "verdict": self.verdict,
+            "as_good_as_source": self.as_good_as_source,
+            "meets_required": self.meets_required,
+            "relative_slack": RELATIVE_SLACK,
             "k": self.k,
             "queries": self.queries,
             "mean_overlap": round(self.mean_overlap, 4),
@@ -96,7 +134,6 @@ class QueryCheck:
             "target_recall": round(self.target_recall, 4),
             "required_recall": self.required_recall,
             "slack": self.slack,
-            "ok": self.ok,
             "below_required": self.worst.to_dict(),
         }
 
@@ -135,7 +172,8 @@ class VerifyReport:
 
     @property
     def differences(self) -> int:
-        """Total differences found (0 means verified)."""
+        """Data differences found: missing, extra, duplicate and changed records, and a count
+        mismatch (0 means the data is equal). Search quality is judged apart: :attr:`quality_ok`."""
         return (
             self.missing.total
             + self.extra.total
@@ -144,16 +182,42 @@ class VerifyReport:
             + self.metadata.total
             + self.text.total
             + int(self.count_mismatch)
-            + int(self.queries is not None and not self.queries.ok)
         )
 
     @property
-    def ok(self) -> bool:
+    def data_equal(self) -> bool:
         return self.differences == 0
+
+    @property
+    def quality_ok(self) -> bool:
+        """The sampled queries passed (or none were run); see :attr:`QueryCheck.ok`."""
+        return self.queries is None or self.queries.ok
+
+    @property
+    def ok(self) -> bool:
+        return self.data_equal and self.quality_ok
+
+    @property
+    def status(self) -> str:
+        """``verified``, ``differences`` (data; exit 1) or ``quality`` (data equal, search
+        quality failed; exit 5)."""
+        if not self.data_equal:
+            return "differences"
+        return "verified" if self.quality_ok else "quality"
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return {"differences": ExitCode.PROBLEM, "quality": ExitCode.QUALITY}.get(self.status, ExitCode.OK)
 
     def to_dict(self) -> dict[str, JSON]:
         return {
             "ok": self.ok,
+            "status": self.status,
+            "exit_code": int(self.exit_code),
+            "data": {"equal": self.data_equal, "differences": self.differences},
+            "quality": None
+            if self.queries is None
+            else {"ok": self.queries.ok, "verdict": self.queries.verdict},
             "differences": self.differences,
             "source": self.source,
             "target": self.target,
@@ -207,6 +271,31 @@ def _near_tie_recall(exact: StreamingTopK, i: int, returned: Sequence[str], k: i
     return min(hits, expected) / expected
 
 
+def vector_difference(expected: object, actual: object, tolerance: float) -> dict[str, JSON] | None:
+    """How ``actual`` differs from ``expected`` beyond ``tolerance`` (relative to the largest
+    component, at least 1), or ``None`` when it does not."""
+    a = np.asarray(expected, dtype=np.float32)
+    b = None if actual is None else np.asarray(actual, dtype=np.float32)
+    if b is None or a.shape != b.shape:
+        return {"problem": "missing or wrong shape"}
+    diff = float(np.max(np.abs(a - b))) if a.size else 0.0
+    if diff > tolerance * max(1.0, float(np.max(np.abs(a))) if a.size else 1.0):
+        return {"max_abs_diff": diff}
+    return None
+
+
+def same_content(
+    expected: Record, actual: Record, *, tolerance: float = VECTOR_TOLERANCE, float_ulps: int = 0
+) -> bool:
+    """Whether the target's ``actual`` record holds ``expected`` (already transformed), by the
+    rules of verification: vectors at ``tolerance``, metadata as JSON, text exactly."""
+    return (
+        vector_difference(expected.vector, actual.vector, tolerance) is None
+        and json_equal(expected.metadata or {}, actual.metadata or {}, float_ulps)
+        and expected.text == actual.text
+    )
+
+
 def _compare_page(
     page: Sequence[Record],
     target: VectorStore,
@@ -230,14 +319,9 @@ def _compare_page(
         else:
             meta, text = rec.metadata, rec.text
         if compare_vectors:
-            a = np.asarray(rec.vector, dtype=np.float32)
-            b = None if got.vector is None else np.asarray(got.vector, dtype=np.float32)
-            if b is None or a.shape != b.shape:
-                result.vectors.append({"key": rec.key, "problem": "missing or wrong shape"})
-            else:
-                diff = float(np.max(np.abs(a - b))) if a.size else 0.0
-                if diff > tolerance * max(1.0, float(np.max(np.abs(a))) if a.size else 1.0):
-                    result.vectors.append({"key": rec.key, "max_abs_diff": diff})
+            problem = vector_difference(rec.vector, got.vector, tolerance)
+            if problem is not None:
+                result.vectors.append({"key": rec.key, **problem})
         actual = got.metadata or {}
         if not json_equal(meta, actual, float_ulps):
             result.metadata.append(

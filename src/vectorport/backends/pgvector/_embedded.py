@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from ..._activity import report
 from ...exceptions import BackendUnavailableError, ConfigurationError
 from ._watchdog import KEEP_FILE, WATCHDOG_FILE, alive, kept, postmaster_pid, prune_handles
 
@@ -127,8 +128,15 @@ def embedded_conninfo(
         if server is None:
             data_dir.parent.mkdir(parents=True, exist_ok=True)
             log.info("pgvector: opening the embedded server in %s", data_dir)
+            report("server_start", f"pgvector: starting the embedded PostgreSQL server in {data_dir}")
+            started = time.monotonic()
             # cleanup_mode is decided at exit (_at_exit): whether the server is kept then
             server = _layer_call(lambda: layer.get_server(data_dir, cleanup_mode=None), data_dir)
+            report(
+                "server_start",
+                f"pgvector: embedded PostgreSQL server ready ({time.monotonic() - started:.1f}s)",
+                finished=True,
+            )
             _SERVERS[data_dir] = server
             if data_dir not in _HOOKED:
                 _HOOKED.add(data_dir)

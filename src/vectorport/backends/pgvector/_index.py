@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 
 from ...exceptions import ConfigurationError, VectorportError
+from ._build_progress import watch_index_build
 from ._catalog import CatalogMixin
 from ._schema import Layout
 
@@ -187,25 +188,30 @@ class IndexMixin(CatalogMixin):
         )
         started = time.monotonic()
         workers = self.build_workers
-        while True:
-            try:
-                with conn.transaction():
-                    conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (f"{memory_kb}kB",))
-                    if workers is not None:
+        # progress from pg_stat_progress_create_index, read on a second connection
+        with watch_index_build(getattr(self, "_conninfo", None), conn.info.backend_pid, self._where, rows):
+            while True:
+                try:
+                    with conn.transaction():
                         conn.execute(
-                            "SELECT set_config('max_parallel_maintenance_workers', %s, true)", (str(workers),)
+                            "SELECT set_config('maintenance_work_mem', %s, true)", (f"{memory_kb}kB",)
                         )
-                    conn.execute(ddl)
-                break
-            except psycopg.Error as exc:
-                # A parallel build keeps the graph in dynamic shared memory; a small /dev/shm
-                # (containers: 64 MB) fails it with class 53. A serial build uses local memory.
-                if workers == 0 or not (exc.sqlstate or "").startswith("53"):
-                    raise
-                log.warning(
-                    "pgvector: %s: parallel index build failed (%s); building serially", self._where, exc
-                )
-                workers = 0
+                        if workers is not None:
+                            conn.execute(
+                                "SELECT set_config('max_parallel_maintenance_workers', %s, true)",
+                                (str(workers),),
+                            )
+                        conn.execute(ddl)
+                    break
+                except psycopg.Error as exc:
+                    # A parallel build keeps the graph in dynamic shared memory; a small /dev/shm
+                    # (containers: 64 MB) fails it with class 53. A serial build uses local memory.
+                    if workers == 0 or not (exc.sqlstate or "").startswith("53"):
+                        raise
+                    log.warning(
+                        "pgvector: %s: parallel index build failed (%s); building serially", self._where, exc
+                    )
+                    workers = 0
         log.info("pgvector: %s: HNSW index built in %.1f s", self._where, time.monotonic() - started)
 
     def _repair_index(self) -> None:

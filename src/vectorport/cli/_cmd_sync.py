@@ -1,0 +1,208 @@
+"""``vectorport sync SRC DST``: keep a live source and its new home in step until the cut-over.
+
+Exit codes, from :class:`vectorport._exit.ExitCode` (the same table as ``migrate``):
+
+* 0 ``OK`` — the target holds the source's current state (``--verify``: and verified equal)
+* 1 ``PROBLEM`` — ``--verify`` found data differences, or some source records have metadata the
+  target cannot hold under the metadata policy (the rest was synced)
+* 2 ``USAGE`` — a malformed command line (``--every`` that is not a duration)
+* 3 ``FAILURE`` — operational failure: a backend error, a bad URL or state file; what was
+  committed is kept in the state, and the same command continues the pass
+* 5 ``QUALITY`` — ``--verify``: the data is equal, search quality on sampled queries is not
+
+With ``--every``, the command runs a pass, waits, and runs the next until stopped (Ctrl-C); a pass
+that fails is reported and the next one runs on time. The exit code is the last pass's.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .._exit import ExitCode
+from ..exceptions import ConfigurationError, VectorportError
+from ..migrate import MetadataPolicy, SyncReport, default_state
+from ..migrate import sync as run_sync
+from ..migrate._sync import committed
+from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
+from ._common import JsonOption, emit_json, err_console, out_console, print_error
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_every(value: str) -> float:
+    """``90``, ``30s``, ``10m``, ``2h``, ``1d`` → seconds (at least 1)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", value)
+    if not match or float(match.group(1)) <= 0:
+        raise typer.BadParameter(f"--every takes a duration such as 30s, 10m or 2h, got {value!r}")
+    return max(1.0, float(match.group(1)) * _UNITS[match.group(2) or "s"])
+
+
+def _print_report(report: SyncReport) -> None:
+    s = report.sync
+    out_console.print(
+        f"sync ({s.mode}): read {s.source_read:,} source records and {s.target_read:,} target records; "
+        f"{s.new:,} new, {s.changed:,} changed, {s.unchanged:,} unchanged; wrote {s.written:,} in "
+        f"{s.seconds:.1f}s ({s.retries} retries)",
+        highlight=False,
+    )
+    gone = f"{s.gone:,} in the target are not in the source"
+    if s.gone:
+        gone += f": deleted {s.deleted:,}" if report.delete else " (pass --delete to delete them)"
+    out_console.print(
+        f"{gone}; {s.segments_checked:,} of {s.segments:,} segments differed after the scan", highlight=False
+    )
+    for item in s.unwritable.items[:SHOWN]:
+        out_console.print(
+            f"  not written: {item['key']!r}: {item['problems']}", highlight=False, markup=False
+        )
+    for note in report.notes:
+        out_console.print(f"note: {note}", highlight=False, markup=False)
+    if report.verification is not None:
+        _print_verification(report.verification)
+    out_console.print(f"state: {report.state}", highlight=False, markup=False)
+    out_console.print(f"status: [bold]{report.status}[/bold] (exit {int(report.exit_code)})")
+
+
+def _interrupted(state: Path) -> None:
+    running = committed(state)
+    if running is not None:
+        done = running.get("committed_read", 0)
+        written = running.get("committed_written", 0)
+        phase = running.get("phase")
+        what = (
+            f"{done:,} source records compared and {written:,} written"
+            if phase == "scan"
+            else f"phase {phase}"
+        )
+        err_console.print(f"interrupted: committed {what} in this pass", highlight=False, markup=False)
+    else:
+        err_console.print("interrupted: no pass was left unfinished", highlight=False, markup=False)
+    err_console.print(f"state: {state}", highlight=False, markup=False, soft_wrap=True)
+    command = resume_command(sys.argv[1:], [("--state", str(state))])
+    err_console.print(f"resume: {command}", highlight=False, markup=False, soft_wrap=True)
+
+
+def sync(
+    source: Annotated[str, typer.Argument(help="Source store URL (the live store).")],
+    target: Annotated[
+        str, typer.Argument(help="Target store URL (created with the source's spec if missing).")
+    ],
+    delete: Annotated[
+        bool,
+        typer.Option("--delete", help="Delete target records that are not in the source (else: counted)."),
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Read and compare the whole target instead of trusting the state.")
+    ] = False,
+    state: Annotated[
+        Path | None, typer.Option("--state", help="Sync state file (default: one per URL pair, see below).")
+    ] = None,
+    every: Annotated[
+        str | None,
+        typer.Option(
+            "--every", metavar="DURATION", help="Run again every DURATION (30s, 10m, 2h) until stopped."
+        ),
+    ] = None,
+    runs: Annotated[
+        int | None, typer.Option("--runs", min=1, help="With --every: stop after this many passes.")
+    ] = None,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Verify the whole target afterwards (reads both stores).")
+    ] = False,
+    batch_size: Annotated[
+        int | None,
+        typer.Option("--batch-size", min=1, help="Records per write (default 1000, capped by the target)."),
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Write batches in flight.")] = 4,
+    metadata_policy: Annotated[
+        MetadataPolicy,
+        typer.Option(
+            "--metadata-policy",
+            case_sensitive=False,
+            metavar="POLICY",
+            help="Metadata the target cannot hold: error (not written, exit 1), flatten, stringify, drop.",
+        ),
+    ] = MetadataPolicy.ERROR,
+    text_key: Annotated[
+        str | None, typer.Option("--text-key", help="Source metadata key holding the chunk text.")
+    ] = None,
+    queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries with --verify.")] = 20,
+    report_path: Annotated[
+        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+    ] = None,
+    progress: Annotated[
+        bool | None, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
+    ] = None,
+    as_json: bool = JsonOption,
+) -> None:
+    """Bring TARGET to SOURCE's current state: copy new and changed records (--delete: delete gone ones).
+
+    Only changes are written: each record's content digest is compared with the one the state
+    file recorded for the target, so the target is not read (the first sync of a pair reads it
+    once). An interrupted pass continues at the next run. The state lives under
+    VECTORPORT_STATE_DIR (default ~/.local/state/vectorport). Exit 0 ok, 1 differences or
+    unwritable records, 3 failure, 5 search quality.
+    """
+    interval = parse_every(every) if every is not None else None
+    path = state if state is not None else default_state(source, target)
+    passes = 0
+    code = ExitCode.OK
+    while True:
+        passes += 1
+        started = time.monotonic()
+        try:
+            report = run_sync(
+                source,
+                target,
+                delete=delete,
+                full=full and passes == 1,
+                state=path,
+                batch_size=batch_size,
+                concurrency=concurrency,
+                verify=verify,
+                metadata_policy=metadata_policy,
+                text_key=text_key,
+                sample_queries=queries,
+                progress=sys.stderr.isatty() if progress is None else progress,
+            )
+        except KeyboardInterrupt:
+            _interrupted(path)
+            raise typer.Exit(130) from None
+        except ConfigurationError as exc:
+            print_error(exc)
+            raise typer.Exit(ExitCode.FAILURE) from None
+        except VectorportError as exc:
+            print_error(exc)
+            code = ExitCode.FAILURE
+            if interval is None:
+                raise typer.Exit(code) from None
+        else:
+            _write_report(report_path, report.to_dict())
+            if as_json and interval is not None:  # one JSON line per pass
+                sys.stdout.write(report.to_json(indent=None) + "\n")
+                sys.stdout.flush()
+            elif as_json:
+                emit_json(report.to_dict())
+            else:
+                _print_report(report)
+            code = report.exit_code
+        if interval is None or (runs is not None and passes >= runs):
+            break
+        wait = max(0.0, interval - (time.monotonic() - started))
+        err_console.print(f"next sync in {wait:.0f}s (Ctrl-C to stop)", highlight=False)
+        try:
+            time.sleep(wait)
+        except KeyboardInterrupt:
+            raise typer.Exit(code) from None
+    if code != ExitCode.OK:
+        raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sync")(sync)

@@ -1,0 +1,132 @@
+"""The sync report: what one ``sync`` pass found and did, JSON-ready, with its exit code.
+
+The same shape and exit codes as :class:`~._report.MigrationReport` (``source``, ``target``,
+``status``, ``exit_code``, ``timings``, ``verification``), with a ``sync`` section in place of
+``plan`` and ``copy``: 0 synced (and verified equal when asked), 1 verification found data
+differences or some source records could not be written, 5 data equal but search quality below
+the bar (see :class:`~._verify.VerifyReport`). Operational failures (3) raise instead.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .._exit import ExitCode
+from .._models import JSON
+from ._report import Capped
+
+if TYPE_CHECKING:
+    from ._verify import VerifyReport
+
+__all__ = ["SyncReport", "SyncStats"]
+
+
+@dataclass
+class SyncStats:
+    """Counts of one sync pass (a resumed pass counts from where it resumed)."""
+
+    mode: str = "incremental"
+    """``incremental`` (the state says what the target holds) or ``full`` (the target is read
+    and compared record by record: the first sync of a pair, ``--full``, or the target changed
+    outside sync)."""
+    reason: str | None = None
+    """Why the pass is ``full``."""
+    segments: int = 0
+    segments_checked: int = 0
+    """Segments whose source digest differed from the target's after the scan: only their keys
+    are looked up for records gone from the source."""
+    source_read: int = 0
+    """Records read from the source (the scan, plus the key look-ups for gone records)."""
+    target_read: int = 0
+    """Records read from the target (a full pass only; an incremental pass reads none)."""
+    unchanged: int = 0
+    new: int = 0
+    changed: int = 0
+    written: int = 0
+    gone: int = 0
+    """Records in the target that are not in the source (any more)."""
+    deleted: int = 0
+    """Of those, deleted from the target (only with ``delete``)."""
+    unwritable: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    """Source records whose metadata the target cannot hold under the metadata policy: not
+    written (with the problems, per key)."""
+    retries: int = 0
+    resumed: bool = False
+    """This pass continued one that was interrupted."""
+    restarts: int = 0
+    """Times the source scan started again because the source moved under its cursor."""
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "mode": self.mode,
+            "reason": self.reason,
+            "segments": self.segments,
+            "segments_checked": self.segments_checked,
+            "source_read": self.source_read,
+            "target_read": self.target_read,
+            "unchanged": self.unchanged,
+            "new": self.new,
+            "changed": self.changed,
+            "written": self.written,
+            "gone": self.gone,
+            "deleted": self.deleted,
+            "unwritable": self.unwritable.to_dict(),
+            "retries": self.retries,
+            "resumed": self.resumed,
+            "restarts": self.restarts,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class SyncReport:
+    """The outcome of :func:`vectorport.sync`.
+
+    ``status``: ``synced`` (target brought to the source's state, no verification asked),
+    ``verified`` (and verified equal), ``differences`` (verification found data differences),
+    ``quality`` (data equal, search quality below the bar) or ``unwritable`` (some source
+    records could not be written; the rest was synced).
+    """
+
+    source: str
+    target: str
+    status: str = "synced"
+    state: str | None = None
+    """The sync state file."""
+    delete: bool = False
+    sync: SyncStats = field(default_factory=SyncStats)
+    verification: VerifyReport | None = None
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return {
+            "differences": ExitCode.PROBLEM,
+            "unwritable": ExitCode.PROBLEM,
+            "quality": ExitCode.QUALITY,
+        }.get(self.status, ExitCode.OK)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == ExitCode.OK
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "source": self.source,
+            "target": self.target,
+            "status": self.status,
+            "exit_code": int(self.exit_code),
+            "state": self.state,
+            "delete": self.delete,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "sync": self.sync.to_dict(),
+            "verification": self.verification.to_dict() if self.verification else None,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)

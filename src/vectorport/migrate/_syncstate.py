@@ -1,0 +1,205 @@
+"""The sync state: what the target holds, per record and per segment, in one SQLite file.
+
+Tables: ``records`` (key → segment, digest of the content the target holds), ``segments``
+(kind 0: the fold of ``records``; kind 1: the fold of the source records the current pass has
+read so far) and ``meta`` (identity, segment count, the current pass and the last one's summary).
+
+Why it survives ``kill -9``: SQLite commits are atomic, and the order of writes keeps the
+state on the safe side of the target at every instant. Before a record is written to (or
+deleted from) the target its row is set to :func:`~._digest.extra_digest` ("content unknown")
+and committed; after the target acknowledges, the row gets the real digest. A row therefore
+either names exactly what the target holds or says "unknown", which never equals a source
+digest, so the next pass rewrites (or deletes) that record. The scan cursor and the source fold
+are committed together, behind the records the target acknowledged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._models import JSON
+from ..exceptions import ConfigurationError
+from ._digest import SegmentSums, extra_digest
+
+__all__ = ["SyncState"]
+
+FORMAT = 1
+TARGET, SOURCE = 0, 1
+_CHUNK = 500
+"""Keys per ``IN (...)`` query (SQLite's default variable limit is 32,766; stay small)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    key TEXT PRIMARY KEY, seg INTEGER NOT NULL, digest BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS records_seg ON records (seg);
+CREATE TABLE IF NOT EXISTS segments (
+    kind INTEGER NOT NULL, seg INTEGER NOT NULL, digest BLOB NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (kind, seg)
+) WITHOUT ROWID;
+"""
+
+
+def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+class SyncState:
+    """Open (or create) the state file at ``path`` for the sync ``identity`` (source and target
+    labels). Everything runs on the calling thread."""
+
+    def __init__(self, path: str | os.PathLike[str], identity: dict[str, JSON]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise ConfigurationError(
+                f"cannot open the sync state {self.path}: {exc}; pass another --state path"
+            ) from exc
+        self.db.execute("BEGIN")
+        stored = self._meta("identity")
+        if stored is None:
+            self._set("format", FORMAT)
+            self._set("identity", identity)
+        elif self._meta("format") != FORMAT:
+            raise ConfigurationError(f"{self.path} is not a vectorport sync state (format {FORMAT})")
+        else:
+            for name, value in identity.items():
+                if isinstance(stored, dict) and stored.get(name) != value:
+                    self.db.execute("ROLLBACK")
+                    raise ConfigurationError(
+                        f"the sync state {self.path} belongs to another sync (it records {name} "
+                        f"{stored.get(name)!r}, this run has {value!r}); pass another --state path"
+                    )
+        self.db.execute("COMMIT")
+        self.db.execute("BEGIN")
+        parts = self._meta("segments")
+        self.parts: int | None = int(parts) if isinstance(parts, int) else None
+        self.target = SegmentSums(self.parts or 1)
+        self.source = SegmentSums(self.parts or 1)
+        if self.parts:
+            for kind, sums in ((TARGET, self.target), (SOURCE, self.source)):
+                sums.load(self.db.execute("SELECT seg, digest, n FROM segments WHERE kind = ?", (kind,)))
+
+    # ---------------------------------------------------------------- meta
+    def _meta(self, name: str) -> JSON:
+        row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def _set(self, name: str, value: JSON) -> None:
+        self.db.execute(
+            "INSERT INTO meta (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (name, json.dumps(value)),
+        )
+
+    def get(self, name: str) -> JSON:
+        """A value of the ``meta`` table (``pass``, ``last``, ``transform``)."""
+        return self._meta(name)
+
+    def put(self, name: str, value: JSON) -> None:
+        """Set a ``meta`` value (written at the next :meth:`commit`)."""
+        self._set(name, value)
+
+    # ------------------------------------------------------------- passes
+    def reset(self, parts: int) -> None:
+        """Forget every record (a full pass rebuilds them) and use ``parts`` segments."""
+        self.db.execute("DELETE FROM records")
+        self.db.execute("DELETE FROM segments")
+        self.parts = parts
+        self._set("segments", parts)
+        self.target = SegmentSums(parts)
+        self.source = SegmentSums(parts)
+        self.target.dirty = set(range(parts))
+
+    def restart_source(self) -> None:
+        """Zero the fold of the source (a new pass, or a scan restarted from the beginning)."""
+        self.source = SegmentSums(self.parts or 1)
+        self.source.dirty = set(range(self.source.parts))
+
+    def commit(self) -> None:
+        """Write the touched segment folds and commit everything since the last commit."""
+        for kind, sums in ((TARGET, self.target), (SOURCE, self.source)):
+            touched = sums.clean()
+            if touched:
+                self.db.executemany(
+                    "INSERT INTO segments (kind, seg, digest, n) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (kind, seg) DO UPDATE SET digest = excluded.digest, n = excluded.n",
+                    [(kind, *row) for row in sums.rows(sorted(touched))],
+                )
+        self.db.execute("COMMIT")
+        self.db.execute("BEGIN")
+
+    # ------------------------------------------------------------ records
+    def lookup(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """The recorded digest of each of ``keys`` the target holds (as far as the state knows)."""
+        found: dict[str, bytes] = {}
+        for chunk in _chunks(keys):
+            marks = ",".join("?" * len(chunk))
+            for key, digest in self.db.execute(
+                f"SELECT key, digest FROM records WHERE key IN ({marks})", tuple(chunk)
+            ):
+                found[key] = digest
+        return found
+
+    def record(self, rows: Sequence[tuple[str, int, bytes]]) -> None:
+        """Set ``(key, segment, digest)`` rows, keeping the target fold in step."""
+        if not rows:
+            return
+        old = self.lookup([r[0] for r in rows])
+        for key, seg, digest in rows:
+            prev = old.get(key)
+            if prev == digest:
+                continue
+            if prev is not None:
+                self.target.remove(seg, prev)
+            self.target.add(seg, digest)
+        self.db.executemany(
+            "INSERT INTO records (key, seg, digest) VALUES (?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET digest = excluded.digest",
+            rows,
+        )
+
+    def mark_unknown(self, keys: Sequence[tuple[str, int]]) -> None:
+        """Record that the target's content for these ``(key, segment)`` is about to change."""
+        self.record([(key, seg, extra_digest(key)) for key, seg in keys])
+
+    def forget(self, keys: Sequence[tuple[str, int]]) -> None:
+        """Remove rows (the target deleted these records)."""
+        old = self.lookup([k for k, _ in keys])
+        for key, seg in keys:
+            prev = old.get(key)
+            if prev is not None:
+                self.target.remove(seg, prev)
+        for chunk in _chunks([k for k, _ in keys]):
+            self.db.execute(f"DELETE FROM records WHERE key IN ({','.join('?' * len(chunk))})", tuple(chunk))
+
+    def keys_in(self, segments: Sequence[int]) -> list[tuple[str, int]]:
+        """Every recorded ``(key, segment)`` of ``segments``."""
+        out: list[tuple[str, int]] = []
+        for chunk in _chunks(segments):
+            marks = ",".join("?" * len(chunk))
+            out.extend(self.db.execute(f"SELECT key, seg FROM records WHERE seg IN ({marks})", tuple(chunk)))
+        return out
+
+    @property
+    def records(self) -> int:
+        """Records the state says the target holds."""
+        return self.target.total
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.OperationalError):
+            self.db.execute("ROLLBACK")
+        self.db.close()

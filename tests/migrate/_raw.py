@@ -1,0 +1,65 @@
+"""What a collection holds, read with each backend's own client (psycopg, chromadb, boto3), not
+through vectorport: ``{key: metadata}`` of every record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+def _param(url: str, name: str) -> str:
+    return parse_qs(urlsplit(url).query)[name][0]
+
+
+def raw_metadata(url: str) -> dict[str, dict[str, Any]]:
+    """Every record's key and metadata, read by the backend's plain client."""
+    scheme = urlsplit(url).scheme
+    if scheme == "pgvector":
+        import psycopg
+        from psycopg import sql
+
+        from vectorport.backends.pgvector._embedded import embedded_conninfo
+
+        data = url.split("://", 1)[1].split("?")[0]
+        with psycopg.connect(embedded_conninfo(Path(data)), autocommit=True) as conn:
+            rows = conn.execute(
+                sql.SQL("SELECT key, metadata FROM {}").format(sql.Identifier(_param(url, "table")))
+            ).fetchall()
+        return {str(k): dict(m) for k, m in rows}
+    if scheme == "chroma":
+        from ..chroma._plain import plain_client
+
+        with plain_client(url) as client:
+            got = client.get_collection(_param(url, "collection")).get(include=["metadatas"])
+        return {
+            k: {mk: mv for mk, mv in (m or {}).items() if not mk.startswith("vectorport:")}
+            for k, m in zip(got["ids"], got["metadatas"], strict=True)
+        }
+    if scheme == "s3vectors":
+        import boto3
+
+        parts = urlsplit(url)
+        client = boto3.client(
+            "s3vectors",
+            endpoint_url=_param(url, "endpoint_url"),
+            region_name="us-east-1",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+        out: dict[str, dict[str, Any]] = {}
+        request: dict[str, Any] = {
+            "vectorBucketName": parts.hostname,
+            "indexName": parts.path.strip("/"),
+            "returnMetadata": True,
+        }
+        while True:
+            page = client.list_vectors(**request)
+            for item in page.get("vectors", []):
+                meta = dict(item.get("metadata") or {})
+                meta.pop("vectorport_text", None)
+                out[item["key"]] = meta
+            if not page.get("nextToken"):
+                return out
+            request["nextToken"] = page["nextToken"]
+    raise ValueError(url)

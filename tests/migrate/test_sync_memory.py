@@ -1,0 +1,209 @@
+"""``sync`` on the memory backend: what a pass reads and writes, deletions only when asked, the
+first sync after a migrate, a target changed behind sync's back, the state file and the CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import vectorport
+from vectorport import Record
+from vectorport.cli import app
+from vectorport.exceptions import ConfigurationError
+from vectorport.migrate import sync
+from vectorport.migrate._syncstate import SyncState
+
+pytestmark = pytest.mark.memory
+runner = CliRunner()
+_ids = itertools.count()
+DIM = 8
+
+
+def _records(n: int, start: int = 0, version: int = 0) -> list[Record]:
+    rng = np.random.default_rng(start + 1000 * version)
+    return [
+        Record(
+            f"doc{i:05d}#c", rng.standard_normal(DIM).astype(np.float32), {"i": i, "v": version}, f"text {i}"
+        )
+        for i in range(start, start + n)
+    ]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
+    n = next(_ids)
+    src, dst = f"memory://sync-src-{n}", f"memory://sync-dst-{n}"
+    vectorport.connect(src, dimension=DIM).upsert(_records(1000))
+    yield src, dst, tmp_path / "state.sqlite"
+    for url in (src, dst):
+        with contextlib.suppress(vectorport.NotFoundError):
+            vectorport.connect(url).drop()
+
+
+def _equal(src: str, dst: str) -> None:
+    v = vectorport.verify(src, dst, sample_queries=0)
+    assert v.ok, v.to_dict()
+
+
+def test_first_sync_copies_then_nothing_changes(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    first = sync(src, dst, state=state)
+    assert first.sync.mode == "full" and first.sync.new == 1000 and first.sync.written == 1000
+    assert first.exit_code == 0 and first.status == "synced"
+    _equal(src, dst)
+    again = sync(src, dst, state=state)
+    s = again.sync
+    assert (s.mode, s.written, s.unchanged, s.target_read, s.segments_checked) == (
+        "incremental",
+        0,
+        1000,
+        0,
+        0,
+    )
+    assert s.source_read == 1000
+
+
+def test_changes_new_and_deletions_only_with_the_flag(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    sync(src, dst, state=state)
+    store = vectorport.connect(src)
+    store.upsert(_records(3, start=10, version=1) + _records(2, start=5000))
+    store.delete([f"doc{i:05d}#c" for i in (100, 200, 300, 400)])
+    r = sync(src, dst, state=state)
+    s = r.sync
+    assert (s.changed, s.new, s.written, s.gone, s.deleted, s.target_read) == (3, 2, 5, 4, 0, 0)
+    assert any("--delete" in n for n in r.notes)
+    assert vectorport.connect(dst).count() == 1002  # nothing deleted without --delete
+    # a few segments, not all, were looked at for gone records
+    assert 1 <= s.segments_checked <= 4 < s.segments
+    r = sync(src, dst, state=state, delete=True, verify=True)
+    assert (r.sync.written, r.sync.gone, r.sync.deleted) == (0, 4, 4)
+    assert r.status == "verified" and r.verification is not None and r.verification.data_equal
+    r = sync(src, dst, state=state, delete=True)
+    assert (r.sync.written, r.sync.gone, r.sync.segments_checked) == (0, 0, 0)
+
+
+def test_metadata_key_removed_and_text_dropped_are_changes(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    sync(src, dst, state=state)
+    store = vectorport.connect(src)
+    rec = store.get(["doc00007#c"])[0]
+    store.upsert([Record(rec.key, rec.vector, {}, None)])
+    r = sync(src, dst, state=state)
+    assert r.sync.changed == 1
+    got = vectorport.connect(dst).get(["doc00007#c"])[0]
+    assert got.metadata == {} and got.text is None
+
+
+def test_sync_after_migrate_rewrites_nothing(pair: tuple[str, str, Path], tmp_path: Path) -> None:
+    src, dst, state = pair
+    assert vectorport.migrate(src, dst, checkpoint=tmp_path / "ck.json").status == "verified"
+    r = sync(src, dst, state=state)
+    # every record compared, then every key listed to find extras
+    assert r.sync.mode == "full" and r.sync.written == 0 and r.sync.target_read == 2000
+    assert r.sync.unchanged == 1000
+
+
+def test_target_changed_outside_sync_is_read_again(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    sync(src, dst, state=state)
+    vectorport.connect(dst).delete(["doc00001#c", "doc00002#c"])
+    vectorport.connect(dst).upsert([Record("stray", np.ones(DIM, np.float32))])
+    r = sync(src, dst, state=state, delete=True)
+    assert r.sync.mode == "full" and "changed outside sync" in (r.sync.reason or "")
+    assert (r.sync.new, r.sync.deleted) == (2, 1)
+    _equal(src, dst)
+
+
+def test_extra_target_record_found_by_first_sync_is_deleted_later(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    vectorport.connect(dst, dimension=DIM).upsert([Record("stray", np.ones(DIM, np.float32))])
+    r = sync(src, dst, state=state)
+    assert r.sync.gone == 1 and r.sync.deleted == 0
+    r = sync(src, dst, state=state, delete=True)
+    assert r.sync.mode == "incremental" and r.sync.deleted == 1
+    _equal(src, dst)
+
+
+def test_state_of_another_pair_is_refused(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    sync(src, dst, state=state)
+    other = f"memory://sync-other-{next(_ids)}"
+    with pytest.raises(ConfigurationError, match="belongs to another sync"):
+        sync(src, other, state=state)
+    with pytest.raises(vectorport.NotFoundError):  # refused before anything was created
+        vectorport.connect(other)
+
+
+def test_state_records_what_the_target_holds(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    sync(src, dst, state=state)
+    st = SyncState(state, {})
+    try:
+        assert st.records == 1000 and st.get("pass") is None
+        assert st.parts is not None and st.target.digests == st.source.digests
+    finally:
+        st.close()
+
+
+def test_wrong_dimension_target_is_refused(pair: tuple[str, str, Path]) -> None:
+    src, _, state = pair
+    other = f"memory://sync-dim-{next(_ids)}"
+    vectorport.connect(other, dimension=DIM + 1)
+    with pytest.raises(ConfigurationError, match="sync into a new collection"):
+        sync(src, other, state=state)
+    assert vectorport.connect(other).count() == 0
+    vectorport.connect(other).drop()
+
+
+def test_cli_json_report_and_every(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    res = runner.invoke(app, ["sync", src, dst, "--state", str(state), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["status"] == "synced" and data["sync"]["new"] == 1000 and data["exit_code"] == 0
+    vectorport.connect(src).delete(["doc00003#c"])
+    res = runner.invoke(
+        app, ["sync", src, dst, "--state", str(state), "--delete", "--every", "1s", "--runs", "2", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    runs = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    assert [r["sync"]["deleted"] for r in runs] == [1, 0]
+    res = runner.invoke(app, ["sync", src, dst, "--state", str(state), "--verify"])
+    assert res.exit_code == 0, res.output
+    assert "sync (incremental)" in res.stdout and "equal" in res.stdout
+
+
+def test_cli_every_needs_a_duration(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    res = runner.invoke(app, ["sync", src, dst, "--state", str(state), "--every", "soon"])
+    assert res.exit_code == 2 and "30s, 10m or 2h" in res.output
+
+
+def test_migrate_on_a_finished_checkpoint_points_at_sync(pair: tuple[str, str, Path], tmp_path: Path) -> None:
+    src, dst, _ = pair
+    ck = tmp_path / "ck.json"
+    assert vectorport.migrate(src, dst, checkpoint=ck).status == "verified"
+    again = vectorport.migrate(src, dst, checkpoint=ck)
+    assert again.already_complete and again.status == "verified" and again.notes == []
+    vectorport.connect(src).upsert(_records(10, start=7000))
+    res = runner.invoke(app, ["migrate", src, dst, "--checkpoint", str(ck)])
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.stdout.split())
+    assert "the source changed since this migration finished" in text
+    assert "10 missing in the target" in text
+    assert f"vectorport sync {src} {dst}" in text
+    # without verification the record count tells
+    res = runner.invoke(app, ["migrate", src, dst, "--checkpoint", str(ck), "--no-verify", "--json"])
+    assert res.exit_code == 0, res.output
+    (note,) = json.loads(res.stdout)["notes"]
+    assert "it holds 1010 records, 1000 when the migration finished" in note and "vectorport sync" in note
+    # and sync does what the note says
+    assert sync(src, dst, state=tmp_path / "st.sqlite").sync.written == 10
