@@ -497,3 +497,29 @@ def test_cli_info_names_the_layout_and_migrate_copies_it(
         assert copied == {k: t for k, _, t, _ in data["docs"]}
     finally:
         admin.execute(f"DROP TABLE IF EXISTS {name}_copy")
+
+
+@pytest.mark.parametrize("layout", ["langchain", "langchain-v2", "llamaindex", "vecs", "supabase"])
+def test_a_framework_table_is_created_as_its_framework_creates_it(
+    pg_url: Callable[..., str], admin: Any, name: str, layout: str
+) -> None:
+    schema = f"{name}_lc"
+    admin.execute(f"CREATE SCHEMA {schema}")
+    url = pg_url(name, layout=layout, schema=schema)
+    records = [
+        vectorport.Record("docs/a.md#0", [1, 0, 0, 0], {"n": 1, "tags": ["x"]}, "alpha"),
+        vectorport.Record("docs/a.md#1", [0, 1, 0, 0], {"n": 2}, None),  # no text
+        vectorport.Record(str(uuid.uuid4()), [0, 0, 1, 0], {}, "gamma"),
+    ]
+    if layout == "vecs":
+        url += "&text_key=text"
+    with vectorport.connect(url, dimension=DIM, metric="cosine") as store:
+        store.upsert(records)
+        assert store.info()["pgvector"]["layout"] == layout
+    with vectorport.connect(url) as store:  # opened again, detected from what was created
+        got = {r.key: r for r in store.records()}
+        assert set(got) == {r.key for r in records}
+        for r in records:
+            assert got[r.key].text == r.text and got[r.key].metadata == r.metadata
+            np.testing.assert_array_equal(got[r.key].vector, r.vector)
+        assert store.query([1, 0, 0, 0], k=1).keys == ["docs/a.md#0"]

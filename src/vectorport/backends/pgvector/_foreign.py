@@ -19,9 +19,10 @@ from psycopg import sql
 from ..._models import CollectionSpec, Metric
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, NotFoundError, Problem, UnsupportedFeatureError, ValidationError
+from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
 from ._layouts import LANGCHAIN_COLLECTIONS
-from ._mapping import KEEP_KEY, Columns, row_id
+from ._mapping import KEEP_KEY, NO_TEXT, Columns, row_id
 from ._schema import Layout
 from ._state import StoreState
 from .filters import Predicate
@@ -272,6 +273,15 @@ class ForeignMixin(StoreState):
                     )
                     continue
                 meta[KEEP_KEY] = key
+            if text is None and cols.text_required:
+                if cols.metadata is None:
+                    problems.append(
+                        Problem(
+                            key, "", f"the text column {cols.text!r} is NOT NULL and the record has no text"
+                        )
+                    )
+                    continue
+                meta[NO_TEXT] = True
             if text is not None and cols.text is None:
                 if cols.text_key and cols.metadata is not None:
                     meta[cols.text_key] = text
@@ -314,7 +324,7 @@ class ForeignMixin(StoreState):
                 values.append(sql.SQL("(s.metadata ->> {})::{}").format(sql.Literal(name), sql.SQL(kind)))
         if cols.text is not None:
             targets.append(cols.ident("text"))
-            values.append(sql.SQL("s.text"))
+            values.append(sql.SQL("coalesce(s.text, '')") if cols.text_required else sql.SQL("s.text"))
         for column, param in cols.fixed:
             targets.append(sql.Identifier(column))
             values.append(sql.Placeholder(param))
@@ -355,17 +365,34 @@ class ForeignMixin(StoreState):
 
     # ------------------------------------------------------------------ create
     def _create_foreign(self, spec: CollectionSpec) -> None:
-        """A framework layout's collection that does not exist yet: a LangChain collection is a
-        row of ``langchain_pg_collection``; other tables are the framework's to create."""
-        self._requested_dimension = spec.dimension
-        if self.layout_name == "langchain" or (self.mapping.layout == "langchain"):
-            with self._errors("create collection"):
-                conn, _ = self._conn()
-                known = conn.execute(
-                    "SELECT to_regclass(%s) IS NOT NULL",
-                    (sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS).as_string(conn),),
-                ).fetchone()
-                if known and known[0]:
+        """A framework layout's table that does not exist yet, made as its framework makes it
+        (a LangChain collection is a row of ``langchain_pg_collection``)."""
+        layout = self.mapping.layout or "custom"
+        plain = not (
+            self.mapping.columns
+            or self.mapping.key_expression
+            or self.mapping.where
+            or self.mapping.metadata_columns is not None
+        )
+        statements = (
+            framework_ddl(layout, self.schema, self.table, spec.dimension, spec.metric) if plain else []
+        )
+        if not statements:
+            raise NotFoundError(
+                f"{self._where} does not exist; vectorport writes into a {layout} table with a mapping "
+                "but does not create one: create it first (or drop the column options to create a "
+                "vectorport table)"
+            )
+        with self._errors("create collection"):
+            conn, _ = self._conn()
+            with conn.transaction():
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"vectorport.pgvector.table:{self.schema}.{self.table}",),
+                )
+                for statement in statements:
+                    conn.execute(statement)
+                if layout == "langchain":
                     conn.execute(
                         sql.SQL(
                             "INSERT INTO {} (uuid, name, cmetadata) VALUES (gen_random_uuid(), %s, NULL) "
@@ -373,12 +400,7 @@ class ForeignMixin(StoreState):
                         ).format(sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)),
                         (self.collection,),
                     )
-                    described = self._describe_collection()
-                    if described is not None:
-                        return
-        layout = self.mapping.layout or "custom"
-        raise NotFoundError(
-            f"{self._where} does not exist; vectorport writes into a {layout} table but does not create "
-            "one: create it with its framework's client first (or drop layout= and the column options "
-            "to create a vectorport table)"
-        )
+        log.info("pgvector: created %s as %s creates it", self._where, layout)
+        self._requested_dimension, self._requested_metric = spec.dimension, spec.metric
+        if self._describe_collection() is None:  # pragma: no cover - created just above
+            raise NotFoundError(f"{self._where} was created but cannot be opened")

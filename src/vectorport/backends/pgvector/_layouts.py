@@ -422,6 +422,7 @@ def _foreign(
         keep_key=kind == "uuid" and base.metadata is not None,
         node_metadata=layout == "llamaindex",
         text_key=options.text_key if base.text is None else None,
+        text_required=base.text is not None and facts.columns[base.text].notnull,
         own=False,
         read_only="; ".join(reasons) or None,
     )

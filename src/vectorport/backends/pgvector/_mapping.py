@@ -22,12 +22,15 @@ from psycopg import sql
 
 from ...exceptions import UnsupportedFeatureError
 
-__all__ = ["DEFAULT_COLUMNS", "KEEP_KEY", "KEY_NAMESPACE", "Columns", "row_id", "sql_name"]
+__all__ = ["DEFAULT_COLUMNS", "KEEP_KEY", "KEY_NAMESPACE", "NO_TEXT", "Columns", "row_id", "sql_name"]
 
 KEEP_KEY = "vectorport_key"
 """Metadata key keeping a chunk key that is not a uuid, in a table keyed by uuid: the row id is
 ``uuid5(KEY_NAMESPACE, key)``, and reading the row restores the key from here."""
 KEY_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://vectorport.dev/keys")
+NO_TEXT = "vectorport:no_text"
+"""Metadata flag of a record without text in a table whose text column is ``NOT NULL`` (it
+holds ``''`` there); the same marker vectorport's Chroma layout uses."""
 
 _PLAIN_NAMES = frozenset({"embedding", "fts", "hits", "key", "metadata", "t", "text", "updated_at"})
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -106,6 +109,8 @@ class Columns:
     """The metadata holds LlamaIndex's node bookkeeping (``_node_content`` …)."""
     text_key: str | None = None
     """No text column: the text is kept in the metadata under this key."""
+    text_required: bool = False
+    """The text column is ``NOT NULL``: a record without text is written as ``''`` and flagged."""
     skip_null_vectors: bool = False
     """Rows whose vector is NULL are left out (``null_vectors=skip``)."""
     own: bool = True
@@ -137,7 +142,15 @@ class Columns:
         parts: list[sql.Composable] = []
         raw = self._raw_metadata(prefix)
         if raw is not None:
-            hidden = [k for k in (KEEP_KEY if self.keep_key else None, self.text_key) if k]
+            hidden = [
+                k
+                for k in (
+                    KEEP_KEY if self.keep_key else None,
+                    self.text_key,
+                    NO_TEXT if self.text_required else None,
+                )
+                if k
+            ]
             if hidden:
                 raw = sql.SQL("({} - {}::text[])").format(raw, sql.Literal(hidden))
             parts.append(raw)
@@ -156,9 +169,13 @@ class Columns:
         return parts[0] if len(parts) == 1 else sql.SQL("({})").format(sql.SQL(" || ").join(parts))
 
     def text_expr(self, prefix: str | None = None) -> sql.Composable:
+        raw = self._raw_metadata(prefix)
+        if self.text and self.text_required and raw is not None:
+            return sql.SQL("CASE WHEN {} ? {} THEN NULL ELSE {} END").format(
+                raw, sql.Literal(NO_TEXT), self.ident("text", prefix)
+            )
         if self.text:
             return self.ident("text", prefix)
-        raw = self._raw_metadata(prefix)
         if self.text_key and raw is not None:
             return sql.SQL("({} ->> {})").format(raw, sql.Literal(self.text_key))
         return sql.SQL("NULL::text")
