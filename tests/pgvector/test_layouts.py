@@ -523,3 +523,52 @@ def test_a_framework_table_is_created_as_its_framework_creates_it(
             assert got[r.key].text == r.text and got[r.key].metadata == r.metadata
             np.testing.assert_array_equal(got[r.key].vector, r.vector)
         assert store.query([1, 0, 0, 0], k=1).keys == ["docs/a.md#0"]
+
+
+def test_trigger_maintained_tsvector_in_another_language(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    admin.execute(
+        f"CREATE TABLE {name} (id bigserial PRIMARY KEY, contenido text, metadata jsonb, "
+        f"embedding vector({DIM}), busqueda tsvector)"
+    )
+    admin.execute(
+        f"CREATE FUNCTION {name}_fts() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "NEW.busqueda := to_tsvector('spanish', coalesce(NEW.contenido, '')); RETURN NEW; END $$"
+    )
+    admin.execute(
+        f"CREATE TRIGGER {name}_fts BEFORE INSERT OR UPDATE ON {name} FOR EACH ROW EXECUTE FUNCTION {name}_fts()"
+    )
+    rows = ["Los gatos duermen en la casa", "El perro corre por el parque", "Las casas blancas del pueblo"]
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} (contenido, metadata, embedding) VALUES (%s, '{{}}', %s::vector)",
+            [(t, _vec(v)) for t, v in zip(rows, vectors(3), strict=True)],
+        )
+    with vectorport.connect(pg_url(name, text_column="contenido", metric="cosine")) as store:
+        assert store.info()["pgvector"]["language"] == "spanish"  # read from the trigger
+        assert "busqueda" not in store.get(["1"])[0].metadata
+        # 'casa' matches 'casa' and 'casas' only under the Spanish stemmer
+        assert sorted(store.text_query("casa", k=5).keys) == ["1", "3"]  # type: ignore[attr-defined]
+
+
+def test_halfvec_reads_as_float32_and_a_scope_must_match(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    admin.execute(f"CREATE TABLE {name} (id text PRIMARY KEY, body text, embedding halfvec({DIM}))")
+    admin.execute(f"CREATE INDEX ON {name} USING hnsw (embedding halfvec_l2_ops)")
+    vecs = vectors(10)
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} VALUES (%s, %s, %s::halfvec)",
+            [(f"h{i}", f"b{i}", _vec(v)) for i, v in enumerate(vecs)],
+        )
+    with vectorport.connect(pg_url(name)) as store:
+        assert store.spec.metric.value == "euclidean"
+        (h,) = store.get(["h3"])
+        assert h.vector.dtype == np.float32
+        np.testing.assert_allclose(h.vector, vecs[3], rtol=1e-3, atol=1e-3)  # half precision
+        assert store.query(vecs[3], k=1).keys == ["h3"]
+        assert "halfvec" in store.info()["pgvector"]["read_only_reason"]
+    with pytest.raises(vectorport.ConfigurationError, match="matches no row"):
+        vectorport.connect(pg_url(name, where="id%20%3D%20%27nope%27"))

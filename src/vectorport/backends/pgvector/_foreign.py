@@ -10,6 +10,7 @@ LlamaIndex's node bookkeeping, a uuid5 id for a chunk key that is not a uuid).
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -79,6 +80,19 @@ class ForeignMixin(StoreState):
                 scope_params=((_SCOPE_PARAM, row[0]),),
                 fixed=(("collection_id", _SCOPE_PARAM),),
             )
+        if self.mapping.where:
+            found = conn.execute(
+                sql.SQL("SELECT EXISTS (SELECT 1 FROM {} AS t WHERE {})").format(
+                    sql.Identifier(self.schema, self.table),
+                    sql.SQL(columns.scope_sql(with_null_vectors=True)),
+                ),
+                columns.scope_values,
+            ).fetchone()
+            if not (found and found[0]):
+                raise ConfigurationError(
+                    f"{self._where}: where={self.mapping.where} matches no row of the table; check the "
+                    f"condition (its columns: {facts.describe()})"
+                )
         dim = facts.dimension(columns.embedding) or self._data_dimension(conn, columns)
         if dim is None:
             raise NotFoundError(
@@ -156,11 +170,14 @@ class ForeignMixin(StoreState):
         return Metric.COSINE
 
     def _foreign_language(self, facts: TableFacts, columns: Columns) -> str:
-        import re
-
+        """The text search configuration of the ``tsvector`` column: from its generated
+        expression or the trigger that maintains it, else ``language=`` (``english``)."""
         col = facts.columns.get(columns.fts) if columns.fts else None
-        found = re.search(r"to_tsvector\('([^']+)'::regconfig", col.generated or "") if col else None
-        return found.group(1) if found else self.language
+        source = (col.generated or "") if col else ""
+        if col and not source and self._explicit_language is None:
+            source = facts.trigger_source
+        found = re.search(r"to_tsvector\(\s*'([A-Za-z_][\w.]*)'", source)
+        return found.group(1) if found and self._explicit_language is None else self.language
 
     def check_keys(self) -> None:
         """Refuse a table whose keys are not unique or are NULL, or that has rows without a

@@ -59,6 +59,8 @@ class TableFacts:
     """``pg_class.relkind``: ``r`` table, ``p`` partitioned, ``v`` view, ``m`` materialized view."""
     composite_unique: tuple[tuple[str, ...], ...] = ()
     """Unique keys over several columns (a natural key such as ``(file_path, chunk_index)``)."""
+    trigger_source: str = ""
+    """The source of the functions the table's row triggers run (a ``tsvector`` kept by one)."""
 
     @classmethod
     def read(cls, conn: psycopg.Connection[Any], qualified: str) -> TableFacts:
@@ -88,6 +90,11 @@ class TableFacts:
         kind = conn.execute(
             "SELECT relkind::text FROM pg_class WHERE oid = %s::regclass", (qualified,)
         ).fetchone()
+        triggers = conn.execute(
+            "SELECT coalesce(string_agg(p.prosrc, E'\\n'), '') FROM pg_trigger AS g "
+            "JOIN pg_proc AS p ON p.oid = g.tgfoid WHERE g.tgrelid = %s::regclass AND NOT g.tgisinternal",
+            (qualified,),
+        ).fetchone()
         indexes = conn.execute(
             "SELECT c.relname, am.amname, opc.opcname, c.reloptions, i.indisvalid, "
             "pg_get_indexdef(i.indexrelid, 1, false) "
@@ -112,6 +119,7 @@ class TableFacts:
             ),
             str(kind[0]) if kind else "r",
             tuple(tuple(str(c) for c in row[0]) for row in composite),
+            str(triggers[0]) if triggers else "",
         )
 
     def dimension(self, column: str) -> int | None:

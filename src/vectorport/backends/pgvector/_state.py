@@ -54,6 +54,7 @@ class StoreState(BaseStore[Predicate]):
         self.m = as_int("m", opts.get("m", 16), 2, 100)
         self.ef_construction = as_int("ef_construction", opts.get("ef_construction", 64), 4, 1000)
         self.language = str(opts.get("language") or "english")
+        self._explicit_language = str(opts["language"]) if opts.get("language") else None
         self.keep_server = as_bool("keep_server", opts.get("keep_server", False))
         self.database = check_identifier("database", str(opts.get("database") or "postgres"))
         self.mapping = MappingOptions.parse(opts)
