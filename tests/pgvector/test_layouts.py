@@ -537,7 +537,8 @@ def test_trigger_maintained_tsvector_in_another_language(
         "NEW.busqueda := to_tsvector('spanish', coalesce(NEW.contenido, '')); RETURN NEW; END $$"
     )
     admin.execute(
-        f"CREATE TRIGGER {name}_fts BEFORE INSERT OR UPDATE ON {name} FOR EACH ROW EXECUTE FUNCTION {name}_fts()"
+        f"CREATE TRIGGER {name}_fts BEFORE INSERT OR UPDATE ON {name} "
+        f"FOR EACH ROW EXECUTE FUNCTION {name}_fts()"
     )
     rows = ["Los gatos duermen en la casa", "El perro corre por el parque", "Las casas blancas del pueblo"]
     with admin.cursor() as cur:
