@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml
 	# torch first and pinned: 2.13.0 is the CPU build on this machine's disk; an unpinned
 	# torch pulled in by sentence-transformers would download a multi-GB CUDA build.
 	$(PY) -m pip install --quiet "torch==2.13.0"
-	# botocore needs python-dateutil < 3
-	$(PY) -m pip install --quiet -e ".[all,dev]" "python-dateutil<3" "torch==2.13.0"
+	# botocore needs python-dateutil < 3. One venv for everything: the interop extra (the
+	# frameworks' own clients, and the pgvector-python < 0.4 they pin) resolves beside the rest,
+	# so the whole suite runs where vectorport meets them.
+	$(PY) -m pip install --quiet -e ".[all,dev,interop]" "python-dateutil<3" "torch==2.13.0"
 	touch $(STAMP)
 
 lint: $(STAMP)

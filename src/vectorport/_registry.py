@@ -53,7 +53,7 @@ BUILTIN: tuple[BackendInfo, ...] = (
         ("pgvector", "postgresql", "postgres"),
         "vectorport.backends.pgvector:PgVectorStore",
         "pgvector",
-        ("psycopg", "pgvector"),
+        ("psycopg",),
     ),
     BackendInfo(
         "chroma",

@@ -1,4 +1,11 @@
-"""Wire encodings: JSON that survives ``jsonb`` and the binary COPY stream."""
+"""Wire encodings: JSON that survives ``jsonb``, the binary COPY stream, and psycopg adapters for
+pgvector's ``vector`` and ``halfvec`` types.
+
+The adapters are vectorport's own rather than pgvector-python's: langchain-postgres and vecs pin
+that package below 0.4, whose loaders return other types than 0.4's, and vectorport must install
+beside them. Both types load as float32 numpy arrays; a numpy array parameter is sent as a binary
+``vector``.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,18 @@ import json
 import struct
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
+import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper, Loader
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
 
 from ..._models import JSON, Vector
 
-__all__ = ["copy_binary", "dumps_json"]
+__all__ = ["copy_binary", "dumps_json", "register_vector_types"]
 
 
 def _dumps_slow(value: Any) -> str:
@@ -84,3 +98,104 @@ def copy_binary(
             append(raw)
     append(_COPY_TRAILER)
     return b"".join(out)
+
+
+# pgvector's binary send format (vector.c / halfvec.c): int16 dim, int16 unused, then dim
+# elements, big-endian: float4 for vector, float2 for halfvec. Text is "[x,y,...]".
+_VECTOR_HEADER = struct.Struct("!HH")
+_FLOAT4: np.dtype[np.float32] = np.dtype(">f4")
+_FLOAT2: np.dtype[np.float16] = np.dtype(">f2")
+_TYPES_SQL = (
+    "SELECT t.typname, t.oid, t.typarray, format('%I.%I', n.nspname, t.typname) "
+    "FROM pg_extension e JOIN pg_type t ON t.typnamespace = e.extnamespace "
+    "JOIN pg_namespace n ON n.oid = t.typnamespace "
+    "WHERE e.extname = 'vector' AND t.typname IN ('vector', 'halfvec')"
+)
+
+
+def _load_binary(data: Buffer, element: np.dtype[Any], type_name: str) -> Vector:
+    dim = _VECTOR_HEADER.unpack_from(data)[0]
+    if len(data) != 4 + element.itemsize * dim:
+        raise psycopg.DataError(
+            f"a binary {type_name} value of {len(data)} bytes does not hold the {dim} elements its "
+            "header announces"
+        )
+    # astype copies into native float32: the result never points into the driver's buffer
+    return np.frombuffer(data, dtype=element, count=dim, offset=4).astype(np.float32)
+
+
+def _load_text(data: Buffer) -> Vector:
+    text = bytes(data).decode("ascii")
+    return np.array(text[1:-1].split(","), dtype=np.float32)
+
+
+class _VectorBinaryLoader(Loader):
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> Vector:
+        return _load_binary(data, _FLOAT4, "vector")
+
+
+class _HalfvecBinaryLoader(Loader):
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> Vector:
+        return _load_binary(data, _FLOAT2, "halfvec")
+
+
+class _VectorTextLoader(Loader):
+    format = Format.TEXT
+
+    def load(self, data: Buffer) -> Vector:
+        return _load_text(data)
+
+
+def _as_vector(obj: Any) -> Vector:
+    arr = np.asarray(obj, dtype=np.float32)
+    if arr.ndim != 1 or not 1 <= arr.size <= 0xFFFF:
+        raise psycopg.DataError(
+            f"a vector parameter must be one non-empty row of numbers, got shape {arr.shape}"
+        )
+    return arr
+
+
+class _VectorTextDumper(Dumper):
+    format = Format.TEXT
+
+    def dump(self, obj: Any) -> Buffer:
+        return ("[" + ",".join(map(str, _as_vector(obj).tolist())) + "]").encode("ascii")
+
+
+class _VectorBinaryDumper(Dumper):
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> Buffer:
+        arr = _as_vector(obj)
+        return _VECTOR_HEADER.pack(arr.size, 0) + arr.astype(_FLOAT4, copy=False).tobytes()
+
+
+def register_vector_types(conn: psycopg.Connection[Any]) -> frozenset[str]:
+    """Make ``conn`` load ``vector`` and ``halfvec`` values as float32 numpy arrays (text and
+    binary results, and their arrays) and send numpy arrays as binary ``vector`` parameters.
+
+    The type OIDs are looked up once, here, from the ``vector`` extension wherever its schema
+    is (so a search_path without it does not matter). Returns the type names registered:
+    empty when the extension is not installed in the database (nothing is registered then),
+    without ``halfvec`` before pgvector 0.7. Lists stay PostgreSQL arrays: pass a vector
+    parameter as a numpy array.
+    """
+    rows = conn.execute(_TYPES_SQL).fetchall()
+    adapters = conn.adapters
+    for name, oid, array_oid, regtype in rows:
+        TypeInfo(name, oid, array_oid, regtype=regtype).register(conn)
+        if name == "vector":
+            # the OID on the dumper class lets the server type the parameter without a cast;
+            # the binary dumper is registered last so a %s placeholder picks it
+            for base in (_VectorTextDumper, _VectorBinaryDumper):
+                dumper = cast("type[Dumper]", type(base.__name__, (base,), {"oid": oid}))
+                adapters.register_dumper(np.ndarray, dumper)
+            adapters.register_loader(oid, _VectorBinaryLoader)
+        else:
+            adapters.register_loader(oid, _HalfvecBinaryLoader)
+        adapters.register_loader(oid, _VectorTextLoader)
+    return frozenset(row[0] for row in rows)

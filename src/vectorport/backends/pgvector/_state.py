@@ -14,9 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from ..._base import BaseStore
@@ -24,6 +22,7 @@ from ..._models import Include, Metric, Record, Vector
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ...filters import FilterNode
+from ._codec import register_vector_types
 from ._connections import Connections, Session, check_extension, open_connection
 from ._embedded import connect_embedded, hnsw_unsafe, provider
 from ._layouts import MappingOptions, relation
@@ -126,7 +125,7 @@ class StoreState(BaseStore[Predicate]):
                 if not self._ready:
                     check_extension(conn)
                     self._ready = True
-            register_vector(conn)
+            register_vector_types(conn)
         except BaseException:
             conn.close()
             raise
@@ -266,7 +265,7 @@ class StoreState(BaseStore[Predicate]):
             text = row[i]
             i += 1
         if Include.VECTOR in include and row[i] is not None:
-            vector = np.array(row[i].to_numpy(), dtype=np.float32)
+            vector = row[i]
         return metadata, text, vector
 
     def _user_metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
