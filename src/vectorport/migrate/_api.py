@@ -63,7 +63,7 @@ def _opened(
 ) -> tuple[Endpoint, Endpoint]:
     src = open_source(source, **dict(source_options or {}))
     try:
-        dst = probe_target(target, **dict(target_options or {}))
+        dst = probe_target(target, src.store.spec.name, **dict(target_options or {}))
     except BaseException:
         src.close()
         raise

@@ -14,6 +14,7 @@ from .._models import JSON, CollectionSpec
 from .._validate import key_problem
 from ..exceptions import UnsupportedError
 from ._endpoints import Endpoint
+from ._names import TargetName
 from ._progress import Progress
 from ._report import DEFAULT_CAP, Capped
 from ._transform import MetadataPolicy, Transformer, problem_kind
@@ -99,6 +100,9 @@ class MigrationPlan:
     """Records in the source (in this shard)."""
     incompatible: list[str] = field(default_factory=list)
     """Spec problems no flag fixes (metric, dimension, embedding model)."""
+    target_name: TargetName | None = None
+    """How the target collection's name was chosen when the target URL named none or an
+    invalid one (then the plan is refused and names a valid one)."""
     key_problems: ProblemGroup | None = None
     """Record keys the target rejects."""
     metadata_problems: dict[str, ProblemGroup] = field(default_factory=dict)
@@ -117,7 +121,8 @@ class MigrationPlan:
     @property
     def refused(self) -> bool:
         """The migration must not run: nothing will be written."""
-        return bool(self.incompatible or self.key_problems or self.records_unresolved)
+        name_refused = self.target_name is not None and self.target_name.refused
+        return bool(name_refused or self.incompatible or self.key_problems or self.records_unresolved)
 
     @property
     def lossy(self) -> bool:
@@ -126,7 +131,8 @@ class MigrationPlan:
 
     def reasons(self) -> list[str]:
         """One line per reason the plan is refused."""
-        out = list(self.incompatible)
+        name = self.target_name.reason() if self.target_name is not None else None
+        out = ([name] if name else []) + list(self.incompatible)
         if self.key_problems:
             out.append(
                 f"{self.key_problems.records} record keys are rejected by {self.target_backend} "
@@ -141,8 +147,17 @@ class MigrationPlan:
         return out
 
     def suggestion(self) -> str | None:
-        """Which flag to pass to make a refused plan run, when one exists."""
-        if self.incompatible or self.key_problems or not self.records_unresolved:
+        """Which flag to pass (or name to use) to make a refused plan run, when one exists."""
+        if self.incompatible or self.key_problems:
+            return None
+        hint = self._policy_suggestion()
+        if self.target_name is None or not self.target_name.refused:
+            return hint
+        rename = f"name the target collection {self.target_name.name!r} in the target URL"
+        return rename + (f", and {hint}" if hint else "")
+
+    def _policy_suggestion(self) -> str | None:
+        if not self.records_unresolved:
             return None
         fixes = [p for p, left in self.policy_outcomes.items() if left == 0]
         if not fixes:
@@ -178,6 +193,7 @@ class MigrationPlan:
             "reasons": self.reasons(),
             "suggestion": self.suggestion(),
             "incompatible": list(self.incompatible),
+            "target_name": self.target_name.to_dict() if self.target_name else None,
             "key_problems": self.key_problems.to_dict() if self.key_problems else None,
             "records_with_problems": self.records_with_problems,
             "records_transformed": self.records_transformed,
@@ -291,7 +307,11 @@ def build_plan(
         text_key=transformer.text_key,
         reembed=reembed,
         incompatible=_compatibility(src_spec, planned, target, reembed_dimension, reembed),
+        target_name=target.naming,
     )
+    name_note = target.naming.note() if target.naming is not None else None
+    if name_note:
+        plan.notes.append(name_note)
     if plan.target_count:
         plan.notes.append(
             f"the target already holds {plan.target_count} records: records with the same key are "
