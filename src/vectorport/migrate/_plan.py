@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._features import SupportsLayoutCheck
 from .._models import JSON, CollectionSpec
 from .._validate import key_problem
 from ..exceptions import UnsupportedError
@@ -62,6 +63,26 @@ def _add(
     group.records += 1
     for path, message in items:
         group.occurrences.add({"key": key, "path": path, "message": message})
+
+
+def _layout_kind(message: str) -> str:
+    if "non-filterable" in message:  # the text key counts as filterable metadata in this index
+        return "layout: text in filterable metadata"
+    return "layout: " + problem_kind(message)
+
+
+def _add_layout(groups: dict[str, ProblemGroup], key: str, found: list[tuple[str, str]], cap: int) -> None:
+    by_kind: dict[str, list[tuple[str, str]]] = {}
+    for path, message in found:
+        by_kind.setdefault(_layout_kind(message), []).append((path, message))
+    for kind, items in by_kind.items():
+        _add(groups, kind, key, items, cap)
+
+
+def _layout_problems(
+    check: SupportsLayoutCheck | None, key: str, metadata: dict[str, JSON], text: str | None
+) -> list[tuple[str, str]]:
+    return check.layout_problems(key, metadata, text) if check is not None else []
 
 
 def _grouped(
@@ -323,6 +344,9 @@ def build_plan(
     ]
     plan.policy_outcomes = {t.policy.value: 0 for t in alternatives}
     max_key = target.capabilities.max_key_bytes
+    # what the target's layout adds to its capabilities' limits, checked on each record as the
+    # policy leaves it (a record already unwritable is not checked again)
+    layout_check = target.store if isinstance(target.store, SupportsLayoutCheck) else None
     with Progress("plan", total_hint, enabled=progress) as bar:
         for page in source.store.scan(include=["metadata", "text"], segment=shard):
             for rec in page:
@@ -336,11 +360,18 @@ def build_plan(
                 out = transformer.apply(rec.metadata, rec.text)
                 if reembed and out.text is None:
                     out.unresolved.append(("text", "the record has no text to re-embed"))
-                if out.problems:
+                layout = (
+                    [] if out.unresolved else _layout_problems(layout_check, rec.key, out.metadata, out.text)
+                )
+                if out.problems or layout:
                     plan.records_with_problems += 1
                     _grouped(plan.metadata_problems, rec.key, out.problems, "", cap)
+                    _add_layout(plan.metadata_problems, rec.key, layout, cap)
                     for alt in alternatives:
-                        if alt.apply(rec.metadata, rec.text).unresolved:
+                        alt_out = alt.apply(rec.metadata, rec.text)
+                        if alt_out.unresolved or _layout_problems(
+                            layout_check, rec.key, alt_out.metadata, alt_out.text
+                        ):
                             plan.policy_outcomes[alt.policy.value] += 1
                 if out.changes:
                     plan.records_transformed += 1
@@ -351,9 +382,10 @@ def build_plan(
                         )
                     for name, items in by_kind.items():
                         _add(plan.transforms, name, rec.key, items, cap)
-                if out.unresolved:
+                if out.unresolved or layout:
                     plan.records_unresolved += 1
                     _grouped(plan.unresolved, rec.key, out.unresolved, "", cap)
+                    _add_layout(plan.unresolved, rec.key, layout, cap)
             bar.advance(len(page))
     if plan.records_with_problems and transformer.policy is not MetadataPolicy.ERROR:
         plan.notes.append(

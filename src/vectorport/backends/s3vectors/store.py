@@ -424,7 +424,9 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
     def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
         """What keeps one record from being written in this index's layout, as ``(path,
         message)`` (what the migration plan reports beside the capabilities' checks)."""
-        return self.layout.size_problems(self.layout.encode(key, text, metadata), self._non_filterable)
+        # an index not created yet will declare its layout's text keys non-filterable
+        declared = self._non_filterable if self._spec is not None else frozenset(self.layout.non_filterable)
+        return self.layout.size_problems(self.layout.encode(key, text, metadata), declared)
 
     def _write(self, batch: Batch) -> None:
         self._put(batch, self._encode(batch))
