@@ -217,6 +217,8 @@ def test_a_bucket_url_naming_an_invalid_index_is_refused_with_a_valid_one(
     with pytest.raises(PlanRefusedError, match="plain-default"):
         vectorport.migrate(source, target)
     assert _indexes(bucket_server, "names-refused") == []  # nothing written, not even the bucket's index
+    with pytest.raises(vectorport.ConfigurationError, match="name the target 'plain-default'"):
+        vectorport.verify(source, target)  # never against the proposal in its place
     # the proposal, named in the URL, runs
     fixed = _bucket(bucket_server, "names-refused", "plain-default")
     assert vectorport.migrate(source, fixed, checkpoint=tmp_path / "ck2.json").status == "verified"

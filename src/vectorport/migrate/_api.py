@@ -378,6 +378,8 @@ def verify(
     segment = parse_shard(shard)
     src, dst = _opened(source, target, source_options, target_options)
     try:
+        if dst.naming is not None and dst.naming.refused:
+            raise ConfigurationError(f"the target cannot exist: {dst.naming.reason()}")
         if not dst.exists:
             raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
         transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
