@@ -14,6 +14,7 @@ from ._base import BaseStore
 from ._capabilities import Capabilities, MetadataRules
 from ._embedder import Embedder
 from ._models import CollectionSpec, Include, Match, Metric, QueryResult, Record, ScanPage
+from ._names import NameRule
 from ._protocol import VectorStore
 from ._registry import available_backends, connect
 from ._retry import RetryPolicy
@@ -26,6 +27,7 @@ from .exceptions import (
     ConfigurationError,
     ConflictError,
     FilterError,
+    InvalidNameError,
     NotFoundError,
     NotInstalledError,
     TransientError,
@@ -52,10 +54,12 @@ __all__ = [
     "Embedder",
     "FilterError",
     "Include",
+    "InvalidNameError",
     "Match",
     "MetadataRules",
     "Metric",
     "MigrationReport",
+    "NameRule",
     "NotFoundError",
     "NotInstalledError",
     "QueryResult",

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ._models import Metric
+from ._names import NameRule
 
 __all__ = ["Capabilities", "MetadataRules"]
 
@@ -84,6 +85,8 @@ class Capabilities:
     filter_operators: frozenset[str] = frozenset()
     features: frozenset[str] = frozenset()
     """Optional features: ``hybrid``, ``text_search``, ``native_count``, ``native_segments``."""
+    collection_names: NameRule | None = None
+    """The names a collection may have (``None``: any)."""
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready dict."""

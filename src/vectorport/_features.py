@@ -28,6 +28,7 @@ __all__ = [
     "FEATURE_PROTOCOLS",
     "SupportsBulkLoad",
     "SupportsHybridSearch",
+    "SupportsLayoutCheck",
     "SupportsTextSearch",
     "bulk_load_of",
     "protocol_features",
@@ -91,9 +92,23 @@ class SupportsHybridSearch(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsLayoutCheck(Protocol):
+    """A store whose layout limits records beyond its declared capabilities (a bucket index whose
+    text key is filterable, LlamaIndex's node JSON counted against a size limit): it says what
+    keeps one record from being written, so a migration's plan can name it before any write."""
+
+    def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
+        """What keeps this record (as it would be written: metadata after any transform) from
+        being written in the collection's layout, as ``(path, message)``; empty when it fits.
+        Reads nothing from the backend."""
+        ...
+
+
 FEATURE_PROTOCOLS: dict[str, type] = {
     "bulk_load": SupportsBulkLoad,
     "hybrid": SupportsHybridSearch,
+    "layout_check": SupportsLayoutCheck,
     "text_search": SupportsTextSearch,
 }
 """Feature name (as in ``capabilities.features``) → the protocol that implements it."""

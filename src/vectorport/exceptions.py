@@ -8,6 +8,7 @@ Several classes also inherit the built-in exception a caller already catches (``
 
     VectorportError
     ├── ConfigurationError (ValueError)        bad URL, bad option, spec mismatch on open
+    │   ├── InvalidNameError                   a collection name the backend refuses (or none)
     │   └── NotInstalledError (ImportError)    the driver for a scheme is missing: pip extra named
     ├── UnsupportedError                       the backend cannot do this
     │   ├── UnsupportedFeatureError            e.g. dot metric on S3 Vectors, k above max top-k
@@ -28,6 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._names import NameRule
 
 __all__ = [
     "BackendError",
@@ -35,6 +40,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "FilterError",
+    "InvalidNameError",
     "NotFoundError",
     "NotInstalledError",
     "Problem",
@@ -53,6 +59,22 @@ class VectorportError(Exception):
 
 class ConfigurationError(VectorportError, ValueError):
     """A URL, option or collection spec is wrong (for example: opening with another dimension)."""
+
+
+class InvalidNameError(ConfigurationError):
+    """A URL names a collection (index, table) by a name the backend does not accept, or names
+    none. ``name`` is the name (``None``: none given), ``rule`` the backend's
+    :class:`~vectorport.NameRule` and :attr:`proposal` a valid name close to it."""
+
+    def __init__(self, message: str, *, name: str | None, rule: NameRule) -> None:
+        super().__init__(message)
+        self.name = name
+        self.rule = rule
+
+    @property
+    def proposal(self) -> str | None:
+        """A valid name derived from :attr:`name` (``None`` when no name was given)."""
+        return None if self.name is None else self.rule.propose(self.name)
 
 
 class NotInstalledError(ConfigurationError, ImportError):

@@ -64,7 +64,7 @@ def _opened(
 ) -> tuple[Endpoint, Endpoint]:
     src = open_source(source, **dict(source_options or {}))
     try:
-        dst = probe_target(target, **dict(target_options or {}))
+        dst = probe_target(target, src.store.spec.name, **dict(target_options or {}))
     except BaseException:
         src.close()
         raise
@@ -417,6 +417,8 @@ def verify(
     segment = parse_shard(shard)
     src, dst = _opened(source, target, source_options, target_options)
     try:
+        if dst.naming is not None and dst.naming.refused:
+            raise ConfigurationError(f"the target cannot exist: {dst.naming.reason()}")
         if not dst.exists:
             raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
         transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)

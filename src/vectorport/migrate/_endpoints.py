@@ -12,7 +12,8 @@ from .._models import CollectionSpec
 from .._protocol import VectorStore
 from .._registry import connect, resolve
 from .._url import StoreURL
-from ..exceptions import ConfigurationError, NotFoundError
+from ..exceptions import ConfigurationError, InvalidNameError, NotFoundError
+from ._names import TargetName, target_name
 
 __all__ = ["Endpoint", "StoreLike", "open_source", "probe_target"]
 
@@ -31,6 +32,8 @@ class Endpoint:
     """The collection exists (for a target: before this migration)."""
     url_string: str | None = None
     """The URL it was opened from (unmasked: needed to open more connections)."""
+    naming: TargetName | None = None
+    """For a target whose URL names no collection, or an invalid one: the name planned with."""
 
     @property
     def label(self) -> str:
@@ -101,11 +104,25 @@ def open_source(source: StoreLike, **options: Any) -> Endpoint:
     return Endpoint(source, owned=False, exists=True)
 
 
-def probe_target(target: StoreLike, **options: Any) -> Endpoint:
+def probe_target(target: StoreLike, source_name: str | None = None, **options: Any) -> Endpoint:
     """Open the target if it exists; otherwise an unbound store to create it with later.
 
-    Nothing is created here, so ``--plan`` writes nothing.
+    Nothing is created here, so ``--plan`` writes nothing. With ``source_name``, a target URL
+    that names no collection gets the source's name made valid for the target backend, and one
+    that names an invalid collection is opened under a valid proposal; :attr:`Endpoint.naming`
+    says so (and the plan refuses the invalid one).
     """
+    if isinstance(target, str) and source_name is not None and "collection" not in options:
+        try:
+            return probe_target(target, **options)
+        except InvalidNameError as exc:
+            rule = resolve(StoreURL.parse(target).scheme).load().capabilities.collection_names
+            if exc.rule != rule:  # another name in the URL (a bucket's): not the collection's
+                raise
+            naming = target_name(exc, source_name)
+        endpoint = probe_target(target, **options, collection=naming.name)
+        endpoint.naming = naming
+        return endpoint
     if not isinstance(target, str):
         exists = _bound(target)
         if not exists and isinstance(target, BaseStore):

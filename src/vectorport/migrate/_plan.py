@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._features import SupportsLayoutCheck
 from .._models import JSON, CollectionSpec
 from .._validate import key_problem
 from ..exceptions import UnsupportedError
 from ._endpoints import Endpoint
+from ._names import TargetName
 from ._progress import Progress
 from ._report import DEFAULT_CAP, Capped
 from ._transform import MetadataPolicy, Transformer, problem_kind
@@ -63,6 +65,26 @@ def _add(
         group.occurrences.add({"key": key, "path": path, "message": message})
 
 
+def _layout_kind(message: str) -> str:
+    if "non-filterable" in message:  # the text key counts as filterable metadata in this index
+        return "layout: text in filterable metadata"
+    return "layout: " + problem_kind(message)
+
+
+def _add_layout(groups: dict[str, ProblemGroup], key: str, found: list[tuple[str, str]], cap: int) -> None:
+    by_kind: dict[str, list[tuple[str, str]]] = {}
+    for path, message in found:
+        by_kind.setdefault(_layout_kind(message), []).append((path, message))
+    for kind, items in by_kind.items():
+        _add(groups, kind, key, items, cap)
+
+
+def _layout_problems(
+    check: SupportsLayoutCheck | None, key: str, metadata: dict[str, JSON], text: str | None
+) -> list[tuple[str, str]]:
+    return check.layout_problems(key, metadata, text) if check is not None else []
+
+
 def _grouped(
     groups: dict[str, ProblemGroup], key: str, items: list[tuple[str, str]], kind_of: str, cap: int
 ) -> None:
@@ -99,6 +121,9 @@ class MigrationPlan:
     """Records in the source (in this shard)."""
     incompatible: list[str] = field(default_factory=list)
     """Spec problems no flag fixes (metric, dimension, embedding model)."""
+    target_name: TargetName | None = None
+    """How the target collection's name was chosen when the target URL named none or an
+    invalid one (then the plan is refused and names a valid one)."""
     key_problems: ProblemGroup | None = None
     """Record keys the target rejects."""
     metadata_problems: dict[str, ProblemGroup] = field(default_factory=dict)
@@ -117,7 +142,8 @@ class MigrationPlan:
     @property
     def refused(self) -> bool:
         """The migration must not run: nothing will be written."""
-        return bool(self.incompatible or self.key_problems or self.records_unresolved)
+        name_refused = self.target_name is not None and self.target_name.refused
+        return bool(name_refused or self.incompatible or self.key_problems or self.records_unresolved)
 
     @property
     def lossy(self) -> bool:
@@ -126,7 +152,8 @@ class MigrationPlan:
 
     def reasons(self) -> list[str]:
         """One line per reason the plan is refused."""
-        out = list(self.incompatible)
+        name = self.target_name.reason() if self.target_name is not None else None
+        out = ([name] if name else []) + list(self.incompatible)
         if self.key_problems:
             out.append(
                 f"{self.key_problems.records} record keys are rejected by {self.target_backend} "
@@ -141,8 +168,17 @@ class MigrationPlan:
         return out
 
     def suggestion(self) -> str | None:
-        """Which flag to pass to make a refused plan run, when one exists."""
-        if self.incompatible or self.key_problems or not self.records_unresolved:
+        """Which flag to pass (or name to use) to make a refused plan run, when one exists."""
+        if self.incompatible or self.key_problems:
+            return None
+        hint = self._policy_suggestion()
+        if self.target_name is None or not self.target_name.refused:
+            return hint
+        rename = f"name the target collection {self.target_name.name!r} in the target URL"
+        return rename + (f", and {hint}" if hint else "")
+
+    def _policy_suggestion(self) -> str | None:
+        if not self.records_unresolved:
             return None
         fixes = [p for p, left in self.policy_outcomes.items() if left == 0]
         if not fixes:
@@ -178,6 +214,7 @@ class MigrationPlan:
             "reasons": self.reasons(),
             "suggestion": self.suggestion(),
             "incompatible": list(self.incompatible),
+            "target_name": self.target_name.to_dict() if self.target_name else None,
             "key_problems": self.key_problems.to_dict() if self.key_problems else None,
             "records_with_problems": self.records_with_problems,
             "records_transformed": self.records_transformed,
@@ -291,7 +328,11 @@ def build_plan(
         text_key=transformer.text_key,
         reembed=reembed,
         incompatible=_compatibility(src_spec, planned, target, reembed_dimension, reembed),
+        target_name=target.naming,
     )
+    name_note = target.naming.note() if target.naming is not None else None
+    if name_note:
+        plan.notes.append(name_note)
     if plan.target_count:
         plan.notes.append(
             f"the target already holds {plan.target_count} records: records with the same key are "
@@ -303,6 +344,9 @@ def build_plan(
     ]
     plan.policy_outcomes = {t.policy.value: 0 for t in alternatives}
     max_key = target.capabilities.max_key_bytes
+    # what the target's layout adds to its capabilities' limits, checked on each record as the
+    # policy leaves it (a record already unwritable is not checked again)
+    layout_check = target.store if isinstance(target.store, SupportsLayoutCheck) else None
     with Progress("plan", total_hint, enabled=progress) as bar:
         for page in source.store.scan(include=["metadata", "text"], segment=shard):
             for rec in page:
@@ -316,11 +360,18 @@ def build_plan(
                 out = transformer.apply(rec.metadata, rec.text)
                 if reembed and out.text is None:
                     out.unresolved.append(("text", "the record has no text to re-embed"))
-                if out.problems:
+                layout = (
+                    [] if out.unresolved else _layout_problems(layout_check, rec.key, out.metadata, out.text)
+                )
+                if out.problems or layout:
                     plan.records_with_problems += 1
                     _grouped(plan.metadata_problems, rec.key, out.problems, "", cap)
+                    _add_layout(plan.metadata_problems, rec.key, layout, cap)
                     for alt in alternatives:
-                        if alt.apply(rec.metadata, rec.text).unresolved:
+                        alt_out = alt.apply(rec.metadata, rec.text)
+                        if alt_out.unresolved or _layout_problems(
+                            layout_check, rec.key, alt_out.metadata, alt_out.text
+                        ):
                             plan.policy_outcomes[alt.policy.value] += 1
                 if out.changes:
                     plan.records_transformed += 1
@@ -331,9 +382,10 @@ def build_plan(
                         )
                     for name, items in by_kind.items():
                         _add(plan.transforms, name, rec.key, items, cap)
-                if out.unresolved:
+                if out.unresolved or layout:
                     plan.records_unresolved += 1
                     _grouped(plan.unresolved, rec.key, out.unresolved, "", cap)
+                    _add_layout(plan.unresolved, rec.key, layout, cap)
             bar.advance(len(page))
     if plan.records_with_problems and transformer.policy is not MetadataPolicy.ERROR:
         plan.notes.append(

@@ -15,11 +15,20 @@ import chromadb
 from chromadb.api import ClientAPI
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 
+from ..._names import NameRule
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError
 from .errors import map_errors
 
-__all__ = ["DATABASE_FILE", "Target", "close_client", "databases_in", "embedded_client", "resolve"]
+__all__ = [
+    "COLLECTION_NAMES",
+    "DATABASE_FILE",
+    "Target",
+    "close_client",
+    "databases_in",
+    "embedded_client",
+    "resolve",
+]
 
 DATABASE_FILE = "chroma.sqlite3"  # what PersistentClient creates in its directory
 
@@ -44,7 +53,20 @@ _HNSW_KEYS = (
 )
 _HNSW_FLOATS = frozenset({"resize_factor"})
 
-_NAME_RULE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
+# chromadb 1.x validates names in its Rust core (chroma_types' validate_name), as its errors say:
+# "3-512 characters from [a-zA-Z0-9._-], starting and ending with a character in [a-zA-Z0-9]",
+# "does not contain two consecutive periods", "not a valid ip address".
+COLLECTION_NAMES = NameRule(
+    "Chroma collection name",
+    "3-512 characters (ASCII letters, digits, dots, underscores, hyphens), beginning and ending "
+    "with a letter or digit, without '..' and not an IP address",
+    min_length=3,
+    max_length=512,
+    chars="a-zA-Z0-9._-",
+    edges="a-zA-Z0-9",
+    no_double_dots=True,
+    no_ip_address=True,
+)
 
 
 @dataclass(frozen=True)
@@ -63,7 +85,9 @@ def resolve(url: StoreURL, options: Mapping[str, Any]) -> Target:
     server (not to an embedded directory)."""
     params = dict(url.params)
     opts = dict(options)
-    collection = params.pop("collection", None) or opts.pop("collection", None)
+    # collection= in the options (connect()'s, or a migration's derived name) replaces the URL's
+    named, in_url = opts.pop("collection", None), params.pop("collection", None)
+    collection = named or in_url
     hnsw = _hnsw(params, opts)
     if url.scheme == "chroma":
         if opts or params:
@@ -72,7 +96,7 @@ def resolve(url: StoreURL, options: Mapping[str, Any]) -> Target:
             )
         path = local_path(url)
         if not collection:
-            raise ConfigurationError(
+            raise COLLECTION_NAMES.missing(
                 f"{url.masked}: name the collection, e.g. chroma://{path}?collection=docs"
             )
         check_name(collection)
@@ -81,7 +105,7 @@ def resolve(url: StoreURL, options: Mapping[str, Any]) -> Target:
         raise ConfigurationError(f"chroma: unsupported URL scheme {url.scheme!r}")
     collection = collection or url.path.strip("/")
     if not collection:
-        raise ConfigurationError(
+        raise COLLECTION_NAMES.missing(
             f"{url.masked}: name the collection, e.g. {url.scheme}://host:8000?collection=docs"
         )
     check_name(collection)
@@ -139,11 +163,7 @@ def local_path(url: StoreURL) -> str:
 
 def check_name(name: str) -> None:
     """Refuse a name Chroma would refuse, before any I/O."""
-    if not _NAME_RULE.match(name) or ".." in name:
-        raise ConfigurationError(
-            f"chroma collection names are 3-512 characters from [a-zA-Z0-9._-], start and end "
-            f"with a letter or digit and hold no '..'; got {name!r}"
-        )
+    COLLECTION_NAMES.check(name, "chroma")
 
 
 def embedded_client(path: str) -> Any:

@@ -54,7 +54,7 @@ from ..._url import StoreURL
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
 from ...filters import FilterNode
-from ._client import DATABASE_FILE, close_client, databases_in, embedded_client, resolve
+from ._client import COLLECTION_NAMES, DATABASE_FILE, close_client, databases_in, embedded_client, resolve
 from ._layout import ChromaLayout, detect, layout_option
 from ._write import NO_TEXT, REQUEST_BYTES, replace, split_text
 from .errors import map_errors
@@ -167,6 +167,7 @@ class ChromaStore(BaseStore[Where]):
         ),
         filter_operators=ChromaFilterCompiler.supported_operators(),
         features=frozenset({"native_count"}),
+        collection_names=COLLECTION_NAMES,
     )
 
     def __init__(

@@ -147,9 +147,16 @@ class MemoryStore(BaseStore[FilterNode]):
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
-        if options:
-            raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
-        name = ((url.host or "") + url.path).strip("/") or url.param("collection") or "default"
+        opts = dict(options)
+        named = opts.pop("collection", None)  # connect()'s or a migration's name replaces the URL's
+        if opts:
+            raise ConfigurationError(f"memory:// takes no options but collection=, got {sorted(opts)}")
+        name = (
+            str(named or "")
+            or ((url.host or "") + url.path).strip("/")
+            or url.param("collection")
+            or "default"
+        )
         return cls(url, name)
 
     def _get(self) -> _Collection:

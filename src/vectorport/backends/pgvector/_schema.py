@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from psycopg import sql
 
 from ..._models import Metric
+from ..._names import NameRule
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._mapping import DEFAULT_COLUMNS, Columns
 
@@ -24,6 +25,7 @@ __all__ = [
     "HALFVEC_INDEX_MAX_DIM",
     "METRIC_OPCLASS",
     "METRIC_OPERATOR",
+    "TABLE_NAMES",
     "VECTOR_INDEX_MAX_DIM",
     "VECTOR_MAX_DIM",
     "Columns",
@@ -463,16 +465,21 @@ def display_name(*parts: str) -> str:
     return sql.Identifier(*parts).as_string(None)
 
 
+TABLE_NAMES = NameRule(
+    "pgvector table name",
+    f"1-{_MAX_TABLE_BYTES} UTF-8 bytes without control or invisible format characters (PostgreSQL "
+    "truncates identifiers at 63 bytes and vectorport derives index and function names from the "
+    "table's)",
+    max_bytes=_MAX_TABLE_BYTES,
+    replacement="_",
+)
+
+
 def check_table_name(name: str) -> None:
-    """Refuse names PostgreSQL would truncate or cannot hold."""
+    """Refuse names PostgreSQL would truncate or cannot hold (see :data:`TABLE_NAMES`)."""
     if not isinstance(name, str) or not name:
-        raise ConfigurationError("a pgvector URL needs ?table=NAME (the collection's table)")
-    check_identifier("table", name)
-    if len(name.encode("utf-8")) > _MAX_TABLE_BYTES:
-        raise ConfigurationError(
-            f"table name {name!r} is longer than {_MAX_TABLE_BYTES} UTF-8 bytes (PostgreSQL truncates "
-            "identifiers at 63 bytes and vectorport derives index and function names from it)"
-        )
+        raise TABLE_NAMES.missing("a pgvector URL needs ?table=NAME (the collection's table)")
+    TABLE_NAMES.check(name)
 
 
 def render_schema(layout: Layout, *, functions: bool = True) -> str:

@@ -30,7 +30,7 @@ from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
 from ._options import OWN_OPTIONS, check_names, libpq_keywords
 from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
-from ._schema import VECTOR_MAX_DIM
+from ._schema import TABLE_NAMES, VECTOR_MAX_DIM
 from ._schema import render_schema as render_schema
 from ._search import SearchMixin
 from .filters import PgFilterCompiler
@@ -85,6 +85,7 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
         metadata=MetadataRules(nul_characters=False),
         filter_operators=PgFilterCompiler.supported_operators(),
         features=frozenset({"hybrid", "native_count", "native_segments", "text_search"}),
+        collection_names=TABLE_NAMES,
     )
 
     @classmethod
@@ -102,10 +103,14 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
         else:
             check_names(url.params, OWN_OPTIONS, "URL parameter")
         opts: dict[str, Any] = {k: v for k, v in url.params.items() if k in OWN_OPTIONS}
+        # a name in the options (connect()'s, or a migration's derived name) replaces the URL's
+        named = options.get("table") or options.get("collection")
+        table = named or opts.get("table") or opts.get("collection")
         opts.update(options)
-        table = opts.pop("table", None) or opts.pop("collection", None)
+        opts.pop("table", None)
+        opts.pop("collection", None)
         if not table:
-            raise ConfigurationError(f"{url.masked}: add ?table=NAME to name the collection's table")
+            raise TABLE_NAMES.missing(f"{url.masked}: add ?table=NAME to name the collection's table")
         if url.scheme == "pgvector":
             # netloc, not hostname: hostname is lower-cased, and here it is part of a path
             parts = urlsplit(url.raw)

@@ -3,33 +3,42 @@ checking bucket and index names."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..._names import NameRule
 from ..._url import StoreURL
-from ...exceptions import ConfigurationError
 from .errors import map_errors
 
-__all__ = ["BUCKET_NAME", "INDEX_NAME", "boto_client", "check_names", "snake", "supabase_client"]
+__all__ = ["BUCKET_NAMES", "INDEX_NAMES", "boto_client", "check_names", "snake", "supabase_client"]
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
-BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
-INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-vectors-buckets-naming.html
+BUCKET_NAMES = NameRule(
+    "vector bucket name",
+    "3-63 lowercase letters, digits and hyphens, beginning and ending with a letter or digit",
+    min_length=3,
+    max_length=63,
+    chars="a-z0-9-",
+    edges="a-z0-9",
+    lowercase=True,
+)
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-vectors-indexes.html
+INDEX_NAMES = NameRule(
+    "S3 Vectors index name",
+    "3-63 lowercase letters, digits, hyphens and dots, beginning and ending with a letter or digit",
+    min_length=3,
+    max_length=63,
+    chars="a-z0-9.-",
+    edges="a-z0-9",
+    lowercase=True,
+)
 
 
 def check_names(url: StoreURL, bucket: str, index: str) -> None:
-    if not BUCKET_NAME.fullmatch(bucket):
-        raise ConfigurationError(
-            f"{url.masked}: vector bucket names are 3-63 lowercase letters, digits and hyphens, beginning "
-            f"and ending with a letter or digit; {bucket!r} is not one"
-        )
-    if not INDEX_NAME.fullmatch(index):
-        raise ConfigurationError(
-            f"{url.masked}: index names are 3-63 lowercase letters, digits, hyphens and dots, beginning "
-            f"and ending with a letter or digit; {index!r} is not one"
-        )
+    BUCKET_NAMES.check(bucket, url.masked)
+    INDEX_NAMES.check(index, url.masked)
 
 
 def snake(operation: str) -> str:

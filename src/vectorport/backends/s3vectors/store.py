@@ -44,7 +44,7 @@ from ...exceptions import (
     VectorportError,
 )
 from ...filters import FilterNode
-from ._client import boto_client, check_names, snake, supabase_client
+from ._client import INDEX_NAMES, boto_client, check_names, snake, supabase_client
 from ._layout import BucketLayout, detect, layout_option, preset
 from ._ratelimit import WriteRateLimiter, limiter_for
 from ._wire import EncodedVectors, encode_put_body, install
@@ -121,6 +121,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         ),
         filter_operators=S3FilterCompiler.supported_operators(),
         features=frozenset({"native_segments"}),
+        collection_names=INDEX_NAMES,
     )
 
     def __init__(
@@ -156,13 +157,19 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         opts: dict[str, Any] = {**url.params, **options}
+        # collection= (connect()'s, or a migration's derived name) replaces the URL's index
+        named = str(opts.pop("collection", None) or "")
         if url.scheme == "supabase":
-            return cls._from_supabase(url, opts)
+            return cls._from_supabase(url, opts, named)
         bucket = url.host or ""
-        index = url.path.strip("/")
-        if not bucket or not index or "/" in index:
+        index = named or url.path.strip("/")
+        if not bucket or "/" in index:
             raise ConfigurationError(
                 f"expected s3vectors://BUCKET/INDEX[?region=…&endpoint_url=…], got {url.masked!r}"
+            )
+        if not index:
+            raise INDEX_NAMES.missing(
+                f"{url.masked}: name the index, e.g. s3vectors://{bucket}/docs (or pass collection=)"
             )
         check_names(url, bucket, index)
         endpoint = opts.pop("endpoint_url", None)
@@ -176,11 +183,18 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         return cls(url, bucket, index, client, endpoint=endpoint or "aws", **store_opts)
 
     @classmethod
-    def _from_supabase(cls, url: StoreURL, opts: dict[str, Any]) -> Self:
+    def _from_supabase(cls, url: StoreURL, opts: dict[str, Any], named: str) -> Self:
         parts = url.path.strip("/").split("/")
-        if not url.host or len(parts) != 2 or not all(parts):
+        if named:
+            parts = [parts[0], named]
+        if not url.host or len(parts) > 2 or not parts[0]:
             raise ConfigurationError(
                 f"expected supabase://PROJECT_REF.supabase.co/BUCKET/INDEX[?key=…], got {url.masked!r}"
+            )
+        if len(parts) == 1 or not parts[1]:
+            raise INDEX_NAMES.missing(
+                f"{url.masked}: name the index, e.g. supabase://{url.host}/{parts[0]}/docs "
+                "(or pass collection=)"
             )
         bucket, index = parts
         check_names(url, bucket, index)
@@ -410,7 +424,9 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
     def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
         """What keeps one record from being written in this index's layout, as ``(path,
         message)`` (what the migration plan reports beside the capabilities' checks)."""
-        return self.layout.size_problems(self.layout.encode(key, text, metadata), self._non_filterable)
+        # an index not created yet will declare its layout's text keys non-filterable
+        declared = self._non_filterable if self._spec is not None else frozenset(self.layout.non_filterable)
+        return self.layout.size_problems(self.layout.encode(key, text, metadata), declared)
 
     def _write(self, batch: Batch) -> None:
         self._put(batch, self._encode(batch))
