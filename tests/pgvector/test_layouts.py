@@ -430,6 +430,39 @@ def test_metadata_in_plain_columns_typed_and_filterable(
     migrated_equal(scoped)
 
 
+def test_timestamp_columns_read_as_python_isoformat_in_utc(pg_uri: str, admin: Any, name: str) -> None:
+    """A timestamp reads as the application that wrote it serialises it (``isoformat()``; a
+    ``timestamptz`` in UTC), whatever the session's TimeZone: PostgreSQL's own JSON prints the
+    session's offset and trims the fraction (``.1234``), so the same row read through another
+    connection would not be the same record."""
+    from datetime import UTC, datetime
+
+    from tests.pgvector.conftest import uri_for
+
+    t = f"{name}_mail"
+    admin.execute(
+        f"CREATE TABLE {t} (id text PRIMARY KEY, ts timestamptz, local timestamp, embedding vector(2))"
+    )
+    stamps = [
+        datetime(2024, 5, 5, 10, 0, tzinfo=UTC),
+        datetime(2024, 5, 5, 10, 0, 0, 123400, tzinfo=UTC),
+        datetime(1999, 12, 31, 23, 59, 59, 1, tzinfo=UTC),
+    ]
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {t} VALUES (%s, %s, %s, '[1,2]')",
+            [(str(i), ts, ts.replace(tzinfo=None)) for i, ts in enumerate(stamps)],
+        )
+    want = {
+        str(i): {"ts": ts.isoformat(), "local": ts.replace(tzinfo=None).isoformat()}
+        for i, ts in enumerate(stamps)
+    }
+    berlin = uri_for(pg_uri, table=t, metric="cosine", options="-c timezone=Europe/Berlin")
+    with vectorport.connect(berlin) as store:
+        assert {r.key: r.metadata for r in store.records()} == want
+        assert [m.key for m in store.query([1, 2], k=5, filter={"ts": stamps[1].isoformat()})] == ["1"]
+
+
 def test_a_view_is_a_read_only_source(pg_url: Callable[..., str], admin: Any, name: str) -> None:
     admin.execute(
         f"CREATE TABLE {name} (id uuid PRIMARY KEY, chunk_text text, metadata jsonb, embedding vector({DIM}))"
