@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import vectorport
+from vectorport.migrate import Transformer
 
 from .pg_tables import SPECS, Row, Tables, TableSpec, read_truth
 
@@ -56,3 +57,53 @@ def test_each_table_opens_where_it_is(name: str, pg_tables: Tables, plain: Any) 
         got = {r.key: r for r in store.records()}
         assert store.count() == len(got)
     _same(got, _truth(plain, spec))
+
+
+_TARGETS = [
+    pytest.param("s3vectors", marks=pytest.mark.s3vectors),
+    pytest.param("chroma", marks=pytest.mark.chroma),
+]
+
+
+@pytest.mark.parametrize("target", _TARGETS)
+@pytest.mark.parametrize("name", list(SPECS))
+def test_each_table_migrates_and_verifies(
+    name: str, target: str, pg_tables: Tables, plain: Any, url_for: Any
+) -> None:
+    spec = pg_tables.get(name).spec
+    source, copy = spec.url(pg_tables.url), url_for(target)
+    truth = _truth(plain, spec)
+    # the fixtures' metadata nests an object ("author"), which neither target holds: flattened
+    report = vectorport.migrate(source, copy, metadata_policy="flatten")
+    assert report.ok, report.to_json()
+    assert report.copy is not None and report.copy.records == len(truth)
+    again = vectorport.verify(source, copy, metadata_policy="flatten")
+    assert again.ok and again.differences == 0 and again.source_count == len(truth), again.to_dict()
+    with vectorport.connect(copy) as store:
+        flatten = Transformer(store.capabilities.metadata, "flatten")
+        want = {k: replace(r, metadata=flatten.apply(r.metadata, r.text).metadata) for k, r in truth.items()}
+        _same({r.key: r for r in store.records()}, want, store.capabilities.vector_ulps)
+
+
+def test_other_langchain_collections_are_never_read_or_counted(pg_tables: Tables, plain: Any) -> None:
+    """Beside docs' 8-dim rows, the shared table holds notes' 6-dim ones and, for this test, a
+    notes row no record can come from (a NULL vector, metadata that is not an object): reading
+    docs never meets them."""
+    docs = pg_tables.get("langchain-docs").spec
+    pg_tables.get("langchain-notes")
+    plain.execute(
+        "INSERT INTO langchain_pg_embedding (id, collection_id, embedding, document, cmetadata) "
+        "SELECT 'poison', uuid, NULL, NULL, '[1, 2]'::jsonb FROM langchain_pg_collection WHERE name = 'notes'"
+    )
+    try:
+        source = docs.url(pg_tables.url)
+        report = vectorport.migrate(source, "memory://lc-docs-alone")
+        assert report.ok, report.to_json()
+        assert report.verification is not None and report.verification.source_count == docs.n
+        with vectorport.connect(source) as store:
+            assert store.count() == docs.n
+            assert store.get(["poison", "lc-note-000"]) == []
+            assert all(r.key.startswith("lc-doc-") for r in store.records())
+    finally:
+        plain.execute("DELETE FROM langchain_pg_embedding WHERE id = 'poison'")
+        vectorport.connect("memory://lc-docs-alone").drop()
