@@ -878,20 +878,25 @@ class Tables:
         return Built(spec, rows_for(spec), self._views[spec.builder].get(name, {}))
 
 
-def run_builder(builder: str, uri: str) -> dict[str, Any]:
-    """Run ``builder(uri)`` of this module in a fresh interpreter; its JSON result."""
+def run_builder(builder: str, uri: str, *args: Any, module: str = "pg_tables") -> Any:
+    """Run ``builder(uri, *args)`` of ``tests.interop.<module>`` in a fresh interpreter (the
+    arguments and the result travel as JSON); its result."""
     code = (
         "import json, sys\n"
-        "from tests.interop import pg_tables\n"
-        f"result = pg_tables.{builder}(sys.argv[1])\n"
+        f"from tests.interop import {module}\n"
+        f"result = {module}.{builder}(*json.loads(sys.argv[1]))\n"
         "print('\\n@@' + json.dumps(result))\n"
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     out = subprocess.run(
-        [sys.executable, "-c", code, uri], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600
+        [sys.executable, "-c", code, json.dumps([uri, *args])],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
     )
     if out.returncode != 0 or "\n@@" not in out.stdout:
         raise RuntimeError(f"{builder} failed (exit {out.returncode}):\n{out.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.rsplit("\n@@", 1)[1])
-    return result
+    return json.loads(out.stdout.rsplit("\n@@", 1)[1])

@@ -6,15 +6,20 @@ them."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import uuid
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote
 
+import numpy as np
 import pytest
 
 import vectorport
+from vectorport.backends.pgvector._mapping import KEEP_KEY, KEY_NAMESPACE
 from vectorport.migrate import Transformer
 
-from .pg_tables import SPECS, Row, Tables, TableSpec, read_truth
+from .pg_tables import _SUPABASE_UUID, DATABASE, SPECS, Row, Tables, TableSpec, read_truth, run_builder
 
 pytestmark = [pytest.mark.interop, pytest.mark.pgvector]
 
@@ -107,3 +112,289 @@ def test_other_langchain_collections_are_never_read_or_counted(pg_tables: Tables
     finally:
         plain.execute("DELETE FROM langchain_pg_embedding WHERE id = 'poison'")
         vectorport.connect("memory://lc-docs-alone").drop()
+
+
+# ------------------------------------------------------------------ 2. vectorport writes, the client reads
+DIM = 8
+_N = 40
+_SUPABASE_MATCH = _SUPABASE_UUID[_SUPABASE_UUID.index("create function") :]
+
+
+def _records() -> list[vectorport.Record]:
+    """Chunk keys as vectorport's ingest makes them; metadata of every JSON scalar type and lists."""
+    rng = np.random.default_rng(13)
+    vecs = rng.standard_normal((_N, DIM)).astype(np.float32)
+    return [
+        vectorport.Record(
+            f"docs/{'abc'[i % 3]}.md#{i}",
+            vecs[i],
+            {
+                "source": f"docs/{'abc'[i % 3]}.md",
+                "lang": ("en", "de")[i % 2],
+                "page": i,
+                "score": i / 4,
+                "draft": i % 3 == 0,
+                "tags": [f"t{i % 4}", "all"],
+            },
+            f"Chunk {i}: {'Straße naïve 日本語 🚀'[: i % 12]} text",
+        )
+        for i in range(_N)
+    ]
+
+
+_QUERIES = [
+    [float(x) for x in v] for v in np.random.default_rng(7).standard_normal((5, DIM)).astype(np.float32)
+]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One writable preset's table, made by its framework's client or by vectorport."""
+
+    layout: str
+    made_by: str
+    """``client`` (the framework made the table, empty, in the ``interop`` database) or
+    ``vectorport`` (it makes it, in a database of its own where nothing exists yet)."""
+    options: dict[str, str]
+    ours: dict[str, Any] | None
+    """vectorport's filter for the searches."""
+    theirs: Any
+    """The same filter in the framework's syntax."""
+    uuid_ids: bool = False
+    text_key: str | None = None
+
+
+_TARGETS_W = [
+    Target(
+        "langchain",
+        "client",
+        {"layout": "langchain", "collection": "w_lc"},
+        {"lang": "en"},
+        {"lang": {"$eq": "en"}},
+    ),
+    Target(
+        "langchain",
+        "vectorport",
+        {"layout": "langchain", "collection": "docs"},
+        {"lang": "en"},
+        {"lang": {"$eq": "en"}},
+    ),
+    # PGVectorStore filters on its metadata columns only: the table it made has lang and page
+    Target(
+        "langchain-v2",
+        "client",
+        {"layout": "langchain-v2", "table": "w_lc_v2"},
+        {"lang": "en"},
+        {"lang": {"$eq": "en"}},
+        uuid_ids=True,
+    ),
+    Target(
+        "langchain-v2", "vectorport", {"layout": "langchain-v2", "table": "lc_v2"}, None, None, uuid_ids=True
+    ),
+    Target("llamaindex", "client", {"layout": "llamaindex", "table": "w_li"}, {"lang": "en"}, {"lang": "en"}),
+    Target(
+        "llamaindex", "vectorport", {"layout": "llamaindex", "table": "li"}, {"lang": "en"}, {"lang": "en"}
+    ),
+    Target(
+        "vecs",
+        "client",
+        {"layout": "vecs", "table": "w_vecs", "text_key": "text"},
+        {"lang": "en"},
+        {"lang": {"$eq": "en"}},
+        text_key="text",
+    ),
+    Target(
+        "vecs",
+        "vectorport",
+        {"layout": "vecs", "table": "docs", "text_key": "text"},
+        {"lang": "en"},
+        {"lang": {"$eq": "en"}},
+        text_key="text",
+    ),
+    Target(
+        "supabase",
+        "client",
+        {"layout": "supabase", "schema": "w_supa", "table": "documents"},
+        {"lang": "en"},
+        {"lang": "en"},
+        uuid_ids=True,
+    ),
+    Target(
+        "supabase",
+        "vectorport",
+        {"layout": "supabase", "table": "documents"},
+        {"lang": "en"},
+        {"lang": "en"},
+        uuid_ids=True,
+    ),
+]
+_V2_COLUMNS = [["lang", "TEXT"], ["page", "INTEGER"]]
+
+_CLIENT_MODULE = {
+    "langchain": "langchain_postgres",
+    "langchain-v2": "langchain_postgres",
+    "llamaindex": "llama_index.vector_stores.postgres",
+    "vecs": "vecs",
+}
+_DROP = {
+    "langchain": "DELETE FROM langchain_pg_collection WHERE name = 'w_lc'",  # its rows cascade
+    "langchain-v2": "DROP TABLE IF EXISTS w_lc_v2",
+    "llamaindex": "DROP TABLE IF EXISTS data_w_li",
+    "vecs": "DROP TABLE IF EXISTS vecs.w_vecs",
+    "supabase": "DROP SCHEMA IF EXISTS w_supa CASCADE",
+}
+VP_DATABASE = "interop_vp"
+
+
+@pytest.fixture(scope="session")
+def vp_db(interop_uri: str, pg_tables: Tables) -> tuple[str, str]:
+    """``(libpq URI, vectorport URL)`` of a database where nothing exists yet, not even the
+    vector extension: vectorport makes each framework's tables there itself."""
+    import psycopg
+
+    with psycopg.connect(interop_uri, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {VP_DATABASE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {VP_DATABASE}")
+    return (
+        interop_uri.replace(f"/{DATABASE}?", f"/{VP_DATABASE}?", 1),
+        pg_tables.url.replace(f"database={DATABASE}", f"database={VP_DATABASE}"),
+    )
+
+
+def _client(function: str, uri: str, *args: Any) -> Any:
+    return run_builder(function, uri, *args, module="pg_clients")
+
+
+def _create(t: Target, uri: str) -> None:
+    """The empty table, made by the framework's own client (Supabase: its published SQL)."""
+    if t.layout == "langchain":
+        _client("langchain_create", uri, t.options["collection"], DIM)
+    elif t.layout == "langchain-v2":
+        _client("langchain_v2_create", uri, t.options["table"], DIM, _V2_COLUMNS)
+    elif t.layout == "llamaindex":
+        _client("llamaindex_create", uri, t.options["table"], DIM, False)  # LlamaIndex's default: json
+    elif t.layout == "vecs":
+        _client("vecs_create", uri, t.options["table"], DIM)
+    else:
+        import psycopg
+
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {t.options['schema']}")
+            conn.execute(f"SET search_path TO {t.options['schema']}, public")
+            conn.execute(_SUPABASE_UUID.format(dim=DIM))
+
+
+def _read(t: Target, uri: str, ids: list[str]) -> dict[str, Any]:
+    """The framework's own view of the table: each id read back, and the searches."""
+    o, flt = t.options, t.theirs
+    if t.layout == "langchain":
+        return _client("langchain_read", uri, o["collection"], ids, _QUERIES, flt)  # type: ignore[no-any-return]
+    if t.layout == "langchain-v2":
+        columns = [c for c, _ in _V2_COLUMNS] if t.made_by == "client" else []
+        return _client("langchain_v2_read", uri, o["table"], columns, ids, _QUERIES, flt)  # type: ignore[no-any-return]
+    if t.layout == "llamaindex":
+        jsonb = t.made_by == "vectorport"
+        return _client("llamaindex_read", uri, o["table"], DIM, jsonb, ids, _QUERIES, flt)  # type: ignore[no-any-return]
+    if t.layout == "vecs":
+        return _client("vecs_read", uri, o["table"], DIM, ids, _QUERIES, flt)  # type: ignore[no-any-return]
+    return _supabase_read(uri, o.get("schema", "public"), ids, flt)
+
+
+def _supabase_read(uri: str, schema: str, ids: list[str], flt: dict[str, Any]) -> dict[str, Any]:
+    """What supabase-js / LangChain's SupabaseVectorStore see: the table, and match_documents."""
+    import psycopg
+
+    def view(row: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+        return {"id": row[0], "text": row[1], "metadata": row[2]}
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {schema}, public")
+        got = conn.execute(
+            "SELECT id::text, content, metadata FROM documents WHERE id = ANY(%s::uuid[])", (ids,)
+        ).fetchall()
+        search = [
+            [
+                view(r)
+                for r in conn.execute(
+                    "SELECT id::text, content, metadata FROM match_documents(%s::vector, %s::jsonb) LIMIT 10",
+                    ("[" + ",".join(map(repr, q)) + "]", json.dumps(flt)),
+                )
+            ]
+            for q in _QUERIES
+        ]
+    return {"get": {r[0]: view(r) for r in got}, "search": search}
+
+
+def _their_id(t: Target, key: str) -> str:
+    return str(uuid.uuid5(KEY_NAMESPACE, key)) if t.uuid_ids else key
+
+
+def _their_text(t: Target, text: str | None) -> str | None:
+    return None if t.text_key else text
+
+
+def _their_metadata(t: Target, key: str, text: str | None, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The metadata the framework hands its user: the record's, plus the chunk key where the row
+    id is its uuid5 and the text where the table has no text column."""
+    out = dict(metadata)
+    if t.uuid_ids:
+        out[KEEP_KEY] = key
+    if t.text_key:
+        out[t.text_key] = text
+    return out
+
+
+@pytest.mark.parametrize("t", _TARGETS_W, ids=lambda t: f"{t.layout}-{t.made_by}")
+def test_the_framework_reads_and_searches_what_vectorport_wrote(
+    t: Target, pg_tables: Tables, interop_uri: str, vp_db: tuple[str, str]
+) -> None:
+    if t.layout in _CLIENT_MODULE:
+        pytest.importorskip(_CLIENT_MODULE[t.layout])
+    if t.made_by == "client":
+        uri, base = interop_uri, pg_tables.url
+        if t.layout == "langchain":
+            pg_tables.get("langchain-docs")  # the shared tables hold other collections already
+        _create(t, uri)
+    else:
+        uri, base = vp_db
+    records = _records()
+    source = f"memory://w-{t.layout}-{t.made_by}"
+    vectorport.connect(source, dimension=DIM, metric="cosine").upsert(records)
+    target = base + "".join(f"&{k}={quote(v, safe='')}" for k, v in t.options.items())
+    try:
+        report = vectorport.migrate(source, target)
+        assert report.ok, report.to_json()
+        if t.layout == "supabase" and t.made_by == "vectorport":
+            import psycopg
+
+            with psycopg.connect(uri, autocommit=True) as conn:  # the template's function, beside it
+                conn.execute(_SUPABASE_MATCH.format(dim=DIM))
+        by_key = {r.key: r for r in records}
+        ids = {_their_id(t, r.key): r.key for r in records}
+        theirs = _read(t, uri, list(ids))
+
+        assert sorted(theirs["get"]) == sorted(ids)
+        for their_id, view in theirs["get"].items():
+            r = by_key[ids[their_id]]
+            assert (view["text"], view["metadata"]) == (
+                _their_text(t, r.text),
+                _their_metadata(t, r.key, r.text, r.metadata),
+            ), their_id
+
+        with vectorport.connect(target) as store:
+            for q, found in zip(_QUERIES, theirs["search"], strict=True):
+                ours = list(store.query(q, k=10, filter=t.ours))
+                assert len(ours) == 10
+                assert all((m.text, m.metadata) == (by_key[m.key].text, by_key[m.key].metadata) for m in ours)
+                assert [v["id"] for v in found] == [_their_id(t, m.key) for m in ours]
+                assert [v["text"] for v in found] == [_their_text(t, m.text) for m in ours]
+                assert [v["metadata"] for v in found] == [
+                    _their_metadata(t, m.key, m.text, m.metadata or {}) for m in ours
+                ]
+    finally:
+        vectorport.connect(source).drop()
+        if t.made_by == "client":
+            import psycopg
+
+            with psycopg.connect(uri, autocommit=True) as conn:
+                conn.execute(_DROP[t.layout])
