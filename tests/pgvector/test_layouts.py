@@ -163,6 +163,28 @@ def test_langchain_collection_created_by_a_write(pg_url: Callable[..., str], adm
     ).fetchone() == (1,)
 
 
+def test_langchain_hints_work_when_followed(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    """The shared table opened without a collection names one with a URL that opens it; the URL
+    ``info`` prints for it opens it again (an embedded server's ``pgvector:///path`` keeps its
+    three slashes); a collection that does not exist is named as one, with the collections."""
+    import re
+
+    schema = f"{name}_lc"
+    _langchain(admin, schema)
+    with pytest.raises(vectorport.ConfigurationError, match="name one") as shared:
+        vectorport.connect(pg_url("langchain_pg_embedding", schema=schema))
+    hinted = re.search(r"name one: (\S+)", str(shared.value))
+    assert hinted is not None, shared.value
+    with vectorport.connect(hinted.group(1)) as store:
+        assert store.count() == 30  # docs, the first of its collections
+        again = store.info()["layout"]["url"]
+    assert again.startswith("pgvector:///")
+    with vectorport.connect(again) as store:
+        assert store.count() == 30
+    with pytest.raises(vectorport.NotFoundError, match=r"LangChain collection 'dox' does not exist.*'docs'"):
+        vectorport.connect(pg_url("dox", schema=schema, layout="langchain"))
+
+
 # ---------------------------------------------------------------- LangChain PGVectorStore (v2)
 def test_langchain_v2_uuid_ids_json_metadata_and_metadata_columns(
     pg_url: Callable[..., str], admin: Any, name: str
