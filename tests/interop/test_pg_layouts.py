@@ -398,3 +398,99 @@ def test_the_framework_reads_and_searches_what_vectorport_wrote(
 
             with psycopg.connect(uri, autocommit=True) as conn:
                 conn.execute(_DROP[t.layout])
+
+
+# ------------------------------------------------------------------ 3. the CLI
+_WRITABLE = {
+    "supabase-bigserial": False,
+    "kb-view": False,
+    "articulos": False,
+    "code-chunks": False,
+    "mail-plain": False,
+}
+
+
+def _cli(*args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_cli_info_names_the_layout_and_the_url_to_use(name: str, pg_tables: Tables, plain: Any) -> None:
+    spec = pg_tables.get(name).spec
+    url = spec.url(pg_tables.url)
+    out = _cli("info", url)
+    assert out.exit_code == 0, out.output
+    assert "layout" in out.stdout and spec.layout in out.stdout and "url to use" in out.stdout
+    out = _cli("info", "--json", url)
+    assert out.exit_code == 0, out.output
+    layout = json.loads(out.stdout)["layout"]
+    assert layout["name"] == spec.layout
+    assert layout["writable"] is _WRITABLE.get(name, True), layout["read_only_reason"]
+    if spec.layout != "custom":
+        assert f"layout={spec.layout}" in layout["url"]
+    # the URL it prints opens the same rows
+    with vectorport.connect(layout["url"]) as store:
+        _same({r.key: r for r in store.records()}, _truth(plain, spec))
+
+
+@pytest.mark.parametrize("name", [n for n, s in SPECS.items() if s.layout not in ("custom", "langchain")])
+def test_cli_info_detects_a_preset_without_layout(name: str, pg_tables: Tables) -> None:
+    spec = pg_tables.get(name).spec
+    bare = replace(spec, options={k: v for k, v in spec.options.items() if k != "layout"})
+    out = _cli("info", "--json", bare.url(pg_tables.url))
+    assert out.exit_code == 0, out.output
+    layout = json.loads(out.stdout)["layout"]
+    assert layout["name"] == spec.layout and f"layout={spec.layout}" in layout["url"]
+
+
+def test_cli_info_on_langchains_shared_table_gives_a_url_that_works(pg_tables: Tables, plain: Any) -> None:
+    docs = pg_tables.get("langchain-docs").spec
+    out = _cli("info", f"{pg_tables.url}&table=langchain_pg_embedding")
+    assert out.exit_code != 0 and "'docs', 'notes'" in out.output, out.output
+    hinted = out.output.split("name one: ", 1)[1].split()[0]
+    out = _cli("info", "--json", hinted)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["count"] == docs.n
+    with vectorport.connect(hinted) as store:
+        _same({r.key: r for r in store.records()}, _truth(plain, docs))
+
+
+def test_cli_info_on_a_table_it_cannot_map_names_its_columns_and_the_options(pg_tables: Tables) -> None:
+    pg_tables.get("code-chunks")
+    out = _cli("info", f"{pg_tables.url}&table=code_chunks&metric=cosine")
+    assert out.exit_code != 0
+    text = " ".join(out.output.split())
+    for word in ("key_expression=", "key_column=", "file_path", "chunk_index", "content_hash"):
+        assert word in text, text
+
+
+_CLI_MIGRATIONS = [
+    ("langchain-docs", {"layout": "llamaindex", "table": "from_lc"}),
+    ("llamaindex-jsonb", {"layout": "langchain", "collection": "from_li"}),
+    ("vecs", {"layout": "langchain-v2", "table": "from_vecs"}),
+    ("langchain-v2", {"layout": "vecs", "table": "from_lc_v2", "text_key": "text"}),
+    ("supabase-bigserial", {"layout": "supabase", "table": "from_bigserial"}),
+    ("code-chunks", {"layout": "langchain", "collection": "code"}),
+    ("mail-plain", {"layout": "langchain-v2", "table": "from_mail"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "into"), _CLI_MIGRATIONS, ids=[f"{n}-to-{o['layout']}" for n, o in _CLI_MIGRATIONS]
+)
+def test_cli_migrates_one_framework_table_into_another_frameworks_layout(
+    name: str, into: dict[str, str], pg_tables: Tables, plain: Any, vp_db: tuple[str, str], tmp_path: Any
+) -> None:
+    spec = pg_tables.get(name).spec
+    source = spec.url(pg_tables.url)
+    target = vp_db[1] + "".join(f"&{k}={quote(v, safe='')}" for k, v in into.items())
+    out = _cli("migrate", source, target, "--checkpoint", str(tmp_path / "ckpt"))
+    assert out.exit_code == 0, out.output
+    assert vectorport.verify(source, target).ok
+    with vectorport.connect(target) as store:
+        assert store.info()["layout"]["name"] == into["layout"]
+        _same({r.key: r for r in store.records()}, _truth(plain, spec))
