@@ -10,7 +10,7 @@ import json
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import numpy as np
 import pytest
@@ -55,6 +55,7 @@ def _same(got: dict[str, Any], want: dict[str, Row], ulps: int = 0) -> None:
         assert (rec.text, rec.metadata) == (row.text, row.metadata), key
 
 
+# ------------------------------------------------------------------ 1. each table, where it is
 @pytest.mark.parametrize("name", list(SPECS))
 def test_each_table_opens_where_it_is(name: str, pg_tables: Tables, plain: Any) -> None:
     spec = pg_tables.get(name).spec
@@ -88,6 +89,34 @@ def test_each_table_migrates_and_verifies(
         flatten = Transformer(store.capabilities.metadata, "flatten")
         want = {k: replace(r, metadata=flatten.apply(r.metadata, r.text).metadata) for k, r in truth.items()}
         _same({r.key: r for r in store.records()}, want, store.capabilities.vector_ulps)
+    if target == "s3vectors":  # and as the bucket's own API lists it
+        listed = _bucket_vectors(copy)
+        assert sorted(listed) == sorted(truth)
+        assert all(listed[k].tobytes() == r.vector.tobytes() for k, r in truth.items())
+
+
+def _bucket_vectors(url: str) -> dict[str, np.ndarray]:
+    """Key → vector of the bucket index at ``url``, listed with boto3 (nothing of vectorport's)."""
+    import boto3
+
+    parts = urlsplit(url)
+    client = boto3.client(
+        "s3vectors",
+        endpoint_url=parse_qs(parts.query)["endpoint_url"][0],
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    out: dict[str, np.ndarray] = {}
+    token: dict[str, str] = {}
+    while True:
+        page = client.list_vectors(
+            vectorBucketName=parts.netloc, indexName=parts.path.strip("/"), returnData=True, **token
+        )
+        out.update({v["key"]: np.array(v["data"]["float32"], dtype=np.float32) for v in page["vectors"]})
+        if not page.get("nextToken"):
+            return out
+        token = {"nextToken": page["nextToken"]}
 
 
 def test_other_langchain_collections_are_never_read_or_counted(pg_tables: Tables, plain: Any) -> None:
