@@ -121,6 +121,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -185,12 +186,17 @@ class TableSpec:
     columns: Mapping[str, str] = field(default_factory=dict)
     """Every column of the relation with its type as ``format_type`` prints it."""
     options: Mapping[str, str] = field(default_factory=dict)
-    """The URL options issue 13 has a user pass to open it."""
+    """The URL options issue 13 has a user pass to open it (as typed: :meth:`url` quotes them)."""
     writable: bool = False
     """Whether issue 13 makes it a target: the presets whose framework keys rows by a string or
     uuid (LangChain both, LlamaIndex, vecs)."""
     n: int = 120
     dim: int = DIM
+
+    def url(self, base: str) -> str:
+        """``base`` (a vectorport URL that has a query already) with :attr:`options`, URL-quoted
+        (a key expression holds ``#`` and spaces)."""
+        return base + "".join(f"&{k}={quote(v, safe='')}" for k, v in self.options.items())
 
 
 # ---------------------------------------------------------------------------------- the data
@@ -356,11 +362,13 @@ SPECS: dict[str, TableSpec] = {
         _spec("kb-uuid", "custom", "build_custom", None, **_KB_ROLES, table="kb_chunks",
               columns={"id": "uuid", "chunk_text": "text", "metadata": "jsonb",
                        "embedding": "vector(8)", "created_at": "timestamp with time zone"},
-              options={"table": "kb_chunks", "key_column": "id", "text_column": "chunk_text"}),
+              options={"table": "kb_chunks", "key_column": "id", "text_column": "chunk_text",
+                       "metric": "cosine"}),
         _spec("kb-view", "custom", "build_custom", None, **_KB_ROLES, table="kb_public",
               columns={"id": "uuid", "chunk_text": "text", "metadata": "jsonb",
                        "embedding": "vector(8)"},
-              options={"table": "kb_public", "key_column": "id", "text_column": "chunk_text"}),
+              options={"table": "kb_public", "key_column": "id", "text_column": "chunk_text",
+                       "metric": "cosine"}),
         _spec("articulos", "custom", "build_custom", None, schema="public", table="articulos",
               key_sql="id", embedding="embedding", text="contenido", json_metadata="metadatos",
               plain_metadata=("titulo",),
@@ -368,14 +376,15 @@ SPECS: dict[str, TableSpec] = {
                        "embedding": "vector(8)", "tsv": "tsvector"},
               options={"table": "articulos", "key_column": "id", "text_column": "contenido",
                        "metadata_column": "metadatos", "metadata_columns": "titulo",
-                       "language": "spanish"},
+                       "metric": "cosine"},
               n=90),
         _spec("code-chunks", "custom", "build_custom", None, schema="public", table="code_chunks",
               key_sql="file_path || '#chunk' || chunk_index", embedding="embedding", text="content",
               json_metadata="metadata",
               columns={"file_path": "text", "chunk_index": "integer", "content": "text",
                        "content_hash": "text", "metadata": "jsonb", "embedding": "vector(8)"},
-              options={"table": "code_chunks", "key": "file_path || '#chunk' || chunk_index"},
+              options={"table": "code_chunks", "key_expression": "file_path || '#chunk' || chunk_index",
+                       "metric": "cosine"},
               n=100),
         _spec("mail-plain", "custom", "build_custom", None, schema="public", table="mail_chunks",
               key_sql="id", embedding="embedding", text="body", json_metadata=None,
@@ -384,7 +393,7 @@ SPECS: dict[str, TableSpec] = {
                        "ts": "timestamp with time zone", "part": "smallint", "body": "text",
                        "embedding": "vector(8)"},
               options={"table": "mail_chunks", "key_column": "id", "text_column": "body",
-                       "metadata_columns": "message_id,mailbox_id,ts,part"},
+                       "metadata_columns": "message_id,mailbox_id,ts,part", "metric": "cosine"},
               n=60),
     )
 }
@@ -869,20 +878,25 @@ class Tables:
         return Built(spec, rows_for(spec), self._views[spec.builder].get(name, {}))
 
 
-def run_builder(builder: str, uri: str) -> dict[str, Any]:
-    """Run ``builder(uri)`` of this module in a fresh interpreter; its JSON result."""
+def run_builder(builder: str, uri: str, *args: Any, module: str = "pg_tables") -> Any:
+    """Run ``builder(uri, *args)`` of ``tests.interop.<module>`` in a fresh interpreter (the
+    arguments and the result travel as JSON); its result."""
     code = (
         "import json, sys\n"
-        "from tests.interop import pg_tables\n"
-        f"result = pg_tables.{builder}(sys.argv[1])\n"
+        f"from tests.interop import {module}\n"
+        f"result = {module}.{builder}(*json.loads(sys.argv[1]))\n"
         "print('\\n@@' + json.dumps(result))\n"
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     out = subprocess.run(
-        [sys.executable, "-c", code, uri], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600
+        [sys.executable, "-c", code, json.dumps([uri, *args])],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
     )
     if out.returncode != 0 or "\n@@" not in out.stdout:
         raise RuntimeError(f"{builder} failed (exit {out.returncode}):\n{out.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.rsplit("\n@@", 1)[1])
-    return result
+    return json.loads(out.stdout.rsplit("\n@@", 1)[1])

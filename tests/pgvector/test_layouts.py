@@ -163,6 +163,28 @@ def test_langchain_collection_created_by_a_write(pg_url: Callable[..., str], adm
     ).fetchone() == (1,)
 
 
+def test_langchain_hints_work_when_followed(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    """The shared table opened without a collection names one with a URL that opens it; the URL
+    ``info`` prints for it opens it again (an embedded server's ``pgvector:///path`` keeps its
+    three slashes); a collection that does not exist is named as one, with the collections."""
+    import re
+
+    schema = f"{name}_lc"
+    _langchain(admin, schema)
+    with pytest.raises(vectorport.ConfigurationError, match="name one") as shared:
+        vectorport.connect(pg_url("langchain_pg_embedding", schema=schema))
+    hinted = re.search(r"name one: (\S+)", str(shared.value))
+    assert hinted is not None, shared.value
+    with vectorport.connect(hinted.group(1)) as store:
+        assert store.count() == 30  # docs, the first of its collections
+        again = store.info()["layout"]["url"]
+    assert again.startswith("pgvector:///")
+    with vectorport.connect(again) as store:
+        assert store.count() == 30
+    with pytest.raises(vectorport.NotFoundError, match=r"LangChain collection 'dox' does not exist.*'docs'"):
+        vectorport.connect(pg_url("dox", schema=schema, layout="langchain"))
+
+
 # ---------------------------------------------------------------- LangChain PGVectorStore (v2)
 def test_langchain_v2_uuid_ids_json_metadata_and_metadata_columns(
     pg_url: Callable[..., str], admin: Any, name: str
@@ -428,6 +450,39 @@ def test_metadata_in_plain_columns_typed_and_filterable(
         with pytest.raises(vectorport.UnsupportedFeatureError, match="where="):
             store.upsert([vectorport.Record("z", [1, 0, 0, 0])])
     migrated_equal(scoped)
+
+
+def test_timestamp_columns_read_as_python_isoformat_in_utc(pg_uri: str, admin: Any, name: str) -> None:
+    """A timestamp reads as the application that wrote it serialises it (``isoformat()``; a
+    ``timestamptz`` in UTC), whatever the session's TimeZone: PostgreSQL's own JSON prints the
+    session's offset and trims the fraction (``.1234``), so the same row read through another
+    connection would not be the same record."""
+    from datetime import UTC, datetime
+
+    from tests.pgvector.conftest import uri_for
+
+    t = f"{name}_mail"
+    admin.execute(
+        f"CREATE TABLE {t} (id text PRIMARY KEY, ts timestamptz, local timestamp, embedding vector(2))"
+    )
+    stamps = [
+        datetime(2024, 5, 5, 10, 0, tzinfo=UTC),
+        datetime(2024, 5, 5, 10, 0, 0, 123400, tzinfo=UTC),
+        datetime(1999, 12, 31, 23, 59, 59, 1, tzinfo=UTC),
+    ]
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {t} VALUES (%s, %s, %s, '[1,2]')",
+            [(str(i), ts, ts.replace(tzinfo=None)) for i, ts in enumerate(stamps)],
+        )
+    want = {
+        str(i): {"ts": ts.isoformat(), "local": ts.replace(tzinfo=None).isoformat()}
+        for i, ts in enumerate(stamps)
+    }
+    berlin = uri_for(pg_uri, table=t, metric="cosine", options="-c timezone=Europe/Berlin")
+    with vectorport.connect(berlin) as store:
+        assert {r.key: r.metadata for r in store.records()} == want
+        assert [m.key for m in store.query([1, 2], k=5, filter={"ts": stamps[1].isoformat()})] == ["1"]
 
 
 def test_a_view_is_a_read_only_source(pg_url: Callable[..., str], admin: Any, name: str) -> None:

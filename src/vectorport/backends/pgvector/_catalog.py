@@ -347,6 +347,9 @@ class CatalogMixin(ForeignMixin):
         return bool(row and row[0])
 
     def _not_found(self) -> NotFoundError:
+        langchain = self._langchain_not_found()
+        if langchain is not None:
+            return langchain
         # Name every table of the schema with a vector column, not only those in vectorport's
         # catalog: the table the user meant was often made elsewhere.
         try:

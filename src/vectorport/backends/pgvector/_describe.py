@@ -4,25 +4,33 @@ each role maps to, whether vectorport can write there, and the URL that names it
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode
 
 from ._layouts import MAPPING_OPTIONS
 
 if TYPE_CHECKING:
     from ._state import StoreState
 
-__all__ = ["describe_mapping", "suggested_url"]
+__all__ = ["describe_mapping", "rewritten_url", "suggested_url"]
+
+
+def rewritten_url(
+    store: StoreState, *, drop: tuple[str, ...] = (), add: tuple[tuple[str, str], ...] = ()
+) -> str:
+    """The store's URL (password masked) without the parameters ``drop`` and with ``add``. What
+    comes before ``?`` is kept as given: rebuilt by ``urlunsplit``, an embedded server's
+    ``pgvector:///path`` would lose its empty host and no longer open."""
+    base, _, query = store.url.masked.partition("?")
+    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in drop]
+    return f"{base}?{urlencode([*params, *add], quote_via=quote, safe='/,*')}"
 
 
 def suggested_url(store: StoreState) -> str:
     """The store's URL with the layout it was recognised as spelled out (``layout=``), so the
     same table opens the same way without detection; the password stays masked."""
-    parts = urlsplit(store.url.masked)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "layout"]
     name = store.layout_name
-    if name and name not in ("custom", "vectorport"):
-        query.append(("layout", name))
-    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote, safe="/,*")))
+    named = (("layout", name),) if name and name not in ("custom", "vectorport") else ()
+    return rewritten_url(store, drop=("layout",), add=named)
 
 
 def describe_mapping(store: StoreState) -> dict[str, Any]:

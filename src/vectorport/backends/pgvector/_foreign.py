@@ -18,8 +18,17 @@ import psycopg
 from psycopg import sql
 
 from ..._models import CollectionSpec, Metric
+from ..._suggest import what_exists
 from ..._validate import Batch
-from ...exceptions import ConfigurationError, NotFoundError, Problem, UnsupportedFeatureError, ValidationError
+from ...exceptions import (
+    ConfigurationError,
+    NotFoundError,
+    Problem,
+    UnsupportedFeatureError,
+    ValidationError,
+    VectorportError,
+)
+from ._describe import rewritten_url
 from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
 from ._layouts import LANGCHAIN_COLLECTIONS
@@ -61,13 +70,19 @@ class ForeignMixin(StoreState):
                 (self.collection,),
             ).fetchone()
             if row is None and self.mapping.layout != "langchain":
-                names = conn.execute(
-                    sql.SQL("SELECT name FROM {} ORDER BY name").format(collections)
-                ).fetchall()
+                names = [
+                    str(n[0])
+                    for n in conn.execute(sql.SQL("SELECT name FROM {} ORDER BY name").format(collections))
+                ]
+                # the whole URL: table= would still name the shared table, not the collection
+                url = rewritten_url(
+                    self,
+                    drop=("table", "collection", "layout"),
+                    add=(("layout", "langchain"), ("collection", names[0] if names else "NAME")),
+                )
                 raise ConfigurationError(
-                    f"{self._where} is LangChain's table of every collection; name one: "
-                    f"?layout=langchain&collection=NAME (its collections: "
-                    f"{', '.join(repr(n[0]) for n in names) or 'none'})"
+                    f"{self._where} is LangChain's table of every collection; name one: {url} "
+                    f"(its collections: {', '.join(map(repr, names)) or 'none'})"
                 )
             if row is None:
                 return None  # the collection can be created: a row in langchain_pg_collection
@@ -134,6 +149,31 @@ class ForeignMixin(StoreState):
             "; read-only: " + columns.read_only if columns.read_only else "",
         )
         return CollectionSpec(self.collection, dim, metric, None)
+
+    def _langchain_not_found(self) -> NotFoundError | None:
+        """The error for a LangChain collection that has no row in ``langchain_pg_collection``
+        (``None``: not the LangChain layout, or no such table), naming the collections there."""
+        if self.mapping.layout != "langchain":
+            return None
+        collections = sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+        try:
+            with self._errors("list LangChain collections"):
+                conn, _ = self._conn()
+                known = conn.execute(
+                    "SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)
+                ).fetchone()
+                if not (known and known[0]):
+                    return None
+                rows = conn.execute(sql.SQL("SELECT name FROM {} ORDER BY name").format(collections))
+                names: list[str] | None = [str(r[0]) for r in rows]
+        except VectorportError:
+            names = None
+        where = f"in {self.schema}.{LANGCHAIN_COLLECTIONS}"
+        return NotFoundError(
+            f"{self.url.masked}: LangChain collection {self.collection!r} does not exist"
+            f"{what_exists('collections', self.collection, names, where)}; name one with "
+            "collection=NAME, or pass dimension= (and metric=) to create it"
+        )
 
     def _data_dimension(self, conn: psycopg.Connection[Any], columns: Columns) -> int | None:
         """The dimension of the collection's first vector (a ``vector`` column without one)."""

@@ -23,7 +23,7 @@ frameworks that create pgvector tables (presets), or a mapping the user gives.
 Without ``layout=`` the layout is detected from the columns; options (``key_column``,
 ``key_expression``, ``embedding_column``, ``metadata_column``, ``metadata_columns``,
 ``text_column``, ``text_key``, ``where``) override a preset's roles or map any other table.
-Columns no role uses become metadata (typed: timestamps as ISO strings, numerics as numbers),
+Columns no role uses become metadata (typed: timestamps as ISO strings in UTC, numerics as numbers),
 so nothing of the row is silently left behind; ``metadata_columns=`` (empty) opts out.
 """
 

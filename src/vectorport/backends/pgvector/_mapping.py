@@ -36,6 +36,8 @@ _PLAIN_NAMES = frozenset({"embedding", "fts", "hits", "key", "metadata", "t", "t
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _INTEGER = re.compile(r"^-?[0-9]{1,19}$")
 _MAX_BUILD_ARGS = 50  # jsonb_build_object takes at most 100 arguments (FUNC_MAX_ARGS)
+_TIMESTAMP = re.compile(r"^timestamp(\(\d\))? with(out)? time zone$")
+_ISO_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US'
 
 
 def sql_name(*parts: str) -> sql.Composable:
@@ -44,6 +46,23 @@ def sql_name(*parts: str) -> sql.Composable:
     if all(p in _PLAIN_NAMES for p in parts):
         return sql.SQL(".".join(parts))
     return sql.Identifier(*parts)
+
+
+def _plain_value(column: sql.Composable, kind: str) -> sql.Composable:
+    """A plain column's value for the metadata; a timestamp as Python's ``isoformat()`` gives it
+    (a ``timestamptz`` in UTC). PostgreSQL's JSON prints the session's TimeZone offset and trims
+    the fraction (``.1234``), so the same row would read differently through another session."""
+    found = _TIMESTAMP.match(kind)
+    if not found:
+        return column
+    utc = found.group(2) is None
+    moment = sql.SQL("({} AT TIME ZONE 'UTC')").format(column) if utc else column
+    iso = sql.SQL("regexp_replace(to_char({}, {}), {}, '')").format(
+        moment, sql.Literal(_ISO_FORMAT), sql.Literal(r"\.000000$")
+    )
+    if utc:
+        iso = sql.SQL("{} || '+00:00'").format(iso)
+    return sql.SQL("CASE WHEN isfinite({}) THEN {} ELSE {}::text END").format(column, iso, column)
 
 
 def row_id(kind: str, key: str) -> str | None:
@@ -158,9 +177,10 @@ class Columns:
             chunk = self.metadata_columns[start : start + _MAX_BUILD_ARGS]
             pairs = sql.SQL(", ").join(
                 sql.SQL("{}, {}").format(
-                    sql.Literal(name), sql_name(prefix, name) if prefix else sql_name(name)
+                    sql.Literal(name),
+                    _plain_value(sql_name(prefix, name) if prefix else sql_name(name), kind),
                 )
-                for name, _ in chunk
+                for name, kind in chunk
             )
             # a NULL column is a missing key, as a record without that metadata has none
             parts.append(sql.SQL("jsonb_strip_nulls(jsonb_build_object({}))").format(pairs))
