@@ -558,8 +558,7 @@ def test_cli_info_names_the_layout_and_migrate_copies_it(
 def test_a_framework_table_is_created_as_its_framework_creates_it(
     pg_url: Callable[..., str], admin: Any, name: str, layout: str
 ) -> None:
-    schema = f"{name}_lc"
-    admin.execute(f"CREATE SCHEMA {schema}")
+    schema = f"{name}_lc"  # missing: created with the table
     url = pg_url(name, layout=layout, schema=schema)
     records = [
         vectorport.Record("docs/a.md#0", [1, 0, 0, 0], {"n": 1, "tags": ["x"]}, "alpha"),
@@ -628,3 +627,13 @@ def test_halfvec_reads_as_float32_and_a_scope_must_match(
         assert "halfvec" in store.info()["pgvector"]["read_only_reason"]
     with pytest.raises(vectorport.ConfigurationError, match="matches no row"):
         vectorport.connect(pg_url(name, where="id%20%3D%20%27nope%27"))
+
+
+def test_table_and_collection_name_one_collection(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    schema = f"{name}_lc"
+    data = _langchain(admin, schema)
+    url = pg_url("langchain_pg_embedding", schema=schema, layout="langchain", collection="docs")
+    with vectorport.connect(url) as store:  # LangChain's table, one collection of it
+        assert store.count() == len(data["docs"])
+    with pytest.raises(vectorport.ConfigurationError, match="name two different tables"):
+        vectorport.connect(pg_url("a_table", collection="b_table"))

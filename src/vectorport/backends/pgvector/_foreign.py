@@ -431,10 +431,7 @@ class ForeignMixin(StoreState):
             or self.mapping.where
             or self.mapping.metadata_columns is not None
         )
-        statements = (
-            framework_ddl(layout, self.schema, self.table, spec.dimension, spec.metric) if plain else []
-        )
-        if not statements:
+        if not plain or not framework_ddl(layout, self.schema, self.table, spec.dimension, spec.metric):
             raise NotFoundError(
                 f"{self._where} does not exist; vectorport writes into a {layout} table with a mapping "
                 "but does not create one: create it first (or drop the column options to create a "
@@ -442,6 +439,15 @@ class ForeignMixin(StoreState):
             )
         with self._errors("create collection"):
             conn, _ = self._conn()
+            found = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (self.schema,)).fetchone()
+            statements = framework_ddl(
+                layout,
+                self.schema,
+                self.table,
+                spec.dimension,
+                spec.metric,
+                new_schema=not (found and found[0]),
+            )
             with conn.transaction():
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",

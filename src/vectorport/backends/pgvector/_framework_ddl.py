@@ -18,11 +18,23 @@ __all__ = ["CREATABLE", "framework_ddl"]
 CREATABLE = ("langchain", "langchain-v2", "llamaindex", "vecs", "supabase")
 
 
-def framework_ddl(layout: str, schema: str, table: str, dimension: int, metric: Metric) -> list[sql.Composed]:
+def framework_ddl(
+    layout: str, schema: str, table: str, dimension: int, metric: Metric, *, new_schema: bool = False
+) -> list[sql.Composed]:
     """``CREATE … IF NOT EXISTS`` statements of ``layout``'s table (``[]``: not one vectorport
-    makes)."""
+    makes); ``new_schema``: create the schema too (a role may create tables in an existing
+    schema without being allowed to create schemas, so it is only asked for when missing)."""
     vtype = sql.SQL("vector({})").format(sql.Literal(dimension))
     qualified = sql.Identifier(schema, table)
+    if layout not in CREATABLE:
+        return []
+    create = [sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))] if new_schema else []
+    return [*create, *_tables(layout, schema, table, vtype, qualified, metric)]
+
+
+def _tables(
+    layout: str, schema: str, table: str, vtype: sql.Composable, qualified: sql.Identifier, metric: Metric
+) -> list[sql.Composed]:
     if layout == "langchain":
         collections = sql.Identifier(schema, LANGCHAIN_COLLECTIONS)
         embeddings = sql.Identifier(schema, LANGCHAIN_TABLE)
@@ -69,7 +81,6 @@ def framework_ddl(layout: str, schema: str, table: str, dimension: int, metric: 
         ]
     if layout == "vecs":
         return [
-            sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)),
             sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} (id character varying NOT NULL PRIMARY KEY, vec {} NOT NULL, "
                 "metadata jsonb NOT NULL DEFAULT '{{}}'::jsonb)"

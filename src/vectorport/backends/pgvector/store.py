@@ -25,6 +25,7 @@ from ._describe import describe_mapping
 from ._embedded import embedded_data_dir
 from ._index import BULK_SMALL as BULK_SMALL
 from ._io import ReadWriteMixin
+from ._layouts import LANGCHAIN_TABLE
 from ._options import BUILD_MEMORY_CAP_KB as BUILD_MEMORY_CAP_KB
 from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
 from ._options import OWN_OPTIONS, check_names, libpq_keywords
@@ -106,6 +107,16 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
         # a name in the options (connect()'s, or a migration's derived name) replaces the URL's
         named = options.get("table") or options.get("collection")
         table = named or opts.get("table") or opts.get("collection")
+        both = {str(opts.get("table")), str(opts.get("collection"))} if not named else set()
+        if not named and opts.get("table") and opts.get("collection") and len(both) > 1:
+            if str(opts.get("layout") or "").lower() == "langchain" and opts["table"] == LANGCHAIN_TABLE:
+                table = opts["collection"]  # LangChain's shared table, one collection of it
+            else:
+                raise ConfigurationError(
+                    f"{url.masked}: table={opts['table']} and collection={opts['collection']} name two "
+                    "different tables; give one (with layout=langchain, collection= names the LangChain "
+                    "collection)"
+                )
         opts.update(options)
         opts.pop("table", None)
         opts.pop("collection", None)
