@@ -33,7 +33,10 @@ def store() -> Iterator[vectorport.VectorStore]:
 def _bm25(term_freqs: list[int], lengths: list[int], docs: int, df: int) -> list[float]:
     idf = math.log(1 + (docs - df + 0.5) / (df + 0.5))
     avgdl = sum(lengths) / docs
-    return [idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl)) for tf, dl in zip(term_freqs, lengths)]
+    return [
+        idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
+        for tf, dl in zip(term_freqs, lengths, strict=True)
+    ]
 
 
 def test_tokenizer_rules() -> None:
