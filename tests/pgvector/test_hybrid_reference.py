@@ -149,3 +149,31 @@ def test_text_search_configuration_per_collection(pg_url: Callable[..., str]) ->
         for s in (store, english):
             s.drop()
             s.close()
+
+
+def test_compare_modes_on_pgvector(pg_url: Callable[..., str]) -> None:
+    from vectorport.compare import Query, compare_modes
+
+    from ..compare.labelled_corpus import EMBEDDER, QUERIES, direct_figures, load
+
+    store = vectorport.connect(pg_url(text_parser="any"), dimension=64, embedding_model=EMBEDDER.model_id)
+    mem = vectorport.connect("memory://pg-compare-modes", dimension=64)
+    try:
+        load(store)
+        load(mem)
+        queries = [Query(text=t, relevant=r) for t, r in QUERIES]
+        out = compare_modes({"pg": store, "mem": mem}, queries, 5, weights=[0.3, 0.7], embedder=EMBEDDER)
+        assert len(out.rows) == 8
+        for row in out.rows:
+            target = store if row.store == "pg" else mem
+            assert (row.hit_at_1, row.mrr, row.ndcg) == pytest.approx(
+                direct_figures(target, row.mode, 5, row.weight or 0.5)
+            )
+        by = {(r.store, r.label): r for r in out.rows}
+        # any-term parsing finds every labelled passage; so does BM25
+        assert by["pg", "text"].hit_at_1 == by["mem", "text"].hit_at_1 == 1.0
+        assert by["pg", "vector"].mrr == pytest.approx(by["mem", "vector"].mrr)  # exact enough at 12 rows
+    finally:
+        store.drop()
+        store.close()
+        mem.drop()
