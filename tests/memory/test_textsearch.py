@@ -30,12 +30,13 @@ def store() -> Iterator[vectorport.VectorStore]:
     s.drop()
 
 
-def _bm25(term_freqs: list[int], lengths: list[int], docs: int, df: int) -> list[float]:
+def _bm25(term_freqs: list[int], doc_lengths: list[int], all_lengths: list[int], df: int) -> list[float]:
+    docs = len(all_lengths)
     idf = math.log(1 + (docs - df + 0.5) / (df + 0.5))
-    avgdl = sum(lengths) / docs
+    avgdl = sum(all_lengths) / docs
     return [
         idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
-        for tf, dl in zip(term_freqs, lengths, strict=True)
+        for tf, dl in zip(term_freqs, doc_lengths, strict=True)
     ]
 
 
@@ -54,7 +55,7 @@ def test_tokenizer_rules() -> None:
 def test_bm25_by_hand(store: vectorport.VectorStore) -> None:
     hits = store.text_query("red")  # type: ignore[attr-defined]
     # 3 records have text (lengths 4, 4, 3); "red" is in 2 of them, twice in b
-    want = _bm25([2, 1], [4, 4, 3], 3, 2)
+    want = _bm25([2, 1], [4, 4], [4, 4, 3], 2)
     assert [m.key for m in hits] == ["b", "a"]
     assert [m.score for m in hits] == pytest.approx(want)
     assert [m.distance for m in hits] == pytest.approx([-w for w in want])

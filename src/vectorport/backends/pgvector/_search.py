@@ -14,14 +14,12 @@ Statements are composed once per shape (filter text and include) and kept as byt
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from ..._base import FilterLike
-from ..._capabilities import Capabilities
 from ..._models import Include, Match, QueryResult, Vector, score_from_distance
 from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
@@ -43,13 +41,6 @@ class SearchMixin(StoreState):
 
     def _settings(self, params: Mapping[str, Any]) -> SearchSettings:
         return SearchSettings.parse(params, self.search_defaults) if params else self.search_defaults
-
-    def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
-        """A table without the tsvector column (made elsewhere) has no text or hybrid search."""
-        layout = self._layout
-        if layout is None or layout.columns.fts is not None:
-            return declared
-        return replace(declared, features=declared.features - {"text_search", "hybrid"})
 
     def _statement(
         self, conn: psycopg.Connection[Any], key: tuple[Any, ...], build: Callable[[], sql.Composable]
