@@ -13,6 +13,7 @@ move chunk stores between them without silent damage.
 from ._base import BaseStore
 from ._capabilities import Capabilities, MetadataRules
 from ._embedder import Embedder
+from ._features import SupportsHybridSearch, SupportsTextSearch, hybrid_search_of, text_search_of
 from ._models import CollectionSpec, Include, Match, Metric, QueryResult, Record, ScanPage
 from ._names import NameRule
 from ._protocol import VectorStore
@@ -67,6 +68,8 @@ __all__ = [
     "RetryPolicy",
     "ScanPage",
     "StoreURL",
+    "SupportsHybridSearch",
+    "SupportsTextSearch",
     "SyncReport",
     "TransientError",
     "UnsupportedError",
@@ -79,8 +82,10 @@ __all__ = [
     "available_backends",
     "compare",
     "connect",
+    "hybrid_search_of",
     "mask_url",
     "migrate",
     "sync",
+    "text_search_of",
     "verify",
 ]

@@ -11,7 +11,7 @@ elsewhere without a ``tsvector`` column has no text search): the method then rai
 >>> import vectorport
 >>> store = vectorport.connect("memory://doctest-features", dimension=2)
 >>> isinstance(store, SupportsBulkLoad), sorted(store.capabilities.features)
-(False, ['native_count', 'native_segments'])
+(False, ['hybrid', 'native_count', 'native_segments', 'text_search'])
 >>> store.drop()
 """
 
@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol, runtime_checkable
 
 from ._models import QueryResult
+from .exceptions import UnsupportedFeatureError
 from .filters import FilterNode
 
 __all__ = [
@@ -31,7 +32,9 @@ __all__ = [
     "SupportsLayoutCheck",
     "SupportsTextSearch",
     "bulk_load_of",
+    "hybrid_search_of",
     "protocol_features",
+    "text_search_of",
 ]
 
 FilterLike = Mapping[str, Any] | FilterNode | None
@@ -67,7 +70,14 @@ class SupportsTextSearch(Protocol):
         include: Iterable[str] | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> QueryResult:
-        """The ``k`` best records for ``text`` by the store's text ranking (best first)."""
+        """The ``k`` best records for ``text`` by the store's text ranking (best first, ties
+        by key) among those matching ``filter``. Matches carry ``score`` = the text score,
+        ``distance`` = its negation and ``extra = {"text_rank", "text_score"}``.
+
+        What a store guarantees against the reference (:mod:`vectorport._textsearch`, BM25 on
+        the memory store) is declared by the store: pgvector ranks by ``ts_rank_cd`` over its
+        text search configuration (stemming, stop words), not by BM25.
+        """
         ...
 
 
@@ -88,7 +98,13 @@ class SupportsHybridSearch(Protocol):
         params: Mapping[str, Any] | None = None,
     ) -> QueryResult:
         """The ``k`` best records by ``weight / (rrf_k + vector_rank) + (1 - weight) /
-        (rrf_k + text_rank)``."""
+        (rrf_k + text_rank)``, each ranking holding its ``2k`` best candidates among the
+        records matching ``filter``, ties by key (:func:`vectorport._textsearch.fuse`).
+
+        ``weight`` = 1 is vector order among the candidates, 0 text order. Matches carry the
+        canonical vector ``distance`` and ``score`` and ``extra = {"rrf_score",
+        "vector_rank", "text_rank"}`` (1-based, ``None`` where the record is not a candidate).
+        """
         ...
 
 
@@ -132,3 +148,40 @@ def bulk_load_of(store: object, expected: int | None = None) -> AbstractContextM
     if isinstance(store, SupportsBulkLoad):
         return store.bulk_load(expected)
     return nullcontext()
+
+
+def _feature_of(store: object, name: str, what: str) -> None:
+    caps = getattr(store, "capabilities", None)
+    features: frozenset[str] = getattr(caps, "features", frozenset())
+    if isinstance(store, FEATURE_PROTOCOLS[name]) and name in features:
+        return
+    backend = getattr(store, "name", type(store).__name__)
+    has = sorted(f for f, proto in FEATURE_PROTOCOLS.items() if f in features and isinstance(store, proto))
+    raise UnsupportedFeatureError(
+        f"{backend} collection {getattr(store, 'collection', '?')!r} has no {what} "
+        f"(its search features: {', '.join(has) or 'vector search only'}); use a store that "
+        "declares it, e.g. memory:// or pgvector"
+    )
+
+
+def text_search_of(store: object) -> SupportsTextSearch:
+    """``store`` as a :class:`SupportsTextSearch`, or ``UnsupportedFeatureError`` (no I/O)
+    when its backend or collection has no text search.
+
+    >>> import vectorport
+    >>> s = vectorport.connect("memory://doctest-text", dimension=2)
+    >>> _ = s.upsert([vectorport.Record("a", [1, 0], text="red fox"), vectorport.Record("b", [0, 1])])
+    >>> [m.key for m in text_search_of(s).text_query("fox")]
+    ['a']
+    >>> s.drop()
+    """
+    _feature_of(store, "text_search", "text search")
+    assert isinstance(store, SupportsTextSearch)
+    return store
+
+
+def hybrid_search_of(store: object) -> SupportsHybridSearch:
+    """``store`` as a :class:`SupportsHybridSearch`, or ``UnsupportedFeatureError`` (no I/O)."""
+    _feature_of(store, "hybrid", "hybrid search")
+    assert isinstance(store, SupportsHybridSearch)
+    return store

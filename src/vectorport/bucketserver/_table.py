@@ -27,7 +27,7 @@ import numpy.typing as npt
 from .._exact import SearchMatrix
 from .._models import Metric
 from ._filter import Columns, FilterNode, evaluate
-from ._text import TextField
+from ._text import TextField, text_field
 
 __all__ = ["VectorTable", "fsync_dir"]
 
@@ -186,7 +186,7 @@ class VectorTable:
         """The inverted index of searchable ``key`` (cached until the next write)."""
         field = self._text.get(key)
         if field is None:
-            field = self._text[key] = TextField.build(self.metadatas, key)
+            field = self._text[key] = text_field(self.metadatas, key)
         return field
 
     def search(self, query: Vectors, k: int, node: FilterNode | None) -> list[tuple[int, float]]:

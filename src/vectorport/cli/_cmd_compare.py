@@ -137,6 +137,18 @@ def compare(
         typer.Option("--params", help='Query params per store label, JSON: {"pgvector": {"ef_search": 200}}'),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="Compare search modes instead, e.g. vector,text,hybrid: hit@1, MRR and nDCG per "
+            "store and mode over the labelled --queries (each with text and relevant keys).",
+        ),
+    ] = None,
+    weight: Annotated[
+        str,
+        typer.Option("--weight", help="With --mode hybrid: fusion weights to sweep, e.g. 0.3,0.5,0.7."),
+    ] = "0.5",
 ) -> None:
     """Run the same queries against every store and judge them against exact search.
 
@@ -145,6 +157,9 @@ def compare(
     from ..compare import Gates, load_queries
     from ..compare import compare as run_compare
 
+    if mode is not None:
+        _compare_modes(urls, queries, mode, weight, k, embedder, json_path, markdown)
+        return
     if (queries is None) == (sample is None):
         err_console.print("[red]error:[/red] give exactly one of --queries FILE or --sample N")
         raise typer.Exit(ExitCode.USAGE)
@@ -196,6 +211,59 @@ def compare(
         for g in result.failures:
             err_console.print(f"[red]gate failed:[/red] {g.message}", markup=True, highlight=False)
         raise typer.Exit(ExitCode.PROBLEM)
+
+
+def _compare_modes(
+    urls: list[str],
+    queries: Path | None,
+    mode: str,
+    weight: str,
+    k: int,
+    embedder: str | None,
+    json_path: str | None,
+    markdown: Path | None,
+) -> None:
+    """``--mode``: the per-mode relevance table (and the hybrid weight sweep)."""
+    from rich.table import Table
+
+    from ..compare import compare_modes, load_queries
+
+    if queries is None:
+        err_console.print("[red]error:[/red] --mode needs --queries FILE with text and relevant keys")
+        raise typer.Exit(ExitCode.USAGE)
+    stores = _stores(urls)
+    with reported_errors():
+        modes = [m.strip() for m in mode.split(",") if m.strip()]
+        try:
+            weights = [float(w) for w in weight.split(",") if w.strip()]
+        except ValueError:
+            raise ConfigurationError(f"--weight takes numbers separated by commas, got {weight!r}") from None
+        query_set = load_queries(queries)
+        first = next(iter(stores.values())) if isinstance(stores, dict) else stores[0]
+        needs_vectors = any(m != "text" for m in modes) and any(q.vector is None for q in query_set)
+        embed = _embedder(embedder, first) if needs_vectors else None
+        result = compare_modes(stores, query_set, k, modes=modes, weights=weights, embedder=embed)
+    console = make_console(stderr=True) if json_path == "-" else out_console
+    table = Table(title=f"retrieval quality by search mode (k={k})")
+    for header in result.headers():
+        table.add_column(header, overflow="fold")
+    for row in result.table_rows():
+        table.add_row(*row)
+    console.print(table)
+    for label in dict.fromkeys(r.store for r in result.rows):
+        best = result.best(label)
+        if best is not None:
+            console.print(f"{label}: best MRR with {best.label} ({best.mrr:.3f})")
+    data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
+    if json_path == "-":
+        sys.stdout.write(data + "\n")
+    elif json_path:
+        Path(json_path).write_text(data + "\n", encoding="utf-8")
+        err_console.print(f"JSON written to {json_path}")
+    if markdown is not None:
+        with markdown.open("a", encoding="utf-8") as out:
+            out.write(result.markdown())
+        err_console.print(f"Markdown written to {markdown}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,8 +1,9 @@
-"""``vectorport search URL TEXT``: semantic search with the collection's own embedding model.
+"""``vectorport search URL TEXT``: semantic search with the collection's own embedding model,
+full-text search (``--mode text``) or both fused (``--mode hybrid --weight W``).
 
 Exit codes (:class:`vectorport._exit.ExitCode`): 0 results printed (possibly none); 2 bad
-arguments or an embedder whose model is not the collection's; 3 the backend or the embedder
-failed.
+arguments, an embedder whose model is not the collection's, or a mode the store does not
+support; 3 the backend or the embedder failed.
 """
 
 from __future__ import annotations
@@ -26,20 +27,40 @@ def search(
     embedder: str | None = typer.Option(
         None, "--embedder", "-e", help="Default: the model recorded on the collection."
     ),
+    mode: str = typer.Option(
+        "vector",
+        "--mode",
+        "-m",
+        help="vector (embed TEXT), text (full-text search) or hybrid (both, fused by RRF).",
+    ),
+    weight: float = typer.Option(
+        0.5, "--weight", "-w", help="Hybrid: the vector ranking's share (1 vector only, 0 text only)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Embed TEXT and print the nearest chunks."""
+    """Print the chunks that best match TEXT, by vector, full text or both."""
     from ..ingest import embedder_for
     from ..ingest import search as run_search
 
     where = parse_json_arg(filter, "--filter")
     with reported_errors(), connect(url) as store:
-        emb = embedder_for(store, embedder)
-        result = run_search(store, emb, text, k=k, filter=where, min_score=min_score, collapse=collapse)
+        emb = None if mode == "text" else embedder_for(store, embedder)
+        result = run_search(
+            store,
+            emb,
+            text,
+            k=k,
+            filter=where,
+            min_score=min_score,
+            collapse=collapse,
+            mode=mode,
+            weight=weight,
+        )
     if as_json:
         emit_json(result.to_dict())
         return
-    table = Table(title=f"{text!r}: {result.k_returned} of {result.k_requested} ({result.model_id})")
+    how = {"vector": result.model_id, "text": "full text", "hybrid": f"hybrid, weight {weight:g}"}
+    table = Table(title=f"{text!r}: {result.k_returned} of {result.k_requested} ({how[result.mode]})")
     for col in ("#", "score", "key", "section", "text"):
         table.add_column(col, overflow="fold")
     for rank, match in enumerate(result.matches, 1):

@@ -9,7 +9,8 @@
 
 Modules: ``_queries`` (the query set), ``_truth`` (exact ground truth), ``_metrics`` (the
 figures), ``_gates`` (thresholds and failure diffs), ``_runner`` (timed runs), ``_result``
-(the result and its JSON), ``_html`` (the offline HTML report), ``_table`` (terminal tables).
+(the result and its JSON), ``_html`` (the offline HTML report), ``_table`` (terminal tables),
+``_modes`` (retrieval quality per search mode and fusion weight: :func:`compare_modes`).
 """
 
 from ._gates import GateFailure, GateResult, Gates
@@ -26,12 +27,14 @@ from ._metrics import (
     rank_biased_overlap,
     reciprocal_rank,
 )
+from ._modes import MODES, ModeComparison, ModeFigures, compare_modes
 from ._queries import Embedder, Query, QueryEmbedder, load_queries, sample_queries
 from ._result import ComparisonResult, PairReport, StoreReport
 from ._runner import compare
 from ._truth import FilterGroup, GroundTruth, TruthTable
 
 __all__ = [
+    "MODES",
     "ComparisonResult",
     "Embedder",
     "Figures",
@@ -41,6 +44,8 @@ __all__ = [
     "Gates",
     "GroundTruth",
     "Latency",
+    "ModeComparison",
+    "ModeFigures",
     "Outcome",
     "PairFigures",
     "PairReport",
@@ -51,6 +56,7 @@ __all__ = [
     "StoreReport",
     "TruthTable",
     "compare",
+    "compare_modes",
     "hit_at_k",
     "load_queries",
     "ndcg_at_k",

@@ -1,4 +1,5 @@
-"""Text search over an ingested collection, with the collection's own embedding model."""
+"""Search over an ingested collection: by vector (the collection's own embedding model), by
+full text, or hybrid (both fused by reciprocal rank fusion)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._embedder import Embedder
-from .._models import Match
+from .._features import hybrid_search_of, text_search_of
+from .._models import Match, QueryResult
 from .._protocol import VectorStore
+from ..exceptions import ConfigurationError
 from .compat import check_embedder
 
-__all__ = ["SearchResult", "search", "source_of"]
+__all__ = ["SEARCH_MODES", "SearchResult", "search", "source_of"]
+
+SEARCH_MODES = ("vector", "text", "hybrid")
 
 
 def source_of(match: Match) -> str:
@@ -29,6 +34,9 @@ class SearchResult:
     matches: tuple[Match, ...]
     k_requested: int
     collapsed: Mapping[str, int]
+    mode: str = "vector"
+    weight: float | None = None
+    """The fusion weight of a hybrid search (1: vector only, 0: text only)."""
 
     @property
     def k_returned(self) -> int:
@@ -41,6 +49,8 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
+            "mode": self.mode,
+            "weight": self.weight,
             "embedding_model": self.model_id,
             "k_requested": self.k_requested,
             "k_returned": self.k_returned,
@@ -53,7 +63,7 @@ class SearchResult:
 
 def search(
     store: VectorStore,
-    embedder: Embedder,
+    embedder: Embedder | None,
     text: str,
     *,
     k: int = 10,
@@ -61,8 +71,17 @@ def search(
     min_score: float | None = None,
     collapse: bool = False,
     overfetch: int = 4,
+    mode: str = "vector",
+    weight: float = 0.5,
 ) -> SearchResult:
     """The ``k`` best chunks for ``text`` (``collapse``: the best chunk of ``k`` sources).
+
+    ``mode``: ``vector`` (embed ``text`` and search by vector), ``text`` (the store's full-text
+    search; no embedder needed) or ``hybrid`` (both, fused with ``weight`` on the vector
+    ranking). ``text`` and ``hybrid`` raise
+    :class:`~vectorport.exceptions.UnsupportedFeatureError` before any I/O on a store without
+    them. ``min_score`` compares each match's ``score``: the vector score in ``vector`` and
+    ``hybrid`` modes, the text score (BM25, ``ts_rank_cd``) in ``text`` mode.
 
     Raises :class:`~vectorport.ingest.ModelMismatchError` when ``embedder`` is not the model the
     collection was embedded with. With ``collapse`` the store is asked for ``k * overfetch``
@@ -78,13 +97,29 @@ def search(
     ['a.md#chunk0']
     >>> s.drop()
     """
-    model = check_embedder(store, embedder) or embedder.model_id
-    vector = embedder.embed_query(text)
+    if mode not in SEARCH_MODES:
+        raise ConfigurationError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
     fetch = k * overfetch if collapse else k
     cap = store.capabilities.max_top_k
     if cap is not None:
-        fetch = min(fetch, cap)
-    result = store.query(vector, max(fetch, 1), filter=filter, include=["metadata", "text"])
+        fetch = min(fetch, cap // 2 if mode == "hybrid" else cap)
+    include = ["metadata", "text"]
+    result: QueryResult
+    model = ""
+    if mode == "text":
+        result = text_search_of(store).text_query(text, max(fetch, 1), filter=filter, include=include)
+    else:
+        fused = hybrid_search_of(store) if mode == "hybrid" else None
+        if embedder is None:
+            raise ConfigurationError(f"{mode} search needs an embedder")
+        model = check_embedder(store, embedder) or embedder.model_id
+        vector = embedder.embed_query(text)
+        if fused is None:
+            result = store.query(vector, max(fetch, 1), filter=filter, include=include)
+        else:
+            result = fused.hybrid_query(
+                vector, text, max(fetch, 1), filter=filter, weight=weight, include=include
+            )
     kept: list[Match] = []
     hits: dict[str, int] = {}
     shown_for: dict[str, str] = {}
@@ -103,4 +138,4 @@ def search(
         kept.append(match)
         if not collapse and len(kept) >= k:
             break
-    return SearchResult(text, model, tuple(kept), k, hits)
+    return SearchResult(text, model, tuple(kept), k, hits, mode, weight if mode == "hybrid" else None)

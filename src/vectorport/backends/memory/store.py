@@ -1,5 +1,8 @@
 """``memory://NAME``: exact numpy search over an in-process collection. The reference and oracle.
 
+Text search is exact BM25 over the records' text and hybrid search fuses it with exact vector
+search, both by the reference rules of :mod:`vectorport._textsearch`.
+
 Collections live in a process-wide namespace (like fsspec's memory filesystem), so two
 ``connect("memory://docs")`` calls share data. Filters are evaluated by the oracle itself.
 """
@@ -10,14 +13,14 @@ import bisect
 import copy
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from ..._base import BaseStore
+from ..._base import BaseStore, FilterLike
 from ..._capabilities import Capabilities
 from ..._cursor import Position, position_field
 from ..._exact import SearchMatrix
@@ -26,11 +29,13 @@ from ..._models import (
     Include,
     Match,
     Metric,
+    QueryResult,
     Record,
     Vector,
     score_from_distance,
 )
 from ..._segments import segment_of
+from ..._textsearch import HYBRID_DEPTH, TextIndex, check_fusion, check_query_text, fuse, ranked
 from ..._url import StoreURL
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, NotFoundError
@@ -50,6 +55,7 @@ class _Collection:
     lock: threading.RLock = field(default_factory=threading.RLock)
     _sorted: list[str] | None = None
     _matrix: SearchMatrix | None = None
+    _text: TextIndex | None = None
     _masks: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
 
     def rows_matching(self, where: FilterNode) -> npt.NDArray[np.int64]:
@@ -71,6 +77,18 @@ class _Collection:
             self._matrix = SearchMatrix(self.spec.metric, self.vectors[:n], self.keys)
         return self._matrix
 
+    def text_index(self) -> TextIndex:
+        """The BM25 index of the current rows' text (rebuilt after a write)."""
+        if self._text is None:
+            self._text = TextIndex.build(self.texts)
+        return self._text
+
+    def text_ranking(self, query: str, where: FilterNode | None) -> list[tuple[int, float]]:
+        """``(row, bm25)`` of every row matching ``where`` that holds a query term, best first."""
+        scores = self.text_index().scores(query, len(self.keys))
+        rows = None if where is None else self.rows_matching(where)
+        return [(int(r), float(scores[r])) for r in ranked(scores, self.keys, rows)]
+
     def sorted_keys(self) -> list[str]:
         if self._sorted is None:
             self._sorted = sorted(self.keys)
@@ -78,6 +96,7 @@ class _Collection:
 
     def put(self, key: str, vector: Vector, metadata: dict[str, Any], text: str | None) -> None:
         self._matrix = None
+        self._text = None
         self._masks.clear()
         row = self.rows.get(key)
         if row is None:
@@ -102,6 +121,7 @@ class _Collection:
             return
         self._sorted = None
         self._matrix = None
+        self._text = None
         self._masks.clear()
         last = len(self.keys) - 1
         if row != last:  # move the last row into the hole
@@ -231,6 +251,106 @@ class MemoryStore(BaseStore[FilterNode]):
                     )
                 )
             return out
+
+    def text_query(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """Exact BM25 over the records' text (the reference tokenizer: Unicode words,
+        lowercased, no stemming), best first, ties by key, filter inside the ranking.
+
+        >>> import vectorport
+        >>> s = vectorport.connect("memory://doctest-bm25", dimension=2)
+        >>> _ = s.upsert([vectorport.Record("a", [1, 0], text="the red fox"),
+        ...               vectorport.Record("b", [0, 1], text="a red red hen")])
+        >>> [(m.key, m.extra["text_rank"]) for m in s.text_query("red fox")]
+        [('a', 1), ('b', 2)]
+        >>> s.drop()
+        """
+        text = check_query_text(text, "text_query")
+        prep = self._prepare_query(None, k, filter, include, params)
+        self._no_params(prep.params, "text_query")
+        coll = self._get()
+        with coll.lock:
+            hits = coll.text_ranking(text, prep.where)[: prep.k]
+            out = []
+            for rank, (row, score) in enumerate(hits, start=1):
+                rec = self._record(coll, row, prep.include)
+                out.append(
+                    Match(
+                        rec.key,
+                        -score,
+                        score,
+                        rec.metadata if Include.METADATA in prep.include else None,
+                        rec.text,
+                        None,
+                        {"text_rank": rank, "text_score": score},
+                    )
+                )
+        return QueryResult(tuple(out), prep.k)
+
+    def hybrid_query(
+        self,
+        vector: Sequence[float] | Any,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        weight: float = 0.5,
+        rrf_k: int = 60,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """Exact vector search and BM25 fused by the reference
+        :func:`~vectorport._textsearch.fuse` (each side's ``2k`` best among the records
+        matching ``filter``)."""
+        text = check_query_text(text, "hybrid_query")
+        prep = self._prepare_query(vector, k, filter, include, params)
+        self._no_params(prep.params, "hybrid_query")
+        weight, rrf_k = check_fusion(weight, rrf_k)
+        assert prep.vector is not None
+        depth = HYBRID_DEPTH * prep.k
+        coll = self._get()
+        with coll.lock:
+            rows = None if prep.where is None else coll.rows_matching(prep.where)
+            top = coll.matrix().search(prep.vector, depth, rows)
+            nearest = [int(r) for r in top.rows[0, : int(top.counts[0])]]
+            distance = {r: float(d) for r, d in zip(nearest, top.distances[0], strict=False)}
+            by_text = [row for row, _ in coll.text_ranking(text, prep.where)[:depth]]
+            fused = fuse(
+                [coll.keys[r] for r in nearest], [coll.keys[r] for r in by_text], weight=weight, rrf_k=rrf_k
+            )[: prep.k]
+            chosen = [coll.rows[f.key] for f in fused]
+            rest = np.asarray([r for r in chosen if r not in distance], np.int64)
+            if rest.size:
+                more = coll.matrix().search(prep.vector, int(rest.size), rest)
+                distance.update(zip(more.rows[0].tolist(), more.distances[0].tolist(), strict=True))
+            out = []
+            for f, row in zip(fused, chosen, strict=True):
+                rec = self._record(coll, row, prep.include)
+                d = float(distance[row])
+                out.append(
+                    Match(
+                        rec.key,
+                        d,
+                        score_from_distance(coll.spec.metric, d),
+                        rec.metadata if Include.METADATA in prep.include else None,
+                        rec.text,
+                        None,
+                        {"rrf_score": f.rrf_score, "vector_rank": f.vector_rank, "text_rank": f.text_rank},
+                    )
+                )
+        return QueryResult(tuple(out), prep.k)
+
+    @staticmethod
+    def _no_params(params: Mapping[str, Any], what: str) -> None:
+        if params:
+            raise ConfigurationError(f"memory {what} takes no params, got {sorted(params)}")
 
     def _scan_page(
         self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None

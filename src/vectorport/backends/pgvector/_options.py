@@ -18,6 +18,7 @@ __all__ = [
     "ITERATIVE_SCANS",
     "OWN_OPTIONS",
     "QUERY_OPTIONS",
+    "TEXT_PARSERS",
     "SearchSettings",
     "as_bool",
     "as_float",
@@ -29,6 +30,10 @@ __all__ = [
 ]
 
 ITERATIVE_SCANS = ("off", "relaxed_order", "strict_order")
+TEXT_PARSERS = ("any", "plain", "websearch")
+"""How a query text becomes a ``tsquery``: ``websearch`` (``websearch_to_tsquery``: all terms,
+with quotes, ``or`` and ``-``), ``plain`` (``plainto_tsquery``: all terms) and ``any`` (the
+terms of ``plainto_tsquery`` joined by OR: a record holding one of them matches, as in BM25)."""
 BUILD_MEMORY_CAP_KB = 1024 * 1024  # 1 GB: default ceiling of maintenance_work_mem for a build
 
 _MEMORY = re.compile(r"^\s*(\d+)\s*(kb|mb|gb|tb)?\s*$", re.IGNORECASE)
@@ -38,7 +43,7 @@ _MEMORY_UNITS = {"kb": 1, "mb": 1024, "gb": 1024**2, "tb": 1024**3}
 # own connection parameters (sslmode, connect_timeout, application_name …) to libpq; any other
 # name is refused (check_names), as a typo would otherwise be ignored.
 _CREATE_OPTIONS = ("ef_construction", "index", "language", "m")
-QUERY_OPTIONS = ("ef_search", "iterative_scan", "max_scan_tuples", "scan_mem_multiplier")
+QUERY_OPTIONS = ("ef_search", "iterative_scan", "max_scan_tuples", "scan_mem_multiplier", "text_parser")
 _BUILD_OPTIONS = ("deferred_index", "maintenance_work_mem", "max_parallel_maintenance_workers")
 OWN_OPTIONS = frozenset(
     {
@@ -136,12 +141,14 @@ class SearchSettings:
     ``iterative_scan = strict_order`` keeps exact distance order while the scan
     continues until ``k`` rows pass the filter or ``max_scan_tuples`` index tuples were
     visited; ``scan_mem_multiplier`` raises the memory the scan may use (times ``work_mem``).
+    ``text_parser`` (:data:`TEXT_PARSERS`) is how text and hybrid search parse the query text.
     """
 
     ef_search: int | None = None
     iterative_scan: str = "strict_order"
     max_scan_tuples: int = 100_000
     scan_mem_multiplier: float = 4.0
+    text_parser: str = "websearch"
 
     @classmethod
     def parse(cls, values: Mapping[str, Any], base: SearchSettings | None = None) -> SearchSettings:
@@ -154,6 +161,13 @@ class SearchSettings:
             if mode not in ITERATIVE_SCANS:
                 raise ConfigurationError(f"iterative_scan must be one of {', '.join(ITERATIVE_SCANS)}")
             out = replace(out, iterative_scan=mode)
+        if "text_parser" in values:
+            parser = str(values["text_parser"])
+            if parser not in TEXT_PARSERS:
+                raise ConfigurationError(
+                    f"pgvector option text_parser must be one of {', '.join(TEXT_PARSERS)}, got {parser!r}"
+                )
+            out = replace(out, text_parser=parser)
         if "max_scan_tuples" in values:
             out = replace(
                 out, max_scan_tuples=as_int("max_scan_tuples", values["max_scan_tuples"], 1, 2**31 - 1)

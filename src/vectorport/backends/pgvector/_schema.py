@@ -36,6 +36,7 @@ __all__ = [
     "display_name",
     "render_schema",
     "schema_sql",
+    "tsquery_sql",
 ]
 
 # pgvector limits (README "Indexing"): vector columns hold up to 16,000 dims; HNSW indexes
@@ -383,18 +384,20 @@ class Layout:
         text_weight: sql.Composable,
         rrf_k: sql.Composable,
         outer_columns: sql.Composable,
+        parser: str = "websearch",
     ) -> sql.Composed:
         """One statement: vector and full-text candidates (each filtered inside its own
         ranking), fused by reciprocal rank fusion ``w_v/(rrf_k + r_v) + w_t/(rrf_k + r_t)``.
 
         Output columns: ``<outer_columns>, distance, rrf_score, vector_rank, text_rank``.
-        Both the library and ``hybrid_match_<table>`` use it, with their own placeholders.
+        Both the library and ``hybrid_match_<table>`` use it, with their own placeholders;
+        ``parser`` is how the text becomes a ``tsquery`` (:func:`tsquery_sql`).
         """
         emb = self.embedding("t")
         tkey = self.key("t")
         fts = self.columns.ident("fts", "t")
         return sql.SQL(
-            "  WITH tsq AS MATERIALIZED (SELECT websearch_to_tsquery({lang}::regconfig, {text}) AS q),\n"
+            "  WITH tsq AS MATERIALIZED (SELECT {tsquery} AS q),\n"
             "  vec AS MATERIALIZED (\n"
             "    SELECT hits.key, row_number() OVER (ORDER BY hits.ord, hits.key) AS r\n"
             "    FROM (SELECT {tkey} AS key, {idist} AS ord FROM {table} AS t WHERE {where}{notnull}\n"
@@ -419,8 +422,7 @@ class Layout:
             "  ORDER BY f.rrf_score DESC, f.key\n"
             "  LIMIT {limit}"
         ).format(
-            lang=sql.Literal(self.language),
-            text=text,
+            tsquery=tsquery_sql(parser, self.language, text),
             idist=self.index_distance(emb, query),
             dist=self.distance(emb, query),
             table=self.qualified,
@@ -435,6 +437,20 @@ class Layout:
             fts=fts,
             notnull=self._embedding_present("t", " AND "),
         )
+
+
+_TSQUERY = {
+    "websearch": "websearch_to_tsquery({lang}::regconfig, {text})",
+    "plain": "plainto_tsquery({lang}::regconfig, {text})",
+    # plainto_tsquery's lexemes, AND-ed, become OR-ed: its output quotes each lexeme and the
+    # default parser's lexemes hold no spaces, so " & " occurs only between them
+    "any": "replace(plainto_tsquery({lang}::regconfig, {text})::text, ' & ', ' | ')::tsquery",
+}
+
+
+def tsquery_sql(parser: str, language: str, text: sql.Composable) -> sql.Composable:
+    """The ``tsquery`` of ``text`` by ``parser`` (``websearch``, ``plain`` or ``any``)."""
+    return sql.SQL(_TSQUERY[parser]).format(lang=sql.Literal(language), text=text)
 
 
 def check_identifier(what: str, name: object) -> str:

@@ -2,6 +2,12 @@
 ranking, per-query ``hnsw.*`` settings sent only when they change), full-text search and
 hybrid search fused by reciprocal rank fusion.
 
+Against the reference (:mod:`vectorport._textsearch`) pgvector guarantees: the filter inside
+both rankings, the fusion arithmetic and candidate depth (``2k`` per side), ties by key, and,
+with the ``simple`` text search configuration and ``text_parser=any``, the same set of
+matching records on plain words. The text ranking is ``ts_rank_cd`` over the collection's text
+search configuration (``language=``: stemming and stop words), not BM25.
+
 Statements are composed once per shape (filter text and include) and kept as bytes.
 """
 
@@ -15,9 +21,11 @@ from psycopg import sql
 
 from ..._base import FilterLike
 from ..._models import Include, Match, QueryResult, Vector, score_from_distance
+from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._connections import Session
-from ._options import SearchSettings, as_float, as_int, set_gucs_sql
+from ._options import SearchSettings, set_gucs_sql
+from ._schema import tsquery_sql
 from ._state import StoreState
 from .filters import TRUE, Predicate
 
@@ -175,29 +183,33 @@ class SearchMixin(StoreState):
         include: Iterable[str] | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> QueryResult:
-        """Full-text search: ``websearch_to_tsquery(language, text)`` against the generated
-        ``fts`` column, ranked by ``ts_rank_cd`` (best first, ties by key), filter inside.
+        """Full-text search: the text parsed by ``text_parser`` (``websearch`` by default,
+        ``plain`` or ``any``: a URL option or ``params={"text_parser": …}``) in the collection's
+        text search configuration, matched against the ``fts`` column and ranked by
+        ``ts_rank_cd`` (best first, ties by key), filter inside.
 
         Matches carry ``distance = -ts_rank_cd`` and ``score = ts_rank_cd`` (there is no
         vector), and ``extra = {"text_rank": 1-based position, "text_score": ts_rank_cd}``.
         """
-        if not isinstance(text, str) or not text.strip():
-            raise ConfigurationError("text_query needs a non-empty text")
+        text = check_query_text(text, "text_query")
         prep = self._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
-        if prep.params:
-            raise ConfigurationError(f"text_query takes no params, got {sorted(prep.params)}")
+        if set(prep.params) - {"text_parser"}:
+            raise ConfigurationError(
+                f"text_query takes only the text_parser param, got {sorted(prep.params)}"
+            )
+        parser = self._settings(prep.params).text_parser
         k, inc, pred = prep.k, prep.include, prep.where or self._scope()
         self._require_fts("text_query")
         layout = self.layout
         query = sql.SQL(
             "SELECT {cols} FROM (SELECT {tkey} AS key, ts_rank_cd({fts}, q.q)::double precision AS rank "
-            "FROM {table} AS t, (SELECT websearch_to_tsquery({lang}::regconfig, %(text)s) AS q) AS q "
+            "FROM {table} AS t, (SELECT {tsquery} AS q) AS q "
             "WHERE {fts} @@ q.q AND {where} ORDER BY rank DESC, {tkey} LIMIT %(k)s) AS hits "
             "JOIN {table} AS t ON {tkey} = hits.key ORDER BY hits.rank DESC, hits.key"
         ).format(
             cols=sql.SQL(", ").join([sql.SQL("hits.key"), sql.SQL("hits.rank"), *self._columns(inc, "t")]),
             table=layout.qualified,
-            lang=sql.Literal(layout.language),
+            tsquery=tsquery_sql(parser, layout.language, sql.Placeholder("text")),
             where=pred.sql,
             tkey=layout.key("t"),
             fts=layout.columns.ident("fts", "t"),
@@ -244,19 +256,18 @@ class SearchMixin(StoreState):
         """Vector + full-text search fused by reciprocal rank fusion, in one SQL statement.
 
         Each side ranks its ``2k`` best candidates among the records matching ``filter`` (the
-        filter is inside both rankings); a record's fused score is
+        filter is inside both rankings; the text parsed as in :meth:`text_query`); a record's fused score is
         ``weight / (rrf_k + vector_rank) + (1 - weight) / (rrf_k + text_rank)`` (a side it is
         missing from adds 0). Results are ordered by that score, ties by key. Each match has
         the canonical vector ``distance`` and its ``score``, and ``extra`` =
         ``{"rrf_score", "vector_rank", "text_rank"}`` (ranks are 1-based, ``None`` when absent).
         """
+        text = check_query_text(text, "hybrid_query")
         prep = self._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
-        if not isinstance(text, str) or not text.strip():
-            raise ConfigurationError("hybrid_query needs a non-empty text")
-        weight = as_float("weight", weight, 0.0, 1.0)
-        rrf_k = as_int("rrf_k", rrf_k, 1, 1_000_000)
+        weight, rrf_k = check_fusion(weight, rrf_k)
         vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or self._scope()
         settings = self._settings(prep.params)
+        depth = HYBRID_DEPTH * k
         self._require_fts("hybrid_query")
         layout = self.layout
 
@@ -271,20 +282,27 @@ class SearchMixin(StoreState):
                 text_weight=sql.Placeholder("wt"),
                 rrf_k=sql.Placeholder("rrf_k"),
                 outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self._columns(inc, "t")]),
+                parser=settings.text_parser,
             )
 
         values = {
             **pred.params,
             "q": vec,
             "text": text,
-            "candidates": 2 * k,
+            "candidates": depth,
             "k": k,
             "wv": weight,
             "wt": 1.0 - weight,
             "rrf_k": rrf_k,
         }
         rows = self._run_search(
-            ("hybrid", pred.text, inc), build, values, 2 * k, settings, "hybrid query", pred is not TRUE
+            ("hybrid", pred.text, inc, settings.text_parser),
+            build,
+            values,
+            depth,
+            settings,
+            "hybrid query",
+            pred is not TRUE,
         )
         out = []
         ncols = 1 + len(self._columns(inc))
