@@ -27,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..._models import JSON, CollectionSpec, Metric, Record
+from ..._arrow import metadata_json, records_of, records_to_table, schema
+from ..._models import CollectionSpec, Metric, Record
 from ...exceptions import ConfigurationError, NotFoundError
 from ...migrate._digest import record_digest
 
@@ -51,22 +52,6 @@ DEFAULT_PART_BYTES = 128 * 1024 * 1024
 """A part is closed when its records reach about this many bytes in memory (and on disk,
 before compression): the unit a reader holds at once and a parallel reader gets as a task."""
 ROW_GROUP = 10_000
-
-
-def schema(dimension: int) -> pa.Schema:
-    """The Arrow schema of every part of a snapshot of ``dimension``-dimensional vectors."""
-    return pa.schema(
-        [
-            pa.field("key", pa.string(), nullable=False),
-            pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False),
-            pa.field("metadata", pa.string(), nullable=False),
-            pa.field("text", pa.string()),
-        ]
-    )
-
-
-def _json(metadata: dict[str, JSON] | None) -> str:
-    return json.dumps(metadata or {}, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
 
 
 @dataclass(frozen=True)
@@ -179,7 +164,7 @@ class PartWriter:
             if rec.vector is None:
                 raise ConfigurationError(f"record {rec.key!r} was read without its vector; nothing exported")
             vec = np.asarray(rec.vector, dtype=np.float32)
-            meta = _json(rec.metadata)
+            meta = metadata_json(rec.metadata)
             self._rows.append((rec.key, vec, meta, rec.text))
             self._digest ^= int.from_bytes(record_digest(rec.key, vec, rec.metadata, rec.text), "little")
             self._bytes += len(rec.key) + 4 * self.dimension + len(meta) + len(rec.text or "")
@@ -190,16 +175,7 @@ class PartWriter:
         if not self._rows:
             return
         keys, vectors, metas, texts = zip(*self._rows, strict=True)
-        flat = pa.array(np.concatenate(vectors).astype(np.float32, copy=False), type=pa.float32())
-        table = pa.Table.from_arrays(
-            [
-                pa.array(keys, type=pa.string()),
-                pa.FixedSizeListArray.from_arrays(flat, self.dimension),
-                pa.array(metas, type=pa.string()),
-                pa.array(texts, type=pa.string()),
-            ],
-            schema=schema(self.dimension),
-        )
+        table = records_to_table(keys, vectors, metas, texts, self.dimension)
         name = f"{self.prefix}-{len(self.parts):05d}.parquet"
         tmp = self.directory / f".{name}.tmp"
         pq.write_table(table, tmp, row_group_size=ROW_GROUP, compression="zstd")
@@ -239,22 +215,3 @@ def read_part(directory: Path, part: PartInfo, dimension: int) -> pa.Table:
     ):
         raise ConfigurationError(f"the snapshot part {path} does not have the manifest's shape; re-export")
     return table
-
-
-def records_of(
-    table: pa.Table, rows: Sequence[int] | None, with_vectors: bool, dimension: int
-) -> list[Record]:
-    """Records of ``rows`` of a part (all when ``None``)."""
-    if rows is not None:
-        table = table.take(pa.array(rows, type=pa.int64()))
-    keys = table.column("key").to_pylist()
-    metas = table.column("metadata").to_pylist()
-    texts = table.column("text").to_pylist()
-    vectors: Any = [None] * len(keys)
-    if with_vectors and keys:
-        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vectors = np.asarray(flat, dtype=np.float32).reshape(len(keys), dimension)
-    return [
-        Record(k, None if v is None else v.copy(), json.loads(m), t)
-        for k, v, m, t in zip(keys, vectors, metas, texts, strict=True)
-    ]
