@@ -57,3 +57,15 @@ def test_import_without_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delitem(sys.modules, "vectorport.ray", raising=False)
     with pytest.raises(vectorport.NotInstalledError, match=r"pip install 'vectorport\[ray\]'"):
         importlib.import_module("vectorport.ray")
+
+
+def test_import_vectorport_loads_no_ray() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import vectorport, sys; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('ray', 'pyarrow')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -111,3 +111,18 @@ def test_killed_worker_loses_nothing(ray_cluster: Any, url_for: Callable[..., st
     assert shard.copy is not None and shard.copy.resumed_from > 0  # continued, not restarted
     assert report.target_count == n
     assert len(raw_metadata(target)) == n
+
+
+def test_cli_engine_ray(ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    source = _snapshot(url_for, tmp_path, 3_000)
+    target = url_for("s3vectors", write_rate=0)
+    args = ["migrate", source, target, "--engine", "ray", "--workers", "2"]
+    out = CliRunner().invoke(app, [*args, "--checkpoint", str(tmp_path / "ck.json"), "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["engine"] == "ray" and data["status"] == "verified" and data["records"] == 3_000
+    assert [s["shard"] for s in data["shards"]] == [[0, 2], [1, 2]]
