@@ -69,6 +69,7 @@ BUILTIN: tuple[BackendInfo, ...] = (
         "s3vectors",
         ("boto3",),
     ),
+    BackendInfo("parquet", ("parquet",), "vectorport.backends.parquet:ParquetStore", "parquet", ("pyarrow",)),
 )
 
 

@@ -39,6 +39,7 @@ from ..migrate import (
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
 from ._common import JsonOption, emit_json, err_console, out_console, print_error
+from ._engine import AddressOption, Engine, EngineOption, WorkersOption, run_on_ray
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
@@ -277,6 +278,9 @@ def migrate(
         ),
     ] = None,
     as_json: bool = JsonOption,
+    engine: EngineOption = Engine.local,
+    address: AddressOption = None,
+    workers: WorkersOption = 2,
 ) -> None:
     """Copy a collection to another store, then verify it. Exit 0 ok, 1 data, 3 failure, 4 refused, 5 quality.
 
@@ -284,6 +288,13 @@ def migrate(
     folder named by the environment variable VECTORPORT_STATE_DIR (default: ~/.local/state/vectorport);
     --resume continues from it.
     """
+    if engine is Engine.ray:
+        options = {"workers": workers, "address": address, "verify": not no_verify}
+        options |= {"metadata_policy": metadata_policy.value, "text_key": text_key, "batch_size": batch_size}
+        ck_ray = checkpoint or default_checkpoint(source, target)
+        options |= {"concurrency": concurrency, "sample_queries": queries}
+        run_on_ray(source, target, ck_ray, as_json, **options)
+        return
     ck: Path | None = None
     segment = (0, 1)
     try:

@@ -1,0 +1,231 @@
+"""``parquet:///path/to/DIR``: a snapshot written by ``vectorport export``, opened read-only as a
+store, so ``vectorport import DIR URL`` is ``vectorport migrate parquet://DIR URL`` (same plan,
+transforms, checkpoint and verification) and ``compare``/``search`` work on a backup as it is.
+
+Reads hold one part at a time (parts are bounded by the exporter). Segments are by key hash
+(:func:`vectorport._segments.segment_of`), as for the memory store. Search is exact: every part
+is searched and the best ``k`` merged.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..._base import BaseStore
+from ..._capabilities import Capabilities
+from ..._cursor import Position, position_field
+from ..._exact import SearchMatrix
+from ..._models import CollectionSpec, Include, Match, Metric, Record, Vector, score_from_distance
+from ..._segments import segment_of
+from ..._url import StoreURL
+from ..._validate import Batch
+from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
+from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
+from ._format import MANIFEST, Manifest, read_part, records_of
+
+__all__ = ["ParquetStore"]
+
+
+class ParquetStore(BaseStore[FilterNode]):
+    """A read-only snapshot directory (Parquet parts plus ``_manifest.json``).
+
+    >>> import tempfile, vectorport
+    >>> from vectorport.snapshot import export
+    >>> src = vectorport.connect("memory://doctest-parquet", dimension=2)
+    >>> _ = src.upsert([vectorport.Record("a#0", [1, 0], {"lang": "en"}, "hello")])
+    >>> folder = tempfile.mkdtemp()
+    >>> export("memory://doctest-parquet", folder).count
+    1
+    >>> vectorport.connect(f"parquet://{folder}").get(["a#0"])[0].text
+    'hello'
+    >>> src.drop()
+    """
+
+    name: ClassVar[str] = "parquet"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        metrics=frozenset(Metric),
+        max_dimension=65_536,
+        max_write_batch=10_000,
+        max_read_batch=10_000,
+        max_delete_batch=10_000,
+        max_scan_page=1_000,
+        exact=True,
+        filter_operators=frozenset(ALL_OPERATORS),
+        features=frozenset({"native_count"}),
+    )
+
+    def __init__(self, url: StoreURL, directory: Path) -> None:
+        super().__init__(url, directory.name or str(directory))
+        self.directory = directory
+        self._manifest: Manifest | None = None
+        self._cached: tuple[int, pa.Table] | None = None
+
+    @classmethod
+    def from_url(cls, url: StoreURL, **options: Any) -> Self:
+        if options:
+            raise ConfigurationError(f"parquet:// takes no options, got {sorted(options)}")
+        raw = (url.host or "") + url.path
+        if not raw:
+            raise ConfigurationError(
+                "parquet:// needs a directory: parquet:///abs/dir or parquet://./rel/dir"
+            )
+        return cls(url, Path(raw).expanduser())
+
+    # ------------------------------------------------------------------ reading the snapshot
+    @property
+    def manifest(self) -> Manifest:
+        if self._manifest is None:
+            found = Manifest.load(self.directory)
+            if found is None:
+                raise self._not_found()
+            self._manifest = found
+        return self._manifest
+
+    def _part(self, index: int) -> pa.Table:
+        if self._cached is None or self._cached[0] != index:
+            m = self.manifest
+            self._cached = (index, read_part(self.directory, m.parts[index], m.dimension))
+        return self._cached[1]
+
+    def _records(self, index: int, rows: Sequence[int] | None, include: frozenset[Include]) -> list[Record]:
+        out = records_of(self._part(index), rows, Include.VECTOR in include, self.manifest.dimension)
+        if Include.METADATA not in include or Include.TEXT not in include:
+            for rec in out:
+                if Include.METADATA not in include:
+                    rec.metadata = {}
+                if Include.TEXT not in include:
+                    rec.text = None
+        return out
+
+    # ------------------------------------------------------------------ primitives
+    def _describe_collection(self) -> CollectionSpec | None:
+        found = Manifest.load(self.directory)
+        if found is None:
+            return None
+        self._manifest = found
+        return found.spec
+
+    def _not_found(self) -> NotFoundError:
+        return NotFoundError(
+            f"{self.directory} holds no snapshot ({MANIFEST} is missing); make one with "
+            "`vectorport export URL DIR`"
+        )
+
+    def _read_only(self, what: str) -> UnsupportedFeatureError:
+        return UnsupportedFeatureError(
+            f"parquet:// snapshots are read-only ({what} {self.directory}); nothing was written. "
+            "Write a snapshot with `vectorport export URL DIR`"
+        )
+
+    def _create_collection(self, spec: CollectionSpec) -> None:
+        raise self._read_only("cannot create a collection in")
+
+    def _drop_collection(self) -> None:
+        raise self._read_only("cannot drop")
+
+    def list_collections(self) -> list[str]:
+        return [self.collection] if (self.directory / MANIFEST).exists() else []
+
+    def _write(self, batch: Batch) -> None:
+        raise self._read_only("cannot write to")
+
+    def _remove(self, keys: Sequence[str]) -> None:
+        raise self._read_only("cannot delete from")
+
+    def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
+        wanted = pa.array(list(keys), type=pa.string())
+        out: list[Record] = []
+        for index in range(len(self.manifest.parts)):
+            hits = pc.is_in(self._part(index).column("key"), value_set=wanted)
+            rows = np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist()
+            if rows:
+                out.extend(self._records(index, rows, include))
+        return out
+
+    def _compile_filter(self, where: FilterNode) -> FilterNode:
+        return where  # evaluated by the oracle itself
+
+    def _search(
+        self,
+        vector: Vector,
+        k: int,
+        where: FilterNode | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+    ) -> list[Match]:
+        metric = self.manifest.spec.metric
+        best: list[tuple[float, str, int, int]] = []
+        for index in range(len(self.manifest.parts)):
+            table = self._part(index)
+            keys = np.array(table.column("key").to_pylist(), dtype=object)
+            rows = None
+            if where is not None:
+                metas = [json.loads(m) for m in table.column("metadata").to_pylist()]
+                rows = np.flatnonzero(evaluate_many(where, metas)).astype(np.int64)
+            flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            matrix = SearchMatrix(metric, np.asarray(flat, dtype=np.float32).reshape(len(keys), -1), keys)
+            top = matrix.search(vector, k, rows)
+            for row, dist in zip(
+                top.rows[0, : top.counts[0]], top.distances[0, : top.counts[0]], strict=True
+            ):
+                best.append((float(dist), str(keys[row]), index, int(row)))
+            best = heapq.nsmallest(k, best)
+        out = []
+        for dist, _key, index, row in best:
+            rec = self._records(index, [row], include)[0]
+            out.append(
+                Match(
+                    rec.key,
+                    dist,
+                    score_from_distance(metric, dist),
+                    rec.metadata if Include.METADATA in include else None,
+                    rec.text,
+                    None if rec.vector is None else np.asarray(rec.vector, dtype=np.float32),
+                )
+            )
+        return out
+
+    def _scan_page(
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
+    ) -> tuple[Sequence[Record], Position | None]:
+        parts = self.manifest.parts
+        index = 0 if position is None else position_field(position, "part", int, self.name)
+        row = 0 if position is None else position_field(position, "row", int, self.name)
+        seg, n = segment
+        while index < len(parts):
+            table = self._part(index)
+            keys = table.column("key").to_pylist()
+            chosen: list[int] = []
+            while row < len(keys) and len(chosen) < limit:
+                if n == 1 or segment_of(keys[row], n) == seg:
+                    chosen.append(row)
+                row += 1
+            if chosen:
+                after = {"part": index, "row": row} if row < len(keys) else {"part": index + 1, "row": 0}
+                done = after["part"] >= len(parts)
+                return self._records(index, chosen, include), None if done else after
+            index, row = index + 1, 0
+        return (), None
+
+    def _count(self) -> int:
+        return self.manifest.count
+
+    def info(self) -> dict[str, Any]:
+        out = super().info()
+        m = self.manifest
+        out["snapshot"] = {
+            "parts": len(m.parts),
+            "digest": m.digest,
+            "source": m.source,
+            "source_layout": m.source_layout,
+            "created": m.created,
+        }
+        return out

@@ -1,0 +1,106 @@
+"""``vectorport export URL DIR`` and ``vectorport import DIR URL``: portable Parquet snapshots.
+
+``import`` is ``migrate parquet://DIR URL`` with every option and exit code of ``migrate``.
+``export`` exits 0 (written and verified), 1 (the snapshot read back differs from the source),
+3 (failure: backend, directory not empty, pyarrow missing).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import typing
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .._exit import ExitCode
+from ..exceptions import VectorportError
+from ._cmd_migrate import _print_verification, _write_report
+from ._cmd_migrate import migrate as migrate_command
+from ._common import JsonOption, emit_json, out_console, print_error
+
+
+def export(
+    source: Annotated[str, typer.Argument(help="Store URL to export (must exist).")],
+    directory: Annotated[Path, typer.Argument(help="Directory for the Parquet parts and _manifest.json.")],
+    part_mb: Annotated[
+        int, typer.Option("--part-mb", min=1, help="Approximate size of one Parquet part, in MiB.")
+    ] = 128,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace a snapshot already in DIR.")
+    ] = False,
+    no_verify: Annotated[
+        bool, typer.Option("--no-verify", help="Do not read the snapshot back and compare it.")
+    ] = False,
+    queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries in verification.")] = 20,
+    report_path: Annotated[
+        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+    ] = None,
+    as_json: bool = JsonOption,
+) -> None:
+    """Write a store as Parquet parts plus a manifest (a backup DuckDB or pandas read as is). Exit 0/1/3."""
+    try:
+        from ..snapshot import export as run_export
+
+        report = run_export(
+            source,
+            directory,
+            max_part_bytes=part_mb * 1024 * 1024,
+            overwrite=overwrite,
+            verify=not no_verify,
+            sample_queries=queries,
+            progress=sys.stderr.isatty(),
+        )
+    except VectorportError as exc:
+        print_error(exc)
+        raise typer.Exit(ExitCode.FAILURE) from None
+    _write_report(report_path, report.to_dict())
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        out_console.print(
+            f"exported {report.count:,} records to {report.directory}: {report.parts} parts, "
+            f"{report.bytes / 1e6:,.1f} MB, {report.rate:,.0f} rec/s",
+            highlight=False,
+            markup=False,
+        )
+        if report.verification is not None:
+            _print_verification(report.verification)
+        out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")
+    if report.exit_code != ExitCode.OK:
+        raise typer.Exit(report.exit_code)
+
+
+def _import_command() -> Any:
+    """``import DIR URL``: the ``migrate`` command with its first argument a snapshot directory."""
+    from ..snapshot import snapshot_url
+
+    def import_(directory: Path, target: str, **options: Any) -> None:
+        migrate_command(snapshot_url(directory), target, **options)
+
+    hints = typing.get_type_hints(migrate_command, include_extras=True)
+    sig = inspect.signature(migrate_command)
+    params = [p.replace(annotation=hints[p.name]) for p in sig.parameters.values()]
+    directory = inspect.Parameter(
+        "directory",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        annotation=Annotated[Path, typer.Argument(help="Snapshot directory (from `vectorport export`).")],
+    )
+    import_.__signature__ = sig.replace(parameters=[directory, *params[1:]])  # type: ignore[attr-defined]
+    import_.__annotations__ = {
+        "directory": directory.annotation,
+        **{p.name: p.annotation for p in params[1:]},
+        "return": None,
+    }
+    import_.__doc__ = (
+        "Load a snapshot into any store: migrate parquet://DIR URL, same plan, checkpoint and "
+        "verification. Exit 0 ok, 1 data, 3 failure, 4 refused, 5 quality."
+    )
+    return import_
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)
+    app.command("import")(_import_command())

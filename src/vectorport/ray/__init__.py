@@ -1,0 +1,32 @@
+"""Ray Data over any vectorport URL, and ``migrate`` on a Ray cluster (the ``ray`` extra).
+
+* :func:`read_store` — a ``ray.data.Dataset`` of a store's records, one read task per scan
+  segment (``store.scan(segment=(i, n))``), as Arrow columns ``key``, ``vector``
+  (fixed-size float32 list), ``metadata`` (JSON text) and ``text``;
+* :func:`write_store` — write a dataset with those columns through the store's upsert
+  (idempotent: a retried task rewrites the same records);
+* :func:`migrate_on_ray` — ``vectorport migrate --engine ray``: the same plan, checkpoints and
+  report as :func:`vectorport.migrate`, one Ray task per shard.
+
+``import vectorport`` never imports this package, so Ray stays out of a plain install.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from ..exceptions import NotInstalledError
+
+_missing = next((m for m in ("ray", "pyarrow") if importlib.util.find_spec(m) is None), None)
+if _missing is not None:
+    _exc = NotInstalledError("ray", "ray", _missing)
+    _exc.args = (
+        f"vectorport.ray and --engine ray need the Python module {_missing!r}, which is not "
+        "installed; install it with: pip install 'vectorport[ray]'",
+    )
+    raise _exc
+
+from ._data import StoreDatasink, StoreDatasource, read_store, write_store  # noqa: E402
+from ._engine import migrate_on_ray  # noqa: E402
+
+__all__ = ["StoreDatasink", "StoreDatasource", "migrate_on_ray", "read_store", "write_store"]

@@ -1,0 +1,24 @@
+"""Portable snapshots: a store as Parquet parts plus a manifest, and back.
+
+``export(URL, DIR)`` writes the snapshot and checks it against the source. A snapshot directory
+is a read-only store, ``parquet://DIR`` (:class:`vectorport.backends.parquet.ParquetStore`), so
+:func:`import_snapshot` is :func:`vectorport.migrate` from it: the same plan, transforms,
+checkpoint and verification as any migration. Needs the ``parquet`` extra (pyarrow).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..migrate import MigrationReport, migrate
+from ..migrate._endpoints import StoreLike
+from ._export import ExportReport, export, snapshot_url
+
+__all__ = ["ExportReport", "export", "import_snapshot", "snapshot_url"]
+
+
+def import_snapshot(directory: str | os.PathLike[str], target: StoreLike, **options: Any) -> MigrationReport:
+    """Load the snapshot in ``directory`` into ``target``: ``migrate(parquet://DIR, target)``,
+    with every option of :func:`vectorport.migrate`."""
+    return migrate(snapshot_url(directory), target, **options)
