@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from .._activity import listening
+from .._digest import record_digest, segment_count, segment_of
 from .._features import bulk_load_of
 from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import ConfigurationError, ConflictError, TransientError
 from ._api import DEFAULT_BATCH, _opened, state_dir
-from ._digest import record_digest, segment_count, segment_of
 from ._endpoints import Endpoint, StoreLike
 from ._plan import planned_target_spec
 from ._progress import Progress

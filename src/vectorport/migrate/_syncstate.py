@@ -23,9 +23,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._digest import SegmentSums, extra_digest
 from .._models import JSON
 from ..exceptions import ConfigurationError
-from ._digest import SegmentSums, extra_digest
 
 __all__ = ["SyncState"]
 

@@ -28,9 +28,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..._arrow import metadata_json, records_of, records_to_table, schema
+from ..._digest import record_digest
 from ..._models import CollectionSpec, Metric, Record
 from ...exceptions import ConfigurationError, NotFoundError
-from ...migrate._digest import record_digest
 
 __all__ = [
     "FORMAT",

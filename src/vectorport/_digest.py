@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .._models import JSON
-from .._segments import segment_of
+from ._models import JSON
+from ._segments import segment_of
 
 __all__ = ["SegmentSums", "extra_digest", "record_digest", "segment_count", "segment_of"]
 
