@@ -1,0 +1,237 @@
+"""One process against Ray with N workers on the same migration, as a ratio, in one run.
+
+    python benchmarks/ray_bench.py [--n 200000] [--dim 384] [--workers 2] [--address ADDR]
+                                   [--legs parquet-pgvector,parquet-s3vectors] [--json]
+
+The source is a Parquet snapshot (``parquet://DIR``) of ``--n`` generated records, so every
+worker process reads it as it is (loading it is not timed). For each leg the same source is
+migrated twice into two fresh collections of the same target:
+
+* one process: ``vectorport.migrate`` (plan, copy inside the target's ``bulk_load``, verify);
+* Ray: ``vectorport.ray.migrate_on_ray`` with ``--workers`` tasks, one shard each (plan, copy,
+  per-shard verify, counts), on a local cluster (``ray.init(num_cpus=workers)``) unless
+  ``--address`` names a running one.
+
+Targets: pgvector (an embedded server every worker reaches over its Unix socket; the HNSW index
+is built once by the last shard to finish, inside the copy time) and the local bucket server
+(``vectorport.bucketserver``, a separate process, in memory, pacing off: ``write_rate=0``).
+
+Reported per leg: seconds of each phase, copy rate (index build excluded; for Ray: the records
+over the slowest shard's copy seconds, the shards running at once) and end-to-end rate of both runs, the
+speed-up (one-process seconds / Ray seconds, for the copy and end to end) and each Ray worker's
+own copy rate (its records / its copy seconds), the figure a capacity plan multiplies.
+On a machine with fewer free cores than workers the speed-up is bounded by the cores, not by
+vectorport: say how many were free when quoting it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import vectorport
+from vectorport import Record
+
+LOAD_BATCH = 5000
+
+
+def _records(start: int, stop: int, dim: int) -> list[Record]:
+    rng = np.random.default_rng(start)
+    vecs = rng.standard_normal((stop - start, dim)).astype(np.float32)
+    return [
+        Record(
+            f"docs/file{i // 20}.md#chunk{i % 20}",
+            vecs[i - start],
+            {"file": i // 20, "chunk": i % 20, "lang": ("en", "de", "fr")[i % 3]},
+            f"chunk {i} of the benchmark corpus " + "lorem ipsum " * 20,
+        )
+        for i in range(start, stop)
+    ]
+
+
+def make_snapshot(directory: Path, n: int, dim: int) -> str:
+    """A ``parquet://`` source of ``n`` records (generated into memory, exported, not timed)."""
+    from vectorport.snapshot import export, snapshot_url
+
+    store = vectorport.connect("memory://ray-bench-source", dimension=dim)
+    for start in range(0, n, LOAD_BATCH):
+        store.upsert(_records(start, min(n, start + LOAD_BATCH), dim))
+    export("memory://ray-bench-source", directory, verify=False)
+    store.drop()
+    return snapshot_url(directory)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rate(n: int, seconds: float) -> float:
+    return round(n / seconds) if seconds > 0 else 0.0
+
+
+def leg(name: str, source: str, target: str, n: int, workers: int, work: Path) -> dict[str, Any]:
+    from vectorport.ray import migrate_on_ray
+
+    print(f"[{name}] one process …", file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    one = vectorport.migrate(
+        source, target % "single", checkpoint=work / f"{name}-one.json", sample_queries=5
+    )
+    one_total = time.monotonic() - t0
+    assert one.status == "verified" and one.copy is not None, one.to_json()
+    print(f"[{name}] ray, {workers} workers …", file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    ray_report = migrate_on_ray(
+        source, target % "ray", workers=workers, checkpoint=work / f"{name}-ray.json", sample_queries=5
+    )
+    ray_total = time.monotonic() - t0
+    assert ray_report.status == "verified", json.dumps(ray_report.to_dict(), default=str)[:2000]
+    assert ray_report.records == n == ray_report.target_count
+    one_copy = one.copy.seconds
+    # the shards copy at the same time: the Ray copy lasts as long as its slowest shard's copy
+    ray_copy = max(s.copy.seconds for s in ray_report.shards if s.copy is not None)
+    per_worker = []
+    for w, shard in zip(ray_report.per_worker, ray_report.shards, strict=True):
+        assert shard.copy is not None
+        per_worker.append(
+            {
+                "shard": w["shard"],
+                "records": w["records"],
+                "copy_seconds": round(shard.copy.seconds, 2),
+                "index_seconds": round(shard.copy.index_seconds, 2),
+                "copy_per_s": _rate(w["records"], shard.copy.seconds),
+                "task_seconds": w["seconds"],
+            }
+        )
+    return {
+        "leg": name,
+        "records": n,
+        "one_process": {
+            "timings_s": {k: round(v, 2) for k, v in one.timings.items()},
+            "index_seconds": round(one.copy.index_seconds, 2),
+            "copy_seconds": round(one_copy, 2),
+            "copy_per_s": _rate(n, one_copy),
+            "total_s": round(one_total, 2),
+            "end_to_end_per_s": _rate(n, one_total),
+        },
+        "ray": {
+            "workers": workers,
+            "timings_s": {k: round(v, 2) for k, v in ray_report.timings.items()},
+            "copy_seconds": round(ray_copy, 2),
+            "copy_per_s": _rate(n, ray_copy),
+            "total_s": round(ray_total, 2),
+            "end_to_end_per_s": _rate(n, ray_total),
+            "per_worker": per_worker,
+        },
+        "speedup_copy": round(one_copy / ray_copy, 2),
+        "speedup_end_to_end": round(one_total / ray_total, 2),
+    }
+
+
+def run(n: int, dim: int, workers: int, address: str | None, legs: list[str]) -> dict[str, Any]:
+    import ray
+
+    from vectorport.backends.pgvector._embedded import stop_embedded
+
+    work = Path(tempfile.mkdtemp(prefix="vectorport-ray-bench-"))
+    work.chmod(0o755)
+    out: dict[str, Any] = {
+        "n": n,
+        "dim": dim,
+        "workers": workers,
+        "cluster": address or f"local, num_cpus={workers}",
+        "cpus_on_this_machine": os.cpu_count(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+    server = None
+    try:
+        print(f"snapshot of {n} x {dim} …", file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        source = make_snapshot(work / "snap", n, dim)
+        out["snapshot_seconds"] = round(time.monotonic() - t0, 1)
+        src = str(Path(vectorport.__file__).resolve().parents[1])
+        # the workers import the same vectorport as this process
+        env = {"env_vars": {"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}}
+        if address:
+            ray.init(address=address, runtime_env=env, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env=env)
+        out["legs"] = []
+        if "parquet-pgvector" in legs:
+            pg = f"pgvector://{work / 'pg'}?table=%s"
+            out["legs"].append(leg("parquet -> pgvector", source, pg, n, workers, work))
+            print(out["legs"][-1], file=sys.stderr, flush=True)
+        if "parquet-s3vectors" in legs:
+            port = free_port()
+            server = subprocess.Popen(
+                [sys.executable, "-m", "vectorport.bucketserver", "--port", str(port)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(1.0)
+            s3 = f"s3vectors://bench/%s?endpoint_url=http://127.0.0.1:{port}&write_rate=0"
+            out["legs"].append(leg("parquet -> s3vectors (bucket server)", source, s3, n, workers, work))
+            print(out["legs"][-1], file=sys.stderr, flush=True)
+        out["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        return out
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        if server is not None:
+            server.terminate()
+            server.wait()
+        stop_embedded(work / "pg")
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _table(out: dict[str, Any]) -> str:
+    rows = [
+        f"{out['n']:,} records x {out['dim']} dims, Ray: {out['workers']} workers ({out['cluster']}), "
+        f"{out['cpus_on_this_machine']} CPUs, load average {out['load_average_at_start']} at start",
+        "",
+        "| leg | one process copy /s | Ray copy /s | per worker copy /s | one process total s "
+        "| Ray total s | speed-up copy | speed-up end to end |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in out["legs"]:
+        per = ", ".join(f"{w['copy_per_s']:,}" for w in r["ray"]["per_worker"])
+        rows.append(
+            f"| {r['leg']} | {r['one_process']['copy_per_s']:,} | {r['ray']['copy_per_s']:,} | {per} | "
+            f"{r['one_process']['total_s']:.1f} | {r['ray']['total_s']:.1f} | "
+            f"{r['speedup_copy']:.2f}x | {r['speedup_end_to_end']:.2f}x |"
+        )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=200_000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--address", default=None, help="a running Ray cluster (e.g. auto); default: a local one"
+    )
+    parser.add_argument("--legs", default="parquet-pgvector,parquet-s3vectors")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    out = run(args.n, args.dim, args.workers, args.address, args.legs.split(","))
+    print(json.dumps(out, indent=2) if args.json else _table(out))
+
+
+if __name__ == "__main__":
+    main()
