@@ -40,7 +40,7 @@ import numpy as np
 
 import vectorport
 from vectorport import BaseStore, Capabilities, CollectionSpec, Metric, Record, StoreURL
-from vectorport._base import bulk_load_of
+from vectorport._features import bulk_load_of
 from vectorport._registry import resolve
 from vectorport._validate import Batch
 from vectorport.migrate import Transformer
