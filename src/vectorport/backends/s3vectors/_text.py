@@ -191,9 +191,8 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
             key=lambda h: (float(h.get("distance", 0.0)), h["key"]),
         )
         by_text = [hit for hit, _ in self._text_ranking(text, depth, prep.where, bool(inc))]
-        fused = fuse([h["key"] for h in nearest], [h["key"] for h in by_text], weight=weight, rrf_k=rrf_k)[
-            : prep.k
-        ]
+        vector_keys, text_keys = [h["key"] for h in nearest], [h["key"] for h in by_text]
+        fused = fuse(vector_keys, text_keys, weight=weight, rrf_k=rrf_k)[: prep.k]
         hits = {h["key"]: h for h in by_text} | {h["key"]: h for h in nearest}
         distance = {h["key"]: float(h.get("distance", 0.0)) for h in nearest}
         distance.update(self._distances([f.key for f in fused if f.key not in distance], prep.vector))
