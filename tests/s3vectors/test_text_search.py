@@ -18,28 +18,12 @@ from vectorport._textsearch import fuse
 from vectorport.backends.s3vectors import S3VectorsStore
 from vectorport.backends.s3vectors.store import TEXT_KEY
 
+from .conftest import searchable_index
+
 pytestmark = pytest.mark.s3vectors
 
 WORDS = ["red", "fox", "hen", "blue", "sky", "run", "cat"]
 FEATURES = {"text_search", "hybrid"}
-
-
-def searchable_index(
-    s3v: Any, bucket: str, index: str, dimension: int, metric: str, key: str = TEXT_KEY
-) -> None:
-    """An index whose text key is full-text searchable, made as a user would with boto3."""
-    s3v.create_vector_bucket(vectorBucketName=bucket)
-    s3v.create_index(
-        vectorBucketName=bucket,
-        indexName=index,
-        dataType="float32",
-        dimension=dimension,
-        distanceMetric=metric,
-        metadataConfiguration={
-            "nonFilterableMetadataKeys": [key],
-            "textSearchConfigurations": [{"metadataKey": key}],
-        },
-    )
 
 
 @pytest.fixture(scope="module")
