@@ -88,6 +88,7 @@ class S3VectorsStore(TextSearchMixin):
     default), throttling (429/503) is retried with exponential backoff and jitter, ``scan``
     segments map to ``ListVectors`` segments and ``count`` lists keys over 16 segments in
     parallel. Only ``cosine`` and ``euclidean`` exist; S3's ``euclidean`` distance is plain L2.
+    Text and hybrid search where the index's text key is full-text searchable (``_text``).
 
     Options (keyword or URL query): ``region``, ``endpoint_url``, ``profile``, ``write_rate``
     (vectors/s, 0 = unpaced), ``workers`` (threads for count), ``max_attempts`` (botocore
