@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -82,3 +83,45 @@ def test_cli_mode_table_and_refusal(memory: vectorport.VectorStore, tmp_path: Pa
         app, ["compare", "memory://compare-modes", "--queries", str(qfile), "--mode", "fuzzy"]
     )
     assert result.exit_code == 2 and "modes must be among" in result.output
+
+
+def test_the_bucket_figures_equal_the_reference(
+    memory: vectorport.VectorStore, bucket_server: Any, tmp_path: Path
+) -> None:
+    from vectorport.backends.s3vectors.store import EMBEDDING_TAG
+
+    from ..s3vectors.conftest import boto_client, searchable_index
+
+    # an index whose text key is full-text searchable: the local server ranks text by the
+    # reference BM25, so every mode gives the memory store's figures
+    tags = {EMBEDDING_TAG: EMBEDDER.model_id}
+    searchable_index(boto_client(bucket_server.url), "compare-modes", "docs", 64, "cosine", tags=tags)
+    url = f"s3vectors://compare-modes/docs?endpoint_url={bucket_server.url}"
+    bucket = vectorport.connect(url)
+    try:
+        load(bucket)
+        queries = [Query(text=t, relevant=r) for t, r in QUERIES]
+        stores = {"mem": memory, "bucket": bucket}
+        out = compare_modes(stores, queries, 5, weights=[0.3, 0.7], embedder=EMBEDDER)
+        rows = {(r.store, r.label): r for r in out.rows}
+        assert len(rows) == 8
+        for label in ["vector", "text", "hybrid w=0.3", "hybrid w=0.7"]:
+            got, want = rows["bucket", label], rows["mem", label]
+            assert got.refused is None
+            assert (got.hit_at_1, got.mrr, got.ndcg, got.threshold) == pytest.approx(
+                (want.hit_at_1, want.mrr, want.ndcg, want.threshold)
+            )
+            assert (got.hit_at_1, got.mrr, got.ndcg) == pytest.approx(
+                direct_figures(bucket, got.mode, 5, got.weight or 0.5)
+            )
+        qfile = write_queries(tmp_path / "q.jsonl")
+        result = runner.invoke(
+            app,
+            ["compare", f"bucket={url}", "--queries", str(qfile), "--mode", "text,hybrid", "--json", "-"],
+        )
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert [(r["mode"], r["refused"]) for r in data["rows"]] == [("text", None), ("hybrid", None)]
+    finally:
+        bucket.drop()
+        bucket.close()

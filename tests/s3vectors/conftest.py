@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("boto3")
 
+from vectorport.backends.s3vectors.store import TEXT_KEY
 from vectorport.bucketserver import LocalServer
 
 from ..conftest import SUPABASE_KEY
@@ -67,3 +68,22 @@ def s3v(endpoint: str) -> Any:
 def raw_s3v(endpoint: str) -> Any:
     """A client that skips botocore's own parameter validation: the server must catch it."""
     return boto_client(endpoint, parameter_validation=False)
+
+
+def searchable_index(
+    s3v: Any, bucket: str, index: str, dimension: int, metric: str, key: str = TEXT_KEY, **extra: Any
+) -> None:
+    """An index whose text key is full-text searchable, made as a user would with boto3."""
+    s3v.create_vector_bucket(vectorBucketName=bucket)
+    s3v.create_index(
+        vectorBucketName=bucket,
+        indexName=index,
+        dataType="float32",
+        dimension=dimension,
+        distanceMetric=metric,
+        metadataConfiguration={
+            "nonFilterableMetadataKeys": [key],
+            "textSearchConfigurations": [{"metadataKey": key}],
+        },
+        **extra,
+    )

@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
 from ..._cursor import Position, position_field
 from ..._models import (
@@ -47,6 +46,7 @@ from ...filters import FilterNode
 from ._client import INDEX_NAMES, boto_client, check_names, snake, supabase_client
 from ._layout import BucketLayout, detect, layout_option, preset
 from ._ratelimit import WriteRateLimiter, limiter_for
+from ._text import TextSearchMixin, searchable_keys
 from ._wire import EncodedVectors, encode_put_body, install
 from .errors import map_errors
 from .filters import S3FilterCompiler
@@ -78,7 +78,7 @@ def _flag(value: Any) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-class S3VectorsStore(BaseStore[dict[str, Any]]):
+class S3VectorsStore(TextSearchMixin):
     """Amazon S3 Vectors / Supabase Vector Buckets. One vectorport collection is one index.
 
     The chunk text is stored in the metadata as the index's layout says (``layout=``:
@@ -88,6 +88,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
     default), throttling (429/503) is retried with exponential backoff and jitter, ``scan``
     segments map to ``ListVectors`` segments and ``count`` lists keys over 16 segments in
     parallel. Only ``cosine`` and ``euclidean`` exist; S3's ``euclidean`` distance is plain L2.
+    Text and hybrid search where the index's text key is full-text searchable (``_text``).
 
     Options (keyword or URL query): ``region``, ``endpoint_url``, ``profile``, ``write_rate``
     (vectors/s, 0 = unpaced), ``workers`` (threads for count), ``max_attempts`` (botocore
@@ -266,7 +267,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             max_keys=50 - layout.added_keys,
             max_total_bytes=(rules.max_total_bytes or 0) - (_NODE_RESERVE if layout.node else 0),
         )
-        return replace(declared, metadata=rules)
+        return self._text_capabilities(replace(declared, metadata=rules))
 
     def _split(
         self, meta: dict[str, Any] | None, include: frozenset[Include]
@@ -282,6 +283,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
             return None
         keys = list((index.get("metadataConfiguration") or {}).get("nonFilterableMetadataKeys") or [])
         self._non_filterable = frozenset(keys)
+        self._searchable = searchable_keys(index)
         self._layout = self._requested or self._detect(keys)
         if self._layout.text_key not in self._non_filterable:
             log.info(
@@ -469,6 +471,17 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
     def _compile_filter(self, where: FilterNode) -> dict[str, Any]:
         return S3FilterCompiler(self._non_filterable | self.layout.reserved_keys).compile_query(where)
 
+    def _query_vectors(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every result of one QueryVectors request (its ``topK``), following its pages."""
+        resp = self._call("QueryVectors", **request)
+        found: list[dict[str, Any]] = list(resp.get("vectors", []))
+        while resp.get("nextToken") and len(found) < request["topK"]:
+            # topK beyond one page (100) comes back in pages; a page request carries the token
+            # with the same query, as the SDK paginator does.
+            resp = self._call("QueryVectors", **{**request, "nextToken": resp["nextToken"]})
+            found.extend(resp.get("vectors", []))
+        return found
+
     def _search(
         self,
         vector: Vector,
@@ -487,15 +500,8 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         if where is not None:
             request["filter"] = where
         request.update(params)
-        resp = self._call("QueryVectors", **request)
-        found: list[dict[str, Any]] = list(resp.get("vectors", []))
-        while resp.get("nextToken") and len(found) < k:
-            # topK beyond one page (100) comes back in pages; a page request carries the token
-            # with the same query, as the SDK paginator does.
-            resp = self._call("QueryVectors", **{**request, "nextToken": resp["nextToken"]})
-            found.extend(resp.get("vectors", []))
         metric = self.spec.metric
-        hits = sorted(found, key=lambda h: (float(h.get("distance", 0.0)), h["key"]))
+        hits = sorted(self._query_vectors(request), key=lambda h: (float(h.get("distance", 0.0)), h["key"]))
         vectors: dict[str, Vector | None] = {}
         if Include.VECTOR in include and hits:
             for rec in self._read([h["key"] for h in hits], frozenset({Include.VECTOR})):

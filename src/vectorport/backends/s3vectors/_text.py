@@ -1,0 +1,234 @@
+"""Text and hybrid search on a bucket index whose text key is full-text searchable (listed in
+the index's ``textSearchConfigurations``).
+
+``text_query`` is the service's BM25 ranking of the text key (``QueryVectors`` with
+``queryTexts``, the filter applied inside). ``hybrid_query`` does not use the service's own
+fusion (equal weights, a top-K window per side): it asks for the vector ranking and the text
+ranking separately, each its ``2k`` best among the records matching the filter, and fuses them
+client-side with the reference :func:`~vectorport._textsearch.fuse`, so any weight works and
+the result is what the memory store computes from the same two rankings. A record found only
+by text gets its distance from its stored vector (read with ``GetVectors``).
+
+Against the reference: the local bucket server ranks with :mod:`vectorport._textsearch` itself,
+so its text rankings, scores and fused results equal the memory store's on the same records.
+Amazon S3 Vectors ranks with its own analyzer (the configured language's stemming and stop
+words); what holds there is the filter inside both rankings, the fusion arithmetic and
+candidate depth, and ties by key within what the service returns. An index in LlamaIndex's
+layout holds the text inside a JSON node, which is not searchable as text: no text search.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..._base import BaseStore, FilterLike
+from ..._capabilities import Capabilities
+from ..._models import Include, Match, QueryResult, canonical_distances, score_from_distance
+from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, fuse
+from ...exceptions import ConfigurationError, UnsupportedFeatureError
+
+if TYPE_CHECKING:
+    from ._layout import BucketLayout
+
+__all__ = ["TEXT_FEATURES", "TextSearchMixin", "searchable_keys"]
+
+TEXT_FEATURES = frozenset({"text_search", "hybrid"})
+
+
+def searchable_keys(index: Mapping[str, Any]) -> frozenset[str]:
+    """The full-text searchable metadata keys of a ``GetIndex`` description."""
+    configs = (index.get("metadataConfiguration") or {}).get("textSearchConfigurations") or []
+    return frozenset(str(c["metadataKey"]) for c in configs)
+
+
+class TextSearchMixin(BaseStore[dict[str, Any]]):
+    """``text_query`` and ``hybrid_query`` of :class:`~.store.S3VectorsStore`."""
+
+    _searchable: frozenset[str] = frozenset()
+    """The index's full-text searchable keys (known once the index is opened)."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def layout(self) -> BucketLayout: ...
+
+        def _call(self, operation: str, **params: Any) -> Any: ...
+
+        def _ids(self) -> dict[str, str]: ...
+
+        def _query_vectors(self, request: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+        def _split(
+            self, meta: dict[str, Any] | None, include: frozenset[Include]
+        ) -> tuple[dict[str, Any], str | None]: ...
+
+    def _has_text_search(self) -> bool:
+        layout = self.layout
+        return not layout.node and layout.text_key in self._searchable
+
+    def _text_capabilities(self, caps: Capabilities) -> Capabilities:
+        """``caps`` without text and hybrid search when the index cannot search its text."""
+        if self._has_text_search():
+            return caps
+        return replace(caps, features=caps.features - TEXT_FEATURES)
+
+    def _require_text_search(self, what: str, params: Mapping[str, Any]) -> None:
+        if params:
+            raise ConfigurationError(f"s3vectors {what} takes no params, got {sorted(params)}")
+        if self._has_text_search():
+            return
+        layout = self.layout
+        why = (
+            f"its layout ({layout.name}) keeps the text inside a JSON node"
+            if layout.node
+            else f"its text key {layout.text_key!r} is not full-text searchable"
+        )
+        raise UnsupportedFeatureError(
+            f"{self.name} index {self.collection!r} has no text search: {why}; configure full-text "
+            f"search on the text key (UpdateMetadataConfiguration add textSearchConfigurations "
+            f"[{{metadataKey: {layout.text_key}}}], an ENHANCED index) and reopen the store"
+        )
+
+    def _ranking(
+        self, query: dict[str, Any], depth: int, where: dict[str, Any] | None, metadata: bool
+    ) -> list[dict[str, Any]]:
+        request: dict[str, Any] = {**self._ids(), "topK": depth, "returnMetadata": metadata, **query}
+        if where is not None:
+            request["filter"] = where
+        return self.retry.call(functools.partial(self._query_vectors, request), f"{self.name}: query")
+
+    def _text_ranking(
+        self, text: str, depth: int, where: dict[str, Any] | None, metadata: bool
+    ) -> list[tuple[dict[str, Any], float]]:
+        """``(hit, bm25)`` best first, ties by key."""
+        key = self.layout.text_key
+        hits = self._ranking(
+            {"queryTexts": [{"metadataKey": key, "text": text}], "returnScores": True}, depth, where, metadata
+        )
+        scored = []
+        for hit in hits:
+            scores = (hit.get("scores") or {}).get("bm25Scores") or []
+            scored.append((hit, sum(float(s["score"]) for s in scores if s.get("metadataKey") == key)))
+        return sorted(scored, key=lambda h: (-h[1], h[0]["key"]))
+
+    def text_query(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """The service's BM25 ranking of the text key (best first, ties by key), filter inside.
+
+        Matches carry ``score`` = BM25, ``distance`` = its negation and ``extra =
+        {"text_rank", "text_score"}``.
+        """
+        text = check_query_text(text, "text_query")
+        prep = self._prepare_query(None, k, filter, include, params)
+        self._require_text_search("text_query", prep.params)
+        inc = prep.include
+        hits = self._text_ranking(text, prep.k, prep.where, bool(inc))
+        out = []
+        for rank, (hit, score) in enumerate(hits[: prep.k], start=1):
+            meta, body = self._split(hit.get("metadata"), inc)
+            out.append(
+                Match(
+                    hit["key"],
+                    -score,
+                    score,
+                    meta if Include.METADATA in inc else None,
+                    body,
+                    None,
+                    {"text_rank": rank, "text_score": score},
+                )
+            )
+        return QueryResult(tuple(out), prep.k)
+
+    def hybrid_query(
+        self,
+        vector: Sequence[float] | Any,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        weight: float = 0.5,
+        rrf_k: int = 60,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """The service's vector and text rankings (``2k`` candidates each, filter inside both)
+        fused client-side by :func:`~vectorport._textsearch.fuse` (any ``weight``), ties by
+        key. Matches carry the canonical vector ``distance`` and ``score`` and ``extra =
+        {"rrf_score", "vector_rank", "text_rank"}``.
+        """
+        text = check_query_text(text, "hybrid_query")
+        prep = self._prepare_query(vector, k, filter, include, params)
+        weight, rrf_k = check_fusion(weight, rrf_k)
+        self._require_text_search("hybrid_query", prep.params)
+        assert prep.vector is not None
+        depth = HYBRID_DEPTH * prep.k
+        limit = self.capabilities.max_top_k
+        if limit is not None and depth > limit:
+            raise ConfigurationError(
+                f"s3vectors hybrid_query ranks {HYBRID_DEPTH}k candidates per side and a query "
+                f"returns at most {limit}: k can be at most {limit // HYBRID_DEPTH}, got {prep.k}"
+            )
+        inc, metric = prep.include, self.spec.metric
+        nearest = sorted(
+            self._ranking(
+                {"queryVector": {"float32": prep.vector.tolist()}, "returnDistance": True},
+                depth,
+                prep.where,
+                bool(inc),
+            ),
+            key=lambda h: (float(h.get("distance", 0.0)), h["key"]),
+        )
+        by_text = [hit for hit, _ in self._text_ranking(text, depth, prep.where, bool(inc))]
+        vector_keys, text_keys = [h["key"] for h in nearest], [h["key"] for h in by_text]
+        fused = fuse(vector_keys, text_keys, weight=weight, rrf_k=rrf_k)[: prep.k]
+        hits = {h["key"]: h for h in by_text} | {h["key"]: h for h in nearest}
+        distance = {h["key"]: float(h.get("distance", 0.0)) for h in nearest}
+        distance.update(self._distances([f.key for f in fused if f.key not in distance], prep.vector))
+        out = []
+        for f in fused:
+            if f.key not in distance:
+                continue  # deleted since it was ranked
+            meta, body = self._split(hits[f.key].get("metadata"), inc)
+            d = distance[f.key]
+            out.append(
+                Match(
+                    f.key,
+                    d,
+                    score_from_distance(metric, d),
+                    meta if Include.METADATA in inc else None,
+                    body,
+                    None,
+                    {"rrf_score": f.rrf_score, "vector_rank": f.vector_rank, "text_rank": f.text_rank},
+                )
+            )
+        return QueryResult(tuple(out), prep.k)
+
+    def _distances(self, keys: Sequence[str], query: Any) -> dict[str, float]:
+        """Canonical distances from ``query`` to the stored vectors of ``keys``."""
+        if not keys:
+            return {}
+        got: dict[str, Any] = {}
+        size = self.capabilities.max_read_batch or len(keys)
+        for start in range(0, len(keys), size):
+            chunk = list(keys[start : start + size])
+            read = functools.partial(self._call, "GetVectors", **self._ids(), keys=chunk, returnData=True)
+            resp = self.retry.call(read, f"{self.name}: get")
+            for item in resp.get("vectors", []):
+                got[item["key"]] = item["data"]["float32"]
+        # deleted between the ranking and this read: no vector to measure, so no distance
+        found = [key for key in keys if key in got]
+        matrix = np.asarray([got[key] for key in found], np.float32).reshape(len(found), -1)
+        dists = canonical_distances(self.spec.metric, query, matrix)
+        return {key: float(d) for key, d in zip(found, dists, strict=True)}
