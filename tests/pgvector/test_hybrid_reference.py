@@ -156,7 +156,9 @@ def test_compare_modes_on_pgvector(pg_url: Callable[..., str]) -> None:
 
     from ..compare.labelled_corpus import EMBEDDER, QUERIES, direct_figures, load
 
-    store = vectorport.connect(pg_url(text_parser="any"), dimension=64, embedding_model=EMBEDDER.model_id)
+    store = vectorport.connect(
+        pg_url(text_parser="any", index="exact"), dimension=64, embedding_model=EMBEDDER.model_id
+    )
     mem = vectorport.connect("memory://pg-compare-modes", dimension=64)
     try:
         load(store)
