@@ -207,3 +207,24 @@ def test_migrate_on_a_finished_checkpoint_points_at_sync(pair: tuple[str, str, P
     assert "it holds 1010 records, 1000 when the migration finished" in note and "vectorport sync" in note
     # and sync does what the note says
     assert sync(src, dst, state=tmp_path / "st.sqlite").sync.written == 10
+
+
+def test_a_commit_cut_between_commit_and_begin_is_completed_by_the_next(tmp_path: Path) -> None:
+    """Ctrl-C can land after the state's COMMIT and before its BEGIN; the save in the pass's
+    finally must then commit again without 'no transaction is active' (a CI run saw it)."""
+    from vectorport.migrate._syncstate import SyncState
+
+    state = SyncState(tmp_path / "state.sqlite", {"source": "a", "target": "b"})
+    try:
+        state.put("pass", {"cursor": "x"})
+        state.db.execute("COMMIT")  # where the interrupt left it: committed, no BEGIN yet
+        state.commit()
+        state.put("pass", {"cursor": "y"})
+        state.commit()
+    finally:
+        state.close()
+    again = SyncState(tmp_path / "state.sqlite", {"source": "a", "target": "b"})
+    try:
+        assert again.get("pass") == {"cursor": "y"}
+    finally:
+        again.close()

@@ -139,7 +139,10 @@ class SyncState:
                     "ON CONFLICT (kind, seg) DO UPDATE SET digest = excluded.digest, n = excluded.n",
                     [(kind, *row) for row in sums.rows(sorted(touched))],
                 )
-        self.db.execute("COMMIT")
+        # Ctrl-C can land between COMMIT and BEGIN; the save in the caller's finally then finds
+        # no transaction open, and everything before it is already committed.
+        if self.db.in_transaction:
+            self.db.execute("COMMIT")
         self.db.execute("BEGIN")
 
     # ------------------------------------------------------------ records
