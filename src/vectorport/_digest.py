@@ -118,6 +118,32 @@ class SegmentSums:
         touched, self.dirty = self.dirty, set()
         return touched
 
+    def merge(self, other: SegmentSums) -> None:
+        """Fold ``other``'s records in (the two hold disjoint records)."""
+        for s in range(self.parts):
+            if other.counts[s]:
+                self.digests[s] ^= other.digests[s]
+                self.counts[s] += other.counts[s]
+                self.dirty.add(s)
+
+    def to_bytes(self) -> bytes:
+        """All segments, packed: 16 digest bytes and 8 count bytes each (:meth:`from_bytes`)."""
+        out = bytearray()
+        for d, n in zip(self.digests, self.counts, strict=True):
+            out += d.to_bytes(16, "little") + n.to_bytes(8, "little", signed=True)
+        return bytes(out)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> SegmentSums:
+        if len(data) % 24:
+            raise ValueError(f"{len(data)} bytes is not a whole number of segments")
+        sums = cls(len(data) // 24)
+        for s in range(sums.parts):
+            row = data[24 * s : 24 * s + 24]
+            sums.digests[s] = int.from_bytes(row[:16], "little")
+            sums.counts[s] = int.from_bytes(row[16:], "little", signed=True)
+        return sums
+
     def differing(self, other: SegmentSums) -> list[int]:
         """Segments whose digest or count differs from ``other``'s."""
         return [

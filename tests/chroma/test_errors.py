@@ -114,3 +114,16 @@ def test_server_gone_mid_session_fails_fast_and_clearly(tmp_path: Any) -> None:
         assert time.monotonic() - started < 5, "a refused connection is not retried with backoff"
     finally:
         store.close()
+
+
+def test_a_read_racing_compaction_is_retried_not_fatal() -> None:
+    # the exact text the embedded server raised for a scan under live writes
+    # (tests/migrate/test_sync_live.py, chroma-to-s3vectors)
+    from chromadb.errors import InternalError
+
+    from vectorport.backends.chroma.errors import map_errors
+    from vectorport.exceptions import TransientError
+
+    with pytest.raises(TransientError, match="Error finding id.*retrying"):
+        with map_errors("chroma collection 'c' at chroma:///x: scan"):
+            raise InternalError("Error executing plan: Internal error: Error finding id")

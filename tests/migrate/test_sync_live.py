@@ -245,7 +245,7 @@ def test_ctrl_c_says_what_was_committed_and_how_to_resume(
     source = url_for("pgvector")
     _load(source, n)
     # migrate, interrupted mid-copy
-    target = url_for("s3vectors", write_rate=1000)
+    target = url_for("s3vectors", write_rate=500)
     ck = tmp_path / "ck.json"
     cmd = _cli("migrate", source, target, "--checkpoint", str(ck), "--batch-size", "100", "--no-progress")
 
@@ -262,8 +262,8 @@ def test_ctrl_c_says_what_was_committed_and_how_to_resume(
     again = subprocess.run(_resume_line(res.stderr), env=_env(), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert f"resumed after {saved.copied}" in again.stdout and "status: verified" in again.stdout
-    # sync, interrupted mid-pass
-    target = url_for("s3vectors", write_rate=1000)
+    # sync, interrupted mid-pass (paced so that a loaded machine still sees it mid-pass)
+    target = url_for("s3vectors", write_rate=300)
     state = tmp_path / "state.sqlite"
     cmd = _cli("sync", source, target, "--state", str(state), "--batch-size", "100", "--no-progress")
 

@@ -151,6 +151,13 @@ def _print_verification(v: VerifyReport) -> None:
     row("data", data, not v.data_equal)
     row("counts (source / target)", f"{v.source_count} / {v.target_count}", v.count_mismatch or None)
     row("records compared", str(v.compared))
+    if v.segments is not None:
+        how = "by digest, " + (
+            "all agree"
+            if not v.segments["differing"]
+            else f"{v.segments['differing']} re-read record by record"
+        )
+        row("key segments", f"{v.segments['parts']} ({how})")
     for name, capped in (("missing in target", v.missing), ("extra in target", v.extra)):
         row(name, str(capped.total), bool(capped) or None)
     row("vector differences", str(v.vectors.total), bool(v.vectors) or None)
@@ -246,6 +253,14 @@ def migrate(
         bool, typer.Option("--resume", help="Continue an interrupted run from its checkpoint.")
     ] = False,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verification after copying.")] = False,
+    single_pass: Annotated[
+        bool,
+        typer.Option(
+            "--single-pass",
+            help="Read the source once: check records as they are copied (into a new target, "
+            "dropped on a refusal) and verify against the copy's digests.",
+        ),
+    ] = False,
     metadata_policy: Annotated[
         MetadataPolicy,
         typer.Option(
@@ -311,6 +326,7 @@ def migrate(
             checkpoint=ck,
             resume=resume,
             verify=not no_verify,
+            single_pass=single_pass,
             metadata_policy=metadata_policy,
             text_key=text_key,
             shard=segment,

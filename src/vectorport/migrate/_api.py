@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._digest import SegmentSums, segment_count
 from .._embedder import Embedder
 from .._retry import RetryPolicy
 from .._url import mask_url
 from ..exceptions import ConfigurationError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
-from ._plan import MigrationPlan, PlanRefusedError, build_plan
+from ._plan import MigrationPlan, PlanChecker, PlanRefusedError, build_plan
 from ._reembed import load_embedder
 from ._report import DEFAULT_CAP, MigrationReport
 from ._run import copy_records
@@ -28,6 +29,9 @@ log = logging.getLogger("vectorport.migrate")
 
 DEFAULT_BATCH = 1000
 """Records per write when ``batch_size`` is not given (capped by the target's own limit)."""
+
+MAX_COPY_SEGMENTS = 4096
+"""At most this many key segments in a single-pass copy's digests (96 KB in its checkpoint)."""
 
 
 def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
@@ -90,6 +94,7 @@ def migrate(
     k: int = 10,
     cap: int = DEFAULT_CAP,
     retry: RetryPolicy | None = None,
+    single_pass: bool = False,
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
 ) -> MigrationReport:
@@ -129,6 +134,13 @@ def migrate(
         The backoff policy for the target's writes during the copy, replacing the target
         store's own (there is one retry layer: the store's). Every retry is counted in
         ``report.copy.retries``.
+    single_pass:
+        Read the source once. The plan's per-record checks run on the records as they stream
+        through the copy, and the copy keeps a digest of every record it wrote, so verification
+        reads only the target. Only into a new target collection (a refusal found mid-copy drops
+        it: nothing is left behind) and not with ``shard``; otherwise the ordinary plan runs
+        first (``report.notes`` says why). Verification then proves that the target holds what
+        the copy read; a source written to during the copy is what ``sync`` is for.
 
     Raises
     ------
@@ -202,15 +214,19 @@ def migrate(
                         progress,
                         started,
                         copied=False,
+                        digests=previous.digests if previous.single_pass else None,
                     )
                 if resume:
                     ck = previous
+                    if ck.single_pass and not single_pass:
+                        ck.digests = None  # only a single-pass run keeps them up to date
                 else:
                     log.warning(
                         "%s records an unfinished run; starting from the beginning "
                         "(pass --resume to continue it)",
                         path,
                     )
+        one_pass = single_pass and _single_pass_allowed(report, dst, segment, ck, embedder)
         t0 = time.monotonic()
         plan_ = build_plan(
             src,
@@ -221,7 +237,8 @@ def migrate(
             reembed_dimension=embedder.dimension if embedder is not None else None,
             cap=cap,
             progress=progress,
-            total_hint=_total_hint(src.store, segment) if progress else None,
+            total_hint=_total_hint(src.store, segment) if progress and not one_pass else None,
+            scan=not one_pass,
         )
         report.plan = plan_
         report.timings["plan"] = time.monotonic() - t0
@@ -236,6 +253,16 @@ def migrate(
             return report
         dst.ensure(plan_.target_spec)
         size = min(batch_size or DEFAULT_BATCH, dst.capabilities.max_write_batch)
+        checker: PlanChecker | None = None
+        digests: SegmentSums | None = None
+        total = plan_.records
+        if one_pass:
+            checker = PlanChecker(plan_, dst, transformer, cap)
+            total = _count_or_none(src.store) or 0
+            digests = _copy_digests(ck, total)
+            if ck is not None:
+                plan_.records = ck.copied  # checked (and written) by the interrupted run
+                ck.single_pass, ck.digests = True, digests
         if ck is not None:
             ck.save()
         t0 = time.monotonic()
@@ -250,9 +277,18 @@ def migrate(
             retry=retry,
             embedder=embedder,
             progress=progress,
-            total=plan_.records,
+            total=total,
             scan_batch_size=size,
+            checker=checker,
+            digests=digests,
         )
+        if checker is not None:
+            checker.finish()
+        if report.copy.refused:
+            _roll_back(dst, ck, report)
+            report.status = "refused"
+            report.timings["total"] = time.monotonic() - started
+            raise PlanRefusedError(plan_, report)
         # the target's deferred index build is timed apart from the copy (and its rate)
         report.timings["copy"] = time.monotonic() - t0 - report.copy.index_seconds
         if report.copy.index_seconds >= 0.05:
@@ -274,6 +310,7 @@ def migrate(
             progress,
             started,
             copied=True,
+            digests=report.copy.digests,
         )
     finally:
         dst.close()
@@ -297,6 +334,7 @@ def _finish(
     started: float,
     *,
     copied: bool,
+    digests: SegmentSums | None = None,
 ) -> MigrationReport:
     report.status = "copied"
     if verify:
@@ -315,6 +353,7 @@ def _finish(
             concurrency=concurrency,
             progress=progress,
             total_hint=report.plan.records if report.plan else None,
+            copied=digests,
         )
         report.timings["verify"] = time.monotonic() - t0
         report.status = report.verification.status
@@ -328,6 +367,51 @@ def _finish(
         ck.save()
     report.timings["total"] = time.monotonic() - started
     return report
+
+
+def _single_pass_allowed(
+    report: MigrationReport,
+    dst: Endpoint,
+    segment: tuple[int, int],
+    ck: Checkpoint | None,
+    embedder: Embedder | None,
+) -> bool:
+    """Whether this run may check the records as it copies them (else a note says why not)."""
+    why = None
+    if segment[1] > 1:
+        why = "a shard shares its target with the other shards, which a refusal could not roll back"
+    elif dst.exists and not (ck is not None and ck.single_pass and ck.cursor is not None):
+        why = "the target exists: a refusal found mid-copy could not be rolled back by dropping it"
+    elif embedder is not None:
+        why = "re-embedded vectors are verified record by record"
+    if why is None:
+        return True
+    report.notes.append(f"single pass not used ({why}); the plan read the source first")
+    return False
+
+
+def _copy_digests(ck: Checkpoint | None, records: int) -> SegmentSums:
+    """The digests a single-pass copy folds its records into: the interrupted run's when
+    resuming one, else new (sized for ``records``)."""
+    if ck is not None and ck.digests is not None and ck.cursor is not None:
+        return ck.digests
+    return SegmentSums(min(segment_count(records), MAX_COPY_SEGMENTS))
+
+
+def _roll_back(dst: Endpoint, ck: Checkpoint | None, report: MigrationReport) -> None:
+    """A single-pass copy was refused mid-way: drop the target it created, forget the run."""
+    try:
+        dst.store.drop()
+    except Exception as exc:  # the refusal is the error to report; say what is left behind
+        report.notes.append(f"the target {dst.label} could not be dropped after the refusal ({exc}); drop it")
+    else:
+        report.notes.append(
+            f"the single-pass copy met records {dst.store.name} cannot take after "
+            f"{report.copy.records if report.copy else 0} records; the target it had created was "
+            "dropped: nothing was left behind"
+        )
+    if ck is not None:
+        ck.path.unlink(missing_ok=True)
 
 
 def _count_or_none(store: Any) -> int | None:

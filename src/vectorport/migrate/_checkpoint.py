@@ -8,6 +8,7 @@ records before them — the target has acknowledged.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import time
@@ -15,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._digest import SegmentSums
 from .._models import JSON
 from ..exceptions import ConfigurationError
 
@@ -54,6 +56,12 @@ class Checkpoint:
     verified: bool | None = None
     source_count: int | None = None
     """The source's record count when the migration completed (to tell a changed source)."""
+    single_pass: bool = False
+    """A single-pass migration: it created the target (so a refusal found later drops it) and
+    keeps :attr:`digests`."""
+    digests: SegmentSums | None = None
+    """Single pass: the digests of every record acknowledged up to ``cursor``, for verification
+    without reading the source again."""
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
 
@@ -98,6 +106,10 @@ class Checkpoint:
                 complete=bool(data["complete"]),
                 verified=data.get("verified"),
                 source_count=data.get("source_count"),
+                single_pass=bool(data.get("single_pass", False)),
+                digests=SegmentSums.from_bytes(base64.b64decode(data["digests"]))
+                if data.get("digests")
+                else None,
                 created=float(data["created"]),
                 updated=float(data["updated"]),
             )
@@ -105,7 +117,12 @@ class Checkpoint:
             raise ConfigurationError(f"the checkpoint {p} is damaged: {exc!r}") from exc
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        digests, self.digests = self.digests, None
+        try:
+            data = asdict(self)
+        finally:
+            self.digests = digests
+        data["digests"] = None if digests is None else base64.b64encode(digests.to_bytes()).decode()
         data["path"] = str(self.path)
         data["shard"] = list(self.shard)
         return {"format": FORMAT, **data}

@@ -8,10 +8,11 @@ chosen :class:`~vectorport.migrate.MetadataPolicy` will transform.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .._features import SupportsLayoutCheck
-from .._models import JSON, CollectionSpec
+from .._models import JSON, CollectionSpec, Record
 from .._validate import key_problem
 from ..exceptions import UnsupportedError
 from ._endpoints import Endpoint
@@ -20,7 +21,7 @@ from ._progress import Progress
 from ._report import DEFAULT_CAP, Capped
 from ._transform import MetadataPolicy, Transformer, problem_kind
 
-__all__ = ["MigrationPlan", "PlanRefusedError", "ProblemGroup", "build_plan"]
+__all__ = ["MigrationPlan", "PlanChecker", "PlanRefusedError", "ProblemGroup", "build_plan"]
 
 _POLICY_EFFECT = {
     MetadataPolicy.FLATTEN: "nested objects become dotted keys, other values JSON strings",
@@ -310,8 +311,12 @@ def build_plan(
     cap: int = DEFAULT_CAP,
     progress: bool = False,
     total_hint: int | None = None,
+    scan: bool = True,
 ) -> MigrationPlan:
-    """Scan the source's metadata and text (no vectors) and plan the migration. Writes nothing."""
+    """Scan the source's metadata and text (no vectors) and plan the migration. Writes nothing.
+
+    ``scan=False``: only the checks that need no record (names, dimension, metric, model); the
+    records are then checked by a :class:`PlanChecker` as a single-pass copy streams them."""
     src_spec = source.store.spec
     planned = planned_target_spec(src_spec, target, reembed_dimension, reembed)
     plan = MigrationPlan(
@@ -338,58 +343,79 @@ def build_plan(
             f"the target already holds {plan.target_count} records: records with the same key are "
             "replaced, others are left alone (verification reports them as extra)"
         )
-    alternatives = [
-        Transformer(transformer.rules, p, transformer.text_key)
-        for p in (MetadataPolicy.FLATTEN, MetadataPolicy.STRINGIFY, MetadataPolicy.DROP)
-    ]
-    plan.policy_outcomes = {t.policy.value: 0 for t in alternatives}
-    max_key = target.capabilities.max_key_bytes
-    # what the target's layout adds to its capabilities' limits, checked on each record as the
-    # policy leaves it (a record already unwritable is not checked again)
-    layout_check = target.store if isinstance(target.store, SupportsLayoutCheck) else None
-    with Progress("plan", total_hint, enabled=progress) as bar:
-        for page in source.store.scan(include=["metadata", "text"], segment=shard):
-            for rec in page:
-                plan.records += 1
-                why = key_problem(rec.key, max_key)
-                if why:
-                    if plan.key_problems is None:
-                        plan.key_problems = ProblemGroup("rejected key", why, occurrences=Capped(cap))
-                    plan.key_problems.records += 1
-                    plan.key_problems.occurrences.add({"key": rec.key, "path": "key", "message": why})
-                out = transformer.apply(rec.metadata, rec.text)
-                if reembed and out.text is None:
-                    out.unresolved.append(("text", "the record has no text to re-embed"))
-                layout = (
-                    [] if out.unresolved else _layout_problems(layout_check, rec.key, out.metadata, out.text)
-                )
-                if out.problems or layout:
-                    plan.records_with_problems += 1
-                    _grouped(plan.metadata_problems, rec.key, out.problems, "", cap)
-                    _add_layout(plan.metadata_problems, rec.key, layout, cap)
-                    for alt in alternatives:
-                        alt_out = alt.apply(rec.metadata, rec.text)
-                        if alt_out.unresolved or _layout_problems(
-                            layout_check, rec.key, alt_out.metadata, alt_out.text
-                        ):
-                            plan.policy_outcomes[alt.policy.value] += 1
-                if out.changes:
-                    plan.records_transformed += 1
-                    by_kind: dict[str, list[tuple[str, str]]] = {}
-                    for change in out.changes:
-                        by_kind.setdefault(f"{change.action}: {change.kind}", []).append(
-                            (change.path, change.action)
-                        )
-                    for name, items in by_kind.items():
-                        _add(plan.transforms, name, rec.key, items, cap)
-                if out.unresolved or layout:
-                    plan.records_unresolved += 1
-                    _grouped(plan.unresolved, rec.key, out.unresolved, "", cap)
-                    _add_layout(plan.unresolved, rec.key, layout, cap)
-            bar.advance(len(page))
-    if plan.records_with_problems and transformer.policy is not MetadataPolicy.ERROR:
-        plan.notes.append(
-            f"{plan.records_with_problems} records hold metadata {plan.target_backend} cannot hold; "
-            f"--metadata-policy {transformer.policy.value} transforms it (see 'transforms')"
-        )
+    if scan:
+        checker = PlanChecker(plan, target, transformer, cap)
+        with Progress("plan", total_hint, enabled=progress) as bar:
+            for page in source.store.scan(include=["metadata", "text"], segment=shard):
+                checker.observe(page)
+                bar.advance(len(page))
+        checker.finish()
     return plan
+
+
+class PlanChecker:
+    """The plan's per-record checks, fed pages: by :func:`build_plan`'s own pass over the
+    source, or by a single-pass copy as the records stream through it (then :attr:`plan`
+    becomes :attr:`~MigrationPlan.refused` at the first record the target cannot take)."""
+
+    def __init__(self, plan: MigrationPlan, target: Endpoint, transformer: Transformer, cap: int) -> None:
+        self.plan = plan
+        self.transformer = transformer
+        self.cap = cap
+        self.alternatives = [
+            Transformer(transformer.rules, p, transformer.text_key)
+            for p in (MetadataPolicy.FLATTEN, MetadataPolicy.STRINGIFY, MetadataPolicy.DROP)
+        ]
+        plan.policy_outcomes = {t.policy.value: 0 for t in self.alternatives}
+        self.max_key = target.capabilities.max_key_bytes
+        # what the target's layout adds to its capabilities' limits, checked on each record as
+        # the policy leaves it (a record already unwritable is not checked again)
+        self.layout_check = target.store if isinstance(target.store, SupportsLayoutCheck) else None
+
+    def observe(self, records: Iterable[Record]) -> None:
+        for rec in records:
+            self._record(rec)
+
+    def _record(self, rec: Record) -> None:
+        plan, cap, layout_check = self.plan, self.cap, self.layout_check
+        plan.records += 1
+        why = key_problem(rec.key, self.max_key)
+        if why:
+            if plan.key_problems is None:
+                plan.key_problems = ProblemGroup("rejected key", why, occurrences=Capped(cap))
+            plan.key_problems.records += 1
+            plan.key_problems.occurrences.add({"key": rec.key, "path": "key", "message": why})
+        out = self.transformer.apply(rec.metadata, rec.text)
+        if plan.reembed and out.text is None:
+            out.unresolved.append(("text", "the record has no text to re-embed"))
+        layout = [] if out.unresolved else _layout_problems(layout_check, rec.key, out.metadata, out.text)
+        if out.problems or layout:
+            plan.records_with_problems += 1
+            _grouped(plan.metadata_problems, rec.key, out.problems, "", cap)
+            _add_layout(plan.metadata_problems, rec.key, layout, cap)
+            for alt in self.alternatives:
+                alt_out = alt.apply(rec.metadata, rec.text)
+                if alt_out.unresolved or _layout_problems(
+                    layout_check, rec.key, alt_out.metadata, alt_out.text
+                ):
+                    plan.policy_outcomes[alt.policy.value] += 1
+        if out.changes:
+            plan.records_transformed += 1
+            by_kind: dict[str, list[tuple[str, str]]] = {}
+            for change in out.changes:
+                by_kind.setdefault(f"{change.action}: {change.kind}", []).append((change.path, change.action))
+            for name, items in by_kind.items():
+                _add(plan.transforms, name, rec.key, items, cap)
+        if out.unresolved or layout:
+            plan.records_unresolved += 1
+            _grouped(plan.unresolved, rec.key, out.unresolved, "", cap)
+            _add_layout(plan.unresolved, rec.key, layout, cap)
+
+    def finish(self) -> None:
+        """Notes that need every record seen."""
+        plan = self.plan
+        if plan.records_with_problems and self.transformer.policy is not MetadataPolicy.ERROR:
+            plan.notes.append(
+                f"{plan.records_with_problems} records hold metadata {plan.target_backend} cannot hold; "
+                f"--metadata-policy {self.transformer.policy.value} transforms it (see 'transforms')"
+            )

@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .._activity import Activity, listening
+from .._digest import SegmentSums
 from .._embedder import Embedder
 from .._features import bulk_load_of
 from .._models import JSON, Record, ScanPage
@@ -31,6 +32,8 @@ from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import TransientError
 from ._checkpoint import Checkpoint
+from ._digestscan import page_digests
+from ._plan import PlanChecker
 from ._progress import Progress
 from ._reembed import embed_texts
 from ._transform import Transformer
@@ -63,6 +66,11 @@ class CopyStats:
     batch_size: int = 0
     concurrency: int = 0
     complete: bool = False
+    refused: bool = False
+    """A single-pass copy met a record the target cannot take (``checker.plan`` says which) and
+    stopped writing before that record's page."""
+    digests: SegmentSums | None = None
+    """The single-pass copy's digests of every record the target acknowledged (resumed ones too)."""
 
     @property
     def rate(self) -> float:
@@ -82,16 +90,23 @@ class CopyStats:
             "batch_size": self.batch_size,
             "concurrency": self.concurrency,
             "complete": self.complete,
+            "refused": self.refused,
         }
+
+
+class _Refused(Exception):
+    """Leaves the bulk load of a refused single-pass copy without the target's deferred work."""
 
 
 @dataclass
 class _Slot:
-    """One scan page in flight: its cursor, size and unacknowledged batches."""
+    """One scan page in flight: its cursor, size and unacknowledged batches, and the digests of
+    its records as written (folded into the copy's digests once the page is acknowledged)."""
 
     cursor: str | None
     size: int
     left: int
+    digests: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 @dataclass
@@ -99,6 +114,7 @@ class _State:
     checkpoint: Checkpoint | None
     progress: Progress
     stats: CopyStats
+    digests: SegmentSums | None = None
     pending: deque[_Slot] = field(default_factory=deque)
     lock: threading.Lock = field(default_factory=threading.Lock)
     error: BaseException | None = None
@@ -124,6 +140,9 @@ class _State:
         while self.pending and self.pending[0].left == 0:
             slot = self.pending.popleft()
             moved = True
+            if self.digests is not None:
+                for seg, digest in slot.digests:
+                    self.digests.add(seg, digest)
             if ck is not None:
                 ck.copied += slot.size
                 if slot.cursor is None:
@@ -209,11 +228,18 @@ def copy_records(
     total: int | None = None,
     scan_batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,
+    checker: PlanChecker | None = None,
+    digests: SegmentSums | None = None,
 ) -> CopyStats:
     """Copy every record of ``shard`` from ``source`` to ``target``, resuming from ``checkpoint``.
 
     Raises the first write error after the batches in flight have finished (the checkpoint then
     holds everything acknowledged before it).
+
+    A single-pass copy passes ``checker``, the plan's per-record checks, run on each page before
+    any of it is written: at the first refusal nothing more is written and the rest of the
+    source is only checked, so the plan lists every problem (``stats.refused``); and
+    ``digests``, into which each acknowledged record's digest is folded (kept in the checkpoint).
     """
     stats = CopyStats(batch_size=batch_size, concurrency=concurrency)
     start_cursor = checkpoint.cursor if checkpoint is not None else None
@@ -224,82 +250,98 @@ def copy_records(
     slots = threading.BoundedSemaphore(max(2, 2 * concurrency))
     started = time.monotonic()
     index_bar = IndexBar(progress)
-    with (
-        listening(index_bar),
-        index_bar,
-        bulk_load_of(target, total),
-        Progress("copy", total, enabled=progress, completed=stats.resumed_from) as bar,
-        ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vectorport-migrate") as pool,
-    ):
-        state = _State(checkpoint, bar, stats)
+    try:
+        with (
+            listening(index_bar),
+            index_bar,
+            bulk_load_of(target, total),
+            Progress("copy", total, enabled=progress, completed=stats.resumed_from) as bar,
+            ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vectorport-migrate") as pool,
+        ):
+            state = _State(checkpoint, bar, stats, digests)
+            stats.digests = digests
 
-        def acquire() -> bool:
-            """Wait for room for one more batch in flight; False once a batch has failed."""
-            while not slots.acquire(timeout=0.5):
+            def acquire() -> bool:
+                """Wait for room for one more batch in flight; False once a batch has failed."""
+                while not slots.acquire(timeout=0.5):
+                    if state.error is not None:
+                        return False
                 if state.error is not None:
+                    slots.release()
                     return False
-            if state.error is not None:
+                return True
+
+            def done(fut: Future[None], slot: _Slot, n: int) -> None:
                 slots.release()
-                return False
-            return True
+                exc = fut.exception()
+                if exc is not None:
+                    with state.lock:
+                        state.error = state.error or exc
+                    return
+                state.acknowledge(slot, n)
+                if on_batch is not None:
+                    on_batch(n)
 
-        def done(fut: Future[None], slot: _Slot, n: int) -> None:
-            slots.release()
-            exc = fut.exception()
-            if exc is not None:
-                with state.lock:
-                    state.error = state.error or exc
-                return
-            state.acknowledge(slot, n)
-            if on_batch is not None:
-                on_batch(n)
-
-        # every record was acknowledged before a kill that came during the target's final work
-        # (an index build): nothing to copy, only that work to redo on leaving the bulk load
-        pages: Iterable[ScanPage] = (
-            ()
-            if checkpoint is not None and checkpoint.scanned
-            else source.scan(batch_size=scan_batch_size, include=include, segment=shard, cursor=start_cursor)
-        )
-        try:
-            for page in pages:
-                records: list[Record] = []
-                texts: list[str] = []
-                for rec in page:
-                    out = transformer.apply(rec.metadata, rec.text)
-                    records.append(Record(rec.key, rec.vector, out.metadata, out.text))
-                    texts.append(out.text or "")
-                starts = range(0, len(records), batch_size)
-                slot = _Slot(page.cursor, len(records), len(starts))
-                state.add(slot)
-                for start in starts:
-                    if not acquire():
+            # every record was acknowledged before a kill that came during the target's final work
+            # (an index build): nothing to copy, only that work to redo on leaving the bulk load
+            pages: Iterable[ScanPage] = (
+                ()
+                if checkpoint is not None and checkpoint.scanned
+                else source.scan(
+                    batch_size=scan_batch_size, include=include, segment=shard, cursor=start_cursor
+                )
+            )
+            try:
+                for page in pages:
+                    if checker is not None:
+                        checker.observe(page)
+                        if checker.plan.refused:
+                            stats.refused = True
+                    if stats.refused:
+                        continue  # nothing more is written; the rest is only checked
+                    records: list[Record] = []
+                    texts: list[str] = []
+                    for rec in page:
+                        out = transformer.apply(rec.metadata, rec.text)
+                        records.append(Record(rec.key, rec.vector, out.metadata, out.text))
+                        texts.append(out.text or "")
+                    starts = range(0, len(records), batch_size)
+                    slot = _Slot(page.cursor, len(records), len(starts))
+                    if digests is not None:
+                        slot.digests = page_digests(records, None, digests.parts)
+                    state.add(slot)
+                    for start in starts:
+                        if not acquire():
+                            break
+                        chunk = records[start : start + batch_size]
+                        fut = pool.submit(
+                            _write,
+                            target,
+                            chunk,
+                            texts[start : start + batch_size] if embedder is not None else None,
+                            embedder,
+                            retry,
+                            state,
+                        )
+                        fut.add_done_callback(functools.partial(done, slot=slot, n=len(chunk)))
+                    if state.error is not None:
                         break
-                    chunk = records[start : start + batch_size]
-                    fut = pool.submit(
-                        _write,
-                        target,
-                        chunk,
-                        texts[start : start + batch_size] if embedder is not None else None,
-                        embedder,
-                        retry,
-                        state,
-                    )
-                    fut.add_done_callback(functools.partial(done, slot=slot, n=len(chunk)))
-                if state.error is not None:
-                    break
-            else:
-                state.finished_scan = True
-        finally:
-            pool.shutdown(wait=True)
-            stats.seconds = time.monotonic() - started
-            state.flush()
-        if state.error is not None:
-            raise state.error  # inside the bulk load: a failed copy does not build indexes
-        copied_at = time.monotonic()
+                else:
+                    state.finished_scan = True
+            finally:
+                pool.shutdown(wait=True)
+                stats.seconds = time.monotonic() - started
+                state.flush()
+            if state.error is not None:
+                raise state.error  # inside the bulk load: a failed copy does not build indexes
+            if stats.refused:
+                raise _Refused  # nor does a refused one: the caller rolls the target back
+            copied_at = time.monotonic()
+    except _Refused:
+        return stats
     # leaving the bulk load: the target's deferred work (an index build) ran just now
     stats.index_seconds = time.monotonic() - copied_at
-    stats.complete = state.finished_scan and not state.pending
+    stats.complete = state.finished_scan and not state.pending and not stats.refused
     if checkpoint is not None and stats.complete and not checkpoint.complete:
         checkpoint.complete = True
         checkpoint.save()

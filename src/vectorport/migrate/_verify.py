@@ -1,11 +1,22 @@
 """Verification: is the target the source, after the declared transforms?
 
-Streams the source once (with vectors), fetching the same keys from the target page by page:
-missing keys, vectors at float32 tolerance, metadata (:func:`vectorport._json.json_equal`
-after the metadata policy and ``text_key``) and text. Then scans the target's keys to find
-extra and duplicate keys, compares counts, and runs sampled queries against both stores,
-judged against the exact top-k computed from the same source stream. Memory: one page per
-worker plus an 8-byte hash per key.
+Two methods, with the same report:
+
+* ``digest`` (the default where it applies): each side is read once, the fastest way its
+  backend allows (parallel native scan segments), and every record folded into per-key-segment
+  content digests (:mod:`._digestscan`); the source side may instead be the copy's own digests
+  of what it wrote. Segments whose digests agree hold the same records; only the segments that
+  differ are compared record by record, as below. Missing, extra, duplicate and changed records
+  are reported exactly as the keyed method reports them.
+* ``keyed``: streams the source (with vectors), fetching the same keys from the target page by
+  page: missing keys, vectors at float32 tolerance, metadata (:func:`vectorport._json.json_equal`
+  after the metadata policy and ``text_key``) and text; then scans the target's keys for extra
+  and duplicate keys. Used for shards, re-embedded vectors and targets that round floats
+  (digests compare bytes, so every segment would differ).
+
+Then counts, and sampled queries against both stores judged against the exact top-k computed
+from the same pass (:mod:`._verify_queries`). Memory: one page per worker plus, in the keyed
+method, an 8-byte hash per key; in the digest method 24 bytes per key segment.
 """
 
 from __future__ import annotations
@@ -14,34 +25,26 @@ import hashlib
 import json
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
+from .._digest import SegmentSums, segment_count, segment_of
 from .._exact import StreamingTopK
 from .._exit import ExitCode
 from .._json import json_equal
-from .._judge import tie_tolerance
-from .._models import JSON, Record, ScanPage
+from .._models import JSON, Record
 from .._protocol import VectorStore
+from ._digestscan import scan_digests
 from ._progress import Progress
 from ._report import DEFAULT_CAP, Capped
 from ._transform import Transformer
+from ._verify_queries import QueryCheck, pick_queries, query_check
 
 __all__ = ["QueryCheck", "VerifyReport", "same_content", "vector_difference", "verify_stores"]
-
-QUERY_SLACK = 0.1
-"""How far an approximate target's mean recall may fall below its declared ``recall_tolerance``
-on the sampled queries before verification fails: 20 queries are a small sample, and one bad
-ANN answer is an index-quality fact, not lost data (it is still listed under
-``below_required``). Garbled vectors or a wrong metric give recall near 0 and fail."""
-
-RELATIVE_SLACK = 0.05
-"""How far the target's mean recall may fall below the source's on the same sampled queries and
-still count as "as good as the source" (sampling noise of 20 queries)."""
 
 VECTOR_TOLERANCE = 1e-6
 """Largest allowed ``max|a - b|`` relative to ``max(1, max|a|)``: a few float32 ulps."""
@@ -69,76 +72,6 @@ def _metadata_paths(expected: dict[str, JSON], actual: dict[str, JSON]) -> list[
 
 
 @dataclass
-class QueryCheck:
-    """Sampled queries run against both stores, judged against the exact top-k of the source."""
-
-    k: int
-    queries: int
-    mean_overlap: float
-    """Mean ``|source top-k ∩ target top-k| / k``."""
-    min_overlap: float
-    source_recall: float
-    """Mean recall@k of the source against the exact top-k (ties within 1e-4 count)."""
-    target_recall: float
-    required_recall: float
-    """The target's declared ``recall_tolerance`` (1.0 for exact stores)."""
-    slack: float = 0.0
-    """Allowed shortfall of the mean recall (:data:`QUERY_SLACK` for approximate targets)."""
-    worst: Capped[dict[str, JSON]] = field(default_factory=Capped)
-    """Queries where the target's recall fell below ``required_recall``."""
-
-    @property
-    def meets_required(self) -> bool:
-        """Against exact truth: the target's recall reaches its declared ``recall_tolerance``
-        (less :attr:`slack`)."""
-        return self.target_recall + 1e-9 >= self.required_recall - self.slack
-
-    @property
-    def as_good_as_source(self) -> bool:
-        """Against the source: the target's recall on the same queries is no worse than the
-        source's (less :data:`RELATIVE_SLACK`)."""
-        return self.target_recall + 1e-9 >= self.source_recall - RELATIVE_SLACK
-
-    @property
-    def ok(self) -> bool:
-        """Search quality passes when the target meets its declared recall or is as good as
-        the source: a target that answers like the source lost nothing in the move."""
-        return self.meets_required or self.as_good_as_source
-
-    @property
-    def verdict(self) -> str:
-        """One line: passed or failed, and against what."""
-        t, s, r = self.target_recall, self.source_recall, self.required_recall - self.slack
-        vs_source = f"target recall {t:.3f} vs source {s:.3f} on the same queries"
-        vs_truth = f"{t:.3f} vs the {r:.2f} required against exact truth"
-        if self.meets_required and self.as_good_as_source:
-            return f"passed: {vs_source}; {vs_truth}"
-        if self.meets_required:
-            return f"passed against exact truth ({vs_truth}), though below the source ({vs_source})"
-        if self.as_good_as_source:
-            return f"passed: as good as the source ({vs_source}); both are below exact truth ({vs_truth})"
-        return f"failed: worse than the source ({vs_source}) and below exact truth ({vs_truth})"
-
-    def to_dict(self) -> dict[str, JSON]:
-        return {
-            "ok": self.ok,
-            "verdict": self.verdict,
-            "as_good_as_source": self.as_good_as_source,
-            "meets_required": self.meets_required,
-            "relative_slack": RELATIVE_SLACK,
-            "k": self.k,
-            "queries": self.queries,
-            "mean_overlap": round(self.mean_overlap, 4),
-            "min_overlap": round(self.min_overlap, 4),
-            "source_recall": round(self.source_recall, 4),
-            "target_recall": round(self.target_recall, 4),
-            "required_recall": self.required_recall,
-            "slack": self.slack,
-            "below_required": self.worst.to_dict(),
-        }
-
-
-@dataclass
 class VerifyReport:
     """Every difference between source and target (capped per kind, with exact totals)."""
 
@@ -160,6 +93,12 @@ class VerifyReport:
     metadata: Capped[dict[str, JSON]] = field(default_factory=Capped)
     text: Capped[dict[str, JSON]] = field(default_factory=Capped)
     queries: QueryCheck | None = None
+    method: str = "keyed"
+    """``digest``: both sides (or the copy and the target) compared as per-segment content
+    digests, then only differing segments record by record; ``keyed``: every source record
+    fetched from the target by key."""
+    segments: dict[str, int] | None = None
+    """``digest`` only: how many key segments, and how many differed."""
     skipped: list[str] = field(default_factory=list)
     """Checks not run, and why (e.g. extra keys and counts in a sharded verification)."""
     seconds: float = 0.0
@@ -236,6 +175,8 @@ class VerifyReport:
             "metadata": self.metadata.to_dict(),
             "text": self.text.to_dict(),
             "queries": self.queries.to_dict() if self.queries else None,
+            "method": self.method,
+            "segments": self.segments,
             "skipped": list(self.skipped),
             "seconds": round(self.seconds, 3),
         }
@@ -249,26 +190,6 @@ class _PageResult:
     vectors: list[dict[str, JSON]] = field(default_factory=list)
     metadata: list[dict[str, JSON]] = field(default_factory=list)
     text: list[dict[str, JSON]] = field(default_factory=list)
-
-
-def _near_tie_recall(exact: StreamingTopK, i: int, returned: Sequence[str], k: int) -> float:
-    """Recall of ``returned`` against query ``i``'s exact top ``k``, near ties counting as hits
-    (:func:`vectorport._judge.tie_tolerance`). ``exact`` keeps a few rows past ``k``: a
-    returned key beyond them is a hit only when even the last kept row ties the k-th."""
-    dist, keys = exact.distances[i], exact.keys[i]
-    expected = min(k, len(keys))
-    if expected == 0:
-        return 1.0
-    kth = float(dist[expected - 1])
-    tol = tie_tolerance(kth)
-    known = {str(key): float(d) for key, d in zip(keys, dist, strict=True)}
-    beyond = float(dist[-1]) if len(dist) else float("inf")
-    hits = 0
-    for key in returned:
-        true = known.get(key)
-        if (true is not None and true <= kth + tol) or (true is None and beyond <= kth + tol):
-            hits += 1
-    return min(hits, expected) / expected
 
 
 def vector_difference(expected: object, actual: object, tolerance: float) -> dict[str, JSON] | None:
@@ -343,17 +264,106 @@ def _compare_page(
     return result
 
 
-def _pick_queries(source: VectorStore, shard: tuple[int, int], n: int) -> list[Record]:
-    """Up to ``n`` records spread over the source's first scan page (the queries)."""
-    if n <= 0:
-        return []
-    for page in source.scan(include=["vector"], segment=shard):
-        recs = list(page)
-        if not recs:
-            continue
-        idx = np.unique(np.linspace(0, len(recs) - 1, num=min(n, len(recs))).astype(int))
-        return [recs[int(i)] for i in idx]
-    return []
+class _Pass:
+    """The record-by-record comparison: the source streamed (restricted to some key segments
+    when ``only`` is given), the same keys fetched from the target page by page, then the
+    target's keys scanned for extras and duplicates."""
+
+    def __init__(
+        self,
+        report: VerifyReport,
+        source: VectorStore,
+        target: VectorStore,
+        transformer: Transformer | None,
+        compare_vectors: bool,
+        tolerance: float,
+        float_ulps: int,
+        concurrency: int,
+    ) -> None:
+        self.report = report
+        self.source, self.target, self.transformer = source, target, transformer
+        self.compare_vectors, self.tolerance, self.float_ulps = compare_vectors, tolerance, float_ulps
+        self.concurrency = max(1, concurrency)
+        self.hashes: list[npt.NDArray[np.uint64]] = []
+
+    def _merge(self, res: _PageResult) -> None:
+        report = self.report
+        self.hashes.append(res.hashes)
+        report.compared += res.compared
+        for key in res.missing:
+            report.missing.add(key)
+        for item in res.vectors:
+            report.vectors.add(item)
+        for item in res.metadata:
+            report.metadata.add(item)
+        for item in res.text:
+            report.text.add(item)
+
+    def keyed(
+        self,
+        shard: tuple[int, int],
+        exact: StreamingTopK | None,
+        advance: Callable[[int], None] | None,
+        *,
+        only: tuple[frozenset[int], int] | None = None,
+    ) -> None:
+        include = ["vector", "metadata", "text"] if self.compare_vectors else ["metadata", "text"]
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="vectorport-verify") as pool:
+            inflight: deque[tuple[Future[_PageResult], int]] = deque()
+            for page in self.source.scan(include=include, segment=shard):
+                if exact is not None and self.compare_vectors:
+                    exact.update_records(page.records)
+                records: Sequence[Record] = page.records
+                if only is not None:
+                    records = [r for r in records if segment_of(r.key, only[1]) in only[0]]
+                inflight.append(
+                    (
+                        pool.submit(
+                            _compare_page,
+                            records,
+                            self.target,
+                            self.transformer,
+                            self.compare_vectors,
+                            self.tolerance,
+                            self.float_ulps,
+                        ),
+                        len(page),
+                    )
+                )
+                while len(inflight) > self.concurrency:
+                    fut, n = inflight.popleft()
+                    self._merge(fut.result())
+                    if advance is not None:
+                        advance(n)
+            while inflight:
+                fut, n = inflight.popleft()
+                self._merge(fut.result())
+                if advance is not None:
+                    advance(n)
+
+    def extras(self, only: tuple[frozenset[int], int] | None) -> None:
+        """Target keys the source pass did not see, and keys the target holds twice."""
+        report = self.report
+        known = np.sort(np.concatenate(self.hashes)) if self.hashes else np.empty(0, dtype=np.uint64)
+        seen: list[npt.NDArray[np.uint64]] = []
+        scanned = 0
+        for page in self.target.scan(include=[]):
+            keys = [r.key for r in page]
+            scanned += len(keys)
+            if only is not None:
+                keys = [k for k in keys if segment_of(k, only[1]) in only[0]]
+            h = _hashes(keys)
+            seen.append(h)
+            pos = np.searchsorted(known, h)
+            pos[pos >= len(known)] = 0
+            absent = known[pos] != h if len(known) else np.ones(len(h), dtype=bool)
+            for i in np.flatnonzero(absent):
+                report.extra.add(keys[int(i)])
+        if only is None:
+            report.target_scanned = scanned
+        if seen:
+            all_seen = np.sort(np.concatenate(seen))
+            report.duplicates = int(np.count_nonzero(all_seen[1:] == all_seen[:-1]))
 
 
 def verify_stores(
@@ -372,8 +382,15 @@ def verify_stores(
     concurrency: int = 4,
     progress: bool = False,
     total_hint: int | None = None,
+    copied: SegmentSums | None = None,
+    method: str = "auto",
 ) -> VerifyReport:
-    """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring."""
+    """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
+
+    ``copied``: the copy's digests of what it wrote (:func:`vectorport.migrate.migrate` with
+    ``single_pass``); the source is then not read again unless a segment differs.
+    ``method``: ``digest``, ``keyed`` or ``auto`` (digest where it applies).
+    """
     started = time.monotonic()
     sharded = shard[1] > 1
     report = VerifyReport(
@@ -393,10 +410,9 @@ def verify_stores(
     else:
         report.source_count = source.count()
         report.target_count = target.count()
-    metric = source.spec.metric
     limits = [t for t in (source.capabilities.max_top_k, target.capabilities.max_top_k) if t]
     top_k = min([k, *limits])
-    queries = [] if sharded or not compare_vectors else _pick_queries(source, shard, sample_queries)
+    queries = [] if sharded or not compare_vectors else pick_queries(source, shard, sample_queries)
     if not compare_vectors:
         report.skipped.append("vectors and queries: the vectors were re-embedded")
     qmatrix = (
@@ -404,112 +420,78 @@ def verify_stores(
         if queries
         else np.empty((0, source.spec.dimension), dtype=np.float32)
     )
-    exact = StreamingTopK(metric, qmatrix, top_k + 5)
+    exact = StreamingTopK(source.spec.metric, qmatrix, top_k + 5)
     # a float read back from either store may differ by the ulps its backend declares (Chroma
     # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
     float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
-    hashes: list[npt.NDArray[np.uint64]] = []
-
-    def merge(res: _PageResult) -> None:
-        hashes.append(res.hashes)
-        report.compared += res.compared
-        for key in res.missing:
-            report.missing.add(key)
-        for item in res.vectors:
-            report.vectors.add(item)
-        for item in res.metadata:
-            report.metadata.add(item)
-        for item in res.text:
-            report.text.add(item)
-
-    include = ["vector", "metadata", "text"] if compare_vectors else ["metadata", "text"]
-    with (
-        Progress("verify", total_hint or report.source_count, enabled=progress) as bar,
-        ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="vectorport-verify") as pool,
-    ):
-        inflight: deque[tuple[Future[_PageResult], int]] = deque()
-        page: ScanPage
-        for page in source.scan(include=include, segment=shard):
-            if compare_vectors:
-                exact.update_records(page.records)
-            inflight.append(
-                (
-                    pool.submit(
-                        _compare_page,
-                        page.records,
-                        target,
-                        transformer,
-                        compare_vectors,
-                        tolerance,
-                        float_ulps,
-                    ),
-                    len(page),
-                )
-            )
-            while len(inflight) > max(1, concurrency):
-                fut, n = inflight.popleft()
-                merge(fut.result())
-                bar.advance(n)
-        while inflight:
-            fut, n = inflight.popleft()
-            merge(fut.result())
-            bar.advance(n)
-    if not sharded:
-        known = np.sort(np.concatenate(hashes)) if hashes else np.empty(0, dtype=np.uint64)
-        seen: list[npt.NDArray[np.uint64]] = []
-        scanned = 0
-        for page in target.scan(include=[]):
-            keys = [r.key for r in page]
-            scanned += len(keys)
-            h = _hashes(keys)
-            seen.append(h)
-            pos = np.searchsorted(known, h)
-            pos[pos >= len(known)] = 0
-            absent = known[pos] != h if len(known) else np.ones(len(h), dtype=bool)
-            for i in np.flatnonzero(absent):
-                report.extra.add(keys[int(i)])
-        report.target_scanned = scanned
-        if seen:
-            all_seen = np.sort(np.concatenate(seen))
-            report.duplicates = int(np.count_nonzero(all_seen[1:] == all_seen[:-1]))
-        if queries:
-            report.queries = _query_check(source, target, queries, exact, top_k, cap)
+    chosen = _method(method, sharded, compare_vectors, float_ulps, tolerance, copied)
+    report.method = chosen
+    pass_ = _Pass(report, source, target, transformer, compare_vectors, tolerance, float_ulps, concurrency)
+    with Progress("verify", total_hint or report.source_count, enabled=progress) as bar:
+        if chosen == "keyed":
+            pass_.keyed(shard, exact, bar.advance)
+            if not sharded:
+                pass_.extras(None)
+        else:
+            _by_digest(pass_, copied, exact, bar.advance)
+    if queries:
+        report.queries = query_check(source, target, queries, exact, top_k, cap)
     report.seconds = time.monotonic() - started
     return report
 
 
-def _query_check(
-    source: VectorStore,
-    target: VectorStore,
-    queries: list[Record],
-    exact: StreamingTopK,
-    k: int,
-    cap: int,
-) -> QueryCheck:
-    overlaps: list[float] = []
-    src_recalls: list[float] = []
-    tgt_recalls: list[float] = []
-    required = 1.0 if target.capabilities.exact else target.capabilities.recall_tolerance
-    worst: Capped[dict[str, JSON]] = Capped(cap)
-    for i, rec in enumerate(queries):
-        a = source.query(rec.vector, k=k, include=[]).keys
-        b = target.query(rec.vector, k=k, include=[]).keys
-        expected = max(1, min(k, len(exact.keys[i])))
-        overlaps.append(len(set(a) & set(b)) / expected)
-        src_recalls.append(_near_tie_recall(exact, i, a, k))
-        tgt = _near_tie_recall(exact, i, b, k)
-        tgt_recalls.append(tgt)
-        if tgt + 1e-9 < required:
-            worst.add({"query_key": rec.key, "target_recall": round(tgt, 4), "target_keys": list(b)})
-    n = len(queries)
-    return QueryCheck(
-        k=k,
-        queries=n,
-        mean_overlap=sum(overlaps) / n,
-        min_overlap=min(overlaps),
-        source_recall=sum(src_recalls) / n,
-        target_recall=sum(tgt_recalls) / n,
-        required_recall=required,
-        slack=0.0 if target.capabilities.exact else QUERY_SLACK,
-        worst=worst,
-    )
+def _method(
+    asked: str,
+    sharded: bool,
+    compare_vectors: bool,
+    float_ulps: int,
+    tolerance: float,
+    copied: SegmentSums | None,
+) -> str:
+    if asked not in ("auto", "digest", "keyed"):
+        raise ValueError(f"verification method must be auto, digest or keyed, got {asked!r}")
+    if asked == "keyed":
+        return "keyed"
+    # digests compare bytes: a target that may round floats (Chroma), re-embedded vectors or a
+    # looser vector tolerance would differ everywhere and every segment would be re-read
+    fits = not sharded and compare_vectors and float_ulps == 0 and tolerance <= VECTOR_TOLERANCE
+    if asked == "digest" and not fits and copied is None:
+        return "keyed"
+    return "digest" if fits or (copied is not None and not sharded) else "keyed"
+
+
+def _by_digest(
+    pass_: _Pass, copied: SegmentSums | None, exact: StreamingTopK, advance: Callable[[int], None]
+) -> None:
+    """Both sides as per-segment digests (the source's from the copy when given); the segments
+    that differ are then compared record by record, and only they."""
+    report = pass_.report
+    parts = copied.parts if copied is not None else segment_count(report.source_count or 0)
+    if copied is None:
+        source_side = scan_digests(
+            pass_.source,
+            pass_.transformer,
+            parts,
+            exact=exact,
+            concurrency=pass_.concurrency,
+            advance=advance,
+        )
+        expected = source_side.sums
+        target_side = scan_digests(pass_.target, None, parts, concurrency=pass_.concurrency)
+    else:
+        # the target's rows are the exact truth for the queries when the digests agree; where
+        # they do not, the segments' source records are read again below
+        expected = copied
+        target_side = scan_digests(
+            pass_.target, None, parts, exact=exact, concurrency=pass_.concurrency, advance=advance
+        )
+    report.target_scanned = target_side.records
+    differing = expected.differing(target_side.sums)
+    report.segments = {"parts": parts, "differing": len(differing)}
+    if not differing:
+        report.compared = expected.total
+        return
+    only = (frozenset(differing), parts)
+    pass_.keyed((0, 1), None, None, only=only)
+    report.compared += expected.total - sum(expected.counts[s] for s in differing)
+    pass_.extras(only)

@@ -52,6 +52,9 @@ _BY_CLASS: tuple[tuple[type[BaseException], type[VectorportError]], ...] = (
 _BY_MESSAGE: tuple[tuple[str, type[VectorportError]], ...] = (
     ("already exists", ConflictError),
     ("does not exist", NotFoundError),
+    # a read that raced the embedded server's own log compaction (seen on scans under live
+    # writes); the same read a moment later succeeds
+    ("Error finding id", TransientError),
 )
 
 # An HTTP answer that is not a Chroma JSON error (chromadb raises a bare ``Exception`` of the
@@ -108,6 +111,8 @@ def _classify(exc: BaseException) -> tuple[type[VectorportError], str] | None:
         text = str(exc)
         for needle, target in _BY_MESSAGE:
             if needle in text:
+                if target is TransientError:
+                    return target, "transient"
                 return target, "collection" if target is NotFoundError else ""
         return BackendError, ""
     if not isinstance(exc, ValueError) and type(exc) is not Exception:
