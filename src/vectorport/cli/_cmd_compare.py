@@ -264,7 +264,9 @@ def _compare_modes(
         best = result.best(label)
         if best is not None:
             console.print(f"{label}: best MRR with {best.label} ({best.mrr:.3f})")
-    thresholds = Table(title=f"score thresholds keeping {keep:.0%} of the relevant results")
+    thresholds = Table(
+        title=f"score thresholds keeping {keep:.0%} of the relevant results (scores: n: p10 / median / p90)"
+    )
     for header in result.threshold_headers():
         thresholds.add_column(header, overflow="fold")
     for row in result.threshold_rows():

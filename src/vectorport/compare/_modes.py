@@ -119,16 +119,15 @@ class ModeComparison:
         ]
 
     def threshold_headers(self) -> list[str]:
+        """Headers of :meth:`threshold_rows` (a scores cell reads ``n: p10 / median / p90``)."""
         return [
             "store",
             "model",
             "mode",
             "score",
-            "relevant n",
-            "relevant p10 / median / p90",
-            "others n",
-            "others p10 / median / p90",
-            f"min_score keeping {self.keep:.0%}",
+            "relevant scores",
+            "other scores",
+            f"min_score ({self.keep:.0%})",
             "relevant kept",
             "others dropped",
         ]
@@ -138,7 +137,7 @@ class ModeComparison:
         distributions, the threshold and what it keeps and drops, as text."""
 
         def f(x: float | None) -> str:
-            return "-" if x is None or math.isnan(x) else f"{x:.4g}"
+            return "-" if x is None or math.isnan(x) else f"{x:.3g}"
 
         def pct(x: float) -> str:
             return "-" if math.isnan(x) else f"{x:.0%}"
@@ -155,10 +154,8 @@ class ModeComparison:
                     r.model or "-",
                     r.label,
                     t.kind,
-                    str(rel.n),
-                    f"{f(rel.p10)} / {f(rel.median)} / {f(rel.p90)}",
-                    str(oth.n),
-                    f"{f(oth.p10)} / {f(oth.median)} / {f(oth.p90)}",
+                    f"{rel.n}: {f(rel.p10)} / {f(rel.median)} / {f(rel.p90)}" if rel.n else "0",
+                    f"{oth.n}: {f(oth.p10)} / {f(oth.median)} / {f(oth.p90)}" if oth.n else "0",
                     f(t.threshold),
                     pct(t.relevant_kept),
                     pct(t.other_dropped),

@@ -164,8 +164,8 @@ def render_modes_html(result: ModeComparison) -> str:
         '<p class="muted">score = what min_score compares (Match.score, higher is better): the '
         "vector similarity in vector and hybrid modes (cosine: 1 &minus; cosine distance; "
         "euclidean: &minus;L2; dot: the dot product), the store's text score in text mode. Each "
-        "scale belongs to one model and mode: re-tune min_score when either changes.</p>"
-        + _table(result.threshold_headers(), rows)
+        "scale belongs to one model and mode: re-tune min_score when either changes. A scores cell "
+        "reads n: p10 / median / p90.</p>" + _table(result.threshold_headers(), rows)
     )
     plots = []
     for i, row in enumerate(result.rows):
