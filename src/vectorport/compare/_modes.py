@@ -254,7 +254,10 @@ def _one(
         None,
         model,
         ScoreThresholds.of(
-            relevant_scores, other_scores, keep=keep, kind=score_kind(mode, store.spec.metric, store.name)
+            relevant_scores,
+            other_scores,
+            keep=keep,
+            kind=score_kind(mode, store.spec.metric, store.capabilities.text_ranking),
         ),
     )
 

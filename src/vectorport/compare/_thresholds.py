@@ -4,9 +4,10 @@ the ``min_score`` that keeps a chosen share of the relevant ones.
 A *score* here is always what ``min_score`` compares (``Match.score``, higher is better): in
 vector and hybrid modes the vector similarity derived from the canonical distance (cosine:
 ``1 - cosine distance``, i.e. the cosine similarity; euclidean: ``-L2``; dot: the dot
-product), in text mode the store's text score (BM25 on the memory store and buckets,
-``ts_rank_cd`` on pgvector). These scales belong to one embedding model and one mode, so a
-threshold is reported per store, model and mode, and must be re-tuned when either changes.
+product), in text mode the store's text score (``capabilities.text_ranking``: BM25 on the
+memory store and buckets, ``ts_rank_cd`` on pgvector). These scales belong to one embedding
+model and one mode, so a threshold is reported per store, model and mode, and must be re-tuned
+when either changes.
 
 >>> t = ScoreThresholds.of([0.9, 0.8, 0.7, 0.2], [0.75, 0.3, 0.1], keep=0.75, kind="cosine similarity")
 >>> t.threshold, t.relevant_kept, round(t.other_dropped, 3)
@@ -32,18 +33,13 @@ VECTOR_SCORE: dict[Metric, str] = {
     Metric.DOT: "dot product",
     Metric.EUCLIDEAN: "-L2 distance",
 }
-# The text score each built-in backend's text_query returns as Match.score.
-TEXT_SCORE: dict[str, str] = {
-    "memory": "BM25",
-    "pgvector": "ts_rank_cd",
-    "s3vectors": "BM25",
-}
 
 
-def score_kind(mode: str, metric: Metric, backend: str) -> str:
-    """What a match's ``score`` is for a store of ``backend`` in ``mode``."""
+def score_kind(mode: str, metric: Metric, text_ranking: str | None) -> str:
+    """What a match's ``score`` is in ``mode``, for a store of ``metric`` whose capabilities
+    declare ``text_ranking``."""
     if mode == "text":
-        return TEXT_SCORE.get(backend, "text score")
+        return text_ranking or "text score"
     return VECTOR_SCORE[metric]
 
 

@@ -124,6 +124,7 @@ class S3VectorsStore(TextSearchMixin):
         filter_operators=S3FilterCompiler.supported_operators(),
         features=frozenset({"native_segments"}),
         collection_names=INDEX_NAMES,
+        text_ranking="BM25, the service's analyzer",
     )
 
     def __init__(
