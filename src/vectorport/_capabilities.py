@@ -87,6 +87,12 @@ class Capabilities:
     """Optional features: ``hybrid``, ``text_search``, ``native_count``, ``native_segments``."""
     collection_names: NameRule | None = None
     """The names a collection may have (``None``: any)."""
+    text_ranking: str | None = None
+    """What ``text_query`` ranks by (its matches' ``score``), with ``text_search``: ``BM25``
+    is the reference (:mod:`vectorport._textsearch`: the same results as the memory store);
+    any other value is the store's own ranking, for which text and hybrid search guarantee
+    against the reference only the filter inside both rankings, the fusion arithmetic and
+    candidate depth, and ties by key."""
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready dict."""

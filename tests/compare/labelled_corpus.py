@@ -6,6 +6,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 import vectorport
 from vectorport.ingest import HashEmbedder
 
@@ -84,3 +86,41 @@ def direct_figures(
         ndcgs.append(dcg / ideal)
     n = len(QUERIES)
     return sum(hits) / n, sum(rrs) / n, sum(ndcgs) / n
+
+
+def direct_scores(
+    store: vectorport.VectorStore, mode: str, k: int, weight: float = 0.5
+) -> tuple[list[float], list[float]]:
+    """The scores of the relevant and of the other results, computed here: in vector and hybrid
+    modes the cosine similarity of the query and passage embeddings (what ``min_score``
+    compares), in text mode the store's own text score."""
+    keys = list(PASSAGES)
+    passages = dict(zip(keys, EMBEDDER.embed_documents([PASSAGES[k] for k in keys]), strict=True))
+    relevant_scores: list[float] = []
+    other_scores: list[float] = []
+    for text, relevant in QUERIES:
+        vector = np.asarray(EMBEDDER.embed_query(text), np.float64)
+        if mode == "text":
+            found = [(m.key, m.score) for m in store.text_query(text, k)]  # type: ignore[attr-defined]
+        else:
+            if mode == "vector":
+                hits = [m.key for m in store.query(vector, k)]
+            else:
+                hits = [m.key for m in store.hybrid_query(vector, text, k, weight=weight)]  # type: ignore[attr-defined]
+            found = []
+            for key in hits:
+                p = np.asarray(passages[key], np.float64)
+                found.append((key, float(vector @ p / (np.linalg.norm(vector) * np.linalg.norm(p)))))
+        for key, score in found:
+            (relevant_scores if key in relevant else other_scores).append(score)
+    return relevant_scores, other_scores
+
+
+def direct_threshold(relevant: list[float], other: list[float], keep: float) -> tuple[float, float, float]:
+    """(threshold, share of relevant kept, share of others dropped) by brute force: the largest
+    relevant score whose ``>=`` keeps at least ``keep`` of the relevant scores."""
+    n = len(relevant)
+    threshold = max(t for t in relevant if sum(s >= t for s in relevant) >= keep * n - 1e-9)
+    kept = sum(s >= threshold for s in relevant) / n
+    dropped = sum(s < threshold for s in other) / len(other) if other else math.nan
+    return threshold, kept, dropped

@@ -169,3 +169,19 @@ def test_hybrid_is_the_fusion_of_its_two_rankings(
         assert {m.key for m in s.text_query(query, 100, filter=where)} == holders  # type: ignore[attr-defined]
     finally:
         s.drop()
+
+
+def test_text_ranking_is_declared_in_capabilities() -> None:
+    """Which stores rank text by the reference BM25 (equal results) and which by their own
+    ranking (filter inside, fusion arithmetic and depth, ties by key guaranteed) is data."""
+    from vectorport.backends.memory import MemoryStore
+
+    assert MemoryStore.capabilities.text_ranking == "BM25"
+    declared = {b.name: b.load().capabilities for b in vectorport.available_backends() if b.installed}
+    for name, caps in declared.items():
+        assert (caps.text_ranking is None) == ("text_search" not in caps.features), name
+    if "pgvector" in declared:
+        assert declared["pgvector"].text_ranking == "ts_rank_cd"
+    store = vectorport.connect("memory://text-ranking", dimension=2)
+    assert store.info()["capabilities"]["text_ranking"] == "BM25"
+    store.drop()

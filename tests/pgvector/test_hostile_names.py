@@ -127,7 +127,11 @@ def test_printed_ddl_of_a_hostile_name_creates_exactly_that_table(
             "WHERE p.proname LIKE '%match%' AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
             "ORDER BY 2"
         ).fetchall()
-        assert functions == [(schema, f"hybrid_match_{table}"), (schema, f"match_{table}")]
+        assert functions == [
+            (schema, f"hybrid_match_{table}"),
+            (schema, f"match_{table}"),
+            (schema, f"text_match_{table}"),
+        ]
         comment = canary.execute(
             "SELECT obj_description(to_regclass(quote_ident(%s) || '.' || quote_ident(%s)), 'pg_class')",
             (schema, table),
@@ -148,7 +152,7 @@ def test_printed_ddl_of_a_hostile_name_creates_exactly_that_table(
     finally:
         if schema == "public":
             canary.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(schema, table)))
-            for fn in (f"match_{table}", f"hybrid_match_{table}"):
+            for fn in (f"match_{table}", f"text_match_{table}", f"hybrid_match_{table}"):
                 canary.execute(sql.SQL("DROP FUNCTION IF EXISTS {}").format(sql.Identifier(schema, fn)))
         else:
             canary.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))

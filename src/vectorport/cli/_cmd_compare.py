@@ -149,6 +149,13 @@ def compare(
         str,
         typer.Option("--weight", help="With --mode hybrid: fusion weights to sweep, e.g. 0.3,0.5,0.7."),
     ] = "0.5",
+    keep: Annotated[
+        float,
+        typer.Option(
+            "--keep",
+            help="With --mode: the share of relevant results the reported min_score threshold keeps.",
+        ),
+    ] = 0.9,
 ) -> None:
     """Run the same queries against every store and judge them against exact search.
 
@@ -158,7 +165,7 @@ def compare(
     from ..compare import compare as run_compare
 
     if mode is not None:
-        _compare_modes(urls, queries, mode, weight, k, embedder, json_path, markdown)
+        _compare_modes(urls, queries, mode, weight, k, embedder, json_path, markdown, report, keep)
         return
     if (queries is None) == (sample is None):
         err_console.print("[red]error:[/red] give exactly one of --queries FILE or --sample N")
@@ -222,8 +229,11 @@ def _compare_modes(
     embedder: str | None,
     json_path: str | None,
     markdown: Path | None,
+    report: Path | None,
+    keep: float,
 ) -> None:
-    """``--mode``: the per-mode relevance table (and the hybrid weight sweep)."""
+    """``--mode``: the per-mode relevance table (and the hybrid weight sweep), then the score
+    thresholds per store, model and mode."""
     from rich.table import Table
 
     from ..compare import compare_modes, load_queries
@@ -242,7 +252,7 @@ def _compare_modes(
         first = next(iter(stores.values())) if isinstance(stores, dict) else stores[0]
         needs_vectors = any(m != "text" for m in modes) and any(q.vector is None for q in query_set)
         embed = _embedder(embedder, first) if needs_vectors else None
-        result = compare_modes(stores, query_set, k, modes=modes, weights=weights, embedder=embed)
+        result = compare_modes(stores, query_set, k, modes=modes, weights=weights, embedder=embed, keep=keep)
     console = make_console(stderr=True) if json_path == "-" else out_console
     table = Table(title=f"retrieval quality by search mode (k={k})")
     for header in result.headers():
@@ -254,6 +264,14 @@ def _compare_modes(
         best = result.best(label)
         if best is not None:
             console.print(f"{label}: best MRR with {best.label} ({best.mrr:.3f})")
+    thresholds = Table(
+        title=f"score thresholds keeping {keep:.0%} of the relevant results (scores: n: p10 / median / p90)"
+    )
+    for header in result.threshold_headers():
+        thresholds.add_column(header, overflow="fold")
+    for row in result.threshold_rows():
+        thresholds.add_row(*row)
+    console.print(thresholds)
     data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
     if json_path == "-":
         sys.stdout.write(data + "\n")
@@ -264,6 +282,8 @@ def _compare_modes(
         with markdown.open("a", encoding="utf-8") as out:
             out.write(result.markdown())
         err_console.print(f"Markdown written to {markdown}")
+    if report is not None:
+        err_console.print(f"report written to {result.write_report(report)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -37,7 +37,9 @@ def schema(
     """Print a collection's DDL (table, HNSW and GIN indexes) and its search functions.
 
     The functions, callable over Supabase RPC, are match_<table>(query_embedding, match_count,
-    filter jsonb) and hybrid_match_<table>(query_text, query_embedding, match_count, filter, …).
+    filter jsonb), text_match_<table>(query_text, match_count, filter jsonb) and
+    hybrid_match_<table>(query_text, query_embedding, match_count, filter, semantic_weight,
+    full_text_weight, rrf_k).
     The table is exactly what vectorport creates, so vectorport can open it.
     """
     with reported_errors():

@@ -4,9 +4,10 @@ with which fusion weight?
 The same labelled queries (a text, its ``relevant`` keys, optionally a vector and a filter)
 run as vector search, full-text search and hybrid search at each weight, on every store that
 declares the mode; a store without it gets a row saying so (refused before any I/O). For each
-row: hit@1, MRR and nDCG@k over the labelled queries, and the score threshold that keeps a
-chosen share of the relevant results (``min_score`` is model- and mode-specific: re-tune it
-when either changes).
+row: hit@1, MRR and nDCG@k over the labelled queries, the scores of relevant and non-relevant
+results and the score threshold that keeps a chosen share of the relevant ones
+(:mod:`._thresholds`: ``min_score`` is model- and mode-specific: re-tune it when either
+changes).
 
 >>> import vectorport
 >>> from vectorport.compare import Query, compare_modes
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,7 @@ from .._textsearch import check_fusion
 from ..exceptions import ConfigurationError, UnsupportedFeatureError
 from ._metrics import hit_at_k, ndcg_at_k, reciprocal_rank
 from ._queries import Query, QueryEmbedder, QueryLike, embed_queries, normalize_queries
+from ._thresholds import ScoreThresholds, score_kind, threshold_keeping
 
 __all__ = ["MODES", "ModeComparison", "ModeFigures", "compare_modes"]
 
@@ -56,9 +59,15 @@ class ModeFigures:
     threshold: float | None
     """The highest ``min_score`` that keeps ``keep`` of the relevant results returned."""
     relevant_scores: tuple[float, ...]
+    """``Match.score`` (what ``min_score`` compares) of every relevant result returned."""
     other_scores: tuple[float, ...]
+    """``Match.score`` of every non-relevant result returned."""
     refused: str | None = None
     """Why the store cannot run this mode (then the figures are NaN)."""
+    model: str | None = None
+    """The embedding model the store records (``None``: not recorded)."""
+    scores: ScoreThresholds | None = None
+    """The two score distributions and the threshold (``None`` when refused)."""
 
     @property
     def label(self) -> str:
@@ -70,6 +79,7 @@ class ModeFigures:
             out[name] = None if math.isnan(out[name]) else out[name]
         out["relevant_scores"] = list(self.relevant_scores)
         out["other_scores"] = list(self.other_scores)
+        out["scores"] = None if self.scores is None else self.scores.to_dict()
         return out
 
 
@@ -108,10 +118,76 @@ class ModeComparison:
             f"min_score keeping {self.keep:.0%}",
         ]
 
+    def threshold_headers(self) -> list[str]:
+        """Headers of :meth:`threshold_rows` (a scores cell reads ``n: p10 / median / p90``)."""
+        return [
+            "store",
+            "model",
+            "mode",
+            "score",
+            "relevant scores",
+            "other scores",
+            f"min_score ({self.keep:.0%})",
+            "relevant kept",
+            "others dropped",
+        ]
+
+    def threshold_rows(self) -> list[list[str]]:
+        """Per store, model and mode: what the score is, the relevant and non-relevant score
+        distributions, the threshold and what it keeps and drops, as text."""
+
+        def f(x: float | None) -> str:
+            return "-" if x is None or math.isnan(x) else f"{x:.3g}"
+
+        def pct(x: float) -> str:
+            return "-" if math.isnan(x) else f"{x:.0%}"
+
+        out = []
+        for r in self.rows:
+            t = r.scores
+            if t is None:
+                continue
+            rel, oth = t.relevant, t.other
+            out.append(
+                [
+                    r.store,
+                    r.model or "-",
+                    r.label,
+                    t.kind,
+                    f"{rel.n}: {f(rel.p10)} / {f(rel.median)} / {f(rel.p90)}" if rel.n else "0",
+                    f"{oth.n}: {f(oth.p10)} / {f(oth.median)} / {f(oth.p90)}" if oth.n else "0",
+                    f(t.threshold),
+                    pct(t.relevant_kept),
+                    pct(t.other_dropped),
+                ]
+            )
+        return out
+
     def markdown(self) -> str:
-        lines = ["| " + " | ".join(self.headers()) + " |", "|" + "---|" * len(self.headers())]
-        lines += ["| " + " | ".join(row) + " |" for row in self.table_rows()]
-        return "\n".join(lines) + "\n"
+        """The figures and the score thresholds as two GitHub-flavoured Markdown tables."""
+        lines = []
+        for headers, rows in (
+            (self.headers(), self.table_rows()),
+            (self.threshold_headers(), self.threshold_rows()),
+        ):
+            lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+            lines.append("")
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        """A self-contained HTML report: the figures, a chart per figure and the score
+        distributions of relevant vs non-relevant results with each threshold (inline SVG)."""
+        from ._modes_html import render_modes_html
+
+        return render_modes_html(self)
+
+    def write_report(self, path: str | Path) -> Path:
+        """Write the report ``path``'s suffix names: ``.md`` Markdown, otherwise HTML."""
+        out = Path(path)
+        markdown = out.suffix.lower() in (".md", ".markdown")
+        out.write_text(self.markdown() if markdown else self.to_html(), encoding="utf-8")
+        return out
 
     def best(self, store: str) -> ModeFigures | None:
         """The store's row with the highest MRR (ties: nDCG, then the order given)."""
@@ -121,14 +197,6 @@ class ModeComparison:
 
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if values else math.nan
-
-
-def _threshold(relevant: Sequence[float], keep: float) -> float | None:
-    """The largest score ``t`` with at least ``keep`` of ``relevant`` scoring ``>= t``."""
-    if not relevant:
-        return None
-    ordered = sorted(relevant, reverse=True)
-    return ordered[max(0, math.ceil(keep * len(ordered)) - 1)]
 
 
 def _run(store: VectorStore, mode: str, weight: float | None, q: Query, k: int) -> QueryResult:
@@ -151,6 +219,7 @@ def _one(
     k: int,
     keep: float,
 ) -> ModeFigures:
+    model = store.spec.embedding_model
     try:
         if mode == "text":
             text_search_of(store)
@@ -158,7 +227,7 @@ def _one(
             hybrid_search_of(store)
     except UnsupportedFeatureError as exc:
         nan = math.nan
-        return ModeFigures(label, mode, weight, 0, nan, nan, nan, None, (), (), str(exc))
+        return ModeFigures(label, mode, weight, 0, nan, nan, nan, None, (), (), str(exc), model)
     hits, rrs, ndcgs = [], [], []
     relevant_scores: list[float] = []
     other_scores: list[float] = []
@@ -170,9 +239,7 @@ def _one(
         rrs.append(reciprocal_rank(keys[:k], gains))
         ndcgs.append(ndcg_at_k(keys, gains, k))
         for m in result:
-            fused = m.extra.get("rrf_score")
-            score = float(fused) if mode == "hybrid" and isinstance(fused, int | float) else m.score
-            (relevant_scores if gains.get(m.key, 0.0) > 0 else other_scores).append(score)
+            (relevant_scores if gains.get(m.key, 0.0) > 0 else other_scores).append(float(m.score))
     return ModeFigures(
         label,
         mode,
@@ -181,9 +248,17 @@ def _one(
         _mean(hits),
         _mean(rrs),
         _mean(ndcgs),
-        _threshold(relevant_scores, keep),
+        threshold_keeping(relevant_scores, keep),
         tuple(relevant_scores),
         tuple(other_scores),
+        None,
+        model,
+        ScoreThresholds.of(
+            relevant_scores,
+            other_scores,
+            keep=keep,
+            kind=score_kind(mode, store.spec.metric, store.capabilities.text_ranking),
+        ),
     )
 
 
@@ -201,8 +276,9 @@ def compare_modes(
     per fusion weight, over the queries that carry ``relevant`` labels.
 
     Text and hybrid modes need each query's ``text``; vector and hybrid modes its vector (made
-    by ``embedder`` from the text when missing). In hybrid mode the threshold is on the fused
-    score (``rrf_score``); in text mode on the text score; in vector mode on ``score``.
+    by ``embedder`` from the text when missing). Scores and thresholds are on ``Match.score``,
+    what ``min_score`` compares: the vector similarity in vector and hybrid modes, the text
+    score in text mode (see :mod:`vectorport.compare._thresholds`).
     """
     from ._runner import _label
 

@@ -163,6 +163,7 @@ class MemoryStore(BaseStore[FilterNode]):
         exact=True,
         filter_operators=frozenset(ALL_OPERATORS),
         features=frozenset({"native_count", "native_segments"}),
+        text_ranking="BM25",
     )
 
     @classmethod

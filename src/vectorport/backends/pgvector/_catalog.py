@@ -19,6 +19,7 @@ from ._foreign import ForeignMixin
 from ._inspect import TableFacts, fts_language
 from ._layouts import ROLE_OPTION, resolve
 from ._migrations import apply_migrations
+from ._rpc import RPC_PREFIXES
 from ._schema import Columns, Layout
 
 __all__ = ["CATALOG_TABLE", "CatalogMixin"]
@@ -325,7 +326,7 @@ class CatalogMixin(ForeignMixin):
                 conn.execute(
                     sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(self.schema, self.table))
                 )
-                for prefix in ("match_", "hybrid_match_"):
+                for prefix in RPC_PREFIXES:
                     conn.execute(
                         sql.SQL("DROP FUNCTION IF EXISTS {}").format(
                             sql.Identifier(self.schema, f"{prefix}{self.table}")

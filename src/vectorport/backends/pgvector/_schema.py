@@ -244,121 +244,10 @@ class Layout:
         return statements
 
     def rpc_functions(self) -> list[sql.Composed]:
-        """``match_<table>`` and ``hybrid_match_<table>``: search functions for Supabase RPC.
+        """The search functions for Supabase RPC (:func:`._rpc.rpc_functions`)."""
+        from ._rpc import rpc_functions
 
-        ``match_<table>(query_embedding, match_count, filter jsonb)`` ranks the rows whose
-        metadata contains ``filter`` (``metadata @> filter``, the Supabase seed pattern) by the
-        collection's distance, the filter applied inside the ranking with an iterative HNSW
-        scan, exactly as :meth:`PgVectorStore.query` does. ``hybrid_match_<table>`` fuses it
-        with full-text search by reciprocal rank fusion, as :meth:`PgVectorStore.hybrid_query`.
-        """
-        vtype = self.vector_type
-        tag = self._dollar_tag()
-        q = sql.SQL("query_embedding")
-        emb = self.embedding("t")
-        cols = self.columns
-        settings = sql.SQL(
-            "  SET hnsw.ef_search = 40\n  SET hnsw.iterative_scan = strict_order\n"
-            "  SET hnsw.max_scan_tuples = 20000\n"
-        )
-        set_ef = sql.SQL(
-            "  PERFORM set_config('hnsw.ef_search', greatest(40, least(1000, match_count))::text, true);\n"
-        )
-        match = sql.SQL(
-            "CREATE OR REPLACE FUNCTION {fn}(\n"
-            "  query_embedding {vtype},\n"
-            "  match_count integer DEFAULT 10,\n"
-            "  filter jsonb DEFAULT '{{}}'::jsonb\n"
-            ") RETURNS TABLE (key text, metadata jsonb, text text, distance double precision, "
-            "score double precision)\n"
-            "  LANGUAGE plpgsql STABLE\n{settings}"
-            "AS {tag}\n"
-            "#variable_conflict use_column\n"
-            "BEGIN\n{set_ef}"
-            "  RETURN QUERY\n"
-            "  SELECT hits.key, hits.metadata, hits.text, hits.distance, {score}\n"
-            "  FROM (\n"
-            "    SELECT {tkey} AS key, {tmeta} AS metadata, {ttext} AS text,\n"
-            "           {dist}::double precision AS distance, {idist} AS ord\n"
-            "    FROM {table} AS t\n"
-            "    WHERE {tmeta} @> filter{notnull}\n"
-            "    ORDER BY ord\n"
-            "    LIMIT match_count\n"
-            "  ) AS hits\n"
-            "  ORDER BY hits.distance, hits.key;\n"
-            "END;\n"
-            "{tag}"
-        ).format(
-            fn=self._qualified_name("", "match_"),
-            tag=tag,
-            vtype=vtype,
-            settings=settings,
-            set_ef=set_ef,
-            score=self._score_sql(sql.SQL("hits.distance")),
-            dist=self.distance(emb, q),
-            idist=self.index_distance(emb, q),
-            table=self.qualified,
-            tkey=self.key("t"),
-            tmeta=cols.metadata_expr("t"),
-            ttext=cols.ident("text", "t"),
-            notnull=self._embedding_present("t", " AND "),
-        )
-        hybrid = sql.SQL(
-            "CREATE OR REPLACE FUNCTION {fn}(\n"
-            "  query_text text,\n"
-            "  query_embedding {vtype},\n"
-            "  match_count integer DEFAULT 10,\n"
-            "  filter jsonb DEFAULT '{{}}'::jsonb,\n"
-            "  semantic_weight double precision DEFAULT 0.5,\n"
-            "  full_text_weight double precision DEFAULT 0.5,\n"
-            "  rrf_k integer DEFAULT 60\n"
-            ") RETURNS TABLE (key text, metadata jsonb, text text, distance double precision, "
-            "rrf_score double precision, vector_rank bigint, text_rank bigint)\n"
-            "  LANGUAGE plpgsql STABLE\n{settings}"
-            "AS {tag}\n"
-            "#variable_conflict use_column\n"
-            "BEGIN\n"
-            "  PERFORM set_config('hnsw.ef_search',\n"
-            "                     greatest(40, least(1000, 2 * match_count))::text, true);\n"
-            "  RETURN QUERY\n"
-            "{body};\n"
-            "END;\n"
-            "{tag}"
-        ).format(
-            fn=self._qualified_name("", "hybrid_match_"),
-            tag=tag,
-            vtype=vtype,
-            settings=settings,
-            body=self.hybrid_sql(
-                query=q,
-                text=sql.SQL("query_text"),
-                where=sql.SQL("{} @> filter").format(cols.metadata_expr("t")),
-                candidates=sql.SQL("2 * match_count"),
-                limit=sql.SQL("match_count"),
-                vector_weight=sql.SQL("semantic_weight"),
-                text_weight=sql.SQL("full_text_weight"),
-                rrf_k=sql.SQL("rrf_k"),
-                outer_columns=sql.SQL("f.key, {} AS metadata, {} AS text").format(
-                    cols.metadata_expr("t"), cols.ident("text", "t")
-                ),
-            ),
-        )
-        return [match, hybrid]
-
-    def _dollar_tag(self) -> sql.SQL:
-        """The dollar-quote tag of the function bodies: one that no name in them contains (a
-        table named ``x$vectorport$;DROP …`` would end the body early and run the rest)."""
-        cols = self.columns
-        names = [
-            self.schema,
-            self.table,
-            *(getattr(cols, r) or "" for r in ("key", "embedding", "metadata", "text", "fts")),
-        ]
-        tag, n = "$vectorport$", 0
-        while any(tag in name for name in names):
-            n += 1
-            tag = f"$vectorport{n}$"
-        return sql.SQL(tag)
+        return rpc_functions(self)
 
     def _embedding_present(self, prefix: str | None = None, before: str = "") -> sql.Composable:
         """``<before><embedding> IS NOT NULL`` when the column admits NULL (such rows have no
@@ -525,7 +414,8 @@ def schema_sql(
 ) -> str:
     """The SQL of a collection exactly as vectorport creates it, so vectorport can open a table
     made from it: the table, its HNSW and GIN indexes and (unless ``functions=False``) the
-    search functions ``match_<table>`` and ``hybrid_match_<table>``, callable over Supabase RPC.
+    search functions ``match_<table>`` (vector), ``text_match_<table>`` (full text) and
+    ``hybrid_match_<table>``, callable over Supabase RPC (:mod:`._rpc`).
 
     Parameters
     ----------

@@ -87,6 +87,7 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
         filter_operators=PgFilterCompiler.supported_operators(),
         features=frozenset({"hybrid", "native_count", "native_segments", "text_search"}),
         collection_names=TABLE_NAMES,
+        text_ranking="ts_rank_cd",
     )
 
     @classmethod

@@ -20,6 +20,7 @@ layout holds the text inside a JSON node, which is not searchable as text: no te
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -35,9 +36,38 @@ from ...exceptions import ConfigurationError, UnsupportedFeatureError
 if TYPE_CHECKING:
     from ._layout import BucketLayout
 
-__all__ = ["TEXT_FEATURES", "TextSearchMixin", "searchable_keys"]
+__all__ = ["TEXT_FEATURES", "TEXT_LANGUAGES", "TextSearchMixin", "searchable_keys", "text_search_option"]
+
+log = logging.getLogger("vectorport")
 
 TEXT_FEATURES = frozenset({"text_search", "hybrid"})
+# The CreateIndex model's TextSearchConfiguration.language values (botocore s3vectors
+# 2025-07-15); without one the service uses its standard analyzer.
+TEXT_LANGUAGES = ("de", "en", "es", "fr", "it", "ja", "ko", "nl", "pt", "zh")
+_ON, _OFF = ("1", "on", "true", "yes"), ("", "0", "false", "no", "off")
+
+
+def text_search_option(value: Any) -> str | None:
+    """The ``text_search=`` option: ``None`` (off), ``""`` (the standard analyzer) or a language.
+
+    ``true``/``false`` (or a bool) turn full-text search on the text key on or off at index
+    creation; a language code (``es``) turns it on with that language's analyzer.
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return ""
+    text = str(value).strip().lower()
+    if text in _OFF:
+        return None
+    if text in _ON:
+        return ""
+    if text in TEXT_LANGUAGES:
+        return text
+    raise ConfigurationError(
+        f"s3vectors text_search must be true, false or an analyzer language "
+        f"({', '.join(TEXT_LANGUAGES)}), got {value!r}"
+    )
 
 
 def searchable_keys(index: Mapping[str, Any]) -> frozenset[str]:
@@ -51,6 +81,9 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
 
     _searchable: frozenset[str] = frozenset()
     """The index's full-text searchable keys (known once the index is opened)."""
+    _text_search: str | None = None
+    """``text_search=``: configure the text key full-text searchable when creating the index
+    (``None``: no; ``""``: the standard analyzer; else a language code)."""
 
     if TYPE_CHECKING:
 
@@ -66,6 +99,42 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         def _split(
             self, meta: dict[str, Any] | None, include: frozenset[Include]
         ) -> tuple[dict[str, Any], str | None]: ...
+
+    def _check_text_search_option(self) -> None:
+        """Refuse ``text_search=`` before any I/O where the layout cannot have it."""
+        layout = self.layout
+        if self._text_search is not None and layout.node:
+            raise ConfigurationError(
+                f"{self.name}: text_search needs the text in a metadata key of its own; the "
+                f"{layout.name} layout keeps it inside a JSON node ({layout.text_key}), which is not "
+                "searchable as the text"
+            )
+
+    def _text_search_configurations(self) -> list[dict[str, str]]:
+        """``CreateIndex``'s ``textSearchConfigurations`` for ``text_search=`` (empty: none)."""
+        if self._text_search is None:
+            return []
+        config = {"metadataKey": self.layout.text_key}
+        if self._text_search:
+            config["language"] = self._text_search
+        return [config]
+
+    def _created_searchable(self) -> None:
+        """After ``CreateIndex``: the text key is searchable when it was configured so."""
+        if self._text_search is not None:
+            self._searchable = frozenset({self.layout.text_key})
+
+    def _opened_searchable(self, where: str) -> None:
+        """After opening an index: say when ``text_search=`` asked for what the index lacks
+        (it applies at creation only; vectorport does not change an existing index)."""
+        if self._text_search is not None and not self._has_text_search():
+            log.warning(
+                "%s: text_search applies when vectorport creates the index; this index exists "
+                "without full-text search on %r (add it with UpdateMetadataConfiguration, an "
+                "ENHANCED index, and reopen the store)",
+                where,
+                self.layout.text_key,
+            )
 
     def _has_text_search(self) -> bool:
         layout = self.layout

@@ -46,7 +46,7 @@ from ...filters import FilterNode
 from ._client import INDEX_NAMES, boto_client, check_names, snake, supabase_client
 from ._layout import BucketLayout, detect, layout_option, preset
 from ._ratelimit import WriteRateLimiter, limiter_for
-from ._text import TextSearchMixin, searchable_keys
+from ._text import TextSearchMixin, searchable_keys, text_search_option
 from ._wire import EncodedVectors, encode_put_body, install
 from .errors import map_errors
 from .filters import S3FilterCompiler
@@ -93,7 +93,8 @@ class S3VectorsStore(TextSearchMixin):
     Options (keyword or URL query): ``region``, ``endpoint_url``, ``profile``, ``write_rate``
     (vectors/s, 0 = unpaced), ``workers`` (threads for count), ``max_attempts`` (botocore
     attempts per call before vectorport's own retry), ``key`` (Supabase service-role key),
-    ``client`` (a ready boto3 ``s3vectors`` client), ``layout``, ``text_key``.
+    ``client`` (a ready boto3 ``s3vectors`` client), ``layout``, ``text_key``, ``text_search``
+    (``true`` or an analyzer language: the text key full-text searchable at index creation).
     """
 
     name: ClassVar[str] = "s3vectors"
@@ -123,6 +124,7 @@ class S3VectorsStore(TextSearchMixin):
         filter_operators=S3FilterCompiler.supported_operators(),
         features=frozenset({"native_segments"}),
         collection_names=INDEX_NAMES,
+        text_ranking="BM25, the service's analyzer",
     )
 
     def __init__(
@@ -137,6 +139,7 @@ class S3VectorsStore(TextSearchMixin):
         workers: int = 8,
         retry: RetryPolicy | None = None,
         layout: BucketLayout | None = None,
+        text_search: str | None = None,
     ) -> None:
         super().__init__(url, index, retry=retry)
         self.bucket = bucket
@@ -145,6 +148,8 @@ class S3VectorsStore(TextSearchMixin):
         self.workers = max(1, workers)
         self._requested = layout
         self._layout: BucketLayout | None = None
+        self._text_search = text_search
+        self._check_text_search_option()
         self._non_filterable: frozenset[str] = frozenset()
         self.limiter: WriteRateLimiter | None = (
             limiter_for(endpoint, bucket, index, write_rate) if write_rate > 0 else None
@@ -223,6 +228,7 @@ class S3VectorsStore(TextSearchMixin):
             "write_rate": float(opts.pop("write_rate", 2500.0)),
             "workers": int(opts.pop("workers", 8)),
             "layout": layout_option(opts.pop("layout", None), opts.pop("text_key", None)),
+            "text_search": text_search_option(opts.pop("text_search", None)),
         }
         retry = opts.pop("retry", None)
         if retry is not None:
@@ -285,6 +291,7 @@ class S3VectorsStore(TextSearchMixin):
         self._non_filterable = frozenset(keys)
         self._searchable = searchable_keys(index)
         self._layout = self._requested or self._detect(keys)
+        self._opened_searchable(self._where)
         if self._layout.text_key not in self._non_filterable:
             log.info(
                 "%s: %r is not a non-filterable key of this index; texts over 2 KB cannot be written",
@@ -331,6 +338,8 @@ class S3VectorsStore(TextSearchMixin):
             "distanceMetric": spec.metric.value,
             "metadataConfiguration": {"nonFilterableMetadataKeys": list(self.layout.non_filterable)},
         }
+        if self._text_search is not None:
+            params["metadataConfiguration"]["textSearchConfigurations"] = self._text_search_configurations()
         if spec.embedding_model:
             params["tags"] = {EMBEDDING_TAG: spec.embedding_model}
         try:
@@ -342,6 +351,7 @@ class S3VectorsStore(TextSearchMixin):
             return
         self._layout = self.layout
         self._non_filterable = frozenset(self._layout.non_filterable)
+        self._created_searchable()
 
     def _not_found(self) -> NotFoundError:
         """A missing bucket is named as such (not as a missing index), with the buckets there."""
@@ -573,7 +583,10 @@ class S3VectorsStore(TextSearchMixin):
         """The base description plus the index's layout and non-filterable keys."""
         out = super().info()
         out["layout"] = self.layout.to_dict()
-        out["s3vectors"] = {"non_filterable_keys": sorted(self._non_filterable)}
+        out["s3vectors"] = {
+            "non_filterable_keys": sorted(self._non_filterable),
+            "text_search_keys": sorted(self._searchable),
+        }
         return out
 
     def close(self) -> None:
