@@ -124,6 +124,8 @@ def test_a_read_racing_compaction_is_retried_not_fatal() -> None:
     from vectorport.backends.chroma.errors import map_errors
     from vectorport.exceptions import TransientError
 
-    with pytest.raises(TransientError, match="Error finding id.*retrying"):
-        with map_errors("chroma collection 'c' at chroma:///x: scan"):
-            raise InternalError("Error executing plan: Internal error: Error finding id")
+    with (
+        pytest.raises(TransientError, match=r"Error finding id.*retrying"),
+        map_errors("chroma collection 'c' at chroma:///x: scan"),
+    ):
+        raise InternalError("Error executing plan: Internal error: Error finding id")
