@@ -490,13 +490,17 @@ def verify(
     cap: int = DEFAULT_CAP,
     concurrency: int = 4,
     progress: bool = False,
+    method: str = "auto",
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
 ) -> VerifyReport:
     """Compare ``target`` with ``source`` after the declared transforms; see :class:`VerifyReport`.
 
     Pass the ``metadata_policy`` and ``text_key`` the migration used, so the expected metadata
-    is what that migration wrote.
+    is what that migration wrote. ``method``: ``digest`` (both stores read once, in parallel
+    segments where the backend has them, then only differing key segments compared record by
+    record), ``keyed`` (every source record fetched from the target by key) or ``auto``
+    (digest, except for shards and targets that may round metadata floats).
     """
     segment = parse_shard(shard)
     src, dst = _opened(source, target, source_options, target_options)
@@ -519,6 +523,7 @@ def verify(
             cap=cap,
             concurrency=concurrency,
             progress=progress,
+            method=method,
         )
     finally:
         dst.close()
