@@ -23,6 +23,7 @@ memory (drivers and servers excluded) at 20k and 200k records; it must be flat.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -31,6 +32,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -187,6 +189,137 @@ def naive_copy(src_url: str, dst_url: str, dim: int, limit: int) -> dict[str, fl
     return {"read_s": read, "write_per_s": 1 / per_record, "estimated_total_s": read + per_record * n}
 
 
+# ----------------------------------------------------------------- hand-written best paths
+def hand_chroma_to_pgvector(chroma_dir: str, collection: str, dsn: str, dim: int) -> dict[str, float]:
+    """What one would write by hand: chromadb ``get`` in pages, psycopg ``COPY … FORMAT BINARY``
+    (pgvector-python's dumper), then a plain ``CREATE INDEX … USING hnsw`` with the server's
+    settings as they are."""
+    import chromadb
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    out: dict[str, float] = {}
+    began = time.perf_counter()
+    col = chromadb.PersistentClient(path=chroma_dir).get_collection(collection)
+    rows: list[tuple[str, Any, Any, Any]] = []
+    offset = 0
+    while True:
+        got = col.get(include=["embeddings", "metadatas", "documents"], limit=5000, offset=offset)
+        if not got["ids"]:
+            break
+        rows.extend(zip(got["ids"], got["embeddings"], got["metadatas"], got["documents"], strict=True))
+        offset += len(got["ids"])
+    out["scan_s"] = time.perf_counter() - began
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("DROP TABLE IF EXISTS hand")
+        conn.execute(
+            f"CREATE TABLE hand (id text PRIMARY KEY, embedding vector({dim}), metadata jsonb, text text)"
+        )
+        register_vector(conn)
+        t0 = time.perf_counter()
+        with (
+            conn.cursor() as cur,
+            cur.copy("COPY hand (id, embedding, metadata, text) FROM STDIN WITH (FORMAT BINARY)") as copy,
+        ):
+            copy.set_types(["text", "vector", "jsonb", "text"])
+            for key, vec, meta, doc in rows:
+                copy.write_row((key, np.asarray(vec, dtype=np.float32), Jsonb(meta or {}), doc))
+        out["copy_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        conn.execute("CREATE INDEX ON hand USING hnsw (embedding vector_cosine_ops)")
+        out["index_s"] = time.perf_counter() - t0
+        conn.execute("DROP TABLE hand")
+    out["total_s"] = time.perf_counter() - began
+    return out
+
+
+def hand_pgvector_to_bucket(
+    dsn: str, table: str, endpoint: str, index: str, dim: int, cap: float
+) -> dict[str, float]:
+    """By hand: a psycopg server-side cursor, boto3 ``put_vectors`` of 500 from 4 threads, paced
+    to ``cap`` vectors per second in all (the per-index write cap)."""
+    import boto3
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    client = boto3.client(
+        "s3vectors",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    with contextlib.suppress(client.exceptions.ConflictException):
+        client.create_vector_bucket(vectorBucketName="hand")
+    client.create_index(
+        vectorBucketName="hand",
+        indexName=index,
+        dataType="float32",
+        dimension=dim,
+        distanceMetric="cosine",
+        metadataConfiguration={"nonFilterableMetadataKeys": ["text"]},
+    )
+    lock = threading.Lock()
+    next_slot = [time.perf_counter()]
+
+    def put(batch: list[dict[str, Any]]) -> None:
+        with lock:  # reserve this batch's share of the cap
+            start = max(next_slot[0], time.perf_counter())
+            next_slot[0] = start + len(batch) / cap
+        delay = start - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        client.put_vectors(vectorBucketName="hand", indexName=index, vectors=batch)
+
+    began = time.perf_counter()
+    n = 0
+    with psycopg.connect(dsn) as conn, ThreadPoolExecutor(CONCURRENCY) as pool:
+        register_vector(conn)
+        futures = []
+        with conn.cursor(name="scan") as cur:
+            cur.itersize = 2000
+            cur.execute(f"SELECT key, embedding, metadata, text FROM {table}")
+            batch: list[dict[str, Any]] = []
+            for key, vec, meta, text in cur:
+                md = dict(meta or {})
+                if text is not None:
+                    md["text"] = text
+                batch.append({"key": key, "data": {"float32": vec.tolist()}, "metadata": md})
+                if len(batch) == 500:
+                    futures.append(pool.submit(put, batch))
+                    n += len(batch)
+                    batch = []
+            if batch:
+                futures.append(pool.submit(put, batch))
+                n += len(batch)
+        for f in futures:
+            f.result()
+    seconds = time.perf_counter() - began
+    return {"total_s": seconds, "records": n, "per_s": n / seconds}
+
+
+def vp_run(src_url: str, dst_url: str, policy: str, single_pass: bool) -> dict[str, Any]:
+    report = vectorport.migrate(
+        src_url,
+        dst_url,
+        metadata_policy=policy,
+        batch_size=BATCH,
+        concurrency=CONCURRENCY,
+        single_pass=single_pass,
+    )
+    assert report.status == "verified", report.to_json()
+    v = report.verification
+    assert v is not None
+    return {
+        "total_s": round(report.timings["total"], 1),
+        "timings_s": {k: round(val, 1) for k, val in report.timings.items()},
+        "verify_method": v.method,
+        "segments": v.segments,
+    }
+
+
 def leg(
     name: str,
     src_url: str,
@@ -258,13 +391,71 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def whole_runs(args: argparse.Namespace, work: str, bucket: str, records: list[Record]) -> dict[str, Any]:
+    """Whole migrations (plan, copy, index, verify) next to the hand-written path, same run."""
+    from vectorport.backends.pgvector import start_embedded
+
+    out: dict[str, Any] = {}
+    chroma_dir = f"{work}/chroma"
+    chroma = f"chroma://{chroma_dir}?collection=src"
+    pg = f"pgvector://{work}/pg?table=%s"
+    dsn = start_embedded(f"{work}/pg")
+    print(
+        "[chroma -> pgvector] hand-written: chromadb get + COPY BINARY + CREATE INDEX …",
+        file=sys.stderr,
+        flush=True,
+    )
+    hand = hand_chroma_to_pgvector(chroma_dir, "src", dsn, args.dim)
+    runs = {}
+    for single in (False, True):
+        print(f"[chroma -> pgvector] vectorport migrate single_pass={single} …", file=sys.stderr, flush=True)
+        runs["single_pass" if single else "two_pass"] = vp_run(
+            chroma, pg % f"mig{int(single)}", "error", single
+        )
+    out["chroma -> pgvector"] = {
+        "hand_written_s": {k: round(v, 1) for k, v in hand.items()},
+        **runs,
+        "ratio_two_pass": round(hand["total_s"] / runs["two_pass"]["total_s"], 2),
+        "ratio_single_pass": round(hand["total_s"] / runs["single_pass"]["total_s"], 2),
+    }
+    print(out["chroma -> pgvector"], file=sys.stderr, flush=True)
+    cap = 2500.0
+    print(
+        "[pgvector -> bucket] hand-written: psycopg cursor + boto3 put_vectors at the cap …",
+        file=sys.stderr,
+        flush=True,
+    )
+    hand_b = hand_pgvector_to_bucket(dsn, "mig1", bucket, "hand", args.dim, cap)
+    runs = {}
+    for single in (False, True):
+        print(f"[pgvector -> bucket] vectorport migrate single_pass={single} …", file=sys.stderr, flush=True)
+        dst = f"s3vectors://bench/vp{int(single)}?endpoint_url={bucket}"
+        runs["single_pass" if single else "two_pass"] = vp_run(pg % "mig1", dst, "error", single)
+    n = len(records)
+    out["pgvector -> bucket"] = {
+        "write_cap_per_s": cap,
+        "hand_written_s": round(hand_b["total_s"], 1),
+        **runs,
+        "hand_rate_of_cap": round(n / hand_b["total_s"] / cap, 2),
+        "two_pass_rate_of_cap": round(n / runs["two_pass"]["total_s"] / cap, 2),
+        "single_pass_rate_of_cap": round(n / runs["single_pass"]["total_s"] / cap, 2),
+    }
+    print(out["pgvector -> bucket"], file=sys.stderr, flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--naive", type=int, default=2000, help="records timed for the naive copy")
     ap.add_argument("--rss", default="20000,200000", help="sizes for the peak-RSS runs")
-    ap.add_argument("--legs", default="chroma-pgvector,pgvector-s3vectors")
+    ap.add_argument(
+        "--legs",
+        default="",
+        help="also the per-side rates and naive copy: chroma-pgvector,pgvector-s3vectors",
+    )
+    ap.add_argument("--no-whole", action="store_true", help="skip the whole-run comparison")
     ap.add_argument("--rss-child", nargs=2, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rss_child:
@@ -295,16 +486,18 @@ def main() -> None:
         records = clustered_records(
             args.n, args.dim, seed=1, rules=target_capabilities(chroma_url()).metadata
         )
-        legs = args.legs.split(",")
+        legs = [x for x in args.legs.split(",") if x]
         chroma = f"chroma://{work}/chroma?collection=src"
         pg = f"pgvector://{work}/pg?table=%s"
-        if "chroma-pgvector" in legs or "pgvector-s3vectors" in legs:
+        if records:
             print(f"loading {args.n} x {args.dim} into chroma …", file=sys.stderr, flush=True)
             with vectorport.connect(chroma, dimension=args.dim) as c:
                 began = time.perf_counter()
                 for i in range(0, args.n, 5000):
                     c.upsert(records[i : i + 5000])
                 results["chroma_load_per_s"] = round(rate(args.n, time.perf_counter() - began))
+        if not args.no_whole:
+            results["whole"] = whole_runs(args, work, bucket, records)
         results["legs"] = []
         if "chroma-pgvector" in legs:
             results["legs"].append(
@@ -352,6 +545,8 @@ def main() -> None:
             f"write {r['raw_write_per_s']}/s -> ratio {r['ratio_to_slower_side']} to the slower side; "
             f"naive ~{r['naive_estimated_total_s']}s vs migrate {r['migrate_total_s']}s"
         )
+    for name, w in results.get("whole", {}).items():
+        print(f"{name}: {json.dumps(w)}")
     for r in results["rss"]:
         print(f"peak RSS at {r['n']} records: {r['peak_rss_mib']} MiB")
 
