@@ -201,7 +201,9 @@ def hand_chroma_to_pgvector(chroma_dir: str, collection: str, dsn: str, dim: int
 
     out: dict[str, float] = {}
     began = time.perf_counter()
-    col = chromadb.PersistentClient(path=chroma_dir).get_collection(collection)
+    # the settings vectorport's client uses (one system per directory and settings in a process)
+    settings = chromadb.config.Settings(anonymized_telemetry=False)
+    col = chromadb.PersistentClient(path=chroma_dir, settings=settings).get_collection(collection)
     rows: list[tuple[str, Any, Any, Any]] = []
     offset = 0
     while True:

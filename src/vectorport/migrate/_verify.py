@@ -424,7 +424,10 @@ def verify_stores(
     # a float read back from either store may differ by the ulps its backend declares (Chroma
     # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
     float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
-    chosen = _method(method, sharded, compare_vectors, float_ulps, tolerance, copied)
+    # digests need the target to hold values as written; floats read from a source that
+    # rounds them (Chroma) were written as read, so only the target's rule decides
+    target_ulps = target.capabilities.metadata.float_ulps
+    chosen = _method(method, sharded, compare_vectors, target_ulps, tolerance, copied)
     report.method = chosen
     pass_ = _Pass(report, source, target, transformer, compare_vectors, tolerance, float_ulps, concurrency)
     with Progress("verify", total_hint or report.source_count, enabled=progress) as bar:
