@@ -52,6 +52,7 @@ __all__ = [
     "local_runner",
     "scan_task",
     "verify_merged",
+    "worker_info",
 ]
 
 SCAN_BATCH = 1000
@@ -67,7 +68,8 @@ def local_runner(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> li
     return [fn(*args) for args in calls]
 
 
-def _worker(task: str, records: int, started: float) -> dict[str, Any]:
+def worker_info(task: str, records: int, started: float) -> dict[str, Any]:
+    """Where a task ran and its rate (records over the seconds since ``started``)."""
     seconds = time.monotonic() - started
     return {
         "task": task,
@@ -129,7 +131,7 @@ def scan_task(
     finally:
         store.close()
     scan = SegmentScan(
-        side, segment, sums, records, _worker(f"{side} {segment[0]}/{segment[1]}", records, started)
+        side, segment, sums, records, worker_info(f"{side} {segment[0]}/{segment[1]}", records, started)
     )
     if top is not None:
         scan.top_distances, scan.top_keys = top.distances, top.keys
@@ -230,7 +232,7 @@ def detail_task(
             target.close()
     finally:
         source.close()
-    detail.worker = _worker(f"detail {side} {segment[0]}/{segment[1]}", detail.keys, started)
+    detail.worker = worker_info(f"detail {side} {segment[0]}/{segment[1]}", detail.keys, started)
     return detail
 
 
