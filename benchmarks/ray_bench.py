@@ -9,8 +9,8 @@ migrated twice into two fresh collections of the same target:
 
 * one process: ``vectorport.migrate`` (plan, copy inside the target's ``bulk_load``, verify);
 * Ray: ``vectorport.ray.migrate_on_ray`` with ``--workers`` tasks, one shard each (plan, copy,
-  then the merged-digest verification of the whole pair), on a local cluster (``ray.init(num_cpus=workers)``) unless
-  ``--address`` names a running one.
+  then the merged-digest verification of the whole pair), on a local cluster
+  (``ray.init(num_cpus=workers)``) unless ``--address`` names a running one.
 
 Targets: pgvector (an embedded server every worker reaches over its Unix socket; the HNSW index
 is built once by the last shard to finish, inside the copy time) and the local bucket server

@@ -29,7 +29,7 @@ AddressOption = Annotated[
     typer.Option("--address", help="--engine ray: the cluster for ray.init (auto: the running one)."),
 ]
 WorkersOption = Annotated[
-    int, typer.Option("--workers", min=1, help="--engine ray: shards run as Ray tasks.")
+    int, typer.Option("--workers", min=1, help="--engine ray: Ray tasks, one shard or scan segment each.")
 ]
 
 
