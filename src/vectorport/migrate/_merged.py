@@ -3,9 +3,9 @@
 A verification that cannot hold every key hash in one process splits each store into native
 scan segments (``scan(segment=(i, n))``), one task each. A task returns, per *key* segment
 (:func:`vectorport._digest.segment_of`, the same for every backend), the XOR of its records'
-16-byte digests and their count (:class:`~vectorport._digest.SegmentSums`), never keys: a
-source record is digested as the target should hold it (after the migration's transforms), a
-target record as it is. Merged on the driver, a key segment whose digest and count agree holds
+16-byte digests and their count (:class:`KeySegments`: ``sync``'s
+:class:`~vectorport._digest.SegmentSums`, packed), never keys: a source record is digested as the
+target should hold it (after the migration's transforms), a target record as it is. Merged on the driver, a key segment whose digest and count agree holds
 equal records. Only the key segments that differ are read again, by tasks that scan keys only
 and fetch just those keys from both stores (:func:`detail_task`), judged by the single-process
 rules (:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with
@@ -25,14 +25,14 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .._digest import MAX_SEGMENTS, SegmentSums, record_digest, segment_count, segment_of
+from .._digest import MAX_SEGMENTS, record_digest, segment_count, segment_of
 from .._exact import StreamingTopK
 from .._models import JSON, Record
 from .._protocol import VectorStore
@@ -44,6 +44,7 @@ from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page, _pick_queries, _query_check
 
 __all__ = [
+    "KeySegments",
     "MergedVerifyReport",
     "Runner",
     "SegmentDetail",
@@ -59,13 +60,48 @@ SCAN_BATCH = 1000
 GET_BATCH = 1000
 """Keys fetched from each store at once in the detailed pass."""
 
-Runner = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]]
-"""``runner(fn, calls)``: ``[fn(*args) for args in calls]``, run wherever the engine runs them."""
+Runner = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
+"""``runner(fn, calls)``: ``fn(*args)`` of every call, run wherever the engine runs them, yielded
+as they finish (in any order), so the driver folds one result at a time."""
 
 
-def local_runner(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+def local_runner(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
     """Run the tasks one after the other in this process."""
-    return [fn(*args) for args in calls]
+    for args in calls:
+        yield fn(*args)
+
+
+@dataclass
+class KeySegments:
+    """Per key segment, the XOR of its records' 16-byte digests and their count: the
+    :class:`~vectorport._digest.SegmentSums` of ``sync``, packed in NumPy arrays (24 bytes a
+    segment) so a task's answer stays small at 65,536 segments and folds without a loop."""
+
+    digests: npt.NDArray[np.uint64]
+    """Shape ``(parts, 2)``: the two little-endian 64-bit halves of each segment's XOR."""
+    counts: npt.NDArray[np.int64]
+
+    @classmethod
+    def empty(cls, parts: int) -> KeySegments:
+        return cls(np.zeros((parts, 2), dtype=np.uint64), np.zeros(parts, dtype=np.int64))
+
+    def add(self, segments: Sequence[int], digests: Sequence[bytes]) -> None:
+        if not segments:
+            return
+        seg = np.asarray(segments, dtype=np.int64)
+        halves = np.frombuffer(b"".join(digests), dtype="<u8").reshape(-1, 2)
+        np.bitwise_xor.at(self.digests[:, 0], seg, halves[:, 0])
+        np.bitwise_xor.at(self.digests[:, 1], seg, halves[:, 1])
+        np.add.at(self.counts, seg, 1)
+
+    def fold(self, other: KeySegments) -> None:
+        np.bitwise_xor(self.digests, other.digests, out=self.digests)
+        self.counts += other.counts
+
+    def differing(self, other: KeySegments) -> list[int]:
+        """Segments whose digest or count differs from ``other``'s."""
+        diff = np.any(self.digests != other.digests, axis=1) | (self.counts != other.counts)
+        return [int(i) for i in np.flatnonzero(diff)]
 
 
 def worker_info(task: str, records: int, started: float) -> dict[str, Any]:
@@ -87,7 +123,7 @@ class SegmentScan:
 
     side: str
     segment: tuple[int, int]
-    sums: SegmentSums
+    sums: KeySegments
     records: int
     worker: dict[str, Any]
     top_distances: list[npt.NDArray[np.float64]] = field(default_factory=list)
@@ -110,7 +146,7 @@ def scan_task(
     started = time.monotonic()
     store = connect(url, **dict(options))
     try:
-        sums = SegmentSums(parts)
+        sums = KeySegments.empty(parts)
         top = None
         if queries is not None and len(queries):
             top = StreamingTopK(store.spec.metric, queries, size)
@@ -118,16 +154,19 @@ def scan_task(
         for page in store.scan(
             batch_size=SCAN_BATCH, include=["vector", "metadata", "text"], segment=segment
         ):
+            segs: list[int] = []
+            digests: list[bytes] = []
             for rec in page.records:
                 meta, text = rec.metadata, rec.text
                 if transformer is not None:
                     out = transformer.apply(rec.metadata, rec.text)
                     meta, text = out.metadata, out.text
-                sums.add(segment_of(rec.key, parts), record_digest(rec.key, rec.vector, meta, text))
+                segs.append(segment_of(rec.key, parts))
+                digests.append(record_digest(rec.key, rec.vector, meta, text))
+            sums.add(segs, digests)
             if top is not None:
                 top.update_records(page.records)
             records += len(page)
-        sums.clean()
     finally:
         store.close()
     scan = SegmentScan(
@@ -269,10 +308,13 @@ class MergedVerifyReport(VerifyReport):
         return out
 
 
-def _merge_top(exact: StreamingTopK, scans: Sequence[SegmentScan]) -> None:
+def _merge_top(exact: StreamingTopK, scan: SegmentScan) -> None:
+    """Fold one segment's best rows into the exact top-k of every query."""
+    if not scan.top_distances:
+        return
     for i in range(len(exact.queries)):
-        d = np.concatenate([exact.distances[i], *(s.top_distances[i] for s in scans if s.top_distances)])
-        k = np.concatenate([exact.keys[i], *(s.top_keys[i] for s in scans if s.top_keys)])
+        d = np.concatenate([exact.distances[i], scan.top_distances[i]])
+        k = np.concatenate([exact.keys[i], scan.top_keys[i]])
         order = np.lexsort((k, d))[: exact.size]
         exact.distances[i], exact.keys[i] = d[order], k[order]
 
@@ -350,41 +392,37 @@ def verify_merged(
                 (source, src_opts, "source", s, parts, transformer, qmatrix, top_k + 5) for s in native
             ]
             calls += [(target, dst_opts, "target", s, parts, None) for s in native]
-            scans: list[SegmentScan] = runner(scan_task, calls)
+            merged = {side: KeySegments.empty(parts) for side in ("source", "target")}
+            scanned = {"source": 0, "target": 0}
+            exact = StreamingTopK(src.store.spec.metric, qmatrix, top_k + 5)
+            scan: SegmentScan
+            for scan in runner(scan_task, calls):  # folded as they finish: one result held at a time
+                merged[scan.side].fold(scan.sums)
+                scanned[scan.side] += scan.records
+                report.per_worker.append(scan.worker)
+                if scan.side == "source" and queries:
+                    _merge_top(exact, scan)
             report.timings["digest"] = time.monotonic() - t0
-            report.per_worker = [s.worker for s in scans]
-            sides = {side: [s for s in scans if s.side == side] for side in ("source", "target")}
-            merged: dict[str, SegmentSums] = {}
-            for side, found in sides.items():
-                merged[side] = SegmentSums(parts)
-                for s in found:
-                    for seg in range(parts):
-                        merged[side].digests[seg] ^= s.sums.digests[seg]
-                        merged[side].counts[seg] += s.sums.counts[seg]
-            src_scanned = sum(s.records for s in sides["source"])
-            tgt_scanned = sum(s.records for s in sides["target"])
+            src_scanned, tgt_scanned = scanned["source"], scanned["target"]
             report.source_count = source_count if source_count is not None else src_scanned
             report.target_count = _count(dst.store, tgt_scanned)
             report.target_scanned = tgt_scanned
             differing = merged["source"].differing(merged["target"])
             report.differing_segments = len(differing)
             equal = set(range(parts)) - set(differing)
-            report.compared = sum(merged["source"].counts[s] for s in equal)
+            report.compared = int(sum(int(merged["source"].counts[s]) for s in equal))
             if differing:
                 t0 = time.monotonic()
                 wanted = frozenset(differing)
                 common = (parts, wanted, transformer, tolerance, float_ulps, cap)
-                details: list[SegmentDetail] = runner(
-                    detail_task,
-                    [
-                        (source, target, src_opts, dst_opts, side, s, *common)
-                        for side in ("source", "target")
-                        for s in native
-                    ],
-                )
-                report.timings["detail"] = time.monotonic() - t0
-                report.per_worker += [d.worker for d in details]
-                for d in details:
+                detail_calls = [
+                    (source, target, src_opts, dst_opts, side, s, *common)
+                    for side in ("source", "target")
+                    for s in native
+                ]
+                d: SegmentDetail
+                for d in runner(detail_task, detail_calls):
+                    report.per_worker.append(d.worker)
                     report.compared += d.compared
                     report.duplicates += d.duplicates
                     for mine, theirs in (
@@ -395,16 +433,16 @@ def verify_merged(
                         (report.text, d.text),
                     ):
                         _merge_capped(mine, theirs)
+                report.timings["detail"] = time.monotonic() - t0
             if queries:
                 t0 = time.monotonic()
-                exact = StreamingTopK(src.store.spec.metric, qmatrix, top_k + 5)
-                _merge_top(exact, sides["source"])
                 report.queries = _query_check(src.store, dst.store, queries, exact, top_k, cap)
                 report.timings["queries"] = time.monotonic() - t0
         finally:
             dst.close()
     finally:
         src.close()
+    report.per_worker.sort(key=lambda w: (str(w["task"]).startswith("detail"), str(w["task"])))
     report.seconds = time.monotonic() - started
     report.timings["total"] = report.seconds
     return report

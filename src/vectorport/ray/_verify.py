@@ -8,7 +8,7 @@ Every task only reads, so Ray may retry one whose worker died.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import ray
@@ -41,11 +41,15 @@ def ensure_ray(address: str | None) -> None:
 
 
 def ray_runner(max_retries: int = 3) -> Runner:
-    """A :data:`~vectorport.migrate._merged.Runner` that runs every call as a Ray task."""
+    """A :data:`~vectorport.migrate._merged.Runner` that runs every call as a Ray task and
+    yields each result as its task finishes."""
 
-    def run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+    def run(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
         task = ray.remote(max_retries=max_retries, retry_exceptions=False)(fn)
-        return list(ray.get([task.remote(*args) for args in calls]))
+        pending = [task.remote(*args) for args in calls]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
 
     return run
 
