@@ -125,7 +125,11 @@ class ParquetStore(BaseStore[FilterNode]):
                 path = self.directory / part.file
                 if not path.exists():
                     read_part(self.directory, part, self.manifest.dimension)  # says what is missing
-                keys = pq.read_table(path, columns=["key"]).column("key").to_pylist()
+                try:
+                    keys = pq.read_table(path, columns=["key"]).column("key").to_pylist()
+                except (pa.ArrowException, OSError):
+                    read_part(self.directory, part, self.manifest.dimension)  # a damaged file, named
+                    raise
                 hashes.append(np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys)))
                 owners.append(np.full(len(keys), index, dtype=np.int32))
             flat = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.int64)
