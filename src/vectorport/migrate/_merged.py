@@ -4,12 +4,13 @@ A verification that cannot hold every key hash in one process splits each store 
 scan segments (``scan(segment=(i, n))``), one task each. A task returns, per *key* segment
 (:func:`vectorport._digest.segment_of`, the same for every backend), the XOR of its records'
 16-byte digests and their count (:class:`KeySegments`: ``sync``'s
-:class:`~vectorport._digest.SegmentSums`, packed), never keys: a source record is digested as the
-target should hold it (after the migration's transforms), a target record as it is. Merged on the driver, a key segment whose digest and count agree holds
-equal records. Only the key segments that differ are read again, by tasks that scan keys only
-and fetch just those keys from both stores (:func:`detail_task`), judged by the single-process
-rules (:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with
-the backends' declared float ulps (so a Chroma target whose floats came back an ulp off still
+:class:`~vectorport._digest.SegmentSums`, packed), never keys: a source record is digested as
+the target should hold it (after the migration's transforms), a target record as it is. Merged
+on the driver, a key segment whose digest and count agree holds equal records. Only the key
+segments that differ are read again, by tasks that scan keys only and fetch just those keys from
+both stores (:func:`detail_task`), judged by the single-process rules
+(:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with the
+backends' declared float ulps (so a Chroma target whose floats came back an ulp off still
 verifies equal: its segments differ by digest, not by judgement), text exactly.
 
 The sampled queries' exact top-k is merged the same way: each source task keeps the best rows of
