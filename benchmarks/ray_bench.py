@@ -9,12 +9,18 @@ migrated twice into two fresh collections of the same target:
 
 * one process: ``vectorport.migrate`` (plan, copy inside the target's ``bulk_load``, verify);
 * Ray: ``vectorport.ray.migrate_on_ray`` with ``--workers`` tasks, one shard each (plan, copy,
-  per-shard verify, counts), on a local cluster (``ray.init(num_cpus=workers)``) unless
-  ``--address`` names a running one.
+  then the merged-digest verification of the whole pair), on a local cluster
+  (``ray.init(num_cpus=workers)``) unless ``--address`` names a running one.
 
 Targets: pgvector (an embedded server every worker reaches over its Unix socket; the HNSW index
 is built once by the last shard to finish, inside the copy time) and the local bucket server
 (``vectorport.bucketserver``, a separate process, in memory, pacing off: ``write_rate=0``).
+
+Then, on the one-process target: ``vectorport.verify`` against ``vectorport.ray.verify_on_ray``
+(merged per-segment digests, one task per scan segment of each store), and
+``vectorport.snapshot.export`` against ``vectorport.ray.export_on_ray``, with the target's raw
+scan rate as the yardstick (export / raw scan near 1.0: writing Parquet costs little beyond the
+scan).
 
 Reported per leg: seconds of each phase, copy rate (index build excluded; for Ray: the records
 over the slowest shard's copy seconds, the shards running at once) and end-to-end rate of both runs, the
@@ -112,9 +118,11 @@ def leg(name: str, source: str, target: str, n: int, workers: int, work: Path) -
                 "task_seconds": w["seconds"],
             }
         )
+    checks = verify_and_export(source, target % "single", n, workers, work / name.split()[-1])
     return {
         "leg": name,
         "records": n,
+        **checks,
         "one_process": {
             "status": one.status,
             "timings_s": {k: round(v, 2) for k, v in one.timings.items()},
@@ -136,6 +144,51 @@ def leg(name: str, source: str, target: str, n: int, workers: int, work: Path) -
         },
         "speedup_copy": round(one_copy / ray_copy, 2),
         "speedup_end_to_end": round(one_total / ray_total, 2),
+    }
+
+
+def verify_and_export(source: str, target: str, n: int, workers: int, work: Path) -> dict[str, Any]:
+    """On the migrated target: verify in one process vs ``verify_on_ray`` (merged segment
+    digests), and export in one process vs ``export_on_ray``, with the raw scan rate of the
+    same target as the yardstick of both exports."""
+    from vectorport.ray import export_on_ray, verify_on_ray
+    from vectorport.snapshot import export
+
+    t0 = time.monotonic()
+    one = vectorport.verify(source, target, sample_queries=5)
+    one_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    clustered = verify_on_ray(source, target, workers=workers, sample_queries=5)
+    ray_s = time.monotonic() - t0
+    assert one.differences == clustered.differences == 0, clustered.to_dict()
+    with vectorport.connect(target) as store:
+        t0 = time.monotonic()
+        scanned = sum(len(page) for page in store.scan(batch_size=1000))
+        scan_s = time.monotonic() - t0
+    assert scanned == n
+    t0 = time.monotonic()
+    export(target, work / "export-one", verify=False)
+    export_one_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    ray_export = export_on_ray(target, work / "export-ray", workers=workers, verify=False)
+    export_ray_s = time.monotonic() - t0
+    assert ray_export.count == n
+    return {
+        "verify": {
+            "one_process_s": round(one_s, 2),
+            "ray_s": round(ray_s, 2),
+            "speedup": round(one_s / ray_s, 2),
+            "ray_per_task": [
+                {"task": w["task"], "per_s": w["records_per_second"]} for w in clustered.per_worker
+            ],
+        },
+        "export": {
+            "raw_scan_per_s": _rate(n, scan_s),
+            "one_process_per_s": _rate(n, export_one_s),
+            "ray_per_s": _rate(n, export_ray_s),
+            "one_process_vs_raw_scan": round(scan_s / export_one_s, 2),
+            "ray_vs_one_process": round(export_one_s / export_ray_s, 2),
+        },
     }
 
 
@@ -210,6 +263,19 @@ def _table(out: dict[str, Any]) -> str:
             f"| {r['leg']} | {r['one_process']['copy_per_s']:,} | {r['ray']['copy_per_s']:,} | {per} | "
             f"{r['one_process']['total_s']:.1f} | {r['ray']['total_s']:.1f} | "
             f"{r['speedup_copy']:.2f}x | {r['speedup_end_to_end']:.2f}x |"
+        )
+    rows += [
+        "",
+        "| leg | verify one process s | verify Ray s | speed-up | raw scan /s | export one process /s "
+        "| export Ray /s | export / raw scan | Ray export speed-up |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in out["legs"]:
+        v, e = r["verify"], r["export"]
+        rows.append(
+            f"| {r['leg']} | {v['one_process_s']:.1f} | {v['ray_s']:.1f} | {v['speedup']:.2f}x | "
+            f"{e['raw_scan_per_s']:,} | {e['one_process_per_s']:,} | {e['ray_per_s']:,} | "
+            f"{e['one_process_vs_raw_scan']:.2f} | {e['ray_vs_one_process']:.2f}x |"
         )
     return "\n".join(rows)
 

@@ -74,7 +74,7 @@ def test_import_loads_no_driver() -> None:
     code = (
         "import sys, vectorport, vectorport.filters, vectorport.cli; "
         "heavy = {'psycopg', 'chromadb', 'boto3', 'botocore', 'torch', 'sentence_transformers', "
-        "'voyageai', 'hypothesis', 'pytest'}; "
+        "'voyageai', 'hypothesis', 'pytest', 'ray', 'pyarrow', 'vectorport.ray'}; "
         "print(sorted(heavy & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -193,3 +193,35 @@ def test_cli_export_then_import(memory_source: Any, tmp_path: Path) -> None:
     out = runner.invoke(app, ["migrate", "memory://snapshot-src", snapshot_url(tmp_path / "t")])
     assert out.exit_code == 4, out.output
     assert "vectorport export" in out.output
+
+
+@pytest.mark.memory
+def test_snapshot_reads_only_the_parts_it_needs(memory_source: Any, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    export("memory://snapshot-src", tmp_path, max_part_bytes=150_000, verify=False)
+    m = Manifest.load(tmp_path)
+    assert m is not None and len(m.parts) >= 4
+    owner = {
+        key: i
+        for i, part in enumerate(m.parts)
+        for key in pq.read_table(tmp_path / part.file, columns=["key"]).column("key").to_pylist()
+    }
+    # with at least N parts, segment i of N is parts i, i+N, …: each reader its own files
+    snap = vectorport.connect(snapshot_url(tmp_path))
+    for i in range(3):
+        keys = [r.key for page in snap.scan(segment=(i, 3), batch_size=97) for r in page]
+        assert keys and {owner[k] % 3 for k in keys} == {i}
+    # a get opens only the parts holding its keys: a damaged part elsewhere is not read
+    part = tmp_path / m.parts[-1].file
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part.write_bytes(bytes(data))
+    fresh = vectorport.connect(snapshot_url(tmp_path))
+    wanted = [k for k, i in owner.items() if i in (0, 1)][::50]
+    got = fresh.get([*wanted, "absent"])
+    assert sorted(r.key for r in got) == sorted(wanted)
+    assert {r.key: r for r in got} == {r.key: r for r in memory_source.get(wanted)}
+    damaged = next(k for k, i in owner.items() if i == len(m.parts) - 1)
+    with pytest.raises(vectorport.ConfigurationError, match=m.parts[-1].file):
+        fresh.get([damaged])

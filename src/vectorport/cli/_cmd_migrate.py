@@ -24,7 +24,7 @@ from rich.table import Table
 
 from .._exit import ExitCode
 from .._url import mask_url
-from ..exceptions import UnsupportedFeatureError, VectorportError
+from ..exceptions import ConfigurationError, UnsupportedFeatureError, VectorportError
 from ..migrate import (
     Checkpoint,
     MetadataPolicy,
@@ -39,7 +39,7 @@ from ..migrate import (
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
 from ._common import JsonOption, emit_json, err_console, out_console, print_error
-from ._engine import AddressOption, Engine, EngineOption, WorkersOption, run_on_ray
+from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, run_on_ray
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
@@ -389,24 +389,45 @@ def verify(
         bool | None, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
     ] = None,
     as_json: bool = JsonOption,
+    engine: EngineOption = Engine.local,
+    address: AddressOption = None,
+    workers: WorkersOption = 2,
 ) -> None:
     """Compare two stores: data (counts, keys, vectors, metadata, text), then search quality. Exit 0/1/3/5.
 
     Data differences exit 1; equal data with search quality below both the source's (same
-    queries) and the target's declared recall against exact truth exits 5.
+    queries) and the target's declared recall against exact truth exits 5. With --engine ray
+    each store is read by Ray tasks that return per-segment digests, merged on the driver;
+    only the segments that differ are compared record by record.
     """
     try:
-        result = run_verify(
-            source,
-            target,
-            metadata_policy=metadata_policy,
-            text_key=text_key,
-            shard=shard,
-            sample_queries=queries,
-            k=k,
-            concurrency=concurrency,
-            progress=sys.stderr.isatty() if progress is None else progress,
-        )
+        if engine is Engine.ray:
+            if shard is not None:
+                raise ConfigurationError("--shard is for --engine local; --engine ray splits the work itself")
+            from ..ray import verify_on_ray
+
+            result: VerifyReport = verify_on_ray(
+                source,
+                target,
+                workers=workers,
+                address=address,
+                metadata_policy=metadata_policy,
+                text_key=text_key,
+                sample_queries=queries,
+                k=k,
+            )
+        else:
+            result = run_verify(
+                source,
+                target,
+                metadata_policy=metadata_policy,
+                text_key=text_key,
+                shard=shard,
+                sample_queries=queries,
+                k=k,
+                concurrency=concurrency,
+                progress=sys.stderr.isatty() if progress is None else progress,
+            )
     except VectorportError as exc:
         raise _fail(exc, ExitCode.FAILURE) from None
     _write_report(report_path, result.to_dict())
@@ -414,6 +435,7 @@ def verify(
         emit_json(result.to_dict())
     else:
         _print_verification(result)
+        print_workers(result.to_dict())
     if not result.ok:
         raise typer.Exit(result.exit_code)
 

@@ -20,6 +20,7 @@ from ..exceptions import VectorportError
 from ._cmd_migrate import _print_verification, _write_report
 from ._cmd_migrate import migrate as migrate_command
 from ._common import JsonOption, emit_json, out_console, print_error
+from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
 
 
 def export(
@@ -39,20 +40,31 @@ def export(
         Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
     ] = None,
     as_json: bool = JsonOption,
+    engine: EngineOption = Engine.local,
+    address: AddressOption = None,
+    workers: WorkersOption = 2,
 ) -> None:
-    """Write a store as Parquet parts plus a manifest (a backup DuckDB or pandas read as is). Exit 0/1/3."""
-    try:
-        from ..snapshot import export as run_export
+    """Write a store as Parquet parts plus a manifest (a backup DuckDB or pandas read as is). Exit 0/1/3.
 
-        report = run_export(
-            source,
-            directory,
-            max_part_bytes=part_mb * 1024 * 1024,
-            overwrite=overwrite,
-            verify=not no_verify,
-            sample_queries=queries,
-            progress=sys.stderr.isatty(),
-        )
+    With --engine ray each Ray task writes the parts of one scan segment into DIR (a directory
+    every worker can write: a shared file system on a real cluster) and the manifest is written
+    last, by the driver.
+    """
+    try:
+        common: dict[str, Any] = {
+            "max_part_bytes": part_mb * 1024 * 1024,
+            "overwrite": overwrite,
+            "verify": not no_verify,
+            "sample_queries": queries,
+        }
+        if engine is Engine.ray:
+            from ..ray import export_on_ray
+
+            report = export_on_ray(source, directory, workers=workers, address=address, **common)
+        else:
+            from ..snapshot import export as run_export
+
+            report = run_export(source, directory, progress=sys.stderr.isatty(), **common)
     except VectorportError as exc:
         print_error(exc)
         raise typer.Exit(ExitCode.FAILURE) from None
@@ -66,6 +78,7 @@ def export(
             highlight=False,
             markup=False,
         )
+        print_workers(report.to_dict())
         if report.verification is not None:
             _print_verification(report.verification)
         out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")

@@ -1,6 +1,6 @@
-"""``--engine ray [--address auto] [--workers N]`` for ``migrate``: the run happens on a Ray
-cluster (:func:`vectorport.ray.migrate_on_ray`). Without the ``ray`` extra the command says
-which extra to install (exit 3)."""
+"""``--engine ray [--address auto] [--workers N]`` for ``migrate``, ``verify``, ``export`` and
+``import``: the work runs as Ray tasks (:mod:`vectorport.ray`). Without the ``ray`` extra the
+command says which extra to install (exit 3)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,23 @@ AddressOption = Annotated[
     typer.Option("--address", help="--engine ray: the cluster for ray.init (auto: the running one)."),
 ]
 WorkersOption = Annotated[
-    int, typer.Option("--workers", min=1, help="--engine ray: shards run as Ray tasks.")
+    int, typer.Option("--workers", min=1, help="--engine ray: Ray tasks, one shard or scan segment each.")
 ]
+
+
+def print_workers(report: dict[str, Any]) -> None:
+    """One line per Ray task of a report that has ``per_worker`` (nothing for one process)."""
+    if report.get("engine") != "ray":
+        return
+    rate = report.get("records_per_second") or 0
+    out_console.print(f"engine: ray, {report['workers']} workers ({rate:,.0f} rec/s)", highlight=False)
+    for w in report.get("per_worker", []):
+        out_console.print(
+            f"  {w['task']} on {w['node']} (pid {w['pid']}): {w['records']:,} records, "
+            f"{w['records_per_second'] or 0:,.0f} rec/s",
+            highlight=False,
+            markup=False,
+        )
 
 
 def run_on_ray(source: str, target: str, checkpoint: Path, as_json: bool, **options: Any) -> None:
@@ -58,6 +73,11 @@ def run_on_ray(source: str, target: str, checkpoint: Path, as_json: bool, **opti
                 f"{w['records_per_second'] or 0:,.0f} rec/s",
                 highlight=False,
             )
+        if report.verification is not None:
+            from ._cmd_migrate import _print_verification  # that module imports this one
+
+            _print_verification(report.verification)
+            print_workers(report.verification.to_dict())
         for note in report.notes:
             out_console.print(f"note: {note}", highlight=False, markup=False)
         out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")

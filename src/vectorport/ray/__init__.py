@@ -6,7 +6,12 @@
 * :func:`write_store` — write a dataset with those columns through the store's upsert
   (idempotent: a retried task rewrites the same records);
 * :func:`migrate_on_ray` — ``vectorport migrate --engine ray``: the same plan, checkpoints and
-  report as :func:`vectorport.migrate`, one Ray task per shard.
+  report as :func:`vectorport.migrate`, one Ray task per shard, checked by :func:`verify_on_ray`;
+* :func:`export_on_ray` — ``vectorport export --engine ray``: each task writes its segment's
+  Parquet parts, the driver the manifest (``import --engine ray`` is ``migrate --engine ray``
+  from ``parquet://DIR``);
+* :func:`verify_on_ray` — ``vectorport verify --engine ray``: per-segment digests merged on the
+  driver, only the differing key segments compared record by record.
 
 ``import vectorport`` never imports this package, so Ray stays out of a plain install.
 """
@@ -28,5 +33,15 @@ if _missing is not None:
 
 from ._data import StoreDatasink, StoreDatasource, read_store, write_store  # noqa: E402
 from ._engine import migrate_on_ray  # noqa: E402
+from ._snapshot import export_on_ray  # noqa: E402
+from ._verify import verify_on_ray  # noqa: E402
 
-__all__ = ["StoreDatasink", "StoreDatasource", "migrate_on_ray", "read_store", "write_store"]
+__all__ = [
+    "StoreDatasink",
+    "StoreDatasource",
+    "export_on_ray",
+    "migrate_on_ray",
+    "read_store",
+    "verify_on_ray",
+    "write_store",
+]

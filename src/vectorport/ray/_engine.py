@@ -5,9 +5,9 @@ batch written twice leaves one record.
 
 Two passes, as in one process: every shard's plan first (nothing is written when any shard's
 plan is refused), then every shard's copy and verification. A target with a per-index write
-cap (buckets: ``write_rate``) gets the cap divided among the workers. Verification is per
-shard (each task checks its own source records in the target: missing, vectors, metadata,
-text) plus, on the driver, the two counts (extra records).
+cap (buckets: ``write_rate``) gets the cap divided among the workers. Verification is the
+merged-digest verification of :func:`~._verify.verify_on_ray` over the whole pair (counts,
+missing, extra, changed records, sampled queries), with no key list held anywhere.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from .._registry import connect
 from ..exceptions import ConfigurationError
 from ..migrate import MigrationReport, migrate
 from ..migrate._endpoints import open_source, probe_target
+from ..migrate._merged import MergedVerifyReport, verify_merged
+from ._verify import ensure_ray, ray_runner, reachable
 
 __all__ = ["ClusterReport", "migrate_on_ray"]
 
@@ -45,6 +47,7 @@ class ClusterReport:
     source_count: int | None = None
     target_count: int | None = None
     write_rate_per_worker: float | None = None
+    verification: MergedVerifyReport | None = None
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -76,6 +79,7 @@ class ClusterReport:
             "per_worker": self.per_worker,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "shards": [r.to_dict() for r in self.shards],
+            "verification": None if self.verification is None else self.verification.to_dict(),
             "notes": list(self.notes),
         }
 
@@ -136,8 +140,8 @@ def migrate_on_ray(
     """
     if workers < 1:
         raise ConfigurationError(f"workers must be at least 1, got {workers}")
-    if not ray.is_initialized():
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    reachable(source, target)
+    ensure_ray(address)
     started = time.monotonic()
     src = open_source(source)
     try:
@@ -190,8 +194,7 @@ def migrate_on_ray(
                     "checkpoint": str(checkpoint),
                     # a retried task must continue its own shard from its checkpoint
                     "resume": True,
-                    "verify": verify,
-                    "sample_queries": sample_queries,
+                    "verify": False,
                 },
             )
             for s in shards
@@ -200,17 +203,29 @@ def migrate_on_ray(
     report.timings["copy"] = time.monotonic() - t0
     report.shards = [r["report"] for r in runs]
     report.per_worker = [r["worker"] for r in runs]
-    target_store = connect(target, **dst_options)
-    try:
-        report.target_count = target_store.count()
-    finally:
-        target_store.close()
-    statuses = {r.status for r in report.shards}
-    report.status = next((s for s in ("differences", "quality", "copied") if s in statuses), "verified")
-    if verify and report.target_count != report.source_count:
-        report.status = "differences"
-        report.notes.append(
-            f"the target holds {report.target_count} records, the source {report.source_count}"
+    report.status = "copied"
+    if verify:
+        t0 = time.monotonic()
+        report.verification = verify_merged(
+            source,
+            target,
+            runner=ray_runner(max_retries),
+            segments=workers,
+            workers=workers,
+            engine="ray",
+            metadata_policy=metadata_policy,
+            text_key=text_key,
+            sample_queries=sample_queries,
+            target_options=dst_options,
         )
+        report.timings["verify"] = time.monotonic() - t0
+        report.status = report.verification.status
+        report.target_count = report.verification.target_count
+    else:
+        target_store = connect(target, **dst_options)
+        try:
+            report.target_count = target_store.count()
+        finally:
+            target_store.close()
     report.timings["total"] = time.monotonic() - started
     return report

@@ -80,8 +80,11 @@ class ExportReport:
     bytes: int = 0
     digest: str = ""
     workers: int = 1
+    engine: str = "local"
     timings: dict[str, float] = field(default_factory=dict)
     verification: VerifyReport | None = None
+    per_worker: list[dict[str, Any]] = field(default_factory=list)
+    """Each Ray task's segment, node, records and rate (``engine`` ``ray``)."""
 
     @property
     def status(self) -> str:
@@ -108,8 +111,10 @@ class ExportReport:
             "parts": self.parts,
             "bytes": self.bytes,
             "digest": self.digest,
+            "engine": self.engine,
             "workers": self.workers,
             "records_per_second": round(self.rate, 1),
+            "per_worker": list(self.per_worker),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "verification": None if self.verification is None else self.verification.to_dict(),
         }

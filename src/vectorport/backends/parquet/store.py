@@ -2,7 +2,11 @@
 store, so ``vectorport import DIR URL`` is ``vectorport migrate parquet://DIR URL`` (same plan,
 transforms, checkpoint and verification) and ``compare``/``search`` work on a backup as it is.
 
-Reads hold one part at a time (parts are bounded by the exporter). Segments are by key hash
+Reads keep parts in memory up to :data:`CACHE_BYTES` (parts are bounded by the exporter) and
+check each part's SHA-256 the first time they load it. ``get`` touches only the parts that hold
+its keys: the first ``get`` reads every part's key column once into an index of key hashes (12
+bytes per record). Segments ``(i, n)`` are whole parts (parts ``i, i+n, …``) when there are at least ``n``
+parts, so parallel readers each read their own files; otherwise they are by key hash
 (:func:`vectorport._segments.segment_of`), as for the memory store. Search is exact: every part
 is searched and the best ``k`` merged.
 """
@@ -11,13 +15,16 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ..._base import BaseStore
 from ..._capabilities import Capabilities
@@ -32,6 +39,10 @@ from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
 from ._format import MANIFEST, Manifest, read_part, records_of
 
 __all__ = ["ParquetStore"]
+
+CACHE_BYTES = 256 * 1024 * 1024
+"""Parts kept in memory at once (at least one), least recently used first out: scattered
+``get`` batches (a verification's) then read each part about once."""
 
 
 class ParquetStore(BaseStore[FilterNode]):
@@ -66,7 +77,9 @@ class ParquetStore(BaseStore[FilterNode]):
         super().__init__(url, directory.name or str(directory))
         self.directory = directory
         self._manifest: Manifest | None = None
-        self._cached: tuple[int, pa.Table] | None = None
+        self._cached: OrderedDict[int, pa.Table] = OrderedDict()
+        self._checked: set[int] = set()
+        self._index: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None = None
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
@@ -90,10 +103,54 @@ class ParquetStore(BaseStore[FilterNode]):
         return self._manifest
 
     def _part(self, index: int) -> pa.Table:
-        if self._cached is None or self._cached[0] != index:
+        table = self._cached.get(index)
+        if table is None:
             m = self.manifest
-            self._cached = (index, read_part(self.directory, m.parts[index], m.dimension))
-        return self._cached[1]
+            check = index not in self._checked
+            table = read_part(self.directory, m.parts[index], m.dimension, check=check)
+            self._checked.add(index)
+            self._cached[index] = table
+            while len(self._cached) > 1 and sum(t.nbytes for t in self._cached.values()) > CACHE_BYTES:
+                self._cached.popitem(last=False)
+        self._cached.move_to_end(index)
+        return table
+
+    def _key_index(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+        """Every key's hash, sorted, and the part holding it; built from the key columns only.
+        Python's ``hash`` is stable within this process, which is all an in-memory index needs."""
+        if self._index is None:
+            hashes: list[npt.NDArray[np.int64]] = []
+            owners: list[npt.NDArray[np.int32]] = []
+            for index, part in enumerate(self.manifest.parts):
+                path = self.directory / part.file
+                if not path.exists():
+                    read_part(self.directory, part, self.manifest.dimension)  # says what is missing
+                try:
+                    keys = pq.read_table(path, columns=["key"]).column("key").to_pylist()
+                except (pa.ArrowException, OSError):
+                    read_part(self.directory, part, self.manifest.dimension)  # a damaged file, named
+                    raise
+                hashes.append(np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys)))
+                owners.append(np.full(len(keys), index, dtype=np.int32))
+            flat = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.int64)
+            order = np.argsort(flat, kind="stable")
+            self._index = (
+                flat[order],
+                (np.concatenate(owners) if owners else np.empty(0, dtype=np.int32))[order],
+            )
+        return self._index
+
+    def _parts_holding(self, keys: Sequence[str]) -> list[int]:
+        """The parts that may hold ``keys`` (a hash collision adds a part, never loses one)."""
+        hashes, owners = self._key_index()
+        wanted = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+        lo = np.searchsorted(hashes, wanted, side="left")
+        hi = np.searchsorted(hashes, wanted, side="right")
+        found: set[int] = set()
+        for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+            found.update(owners[a:b].tolist())
+        # the parts in memory first: they cost no read
+        return sorted(found, key=lambda i: (i not in self._cached, i))
 
     def _records(self, index: int, rows: Sequence[int] | None, include: frozenset[Include]) -> list[Record]:
         out = records_of(self._part(index), rows, Include.VECTOR in include, self.manifest.dimension)
@@ -143,7 +200,7 @@ class ParquetStore(BaseStore[FilterNode]):
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         wanted = pa.array(list(keys), type=pa.string())
         out: list[Record] = []
-        for index in range(len(self.manifest.parts)):
+        for index in self._parts_holding(keys):
             hits = pc.is_in(self._part(index).column("key"), value_set=wanted)
             rows = np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist()
             if rows:
@@ -200,16 +257,25 @@ class ParquetStore(BaseStore[FilterNode]):
         index = 0 if position is None else position_field(position, "part", int, self.name)
         row = 0 if position is None else position_field(position, "row", int, self.name)
         seg, n = segment
+        by_part = n <= len(parts)
         while index < len(parts):
+            if by_part and index % n != seg:
+                index, row = index + 1, 0
+                continue
             table = self._part(index)
-            keys = table.column("key").to_pylist()
+            size = table.num_rows
             chosen: list[int] = []
-            while row < len(keys) and len(chosen) < limit:
-                if n == 1 or segment_of(keys[row], n) == seg:
-                    chosen.append(row)
-                row += 1
+            if by_part:
+                chosen = list(range(row, min(row + limit, size)))
+                row += len(chosen)
+            else:
+                keys = table.column("key").to_pylist()
+                while row < size and len(chosen) < limit:
+                    if segment_of(keys[row], n) == seg:
+                        chosen.append(row)
+                    row += 1
             if chosen:
-                after = {"part": index, "row": row} if row < len(keys) else {"part": index + 1, "row": 0}
+                after = {"part": index, "row": row} if row < size else {"part": index + 1, "row": 0}
                 done = after["part"] >= len(parts)
                 return self._records(index, chosen, include), None if done else after
             index, row = index + 1, 0

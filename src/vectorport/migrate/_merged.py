@@ -1,0 +1,459 @@
+"""Verification by merged per-segment digests, for engines that split the work into tasks.
+
+A verification that cannot hold every key hash in one process splits each store into native
+scan segments (``scan(segment=(i, n))``), one task each. A task returns, per *key* segment
+(:func:`vectorport._digest.segment_of`, the same for every backend), the XOR of its records'
+16-byte digests and their count (:class:`KeySegments`: ``sync``'s
+:class:`~vectorport._digest.SegmentSums`, packed), never keys: a source record is digested as
+the target should hold it (after the migration's transforms), a target record as it is. Merged
+on the driver, a key segment whose digest and count agree holds equal records. Only the key
+segments that differ are read again, by tasks that scan keys only and fetch just those keys from
+both stores (:func:`detail_task`), judged by the single-process rules
+(:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with the
+backends' declared float ulps (so a Chroma target whose floats came back an ulp off still
+verifies equal: its segments differ by digest, not by judgement), text exactly.
+
+The sampled queries' exact top-k is merged the same way: each source task keeps the best rows of
+its segment (:class:`~vectorport._exact.StreamingTopK`) and the driver folds them.
+
+The tasks are plain functions of URLs (each opens its own stores), so an engine only maps them:
+:func:`verify_merged` takes the ``runner`` (Ray tasks in :mod:`vectorport.ray`; a loop in one
+process for tests and small stores).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._digest import MAX_SEGMENTS, record_digest, segment_count, segment_of
+from .._exact import StreamingTopK
+from .._models import JSON, Record
+from .._protocol import VectorStore
+from .._registry import connect
+from ..exceptions import ConfigurationError
+from ._endpoints import open_source, probe_target
+from ._report import DEFAULT_CAP, Capped
+from ._transform import MetadataPolicy, Transformer
+from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page
+from ._verify_queries import pick_queries, query_check
+
+__all__ = [
+    "KeySegments",
+    "MergedVerifyReport",
+    "Runner",
+    "SegmentDetail",
+    "SegmentScan",
+    "detail_task",
+    "local_runner",
+    "scan_task",
+    "verify_merged",
+    "worker_info",
+]
+
+SCAN_BATCH = 1000
+GET_BATCH = 1000
+"""Keys fetched from each store at once in the detailed pass."""
+
+Runner = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
+"""``runner(fn, calls)``: ``fn(*args)`` of every call, run wherever the engine runs them, yielded
+as they finish (in any order), so the driver folds one result at a time."""
+
+
+def local_runner(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
+    """Run the tasks one after the other in this process."""
+    for args in calls:
+        yield fn(*args)
+
+
+@dataclass
+class KeySegments:
+    """Per key segment, the XOR of its records' 16-byte digests and their count: the
+    :class:`~vectorport._digest.SegmentSums` of ``sync``, packed in NumPy arrays (24 bytes a
+    segment) so a task's answer stays small at 65,536 segments and folds without a loop."""
+
+    digests: npt.NDArray[np.uint64]
+    """Shape ``(parts, 2)``: the two little-endian 64-bit halves of each segment's XOR."""
+    counts: npt.NDArray[np.int64]
+
+    @classmethod
+    def empty(cls, parts: int) -> KeySegments:
+        return cls(np.zeros((parts, 2), dtype=np.uint64), np.zeros(parts, dtype=np.int64))
+
+    def add(self, segments: Sequence[int], digests: Sequence[bytes]) -> None:
+        if not segments:
+            return
+        seg = np.asarray(segments, dtype=np.int64)
+        halves = np.frombuffer(b"".join(digests), dtype="<u8").reshape(-1, 2)
+        np.bitwise_xor.at(self.digests[:, 0], seg, halves[:, 0])
+        np.bitwise_xor.at(self.digests[:, 1], seg, halves[:, 1])
+        np.add.at(self.counts, seg, 1)
+
+    def fold(self, other: KeySegments) -> None:
+        np.bitwise_xor(self.digests, other.digests, out=self.digests)
+        self.counts += other.counts
+
+    def differing(self, other: KeySegments) -> list[int]:
+        """Segments whose digest or count differs from ``other``'s."""
+        diff = np.any(self.digests != other.digests, axis=1) | (self.counts != other.counts)
+        return [int(i) for i in np.flatnonzero(diff)]
+
+
+def worker_info(task: str, records: int, started: float) -> dict[str, Any]:
+    """Where a task ran and its rate (records over the seconds since ``started``)."""
+    seconds = time.monotonic() - started
+    return {
+        "task": task,
+        "node": socket.gethostname(),
+        "pid": os.getpid(),
+        "records": records,
+        "seconds": round(seconds, 3),
+        "records_per_second": round(records / seconds, 1) if seconds > 0 else None,
+    }
+
+
+@dataclass
+class SegmentScan:
+    """What one task found in one native scan segment of one store."""
+
+    side: str
+    segment: tuple[int, int]
+    sums: KeySegments
+    records: int
+    worker: dict[str, Any]
+    top_distances: list[npt.NDArray[np.float64]] = field(default_factory=list)
+    top_keys: list[npt.NDArray[np.object_]] = field(default_factory=list)
+
+
+def scan_task(
+    url: str,
+    options: Mapping[str, Any],
+    side: str,
+    segment: tuple[int, int],
+    parts: int,
+    transformer: Transformer | None,
+    queries: npt.NDArray[np.float32] | None = None,
+    size: int = 0,
+) -> SegmentScan:
+    """Digest native segment ``segment`` of the store at ``url`` into ``parts`` key segments;
+    records go through ``transformer`` first (the source side). With ``queries``, also the
+    exact best ``size`` rows of the segment for each."""
+    started = time.monotonic()
+    store = connect(url, **dict(options))
+    try:
+        sums = KeySegments.empty(parts)
+        top = None
+        if queries is not None and len(queries):
+            top = StreamingTopK(store.spec.metric, queries, size)
+        records = 0
+        for page in store.scan(
+            batch_size=SCAN_BATCH, include=["vector", "metadata", "text"], segment=segment
+        ):
+            segs: list[int] = []
+            digests: list[bytes] = []
+            for rec in page.records:
+                meta, text = rec.metadata, rec.text
+                if transformer is not None:
+                    out = transformer.apply(rec.metadata, rec.text)
+                    meta, text = out.metadata, out.text
+                segs.append(segment_of(rec.key, parts))
+                digests.append(record_digest(rec.key, rec.vector, meta, text))
+            sums.add(segs, digests)
+            if top is not None:
+                top.update_records(page.records)
+            records += len(page)
+    finally:
+        store.close()
+    scan = SegmentScan(
+        side, segment, sums, records, worker_info(f"{side} {segment[0]}/{segment[1]}", records, started)
+    )
+    if top is not None:
+        scan.top_distances, scan.top_keys = top.distances, top.keys
+    return scan
+
+
+@dataclass
+class SegmentDetail:
+    """The differences one task found among the differing key segments of one native segment."""
+
+    side: str
+    segment: tuple[int, int]
+    keys: int = 0
+    """Keys of the differing key segments read from this side."""
+    compared: int = 0
+    duplicates: int = 0
+    missing: Capped[str] = field(default_factory=Capped)
+    extra: Capped[str] = field(default_factory=Capped)
+    vectors: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    metadata: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    text: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    worker: dict[str, Any] = field(default_factory=dict)
+
+
+def _wanted_keys(
+    store: VectorStore, segment: tuple[int, int], parts: int, wanted: frozenset[int]
+) -> Iterator[list[str]]:
+    """Pages of the keys of native segment ``segment`` that fall in the ``wanted`` key segments."""
+    pending: list[str] = []
+    for page in store.scan(batch_size=SCAN_BATCH, include=[], segment=segment):
+        pending.extend(r.key for r in page.records if segment_of(r.key, parts) in wanted)
+        while len(pending) >= GET_BATCH:
+            yield pending[:GET_BATCH]
+            pending = pending[GET_BATCH:]
+    if pending:
+        yield pending
+
+
+def detail_task(
+    source_url: str,
+    target_url: str,
+    source_options: Mapping[str, Any],
+    target_options: Mapping[str, Any],
+    side: str,
+    segment: tuple[int, int],
+    parts: int,
+    wanted: frozenset[int],
+    transformer: Transformer,
+    tolerance: float = VECTOR_TOLERANCE,
+    float_ulps: int = 0,
+    cap: int = DEFAULT_CAP,
+) -> SegmentDetail:
+    """Compare the records of the ``wanted`` key segments found in native segment ``segment``
+    of one side: on the source side every such record with the target's record of its key
+    (missing, vectors, metadata, text); on the target side, which of its keys the source lacks
+    (extra) and keys scanned twice (duplicates)."""
+    started = time.monotonic()
+    detail = SegmentDetail(
+        side,
+        segment,
+        missing=Capped(cap),
+        extra=Capped(cap),
+        vectors=Capped(cap),
+        metadata=Capped(cap),
+        text=Capped(cap),
+    )
+    source = connect(source_url, **dict(source_options))
+    try:
+        target = connect(target_url, **dict(target_options))
+        try:
+            if side == "source":
+                for keys in _wanted_keys(source, segment, parts, wanted):
+                    detail.keys += len(keys)
+                    page = source.get(keys, include=["vector", "metadata", "text"])
+                    res = _compare_page(page, target, transformer, True, tolerance, float_ulps)
+                    detail.compared += res.compared
+                    for key in res.missing:
+                        detail.missing.add(key)
+                    for group, items in (
+                        (detail.vectors, res.vectors),
+                        (detail.metadata, res.metadata),
+                        (detail.text, res.text),
+                    ):
+                        for item in items:
+                            group.add(item)
+            else:
+                seen: set[str] = set()
+                for keys in _wanted_keys(target, segment, parts, wanted):
+                    detail.keys += len(keys)
+                    fresh = [k for k in keys if k not in seen]
+                    detail.duplicates += len(keys) - len(fresh)
+                    seen.update(fresh)
+                    known = {r.key for r in source.get(list(dict.fromkeys(fresh)), include=[])}
+                    for key in fresh:
+                        if key not in known:
+                            detail.extra.add(key)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    detail.worker = worker_info(f"detail {side} {segment[0]}/{segment[1]}", detail.keys, started)
+    return detail
+
+
+@dataclass
+class MergedVerifyReport(VerifyReport):
+    """A :class:`~._verify.VerifyReport` computed from merged segment digests, plus how:
+    ``engine``, ``workers``, the native ``scan_segments`` per store, the ``key_segments`` digested,
+    those that differed, and each task's rate."""
+
+    engine: str = "local"
+    workers: int = 1
+    scan_segments: int = 1
+    key_segments: int = 0
+    differing_segments: int = 0
+    per_worker: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, JSON]:
+        out = super().to_dict()
+        scanned = sum(w["records"] for w in self.per_worker if not str(w["task"]).startswith("detail"))
+        digest = self.timings.get("digest", 0.0)
+        out.update(
+            {
+                "engine": self.engine,
+                "workers": self.workers,
+                "scan_segments": self.scan_segments,
+                "key_segments": self.key_segments,
+                "differing_segments": self.differing_segments,
+                "records_per_second": round(scanned / digest, 1) if digest > 0 else None,
+                "per_worker": list(self.per_worker),
+                "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            }
+        )
+        return out
+
+
+def _merge_top(exact: StreamingTopK, scan: SegmentScan) -> None:
+    """Fold one segment's best rows into the exact top-k of every query."""
+    if not scan.top_distances:
+        return
+    for i in range(len(exact.queries)):
+        d = np.concatenate([exact.distances[i], scan.top_distances[i]])
+        k = np.concatenate([exact.keys[i], scan.top_keys[i]])
+        order = np.lexsort((k, d))[: exact.size]
+        exact.distances[i], exact.keys[i] = d[order], k[order]
+
+
+def _count(store: VectorStore, scanned: int) -> int:
+    """The store's own count, or what its scan found when counting would be another full scan
+    (buckets have no count API)."""
+    return store.count() if "native_count" in store.capabilities.features else scanned
+
+
+def verify_merged(
+    source: str,
+    target: str,
+    *,
+    runner: Runner = local_runner,
+    segments: int = 2,
+    workers: int = 1,
+    engine: str = "local",
+    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
+    text_key: str | None = None,
+    sample_queries: int = 20,
+    k: int = 10,
+    tolerance: float = VECTOR_TOLERANCE,
+    cap: int = DEFAULT_CAP,
+    source_options: Mapping[str, Any] | None = None,
+    target_options: Mapping[str, Any] | None = None,
+) -> MergedVerifyReport:
+    """Compare ``target`` with ``source`` (URLs) by merged segment digests (module docstring),
+    each store read as ``segments`` native scan segments by ``runner``'s tasks. Same verdict,
+    counts and difference lists as :func:`vectorport.verify`."""
+    if segments < 1:
+        raise ConfigurationError(f"segments must be at least 1, got {segments}")
+    started = time.monotonic()
+    src_opts, dst_opts = dict(source_options or {}), dict(target_options or {})
+    src = open_source(source, **src_opts)
+    try:
+        dst = probe_target(target, src.store.spec.name, **dst_opts)
+        try:
+            if dst.naming is not None and dst.naming.refused:
+                raise ConfigurationError(f"the target cannot exist: {dst.naming.reason()}")
+            if not dst.exists:
+                raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
+            if "collection" not in dst_opts and dst.naming is not None:
+                dst_opts["collection"] = dst.naming.name
+            report = MergedVerifyReport(
+                src.label,
+                dst.label,
+                (0, 1),
+                missing=Capped(cap),
+                extra=Capped(cap),
+                vectors=Capped(cap),
+                metadata=Capped(cap),
+                text=Capped(cap),
+                engine=engine,
+                workers=workers,
+                scan_segments=segments,
+            )
+            transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
+            float_ulps = src.capabilities.metadata.float_ulps + dst.capabilities.metadata.float_ulps
+            source_count = src.store.count() if "native_count" in src.capabilities.features else None
+            # without a count (buckets), the most segments: a differing one then costs the fewest reads
+            parts = MAX_SEGMENTS if source_count is None else segment_count(source_count)
+            report.key_segments = parts
+            report.method = "digest"
+            limits = [t for t in (src.capabilities.max_top_k, dst.capabilities.max_top_k) if t]
+            top_k = min([k, *limits])
+            queries: list[Record] = pick_queries(src.store, (0, 1), sample_queries)
+            qmatrix = (
+                np.stack([np.asarray(r.vector, dtype=np.float32) for r in queries])
+                if queries
+                else np.empty((0, src.store.spec.dimension), dtype=np.float32)
+            )
+            native = [(i, segments) for i in range(segments)]
+            t0 = time.monotonic()
+            calls: list[tuple[Any, ...]] = [
+                (source, src_opts, "source", s, parts, transformer, qmatrix, top_k + 5) for s in native
+            ]
+            calls += [(target, dst_opts, "target", s, parts, None) for s in native]
+            merged = {side: KeySegments.empty(parts) for side in ("source", "target")}
+            scanned = {"source": 0, "target": 0}
+            exact = StreamingTopK(src.store.spec.metric, qmatrix, top_k + 5)
+            scan: SegmentScan
+            for scan in runner(scan_task, calls):  # folded as they finish: one result held at a time
+                merged[scan.side].fold(scan.sums)
+                scanned[scan.side] += scan.records
+                report.per_worker.append(scan.worker)
+                if scan.side == "source" and queries:
+                    _merge_top(exact, scan)
+            report.timings["digest"] = time.monotonic() - t0
+            src_scanned, tgt_scanned = scanned["source"], scanned["target"]
+            report.source_count = source_count if source_count is not None else src_scanned
+            report.target_count = _count(dst.store, tgt_scanned)
+            report.target_scanned = tgt_scanned
+            differing = merged["source"].differing(merged["target"])
+            report.differing_segments = len(differing)
+            report.segments = {"parts": parts, "differing": len(differing)}
+            equal = set(range(parts)) - set(differing)
+            report.compared = int(sum(int(merged["source"].counts[s]) for s in equal))
+            if differing:
+                t0 = time.monotonic()
+                wanted = frozenset(differing)
+                common = (parts, wanted, transformer, tolerance, float_ulps, cap)
+                detail_calls = [
+                    (source, target, src_opts, dst_opts, side, s, *common)
+                    for side in ("source", "target")
+                    for s in native
+                ]
+                d: SegmentDetail
+                for d in runner(detail_task, detail_calls):
+                    report.per_worker.append(d.worker)
+                    report.compared += d.compared
+                    report.duplicates += d.duplicates
+                    for mine, theirs in (
+                        (report.missing, d.missing),
+                        (report.extra, d.extra),
+                        (report.vectors, d.vectors),
+                        (report.metadata, d.metadata),
+                        (report.text, d.text),
+                    ):
+                        _merge_capped(mine, theirs)
+                report.timings["detail"] = time.monotonic() - t0
+            if queries:
+                t0 = time.monotonic()
+                report.queries = query_check(src.store, dst.store, queries, exact, top_k, cap)
+                report.timings["queries"] = time.monotonic() - t0
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    report.per_worker.sort(key=lambda w: (str(w["task"]).startswith("detail"), str(w["task"])))
+    report.seconds = time.monotonic() - started
+    report.timings["total"] = report.seconds
+    return report
+
+
+def _merge_capped(into: Capped[Any], part: Capped[Any]) -> None:
+    for item in part.items:
+        if len(into.items) < into.cap:
+            into.items.append(item)
+    into.total += part.total

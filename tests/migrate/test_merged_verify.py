@@ -1,0 +1,79 @@
+"""Merged-digest verification (the engine-neutral core of ``verify --engine ray``), run by the
+in-process runner: the single-process verdict, counts and difference lists, after transforms."""
+
+from __future__ import annotations
+
+import pytest
+
+import vectorport
+from vectorport import Record
+from vectorport.migrate import VerifyReport
+from vectorport.migrate._merged import verify_merged
+
+from ._migrate_data import DIM, tricky_records
+
+pytestmark = pytest.mark.memory
+
+
+def _lists(report: VerifyReport) -> tuple[object, ...]:
+    return (
+        report.status,
+        report.source_count,
+        report.target_count,
+        report.compared,
+        sorted(report.missing.items),
+        sorted(report.extra.items),
+        sorted(str(m["key"]) for m in report.metadata.items),
+        sorted(str(m["key"]) for m in report.text.items),
+        sorted(str(m["key"]) for m in report.vectors.items),
+        report.differences,
+    )
+
+
+def test_merged_equals_single_process_after_a_transform_and_damage() -> None:
+    n = 3_000
+    records = [
+        Record(r.key, r.vector, {**r.metadata, "page_content": f"body {i}"}, None)
+        for i, r in enumerate(tricky_records(n, DIM))
+    ]
+    source = vectorport.connect("memory://merged-src", dimension=DIM)
+    source.upsert(records)
+    try:
+        report = vectorport.migrate("memory://merged-src", "memory://merged-dst", text_key="page_content")
+        assert report.status == "verified"
+        merged = verify_merged(
+            "memory://merged-src", "memory://merged-dst", segments=3, text_key="page_content"
+        )
+        assert merged.status == "verified" and merged.differing_segments == 0 and merged.compared == n
+        assert len(merged.per_worker) == 6  # 3 segments of each store
+
+        # without the migration's text_key every record's text and metadata differ
+        plain = verify_merged("memory://merged-src", "memory://merged-dst", segments=2, sample_queries=0)
+        assert (
+            plain.text.total == plain.metadata.total == n and plain.differing_segments == plain.key_segments
+        )
+
+        target = vectorport.connect("memory://merged-dst")
+        gone, changed, moved = records[7], records[1_500], records[2_000]
+        target.delete([gone.key])
+        got = target.get([changed.key])[0]
+        target.upsert([Record(changed.key, got.vector, {**got.metadata, "count": -1}, got.text)])
+        got = target.get([moved.key])[0]
+        target.upsert([Record(moved.key, [v + 0.5 for v in got.vector], got.metadata, "other text")])
+        target.upsert([Record("extra#1", got.vector, {}, None)])
+        one = vectorport.verify("memory://merged-src", "memory://merged-dst", text_key="page_content")
+        merged = verify_merged(
+            "memory://merged-src", "memory://merged-dst", segments=2, text_key="page_content"
+        )
+        assert _lists(merged) == _lists(one)
+        assert merged.missing.items == [gone.key] and merged.extra.items == ["extra#1"]
+        assert [m["key"] for m in merged.metadata.items] == [changed.key]
+        assert (
+            [m["key"] for m in merged.vectors.items] == [m["key"] for m in merged.text.items] == [moved.key]
+        )
+        assert merged.queries is not None and one.queries is not None
+        assert merged.queries.target_recall == one.queries.target_recall
+        assert merged.to_dict()["engine"] == "local"
+    finally:
+        source.drop()
+        vectorport.connect("memory://merged-dst").drop()

@@ -1,0 +1,178 @@
+"""``verify --engine ray``: merged per-segment digests give the single-process verdict, counts and
+difference lists; a target damaged with its own client (psycopg, chromadb) is reported with
+exactly the damaged keys; a Chroma target (floats and cosine vectors read back within declared
+ulps) verifies equal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from typer.testing import CliRunner
+
+import vectorport
+from vectorport.migrate import VerifyReport
+
+from ..migrate._migrate_data import DIM, fit_to, tricky_records
+
+pytestmark = [pytest.mark.ray, pytest.mark.parquet]
+
+
+def _snapshot(url_for: Callable[..., str], backend: str, tmp_path: Path, n: int) -> str:
+    """A parquet:// source of ``n`` records the ``backend`` can hold as they are."""
+    from vectorport.snapshot import export, snapshot_url
+
+    probe = vectorport.connect(url_for(backend), dimension=DIM)
+    rules = probe.capabilities.metadata
+    probe.drop()
+    probe.close()
+    name = f"ray-verify-{backend}-{n}"
+    store = vectorport.connect(f"memory://{name}", dimension=DIM)
+    store.upsert(fit_to(tricky_records(n, DIM), rules))
+    export(f"memory://{name}", tmp_path / "snap", verify=False)
+    store.drop()
+    return snapshot_url(tmp_path / "snap")
+
+
+def _findings(report: VerifyReport) -> dict[str, Any]:
+    """What both engines must agree on."""
+    return {
+        "status": report.status,
+        "counts": (report.source_count, report.target_count),
+        "differences": report.differences,
+        "missing": sorted(report.missing.items),
+        "extra": sorted(report.extra.items),
+        "vectors": sorted(str(v["key"]) for v in report.vectors.items),
+        "metadata": sorted(str(v["key"]) for v in report.metadata.items),
+        "text": sorted(str(v["key"]) for v in report.text.items),
+        "duplicates": report.duplicates,
+    }
+
+
+def _pg_damage(url: str, gone: str, changed: str, extra: str) -> None:
+    """Delete, change and add one record with psycopg, not vectorport."""
+    import psycopg
+    from psycopg import sql
+
+    from vectorport.backends.pgvector._embedded import embedded_conninfo
+
+    table = sql.Identifier(parse_qs(urlsplit(url).query)["table"][0])
+    data = Path(url.split("://", 1)[1].split("?")[0])
+    with psycopg.connect(embedded_conninfo(data), autocommit=True) as conn:
+        columns = [
+            sql.Identifier(r[0])
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s AND "
+                "column_name <> 'key' AND is_generated = 'NEVER'",
+                (parse_qs(urlsplit(url).query)["table"][0],),
+            ).fetchall()
+        ]
+        cols = sql.SQL(", ").join(columns)
+        conn.execute(sql.SQL("DELETE FROM {} WHERE key = %s").format(table), (gone,))
+        conn.execute(
+            sql.SQL("UPDATE {} SET metadata = metadata || '{{\"count\": -1}}' WHERE key = %s").format(table),
+            (changed,),
+        )
+        conn.execute(
+            sql.SQL("INSERT INTO {} (key, {}) SELECT %s, {} FROM {} WHERE key = %s").format(
+                table, cols, cols, table
+            ),
+            (extra, changed),
+        )
+
+
+@pytest.mark.pgvector
+def test_ray_verify_equals_single_process_and_names_the_damage(
+    ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    from vectorport.ray import verify_on_ray
+
+    n = 20_000
+    source = _snapshot(url_for, "pgvector", tmp_path, n)
+    target = url_for("pgvector")
+    assert vectorport.migrate(source, target, checkpoint=tmp_path / "ck.json", sample_queries=0).ok
+
+    one = vectorport.verify(source, target, sample_queries=5)
+    clustered = verify_on_ray(source, target, workers=2, sample_queries=5)
+    assert one.status == clustered.status == "verified", clustered.to_dict()
+    assert _findings(clustered) == _findings(one)
+    assert clustered.compared == one.compared == n and clustered.differing_segments == 0
+    assert clustered.queries is not None and clustered.queries.target_recall == one.queries.target_recall  # type: ignore[union-attr]
+    data = clustered.to_dict()
+    assert data["engine"] == "ray" and data["workers"] == 2
+    scans = [w for w in data["per_worker"] if not w["task"].startswith("detail")]  # type: ignore[union-attr]
+    assert len(scans) == 4 and sum(w["records"] for w in scans) == 2 * n
+
+    keys = sorted(r.key for r in tricky_records(n, DIM))
+    gone, changed, extra = keys[10], keys[20_000 // 2], "added by hand#0"
+    _pg_damage(target, gone, changed, extra)
+    one = vectorport.verify(source, target, sample_queries=0)
+    clustered = verify_on_ray(source, target, workers=2, sample_queries=0)
+    found = _findings(clustered)
+    assert found == _findings(one)
+    assert found["status"] == "differences"
+    assert (found["missing"], found["extra"], found["metadata"]) == ([gone], [extra], [changed])
+    assert found["vectors"] == found["text"] == []
+    assert found["counts"] == (n, n)  # one gone, one added: the counts alone would not tell
+    assert 1 <= clustered.differing_segments <= 3
+
+    # the CLI: the same report, exit 1 for data differences
+    out = CliRunner().invoke(
+        vectorport_cli(),
+        ["verify", source, target, "--engine", "ray", "--workers", "2", "--queries", "0", "--json"],
+    )
+    assert out.exit_code == 1, out.output
+    report = json.loads(out.stdout)
+    assert report["engine"] == "ray" and report["status"] == "differences"
+    assert report["missing"]["items"] == [gone] and report["extra"]["items"] == [extra]
+
+
+def vectorport_cli() -> Any:
+    from vectorport.cli import app
+
+    return app
+
+
+@pytest.mark.chroma
+def test_ray_verify_chroma_target_within_declared_ulps(
+    ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    from chromadb import HttpClient
+
+    from vectorport.ray import verify_on_ray
+
+    n = 4_000
+    source = _snapshot(url_for, "chroma+http", tmp_path, n)
+    target = url_for("chroma+http")
+    assert vectorport.migrate(source, target, checkpoint=tmp_path / "ck.json", sample_queries=0).ok
+    clustered = verify_on_ray(source, target, workers=2, sample_queries=5)
+    one = vectorport.verify(source, target, sample_queries=5)
+    assert clustered.status == one.status == "verified", clustered.to_dict()
+    assert _findings(clustered) == _findings(one) and clustered.compared == n
+    # cosine vectors come back within 2 ulps: digests differ, the detailed pass judges them equal
+    assert clustered.differing_segments > 0
+
+    keys = sorted(r.key for r in tricky_records(n, DIM))
+    gone, changed, extra = keys[3], keys[n // 2], "added by hand#0"
+    parts = urlsplit(target)
+    client = HttpClient(host=parts.hostname, port=parts.port)
+    coll = client.get_collection(parse_qs(parts.query)["collection"][0])
+    got = coll.get(ids=[changed], include=["embeddings", "metadatas", "documents"])
+    coll.delete(ids=[gone])
+    coll.update(ids=[changed], metadatas=[{**got["metadatas"][0], "count": -1}])
+    coll.add(ids=[extra], embeddings=[got["embeddings"][0]], metadatas=[got["metadatas"][0]], documents=["x"])
+    clustered = verify_on_ray(source, target, workers=2, sample_queries=0)
+    found = _findings(clustered)
+    assert found == _findings(vectorport.verify(source, target, sample_queries=0))
+    assert (found["missing"], found["extra"], found["metadata"]) == ([gone], [extra], [changed])
+
+
+def test_memory_store_is_refused(ray_cluster: Any) -> None:
+    from vectorport.ray import verify_on_ray
+
+    with pytest.raises(vectorport.ConfigurationError, match="no Ray worker"):
+        verify_on_ray("memory://a", "memory://b")
