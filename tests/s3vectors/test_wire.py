@@ -174,3 +174,67 @@ def index(s3v: Any, unique: Any) -> Iterator[dict[str, str]]:
     yield {"vectorBucketName": name, "indexName": "ix1"}
     s3v.delete_index(vectorBucketName=name, indexName="ix1")
     s3v.delete_vector_bucket(vectorBucketName=name)
+
+
+def test_fast_reads_parse_what_botocore_parses(
+    store: S3VectorsStore, s3v: Any, make_client: Any, endpoint: str
+) -> None:
+    """ListVectors, GetVectors and QueryVectors through the adapter's client (vectors decoded by
+    ``json.loads``) give exactly botocore's own parse of the same responses, paging included."""
+    from vectorport.backends.s3vectors._wire import install
+
+    fast = make_client(endpoint)
+    assert install(fast)
+    taken: list[str] = []  # registered after install's handlers: sees what they took over
+    fast.meta.events.register(
+        "before-parse.s3vectors",
+        lambda operation_model, customized_response_dict, **_: (
+            taken.append(operation_model.name) if "vectors" in customized_response_dict else None
+        ),
+    )
+    rng = np.random.default_rng(7)
+    rows = [
+        Record(
+            f"k{i:03d}", rng.standard_normal(len(SPECIAL)) * 10.0 ** (i % 7), {"i": i, "tags": ["a"]}, f"t{i}"
+        )
+        for i in range(40)
+    ]
+    rows += [
+        Record("k000", STORABLE, {"n": 0.1, "list": ["x", "y"]}, "x"),
+        Record("whole", [1.0] * len(SPECIAL)),
+    ]
+    store.upsert(rows)
+    ids = {"vectorBucketName": "wire", "indexName": store.index}
+
+    def same(op: str, **params: Any) -> dict[str, Any]:
+        a = getattr(s3v, op)(**ids, **params)
+        b = getattr(fast, op)(**ids, **params)
+        a.pop("ResponseMetadata"), b.pop("ResponseMetadata")
+        assert a == b and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+        return b
+
+    token = None
+    pages = 0
+    while True:
+        page = same(
+            "list_vectors",
+            maxResults=7,
+            returnData=True,
+            returnMetadata=True,
+            **({"nextToken": token} if token else {}),
+        )
+        pages += 1
+        token = page.get("nextToken")
+        if not token:
+            break
+    assert pages == 6
+    got = same("get_vectors", keys=["k000", "whole", "absent"], returnData=True, returnMetadata=True)
+    assert _bits(next(v for v in got["vectors"] if v["key"] == "k000")["data"]["float32"]) == _bits(STORABLE)
+    q = same(
+        "query_vectors", queryVector={"float32": STORABLE}, topK=5, returnDistance=True, returnMetadata=True
+    )
+    assert len(q["vectors"]) == 5 and "distance" in q["vectors"][0]
+    assert taken == ["ListVectors"] * 6 + ["GetVectors", "QueryVectors"]
+    # an error is still botocore's to parse
+    with pytest.raises(fast.exceptions.NotFoundException):
+        fast.get_vectors(vectorBucketName="wire", indexName="no-such-index", keys=["k"])

@@ -12,6 +12,13 @@ through two botocore events:
 
 Both handlers act only on an :class:`EncodedVectors` argument. A client that has not had
 :func:`install` run (or any other use of the client) serializes the full list as usual.
+
+Reading is the mirror image: botocore's response parser walks the vector data one Python call
+per number too (about 0.8 µs a float: 30 s of a 100k x 384 scan). For ``ListVectors``,
+``GetVectors`` and ``QueryVectors`` a ``before-parse`` handler decodes a successful body with
+:func:`json.loads` (the same values botocore's JSON parser passes through: its handler for
+numbers and documents returns them as they are), takes ``vectors`` out and leaves botocore
+the rest (``nextToken``, ``distanceMetric``, response metadata) to parse as usual.
 """
 
 from __future__ import annotations
@@ -49,7 +56,30 @@ def install(client: Any) -> bool:
         "before-parameter-build.s3vectors.PutVectors", _stub_params, unique_id="vectorport-put-params"
     )
     events.register("before-call.s3vectors.PutVectors", _swap_body, unique_id="vectorport-put-body")
+    for operation in _READS:
+        events.register(
+            f"before-parse.s3vectors.{operation}", _parse_vectors, unique_id=f"vectorport-parse-{operation}"
+        )
     return True
+
+
+_READS = ("ListVectors", "GetVectors", "QueryVectors")
+
+
+def _parse_vectors(response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **_: Any) -> None:
+    if response_dict.get("status_code", 500) >= 300:
+        return  # errors are botocore's to parse
+    body = response_dict.get("body")
+    if not body:
+        return
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return  # not JSON: botocore reports it
+    if not isinstance(data, dict) or not isinstance(data.get("vectors"), list):
+        return
+    customized_response_dict["vectors"] = data.pop("vectors")
+    response_dict["body"] = json.dumps(data).encode("utf-8")
 
 
 def _stub_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
