@@ -19,7 +19,7 @@ from ._endpoints import Endpoint
 from ._names import TargetName
 from ._progress import Progress
 from ._report import DEFAULT_CAP, Capped
-from ._transform import MetadataPolicy, Transformer, problem_kind
+from ._transform import MetadataPolicy, Transformed, Transformer, problem_kind
 
 __all__ = ["MigrationPlan", "PlanChecker", "PlanRefusedError", "ProblemGroup", "build_plan"]
 
@@ -372,11 +372,11 @@ class PlanChecker:
         # the policy leaves it (a record already unwritable is not checked again)
         self.layout_check = target.store if isinstance(target.store, SupportsLayoutCheck) else None
 
-    def observe(self, records: Iterable[Record]) -> None:
-        for rec in records:
-            self._record(rec)
+    def observe(self, records: Iterable[Record]) -> list[Transformed]:
+        """Check each record; return what the policy makes of each (the copy writes that)."""
+        return [self._record(rec) for rec in records]
 
-    def _record(self, rec: Record) -> None:
+    def _record(self, rec: Record) -> Transformed:
         plan, cap, layout_check = self.plan, self.cap, self.layout_check
         plan.records += 1
         why = key_problem(rec.key, self.max_key)
@@ -410,6 +410,7 @@ class PlanChecker:
             plan.records_unresolved += 1
             _grouped(plan.unresolved, rec.key, out.unresolved, "", cap)
             _add_layout(plan.unresolved, rec.key, layout, cap)
+        return out
 
     def finish(self) -> None:
         """Notes that need every record seen."""

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -92,6 +93,47 @@ class CopyStats:
             "complete": self.complete,
             "refused": self.refused,
         }
+
+
+def prefetched(pages: Iterable[ScanPage]) -> Iterator[ScanPage]:
+    """``pages``, with the next one read by a thread while the caller works on the current one
+    (a source's read, often in a driver that releases the GIL, overlaps the transform, checks
+    and digests). At most one page waits; closing the iterator stops the reader after the read
+    it is in."""
+    slot: queue.Queue[tuple[ScanPage | None, BaseException | None]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def hand_over(item: tuple[ScanPage | None, BaseException | None]) -> bool:
+        while not stop.is_set():
+            try:
+                slot.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for page in pages:
+                if not hand_over((page, None)):
+                    return
+            hand_over((None, None))
+        except BaseException as exc:  # handed to the caller, raised there
+            hand_over((None, exc))
+
+    reader = threading.Thread(target=read, name="vectorport-prefetch", daemon=True)
+    reader.start()
+    try:
+        while True:
+            page, exc = slot.get()
+            if exc is not None:
+                raise exc
+            if page is None:
+                return
+            yield page
+    finally:
+        stop.set()
+        reader.join()
 
 
 class _Refused(Exception):
@@ -287,22 +329,25 @@ def copy_records(
             pages: Iterable[ScanPage] = (
                 ()
                 if checkpoint is not None and checkpoint.scanned
-                else source.scan(
-                    batch_size=scan_batch_size, include=include, segment=shard, cursor=start_cursor
+                else prefetched(
+                    source.scan(
+                        batch_size=scan_batch_size, include=include, segment=shard, cursor=start_cursor
+                    )
                 )
             )
             try:
                 for page in pages:
                     if checker is not None:
-                        checker.observe(page)
+                        outs = checker.observe(page)
                         if checker.plan.refused:
                             stats.refused = True
+                    else:
+                        outs = [transformer.apply(rec.metadata, rec.text) for rec in page]
                     if stats.refused:
                         continue  # nothing more is written; the rest is only checked
                     records: list[Record] = []
                     texts: list[str] = []
-                    for rec in page:
-                        out = transformer.apply(rec.metadata, rec.text)
+                    for rec, out in zip(page, outs, strict=True):
                         records.append(Record(rec.key, rec.vector, out.metadata, out.text))
                         texts.append(out.text or "")
                     starts = range(0, len(records), batch_size)
@@ -329,6 +374,9 @@ def copy_records(
                 else:
                     state.finished_scan = True
             finally:
+                close = getattr(pages, "close", None)
+                if close is not None:
+                    close()  # stops the prefetching reader
                 pool.shutdown(wait=True)
                 stats.seconds = time.monotonic() - started
                 state.flush()
