@@ -175,6 +175,18 @@ class StreamingTopK:
             order = np.lexsort((k, d))[: self.size]
             self.distances[i], self.keys[i] = d[order], k[order]
 
+    def merge(self, other: StreamingTopK) -> None:
+        """Fold in the best rows ``other`` kept for the same queries (from other pages)."""
+        for i in range(len(self.queries)):
+            d = np.concatenate([self.distances[i], other.distances[i]])
+            k = np.concatenate([self.keys[i], other.keys[i]])
+            order = np.lexsort((k, d))[: self.size]
+            self.distances[i], self.keys[i] = d[order], k[order]
+
+    def empty_like(self) -> StreamingTopK:
+        """A new, empty top-k for the same queries (one per thread, merged at the end)."""
+        return StreamingTopK(self.metric, self.queries, self.size)
+
     def update_records(self, records: Sequence[Record]) -> None:
         """:meth:`update` with records that carry their vectors."""
         if records:

@@ -75,19 +75,21 @@ def scan_digests(
 
     def lane(i: int) -> None:
         mine = SegmentSums(parts)
+        top = exact.empty_like() if exact is not None else None  # merged once, no lock per page
         n = 0
         for page in store.scan(include=["vector", "metadata", "text"], segment=(i, lanes)):
             for seg, digest in page_digests(page.records, transformer, parts):
                 mine.add(seg, digest)
             n += len(page)
-            if exact is not None:
-                with lock:
-                    exact.update_records(page.records)
+            if top is not None:
+                top.update_records(page.records)
             if advance is not None:
                 advance(len(page))
         with lock:
             total.merge(mine)
             seen[0] += n
+            if exact is not None and top is not None:
+                exact.merge(top)
 
     if lanes == 1:
         lane(0)

@@ -471,16 +471,15 @@ def _by_digest(
     report = pass_.report
     parts = copied.parts if copied is not None else segment_count(report.source_count or 0)
     if copied is None:
-        source_side = scan_digests(
-            pass_.source,
-            pass_.transformer,
-            parts,
-            exact=exact,
-            concurrency=pass_.concurrency,
-            advance=advance,
-        )
+        # both stores at once: they are usually different servers (or one is in-process)
+        lanes = pass_.concurrency
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-target") as pool:
+            later = pool.submit(scan_digests, pass_.target, None, parts, concurrency=lanes)
+            source_side = scan_digests(
+                pass_.source, pass_.transformer, parts, exact=exact, concurrency=lanes, advance=advance
+            )
+            target_side = later.result()
         expected = source_side.sums
-        target_side = scan_digests(pass_.target, None, parts, concurrency=pass_.concurrency)
     else:
         # the target's rows are the exact truth for the queries when the digests agree; where
         # they do not, the segments' source records are read again below
