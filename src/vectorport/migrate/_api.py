@@ -390,10 +390,11 @@ def _single_pass_allowed(
     return False
 
 
-def _copy_digests(ck: Checkpoint | None, records: int) -> SegmentSums:
+def _copy_digests(ck: Checkpoint | None, records: int) -> SegmentSums | None:
     """The digests a single-pass copy folds its records into: the interrupted run's when
-    resuming one, else new (sized for ``records``)."""
-    if ck is not None and ck.digests is not None and ck.cursor is not None:
+    resuming one, new (sized for ``records``) when starting, ``None`` when resuming a run that
+    kept none (verification then reads the source)."""
+    if ck is not None and (ck.cursor is not None or ck.scanned):
         return ck.digests
     return SegmentSums(min(segment_count(records), MAX_COPY_SEGMENTS))
 
