@@ -84,7 +84,8 @@ class Capabilities:
     metadata: MetadataRules = field(default_factory=MetadataRules)
     filter_operators: frozenset[str] = frozenset()
     features: frozenset[str] = frozenset()
-    """Optional features: ``hybrid``, ``text_search``, ``native_count``, ``native_segments``."""
+    """Optional features: ``hybrid``, ``text_search``, ``native_count``, ``native_segments``,
+    ``parallel_segments`` (segments read in parallel go faster: each reads only its records)."""
     collection_names: NameRule | None = None
     """The names a collection may have (``None``: any)."""
     text_ranking: str | None = None

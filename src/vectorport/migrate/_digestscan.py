@@ -2,8 +2,8 @@
 
 Verification compares two such passes (or the copy's own digests with one pass over the
 target) instead of fetching the target back by key: the records are read the fastest way the
-backend allows — several native scan segments at once where it has them (pgvector, buckets,
-memory), one scan otherwise — and each record costs one hash. A record's digest is
+backend allows — several scan segments at once where each reads only its own records (the
+bucket service's segments), one scan otherwise — and each record costs one hash. A record's digest is
 :func:`vectorport._digest.record_digest` of what the target holds for it: the source side goes
 through the migration's :class:`Transformer` first, the target side is taken as read.
 
@@ -51,8 +51,10 @@ def page_digests(
 
 
 def _parallel_segments(store: VectorStore, concurrency: int) -> int:
-    """How many native scan segments to read at once (1: one plain scan)."""
-    if concurrency <= 1 or "native_segments" not in store.capabilities.features:
+    """How many scan segments to read at once (1: one plain scan). Only where each segment
+    reads just its own records (``parallel_segments``): pgvector's segments filter every row by
+    a key hash, and four of them were slower than one scan (50k rows: 1.6 s against 1.0 s)."""
+    if concurrency <= 1 or "parallel_segments" not in store.capabilities.features:
         return 1
     return concurrency
 

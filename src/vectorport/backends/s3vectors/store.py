@@ -122,7 +122,7 @@ class S3VectorsStore(TextSearchMixin):
             reserved_keys=frozenset({TEXT_KEY}),
         ),
         filter_operators=S3FilterCompiler.supported_operators(),
-        features=frozenset({"native_segments"}),
+        features=frozenset({"native_segments", "parallel_segments"}),
         collection_names=INDEX_NAMES,
         text_ranking="BM25, the service's analyzer",
     )
