@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._models import JSON, Match
 from .exceptions import ConfigurationError
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "check_query_text",
     "fuse",
     "ranked",
+    "text_match",
 ]
 
 K1 = 1.2
@@ -177,3 +179,16 @@ def check_query_text(text: Any, what: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ConfigurationError(f"{what} needs a non-empty query text, got {text!r}")
     return text
+
+
+def text_match(
+    key: str,
+    score: float,
+    rank: int,
+    metadata: dict[str, JSON] | None,
+    text: str | None,
+    vector: Any = None,
+) -> Match:
+    """One full-text hit as every store returns it: ``score`` = the text score, ``distance`` =
+    its negation (there is no vector distance), ``extra = {"text_rank", "text_score"}``."""
+    return Match(key, -score, score, metadata, text, vector, {"text_rank": rank, "text_score": score})

@@ -35,7 +35,7 @@ from ..._models import (
     score_from_distance,
 )
 from ..._segments import segment_of
-from ..._textsearch import HYBRID_DEPTH, TextIndex, check_fusion, check_query_text, fuse, ranked
+from ..._textsearch import HYBRID_DEPTH, TextIndex, check_fusion, check_query_text, fuse, ranked, text_match
 from ..._url import StoreURL
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, NotFoundError
@@ -282,17 +282,8 @@ class MemoryStore(BaseStore[FilterNode]):
             out = []
             for rank, (row, score) in enumerate(hits, start=1):
                 rec = self._record(coll, row, prep.include)
-                out.append(
-                    Match(
-                        rec.key,
-                        -score,
-                        score,
-                        rec.metadata if Include.METADATA in prep.include else None,
-                        rec.text,
-                        None,
-                        {"text_rank": rank, "text_score": score},
-                    )
-                )
+                meta = rec.metadata if Include.METADATA in prep.include else None
+                out.append(text_match(rec.key, score, rank, meta, rec.text))
         return QueryResult(tuple(out), prep.k)
 
     def hybrid_query(

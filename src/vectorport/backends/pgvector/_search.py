@@ -21,7 +21,7 @@ from psycopg import sql
 
 from ..._base import FilterLike
 from ..._models import Include, Match, QueryResult, Vector, score_from_distance
-from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text
+from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, text_match
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._connections import Session
 from ._options import SearchSettings, set_gucs_sql
@@ -222,15 +222,7 @@ class SearchMixin(StoreState):
             metadata, body, vec = self._parts(row, inc, offset=2)
             rank = float(row[1])
             out.append(
-                Match(
-                    row[0],
-                    -rank,
-                    rank,
-                    metadata if Include.METADATA in inc else None,
-                    body,
-                    vec,
-                    {"text_rank": position, "text_score": rank},
-                )
+                text_match(row[0], rank, position, metadata if Include.METADATA in inc else None, body, vec)
             )
         return QueryResult(tuple(out), k)
 

@@ -30,7 +30,7 @@ import numpy as np
 from ..._base import BaseStore, FilterLike
 from ..._capabilities import Capabilities
 from ..._models import Include, Match, QueryResult, canonical_distances, score_from_distance
-from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, fuse
+from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, fuse, text_match
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
@@ -207,17 +207,7 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         out = []
         for rank, (hit, score) in enumerate(hits[: prep.k], start=1):
             meta, body = self._split(hit.get("metadata"), inc)
-            out.append(
-                Match(
-                    hit["key"],
-                    -score,
-                    score,
-                    meta if Include.METADATA in inc else None,
-                    body,
-                    None,
-                    {"text_rank": rank, "text_score": score},
-                )
-            )
+            out.append(text_match(hit["key"], score, rank, meta if Include.METADATA in inc else None, body))
         return QueryResult(tuple(out), prep.k)
 
     def hybrid_query(
