@@ -101,3 +101,14 @@ def test_single_pass_into_an_existing_target_plans_first() -> None:
     finally:
         src.drop()
         dst.drop()
+
+
+@pytest.mark.memory
+def test_unknown_verification_method_is_refused_before_any_read() -> None:
+    src = vectorport.connect("memory://verify-method-src", dimension=2)
+    try:
+        src.upsert([Record("k", [1.0, 0.0])])
+        with pytest.raises(vectorport.ConfigurationError, match="auto, digest or keyed"):
+            vectorport.verify(src, "memory://verify-method-src", method="fast")
+    finally:
+        src.drop()

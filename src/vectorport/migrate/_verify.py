@@ -38,6 +38,7 @@ from .._exit import ExitCode
 from .._json import json_equal
 from .._models import JSON, Record
 from .._protocol import VectorStore
+from ..exceptions import ConfigurationError
 from ._digestscan import scan_digests
 from ._progress import Progress
 from ._report import DEFAULT_CAP, Capped
@@ -391,6 +392,8 @@ def verify_stores(
     ``single_pass``); the source is then not read again unless a segment differs.
     ``method``: ``digest``, ``keyed`` or ``auto`` (digest where it applies).
     """
+    if method not in ("auto", "digest", "keyed"):  # before any read
+        raise ConfigurationError(f"verification method must be auto, digest or keyed, got {method!r}")
     started = time.monotonic()
     sharded = shard[1] > 1
     report = VerifyReport(
@@ -451,8 +454,6 @@ def _method(
     tolerance: float,
     copied: SegmentSums | None,
 ) -> str:
-    if asked not in ("auto", "digest", "keyed"):
-        raise ValueError(f"verification method must be auto, digest or keyed, got {asked!r}")
     if asked == "keyed":
         return "keyed"
     # digests compare bytes: a target that may round floats (Chroma), re-embedded vectors or a
