@@ -63,3 +63,35 @@ def raw_metadata(url: str) -> dict[str, dict[str, Any]]:
                 return out
             request["nextToken"] = page["nextToken"]
     raise ValueError(url)
+
+
+def pg_damage(url: str, gone: str, changed: str, extra: str) -> None:
+    """Delete, change and add one record with psycopg, not vectorport."""
+    import psycopg
+    from psycopg import sql
+
+    from vectorport.backends.pgvector._embedded import embedded_conninfo
+
+    table = sql.Identifier(parse_qs(urlsplit(url).query)["table"][0])
+    data = Path(url.split("://", 1)[1].split("?")[0])
+    with psycopg.connect(embedded_conninfo(data), autocommit=True) as conn:
+        columns = [
+            sql.Identifier(r[0])
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s AND "
+                "column_name <> 'key' AND is_generated = 'NEVER'",
+                (parse_qs(urlsplit(url).query)["table"][0],),
+            ).fetchall()
+        ]
+        cols = sql.SQL(", ").join(columns)
+        conn.execute(sql.SQL("DELETE FROM {} WHERE key = %s").format(table), (gone,))
+        conn.execute(
+            sql.SQL("UPDATE {} SET metadata = metadata || '{{\"count\": -1}}' WHERE key = %s").format(table),
+            (changed,),
+        )
+        conn.execute(
+            sql.SQL("INSERT INTO {} (key, {}) SELECT %s, {} FROM {} WHERE key = %s").format(
+                table, cols, cols, table
+            ),
+            (extra, changed),
+        )

@@ -112,3 +112,33 @@ def test_unknown_verification_method_is_refused_before_any_read() -> None:
             vectorport.verify(src, "memory://verify-method-src", method="fast")
     finally:
         src.drop()
+
+
+@pytest.mark.pgvector
+def test_damage_made_with_psycopg_is_found_from_the_copy_digests(
+    url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    """The single-process digest path, with the damage made by psycopg, not vectorport."""
+    from ._raw import pg_damage
+
+    src = vectorport.connect("memory://single-pass-psycopg", dimension=4)
+    try:
+        src.upsert(
+            [Record(f"k{i:04d}", [1.0, float(i), 0.5, -1.0], {"count": i}, f"t{i}") for i in range(3000)]
+        )
+        target_url = url_for("pgvector")
+        ck = tmp_path / "ck.json"
+        first = vectorport.migrate(src, target_url, single_pass=True, checkpoint=ck)
+        assert first.status == "verified" and first.verification is not None
+        assert first.verification.method == "digest"
+        pg_damage(target_url, "k0007", "k0042", "zz-extra")
+        again = vectorport.migrate(src, target_url, single_pass=True, checkpoint=ck)
+        v = again.verification
+        assert again.already_complete and again.status == "differences" and v is not None
+        assert v.method == "digest" and v.segments is not None and 1 <= v.segments["differing"] <= 3
+        assert v.missing.items == ["k0007"] and v.extra.items == ["zz-extra"]
+        assert [d["key"] for d in v.metadata.items] == ["k0042"] and not v.vectors and not v.text
+        with vectorport.connect(target_url) as target:
+            target.drop()
+    finally:
+        src.drop()

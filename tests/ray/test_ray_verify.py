@@ -18,6 +18,7 @@ import vectorport
 from vectorport.migrate import VerifyReport
 
 from ..migrate._migrate_data import DIM, fit_to, tricky_records
+from ..migrate._raw import pg_damage
 
 pytestmark = [pytest.mark.ray, pytest.mark.parquet]
 
@@ -53,38 +54,6 @@ def _findings(report: VerifyReport) -> dict[str, Any]:
     }
 
 
-def _pg_damage(url: str, gone: str, changed: str, extra: str) -> None:
-    """Delete, change and add one record with psycopg, not vectorport."""
-    import psycopg
-    from psycopg import sql
-
-    from vectorport.backends.pgvector._embedded import embedded_conninfo
-
-    table = sql.Identifier(parse_qs(urlsplit(url).query)["table"][0])
-    data = Path(url.split("://", 1)[1].split("?")[0])
-    with psycopg.connect(embedded_conninfo(data), autocommit=True) as conn:
-        columns = [
-            sql.Identifier(r[0])
-            for r in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = %s AND "
-                "column_name <> 'key' AND is_generated = 'NEVER'",
-                (parse_qs(urlsplit(url).query)["table"][0],),
-            ).fetchall()
-        ]
-        cols = sql.SQL(", ").join(columns)
-        conn.execute(sql.SQL("DELETE FROM {} WHERE key = %s").format(table), (gone,))
-        conn.execute(
-            sql.SQL("UPDATE {} SET metadata = metadata || '{{\"count\": -1}}' WHERE key = %s").format(table),
-            (changed,),
-        )
-        conn.execute(
-            sql.SQL("INSERT INTO {} (key, {}) SELECT %s, {} FROM {} WHERE key = %s").format(
-                table, cols, cols, table
-            ),
-            (extra, changed),
-        )
-
-
 @pytest.mark.pgvector
 def test_ray_verify_equals_single_process_and_names_the_damage(
     ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path
@@ -109,7 +78,7 @@ def test_ray_verify_equals_single_process_and_names_the_damage(
 
     keys = sorted(r.key for r in tricky_records(n, DIM))
     gone, changed, extra = keys[10], keys[20_000 // 2], "added by hand#0"
-    _pg_damage(target, gone, changed, extra)
+    pg_damage(target, gone, changed, extra)
     one = vectorport.verify(source, target, sample_queries=0)
     clustered = verify_on_ray(source, target, workers=2, sample_queries=0)
     found = _findings(clustered)
