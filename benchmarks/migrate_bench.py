@@ -331,6 +331,7 @@ def vp_run(src_url: str, dst_url: str, policy: str, single_pass: bool) -> dict[s
         "total_s": round(report.timings["total"], 1),
         "timings_s": {k: round(val, 1) for k, val in report.timings.items()},
         "verify_method": v.method,
+        "read_back": v.read_back,
         "segments": v.segments,
     }
 

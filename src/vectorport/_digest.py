@@ -33,7 +33,7 @@ import numpy as np
 from ._models import JSON
 from ._segments import segment_of
 
-__all__ = ["SegmentSums", "extra_digest", "record_digest", "segment_count", "segment_of"]
+__all__ = ["SegmentSums", "extra_digest", "key_digest", "record_digest", "segment_count", "segment_of"]
 
 RECORDS_PER_SEGMENT = 256
 """Target segment size: a segment whose digest differs costs about this many key reads."""
@@ -84,6 +84,12 @@ def extra_digest(key: str) -> bytes:
     """The digest recorded for a target record that no source record accounts for (found by
     the first sync): unique per key, never equal to a :func:`record_digest`."""
     return hashlib.blake2b(key.encode("utf-8"), digest_size=16, person=b"vectorport-xtra").digest()
+
+
+def key_digest(key: str) -> bytes:
+    """The 16-byte digest of a key alone: folded like record digests, it compares two key sets
+    without their content (a listing without vectors against the keys read back)."""
+    return hashlib.blake2b(key.encode("utf-8"), digest_size=16, person=b"vectorport-key1").digest()
 
 
 class SegmentSums:

@@ -35,6 +35,7 @@ __all__ = [
     "hybrid_search_of",
     "protocol_features",
     "text_search_of",
+    "write_cap_of",
 ]
 
 FilterLike = Mapping[str, Any] | FilterNode | None
@@ -185,3 +186,10 @@ def hybrid_search_of(store: object) -> SupportsHybridSearch:
     _feature_of(store, "hybrid", "hybrid search")
     assert isinstance(store, SupportsHybridSearch)
     return store
+
+
+def write_cap_of(store: object) -> float | None:
+    """The records per second ``store`` paces its own writes to (a bucket index's
+    ``write_rate``), or ``None`` when its writes are not paced."""
+    rate = getattr(getattr(store, "limiter", None), "rate", None)
+    return float(rate) if isinstance(rate, int | float) and rate > 0 else None

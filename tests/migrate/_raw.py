@@ -12,6 +12,22 @@ def _param(url: str, name: str) -> str:
     return parse_qs(urlsplit(url).query)[name][0]
 
 
+def bucket_client(url: str) -> tuple[Any, dict[str, str]]:
+    """A plain boto3 ``s3vectors`` client for a bucket URL of the local server, and the
+    ``vectorBucketName``/``indexName`` arguments naming its index."""
+    import boto3
+
+    parts = urlsplit(url)
+    client = boto3.client(
+        "s3vectors",
+        endpoint_url=_param(url, "endpoint_url"),
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    return client, {"vectorBucketName": parts.hostname or "", "indexName": parts.path.strip("/")}
+
+
 def raw_metadata(url: str) -> dict[str, dict[str, Any]]:
     """Every record's key and metadata, read by the backend's plain client."""
     scheme = urlsplit(url).scheme
@@ -37,22 +53,9 @@ def raw_metadata(url: str) -> dict[str, dict[str, Any]]:
             for k, m in zip(got["ids"], got["metadatas"], strict=True)
         }
     if scheme == "s3vectors":
-        import boto3
-
-        parts = urlsplit(url)
-        client = boto3.client(
-            "s3vectors",
-            endpoint_url=_param(url, "endpoint_url"),
-            region_name="us-east-1",
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-        )
+        client, where = bucket_client(url)
         out: dict[str, dict[str, Any]] = {}
-        request: dict[str, Any] = {
-            "vectorBucketName": parts.hostname,
-            "indexName": parts.path.strip("/"),
-            "returnMetadata": True,
-        }
+        request: dict[str, Any] = {**where, "returnMetadata": True}
         while True:
             page = client.list_vectors(**request)
             for item in page.get("vectors", []):

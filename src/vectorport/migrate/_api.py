@@ -11,17 +11,20 @@ from typing import Any
 
 from .._digest import SegmentSums, segment_count
 from .._embedder import Embedder
+from .._features import write_cap_of
 from .._retry import RetryPolicy
 from .._url import mask_url
 from ..exceptions import ConfigurationError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
 from ._plan import MigrationPlan, PlanChecker, PlanRefusedError, build_plan
+from ._readback import ReadBack
 from ._reembed import load_embedder
 from ._report import DEFAULT_CAP, MigrationReport
 from ._run import copy_records
 from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, verify_stores
+from ._verify_queries import SampledQueries, sampled_queries
 
 __all__ = ["default_checkpoint", "migrate", "parse_shard", "plan", "state_dir", "verify"]
 
@@ -265,23 +268,35 @@ def migrate(
                 ck.single_pass, ck.digests = True, digests
         if ck is not None:
             ck.save()
+        queries: SampledQueries | None = None
+        read_back: ReadBack | None = None
+        if verify and _read_back_applies(dst, segment, embedder, ck):
+            parts = digests.parts if digests is not None else segment_count(plan_.records)
+            if digests is not None:  # the read-back is the target's exact truth for the queries
+                queries = sampled_queries(src.store, dst.store, segment, sample_queries, k)
+            read_back = ReadBack(dst.store, parts, exact=queries.exact if queries else None)
         t0 = time.monotonic()
-        report.copy = copy_records(
-            src.store,
-            dst.store,
-            transformer,
-            shard=segment,
-            batch_size=size,
-            concurrency=concurrency,
-            checkpoint=ck,
-            retry=retry,
-            embedder=embedder,
-            progress=progress,
-            total=total,
-            scan_batch_size=size,
-            checker=checker,
-            digests=digests,
-        )
+        try:
+            report.copy = copy_records(
+                src.store,
+                dst.store,
+                transformer,
+                shard=segment,
+                batch_size=size,
+                concurrency=concurrency,
+                checkpoint=ck,
+                retry=retry,
+                embedder=embedder,
+                progress=progress,
+                total=total,
+                scan_batch_size=size,
+                checker=checker,
+                digests=digests,
+                on_written=read_back.written if read_back is not None else None,
+            )
+        finally:
+            if read_back is not None:
+                read_back.close()
         if checker is not None:
             checker.finish()
         if report.copy.refused:
@@ -311,6 +326,8 @@ def migrate(
             started,
             copied=True,
             digests=report.copy.digests,
+            read_back=read_back,
+            queries=queries,
         )
     finally:
         dst.close()
@@ -335,6 +352,8 @@ def _finish(
     *,
     copied: bool,
     digests: SegmentSums | None = None,
+    read_back: ReadBack | None = None,
+    queries: SampledQueries | None = None,
 ) -> MigrationReport:
     report.status = "copied"
     if verify:
@@ -354,6 +373,8 @@ def _finish(
             progress=progress,
             total_hint=report.plan.records if report.plan else None,
             copied=digests,
+            read_back=read_back,
+            queries=queries,
         )
         report.timings["verify"] = time.monotonic() - t0
         report.status = report.verification.status
@@ -367,6 +388,22 @@ def _finish(
         ck.save()
     report.timings["total"] = time.monotonic() - started
     return report
+
+
+def _read_back_applies(
+    dst: Endpoint, segment: tuple[int, int], embedder: Embedder | None, ck: Checkpoint | None
+) -> bool:
+    """Whether the copy reads each acknowledged batch back (:mod:`._readback`): into a target
+    whose writes are paced (reads then cost no copy time), in a run that writes every record
+    (not a resumed one), whose records compare as digests (not re-embedded, floats kept)."""
+    fresh = ck is None or (ck.cursor is None and not ck.scanned)
+    return (
+        fresh
+        and segment[1] == 1
+        and embedder is None
+        and dst.capabilities.metadata.float_ulps == 0
+        and write_cap_of(dst.store) is not None
+    )
 
 
 def _single_pass_allowed(

@@ -272,6 +272,7 @@ def copy_records(
     on_batch: Callable[[int], None] | None = None,
     checker: PlanChecker | None = None,
     digests: SegmentSums | None = None,
+    on_written: Callable[[list[str]], None] | None = None,
 ) -> CopyStats:
     """Copy every record of ``shard`` from ``source`` to ``target``, resuming from ``checkpoint``.
 
@@ -282,6 +283,9 @@ def copy_records(
     any of it is written: at the first refusal nothing more is written and the rest of the
     source is only checked, so the plan lists every problem (``stats.refused``); and
     ``digests``, into which each acknowledged record's digest is folded (kept in the checkpoint).
+
+    ``on_written`` is called with the keys of each batch the target acknowledged (from the
+    writer threads), e.g. to read them back while the copy goes on (:mod:`._readback`).
     """
     stats = CopyStats(batch_size=batch_size, concurrency=concurrency)
     start_cursor = checkpoint.cursor if checkpoint is not None else None
@@ -313,16 +317,18 @@ def copy_records(
                     return False
                 return True
 
-            def done(fut: Future[None], slot: _Slot, n: int) -> None:
+            def done(fut: Future[None], slot: _Slot, keys: list[str]) -> None:
                 slots.release()
                 exc = fut.exception()
                 if exc is not None:
                     with state.lock:
                         state.error = state.error or exc
                     return
-                state.acknowledge(slot, n)
+                state.acknowledge(slot, len(keys))
                 if on_batch is not None:
-                    on_batch(n)
+                    on_batch(len(keys))
+                if on_written is not None:
+                    on_written(keys)
 
             # every record was acknowledged before a kill that came during the target's final work
             # (an index build): nothing to copy, only that work to redo on leaving the bulk load
@@ -368,7 +374,7 @@ def copy_records(
                             retry,
                             state,
                         )
-                        fut.add_done_callback(functools.partial(done, slot=slot, n=len(chunk)))
+                        fut.add_done_callback(functools.partial(done, slot=slot, keys=[r.key for r in chunk]))
                     if state.error is not None:
                         break
                 else:

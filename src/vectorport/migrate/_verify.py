@@ -41,9 +41,10 @@ from .._protocol import VectorStore
 from ..exceptions import ConfigurationError
 from ._digestscan import scan_digests
 from ._progress import Progress
+from ._readback import ReadBack, list_key_sums
 from ._report import DEFAULT_CAP, Capped
 from ._transform import Transformer
-from ._verify_queries import QueryCheck, pick_queries, query_check
+from ._verify_queries import QueryCheck, SampledQueries, query_check, sampled_queries
 
 __all__ = ["QueryCheck", "VerifyReport", "same_content", "vector_difference", "verify_stores"]
 
@@ -100,6 +101,9 @@ class VerifyReport:
     fetched from the target by key."""
     segments: dict[str, int] | None = None
     """``digest`` only: how many key segments, and how many differed."""
+    read_back: bool = False
+    """``digest`` only: the target's side was the copy's read-back of each batch it wrote plus
+    one key listing at the end, not a scan with vectors (:mod:`._readback`)."""
     skipped: list[str] = field(default_factory=list)
     """Checks not run, and why (e.g. extra keys and counts in a sharded verification)."""
     seconds: float = 0.0
@@ -178,6 +182,7 @@ class VerifyReport:
             "queries": self.queries.to_dict() if self.queries else None,
             "method": self.method,
             "segments": self.segments,
+            "read_back": self.read_back,
             "skipped": list(self.skipped),
             "seconds": round(self.seconds, 3),
         }
@@ -385,12 +390,17 @@ def verify_stores(
     total_hint: int | None = None,
     copied: SegmentSums | None = None,
     method: str = "auto",
+    read_back: ReadBack | None = None,
+    queries: SampledQueries | None = None,
 ) -> VerifyReport:
     """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
 
     ``copied``: the copy's digests of what it wrote (:func:`vectorport.migrate.migrate` with
     ``single_pass``); the source is then not read again unless a segment differs.
     ``method``: ``digest``, ``keyed`` or ``auto`` (digest where it applies).
+    ``read_back``: the target's records as the copy read them back (:mod:`._readback`); the
+    target is then only listed, without vectors. ``queries``: the sampled queries, when the
+    copy's read-back already fed their exact top-k (else picked here).
     """
     if method not in ("auto", "digest", "keyed"):  # before any read
         raise ConfigurationError(f"verification method must be auto, digest or keyed, got {method!r}")
@@ -413,23 +423,21 @@ def verify_stores(
     else:
         report.source_count = source.count()
         report.target_count = target.count()
-    limits = [t for t in (source.capabilities.max_top_k, target.capabilities.max_top_k) if t]
-    top_k = min([k, *limits])
-    queries = [] if sharded or not compare_vectors else pick_queries(source, shard, sample_queries)
     if not compare_vectors:
         report.skipped.append("vectors and queries: the vectors were re-embedded")
-    qmatrix = (
-        np.stack([np.asarray(r.vector, dtype=np.float32) for r in queries])
-        if queries
-        else np.empty((0, source.spec.dimension), dtype=np.float32)
-    )
-    exact = StreamingTopK(source.spec.metric, qmatrix, top_k + 5)
+    if queries is None:
+        queries = sampled_queries(
+            source, target, shard, 0 if sharded or not compare_vectors else sample_queries, k
+        )
+    exact = queries.exact
     # a float read back from either store may differ by the ulps its backend declares (Chroma
     # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
     float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
     # digests need the target to hold values as written; floats read from a source that
     # rounds them (Chroma) were written as read, so only the target's rule decides
     target_ulps = target.capabilities.metadata.float_ulps
+    if read_back is not None and not read_back.usable:
+        read_back = None
     chosen = _method(method, sharded, compare_vectors, target_ulps, tolerance, copied)
     report.method = chosen
     pass_ = _Pass(report, source, target, transformer, compare_vectors, tolerance, float_ulps, concurrency)
@@ -439,9 +447,9 @@ def verify_stores(
             if not sharded:
                 pass_.extras(None)
         else:
-            _by_digest(pass_, copied, exact, bar.advance)
-    if queries:
-        report.queries = query_check(source, target, queries, exact, top_k, cap)
+            _by_digest(pass_, copied, exact, bar.advance, read_back)
+    if queries.records:
+        report.queries = query_check(source, target, queries.records, exact, queries.k, cap)
     report.seconds = time.monotonic() - started
     return report
 
@@ -465,31 +473,49 @@ def _method(
 
 
 def _by_digest(
-    pass_: _Pass, copied: SegmentSums | None, exact: StreamingTopK, advance: Callable[[int], None]
+    pass_: _Pass,
+    copied: SegmentSums | None,
+    exact: StreamingTopK,
+    advance: Callable[[int], None],
+    read_back: ReadBack | None,
 ) -> None:
-    """Both sides as per-segment digests (the source's from the copy when given); the segments
-    that differ are then compared record by record, and only they."""
+    """Both sides as per-segment digests (the source's from the copy when given, the target's
+    from the copy's read-back and one key listing when given); the segments that differ are
+    then compared record by record, and only they."""
     report = pass_.report
-    parts = copied.parts if copied is not None else segment_count(report.source_count or 0)
-    if copied is None:
-        # both stores at once: they are usually different servers (or one is in-process)
-        lanes = pass_.concurrency
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-target") as pool:
-            later = pool.submit(scan_digests, pass_.target, None, parts, concurrency=lanes)
-            source_side = scan_digests(
-                pass_.source, pass_.transformer, parts, exact=exact, concurrency=lanes, advance=advance
-            )
-            target_side = later.result()
-        expected = source_side.sums
+    if copied is not None:
+        parts = copied.parts
+    elif read_back is not None:
+        parts = read_back.parts
     else:
+        parts = segment_count(report.source_count or 0)
+    lanes = pass_.concurrency
+
+    def target_side() -> tuple[SegmentSums, int, list[int]]:
+        """The target's content digests, rows, and segments whose keys changed since read-back."""
+        if read_back is not None:
+            listed, rows = list_key_sums(pass_.target, parts)
+            return read_back.sums, rows, read_back.keys.differing(listed)
         # the target's rows are the exact truth for the queries when the digests agree; where
         # they do not, the segments' source records are read again below
+        feed = exact if copied is not None else None
+        scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=advance)
+        return scan.sums, scan.records, []
+
+    if copied is None:
+        # both stores at once: they are usually different servers (or one is in-process)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-target") as pool:
+            later = pool.submit(target_side)
+            expected = scan_digests(
+                pass_.source, pass_.transformer, parts, exact=exact, concurrency=lanes, advance=advance
+            ).sums
+            actual, rows, keys_moved = later.result()
+    else:
         expected = copied
-        target_side = scan_digests(
-            pass_.target, None, parts, exact=exact, concurrency=pass_.concurrency, advance=advance
-        )
-    report.target_scanned = target_side.records
-    differing = expected.differing(target_side.sums)
+        actual, rows, keys_moved = target_side()
+    report.target_scanned = rows
+    report.read_back = read_back is not None
+    differing = sorted(set(expected.differing(actual)) | set(keys_moved))
     report.segments = {"parts": parts, "differing": len(differing)}
     if not differing:
         report.compared = expected.total

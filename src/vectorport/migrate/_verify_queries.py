@@ -14,7 +14,15 @@ from .._models import JSON, Record
 from .._protocol import VectorStore
 from ._report import Capped
 
-__all__ = ["QUERY_SLACK", "RELATIVE_SLACK", "QueryCheck", "pick_queries", "query_check"]
+__all__ = [
+    "QUERY_SLACK",
+    "RELATIVE_SLACK",
+    "QueryCheck",
+    "SampledQueries",
+    "pick_queries",
+    "query_check",
+    "sampled_queries",
+]
 
 QUERY_SLACK = 0.1
 """How far an approximate target's mean recall may fall below its declared ``recall_tolerance``
@@ -128,6 +136,32 @@ def pick_queries(source: VectorStore, shard: tuple[int, int], n: int) -> list[Re
         idx = np.unique(np.linspace(0, len(recs) - 1, num=min(n, len(recs))).astype(int))
         return [recs[int(i)] for i in idx]
     return []
+
+
+@dataclass
+class SampledQueries:
+    """The queries a verification runs, and their exact top-k, fed by whichever pass reads the
+    data (a digest scan, or the copy's read-back)."""
+
+    records: list[Record]
+    exact: StreamingTopK
+    k: int
+
+
+def sampled_queries(
+    source: VectorStore, target: VectorStore, shard: tuple[int, int], n: int, k: int
+) -> SampledQueries:
+    """Up to ``n`` queries from ``source`` (:func:`pick_queries`), ``k`` capped by both stores'
+    ``max_top_k``, with an empty exact top-k of a few rows more than ``k``."""
+    limits = [t for t in (source.capabilities.max_top_k, target.capabilities.max_top_k) if t]
+    top_k = min([k, *limits])
+    queries = pick_queries(source, shard, n)
+    matrix = (
+        np.stack([np.asarray(r.vector, dtype=np.float32) for r in queries])
+        if queries
+        else np.empty((0, source.spec.dimension), dtype=np.float32)
+    )
+    return SampledQueries(queries, StreamingTopK(source.spec.metric, matrix, top_k + 5), top_k)
 
 
 def query_check(
