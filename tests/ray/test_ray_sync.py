@@ -256,6 +256,13 @@ def test_cli_json_carries_engine_and_workers(
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
     assert "engine: ray, 2 workers" in out.output and "sync 1/2 on" in out.output
+    # --every: one JSON line per pass, each pass on Ray
+    out = CliRunner().invoke(app, [*args, "--every", "1s", "--runs", "2", "--json"])
+    assert out.exit_code == 0, out.output
+    passes = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(p["engine"], p["sync"]["mode"], p["sync"]["written"]) for p in passes] == [
+        ("ray", "incremental", 0)
+    ] * 2
 
 
 def test_memory_store_is_refused(ray_cluster: Any, tmp_path: Path) -> None:
