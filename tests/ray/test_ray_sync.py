@@ -162,7 +162,9 @@ def test_equals_the_single_process_sync(
         return a, b
 
     a, b = both()
-    assert _counts(a) == _counts(b) and b.sync.new == n
+    # a full pass lists the target's keys after writing: a shard lists its target segment while
+    # the other shard may still be writing into it, so only target_read depends on timing
+    assert _counts(a) | {"target_read": 0} == _counts(b) | {"target_read": 0} and b.sync.new == n
     _same_records(one, clustered)
 
     _change(source, keys)
