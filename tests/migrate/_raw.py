@@ -3,9 +3,12 @@ through vectorport: ``{key: metadata}`` of every record."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
 
 
 def _param(url: str, name: str) -> str:
@@ -43,7 +46,7 @@ def raw_metadata(url: str) -> dict[str, dict[str, Any]]:
                 sql.SQL("SELECT key, metadata FROM {}").format(sql.Identifier(_param(url, "table")))
             ).fetchall()
         return {str(k): dict(m) for k, m in rows}
-    if scheme == "chroma":
+    if scheme in ("chroma", "chroma+http"):
         from ..chroma._plain import plain_client
 
         with plain_client(url) as client:
@@ -68,14 +71,53 @@ def raw_metadata(url: str) -> dict[str, dict[str, Any]]:
     raise ValueError(url)
 
 
+def raw_vectors(url: str) -> dict[str, np.ndarray]:
+    """Every record's key and float32 vector, read by boto3 or chromadb."""
+    scheme = urlsplit(url).scheme
+    if scheme in ("chroma", "chroma+http"):
+        from ..chroma._plain import plain_client
+
+        with plain_client(url) as client:
+            got = client.get_collection(_param(url, "collection")).get(include=["embeddings"])
+        return {
+            k: np.asarray(v, dtype=np.float32) for k, v in zip(got["ids"], got["embeddings"], strict=True)
+        }
+    if scheme == "s3vectors":
+        client, where = bucket_client(url)
+        out: dict[str, np.ndarray] = {}
+        request: dict[str, Any] = {**where, "returnData": True}
+        while True:
+            page = client.list_vectors(**request)
+            for item in page.get("vectors", []):
+                out[item["key"]] = np.asarray(item["data"]["float32"], dtype=np.float32)
+            if not page.get("nextToken"):
+                return out
+            request["nextToken"] = page["nextToken"]
+    raise ValueError(url)
+
+
 def pg_damage(url: str, gone: str, changed: str, extra: str) -> None:
     """Delete, change and add one record with psycopg, not vectorport."""
+    pg_change(url, gone=[gone], changed=[changed], copies={extra: changed})
+
+
+def pg_change(
+    url: str,
+    *,
+    gone: Sequence[str] = (),
+    changed: Sequence[str] = (),
+    copies: Mapping[str, str] | None = None,
+) -> None:
+    """With psycopg, not vectorport: delete the ``gone`` rows, set ``"count": -1`` in the
+    metadata of the ``changed`` ones, then add a row per ``copies`` item (new key → the key of
+    the row it copies)."""
     import psycopg
     from psycopg import sql
 
     from vectorport.backends.pgvector._embedded import embedded_conninfo
 
-    table = sql.Identifier(parse_qs(urlsplit(url).query)["table"][0])
+    name = _param(url, "table")
+    table = sql.Identifier(name)
     data = Path(url.split("://", 1)[1].split("?")[0])
     with psycopg.connect(embedded_conninfo(data), autocommit=True) as conn:
         columns = [
@@ -83,18 +125,21 @@ def pg_damage(url: str, gone: str, changed: str, extra: str) -> None:
             for r in conn.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = %s AND "
                 "column_name <> 'key' AND is_generated = 'NEVER'",
-                (parse_qs(urlsplit(url).query)["table"][0],),
+                (name,),
             ).fetchall()
         ]
         cols = sql.SQL(", ").join(columns)
-        conn.execute(sql.SQL("DELETE FROM {} WHERE key = %s").format(table), (gone,))
+        conn.execute(sql.SQL("DELETE FROM {} WHERE key = ANY(%s)").format(table), (list(gone),))
         conn.execute(
-            sql.SQL("UPDATE {} SET metadata = metadata || '{{\"count\": -1}}' WHERE key = %s").format(table),
-            (changed,),
-        )
-        conn.execute(
-            sql.SQL("INSERT INTO {} (key, {}) SELECT %s, {} FROM {} WHERE key = %s").format(
-                table, cols, cols, table
+            sql.SQL("UPDATE {} SET metadata = metadata || '{{\"count\": -1}}' WHERE key = ANY(%s)").format(
+                table
             ),
-            (extra, changed),
+            (list(changed),),
         )
+        for new, old in (copies or {}).items():
+            conn.execute(
+                sql.SQL("INSERT INTO {} (key, {}) SELECT %s, {} FROM {} WHERE key = %s").format(
+                    table, cols, cols, table
+                ),
+                (new, old),
+            )

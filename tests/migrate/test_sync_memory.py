@@ -228,3 +228,38 @@ def test_a_commit_cut_between_commit_and_begin_is_completed_by_the_next(tmp_path
         assert again.get("pass") == {"cursor": "y"}
     finally:
         again.close()
+
+
+def test_shards_side_by_side_sync_the_whole_pair(pair: tuple[str, str, Path]) -> None:
+    from vectorport.migrate import SyncStats
+    from vectorport.migrate._syncshards import changed_outside, prepare_target
+
+    src, dst, state = pair
+    prepare_target(src, dst)
+    vectorport.connect(dst).upsert([Record("stray", np.ones(DIM, np.float32))])
+    first = [sync(src, dst, state=state, shard=(i, 3)) for i in range(3)]
+    assert [Path(r.state or "").name for r in first] == [f"state.shard-{i}-of-3.sqlite" for i in range(3)]
+    assert all(r.sync.mode == "full" and r.sync.new > 0 for r in first)
+    total = SyncStats.merged([r.sync for r in first], 1.0)
+    assert (total.new, total.gone, total.deleted) == (1000, 1, 0)  # the stray record, found once
+    assert changed_outside(state, dst, 3) is None  # the states hold the target's 1,001 records
+
+    store = vectorport.connect(src)
+    store.upsert(_records(3, start=10, version=1) + _records(2, start=5000))
+    store.delete([f"doc{i:05d}#c" for i in (100, 200, 300, 400)])
+    second = [sync(src, dst, state=state, shard=(i, 3), delete=True) for i in range(3)]
+    total = SyncStats.merged([r.sync for r in second], 1.0)
+    assert (total.mode, total.changed, total.new, total.gone, total.deleted, total.target_read) == (
+        "incremental",
+        3,
+        2,
+        5,
+        5,
+        0,
+    )
+    _equal(src, dst)
+
+    vectorport.connect(dst).delete(["doc00001#c"])
+    assert "changed outside sync" in (changed_outside(state, dst, 3) or "")
+    with pytest.raises(ConfigurationError, match="belongs to another sync"):
+        sync(src, f"{dst}-other", state=state, shard=(0, 3))

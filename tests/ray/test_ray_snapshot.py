@@ -113,6 +113,7 @@ def test_export_cli_on_ray(ray_cluster: Any, url_for: Callable[..., str], tmp_pa
         ["export", "parquet:///x", "DIR"],
         ["import", "DIR", "parquet:///y"],
         ["migrate", "parquet:///x", "parquet:///y"],
+        ["sync", "parquet:///x", "parquet:///y"],
     ],
     ids=lambda a: a[0],
 )

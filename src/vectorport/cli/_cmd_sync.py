@@ -12,6 +12,9 @@ Exit codes, from :class:`vectorport._exit.ExitCode` (the same table as ``migrate
 
 With ``--every``, the command runs a pass, waits, and runs the next until stopped (Ctrl-C); a pass
 that fails is reported and the next one runs on time. The exit code is the last pass's.
+
+With ``--engine ray`` each pass runs as ``--workers`` Ray tasks (:func:`vectorport.ray.sync_on_ray`),
+one per shard of the source, each with its state beside ``--state``; same exit codes.
 """
 
 from __future__ import annotations
@@ -20,17 +23,18 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError, VectorportError
-from ..migrate import MetadataPolicy, SyncReport, default_state
+from ..migrate import MetadataPolicy, SyncReport, default_state, shard_path
 from ..migrate import sync as run_sync
 from ..migrate._sync import committed
 from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
 from ._common import JsonOption, emit_json, err_console, out_console, print_error
+from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -65,20 +69,22 @@ def _print_report(report: SyncReport) -> None:
         out_console.print(f"note: {note}", highlight=False, markup=False)
     if report.verification is not None:
         _print_verification(report.verification)
+    print_workers(report.to_dict())
     out_console.print(f"state: {report.state}", highlight=False, markup=False)
     out_console.print(f"status: [bold]{report.status}[/bold] (exit {int(report.exit_code)})")
 
 
-def _interrupted(state: Path) -> None:
-    running = committed(state)
-    if running is not None:
-        done = running.get("committed_read", 0)
-        written = running.get("committed_written", 0)
-        phase = running.get("phase")
+def _interrupted(state: Path, shards: int) -> None:
+    paths = [shard_path(state, (i, shards)) for i in range(shards)] if shards > 1 else [state]
+    running = [r for r in map(committed, paths) if r is not None]
+    if running:
+        done = sum(int(r.get("committed_read") or 0) for r in running)
+        written = sum(int(r.get("committed_written") or 0) for r in running)
+        phases = sorted({str(r.get("phase")) for r in running})
         what = (
             f"{done:,} source records compared and {written:,} written"
-            if phase == "scan"
-            else f"phase {phase}"
+            if phases == ["scan"]
+            else f"phase {', '.join(phases)}"
         )
         err_console.print(f"interrupted: committed {what} in this pass", highlight=False, markup=False)
     else:
@@ -140,14 +146,19 @@ def sync(
         bool | None, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
     ] = None,
     as_json: bool = JsonOption,
+    engine: EngineOption = Engine.local,
+    address: AddressOption = None,
+    workers: WorkersOption = 2,
 ) -> None:
     """Bring TARGET to SOURCE's current state: copy new and changed records (--delete: delete gone ones).
 
     Only changes are written: each record's content digest is compared with the one the state
     file recorded for the target, so the target is not read (the first sync of a pair reads it
     once). An interrupted pass continues at the next run. The state lives under
-    VECTORPORT_STATE_DIR (default ~/.local/state/vectorport). Exit 0 ok, 1 differences or
-    unwritable records, 3 failure, 5 search quality.
+    VECTORPORT_STATE_DIR (default ~/.local/state/vectorport). With --engine ray each pass runs
+    as --workers Ray tasks, one per shard of the source, each keeping its state beside --state
+    (put it on storage every node sees). Exit 0 ok, 1 differences or unwritable records, 3
+    failure, 5 search quality.
     """
     interval = parse_every(every) if every is not None else None
     path = state if state is not None else default_state(source, target)
@@ -157,22 +168,31 @@ def sync(
         passes += 1
         started = time.monotonic()
         try:
-            report = run_sync(
-                source,
-                target,
-                delete=delete,
-                full=full and passes == 1,
-                state=path,
-                batch_size=batch_size,
-                concurrency=concurrency,
-                verify=verify,
-                metadata_policy=metadata_policy,
-                text_key=text_key,
-                sample_queries=queries,
-                progress=sys.stderr.isatty() if progress is None else progress,
-            )
+            report: SyncReport
+            common: dict[str, Any] = {
+                "delete": delete,
+                "full": full and passes == 1,
+                "state": path,
+                "batch_size": batch_size,
+                "concurrency": concurrency,
+                "verify": verify,
+                "metadata_policy": metadata_policy,
+                "text_key": text_key,
+                "sample_queries": queries,
+            }
+            if engine is Engine.ray:
+                from ..ray import sync_on_ray
+
+                report = sync_on_ray(source, target, workers=workers, address=address, **common)
+            else:
+                report = run_sync(
+                    source,
+                    target,
+                    progress=sys.stderr.isatty() if progress is None else progress,
+                    **common,
+                )
         except KeyboardInterrupt:
-            _interrupted(path)
+            _interrupted(path, workers if engine is Engine.ray else 1)
             raise typer.Exit(130) from None
         except ConfigurationError as exc:
             print_error(exc)

@@ -1,4 +1,4 @@
-"""``--engine ray [--address auto] [--workers N]`` for ``migrate``, ``verify``, ``export`` and
+"""``--engine ray [--address auto] [--workers N]`` for ``migrate``, ``sync``, ``verify``, ``export`` and
 ``import``: the work runs as Ray tasks (:mod:`vectorport.ray`). Without the ``ray`` extra the
 command says which extra to install (exit 3)."""
 

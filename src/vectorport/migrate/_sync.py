@@ -15,6 +15,13 @@ writes what differs and records the rest, so a sync after a migrate rewrites not
 A pass is resumable at any instant: the state commits its cursor behind the records the target
 acknowledged, and a killed pass continues at the next call. See :mod:`._syncstate` for why a
 kill never leaves a record the state believes and the target does not hold.
+
+``shard=(i, n)`` restricts a pass to the source's native scan segment ``i`` of ``n`` (as
+``migrate --shard``), with its own state file (:func:`~._checkpoint.shard_path`): n shards run
+side by side (``sync --engine ray``) and each keeps, resumes and finds deletions in its part of
+the key space alone. Two things a shard cannot judge alone are decided by whoever runs the
+shards (:mod:`._syncshards`): creating the target, and whether the target was changed outside
+sync (over every shard's state).
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import ConfigurationError, ConflictError, TransientError
-from ._api import DEFAULT_BATCH, _opened, state_dir
+from ._api import DEFAULT_BATCH, _opened, parse_shard, state_dir
+from ._checkpoint import shard_path
 from ._endpoints import Endpoint, StoreLike
 from ._plan import planned_target_spec
 from ._progress import Progress
@@ -99,6 +107,7 @@ class _Pass:
         concurrency: int,
         retry: RetryPolicy | None,
         progress: bool,
+        shard: tuple[int, int] = (0, 1),
     ) -> None:
         self.source: VectorStore = src.store
         self.target: VectorStore = dst.store
@@ -110,6 +119,7 @@ class _Pass:
         self.concurrency = concurrency
         self.retry = retry
         self.progress = progress
+        self.shard = shard
         self.float_ulps = (
             self.source.capabilities.metadata.float_ulps + self.target.capabilities.metadata.float_ulps
         )
@@ -224,6 +234,7 @@ class _Pass:
                 self.source.scan(
                     batch_size=self.batch_size,
                     include=["vector", "metadata", "text"],
+                    segment=self.shard,
                     cursor=self.info.get("cursor"),
                 )
             )
@@ -266,14 +277,23 @@ class _Pass:
                         fut.result()
 
     def extras(self) -> None:
-        """Full pass: record the target's keys that no source record accounts for."""
+        """Full pass: record the target's keys that no source record accounts for.
+
+        A shard lists the target's own segment ``i`` of ``n``, which holds keys of every source
+        shard: a key its state lacks may belong to another shard, so it is recorded only when
+        the source does not hold it at all (each target key is judged by exactly one shard)."""
         known = self.state
-        for page in self.target.scan(include=[], cursor=self.info.get("target_cursor")):
+        for page in self.target.scan(include=[], segment=self.shard, cursor=self.info.get("target_cursor")):
             keys = [r.key for r in page]
             self.stats.target_read += len(keys)
             have = known.lookup(keys)
             parts = known.parts or 1
-            known.mark_unknown([(k, segment_of(k, parts)) for k in keys if k not in have])
+            unknown = [k for k in keys if k not in have]
+            if unknown and self.shard[1] > 1:
+                held = {r.key for r in self.source.get(unknown, include=[])}
+                self.stats.source_read += len(held)
+                unknown = [k for k in unknown if k not in held]
+            known.mark_unknown([(k, segment_of(k, parts)) for k in unknown])
             self.info["target_cursor"] = page.cursor
             self.save()
         self.save(force=True)
@@ -315,8 +335,31 @@ def _check_spec(src: Endpoint, dst: Endpoint) -> None:
         )
 
 
+def _pair(
+    source: StoreLike,
+    target: StoreLike,
+    source_options: Mapping[str, Any] | None,
+    target_options: Mapping[str, Any] | None,
+) -> tuple[Endpoint, Endpoint]:
+    """Open both ends; refuse a target that is the source."""
+    src, dst = _opened(source, target, source_options, target_options)
+    if src.identity == dst.identity:
+        dst.close()
+        src.close()
+        raise ConfigurationError(
+            f"the source and the target are the same collection ({src.label}); "
+            "sync copies into another collection"
+        )
+    return src, dst
+
+
 def _start(
-    state: SyncState, src: Endpoint, dst: Endpoint, transform: JSON, full: bool
+    state: SyncState,
+    src: Endpoint,
+    dst: Endpoint,
+    transform: JSON,
+    full: str | None,
+    shard: tuple[int, int],
 ) -> tuple[dict[str, Any], str | None, bool]:
     """The pass to run: the interrupted one (resumed), or a new one (``full`` and why, or
     incremental)."""
@@ -325,12 +368,13 @@ def _start(
         return dict(running), running.get("reason"), True
     reason: str | None = None
     if full:
-        reason = "asked for (full)"
+        reason = full
     elif state.parts is None:
         reason = "first sync of this pair: the target is read once to record what it holds"
     elif state.get("transform") != transform:
         reason = "the metadata policy or text key changed since the last sync"
-    elif "native_count" in dst.capabilities.features:
+    elif shard[1] == 1 and "native_count" in dst.capabilities.features:
+        # a shard holds part of the target: its runner compares the sum (changed_outside)
         held = dst.store.count()
         if held != state.records:
             reason = (
@@ -346,7 +390,7 @@ def _start(
         "started": time.time(),
     }
     if reason:
-        count = src.store.count()
+        count = -(-src.store.count() // shard[1])
         info.update(expected=count, bulk=dst.store.count() == 0)
         state.reset(segment_count(count))
     state.restart_source()
@@ -360,8 +404,9 @@ def sync(
     target: StoreLike,
     *,
     delete: bool = False,
-    full: bool = False,
+    full: bool | str = False,
     state: str | os.PathLike[str] | None = None,
+    shard: str | tuple[int, int] | None = None,
     batch_size: int | None = None,
     concurrency: int = 4,
     verify: bool = False,
@@ -388,12 +433,17 @@ def sync(
         only counted, as ``report.sync.gone``).
     full:
         Read and compare the whole target instead of trusting the state (as the first sync of
-        a pair does).
+        a pair does); a string is the reason reported (a runner of shards that found the
+        target changed outside sync, see :func:`~._syncshards.changed_outside`).
     state:
         The sync state file (SQLite). Default: one per URL pair under the state folder
         (:func:`default_state`). An interrupted pass continues from it at the next call.
+    shard:
+        ``(i, n)`` or ``"i/n"``: sync only the source's scan segment ``i`` of ``n``, with the
+        state file ``<state>.shard-i-of-n.sqlite``; see the module docstring.
     verify:
-        Verify the whole target afterwards, as ``migrate`` does (reads both stores in full).
+        Verify the whole target afterwards, as ``migrate`` does (reads both stores in full;
+        with ``shard``, that shard's records only).
     metadata_policy, text_key, batch_size, concurrency, retry, progress, sample_queries, k:
         As for :func:`vectorport.migrate`.
 
@@ -415,14 +465,10 @@ def sync(
         raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
     if batch_size is not None and batch_size < 1:
         raise ConfigurationError(f"batch_size must be positive, got {batch_size}")
-    src, dst = _opened(source, target, source_options, target_options)
+    segment = parse_shard(shard)
+    src, dst = _pair(source, target, source_options, target_options)
     st: SyncState | None = None
     try:
-        if src.identity == dst.identity:
-            raise ConfigurationError(
-                f"the source and the target are the same collection ({src.label}); "
-                "sync copies into another collection"
-            )
         transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
         if state is not None:
             path = Path(state)
@@ -430,12 +476,17 @@ def sync(
             path = default_state(source, target)
         else:
             path = default_state(src.label, dst.label)
-        st = SyncState(path, {"source": src.label, "target": dst.label})
+        path = shard_path(path, segment)
+        identity: dict[str, JSON] = {"source": src.label, "target": dst.label}
+        if segment[1] > 1:
+            identity["shard"] = list(segment)
+        st = SyncState(path, identity)
         report = SyncReport(src.label, dst.label, state=str(path), delete=delete)
         report.sync.unwritable.cap = cap
         _check_spec(src, dst)
         transform = transformer.describe()
-        info, reason, resumed = _start(st, src, dst, transform, full)
+        why = full if isinstance(full, str) else ("asked for (full)" if full else None)
+        info, reason, resumed = _start(st, src, dst, transform, why, segment)
         stats = report.sync
         stats.mode, stats.reason, stats.resumed = info["mode"], reason, resumed
         stats.segments = st.parts or 0
@@ -455,6 +506,7 @@ def sync(
             concurrency=concurrency,
             retry=retry,
             progress=progress,
+            shard=segment,
         )
         run.info = info
         t0 = time.monotonic()
@@ -475,16 +527,7 @@ def sync(
         st.put("last", {"finished": time.time(), **stats.to_dict()})
         st.commit()
         stats.seconds = time.monotonic() - started
-        if stats.gone and not delete:
-            report.notes.append(
-                f"{stats.gone} records in the target are not in the source; pass --delete to delete them"
-            )
-        if stats.unwritable:
-            report.status = "unwritable"
-            report.notes.append(
-                f"{stats.unwritable.total} source records have metadata the target cannot hold and were "
-                "not written; pass --metadata-policy flatten, stringify or drop"
-            )
+        report.conclude()
         if verify:
             t0 = time.monotonic()
             report.verification = verify_stores(
@@ -493,6 +536,7 @@ def sync(
                 transformer,
                 source_label=src.label,
                 target_label=dst.label,
+                shard=segment,
                 sample_queries=sample_queries,
                 k=k,
                 cap=cap,

@@ -10,8 +10,9 @@ the bar (see :class:`~._verify.VerifyReport`). Operational failures (3) raise in
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from .._exit import ExitCode
 from .._models import JSON
@@ -59,6 +60,46 @@ class SyncStats:
     """Times the source scan started again because the source moved under its cursor."""
     seconds: float = 0.0
 
+    _SUMMED: ClassVar[tuple[str, ...]] = (
+        "segments",
+        "segments_checked",
+        "source_read",
+        "target_read",
+        "unchanged",
+        "new",
+        "changed",
+        "written",
+        "gone",
+        "deleted",
+        "retries",
+        "restarts",
+    )
+
+    @classmethod
+    def merged(cls, parts: Sequence[SyncStats], seconds: float) -> SyncStats:
+        """The totals of the passes of several shards run side by side (``seconds``: the wall
+        time of all of them): counts summed, ``full`` when any shard ran a full pass (with the
+        first reason), ``resumed`` when any continued one.
+
+        >>> a, b = SyncStats(new=2, gone=1), SyncStats(mode="full", reason="why", new=3)
+        >>> m = SyncStats.merged([a, b], 1.5)
+        >>> m.mode, m.reason, m.new, m.gone, m.seconds
+        ('full', 'why', 5, 1, 1.5)
+        """
+        out = cls(seconds=seconds)
+        for part in parts:
+            for name in cls._SUMMED:
+                setattr(out, name, getattr(out, name) + getattr(part, name))
+            if part.mode == "full":
+                out.mode = "full"
+                out.reason = out.reason or part.reason
+            out.resumed = out.resumed or part.resumed
+            out.unwritable.cap = part.unwritable.cap
+            out.unwritable.total += part.unwritable.total
+            room = out.unwritable.cap - len(out.unwritable.items)
+            out.unwritable.items.extend(part.unwritable.items[: max(room, 0)])
+        return out
+
     def to_dict(self) -> dict[str, JSON]:
         return {
             "mode": self.mode,
@@ -101,6 +142,20 @@ class SyncReport:
     verification: VerifyReport | None = None
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+
+    def conclude(self) -> None:
+        """Status and notes from the counts, once the pass is over (before any verification)."""
+        stats = self.sync
+        if stats.gone and not self.delete:
+            self.notes.append(
+                f"{stats.gone} records in the target are not in the source; pass --delete to delete them"
+            )
+        if stats.unwritable:
+            self.status = "unwritable"
+            self.notes.append(
+                f"{stats.unwritable.total} source records have metadata the target cannot hold and were "
+                "not written; pass --metadata-policy flatten, stringify or drop"
+            )
 
     @property
     def exit_code(self) -> ExitCode:

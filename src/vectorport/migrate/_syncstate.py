@@ -27,7 +27,7 @@ from .._digest import SegmentSums, extra_digest
 from .._models import JSON
 from ..exceptions import ConfigurationError
 
-__all__ = ["SyncState"]
+__all__ = ["SyncState", "recorded"]
 
 FORMAT = 1
 TARGET, SOURCE = 0, 1
@@ -206,3 +206,22 @@ class SyncState:
         with contextlib.suppress(sqlite3.OperationalError):
             self.db.execute("ROLLBACK")
         self.db.close()
+
+
+def recorded(path: str | os.PathLike[str]) -> int | None:
+    """The records the state at ``path`` says the target holds, read without writing; ``None``
+    when there is no finished sync to go by (no file, no first sync yet, or a pass to continue)."""
+    if not Path(path).exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            meta = dict(db.execute("SELECT name, value FROM meta WHERE name IN ('segments', 'pass')"))
+            if "segments" not in meta or json.loads(meta.get("pass", "null")) is not None:
+                return None
+            row = db.execute(f"SELECT coalesce(sum(n), 0) FROM segments WHERE kind = {TARGET}").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    return int(row[0])

@@ -1,4 +1,5 @@
-"""Ray Data over any vectorport URL, and ``migrate`` on a Ray cluster (the ``ray`` extra).
+"""Ray Data over any vectorport URL, and ``migrate``, ``sync``, ``verify`` and ``export`` on a
+Ray cluster (the ``ray`` extra).
 
 * :func:`read_store` — a ``ray.data.Dataset`` of a store's records, one read task per scan
   segment (``store.scan(segment=(i, n))``), as Arrow columns ``key``, ``vector``
@@ -7,6 +8,8 @@
   (idempotent: a retried task rewrites the same records);
 * :func:`migrate_on_ray` — ``vectorport migrate --engine ray``: the same plan, checkpoints and
   report as :func:`vectorport.migrate`, one Ray task per shard, checked by :func:`verify_on_ray`;
+* :func:`sync_on_ray` — ``vectorport sync --engine ray``: the same passes, states and report as
+  :func:`vectorport.sync`, one Ray task per shard of the source, each with its own state file;
 * :func:`export_on_ray` — ``vectorport export --engine ray``: each task writes its segment's
   Parquet parts, the driver the manifest (``import --engine ray`` is ``migrate --engine ray``
   from ``parquet://DIR``);
@@ -34,14 +37,17 @@ if _missing is not None:
 from ._data import StoreDatasink, StoreDatasource, read_store, write_store  # noqa: E402
 from ._engine import migrate_on_ray  # noqa: E402
 from ._snapshot import export_on_ray  # noqa: E402
+from ._sync import ClusterSyncReport, sync_on_ray  # noqa: E402
 from ._verify import verify_on_ray  # noqa: E402
 
 __all__ = [
+    "ClusterSyncReport",
     "StoreDatasink",
     "StoreDatasource",
     "export_on_ray",
     "migrate_on_ray",
     "read_store",
+    "sync_on_ray",
     "verify_on_ray",
     "write_store",
 ]

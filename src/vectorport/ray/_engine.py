@@ -23,6 +23,7 @@ from typing import Any
 import ray
 
 from .._exit import ExitCode
+from .._features import write_cap_of
 from .._registry import connect
 from ..exceptions import ConfigurationError
 from ..migrate import MigrationReport, migrate
@@ -30,7 +31,7 @@ from ..migrate._endpoints import open_source, probe_target
 from ..migrate._merged import MergedVerifyReport, verify_merged
 from ._verify import ensure_ray, ray_runner, reachable
 
-__all__ = ["ClusterReport", "migrate_on_ray"]
+__all__ = ["ClusterReport", "engine_fields", "migrate_on_ray", "note_pid", "write_cap"]
 
 
 @dataclass
@@ -64,19 +65,20 @@ class ClusterReport:
         }.get(self.status, ExitCode.OK)
 
     def to_dict(self) -> dict[str, Any]:
-        copied = self.timings.get("copy", 0.0)
         return {
-            "engine": "ray",
             "source": self.source,
             "target": self.target,
             "status": self.status,
             "exit_code": int(self.exit_code),
-            "workers": self.workers,
             "records": self.records,
-            "records_per_second": round(self.records / copied, 1) if copied > 0 else None,
-            "write_rate_per_worker": self.write_rate_per_worker,
+            **engine_fields(
+                self.workers,
+                self.records,
+                self.timings.get("copy", 0.0),
+                self.write_rate_per_worker,
+                self.per_worker,
+            ),
             "counts": {"source": self.source_count, "target": self.target_count},
-            "per_worker": self.per_worker,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "shards": [r.to_dict() for r in self.shards],
             "verification": None if self.verification is None else self.verification.to_dict(),
@@ -84,11 +86,36 @@ class ClusterReport:
         }
 
 
+def engine_fields(
+    workers: int,
+    records: int,
+    seconds: float,
+    write_rate_per_worker: float | None,
+    per_worker: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """What a run split over Ray tasks adds to its engine's report: ``engine``, ``workers``,
+    the overall rate (``records`` over ``seconds``), the write cap each worker got and each
+    task's node, pid, records and rate."""
+    return {
+        "engine": "ray",
+        "workers": workers,
+        "records_per_second": round(records / seconds, 1) if seconds > 0 else None,
+        "write_rate_per_worker": write_rate_per_worker,
+        "per_worker": list(per_worker),
+    }
+
+
+def note_pid(shard: tuple[int, int]) -> None:
+    """Write this worker's pid as ``shard-I.pid`` into ``$VECTORPORT_RAY_PIDS`` when set: lets a
+    test find (and kill) the worker running a shard."""
+    pid_dir = os.environ.get("VECTORPORT_RAY_PIDS")
+    if pid_dir:
+        Path(pid_dir, f"shard-{shard[0]}.pid").write_text(str(os.getpid()))
+
+
 def _run_shard(source: str, target: str, shard: tuple[int, int], options: dict[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
-    pid_dir = os.environ.get("VECTORPORT_RAY_PIDS")
-    if pid_dir:  # lets a test find (and kill) the worker running a shard
-        Path(pid_dir, f"shard-{shard[0]}.pid").write_text(str(os.getpid()))
+    note_pid(shard)
     report = migrate(source, target, shard=shard, **options)
     return {
         "report": report,
@@ -103,13 +130,11 @@ def _run_shard(source: str, target: str, shard: tuple[int, int], options: dict[s
     }
 
 
-def _write_cap(target: str, options: Mapping[str, Any]) -> float | None:
+def write_cap(target: str, options: Mapping[str, Any]) -> float | None:
     """The target's per-index write cap in records/s (``write_rate`` of a bucket), if any."""
     dst = probe_target(target, **dict(options))
     try:
-        limiter = getattr(dst.store, "limiter", None)
-        rate = getattr(limiter, "rate", None)
-        return float(rate) if isinstance(rate, int | float) and rate > 0 else None
+        return write_cap_of(dst.store)
     finally:
         dst.close()
 
@@ -150,7 +175,7 @@ def migrate_on_ray(
         src.close()
     dst_options = dict(target_options or {})
     report = ClusterReport(label, target, workers, source_count=count)
-    cap = _write_cap(target, dst_options)
+    cap = write_cap(target, dst_options)
     if cap is not None:
         report.write_rate_per_worker = cap / workers
         dst_options["write_rate"] = cap / workers
