@@ -294,12 +294,18 @@ def migrate(
                 digests=digests,
                 on_written=read_back.written if read_back is not None else None,
             )
-        finally:
+        except BaseException:
             if read_back is not None:
-                read_back.close()
+                read_back.close()  # the readers end before the stores are closed
+            raise
+        if read_back is not None:
+            # the last batches are read back while verification lists the target's keys
+            read_back.finish()
         if checker is not None:
             checker.finish()
         if report.copy.refused:
+            if read_back is not None:
+                read_back.close()  # before the target it reads is dropped
             _roll_back(dst, ck, report)
             report.status = "refused"
             report.timings["total"] = time.monotonic() - started

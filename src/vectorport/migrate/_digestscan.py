@@ -24,7 +24,7 @@ from .._models import Record
 from .._protocol import VectorStore
 from ._transform import Transformer
 
-__all__ = ["DigestScan", "page_digests", "scan_digests"]
+__all__ = ["DigestScan", "page_digests", "parallel_segments", "scan_digests"]
 
 
 @dataclass
@@ -50,7 +50,7 @@ def page_digests(
     return out
 
 
-def _parallel_segments(store: VectorStore, concurrency: int) -> int:
+def parallel_segments(store: VectorStore, concurrency: int) -> int:
     """How many scan segments to read at once (1: one plain scan). Only where each segment
     reads just its own records (``parallel_segments``): pgvector's segments filter every row by
     a key hash, and four of them were slower than one scan (50k rows: 1.6 s against 1.0 s)."""
@@ -70,7 +70,7 @@ def scan_digests(
 ) -> DigestScan:
     """Read every record of ``store`` once (vectors, metadata, text) and fold it into
     ``parts`` key segments; rows also go to ``exact`` when given."""
-    lanes = _parallel_segments(store, concurrency)
+    lanes = parallel_segments(store, concurrency)
     lock = threading.Lock()
     total = SegmentSums(parts)
     seen = [0]

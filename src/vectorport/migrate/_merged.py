@@ -43,7 +43,7 @@ from ._endpoints import open_source, probe_target
 from ._report import DEFAULT_CAP, Capped
 from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page
-from ._verify_queries import pick_queries, query_check
+from ._verify_queries import ask_queries, pick_queries, query_check
 
 __all__ = [
     "KeySegments",
@@ -440,7 +440,8 @@ def verify_merged(
                 report.timings["detail"] = time.monotonic() - t0
             if queries:
                 t0 = time.monotonic()
-                report.queries = query_check(src.store, dst.store, queries, exact, top_k, cap)
+                answers = ask_queries(src.store, dst.store, queries, top_k)()
+                report.queries = query_check(dst.store, queries, exact, top_k, cap, answers)
                 report.timings["queries"] = time.monotonic() - t0
         finally:
             dst.close()

@@ -21,12 +21,13 @@ import logging
 import queue
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from .._digest import SegmentSums, key_digest, segment_of
 from .._exact import StreamingTopK
 from .._models import Record
 from .._protocol import VectorStore
-from ._digestscan import page_digests
+from ._digestscan import page_digests, parallel_segments
 
 __all__ = ["ReadBack", "list_key_sums"]
 
@@ -55,12 +56,14 @@ class ReadBack:
         parts: int,
         *,
         exact: StreamingTopK | None = None,
-        readers: int = 2,
+        readers: int = 4,
         backlog: int = 64,
     ) -> None:
         self.target = target
         self.parts = parts
-        self.exact = exact
+        self.top = exact.empty_like() if exact is not None else None
+        """The exact top-k of ``exact``'s queries over the records read back (verification
+        merges it in when it takes the read-back as the target's side)."""
         self.sums = SegmentSums(parts)
         """Content digests of the records read back."""
         self.keys = SegmentSums(parts)
@@ -69,6 +72,7 @@ class ReadBack:
         self.error: BaseException | None = None
         self._queue: queue.Queue[list[str] | None] = queue.Queue(maxsize=backlog)
         self._lock = threading.Lock()
+        self._finished = False
         self._threads = [
             threading.Thread(target=self._read, name=f"vectorport-readback-{i}", daemon=True)
             for i in range(max(1, readers))
@@ -86,7 +90,7 @@ class ReadBack:
 
     def _read(self) -> None:
         sums, key_sums = SegmentSums(self.parts), SegmentSums(self.parts)
-        top = self.exact.empty_like() if self.exact is not None else None
+        top = self.top.empty_like() if self.top is not None else None
         n = 0
         while True:
             keys = self._queue.get()
@@ -111,25 +115,52 @@ class ReadBack:
             self.sums.merge(sums)
             self.keys.merge(key_sums)
             self.records += n
-            if top is not None and self.exact is not None:
-                self.exact.merge(top)
+            if top is not None and self.top is not None:
+                self.top.merge(top)
 
-    def close(self) -> None:
-        """Wait for every batch handed over to be read (idempotent)."""
-        for _ in self._threads:
-            self._queue.put(None)
+    def finish(self) -> None:
+        """No more batches: the readers stop after the ones handed over (returns at once)."""
+        if not self._finished:
+            self._finished = True
+            for _ in self._threads:
+                self._queue.put(None)
+
+    def join(self) -> None:
+        """Wait for every batch handed over to be read."""
+        self.finish()
         for t in self._threads:
             t.join()
-        self._threads = []
+
+    def close(self) -> None:
+        """:meth:`finish` and :meth:`join` (idempotent)."""
+        self.join()
 
 
-def list_key_sums(store: VectorStore, parts: int) -> tuple[SegmentSums, int]:
-    """Per-segment key digests and counts of every key ``store`` holds (one scan, no vectors,
-    metadata or text), and the number of rows listed."""
-    sums = SegmentSums(parts)
-    rows = 0
-    for page in store.scan(include=[]):
-        keys = [r.key for r in page]
-        rows += len(keys)
-        _fold_keys(sums, keys)
-    return sums, rows
+def list_key_sums(store: VectorStore, parts: int, concurrency: int = 4) -> tuple[SegmentSums, int]:
+    """Per-segment key digests and counts of every key ``store`` holds (no vectors, metadata or
+    text; several scan segments at once where the store's segments split the reads), and the
+    number of rows listed."""
+    lanes = parallel_segments(store, concurrency)
+    lock = threading.Lock()
+    total = SegmentSums(parts)
+    rows = [0]
+
+    def lane(i: int) -> None:
+        mine = SegmentSums(parts)
+        n = 0
+        for page in store.scan(include=[], segment=(i, lanes)):
+            keys = [r.key for r in page]
+            n += len(keys)
+            _fold_keys(mine, keys)
+        with lock:
+            total.merge(mine)
+            rows[0] += n
+
+    if lanes == 1:
+        lane(0)
+    else:
+        with ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="vectorport-list") as pool:
+            for fut in [pool.submit(lane, i) for i in range(lanes)]:
+                fut.result()
+    total.clean()
+    return total, rows[0]

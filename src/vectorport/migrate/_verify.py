@@ -44,7 +44,7 @@ from ._progress import Progress
 from ._readback import ReadBack, list_key_sums
 from ._report import DEFAULT_CAP, Capped
 from ._transform import Transformer
-from ._verify_queries import QueryCheck, SampledQueries, query_check, sampled_queries
+from ._verify_queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
 
 __all__ = ["QueryCheck", "VerifyReport", "same_content", "vector_difference", "verify_stores"]
 
@@ -420,9 +420,6 @@ def verify_stores(
         report.skipped.append(
             "counts, extra keys and queries: a shard is verified for its own source records only"
         )
-    else:
-        report.source_count = source.count()
-        report.target_count = target.count()
     if not compare_vectors:
         report.skipped.append("vectors and queries: the vectors were re-embedded")
     if queries is None:
@@ -430,15 +427,20 @@ def verify_stores(
             source, target, shard, 0 if sharded or not compare_vectors else sample_queries, k
         )
     exact = queries.exact
-    # a float read back from either store may differ by the ulps its backend declares (Chroma
-    # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
-    float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
+    # asked now, judged at the end against the exact top-k the data pass computes
+    answers = ask_queries(source, target, queries.records, queries.k) if queries.records else None
     # digests need the target to hold values as written; floats read from a source that
     # rounds them (Chroma) were written as read, so only the target's rule decides
     target_ulps = target.capabilities.metadata.float_ulps
-    if read_back is not None and not read_back.usable:
-        read_back = None
     chosen = _method(method, sharded, compare_vectors, target_ulps, tolerance, copied)
+    if not sharded:
+        report.source_count = source.count()
+        if read_back is None or chosen == "keyed":
+            report.target_count = target.count()
+        # else a paced target's count is a key listing (buckets): the data pass makes one
+    # a float read back from either store may differ by the ulps its backend declares (Chroma
+    # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
+    float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
     report.method = chosen
     pass_ = _Pass(report, source, target, transformer, compare_vectors, tolerance, float_ulps, concurrency)
     with Progress("verify", total_hint or report.source_count, enabled=progress) as bar:
@@ -448,10 +450,24 @@ def verify_stores(
                 pass_.extras(None)
         else:
             _by_digest(pass_, copied, exact, bar.advance, read_back)
-    if queries.records:
-        report.queries = query_check(source, target, queries.records, exact, queries.k, cap)
+            if report.target_count is None and not sharded:
+                report.target_count = report.target_scanned
+    if answers is not None:
+        report.queries = query_check(target, queries.records, exact, queries.k, cap, answers())
     report.seconds = time.monotonic() - started
     return report
+
+
+def _listed_after(
+    read_back: ReadBack, target: VectorStore, concurrency: int
+) -> tuple[SegmentSums, int] | None:
+    """The target's key listing, made while the read-back finishes its last batches (the copy
+    has written everything by now); ``None`` when the read-back failed."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-list") as pool:
+        later = pool.submit(list_key_sums, target, read_back.parts, concurrency)
+        read_back.join()
+        listing = later.result()
+    return listing if read_back.usable else None
 
 
 def _method(
@@ -493,9 +509,14 @@ def _by_digest(
 
     def target_side() -> tuple[SegmentSums, int, list[int]]:
         """The target's content digests, rows, and segments whose keys changed since read-back."""
-        if read_back is not None:
-            listed, rows = list_key_sums(pass_.target, parts)
+        listing = _listed_after(read_back, pass_.target, lanes) if read_back is not None else None
+        if read_back is not None and listing is not None:
+            listed, rows = listing
+            report.read_back = True
+            if copied is not None and read_back.top is not None:
+                exact.merge(read_back.top)  # the target's rows, as read back, are the truth
             return read_back.sums, rows, read_back.keys.differing(listed)
+        # (also when the read-back failed: the target is scanned instead)
         # the target's rows are the exact truth for the queries when the digests agree; where
         # they do not, the segments' source records are read again below
         feed = exact if copied is not None else None
@@ -514,7 +535,6 @@ def _by_digest(
         expected = copied
         actual, rows, keys_moved = target_side()
     report.target_scanned = rows
-    report.read_back = read_back is not None
     differing = sorted(set(expected.differing(actual)) | set(keys_moved))
     report.segments = {"parts": parts, "differing": len(differing)}
     if not differing:

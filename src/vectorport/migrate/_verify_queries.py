@@ -3,8 +3,10 @@ against the exact top-k of the data (:class:`StreamingTopK`, fed by the verifica
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +21,7 @@ __all__ = [
     "RELATIVE_SLACK",
     "QueryCheck",
     "SampledQueries",
+    "ask_queries",
     "pick_queries",
     "query_check",
     "sampled_queries",
@@ -164,22 +167,46 @@ def sampled_queries(
     return SampledQueries(queries, StreamingTopK(source.spec.metric, matrix, top_k + 5), top_k)
 
 
+Answers = list[tuple[list[str], list[str]]]
+"""Each query's top-k keys from the source and from the target."""
+
+
+def ask_queries(
+    source: VectorStore, target: VectorStore, queries: list[Record], k: int
+) -> Callable[[], Answers]:
+    """Send ``queries`` to both stores now, a few at a time (they are usually other processes,
+    and their answers do not depend on the pass that computes the exact top-k, which can run
+    meanwhile); the returned function waits for the answers."""
+
+    def top(store: VectorStore, vector: Any) -> list[str]:
+        return store.query(vector, k=k, include=[]).keys
+
+    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vectorport-queries")
+    futures = [(pool.submit(top, source, r.vector), pool.submit(top, target, r.vector)) for r in queries]
+    pool.shutdown(wait=False)  # the submitted queries still run
+
+    def answers() -> Answers:
+        return [(a.result(), b.result()) for a, b in futures]
+
+    return answers
+
+
 def query_check(
-    source: VectorStore,
     target: VectorStore,
     queries: list[Record],
     exact: StreamingTopK,
     k: int,
     cap: int,
+    answers: Answers,
 ) -> QueryCheck:
+    """Judge the stores' ``answers`` to ``queries`` (:func:`ask_queries`) against ``exact``."""
     overlaps: list[float] = []
     src_recalls: list[float] = []
     tgt_recalls: list[float] = []
     required = 1.0 if target.capabilities.exact else target.capabilities.recall_tolerance
     worst: Capped[dict[str, JSON]] = Capped(cap)
     for i, rec in enumerate(queries):
-        a = source.query(rec.vector, k=k, include=[]).keys
-        b = target.query(rec.vector, k=k, include=[]).keys
+        a, b = answers[i]
         expected = max(1, min(k, len(exact.keys[i])))
         overlaps.append(len(set(a) & set(b)) / expected)
         src_recalls.append(_near_tie_recall(exact, i, a, k))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -80,6 +81,8 @@ class ParquetStore(BaseStore[FilterNode]):
         self._cached: OrderedDict[int, pa.Table] = OrderedDict()
         self._checked: set[int] = set()
         self._index: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None = None
+        # reads come from several threads at once (a verification's scan lanes and queries)
+        self._lock = threading.RLock()
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
@@ -103,6 +106,10 @@ class ParquetStore(BaseStore[FilterNode]):
         return self._manifest
 
     def _part(self, index: int) -> pa.Table:
+        with self._lock:
+            return self._cached_part(index)
+
+    def _cached_part(self, index: int) -> pa.Table:
         table = self._cached.get(index)
         if table is None:
             m = self.manifest
@@ -118,6 +125,10 @@ class ParquetStore(BaseStore[FilterNode]):
     def _key_index(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         """Every key's hash, sorted, and the part holding it; built from the key columns only.
         Python's ``hash`` is stable within this process, which is all an in-memory index needs."""
+        with self._lock:
+            return self._built_key_index()
+
+    def _built_key_index(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         if self._index is None:
             hashes: list[npt.NDArray[np.int64]] = []
             owners: list[npt.NDArray[np.int32]] = []
