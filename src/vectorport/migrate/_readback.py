@@ -100,17 +100,16 @@ class ReadBack:
                 continue  # drain: the copy must never block on a reader that gave up
             try:
                 records: list[Record] = self.target.get(keys, include=_INCLUDE)
+                for seg, digest in page_digests(records, None, self.parts):
+                    sums.add(seg, digest)
+                _fold_keys(key_sums, [r.key for r in records])
+                n += len(records)
+                if top is not None:
+                    top.update_records(records)
             except BaseException as exc:  # the copy goes on; verification reads the target instead
                 with self._lock:
                     self.error = self.error or exc
                 log.warning("read-back stopped (%s); verification will read the whole target", exc)
-                continue
-            for seg, digest in page_digests(records, None, self.parts):
-                sums.add(seg, digest)
-            _fold_keys(key_sums, [r.key for r in records])
-            n += len(records)
-            if top is not None:
-                top.update_records(records)
         with self._lock:
             self.sums.merge(sums)
             self.keys.merge(key_sums)
