@@ -129,3 +129,20 @@ def test_a_read_racing_compaction_is_retried_not_fatal() -> None:
         map_errors("chroma collection 'c' at chroma:///x: scan"),
     ):
         raise InternalError("Error executing plan: Internal error: Error finding id")
+
+
+def test_a_read_before_the_first_flush_is_retried_not_fatal() -> None:
+    # the exact text `chroma run` 1.5.9 returned to a get on a collection two Ray sync shards
+    # were writing (tests/ray/test_ray_sync.py, in a CI run)
+    from chromadb.errors import InternalError
+
+    from vectorport.backends.chroma.errors import map_errors
+    from vectorport.exceptions import TransientError
+
+    with (
+        pytest.raises(TransientError, match=r"Nothing found on disk.*retrying"),
+        map_errors("chroma collection 'c' at chroma+http://127.0.0.1:8000?collection=c: get"),
+    ):
+        raise InternalError(
+            "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
+        )

@@ -55,6 +55,10 @@ _BY_MESSAGE: tuple[tuple[str, type[VectorportError]], ...] = (
     # a read that raced the embedded server's own log compaction (seen on scans under live
     # writes); the same read a moment later succeeds
     ("Error finding id", TransientError),
+    # a read of a new collection's vector segment before its first flush reached disk (seen
+    # once under two concurrent writers, chroma run 1.5.9): retried; if the segment never
+    # appears the retries run out and the error says so
+    ("Error creating hnsw segment reader: Nothing found on disk", TransientError),
 )
 
 # An HTTP answer that is not a Chroma JSON error (chromadb raises a bare ``Exception`` of the
