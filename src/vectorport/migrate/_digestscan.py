@@ -24,7 +24,7 @@ from .._models import Record
 from .._protocol import VectorStore
 from ._transform import Transformer
 
-__all__ = ["DigestScan", "page_digests", "parallel_segments", "scan_digests"]
+__all__ = ["DigestScan", "in_lanes", "page_digests", "parallel_segments", "scan_digests"]
 
 
 @dataclass
@@ -57,6 +57,16 @@ def parallel_segments(store: VectorStore, concurrency: int) -> int:
     if concurrency <= 1 or "parallel_segments" not in store.capabilities.features:
         return 1
     return concurrency
+
+
+def in_lanes(lanes: int, lane: Callable[[int], None]) -> None:
+    """Run ``lane(0) … lane(lanes - 1)`` at once (inline for one lane); the first error raises."""
+    if lanes == 1:
+        lane(0)
+        return
+    with ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="vectorport-lane") as pool:
+        for fut in [pool.submit(lane, i) for i in range(lanes)]:
+            fut.result()
 
 
 def scan_digests(
@@ -93,11 +103,6 @@ def scan_digests(
             if exact is not None and top is not None:
                 exact.merge(top)
 
-    if lanes == 1:
-        lane(0)
-    else:
-        with ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="vectorport-digest") as pool:
-            for fut in [pool.submit(lane, i) for i in range(lanes)]:
-                fut.result()
+    in_lanes(lanes, lane)
     total.clean()
     return DigestScan(total, seen[0])

@@ -21,13 +21,12 @@ import logging
 import queue
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from .._digest import SegmentSums, key_digest, segment_of
 from .._exact import StreamingTopK
 from .._models import Record
 from .._protocol import VectorStore
-from ._digestscan import page_digests, parallel_segments
+from ._digestscan import in_lanes, page_digests, parallel_segments
 
 __all__ = ["ReadBack", "list_key_sums"]
 
@@ -155,11 +154,6 @@ def list_key_sums(store: VectorStore, parts: int, concurrency: int = 4) -> tuple
             total.merge(mine)
             rows[0] += n
 
-    if lanes == 1:
-        lane(0)
-    else:
-        with ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="vectorport-list") as pool:
-            for fut in [pool.submit(lane, i) for i in range(lanes)]:
-                fut.result()
+    in_lanes(lanes, lane)
     total.clean()
     return total, rows[0]

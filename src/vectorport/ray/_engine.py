@@ -28,8 +28,8 @@ from .._registry import connect
 from ..exceptions import ConfigurationError
 from ..migrate import MigrationReport, migrate
 from ..migrate._endpoints import open_source, probe_target
-from ..migrate._merged import MergedVerifyReport, verify_merged
-from ._verify import ensure_ray, ray_runner, reachable
+from ..migrate._merged import MergedVerifyReport
+from ._verify import ensure_ray, reachable, verify_on_ray
 
 __all__ = ["ClusterReport", "engine_fields", "migrate_on_ray", "note_pid", "write_cap"]
 
@@ -231,16 +231,14 @@ def migrate_on_ray(
     report.status = "copied"
     if verify:
         t0 = time.monotonic()
-        report.verification = verify_merged(
+        report.verification = verify_on_ray(
             source,
             target,
-            runner=ray_runner(max_retries),
-            segments=workers,
             workers=workers,
-            engine="ray",
             metadata_policy=metadata_policy,
             text_key=text_key,
             sample_queries=sample_queries,
+            max_retries=max_retries,
             target_options=dst_options,
         )
         report.timings["verify"] = time.monotonic() - t0

@@ -21,13 +21,13 @@ from typing import Any
 import ray
 
 from ..exceptions import ConfigurationError
-from ..migrate._merged import verify_merged, worker_info
+from ..migrate._merged import worker_info
 from ..migrate._sync import sync
 from ..migrate._syncreport import SyncReport, SyncStats
 from ..migrate._syncshards import changed_outside, prepare_target
 from ..migrate._transform import MetadataPolicy
 from ._engine import engine_fields, note_pid, write_cap
-from ._verify import ensure_ray, ray_runner, reachable
+from ._verify import ensure_ray, reachable, verify_on_ray
 
 __all__ = ["ClusterSyncReport", "sync_on_ray"]
 
@@ -149,17 +149,15 @@ def sync_on_ray(
     _notes(report)
     if verify:
         t0 = time.monotonic()
-        report.verification = verify_merged(
+        report.verification = verify_on_ray(
             source,
             target,
-            runner=ray_runner(max_retries),
-            segments=workers,
             workers=workers,
-            engine="ray",
             metadata_policy=metadata_policy,
             text_key=text_key,
             sample_queries=sample_queries,
             k=k,
+            max_retries=max_retries,
             source_options=source_options,
             target_options=dst_options,
         )
