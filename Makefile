@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	# botocore needs python-dateutil < 3. One venv for everything: the interop extra (the
 	# frameworks' own clients, and the pgvector-python < 0.4 they pin) resolves beside the rest,
 	# so the whole suite runs where vectorport meets them.
-	$(PY) -m pip install --quiet -e ".[all,dev,interop,ray]" "python-dateutil<3" "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[all,dev,interop,ray,langchain,llamaindex]" "python-dateutil<3" "torch==2.13.0"
 	touch $(STAMP)
 
 lint: $(STAMP)
