@@ -130,7 +130,7 @@ def doctor(
             )
         if saved:
             out_console.print(f"canaries recorded to {saved}")
-    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.PROBLEM)
+    raise typer.Exit(report.exit_code)
 
 
 def register(app: typer.Typer) -> None:

@@ -94,7 +94,7 @@ def ingest(
                 metric=metric,
                 progress=progress,
             )
-        code = ExitCode.PROBLEM if report.failed else ExitCode.OK
+        code = report.exit_code
     if as_json:
         emit_json(report.to_dict())
     else:

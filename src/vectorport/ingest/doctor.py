@@ -30,13 +30,15 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from .._embedder import Embedder
+from .._exit import Status
 from .._protocol import VectorStore
+from .._report import Report
 from .canaries import CanaryResult, CanarySet, check_canaries
 from .documents import sha256_hex
 from .embedders import same_model
@@ -71,8 +73,10 @@ class Finding:
 
 
 @dataclass
-class DoctorReport:
+class DoctorReport(Report):
     """All findings of a run; ``ok`` when there are none (the CLI then exits 0)."""
+
+    SCHEMA: ClassVar[str] = "vectorport.doctor/1"
 
     store: str
     collection_model: str | None
@@ -85,10 +89,11 @@ class DoctorReport:
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def ok(self) -> bool:
-        return not self.findings
+    def status(self) -> Status:
+        """``healthy`` (no findings) or ``findings``."""
+        return Status.FINDINGS if self.findings else Status.HEALTHY
 
-    def to_dict(self) -> dict[str, Any]:
+    def sections(self) -> dict[str, Any]:
         out = asdict(self)
         out["findings"] = [f.to_dict() for f in self.findings]
         out["canaries"] = [c.to_dict() for c in self.canaries]

@@ -26,15 +26,17 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from .._embedder import Embedder
+from .._exit import Status
 from .._features import bulk_load_of
 from .._models import Record
 from .._protocol import VectorStore
+from .._report import Report
 from .chunker import Chunk, Chunker, ChunkingConfig
 from .compat import check_embedder
 from .corpus import Corpus, SourceFile
@@ -108,8 +110,10 @@ class DocumentOutcome:
 
 
 @dataclass
-class IngestReport:
+class IngestReport(Report):
     """Summary of a run; ``to_dict()`` is the ``--json`` output."""
+
+    SCHEMA: ClassVar[str] = "vectorport.ingest/1"
 
     store: str
     embedding_model: str
@@ -134,7 +138,12 @@ class IngestReport:
             setattr(self, outcome.action, getattr(self, outcome.action) + 1)
         self.chunks_deleted += outcome.deleted
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def status(self) -> Status:
+        """``ingested``, or ``partial`` when some files could not be read (the rest was)."""
+        return Status.PARTIAL if self.failed else Status.INGESTED
+
+    def sections(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from .._digest import SegmentSums, segment_count
 from .._embedder import Embedder
+from .._exit import Status
 from .._features import write_cap_of
 from .._retry import RetryPolicy
 from .._url import mask_url
@@ -158,7 +159,7 @@ def migrate(
     >>> _ = src.upsert([vectorport.Record(f"doc#{i}", [1.0, i], {"i": i}, "t") for i in range(5)])
     >>> report = vectorport.migrate("memory://doctest-migrate-src", "memory://doctest-migrate-dst")
     >>> report.status, report.exit_code, report.copy.records
-    ('verified', <ExitCode.OK: 0>, 5)
+    (<Status.VERIFIED: 'verified'>, <ExitCode.OK: 0>, 5)
     >>> src.drop(); vectorport.connect("memory://doctest-migrate-dst").drop()
     """
     started = time.monotonic()
@@ -182,7 +183,7 @@ def migrate(
                 "copies into another collection: name a new table, collection or index"
             )
         transformer = Transformer(dst.capabilities.metadata, policy, text_key)
-        report = MigrationReport(src.label, dst.label, segment, status="planned")
+        report = MigrationReport(src.label, dst.label, segment, status=Status.PLANNED)
         ck: Checkpoint | None = None
         if checkpoint is not None:
             path = shard_path(checkpoint, segment)
@@ -246,7 +247,7 @@ def migrate(
         report.plan = plan_
         report.timings["plan"] = time.monotonic() - t0
         if plan_.refused:
-            report.status = "refused"
+            report.status = Status.REFUSED
             report.timings["total"] = time.monotonic() - started
             if plan_only:
                 return report
@@ -307,14 +308,14 @@ def migrate(
             if read_back is not None:
                 read_back.close()  # before the target it reads is dropped
             _roll_back(dst, ck, report)
-            report.status = "refused"
+            report.status = Status.REFUSED
             report.timings["total"] = time.monotonic() - started
             raise PlanRefusedError(plan_, report)
         # the target's deferred index build is timed apart from the copy (and its rate)
         report.timings["copy"] = time.monotonic() - t0 - report.copy.index_seconds
         if report.copy.index_seconds >= 0.05:
             report.timings["index"] = report.copy.index_seconds
-        report.status = "copied"
+        report.status = Status.COPIED
         return _finish(
             report,
             src,
@@ -361,7 +362,7 @@ def _finish(
     read_back: ReadBack | None = None,
     queries: SampledQueries | None = None,
 ) -> MigrationReport:
-    report.status = "copied"
+    report.status = Status.COPIED
     if verify:
         t0 = time.monotonic()
         report.verification = verify_stores(

@@ -291,8 +291,8 @@ class MergedVerifyReport(VerifyReport):
     per_worker: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, JSON]:
-        out = super().to_dict()
+    def sections(self) -> dict[str, JSON]:
+        out = super().sections()
         scanned = sum(w["records"] for w in self.per_worker if not str(w["task"]).startswith("detail"))
         digest = self.timings.get("digest", 0.0)
         out.update(

@@ -11,13 +11,13 @@ The ``EXIT_*`` names are kept as aliases of the table's members.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
-from .._exit import ExitCode
+from .._exit import ExitCode, Status
 from .._models import JSON
+from .._report import Report
 
 if TYPE_CHECKING:
     from ._plan import MigrationPlan
@@ -68,7 +68,7 @@ class Capped(Generic[T]):
 
 
 @dataclass
-class MigrationReport:
+class MigrationReport(Report):
     """The outcome of :func:`vectorport.migrate`.
 
     ``status`` is one of ``planned`` (``plan_only``, plan accepted), ``refused`` (plan refused,
@@ -78,10 +78,12 @@ class MigrationReport:
     the CLI's exit code (:class:`~vectorport._exit.ExitCode`). Operational failures raise instead.
     """
 
+    SCHEMA: ClassVar[str] = "vectorport.migrate/1"
+
     source: str
     target: str
     shard: tuple[int, int]
-    status: str
+    status: Status
     plan: MigrationPlan | None = None
     copy: CopyStats | None = None
     verification: VerifyReport | None = None
@@ -95,28 +97,11 @@ class MigrationReport:
     """What the operator should know and do (e.g. the source changed after the migration
     finished: run ``sync``)."""
 
-    @property
-    def exit_code(self) -> ExitCode:
-        """``OK``, ``PROBLEM`` (differences) or ``REFUSED`` (``FAILURE`` is raised, not returned)."""
-        return {
-            "refused": ExitCode.REFUSED,
-            "differences": ExitCode.PROBLEM,
-            "quality": ExitCode.QUALITY,
-        }.get(self.status, ExitCode.OK)
-
-    @property
-    def ok(self) -> bool:
-        """True when the exit code is 0."""
-        return self.exit_code == ExitCode.OK
-
-    def to_dict(self) -> dict[str, JSON]:
-        """A JSON-ready dict."""
+    def sections(self) -> dict[str, JSON]:
         return {
             "source": self.source,
             "target": self.target,
             "shard": list(self.shard),
-            "status": self.status,
-            "exit_code": int(self.exit_code),
             "already_complete": self.already_complete,
             "checkpoint": self.checkpoint,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -125,6 +110,3 @@ class MigrationReport:
             "verification": self.verification.to_dict() if self.verification else None,
             "notes": list(self.notes),
         }
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)

@@ -40,6 +40,7 @@ from typing import Any
 
 from .._activity import listening
 from .._digest import record_digest, segment_count, segment_of
+from .._exit import Status
 from .._features import bulk_load_of
 from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
@@ -544,7 +545,7 @@ def sync(
                 progress=progress,
             )
             report.timings["verify"] = time.monotonic() - t0
-            if report.status == "synced":
+            if report.status == Status.SYNCED:
                 report.status = report.verification.status
         report.timings["total"] = time.monotonic() - started
         return report

@@ -9,13 +9,13 @@ the bar (see :class:`~._verify.VerifyReport`). Operational failures (3) raise in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._exit import ExitCode
+from .._exit import Status
 from .._models import JSON
+from .._report import Report
 from ._report import Capped
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class SyncStats:
 
 
 @dataclass
-class SyncReport:
+class SyncReport(Report):
     """The outcome of :func:`vectorport.sync`.
 
     ``status``: ``synced`` (target brought to the source's state, no verification asked),
@@ -132,9 +132,11 @@ class SyncReport:
     records could not be written; the rest was synced).
     """
 
+    SCHEMA: ClassVar[str] = "vectorport.sync/1"
+
     source: str
     target: str
-    status: str = "synced"
+    status: Status = Status.SYNCED
     state: str | None = None
     """The sync state file."""
     delete: bool = False
@@ -151,30 +153,16 @@ class SyncReport:
                 f"{stats.gone} records in the target are not in the source; pass --delete to delete them"
             )
         if stats.unwritable:
-            self.status = "unwritable"
+            self.status = Status.UNWRITABLE
             self.notes.append(
                 f"{stats.unwritable.total} source records have metadata the target cannot hold and were "
                 "not written; pass --metadata-policy flatten, stringify or drop"
             )
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return {
-            "differences": ExitCode.PROBLEM,
-            "unwritable": ExitCode.PROBLEM,
-            "quality": ExitCode.QUALITY,
-        }.get(self.status, ExitCode.OK)
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == ExitCode.OK
-
-    def to_dict(self) -> dict[str, JSON]:
+    def sections(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "target": self.target,
-            "status": self.status,
-            "exit_code": int(self.exit_code),
             "state": self.state,
             "delete": self.delete,
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -182,6 +170,3 @@ class SyncReport:
             "verification": self.verification.to_dict() if self.verification else None,
             "notes": list(self.notes),
         }
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)

@@ -28,16 +28,18 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from .._digest import SegmentSums, segment_count, segment_of
 from .._exact import StreamingTopK
-from .._exit import ExitCode
+from .._exit import Status
 from .._json import json_equal
 from .._models import JSON, Record
 from .._protocol import VectorStore
+from .._report import Report
 from ..exceptions import ConfigurationError
 from ._digestscan import scan_digests
 from ._progress import Progress
@@ -74,8 +76,10 @@ def _metadata_paths(expected: dict[str, JSON], actual: dict[str, JSON]) -> list[
 
 
 @dataclass
-class VerifyReport:
+class VerifyReport(Report):
     """Every difference between source and target (capped per kind, with exact totals)."""
+
+    SCHEMA: ClassVar[str] = "vectorport.verify/1"
 
     source: str
     target: str
@@ -142,22 +146,16 @@ class VerifyReport:
         return self.data_equal and self.quality_ok
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         """``verified``, ``differences`` (data; exit 1) or ``quality`` (data equal, search
         quality failed; exit 5)."""
         if not self.data_equal:
-            return "differences"
-        return "verified" if self.quality_ok else "quality"
+            return Status.DIFFERENCES
+        return Status.VERIFIED if self.quality_ok else Status.QUALITY
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return {"differences": ExitCode.PROBLEM, "quality": ExitCode.QUALITY}.get(self.status, ExitCode.OK)
-
-    def to_dict(self) -> dict[str, JSON]:
+    def sections(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
-            "status": self.status,
-            "exit_code": int(self.exit_code),
             "data": {"equal": self.data_equal, "differences": self.differences},
             "quality": None
             if self.queries is None

@@ -18,13 +18,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import ray
 
-from .._exit import ExitCode
+from .._exit import Status
 from .._features import write_cap_of
 from .._registry import connect
+from .._report import Report
 from ..exceptions import ConfigurationError
 from ..migrate import MigrationReport, migrate
 from ..migrate._endpoints import open_source, probe_target
@@ -35,14 +36,16 @@ __all__ = ["ClusterReport", "engine_fields", "migrate_on_ray", "note_pid", "writ
 
 
 @dataclass
-class ClusterReport:
+class ClusterReport(Report):
     """A migration run as ``workers`` Ray tasks: each shard's :class:`MigrationReport` and the
     merged totals, in the shape of the single-process report plus ``engine`` and ``workers``."""
+
+    SCHEMA: ClassVar[str] = "vectorport.migrate-ray/1"
 
     source: str
     target: str
     workers: int
-    status: str = "planned"
+    status: Status = Status.PLANNED
     shards: list[MigrationReport] = field(default_factory=list)
     per_worker: list[dict[str, Any]] = field(default_factory=list)
     source_count: int | None = None
@@ -56,20 +59,10 @@ class ClusterReport:
     def records(self) -> int:
         return sum(r.copy.records for r in self.shards if r.copy is not None)
 
-    @property
-    def exit_code(self) -> ExitCode:
-        return {
-            "refused": ExitCode.REFUSED,
-            "differences": ExitCode.PROBLEM,
-            "quality": ExitCode.QUALITY,
-        }.get(self.status, ExitCode.OK)
-
-    def to_dict(self) -> dict[str, Any]:
+    def sections(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "target": self.target,
-            "status": self.status,
-            "exit_code": int(self.exit_code),
             "records": self.records,
             **engine_fields(
                 self.workers,
@@ -192,9 +185,9 @@ def migrate_on_ray(
     t0 = time.monotonic()
     planned = ray.get([task.remote(source, target, s, {**common, "plan_only": True}) for s in shards])
     report.timings["plan"] = time.monotonic() - t0
-    refused = [p["report"] for p in planned if p["report"].status == "refused"]
+    refused = [p["report"] for p in planned if p["report"].status == Status.REFUSED]
     if refused:
-        report.status, report.shards = "refused", refused
+        report.status, report.shards = Status.REFUSED, refused
         report.notes.append("a shard's plan was refused; nothing was written (see each shard's plan)")
         return report
 
@@ -228,7 +221,7 @@ def migrate_on_ray(
     report.timings["copy"] = time.monotonic() - t0
     report.shards = [r["report"] for r in runs]
     report.per_worker = [r["worker"] for r in runs]
-    report.status = "copied"
+    report.status = Status.COPIED
     if verify:
         t0 = time.monotonic()
         report.verification = verify_on_ray(

@@ -20,6 +20,7 @@ from typing import Any
 
 import ray
 
+from .._exit import Status
 from ..exceptions import ConfigurationError
 from ..migrate._merged import worker_info
 from ..migrate._sync import sync
@@ -43,8 +44,8 @@ class ClusterSyncReport(SyncReport):
     per_worker: list[dict[str, Any]] = field(default_factory=list)
     write_rate_per_worker: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(super().to_dict())
+    def sections(self) -> dict[str, Any]:
+        out: dict[str, Any] = dict(super().sections())
         compared = sum(w["records"] for w in self.per_worker)
         out.update(
             engine_fields(
@@ -162,7 +163,7 @@ def sync_on_ray(
             target_options=dst_options,
         )
         report.timings["verify"] = time.monotonic() - t0
-        if report.status == "synced":
+        if report.status == Status.SYNCED:
             report.status = report.verification.status
     report.timings["total"] = time.monotonic() - started
     return report

@@ -9,11 +9,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
-from .._exit import ExitCode
+from .._exit import Status
 from .._protocol import VectorStore
+from .._report import Report
 from .._url import mask_url
 from ..exceptions import ConfigurationError
 from ..migrate._endpoints import StoreLike, open_source
@@ -70,8 +71,10 @@ def write_segment(
 
 
 @dataclass
-class ExportReport:
+class ExportReport(Report):
     """What ``export`` wrote and how it checked it."""
+
+    SCHEMA: ClassVar[str] = "vectorport.export/1"
 
     source: str
     directory: str
@@ -87,23 +90,16 @@ class ExportReport:
     """Each Ray task's segment, node, records and rate (``engine`` ``ray``)."""
 
     @property
-    def status(self) -> str:
-        if self.verification is None:
-            return "exported"
-        return self.verification.status
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.OK if self.verification is None else self.verification.exit_code
+    def status(self) -> Status:
+        return Status.EXPORTED if self.verification is None else self.verification.status
 
     @property
     def rate(self) -> float:
         seconds = self.timings.get("export", 0.0)
         return self.count / seconds if seconds > 0 else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def sections(self) -> dict[str, Any]:
         return {
-            "status": self.status,
             "source": self.source,
             "directory": self.directory,
             "url": snapshot_url(self.directory),
