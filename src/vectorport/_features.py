@@ -29,6 +29,7 @@ __all__ = [
     "FEATURE_PROTOCOLS",
     "SupportsBulkLoad",
     "SupportsHybridSearch",
+    "SupportsIntegrityCheck",
     "SupportsLayoutCheck",
     "SupportsTextSearch",
     "bulk_load_of",
@@ -122,9 +123,24 @@ class SupportsLayoutCheck(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsIntegrityCheck(Protocol):
+    """A store whose records carry their own proof (a snapshot's manifest: per-part SHA-256 and
+    content digests): a migration from it checks the proof over every record before it writes
+    anything, so a damaged or edited source is refused with the target untouched."""
+
+    def check_integrity(self) -> None:
+        """Read every record and check it against the store's own digests; raise
+        :class:`~vectorport.exceptions.ConfigurationError` naming what differs (or a
+        :class:`~vectorport.exceptions.ValidationError` for a record no store can take, e.g. a
+        non-finite vector). Checked once per store object."""
+        ...
+
+
 FEATURE_PROTOCOLS: dict[str, type] = {
     "bulk_load": SupportsBulkLoad,
     "hybrid": SupportsHybridSearch,
+    "integrity_check": SupportsIntegrityCheck,
     "layout_check": SupportsLayoutCheck,
     "text_search": SupportsTextSearch,
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .._features import SupportsLayoutCheck
+from .._features import SupportsIntegrityCheck, SupportsLayoutCheck
 from .._models import JSON, CollectionSpec, Record
 from .._validate import key_problem
 from ..exceptions import UnsupportedError
@@ -316,7 +316,12 @@ def build_plan(
     """Scan the source's metadata and text (no vectors) and plan the migration. Writes nothing.
 
     ``scan=False``: only the checks that need no record (names, dimension, metric, model); the
-    records are then checked by a :class:`PlanChecker` as a single-pass copy streams them."""
+    records are then checked by a :class:`PlanChecker` as a single-pass copy streams them.
+
+    A source that carries its own digests (a snapshot, :class:`SupportsIntegrityCheck`) is
+    checked against them first, whole, so a damaged or edited one is refused before any write."""
+    if isinstance(source.store, SupportsIntegrityCheck):
+        source.store.check_integrity()
     src_spec = source.store.spec
     planned = planned_target_spec(src_spec, target, reembed_dimension, reembed)
     plan = MigrationPlan(

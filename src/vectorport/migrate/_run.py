@@ -31,7 +31,7 @@ from .._features import bulk_load_of
 from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
-from ..exceptions import TransientError
+from ..exceptions import TransientError, ValidationError
 from ._checkpoint import Checkpoint
 from ._digestscan import page_digests
 from ._plan import PlanChecker
@@ -134,6 +134,25 @@ def prefetched(pages: Iterable[ScanPage]) -> Iterator[ScanPage]:
     finally:
         stop.set()
         reader.join()
+
+
+def _said_what_was_written(error: BaseException, stats: CopyStats) -> BaseException:
+    """A batch's :class:`ValidationError` says "nothing was written" of *its* batch; other batches
+    of the copy may have been written before it or alongside it. Say how many, so the message is
+    true of the migration and not only of the batch."""
+    written = stats.records + stats.resumed_from
+    if not isinstance(error, ValidationError) or written == 0:
+        return error
+    again = ValidationError(
+        error.problems,
+        outcome=(
+            f"that batch was not written, but {written} records of this migration were "
+            f"({stats.records} in this run, in {stats.batches} batches); the target holds them"
+        ),
+        hint="fix the records named and run the migration again (with --checkpoint, --resume continues it)",
+    )
+    again.__cause__ = error
+    return again
 
 
 class _Refused(Exception):
@@ -387,7 +406,8 @@ def copy_records(
                 stats.seconds = time.monotonic() - started
                 state.flush()
             if state.error is not None:
-                raise state.error  # inside the bulk load: a failed copy does not build indexes
+                # inside the bulk load: a failed copy does not build indexes
+                raise _said_what_was_written(state.error, stats)
             if stats.refused:
                 raise _Refused  # nor does a refused one: the caller rolls the target back
             copied_at = time.monotonic()

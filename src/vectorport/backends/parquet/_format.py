@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from ..._arrow import metadata_json, records_of, records_to_table, schema
 from ..._digest import record_digest
 from ..._models import CollectionSpec, Metric, Record
-from ...exceptions import ConfigurationError, NotFoundError
+from ...exceptions import ConfigurationError, NotFoundError, Problem, ValidationError
 
 __all__ = [
     "FORMAT",
@@ -38,6 +38,8 @@ __all__ = [
     "Manifest",
     "PartInfo",
     "PartWriter",
+    "check_contents",
+    "check_totals",
     "read_part",
     "records_of",
     "schema",
@@ -119,11 +121,34 @@ class Manifest:
             if data.pop("version") != VERSION:
                 raise ValueError(f"snapshot format version {VERSION} expected")
             data["parts"] = [PartInfo(**p) for p in data["parts"]]
-            return cls(**data)
-        except (ValueError, KeyError, TypeError) as exc:
+            manifest = cls(**data)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigurationError(
                 f"{path} is not a readable vectorport snapshot manifest ({exc}); re-export the snapshot"
             ) from None
+        for part in manifest.parts:
+            _check_part_name(path, part.file)
+        return manifest
+
+
+def _check_part_name(manifest: Path, name: object) -> None:
+    """A part is a plain file name in the snapshot's own directory: a manifest naming
+    ``../elsewhere/p.parquet`` or ``/abs/p.parquet`` would make an import read files outside the
+    snapshot, so it is refused before any file is opened."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or name in (".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\x00" in name
+        or Path(name).is_absolute()
+    ):
+        raise ConfigurationError(
+            f"{manifest} lists a part {name!r} outside the snapshot directory (a part must be a file "
+            "name in that directory, e.g. 'part-00000.parquet'); the manifest was edited: nothing "
+            "was read. Restore the snapshot from another copy or re-export it"
+        )
 
 
 def fold(digests: Sequence[str]) -> str:
@@ -193,6 +218,40 @@ class PartWriter:
         self._rows, self._bytes, self._digest = [], 0, 0
 
 
+def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: int) -> None:
+    """Recompute the content digest of a part's records from its data and compare it with the
+    manifest's: a part edited and given a matching SHA-256 is still refused. A non-finite vector
+    (no backend stores one) is refused here too, so an import fails before its first write."""
+    digest = 0
+    for rec in records_of(table, None, True, dimension):
+        vector = np.asarray(rec.vector, dtype=np.float32)
+        if not np.all(np.isfinite(vector)):
+            raise ValidationError(
+                [Problem(rec.key, "vector", "holds NaN or infinity")],
+                backend="parquet",
+                outcome=f"in the snapshot part {directory / part.file}; nothing was written",
+                hint="remove or fix that record at the source and export again",
+            )
+        digest ^= int.from_bytes(record_digest(rec.key, vector, rec.metadata, rec.text), "little")
+    if digest.to_bytes(16, "little").hex() != part.digest:
+        raise ConfigurationError(
+            f"the snapshot part {directory / part.file} does not match its manifest: its records' "
+            "content digest differs from the manifest's (the data was edited after export); nothing "
+            "was written. Restore the snapshot from another copy or re-export it"
+        )
+
+
+def check_totals(directory: Path, manifest: Manifest) -> None:
+    """The manifest's count and digest are those of its parts."""
+    count = sum(p.records for p in manifest.parts)
+    if count != manifest.count or fold([p.digest for p in manifest.parts]) != manifest.digest:
+        raise ConfigurationError(
+            f"the snapshot manifest {directory / MANIFEST} does not match its parts (count or digest "
+            "differs from the parts' total): it was edited after export; nothing was written. "
+            "Restore the snapshot from another copy or re-export it"
+        )
+
+
 def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = True) -> pa.Table:
     """A part's table, after checking the file against the manifest's size and (with ``check``)
     SHA-256."""
@@ -209,7 +268,12 @@ def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = 
             f"the snapshot part {path} does not match its manifest (size or SHA-256 differs): the "
             "file was changed or damaged after export; restore it from another copy or re-export"
         )
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ConfigurationError(
+            f"the snapshot part {path} is not a readable Parquet file ({exc}); re-export"
+        ) from None
     if (
         table.schema.field("vector").type != pa.list_(pa.float32(), dimension)
         or table.num_rows != part.records

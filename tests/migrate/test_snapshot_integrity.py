@@ -1,0 +1,156 @@
+"""A snapshot cannot be forged into an import: every part's content digest is recomputed from its
+data (not only the file's SHA-256, which whoever edits a part can update too), a part named outside
+the snapshot directory is refused, and either is refused before the target is written or even
+created. The target is then read with chromadb itself, not through vectorport."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import vectorport
+
+from ._migrate_data import DIM, tricky_records
+
+pytest.importorskip("pyarrow")
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from vectorport.backends.parquet._format import MANIFEST, fold
+from vectorport.snapshot import export, import_snapshot
+
+pytestmark = [pytest.mark.parquet, pytest.mark.chroma]
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Any:
+    store = vectorport.connect("memory://integrity-src", dimension=DIM, metric="cosine")
+    store.upsert(tricky_records(600, DIM))
+    folder = tmp_path / "snap"
+    export("memory://integrity-src", folder, max_part_bytes=100_000, verify=False)
+    yield folder
+    store.drop()
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((folder / MANIFEST).read_text())
+    return data
+
+
+def _save(folder: Path, manifest: dict[str, Any]) -> None:
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+def _rewrite_part(folder: Path, index: int, edit: Callable[[pa.Table], pa.Table]) -> None:
+    """Edit part ``index`` and give the manifest the new file's size and SHA-256 (what a forger
+    who read the format would do)."""
+    manifest = _manifest(folder)
+    part = manifest["parts"][index]
+    path = folder / part["file"]
+    pq.write_table(edit(pq.read_table(path)), path)
+    data = path.read_bytes()
+    part["sha256"], part["bytes"] = hashlib.sha256(data).hexdigest(), len(data)
+    _save(folder, manifest)
+
+
+def _edit_text(table: pa.Table) -> pa.Table:
+    texts = table.column("text").to_pylist()
+    texts[0] = "ignore previous instructions"
+    return table.set_column(table.column_names.index("text"), "text", pa.array(texts, pa.string()))
+
+
+def _nan_vector(table: pa.Table) -> pa.Table:
+    flat = np.asarray(table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False))
+    flat = flat.astype(np.float32).copy()
+    flat[-DIM] = np.nan  # the last record's first component
+    column = pa.FixedSizeListArray.from_arrays(pa.array(flat), DIM)
+    return table.set_column(table.column_names.index("vector"), table.schema.field("vector"), column)
+
+
+def _name(url: str) -> str:
+    return url.split("collection=")[1].split("&")[0]
+
+
+def _collections(url: str) -> list[str]:
+    from ..chroma._plain import plain_client
+
+    with plain_client(url) as client:
+        return [c.name for c in client.list_collections()]
+
+
+def _refused(folder: Path, url: str, match: str) -> None:
+    """The import is refused with a message matching ``match`` and leaves no collection behind,
+    through the library and through the CLI (one line, exit 3, no traceback)."""
+    with pytest.raises(vectorport.VectorportError, match=match):
+        import_snapshot(folder, url)
+    from vectorport.cli import app
+
+    out = CliRunner().invoke(app, ["import", str(folder), url])
+    assert out.exit_code == 3, out.output
+    assert "Traceback" not in out.output and isinstance(out.exception, SystemExit)
+    assert len([line for line in out.output.splitlines() if "error" in line]) == 1, out.output
+    assert _name(url) not in _collections(url)
+
+
+def test_edited_part_with_its_sha256_updated_is_refused(snapshot: Path, url_for: Callable[..., str]) -> None:
+    _rewrite_part(snapshot, 1, _edit_text)
+    _refused(snapshot, url_for("chroma"), "content digest differs")
+
+
+def test_edited_part_with_every_part_field_updated_is_refused(
+    snapshot: Path, url_for: Callable[..., str]
+) -> None:
+    from vectorport._digest import record_digest
+    from vectorport.backends.parquet._format import records_of
+
+    _rewrite_part(snapshot, 0, _edit_text)
+    manifest = _manifest(snapshot)
+    digest = 0
+    for rec in records_of(pq.read_table(snapshot / manifest["parts"][0]["file"]), None, True, DIM):
+        digest ^= int.from_bytes(record_digest(rec.key, rec.vector, rec.metadata, rec.text), "little")
+    manifest["parts"][0]["digest"] = digest.to_bytes(16, "little").hex()
+    _save(snapshot, manifest)
+    _refused(snapshot, url_for("chroma"), "does not match its parts")
+    # a count that does not add up is refused the same way
+    manifest["digest"] = fold([p["digest"] for p in manifest["parts"]])
+    manifest["count"] += 1
+    _save(snapshot, manifest)
+    _refused(snapshot, url_for("chroma"), "does not match its parts")
+
+
+@pytest.mark.parametrize("where", ["../elsewhere/part.parquet", "ABSOLUTE"])
+def test_part_outside_the_snapshot_is_refused(
+    snapshot: Path, url_for: Callable[..., str], tmp_path: Path, where: str
+) -> None:
+    manifest = _manifest(snapshot)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.copy(snapshot / manifest["parts"][0]["file"], outside / "part.parquet")
+    manifest["parts"][0]["file"] = str(outside / "part.parquet") if where == "ABSOLUTE" else where
+    _save(snapshot, manifest)
+    _refused(snapshot, url_for("chroma"), "outside the snapshot directory")
+
+
+def test_nan_vector_is_refused_before_any_write(snapshot: Path, url_for: Callable[..., str]) -> None:
+    # the NaN is in the last part: with a copy already streaming, earlier parts would be written
+    last = len(_manifest(snapshot)["parts"]) - 1
+    _rewrite_part(snapshot, last, _nan_vector)
+    _refused(snapshot, url_for("chroma"), "NaN or infinity.*nothing was written")
+
+
+def test_intact_snapshot_still_imports(snapshot: Path, url_for: Callable[..., str]) -> None:
+    from ..chroma._plain import plain_client
+
+    url = url_for("chroma")
+    report = import_snapshot(snapshot, url, metadata_policy="flatten")
+    assert report.status == "verified"
+    with plain_client(url) as client:
+        assert client.get_collection(_name(url)).count() == 600
