@@ -202,3 +202,41 @@ def test_a_vectorport_table_altered_behind_its_back(pg_url: Callable[..., str], 
     finally:
         with vectorport.connect(url + "&text_column=words") as store:
             store.drop()
+
+
+@pytest.mark.parquet
+def test_trusted_sql_runs_read_only(
+    pg_url: Callable[..., str], admin: Any, table: str, tmp_path: Any
+) -> None:
+    """``key_expression=`` and ``where=`` are pasted into SQL as written: the store's reads run in
+    READ ONLY transactions, so an expression that writes fails instead of running through an
+    export (checked with psql's view: no large object, no row written)."""
+    from urllib.parse import quote
+
+    from vectorport.snapshot import export
+
+    pytest.importorskip("pyarrow")
+    _plain(admin, table, rows=5, index="vector_cosine_ops")
+    admin.execute(f"CREATE TABLE {table}_log (n int)")
+    admin.execute(
+        f"CREATE FUNCTION {table}_note(k text) RETURNS text LANGUAGE sql AS "
+        f"$$ INSERT INTO {table}_log VALUES (1) RETURNING k $$"
+    )
+    objects = admin.execute("SELECT count(*) FROM pg_largeobject_metadata").fetchone()[0]
+    try:
+        for option in (
+            {"key_expression": quote("key || lo_import('/etc/hostname')::text", safe="")},
+            {"key_expression": quote(f"{table}_note(key)", safe="")},
+            {"key_column": "key", "where": quote(f"{table}_note(key) IS NOT NULL", safe="")},
+        ):
+            with pytest.raises(vectorport.VectorportError, match="read-only"):
+                export(pg_url(table, **option), tmp_path / f"snap{next(_names)}")
+        assert admin.execute(f"SELECT count(*) FROM {table}_log").fetchone()[0] == 0
+        assert admin.execute("SELECT count(*) FROM pg_largeobject_metadata").fetchone()[0] == objects
+        # a reading expression still reads
+        url = pg_url(table, key_expression=quote("upper(key)", safe=""))
+        report = export(url, tmp_path / "good")
+        assert report.count == 5 and report.status == "verified"
+    finally:
+        admin.execute(f"DROP FUNCTION IF EXISTS {table}_note(text)")
+        admin.execute(f"DROP TABLE IF EXISTS {table}_log")

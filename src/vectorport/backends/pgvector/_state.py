@@ -126,6 +126,12 @@ class StoreState(BaseStore[Predicate]):
                     check_extension(conn)
                     self._ready = True
             register_vector_types(conn)
+            if self.mapping.key_expression or self.mapping.where:
+                # key_expression= and where= are trusted SQL pasted into every read (only ';' is
+                # refused); a store that holds them is a read-only source, so each statement of its
+                # session runs in a READ ONLY transaction: an expression that writes (INSERT through
+                # a function, lo_import, nextval …) fails instead of running through an export
+                conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         except BaseException:
             conn.close()
             raise

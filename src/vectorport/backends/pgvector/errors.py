@@ -38,8 +38,9 @@ SQLSTATE_CODES: dict[str, tuple[type[VectorportError], str]] = {
     "23505": (ConflictError, "a row with this key already exists"),
     "25006": (
         ConfigurationError,
-        "the connection is read-only (a hot standby, or default_transaction_read_only): "
-        "write through the primary server",
+        "the connection is read-only (a hot standby, default_transaction_read_only, or a "
+        "key_expression=/where= store, whose trusted SQL must only read): write through the "
+        "primary server, or make the expression read only",
     ),
     "28000": (ConfigurationError, "check the user name and pg_hba.conf"),
     "28P01": (ConfigurationError, "check the user name and password"),
