@@ -1,0 +1,121 @@
+"""The framework adapters' hold on one vectorport store (``vectorport.langchain``,
+``vectorport.llamaindex``).
+
+An adapter is made from a store an application already opened, or from a URL. A URL may name a
+collection that does not exist yet: LangChain and LlamaIndex stores are made before the first
+text is embedded, so the collection's dimension is known only at the first write. Until then
+the adapter reads as an empty store and the first write creates the collection through
+:func:`vectorport.connect` (the one way a URL is opened) with the embedding's dimension.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from ._base import BaseStore
+from ._models import Metric
+from ._protocol import VectorStore
+from ._registry import connect
+from .exceptions import ConfigurationError, NotFoundError
+from .filters import parse_filter
+
+__all__ = ["StoreHandle"]
+
+
+class StoreHandle:
+    """A bound store, or a URL whose collection the first write creates.
+
+    Parameters
+    ----------
+    store
+        A store returned by :func:`vectorport.connect`, or a store URL.
+    metric
+        The metric of a collection created by the first write (default cosine); an existing
+        collection is checked against it.
+    dimension
+        Create the collection now with this dimension when it is missing.
+    options
+        Backend options passed to :func:`vectorport.connect` with the URL.
+    """
+
+    def __init__(
+        self,
+        store: VectorStore | str,
+        *,
+        metric: str | Metric | None = None,
+        dimension: int | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._metric = metric
+        self._options = dict(options or {})
+        if isinstance(store, str):
+            self.url: str = store
+            self.owned = True
+            self._store: VectorStore | None = None
+            self._open(dimension)
+        elif isinstance(store, VectorStore):
+            if self._options or dimension is not None:
+                raise ConfigurationError(
+                    "dimension= and connection options apply to a URL, not to a store that is already open"
+                )
+            self.url = store.url.masked
+            self.owned = False
+            self._store = store
+        else:
+            raise ConfigurationError(
+                "expected a vectorport store or a store URL such as 'memory://docs', "
+                f"got {type(store).__name__}"
+            )
+
+    def _open(self, dimension: int | None) -> VectorStore | None:
+        try:
+            self._store = connect(self.url, dimension=dimension, metric=self._metric, **self._options)
+        except NotFoundError:
+            if dimension is not None:
+                raise
+        return self._store
+
+    @property
+    def current(self) -> VectorStore | None:
+        """The store, or ``None`` while its collection does not exist (looked up again each time,
+        so a collection another process created is found)."""
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    self._open(None)
+        return self._store
+
+    @property
+    def metric(self) -> Metric:
+        """The collection's metric (the one the first write will give it while it is missing)."""
+        store = self.current
+        return store.spec.metric if store is not None else Metric.parse(self._metric or Metric.COSINE)
+
+    def for_write(self, dimension: int) -> VectorStore:
+        """The store, its collection created with ``dimension`` when missing."""
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    self._open(dimension)
+        assert self._store is not None
+        return self._store
+
+    def check_filter(self, filter: Any) -> None:
+        """Raise before any I/O when ``filter`` is malformed or the backend cannot run it
+        (:class:`~vectorport.exceptions.FilterError`,
+        :class:`~vectorport.exceptions.UnsupportedFilterError`)."""
+        if filter is None:
+            return
+        store = self._store
+        if isinstance(store, BaseStore):
+            store.check_filter(filter)
+        else:
+            parse_filter(filter)
+
+    def close(self) -> None:
+        """Close the store when this handle opened it."""
+        if self.owned and self._store is not None:
+            self._store.close()

@@ -1,0 +1,286 @@
+"""LangChain's ``VectorStore`` over any vectorport store."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Self
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore as LangChainVectorStore
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
+
+from .._handle import StoreHandle
+from .._models import Match, Metric, Record, score_from_distance
+from .._protocol import VectorStore
+from ..exceptions import ConfigurationError, NotFoundError
+
+__all__ = ["LangChainStore"]
+
+
+def _euclidean_relevance(distance: float) -> float:
+    # LangChain's own scale for L2 between unit vectors (0 … sqrt(2) → 1 … 0)
+    return 1.0 - distance / math.sqrt(2)
+
+
+def _dot_relevance(distance: float) -> float:
+    # LangChain's max-inner-product scale, applied to vectorport's canonical -dot
+    return 1.0 - distance if distance > 0 else -distance
+
+
+_RELEVANCE: Mapping[Metric, Callable[[float], float]] = {
+    Metric.COSINE: lambda d: score_from_distance(Metric.COSINE, d),
+    Metric.DOT: _dot_relevance,
+    Metric.EUCLIDEAN: _euclidean_relevance,
+}
+"""Metric → relevance in [0, 1] of a canonical distance. Cosine: vectorport's score ``1 - d``
+(= cos); the others have unbounded scores, so LangChain's own normalisation of the same
+distance is used (exact for unit vectors)."""
+
+
+class LangChainStore(LangChainVectorStore):
+    """A LangChain ``VectorStore`` over any vectorport store or URL.
+
+    Document ids are vectorport keys, ``page_content`` the chunk text and ``metadata`` the
+    record's metadata. ``filter=`` is vectorport's portable filter (Mongo-style, the same meaning
+    on every backend); a filter the backend cannot run raises
+    :class:`~vectorport.UnsupportedFilterError` before anything is embedded or sent.
+    ``similarity_search_with_score`` gives the canonical distance (lower is better, as
+    LangChain's PGVector and Chroma stores do); relevance scores follow :data:`_RELEVANCE`.
+
+    Parameters
+    ----------
+    store
+        A store URL (``"chroma:///srv/chroma?collection=docs"``, ``"memory://docs"`` …) or a
+        store from :func:`vectorport.connect`. A URL may name a missing collection: the first
+        write creates it with the embedding's dimension.
+    embedding
+        The LangChain embeddings that turn texts into vectors.
+    metric
+        Metric of a collection the first write creates (default cosine).
+    dimension
+        Create a missing collection now, with this dimension.
+    options
+        Backend options for :func:`vectorport.connect`.
+
+    Examples
+    --------
+    >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+    >>> lc = LangChainStore("memory://doctest-langchain", embedding=DeterministicFakeEmbedding(size=8))
+    >>> lc.add_texts(["hello", "world"], [{"lang": "en"}, {"lang": "fr"}], ids=["a", "b"])
+    ['a', 'b']
+    >>> [d.id for d in lc.similarity_search("hello", k=2, filter={"lang": "fr"})]
+    ['b']
+    >>> lc.store.drop()
+    """
+
+    def __init__(
+        self,
+        store: VectorStore | str,
+        embedding: Embeddings,
+        *,
+        metric: str | Metric | None = None,
+        dimension: int | None = None,
+        **options: Any,
+    ) -> None:
+        self._embedding = embedding
+        self._handle = StoreHandle(store, metric=metric, dimension=dimension, options=options)
+
+    # ----------------------------------------------------------------- the store
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embeddings this store embeds texts and queries with."""
+        return self._embedding
+
+    @property
+    def store(self) -> VectorStore:
+        """The vectorport store underneath.
+
+        Raises
+        ------
+        NotFoundError
+            The URL's collection does not exist yet (nothing was written).
+        """
+        store = self._handle.current
+        if store is None:
+            raise NotFoundError(f"{self._handle.url}: the collection does not exist until the first write")
+        return store
+
+    def close(self) -> None:
+        """Close the vectorport store when this object opened it from a URL."""
+        self._handle.close()
+
+    def __repr__(self) -> str:
+        return f"LangChainStore({self._handle.url!r})"
+
+    # ----------------------------------------------------------------- writes
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Embed ``texts`` and upsert them by id (full replace); missing ids get a UUID."""
+        texts = list(texts)
+        keys = _keys(ids, len(texts))
+        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+        if len(metas) != len(texts):
+            raise ConfigurationError(f"got {len(texts)} texts but {len(metas)} metadatas")
+        if not texts:
+            return []
+        vectors = self._embedding.embed_documents(texts)
+        store = self._handle.for_write(len(vectors[0]))
+        store.upsert(
+            Record(key, vector, dict(meta or {}), text)
+            for key, vector, meta, text in zip(keys, vectors, metas, texts, strict=True)
+        )
+        return keys
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Delete by ids, or every document matching ``filter=`` (missing ids are no error)."""
+        flt = kwargs.pop("filter", None)
+        if kwargs:
+            raise ConfigurationError(f"delete() takes ids or filter=, not {', '.join(sorted(kwargs))}")
+        if (ids is None) == (flt is None):
+            raise ConfigurationError("delete() takes either ids or filter=, not both or neither")
+        self._handle.check_filter(flt)
+        store = self._handle.current
+        if store is not None:
+            if ids is not None:
+                store.delete(ids)
+            else:
+                store.delete(filter=flt)
+        return True
+
+    # ----------------------------------------------------------------- reads
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The documents with these ids, in the order asked; missing ids are skipped."""
+        store = self._handle.current
+        if store is None or not ids:
+            return []
+        return [_document(r.key, r.text, r.metadata) for r in store.get(ids, include=["metadata", "text"])]
+
+    def similarity_search(self, query: str, k: int = 4, filter: Any = None, **kwargs: Any) -> list[Document]:
+        """The ``k`` documents nearest to ``query`` among those matching ``filter``."""
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, filter=filter, **kwargs)]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Documents and their canonical distance to ``query`` (lower is nearer)."""
+        self._handle.check_filter(filter)
+        vector = self._embedding.embed_query(query)
+        return self.similarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[Document]:
+        """The ``k`` documents nearest to ``embedding`` among those matching ``filter``."""
+        pairs = self.similarity_search_with_score_by_vector(embedding, k, filter=filter, **kwargs)
+        return [doc for doc, _ in pairs]
+
+    def similarity_search_with_score_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Documents and their canonical distance to ``embedding`` (lower is nearer)."""
+        matches = self._query(embedding, k, filter, kwargs, vectors=False)
+        return [(_document(m.key, m.text, m.metadata or {}), m.distance) for m in matches]
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return _RELEVANCE[self._handle.metric]
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Any = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """``k`` documents picked among the ``fetch_k`` nearest for relevance and diversity."""
+        self._handle.check_filter(filter)
+        vector = self._embedding.embed_query(query)
+        return self.max_marginal_relevance_search_by_vector(
+            vector, k, fetch_k, lambda_mult, filter=filter, **kwargs
+        )
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Any = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """``k`` documents picked among the ``fetch_k`` nearest to ``embedding`` (MMR)."""
+        matches = self._query(embedding, max(k, fetch_k), filter, kwargs, vectors=True)
+        if not matches:
+            return []
+        picked = maximal_marginal_relevance(
+            np.asarray(embedding, dtype=np.float32),
+            [[float(x) for x in np.asarray(m.vector)] for m in matches],
+            lambda_mult=lambda_mult,
+            k=k,
+        )
+        return [_document(matches[i].key, matches[i].text, matches[i].metadata or {}) for i in picked]
+
+    def _query(
+        self, vector: Sequence[float], k: int, filter: Any, kwargs: Mapping[str, Any], *, vectors: bool
+    ) -> Sequence[Match]:
+        unknown = sorted(set(kwargs) - {"params"})
+        if unknown:
+            raise ConfigurationError(f"unknown search options: {', '.join(unknown)} (known: filter, params)")
+        self._handle.check_filter(filter)
+        store = self._handle.current
+        if store is None:
+            return []
+        include = ["metadata", "text", "vector"] if vectors else ["metadata", "text"]
+        return store.query(vector, k, filter=filter, include=include, params=kwargs.get("params"))
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """A store at ``store=`` (a URL or an open store) holding ``texts``.
+
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> lc = LangChainStore.from_texts(["hi"], DeterministicFakeEmbedding(size=4),
+        ...                                store="memory://doctest-from-texts", ids=["h"])
+        >>> lc.get_by_ids(["h"])[0].page_content
+        'hi'
+        >>> lc.store.drop()
+        """
+        if "store" not in kwargs:
+            raise ConfigurationError(
+                "from_texts needs store= (a vectorport URL such as 'memory://docs', or a store)"
+            )
+        target = kwargs.pop("store")
+        out = cls(target, embedding, **kwargs)
+        out.add_texts(texts, metadatas, ids=ids)
+        return out
+
+
+def _keys(ids: Sequence[str | None] | None, n: int) -> list[str]:
+    if ids is None:
+        return [str(uuid.uuid4()) for _ in range(n)]
+    if len(ids) != n:
+        raise ConfigurationError(f"got {n} texts but {len(ids)} ids")
+    return [str(uuid.uuid4()) if i is None else i for i in ids]
+
+
+def _document(key: str, text: str | None, metadata: Mapping[str, Any]) -> Document:
+    return Document(id=key, page_content=text or "", metadata=dict(metadata))
