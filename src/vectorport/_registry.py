@@ -50,7 +50,18 @@ BUILTIN: tuple[BackendInfo, ...] = (
     BackendInfo("memory", ("memory",), "vectorport.backends.memory:MemoryStore", "", ()),
     BackendInfo(
         "pgvector",
-        ("pgvector", "postgresql", "postgres"),
+        (
+            "pgvector",
+            "postgresql",
+            "postgres",
+            # SQLAlchemy URLs: every driver's runs on psycopg (backends/pgvector/_dsn.py)
+            "postgresql+asyncpg",
+            "postgresql+pg8000",
+            "postgresql+psycopg",
+            "postgresql+psycopg2",
+            "postgresql+psycopg2cffi",
+            "postgresql+psycopg_async",
+        ),
         "vectorport.backends.pgvector:PgVectorStore",
         "pgvector",
         ("psycopg",),

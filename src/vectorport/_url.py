@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from .exceptions import ConfigurationError
@@ -35,7 +36,10 @@ class StoreURL:
     params: dict[str, str]
 
     @classmethod
-    def parse(cls, url: str) -> StoreURL:
+    def parse(cls, url: Any) -> StoreURL:
+        """Parse a URL string, or what a SQLAlchemy application holds: a ``URL``, an ``Engine`` or
+        an ``AsyncEngine`` (its URL, credentials included, rendered by SQLAlchemy itself)."""
+        url = _sqlalchemy_url(url)
         if not isinstance(url, str) or "://" not in url:
             raise ConfigurationError(
                 f"not a store URL: {mask_url(str(url))!r}; expected SCHEME://…, e.g. memory://docs, "
@@ -73,6 +77,18 @@ class StoreURL:
         return f"StoreURL({self.masked!r})"
 
 
+def _sqlalchemy_url(obj: Any) -> Any:
+    """The URL string of a SQLAlchemy ``URL``/``Engine``/``AsyncEngine`` (anything else as is);
+    duck-typed so that importing vectorport never imports SQLAlchemy."""
+    engine = getattr(obj, "sync_engine", obj)  # AsyncEngine → its Engine
+    if not isinstance(engine, str) and hasattr(engine, "dialect") and hasattr(engine, "url"):
+        obj = engine.url
+    render = getattr(obj, "render_as_string", None)
+    if callable(render) and not isinstance(obj, str):
+        return render(hide_password=False)
+    return obj
+
+
 def _secret(param: str) -> bool:
     words = [w for w in _WORD_BREAK.split(param) if w]
     return bool(words) and bool(_SECRET_WORD.search(words[-1]))
@@ -84,16 +100,20 @@ def mask_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return url
-    netloc = parts.netloc
-    if parts.password is not None:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:{MASK}@{hostport}"
+    netloc, path = parts.netloc, parts.path
+    # the last "@" before the query ends the user info: a password with an unencoded "/" (which
+    # SQLAlchemy's make_url accepts) must not leak through what urlsplit took for the path
+    authority = url.split("://", 1)[1].split("?", 1)[0].split("#", 1)[0] if "://" in url else ""
+    if "@" in authority:
+        userinfo, _, hostpath = authority.rpartition("@")
+        if ":" in userinfo:
+            hostport, slash, rest = hostpath.partition("/")
+            netloc, path = f"{userinfo.split(':', 1)[0]}:{MASK}@{hostport}", f"{slash}{rest}"
     query = "&".join(
         f"{k}={MASK}" if _secret(k) and v else f"{k}={quote(v, safe='/:,')}"
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
     )
-    out = f"{parts.scheme}://{netloc}{parts.path}"
+    out = f"{parts.scheme}://{netloc}{path}"
     if query:
         out += f"?{query}"
     if parts.fragment:

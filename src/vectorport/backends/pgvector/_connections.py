@@ -4,6 +4,7 @@ one connection per thread with what vectorport has set up in its session."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -11,24 +12,47 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
-__all__ = ["MIN_PGVECTOR", "Connections", "Session", "check_extension", "open_connection", "usable"]
+__all__ = [
+    "MIN_PGVECTOR",
+    "Connections",
+    "Session",
+    "check_extension",
+    "connection_defaults",
+    "conninfo_password",
+    "open_connection",
+    "usable",
+]
 
 log = logging.getLogger("vectorport.pgvector")
 
 MIN_PGVECTOR = (0, 8, 0)  # iterative index scans
 
 
+def connection_defaults(conninfo: str) -> dict[str, Any]:
+    """The parameters vectorport adds to a connection: named ``vectorport`` and given up after
+    10 s, unless ``conninfo`` or libpq's environment (``PGAPPNAME``, ``PGCONNECT_TIMEOUT``) says
+    otherwise."""
+    given = conninfo_to_dict(conninfo)
+    out: dict[str, Any] = {}
+    if "application_name" not in given and "PGAPPNAME" not in os.environ:
+        out["application_name"] = "vectorport"
+    if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
+        out["connect_timeout"] = 10
+    return out
+
+
+def conninfo_password(conninfo: str) -> str | None:
+    """The password written in ``conninfo`` (scrubbed from error messages)."""
+    value = conninfo_to_dict(conninfo).get("password")
+    return str(value) if value else None
+
+
 def open_connection(conninfo: str) -> psycopg.Connection[Any]:
-    """An autocommit connection, named ``vectorport`` and given up after 10 s unless
-    ``conninfo`` says otherwise."""
-    kwargs: dict[str, Any] = {"autocommit": True}
-    if "application_name" not in conninfo:
-        kwargs["application_name"] = "vectorport"
-    if "connect_timeout" not in conninfo:
-        kwargs["connect_timeout"] = 10
-    return psycopg.connect(conninfo, **kwargs)
+    """An autocommit connection with :func:`connection_defaults`."""
+    return psycopg.connect(conninfo, autocommit=True, **connection_defaults(conninfo))
 
 
 def check_extension(conn: psycopg.Connection[Any]) -> None:

@@ -23,7 +23,7 @@ from ..._url import StoreURL
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ...filters import FilterNode
 from ._codec import register_vector_types
-from ._connections import Connections, Session, check_extension, open_connection
+from ._connections import Connections, Session, check_extension, conninfo_password, open_connection
 from ._embedded import connect_embedded, hnsw_unsafe, provider
 from ._layouts import MappingOptions, relation
 from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
@@ -105,7 +105,11 @@ class StoreState(BaseStore[Predicate]):
         return f"{self.url.masked} (table {self.schema}.{self.table})"
 
     def _errors(self, what: str) -> AbstractContextManager[None]:
-        return pg_errors(what, self._where, self.url.password, lost=self._pool.lost)
+        return pg_errors(what, self._where, self._password, lost=self._pool.lost)
+
+    @cached_property
+    def _password(self) -> str | None:
+        return conninfo_password(self._conninfo) if self._conninfo else self.url.password
 
     def _new_connection(self) -> psycopg.Connection[Any]:
         if self.data_dir is None:

