@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
 from .exceptions import ConfigurationError
 
@@ -46,14 +46,19 @@ class StoreURL:
                 "chroma:///path/to/dir?collection=docs, postgresql://user@host/db?table=docs, "
                 "s3vectors://bucket/index"
             )
-        parts = urlsplit(url)
+        parts = _split(url)
         try:
             port = parts.port
         except ValueError as exc:
-            raise ConfigurationError(f"bad port in {mask_url(url)!r}: {exc}") from None
+            hint = (
+                "; a '/', '@' or ':' in a password must be percent-encoded (%2F, %40, %3A)"
+                if "@" in parts.path
+                else ""
+            )
+            raise ConfigurationError(f"bad port in {mask_url(url)!r}: {exc}{hint}") from None
         return cls(
             raw=url,
-            scheme=parts.scheme.lower(),
+            scheme=url.split("://", 1)[0].lower(),
             username=unquote(parts.username) if parts.username else None,
             password=unquote(parts.password) if parts.password is not None else None,
             host=parts.hostname,
@@ -77,6 +82,13 @@ class StoreURL:
         return f"StoreURL({self.masked!r})"
 
 
+def _split(url: str) -> SplitResult:
+    """``urlsplit`` of the part after the scheme: a scheme such as SQLAlchemy's
+    ``postgresql+psycopg_async`` (``_`` is no URL scheme character) is then split all the same."""
+    _, sep, rest = url.partition("://")
+    return urlsplit("//" + rest if sep else url)
+
+
 def _sqlalchemy_url(obj: Any) -> Any:
     """The URL string of a SQLAlchemy ``URL``/``Engine``/``AsyncEngine`` (anything else as is);
     duck-typed so that importing vectorport never imports SQLAlchemy."""
@@ -97,7 +109,7 @@ def _secret(param: str) -> bool:
 def mask_url(url: str) -> str:
     """Hide the password and secret query values of a URL (safe on any string)."""
     try:
-        parts = urlsplit(url)
+        parts = _split(url)
     except ValueError:
         return url
     netloc, path = parts.netloc, parts.path
@@ -113,7 +125,7 @@ def mask_url(url: str) -> str:
         f"{k}={MASK}" if _secret(k) and v else f"{k}={quote(v, safe='/:,')}"
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
     )
-    out = f"{parts.scheme}://{netloc}{path}"
+    out = f"{url.split('://', 1)[0]}://{netloc}{path}" if "://" in url else f"{netloc}{path}"
     if query:
         out += f"?{query}"
     if parts.fragment:

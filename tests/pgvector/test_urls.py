@@ -156,7 +156,9 @@ def test_password_with_at_and_slash_works_and_is_never_printed(
     assert "password" in out.stderr and "n0t" not in out.stderr and "n0t%2Fit" not in out.stderr
 
 
-def test_an_sqlalchemy_engine_and_its_url_are_urls(server: dict[str, str], docs: str, secret_role: str) -> None:
+def test_an_sqlalchemy_engine_and_its_url_are_urls(
+    server: dict[str, str], docs: str, secret_role: str
+) -> None:
     sqlalchemy = pytest.importorskip("sqlalchemy")
     from sqlalchemy.engine import URL
 
@@ -181,12 +183,15 @@ def test_an_sqlalchemy_engine_and_its_url_are_urls(server: dict[str, str], docs:
     ("url", "words"),
     [
         ("postgresql://u:p@ss@h/db?table=t", "percent-encoded"),
-        ("postgresql://u:a/b@h/db?table=t", "percent-encoded"),
+        ("postgresql://u:a/b@h/db?table=t", "percent-encoded (%2F, %40"),
         ("postgresql+psycopg://u:a@b@h/db?table=t", "percent-encoded"),
         ("postgresql:///db?table=t&sslmod=require", "did you mean 'sslmode'"),
         ("postgresql+psycopg:///db?table=t&ef_serach=4", "did you mean 'ef_search'"),
-        ("postgresql+asyncpg:///db?table=t&prepared_statement_cache_size=0", "unknown pgvector URL parameter"),
-        ("postgresql:///db?table=t&port=x:y", "libpq cannot read"),
+        (
+            "postgresql+asyncpg:///db?table=t&prepared_statement_cache_size=0",
+            "unknown pgvector URL parameter",
+        ),
+        ("postgresql:///db?table=t&sslmode=%zz", "libpq cannot read"),
     ],
 )
 def test_bad_urls_are_refused_in_one_line_without_the_password(url: str, words: str) -> None:

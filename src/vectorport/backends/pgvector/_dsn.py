@@ -100,7 +100,8 @@ def _from_libpq_uri(url: StoreURL) -> tuple[dict[str, str], dict[str, str]]:
     try:
         params = conninfo_to_dict(base + ("?" + "&".join(rest) if rest else ""))
     except ProgrammingError as exc:
-        raise ConfigurationError(f"{url.masked}: libpq cannot read this URL: {exc}") from None
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigurationError(f"{url.masked}: libpq cannot read this URL: {detail}") from None
     options = dict(parse_qsl("&".join(own), keep_blank_values=True))
     return {k: str(v) for k, v in params.items() if v is not None}, options
 
@@ -131,7 +132,7 @@ def _from_sqlalchemy_url(url: StoreURL) -> tuple[dict[str, str], dict[str, str]]
         )
     check_names(rest.query, OWN_OPTIONS | libpq_keywords(), "URL parameter", _hint())
     # what SQLAlchemy's psycopg dialect hands psycopg.connect() for this URL
-    _, kwargs = PGDialect_psycopg().create_connect_args(rest)
+    _, kwargs = PGDialect_psycopg().create_connect_args(rest)  # type: ignore[no-untyped-call]
     params: dict[str, str] = {}
     for key, value in kwargs.items():
         params[key] = _one(key, value, url)
