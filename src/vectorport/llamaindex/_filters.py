@@ -1,0 +1,153 @@
+"""LlamaIndex's ``MetadataFilters`` as vectorport's portable filter.
+
+==========================  ==========================================  ===========================
+LlamaIndex                  portable filter                             note
+==========================  ==========================================  ===========================
+``EQ`` / ``NE``             ``{k: {"$eq": v}}`` / ``{k: {"$ne": v}}``   ``NE`` matches a missing key
+``GT GTE LT LTE``           ``$gt $gte $lt $lte``                       numbers only
+``IN`` / ``NIN``            ``$in`` / ``$nin``                          ``NIN`` matches a missing key
+``CONTAINS``                ``{k: {"$eq": v}}``                         a list field holding ``v``
+``ANY``                     ``{k: {"$in": [...]}}``                     a list field holding one
+``ALL``                     ``{"$and": [{k: v1}, {k: v2} …]}``          a list field holding all
+condition ``AND`` / ``OR``  ``$and`` / ``$or``                          nested ``MetadataFilters`` too
+condition ``NOT``           ``{"$not": {"$or": [...]}}``                none of the filters matches
+``TEXT_MATCH(_INSENSITIVE)``, ``IS_EMPTY``                              refused: no portable form
+==========================  ==========================================  ===========================
+
+``CONTAINS``, ``ANY`` and ``ALL`` have the list meaning LlamaIndex's database stores give them
+(PostgreSQL's ``@>``, Chroma's and S3's any-element match); ``SimpleVectorStore`` also applies
+them to substrings of a string, which no backend can do inside its search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
+
+from ..exceptions import UnsupportedFilterError
+
+__all__ = ["to_portable"]
+
+_NUMBER_OPS = {
+    FilterOperator.GT: "$gt",
+    FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt",
+    FilterOperator.LTE: "$lte",
+}
+
+
+def to_portable(filters: MetadataFilters | None) -> dict[str, Any] | None:
+    """The portable filter meaning ``filters`` (``None`` or no filters: ``None``).
+
+    Raises
+    ------
+    UnsupportedFilterError
+        An operator or value the portable language cannot express; nothing was sent.
+
+    Examples
+    --------
+    >>> from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+    >>> to_portable(MetadataFilters(filters=[
+    ...     MetadataFilter(key="lang", value="en"),
+    ...     MetadataFilter(key="stars", value=10, operator=">="),
+    ... ]))
+    {'$and': [{'lang': {'$eq': 'en'}}, {'stars': {'$gte': 10}}]}
+    """
+    if filters is None or not filters.filters:
+        return None
+    return _group(filters)
+
+
+def _group(filters: MetadataFilters) -> dict[str, Any]:
+    children = [
+        _group(f) if isinstance(f, MetadataFilters) else _one(f) for f in filters.filters if _nonempty(f)
+    ]
+    if not children:
+        raise UnsupportedFilterError(
+            "an empty nested MetadataFilters has no meaning; remove it or give it filters"
+        )
+    condition = filters.condition or FilterCondition.AND
+    if condition == FilterCondition.NOT:
+        return {"$not": children[0] if len(children) == 1 else {"$or": children}}
+    if len(children) == 1:
+        return children[0]
+    return {"$or" if condition == FilterCondition.OR else "$and": children}
+
+
+def _nonempty(f: Any) -> bool:
+    return not isinstance(f, MetadataFilters) or bool(f.filters)
+
+
+def _one(f: MetadataFilter) -> dict[str, Any]:
+    op = getattr(f, "operator", FilterOperator.EQ)  # the legacy ExactMatchFilter has none
+    translate = _OPERATORS.get(op)
+    if translate is None:
+        raise UnsupportedFilterError(
+            f"LlamaIndex's {op.name} filter on {f.key!r} has no portable form (substring and "
+            "emptiness tests cannot run inside every backend's search); filter on exact values "
+            "with EQ, IN or CONTAINS instead"
+        )
+    return translate(f.key, f.value, op)
+
+
+def _scalar(key: str, value: Any, op: FilterOperator) -> Any:
+    if isinstance(value, list):
+        raise UnsupportedFilterError(
+            f"LlamaIndex's {op.name} filter on {key!r} compares with a list {value!r}; the portable "
+            "filter compares scalars: use IN for any of several values"
+        )
+    if value is None:
+        raise UnsupportedFilterError(f"LlamaIndex's {op.name} filter on {key!r} has no value")
+    return value
+
+
+def _values(key: str, value: Any, op: FilterOperator) -> list[Any]:
+    if not isinstance(value, list) or not value:
+        raise UnsupportedFilterError(
+            f"LlamaIndex's {op.name} filter on {key!r} needs a non-empty list of values, got {value!r}"
+        )
+    return list(value)
+
+
+def _compare(name: str) -> Callable[[str, Any, FilterOperator], dict[str, Any]]:
+    def build(key: str, value: Any, op: FilterOperator) -> dict[str, Any]:
+        return {key: {name: _scalar(key, value, op)}}
+
+    return build
+
+
+def _number(key: str, value: Any, op: FilterOperator) -> dict[str, Any]:
+    value = _scalar(key, value, op)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UnsupportedFilterError(
+            f"LlamaIndex's {op.name} filter on {key!r} compares with {value!r}; the portable filter "
+            "orders numbers only (a string range cannot run the same on every backend)"
+        )
+    return {key: {_NUMBER_OPS[op]: value}}
+
+
+def _all(key: str, value: Any, op: FilterOperator) -> dict[str, Any]:
+    each: Sequence[dict[str, Any]] = [{key: {"$eq": v}} for v in _values(key, value, op)]
+    return each[0] if len(each) == 1 else {"$and": list(each)}
+
+
+_OPERATORS: dict[FilterOperator, Callable[[str, Any, FilterOperator], dict[str, Any]]] = {
+    FilterOperator.ALL: _all,
+    FilterOperator.ANY: lambda key, value, op: {key: {"$in": _values(key, value, op)}},
+    FilterOperator.CONTAINS: _compare("$eq"),
+    FilterOperator.EQ: _compare("$eq"),
+    FilterOperator.GT: _number,
+    FilterOperator.GTE: _number,
+    FilterOperator.IN: lambda key, value, op: {key: {"$in": _values(key, value, op)}},
+    FilterOperator.LT: _number,
+    FilterOperator.LTE: _number,
+    FilterOperator.NE: _compare("$ne"),
+    FilterOperator.NIN: lambda key, value, op: {key: {"$nin": _values(key, value, op)}},
+}
