@@ -81,7 +81,7 @@ def test_search_doctor_compare_need_no_flags(tickets: str, tmp_path: Path) -> No
         )
         + "\n"
     )
-    code, out, err = run("compare", tickets, "--queries", str(queries), "-k", "3", "--json", "-")
+    code, out, err = run("compare", tickets, "--queries", str(queries), "-k", "3", "--json")
     assert code == 0, out + err
     compared = json.loads(out)
     assert compared["stores"][0]["overall"]["recall"] == pytest.approx(1.0)

@@ -66,3 +66,19 @@ def open_double(cls: type[MemoryStore], collection: str, **attrs: Any) -> Memory
         setattr(store, name, value)
     store.bind()
     return store
+
+
+class FailingStore(MemoryStore):
+    """Every query fails (a backend down): a comparison of it must never pass."""
+
+    def _search(
+        self,
+        vector: Vector,
+        k: int,
+        where: FilterNode | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+    ) -> list[Match]:
+        from vectorport.exceptions import BackendError
+
+        raise BackendError("memory: the server went away")

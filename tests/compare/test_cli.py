@@ -46,7 +46,7 @@ def test_passing_gates_exit_0_with_table_json_and_html(urls: tuple[str, str], tm
         "--filter", "null",
         "--filter", '{"lang": "en"}',
         "--k", "5",
-        "--json", str(tmp_path / "r.json"),
+        "--output", str(tmp_path / "r.json"),
         "--report", str(tmp_path / "r.html"),
         "--min-recall", "1", "--max-violations", "0", "--min-overlap", "1", "--max-underfill", "0",
     )  # fmt: skip
@@ -90,7 +90,7 @@ def test_failing_gate_exits_1_names_the_gate_and_writes_markdown(
 
 
 def test_json_to_stdout_is_machine_readable(urls: tuple[str, str]) -> None:
-    code, out, _ = run(urls[0], "--sample", "5", "--k", "3", "--json", "-")
+    code, out, _ = run("--json", urls[0], "--sample", "5", "--k", "3")
     assert code == 0
     data = json.loads(out)
     assert data["stores"][0]["overall"]["recall"] == 1.0
@@ -108,7 +108,7 @@ def test_jsonl_queries_with_text_and_relevance(urls: tuple[str, str], tmp_path: 
     ]
     path = tmp_path / "q.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
-    code, out, err = run(urls[0], "--queries", str(path), "--embedder", f"hash:{DIM}", "--json", "-")
+    code, out, err = run(urls[0], "--queries", str(path), "--embedder", f"hash:{DIM}", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["config"]["labelled_queries"] == 1

@@ -59,7 +59,7 @@ def test_cli_mode_table_and_refusal(memory: vectorport.VectorStore, tmp_path: Pa
         app,
         [
             "compare", "mem=memory://compare-modes", f"chroma={chroma}", "--queries", str(qfile),
-            "--mode", "vector,text,hybrid", "--weight", "0.3,0.5,0.7", "-k", "5", "--json", "-",
+            "--mode", "vector,text,hybrid", "--weight", "0.3,0.5,0.7", "-k", "5", "--json",
             "--markdown", str(tmp_path / "summary.md"),
         ],
     )  # fmt: skip
@@ -117,7 +117,7 @@ def test_the_bucket_figures_equal_the_reference(
         qfile = write_queries(tmp_path / "q.jsonl")
         result = runner.invoke(
             app,
-            ["compare", f"bucket={url}", "--queries", str(qfile), "--mode", "text,hybrid", "--json", "-"],
+            ["compare", f"bucket={url}", "--queries", str(qfile), "--mode", "text,hybrid", "--json"],
         )
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)

@@ -60,7 +60,7 @@ def test_numbers_never_wrap(data: Any) -> None:
 
 
 def test_no_gates_is_said_as_such(data: Any, tmp_path: Any) -> None:
-    result = vectorport.compare([data], 5, k=5, warmup=0)
+    result = vectorport.compare([data], 5, k=5, warmup=0, max_missing=None)
     assert result.passed and not result.gate_results
     page = result.write_html(tmp_path / "r.html").read_text()
     markdown = result.write_markdown(tmp_path / "r.md").read_text()

@@ -85,7 +85,7 @@ def test_cli_terminal_json_and_html_report(memory: vectorport.VectorStore, tmp_p
         app,
         [
             "compare", "mem=memory://mode-thresholds", "--queries", str(qfile), "--mode", "text",
-            "--keep", "0.75", "--json", "-",
+            "--keep", "0.75", "--json",
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -87,3 +87,62 @@ def test_plugin_registers_its_option(pytester: pytest.Pytester, args: tuple[str,
 def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:vectorport.testing.plugin", "--help")
     assert "--vectorport-report" not in result.stdout.str()
+
+
+DATA_TESTS = """
+import pytest
+import vectorport
+from vectorport.testing import clustered_records
+
+RECORDS = clustered_records(200, 8, seed=2)
+
+
+@pytest.fixture
+def urls():
+    a = vectorport.connect("memory://plugin-a", dimension=8)
+    b = vectorport.connect("memory://plugin-b", dimension=8)
+    a.upsert(RECORDS)
+    b.upsert(RECORDS)
+    yield a, b
+    a.drop()
+    b.drop()
+
+
+def test_same_data_passes(urls, vectorport_verify):
+    assert vectorport_verify("memory://plugin-a", "memory://plugin-b").ok
+
+
+def test_one_changed_value_fails(urls, vectorport_verify):
+    r = RECORDS[3]
+    urls[1].upsert([vectorport.Record(r.key, r.vector, {**r.metadata, "stars": -1}, r.text)])
+    vectorport_verify("memory://plugin-a", "memory://plugin-b")
+
+
+def test_lost_records_fail_the_comparison(urls, vectorport_compare):
+    urls[1].delete([RECORDS[5].key])
+    vectorport_compare({"a": "memory://plugin-a", "b": "memory://plugin-b"}, 5, k=5, min_recall=0.0)
+"""
+
+
+def test_verify_fixture_and_missing_records_fail_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_data=DATA_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:asyncio")
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*vectorport verify failed*",
+            "*metadata differences: 1*",
+            f"*metadata: *{clustered_key(3)}*",
+            "*vectorport parity check failed*",
+            f"*max-missing FAILED: b: 1 records of the truth missing > 0: '{clustered_key(5)}'*",
+        ]
+    )
+    assert "During handling" not in out and "Traceback" not in out
+    assert out.count("max-missing FAILED: b") == 1  # printed once, not once per chained exception
+
+
+def clustered_key(i: int) -> str:
+    from vectorport.testing import clustered_records
+
+    return clustered_records(200, 8, seed=2)[i].key

@@ -111,7 +111,7 @@ def test_cli_on_three_real_backends(
             f"s3={stores['s3vectors']}",
             "--sample", "15", "--k", "10", "--warmup", "3",
             "--filter", "null", "--filter", '{"lang": "en"}', "--filter", '{"stars": {"$lt": 3}}',
-            "--json", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.html"),
+            "--output", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.html"),
         ]  # fmt: skip
         env = {**os.environ, "COLUMNS": "200"}
         cmd = [sys.executable, "-m", "vectorport", "compare", *args]

@@ -15,16 +15,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from .._embedder import Embedder
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError
-from ._common import err_console, make_console, out_console, parse_json_arg, reported_errors
+from ._common import emit_json, err_console, out_console, parse_json_arg, reported_errors
 
 _LABELLED = re.compile(r"^(?P<label>[A-Za-z0-9_.@+-]{1,64})=(?P<url>[A-Za-z][A-Za-z0-9+.-]*://.*)$")
 
@@ -88,9 +88,13 @@ def compare(
     truth: Annotated[
         str | None, typer.Option("--truth", help="Scan this store for the exact truth (default: the first).")
     ] = None,
-    json_path: Annotated[
-        str | None,
-        typer.Option("--json", help="Write every figure and the run config as JSON ('-': stdout)."),
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print every figure and the run config as one JSON document on stdout."),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Also write the JSON document to this file.", dir_okay=False),
     ] = None,
     report: Annotated[
         Path | None,
@@ -121,6 +125,12 @@ def compare(
         float | None,
         typer.Option("--max-underfill", help="Gate: fraction of queries answered with too few results."),
     ] = None,
+    max_missing: Annotated[
+        int,
+        typer.Option(
+            "--max-missing", min=0, help="Gate: records of the truth a store may lack (any recall)."
+        ),
+    ] = 0,
     allow_refused: Annotated[
         bool, typer.Option("--allow-refused", help="Do not fail when a store refuses a query.")
     ] = False,
@@ -165,7 +175,7 @@ def compare(
     from ..compare import compare as run_compare
 
     if mode is not None:
-        _compare_modes(urls, queries, mode, weight, k, embedder, json_path, markdown, report, keep)
+        _compare_modes(urls, queries, mode, weight, k, embedder, (as_json, output), markdown, report, keep)
         return
     if (queries is None) == (sample is None):
         err_console.print("[red]error:[/red] give exactly one of --queries FILE or --sample N")
@@ -175,7 +185,14 @@ def compare(
     if not isinstance(query_params, dict) or not all(isinstance(v, dict) for v in query_params.values()):
         err_console.print("[red]error:[/red] --params must be a JSON object of objects, keyed by store label")
         raise typer.Exit(ExitCode.USAGE)
-    gates = Gates(min_recall, max_violations, min_overlap, max_underfill, allow_refused=allow_refused)
+    gates = Gates(
+        min_recall,
+        max_violations,
+        min_overlap,
+        max_underfill,
+        allow_refused=allow_refused,
+        max_missing=max_missing,
+    )
     stores = _stores(urls)
     with reported_errors():
         if queries is not None:
@@ -203,21 +220,32 @@ def compare(
             gates=gates,
             seed=seed,
         )
-    console = make_console(stderr=True) if json_path == "-" else out_console
+    _outputs(result, as_json, output, report, markdown)
+    if not result.passed:
+        raise typer.Exit(ExitCode.PROBLEM)
+
+
+def _outputs(
+    result: Any, as_json: bool, output: Path | None, report: Path | None, markdown: Path | None
+) -> None:
+    """The tables (stderr under ``--json``), the files, the JSON document, then each failed
+    gate once on stderr with the worst queries' diffs after the tables."""
+    console = err_console if as_json else out_console
     result.print_table(console)
-    if json_path == "-":
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
-    elif json_path:
-        err_console.print(f"JSON written to {result.write_json(json_path)}")
+    if output is not None:
+        err_console.print(f"JSON written to {result.write_json(output)}", highlight=False, markup=False)
     if report is not None:
-        err_console.print(f"report written to {result.write_report(report)}")
+        err_console.print(f"report written to {result.write_report(report)}", highlight=False, markup=False)
     if markdown is not None:
-        err_console.print(f"Markdown written to {result.write_markdown(markdown)}")
+        err_console.print(
+            f"Markdown written to {result.write_markdown(markdown)}", highlight=False, markup=False
+        )
+    if as_json:
+        emit_json(result.to_dict())
     if not result.passed:
         console.print(result.explain(), markup=False, highlight=False)
         for g in result.failures:
-            err_console.print(f"[red]gate failed:[/red] {g.message}", markup=True, highlight=False)
-        raise typer.Exit(ExitCode.PROBLEM)
+            err_console.print(f"[red]gate failed:[/red] {escape(g.message)}", markup=True, highlight=False)
 
 
 def _compare_modes(
@@ -227,7 +255,7 @@ def _compare_modes(
     weight: str,
     k: int,
     embedder: str | None,
-    json_path: str | None,
+    json_out: tuple[bool, Path | None],
     markdown: Path | None,
     report: Path | None,
     keep: float,
@@ -253,7 +281,8 @@ def _compare_modes(
         needs_vectors = any(m != "text" for m in modes) and any(q.vector is None for q in query_set)
         embed = _embedder(embedder, first) if needs_vectors else None
         result = compare_modes(stores, query_set, k, modes=modes, weights=weights, embedder=embed, keep=keep)
-    console = make_console(stderr=True) if json_path == "-" else out_console
+    as_json, output = json_out
+    console = err_console if as_json else out_console
     table = Table(title=f"retrieval quality by search mode (k={k})")
     for header in result.headers():
         table.add_column(header, overflow="fold")
@@ -272,12 +301,11 @@ def _compare_modes(
     for row in result.threshold_rows():
         thresholds.add_row(*row)
     console.print(thresholds)
-    data = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
-    if json_path == "-":
-        sys.stdout.write(data + "\n")
-    elif json_path:
-        Path(json_path).write_text(data + "\n", encoding="utf-8")
-        err_console.print(f"JSON written to {json_path}")
+    if output is not None:
+        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        err_console.print(f"JSON written to {output}", highlight=False, markup=False)
+    if as_json:
+        emit_json(result.to_dict())
     if markdown is not None:
         with markdown.open("a", encoding="utf-8") as out:
             out.write(result.markdown())

@@ -185,12 +185,8 @@ def _print_verification(v: VerifyReport) -> None:
     out_console.print(table)
     if v.queries is not None:
         out_console.print(f"search quality {v.queries.verdict}", highlight=False, markup=False)
-    for name, capped in (("missing", v.missing), ("extra", v.extra)):
-        for key in capped.items[:SHOWN]:
-            out_console.print(f"  {name}: {key!r}", highlight=False, markup=False)
-    for name, diffs in (("vector", v.vectors), ("metadata", v.metadata), ("text", v.text)):
-        for item in diffs.items[:SHOWN]:
-            out_console.print(f"  {name}: {item}", highlight=False, markup=False)
+    for line in v.diff_lines(SHOWN):
+        out_console.print(line, highlight=False, markup=False)
 
 
 def _print_report(report: MigrationReport) -> None:

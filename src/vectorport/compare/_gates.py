@@ -22,7 +22,8 @@ class GateResult:
     """One gate checked on one store (or pair of stores), overall or for one filter."""
 
     gate: str
-    """``min-recall``, ``max-violations``, ``min-overlap``, ``max-underfill`` or ``answered``."""
+    """``max-missing``, ``min-recall``, ``max-violations``, ``min-overlap``, ``max-underfill`` or
+    ``answered``."""
     subject: str
     """A store label, or ``"a vs b"`` for a pair."""
     filter: str | None
@@ -30,6 +31,8 @@ class GateResult:
     value: float
     threshold: float
     passed: bool
+    keys: tuple[str, ...] = ()
+    """``max-missing``: the first missing keys (the message names them)."""
 
     @property
     def message(self) -> str:
@@ -47,6 +50,7 @@ class GateResult:
             "threshold": self.threshold,
             "passed": self.passed,
             "message": self.message,
+            "keys": list(self.keys),
         }
 
 
@@ -60,6 +64,12 @@ def _describe(r: GateResult) -> str:
         return f"{v or f'{r.value:.2%}'} of queries under-filled {'<=' if r.passed else '>'} {r.threshold:g}"
     if r.gate == "max-violations":
         return f"{r.value:.0f} filter-scope violations {'<=' if r.passed else '>'} {r.threshold:g}"
+    if r.gate == "max-missing":
+        head = f"{r.value:.0f} records of the truth missing {'<=' if r.passed else '>'} {r.threshold:g}"
+        if not r.keys:
+            return head
+        more = ", …" if len(r.keys) < r.value else ""
+        return f"{head}: {', '.join(map(repr, r.keys))}{more}"
     return f"{r.value:.0f} queries refused or failed (allowed: {r.threshold:g})"
 
 
@@ -69,6 +79,9 @@ class Gates:
 
     Parameters
     ----------
+    max_missing
+        Most records of the truth a store may lack (default 0: a lost record fails the store,
+        whatever its recall; a store answering with the next-nearest record still ranks well).
     min_recall
         Every store's mean recall@k (near-ties count as hits) must reach this, overall and,
         with ``per_filter``, for each filter.
@@ -80,7 +93,7 @@ class Gates:
         Largest fraction of queries a store may answer with fewer results than the truth has.
     allow_refused
         Without it, a store that refuses or fails a query fails the ``answered`` gate whenever
-        another gate is set.
+        another gate is set. A store that answered no query at all fails it in any case.
     per_filter
         Check the rate gates for each filter group too, not only over all queries.
     """
@@ -91,17 +104,25 @@ class Gates:
     max_underfill: float | None = None
     allow_refused: bool = False
     per_filter: bool = True
+    max_missing: int | None = 0
 
     @property
     def active(self) -> bool:
         """Is any threshold set?"""
         return any(
             v is not None
-            for v in (self.min_recall, self.max_violations, self.min_overlap, self.max_underfill)
+            for v in (
+                self.max_missing,
+                self.min_recall,
+                self.max_violations,
+                self.min_overlap,
+                self.max_underfill,
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "max_missing": self.max_missing,
             "min_recall": self.min_recall,
             "max_violations": self.max_violations,
             "min_overlap": self.min_overlap,
@@ -116,35 +137,58 @@ class Gates:
 
     def _scopes(
         self, overall: Figures | PairFigures, by_filter: dict[str, Any]
-    ) -> Iterator[tuple[str | None, Any]]:
-        yield None, overall
+    ) -> Iterator[tuple[str | None, Any, bool]]:
+        """Each scope with its figures and whether it may pass unanswered. The scopes are the
+        same for the same queries whatever the stores answered; a filter nobody answered has no
+        rate (the ``answered`` gate reports it), all queries unanswered fail."""
+        yield None, overall, False
         if self.per_filter and (len(by_filter) > 1 or "none" not in by_filter):
-            # a group nobody answered has no rate to gate: the "answered" gate reports it
-            yield from ((label, f) for label, f in by_filter.items() if f.queries and _answered(f))
+            yield from ((label, f, True) for label, f in by_filter.items() if f.queries)
+
+    def _rate(
+        self, gate: str, subject: str, scopes: Iterator[tuple[str | None, Any, bool]], threshold: float
+    ) -> Iterator[GateResult]:
+        attr = {"min-recall": "recall", "max-underfill": "underfill", "min-overlap": "overlap"}[gate]
+        for scope, fig, may_skip in scopes:
+            value = float(getattr(fig, attr))
+            if not _answered(fig):
+                ok = may_skip
+            elif math.isnan(value):
+                ok = False
+            else:
+                ok = value >= threshold if gate.startswith("min") else value <= threshold
+            yield GateResult(gate, subject, scope, value, threshold, ok)
 
     def _check(self, result: ComparisonResult) -> Iterator[GateResult]:
         for s in result.stores:
-            if self.active and not self.allow_refused:
+            if self.max_missing is not None and s.records is not None:
+                r = s.records
+                ok = r.missing <= self.max_missing
+                yield GateResult(
+                    "max-missing", s.label, None, float(r.missing), self.max_missing, ok, r.missing_keys
+                )
+            if self.active:
                 bad = s.overall.refused + s.overall.errors
-                yield GateResult("answered", s.label, None, float(bad), 0, bad == 0)
+                allowed = max(s.overall.queries - 1, 0) if self.allow_refused else 0
+                ok = bad <= allowed and s.overall.answered > 0
+                yield GateResult("answered", s.label, None, float(bad), allowed, ok)
             if self.min_recall is not None:
-                for scope, fig in self._scopes(s.overall, s.by_filter):
-                    ok = not math.isnan(fig.recall) and fig.recall >= self.min_recall
-                    yield GateResult("min-recall", s.label, scope, fig.recall, self.min_recall, ok)
+                yield from self._rate(
+                    "min-recall", s.label, self._scopes(s.overall, s.by_filter), self.min_recall
+                )
             if self.max_violations is not None:
                 n = s.overall.violations
                 yield GateResult(
                     "max-violations", s.label, None, float(n), self.max_violations, n <= self.max_violations
                 )
             if self.max_underfill is not None:
-                for scope, fig in self._scopes(s.overall, s.by_filter):
-                    ok = not math.isnan(fig.underfill) and fig.underfill <= self.max_underfill
-                    yield GateResult("max-underfill", s.label, scope, fig.underfill, self.max_underfill, ok)
+                scopes = self._scopes(s.overall, s.by_filter)
+                yield from self._rate("max-underfill", s.label, scopes, self.max_underfill)
         if self.min_overlap is not None:
             for p in result.pairs:
-                for scope, pf in self._scopes(p.overall, p.by_filter):
-                    ok = not math.isnan(pf.overlap) and pf.overlap >= self.min_overlap
-                    yield GateResult("min-overlap", p.label, scope, pf.overlap, self.min_overlap, ok)
+                yield from self._rate(
+                    "min-overlap", p.label, self._scopes(p.overall, p.by_filter), self.min_overlap
+                )
 
 
 def _answered(f: Figures | PairFigures) -> bool:
@@ -181,9 +225,13 @@ def query_diff(result: ComparisonResult, store: str, outcome: Outcome) -> list[s
     truth_keys = result.table.keys(result.truth.index, outcome.query)
     truth_dist = result.table.distances(outcome.query)
     got = dict(zip(outcome.keys, outcome.distances, strict=True))
+    report = result.store(store)
+    lost = report.records.missing_set if report.records is not None else frozenset()
     for key, d in zip(truth_keys, truth_dist, strict=True):
         mark = " " if key in got else "-"
-        lines.append(f"      {mark} {key:<40} {_fmt(float(d))} {_fmt(got.get(key, math.nan))}")
+        note = "  (missing: the store does not hold this record)" if key in lost else ""
+        lines.append(f"      {mark} {key:<40} {_fmt(float(d))} {_fmt(got.get(key, math.nan))}{note}")
+    replaced = any(key in lost for key in truth_keys)
     tags = {**dict.fromkeys(j.wrong, "wrong"), **dict.fromkeys(j.violations, "violation")}
     tags.update(dict.fromkeys(j.unknown, "unknown key"))
     index = result.truth.index
@@ -191,6 +239,8 @@ def query_diff(result: ComparisonResult, store: str, outcome: Outcome) -> list[s
         if key in truth_keys:
             continue
         tag = tags.get(key, "near-tie")
+        if tag == "wrong" and replaced:
+            tag = "in place of a missing record"
         extra = ""
         row = index.row.get(key)
         if tag == "violation" and row is not None:
@@ -199,7 +249,9 @@ def query_diff(result: ComparisonResult, store: str, outcome: Outcome) -> list[s
     return lines
 
 
-def _worst(outcomes: Sequence[Outcome], gate: str, members: set[int] | None) -> list[Outcome]:
+def _worst(
+    outcomes: Sequence[Outcome], gate: str, members: set[int] | None, lost: frozenset[str] = frozenset()
+) -> list[Outcome]:
     pool = [o for o in outcomes if members is None or o.query in members]
 
     def badness(o: Outcome) -> float:
@@ -208,6 +260,8 @@ def _worst(outcomes: Sequence[Outcome], gate: str, members: set[int] | None) -> 
             return 10.0
         if gate == "max-violations":
             return len(j.out_of_scope)
+        if gate == "max-missing":
+            return sum(key in lost for key in j.truth_keys)
         if gate == "max-underfill":
             return (j.k_expected - j.k_returned) / max(j.k_expected, 1)
         return 1.0 - j.recall
@@ -244,8 +298,9 @@ def explain(result: ComparisonResult, *, examples: int = 3) -> str:
         report = result.store(label)
         shown: set[int] = set()
         block: list[str] = []
+        lost = report.records.missing_set if report.records is not None else frozenset()
         for gate, members in kinds.items():
-            for o in _worst(report.outcomes, gate, members)[:examples]:
+            for o in _worst(report.outcomes, gate, members, lost)[:examples]:
                 if o.query not in shown:
                     shown.add(o.query)
                     block.extend(query_diff(result, label, o))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._gates import GateFailure, GateResult, Gates, explain
 from ._metrics import Figures, Outcome, PairFigures, Relevance, Status, _clean
 from ._queries import Query
+from ._records import RecordCheck
 from ._truth import FilterGroup, GroundTruth, TruthTable
 
 if TYPE_CHECKING:
@@ -35,12 +36,15 @@ class StoreReport:
     outcomes: tuple[Outcome, ...] = field(repr=False)
     description: dict[str, Any] = field(default_factory=dict, repr=False)
     """Backend versions, collection info, capabilities and query params."""
+    records: RecordCheck | None = None
+    """The records the store holds against the truth's (count, missing and extra keys)."""
 
     def to_dict(self, *, queries: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
             "label": self.label,
             "backend": self.backend,
             "url": self.url,
+            "records": None if self.records is None else self.records.to_dict(),
             "overall": self.overall.to_dict(),
             "by_filter": {label: fig.to_dict() for label, fig in self.by_filter.items()},
         }

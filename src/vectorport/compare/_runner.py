@@ -27,6 +27,7 @@ from ..filters import FilterNode
 from ._gates import Gates
 from ._metrics import Outcome, PairFigures, Relevance, Status, pair_figures, relevance_of, summarize
 from ._queries import Query, QueryEmbedder, QueryLike, embed_queries, normalize_queries, sample_queries
+from ._records import RecordCheck, check_records, of_truth
 from ._result import ComparisonResult, PairReport, StoreReport
 from ._truth import GroundTruth, TruthTable
 
@@ -54,6 +55,7 @@ def compare(
     max_violations: int | None = None,
     min_overlap: float | None = None,
     max_underfill: float | None = None,
+    max_missing: int | None = 0,
     gates: Gates | None = None,
     eps: float = 1e-4,
     distance_tol: float = 1e-3,
@@ -91,8 +93,10 @@ def compare(
     include
         What the stores return per match (default: the store's default, metadata and text),
         so latency reflects a real retrieval call.
-    min_recall, max_violations, min_overlap, max_underfill, gates
+    min_recall, max_violations, min_overlap, max_underfill, max_missing, gates
         Gates (see :class:`Gates`); the result's ``passed`` and ``gate_results`` report them.
+        ``max_missing`` defaults to 0: a store lacking any record of the truth fails, whatever
+        its recall (``None`` disables it).
     eps
         Near-tie tolerance: a result within ``eps * (1 + |d_k|)`` of the true k-th distance is
         a hit (as ann-benchmarks counts recall).
@@ -129,7 +133,7 @@ def compare(
         raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
     if warmup < 0:
         raise ConfigurationError(f"warmup must be >= 0, got {warmup}")
-    gates = gates or Gates(min_recall, max_violations, min_overlap, max_underfill)
+    gates = gates or Gates(min_recall, max_violations, min_overlap, max_underfill, max_missing=max_missing)
     labelled = _label(stores)
     if not labelled:
         raise ConfigurationError("compare needs at least one store")
@@ -145,10 +149,12 @@ def compare(
 
         # ---- ground truth
         t0 = time.perf_counter()
+        truth_store: VectorStore | None = None
         if isinstance(truth, GroundTruth):
             ground = truth
         elif truth is None:
-            ground = GroundTruth.from_store(handles[0][1])
+            truth_store = handles[0][1]
+            ground = GroundTruth.from_store(truth_store)
         else:
             truth_store = connect(truth) if isinstance(truth, str) else truth
             if isinstance(truth, str):
@@ -178,6 +184,9 @@ def compare(
         raw_sum = 0.0
         judge_time = 0.0
         for label, store in handles:
+            t0 = time.perf_counter()
+            records = _records_of(store, truth_store, ground)
+            timings[f"keys:{label}"] = time.perf_counter() - t0
             store_params = dict((params or {}).get(label, {}))
             answers, latencies, wall, warm = time_queries(
                 store, qs, k, concurrency=concurrency, warmup=warmup, params=store_params, include=include
@@ -203,6 +212,7 @@ def compare(
                     by_filter,
                     tuple(outcomes),
                     describe_store(store, store_params),
+                    records,
                 )
             )
             log.info("compare: %s recall@%d %.4f, p50 %.2f ms", label, k, overall.recall, overall.latency.p50)
@@ -266,6 +276,13 @@ def compare(
     finally:
         for store in opened:
             store.close()
+
+
+def _records_of(store: VectorStore, truth_store: VectorStore | None, ground: GroundTruth) -> RecordCheck:
+    """The store's records against the truth's (no second scan of the truth's own store)."""
+    if truth_store is not None and (store is truth_store or str(store.url) == str(truth_store.url)):
+        return of_truth(ground)
+    return check_records(store, ground)
 
 
 def _label(stores: Sequence[StoreArg] | Mapping[str, StoreArg]) -> list[tuple[str, StoreArg]]:

@@ -51,6 +51,8 @@ def tables(result: ComparisonResult) -> list[Table]:
     )
     for col in (
         "store",
+        "records",
+        "missing",
         f"recall@{k}",
         "min",
         "under-filled",
@@ -71,8 +73,11 @@ def tables(result: ComparisonResult) -> list[Table]:
     for s in result.stores:
         f = s.overall
         pair = overlap_with.get(s.label)
+        rc = s.records
         row = [
-            f"{escape(s.label)} [dim]({s.backend})[/dim]",
+            f"{escape(s.label)} [dim]({escape(s.backend)})[/dim]",
+            "-" if rc is None else str(rc.count),
+            "-" if rc is None else (f"[bold red]{rc.missing}[/]" if rc.missing else "0"),
             f"[{_recall_style(f.recall, result.gates.min_recall)}]{_num(f.recall)}[/]",
             _num(f.recall_min, ".2f"),
             f"{_pct(f.underfill)} ({f.shortfall})" if f.underfilled else "0",
@@ -98,7 +103,7 @@ def tables(result: ComparisonResult) -> list[Table]:
         main.add_row(*row)
     if labelled and result.truth_relevance is not None:
         rel = result.truth_relevance
-        blank = [""] * 12
+        blank = [""] * 14
         main.add_row("[dim]exact truth[/dim]", *blank, _num(rel.ndcg), _num(rel.mrr), _num(rel.hit))
     out = [main]
 

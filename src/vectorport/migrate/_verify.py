@@ -153,6 +153,33 @@ class VerifyReport(Report):
             return Status.DIFFERENCES
         return Status.VERIFIED if self.quality_ok else Status.QUALITY
 
+    def diff_lines(self, shown: int = 5) -> list[str]:
+        """The differences as ``vectorport verify`` prints them under its table: up to
+        ``shown`` missing and extra keys, and vector, metadata and text differences."""
+        lines = [f"  {name}: {key!r}" for name, capped in (("missing", self.missing), ("extra", self.extra))
+                 for key in capped.items[:shown]]  # fmt: skip
+        for name, diffs in (("vector", self.vectors), ("metadata", self.metadata), ("text", self.text)):
+            lines += [f"  {name}: {item}" for item in diffs.items[:shown]]
+        return lines
+
+    def explain(self, shown: int = 5) -> str:
+        """A readable account: the verdict, the counts, each kind of difference with its total,
+        then :meth:`diff_lines` (what a failed ``assert_same`` says)."""
+        lines = [f"verify {self.source} -> {self.target}: {self.status} ({self.differences} differences)"]
+        lines.append(f"  counts (source / target): {self.source_count} / {self.target_count}")
+        kinds = (
+            ("missing in target", self.missing.total),
+            ("extra in target", self.extra.total),
+            ("duplicate keys in target", self.duplicates),
+            ("vector differences", self.vectors.total),
+            ("metadata differences", self.metadata.total),
+            ("text differences", self.text.total),
+        )
+        lines += [f"  {name}: {total}" for name, total in kinds if total]
+        if self.queries is not None and not self.queries.ok:
+            lines.append(f"  search quality {self.queries.verdict}")
+        return "\n".join(lines + self.diff_lines(shown))
+
     def sections(self) -> dict[str, Any]:
         return {
             "ok": self.ok,

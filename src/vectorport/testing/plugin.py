@@ -7,6 +7,9 @@ explicit ``-p vectorport.testing.plugin`` does not register it twice. It provide
   the test fails with the failed gates and diffs of the worst queries against exact search;
 * :func:`assert_parity`, the same check as a plain function (raises
   :class:`~vectorport.compare.GateFailure`, an ``AssertionError``);
+* the ``vectorport_verify`` fixture and :func:`assert_same`: :func:`vectorport.migrate.verify`
+  (counts, keys, vectors, metadata, text), failing with the differences ``vectorport verify``
+  prints (a :class:`DataMismatch`, an ``AssertionError``);
 * ``--vectorport-report DIR``: also write each comparison's JSON and HTML report to ``DIR``
   (one pair of files per test), for CI artifacts.
 
@@ -17,6 +20,12 @@ explicit ``-p vectorport.testing.plugin`` does not register it twice. It provide
             {"chroma": CHROMA_URL, "pgvector": PG_URL}, 200, k=10,
             filter=[None, {"lang": "en"}], min_recall=0.95, max_violations=0, min_overlap=0.9,
         )
+
+    def test_the_copy_is_the_source(vectorport_verify):
+        vectorport_verify(CHROMA_URL, PG_URL)
+
+Every comparison also gates on data: a store lacking any record of the truth fails
+(``max_missing=0`` unless given), whatever its recall.
 """
 
 from __future__ import annotations
@@ -24,15 +33,50 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..compare import ComparisonResult, GateFailure, compare
+from ..compare import ComparisonResult, compare
 
-__all__ = ["assert_parity", "pytest_addoption", "vectorport_compare"]
+if TYPE_CHECKING:
+    from ..migrate import VerifyReport
+
+__all__ = [
+    "DataMismatch",
+    "assert_parity",
+    "assert_same",
+    "pytest_addoption",
+    "vectorport_compare",
+    "vectorport_verify",
+]
 
 _GATES = ("min_recall", "max_violations", "min_overlap", "max_underfill", "gates")
+
+
+class DataMismatch(AssertionError):
+    """Two stores do not hold the same data. ``str()`` is what ``vectorport verify`` prints
+    about the differences; ``report`` is the :class:`~vectorport.migrate.VerifyReport`."""
+
+    def __init__(self, report: VerifyReport) -> None:
+        super().__init__(report.explain())
+        self.report = report
+
+
+def assert_same(source: Any, target: Any, **kwargs: Any) -> VerifyReport:
+    """:func:`vectorport.migrate.verify` (same arguments: stores or URLs, ``metadata_policy``,
+    ``text_key``, ``sample_queries``…), then raise :class:`DataMismatch` unless the data is
+    equal: one missing, extra or changed record (vector, metadata value or text) fails.
+
+    Search quality is judged only when ``sample_queries`` is given (default 0 here).
+    """
+    from ..migrate import verify
+
+    kwargs.setdefault("sample_queries", 0)
+    report = verify(source, target, **kwargs)
+    if not report.ok:
+        raise DataMismatch(report)
+    return report
 
 
 def assert_parity(*args: Any, **kwargs: Any) -> ComparisonResult:
@@ -81,10 +125,23 @@ def vectorport_compare(request: pytest.FixtureRequest) -> Callable[..., Comparis
             stem = _slug(request.node.nodeid) + (f"-{calls}" if calls > 1 else "")
             result.write_json(out / f"{stem}.json")
             result.write_html(out / f"{stem}.html")
-        try:
-            result.raise_for_gates()
-        except GateFailure as exc:
-            pytest.fail(f"vectorport parity check failed\n{exc}", pytrace=False)
+        if not result.passed:  # outside any except block: the failure is printed once
+            pytest.fail(f"vectorport parity check failed\n{result.explain()}", pytrace=False)
         return result
+
+    return run
+
+
+@pytest.fixture
+def vectorport_verify() -> Callable[..., VerifyReport]:
+    """Verify that two stores hold the same data (arguments of :func:`assert_same`) and fail
+    the test with the differences ``vectorport verify`` prints. Returns the report."""
+
+    def run(source: Any, target: Any, **kwargs: Any) -> VerifyReport:
+        try:
+            return assert_same(source, target, **kwargs)
+        except DataMismatch as exc:
+            message = str(exc)
+        pytest.fail(f"vectorport verify failed\n{message}", pytrace=False)
 
     return run
