@@ -126,7 +126,7 @@ def test_lost_records_fail_the_comparison(urls, vectorport_compare):
 
 def test_verify_fixture_and_missing_records_fail_once(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_data=DATA_TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:asyncio")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=2)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(

@@ -26,14 +26,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._exit import Status
 from .._features import hybrid_search_of, text_search_of
 from .._models import QueryResult
 from .._protocol import VectorStore
 from .._registry import connect
+from .._report import Report
 from .._textsearch import check_fusion
 from ..exceptions import ConfigurationError, UnsupportedFeatureError
 from ._metrics import hit_at_k, ndcg_at_k, reciprocal_rank
@@ -84,14 +86,21 @@ class ModeFigures:
 
 
 @dataclass(frozen=True)
-class ModeComparison:
+class ModeComparison(Report):
     """Every (store, mode) row, in the order stores and modes were given."""
 
     k: int
     keep: float
     rows: tuple[ModeFigures, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    SCHEMA: ClassVar[str] = "vectorport.compare-modes/1"
+
+    @property
+    def status(self) -> Status:
+        """Always ``passed``: the modes are measured, not gated."""
+        return Status.PASSED
+
+    def sections(self) -> dict[str, Any]:
         return {"k": self.k, "keep": self.keep, "rows": [r.to_dict() for r in self.rows]}
 
     def table_rows(self) -> list[list[str]]:

@@ -7,8 +7,10 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._exit import Status as RunStatus
+from .._report import Report
 from ._gates import GateFailure, GateResult, Gates, explain
 from ._metrics import Figures, Outcome, PairFigures, Relevance, Status, _clean
 from ._queries import Query
@@ -19,8 +21,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["ComparisonResult", "PairReport", "StoreReport"]
-
-SCHEMA = "vectorport.compare/1"
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class PairReport:
 
 
 @dataclass(frozen=True)
-class ComparisonResult:
+class ComparisonResult(Report):
     """What :func:`vectorport.compare` measured. ``passed`` tells whether every gate held.
 
     ``to_dict()``/``write_json()`` give every figure and the run configuration,
@@ -120,7 +120,14 @@ class ComparisonResult:
     gates: Gates = field(default_factory=Gates)
     gate_results: tuple[GateResult, ...] = ()
 
+    SCHEMA: ClassVar[str] = "vectorport.compare/1"
+
     # ------------------------------------------------------------------ verdicts
+    @property
+    def status(self) -> RunStatus:
+        """``passed`` (every gate held, exit 0) or ``failed`` (exit 1)."""
+        return RunStatus.PASSED if self.passed else RunStatus.FAILED
+
     @property
     def passed(self) -> bool:
         """Every gate held (vacuously true without gates)."""
@@ -159,12 +166,18 @@ class ComparisonResult:
 
     # ------------------------------------------------------------------ outputs
     def to_dict(self, *, queries: bool = True) -> dict[str, Any]:
-        """Every figure, the gate verdicts and the configuration, JSON-ready.
+        """Every figure, the gate verdicts and the configuration, JSON-ready (``schema``,
+        ``status`` and ``exit_code`` first). ``queries=False`` leaves out the per-query outcomes."""
+        out = super().to_dict()
+        if not queries:
+            out["queries"] = None
+            for store in out["stores"]:
+                store.pop("queries", None)
+        return out
 
-        ``queries=False`` leaves out the per-query outcomes.
-        """
+    def sections(self) -> dict[str, Any]:
+        """The figures, the gates and the configuration (:meth:`to_dict`'s body)."""
         return {
-            "schema": SCHEMA,
             "passed": self.passed,
             "k": self.k,
             "config": self.config,
@@ -183,17 +196,15 @@ class ComparisonResult:
             "truth_relevance": None
             if self.truth_relevance is None
             else _clean(self.truth_relevance.__dict__),
-            "stores": [s.to_dict(queries=queries) for s in self.stores],
+            "stores": [s.to_dict() for s in self.stores],
             "pairs": [p.to_dict() for p in self.pairs],
             "queries": [
                 {"index": i, "id": q.id, "filter": q.filter_label, "text": q.text}
                 for i, q in enumerate(self.queries)
-            ]
-            if queries
-            else None,
+            ],
         }
 
-    def to_json(self, *, queries: bool = True, indent: int | None = 2) -> str:
+    def to_json(self, indent: int | None = 2, *, queries: bool = True) -> str:
         """:meth:`to_dict` as a JSON string."""
         return json.dumps(self.to_dict(queries=queries), indent=indent, ensure_ascii=False, default=str)
 
