@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._models import JSON, Record
+from .exceptions import Problem, ValidationError
 
 __all__ = ["metadata_json", "records_of", "records_to_table", "schema"]
 
@@ -79,6 +80,25 @@ def records_of(
         flat = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
         vectors = flat.reshape(len(keys), dimension or flat.size // len(keys))
     return [
-        Record(k, None if v is None else v.copy(), json.loads(m) if isinstance(m, str) else (m or {}), t)
+        Record(k, None if v is None else v.copy(), _metadata_of(k, m), t)
         for k, v, m, t in zip(keys, vectors, metas, texts, strict=True)
     ]
+
+
+def _metadata_of(key: str, value: Any) -> dict[str, JSON]:
+    """A ``metadata`` cell as a dict: JSON text of an object (a snapshot part edited by hand may
+    hold anything, named with its record), or already a mapping (a Ray block)."""
+    if not isinstance(value, str):
+        return dict(value or {})
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        parsed = exc
+    if not isinstance(parsed, dict):
+        why = f"is not valid JSON ({parsed})" if isinstance(parsed, Exception) else "is not a JSON object"
+        raise ValidationError(
+            [Problem(key, "metadata", f"{why}: {value[:60]!r}")],
+            outcome="nothing was read",
+            hint="the file was edited or written by another tool; re-export it",
+        )
+    return parsed

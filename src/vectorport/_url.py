@@ -46,7 +46,13 @@ class StoreURL:
                 "chroma:///path/to/dir?collection=docs, postgresql://user@host/db?table=docs, "
                 "s3vectors://bucket/index"
             )
-        parts = _split(url)
+        try:
+            parts = _split(url)
+        except ValueError as exc:  # an unclosed or invalid [IPv6] host
+            raise ConfigurationError(
+                f"bad host in {mask_url(url)!r}: {exc}; an IPv6 address is written in brackets, "
+                "e.g. postgresql://user@[::1]:5432/db"
+            ) from None
         try:
             port = parts.port
         except ValueError as exc:
@@ -106,12 +112,37 @@ def _secret(param: str) -> bool:
     return bool(words) and bool(_SECRET_WORD.search(words[-1]))
 
 
+_USERINFO = re.compile(r"(//[^/?#@:]*):[^/?#@]*@")
+_SECRET_PARAM = re.compile(r"([?&][^=&#]*(?:pass|secret|token|key|auth|credential)[^=&#]*=)[^&#]*", re.I)
+
+
+def _mask_crudely(url: str) -> str:
+    """What :func:`mask_url` does, for a string ``urlsplit`` refuses (a bad IPv6 host): the
+    ``user:password@`` of every URL in it and every secret-looking parameter's value."""
+    return _SECRET_PARAM.sub(rf"\1{MASK}", _USERINFO.sub(rf"\1:{MASK}@", url))
+
+
+def _mask_value(name: str, value: str) -> str:
+    if _secret(name) and value:
+        return MASK
+    # a URL given as a parameter (endpoint_url=http://user:SECRET@host) hides its own password
+    shown = mask_url(value) if "://" in value else value
+    return quote(shown, safe="/:,*@")
+
+
 def mask_url(url: str) -> str:
-    """Hide the password and secret query values of a URL (safe on any string)."""
+    """Hide the password and secret query values of a URL (safe on any string), and those of a
+    URL given as a query value (``endpoint_url=``).
+
+    >>> mask_url("s3vectors://b/i?endpoint_url=http://user:SECRET@host:9000&aws_secret_access_key=x")
+    's3vectors://b/i?endpoint_url=http://user:***@host:9000&aws_secret_access_key=***'
+    >>> mask_url("postgresql://u:SECRET@[zz::1]/db")
+    'postgresql://u:***@[zz::1]/db'
+    """
     try:
         parts = _split(url)
     except ValueError:
-        return url
+        return _mask_crudely(url)
     netloc, path = parts.netloc, parts.path
     # the last "@" before the query ends the user info: a password with an unencoded "/" (which
     # SQLAlchemy's make_url accepts) must not leak through what urlsplit took for the path
@@ -121,10 +152,7 @@ def mask_url(url: str) -> str:
         if ":" in userinfo:
             hostport, slash, rest = hostpath.partition("/")
             netloc, path = f"{userinfo.split(':', 1)[0]}:{MASK}@{hostport}", f"{slash}{rest}"
-    query = "&".join(
-        f"{k}={MASK}" if _secret(k) and v else f"{k}={quote(v, safe='/:,')}"
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    )
+    query = "&".join(f"{k}={_mask_value(k, v)}" for k, v in parse_qsl(parts.query, keep_blank_values=True))
     out = f"{url.split('://', 1)[0]}://{netloc}{path}" if "://" in url else f"{netloc}{path}"
     if query:
         out += f"?{query}"

@@ -38,7 +38,7 @@ from ..migrate import (
 )
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
-from ._common import JsonOption, emit_json, err_console, out_console, print_error
+from ._common import JsonOption, emit_json, err_console, out_console, print_error, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, run_on_ray
 
 SHOWN = 5
@@ -220,7 +220,15 @@ def _write_report(path: Path | None, data: Any) -> None:
     if path is not None:
         import json
 
-        path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        from .._paths import unwritable
+
+        try:
+            path.write_text(
+                json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+            )
+        except OSError as exc:  # checked before the work (writable_path); a disk full since
+            print_error(unwritable("report", path, exc))
+            raise typer.Exit(ExitCode.FAILURE) from None
 
 
 def migrate(
@@ -280,7 +288,8 @@ def migrate(
         int, typer.Option("--queries", min=0, help="Sampled queries in verification (0: none).")
     ] = 20,
     report_path: Annotated[
-        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+        Path | None,
+        typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
     ] = None,
     progress: Annotated[
         bool | None,
@@ -379,7 +388,8 @@ def verify(
     k: Annotated[int, typer.Option("-k", min=1, help="Top-k of the sampled queries.")] = 10,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Pages compared in parallel.")] = 4,
     report_path: Annotated[
-        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+        Path | None,
+        typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
     ] = None,
     progress: Annotated[
         bool | None, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")

@@ -19,7 +19,7 @@ from .._exit import ExitCode
 from ..exceptions import VectorportError
 from ._cmd_migrate import _print_verification, _write_report
 from ._cmd_migrate import migrate as migrate_command
-from ._common import JsonOption, emit_json, out_console, print_error
+from ._common import JsonOption, emit_json, out_console, print_error, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
 
 
@@ -37,7 +37,8 @@ def export(
     ] = False,
     queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries in verification.")] = 20,
     report_path: Annotated[
-        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+        Path | None,
+        typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
     ] = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,

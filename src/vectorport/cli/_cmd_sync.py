@@ -33,7 +33,7 @@ from ..migrate import MetadataPolicy, SyncReport, default_state, shard_path
 from ..migrate import sync as run_sync
 from ..migrate._sync import committed
 from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
-from ._common import JsonOption, emit_json, err_console, out_console, print_error
+from ._common import JsonOption, emit_json, err_console, out_console, print_error, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -140,7 +140,8 @@ def sync(
     ] = None,
     queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries with --verify.")] = 20,
     report_path: Annotated[
-        Path | None, typer.Option("--report", help="Also write the JSON report to this file.")
+        Path | None,
+        typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
     ] = None,
     progress: Annotated[
         bool | None, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")

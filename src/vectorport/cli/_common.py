@@ -12,6 +12,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -34,6 +35,7 @@ __all__ = [
     "parse_json_arg",
     "print_error",
     "reported_errors",
+    "writable_path",
 ]
 
 LOG_WIDTH = 200
@@ -83,6 +85,20 @@ def _show_activity(event: _activity.Activity) -> None:
     start, an index build); its progress goes to the progress bars, not here."""
     if event.done is None and not _logging[1]:
         err_console.print(event.message, highlight=False, markup=False)
+
+
+def writable_path(value: Path | None) -> Path | None:
+    """A ``typer`` callback for an output file option (``--report``): refuses, before any work, a
+    path that cannot be written (exit 2, one line), instead of a traceback once the work is done."""
+    if value is None:
+        return None
+    from .._paths import writable_file
+
+    try:
+        return writable_file(value, "report")
+    except ConfigurationError as exc:
+        print_error(exc)
+        raise typer.Exit(ExitCode.USAGE) from None
 
 
 def emit_json(data: Any) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._digest import SegmentSums
 from .._models import JSON
+from .._paths import unwritable, writable_file
 from ..exceptions import ConfigurationError
 
 __all__ = ["Checkpoint", "shard_path"]
@@ -64,6 +65,11 @@ class Checkpoint:
     without reading the source again."""
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        # before the migration reads or writes anything: an unwritable path is one error now,
+        # not a traceback at the first save, after the target was created
+        writable_file(self.path, "checkpoint")
 
     def identity(self) -> dict[str, JSON]:
         return {
@@ -130,11 +136,14 @@ class Checkpoint:
     def save(self) -> None:
         """Write atomically: a reader (or a resumed run) sees the old file or the new one."""
         self.updated = time.time()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         payload = json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise unwritable("checkpoint", self.path, exc) from exc

@@ -25,6 +25,7 @@ from typing import Any
 
 from .._digest import SegmentSums, extra_digest
 from .._models import JSON
+from .._paths import writable_file
 from ..exceptions import ConfigurationError
 
 __all__ = ["SyncState", "recorded"]
@@ -57,8 +58,7 @@ class SyncState:
     labels). Everything runs on the calling thread."""
 
     def __init__(self, path: str | os.PathLike[str], identity: dict[str, JSON]) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = writable_file(Path(path), "sync state")
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")

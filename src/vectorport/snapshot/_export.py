@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from urllib.parse import quote
 
 from .._exit import Status
+from .._paths import writable_dir
 from .._protocol import VectorStore
 from .._report import Report
 from .._url import mask_url
@@ -124,7 +125,7 @@ def prepare_directory(directory: str | os.PathLike[str], overwrite: bool) -> Pat
     path = Path(directory).expanduser()
     if path.exists() and not path.is_dir():
         raise ConfigurationError(f"{path} is a file; export writes a directory of Parquet parts")
-    path.mkdir(parents=True, exist_ok=True)
+    writable_dir(path, "snapshot directory")
     present = sorted(p.name for p in path.iterdir())
     if not present:
         return path

@@ -7,7 +7,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..._names import NameRule
-from ..._url import StoreURL
+from ..._url import StoreURL, mask_url
+from ...exceptions import ConfigurationError
 from .errors import map_errors
 
 __all__ = ["BUCKET_NAMES", "INDEX_NAMES", "boto_client", "check_names", "snake", "supabase_client"]
@@ -57,11 +58,41 @@ def _boto_config(max_attempts: int, workers: int, **extra: Any) -> Any:
     )
 
 
+def check_endpoint(endpoint: str) -> str:
+    """``endpoint`` when it is an ``http(s)://HOST[:PORT][/path]`` URL without a user or
+    password, else a :class:`ConfigurationError` that shows it masked: botocore would raise a
+    bare ``ValueError`` (or, for a port out of range, fail inside request signing), and would
+    print a password in its "could not connect" message. S3 Vectors and the local server take
+    AWS credentials (or Supabase's key), never a password in the URL."""
+    shown = mask_url(endpoint)
+    hint = "e.g. endpoint_url=http://127.0.0.1:8333 or https://s3vectors.us-east-1.api.aws"
+    try:
+        parts = urlsplit(endpoint)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"s3vectors option endpoint_url={shown!r} is not a URL ({exc}); {hint}"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"s3vectors option endpoint_url={shown!r} is not an http:// or https:// URL with a host; {hint}"
+        )
+    if parts.username is not None or parts.password is not None:
+        raise ConfigurationError(
+            f"s3vectors option endpoint_url={shown!r} holds a user name or password: requests are signed "
+            "with AWS credentials (the usual chain, or profile=), so leave them out of the URL"
+        )
+    del port  # read for its check only: a port out of range raises above
+    return endpoint
+
+
 def boto_client(
     endpoint: str | None, region: str | None, profile: str | None, max_attempts: int, workers: int
 ) -> Any:
     import boto3
 
+    if endpoint:
+        check_endpoint(endpoint)
     session = boto3.session.Session(profile_name=profile, region_name=region)
     kwargs: dict[str, Any] = {"config": _boto_config(max_attempts, workers)}
     if endpoint:

@@ -1,0 +1,60 @@
+"""Files vectorport writes for the user (checkpoints, sync state, reports, snapshot directories):
+checked before any work, so a path that cannot be written is one clear error at the start, not a
+traceback after an hour of copying.
+
+>>> import tempfile, pathlib
+>>> writable_file(pathlib.Path(tempfile.mkdtemp()) / "sub" / "ck.json", "checkpoint").name
+'ck.json'
+>>> writable_file(pathlib.Path("/proc/nope/ck.json"), "checkpoint")
+Traceback (most recent call last):
+...
+vectorport.exceptions.ConfigurationError: cannot write the checkpoint /proc/nope/ck.json: ...
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .exceptions import ConfigurationError
+
+__all__ = ["unwritable", "writable_dir", "writable_file"]
+
+
+def unwritable(
+    what: str, path: Path, exc: OSError | None = None, where: Path | None = None
+) -> ConfigurationError:
+    """The error for a ``what`` (``"checkpoint"``, ``"report"`` …) that cannot be written at
+    ``path`` (because of its directory ``where``, when given)."""
+    why = f"{exc.strerror or exc}" if exc is not None else "permission denied"
+    if where is not None:
+        why = f"{why} ({where})"
+    return ConfigurationError(f"cannot write the {what} {path}: {why}; choose a path you can write")
+
+
+def writable_dir(path: Path, what: str, file: Path | None = None) -> Path:
+    """``path`` as a directory that exists (created with its parents) and can be written (the
+    directory of ``file``, when given: errors then name the file)."""
+    shown, where = (file, path) if file is not None else (path, None)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigurationError(
+            f"cannot write the {what} {shown}: {path} is a file, not a directory"
+        ) from None
+    except OSError as exc:
+        raise unwritable(what, shown, exc, where) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise unwritable(what, shown, None, where)
+    return path
+
+
+def writable_file(path: Path, what: str) -> Path:
+    """``path`` when a file can be written there: its directory exists (created when missing)
+    and may be written, and ``path`` is not a directory. Writes no file."""
+    writable_dir(path.parent, what, path)
+    if path.is_dir():
+        raise ConfigurationError(f"cannot write the {what} {path}: it is a directory; name a file")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise unwritable(what, path)
+    return path
