@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol, runtime_checkable
 
+from ._changes import CaptureSetup, ChangeFeed
 from ._models import QueryResult
 from .exceptions import UnsupportedFeatureError
 from .filters import FilterNode
@@ -28,6 +29,7 @@ from .filters import FilterNode
 __all__ = [
     "FEATURE_PROTOCOLS",
     "SupportsBulkLoad",
+    "SupportsChangeFeed",
     "SupportsHybridSearch",
     "SupportsIntegrityCheck",
     "SupportsLayoutCheck",
@@ -137,8 +139,28 @@ class SupportsIntegrityCheck(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsChangeFeed(Protocol):
+    """A store that can record its own changes for ``sync`` to read instead of scanning
+    (:mod:`vectorport._changes`)."""
+
+    def setup_capture(self, method: str = "auto") -> CaptureSetup:
+        """Install change capture on the collection (``auto`` picks what the server and the
+        role allow); a no-op when installed."""
+        ...
+
+    def teardown_capture(self) -> list[str]:
+        """Remove every object change capture installed; returns what was removed."""
+        ...
+
+    def change_feed(self) -> ChangeFeed | None:
+        """The installed capture's feed, ``None`` when capture is not installed."""
+        ...
+
+
 FEATURE_PROTOCOLS: dict[str, type] = {
     "bulk_load": SupportsBulkLoad,
+    "change_feed": SupportsChangeFeed,
     "hybrid": SupportsHybridSearch,
     "integrity_check": SupportsIntegrityCheck,
     "layout_check": SupportsLayoutCheck,

@@ -197,6 +197,10 @@ class SyncState:
             out.extend(self.db.execute(f"SELECT key, seg FROM records WHERE seg IN ({marks})", tuple(chunk)))
         return out
 
+    def all_keys(self) -> list[str]:
+        """Every key the state says the target holds (a truncated source: all are candidates)."""
+        return [row[0] for row in self.db.execute("SELECT key FROM records")]
+
     @property
     def records(self) -> int:
         """Records the state says the target holds."""

@@ -130,8 +130,11 @@ def embedded_conninfo(
             log.info("pgvector: opening the embedded server in %s", data_dir)
             report("server_start", f"pgvector: starting the embedded PostgreSQL server in {data_dir}")
             started = time.monotonic()
+            was_running = postmaster_pid(data_dir) is not None
             # cleanup_mode is decided at exit (_at_exit): whether the server is kept then
             server = _layer_call(lambda: layer.get_server(data_dir, cleanup_mode=None), data_dir)
+            if not was_running:
+                _layer_call(lambda: _logical_decoding(layer, module, server, data_dir), data_dir)
             report(
                 "server_start",
                 f"pgvector: embedded PostgreSQL server ready ({time.monotonic() - started:.1f}s)",
@@ -225,6 +228,37 @@ def _layer_call(fn: Callable[[], T], data_dir: Path) -> T:
         raise BackendUnavailableError(
             f"could not start the embedded PostgreSQL in {data_dir}: {exc}; see {data_dir / 'log'}"
         ) from exc
+
+
+LOGICAL_SETTINGS = (("wal_level", "logical"), ("max_replication_slots", "20"), ("max_wal_senders", "20"))
+"""Server settings change capture needs (logical replication slots, decoded through SQL, see
+:mod:`._capture`); ``wal_level`` takes effect only at a server start."""
+
+
+def _logical_decoding(layer: Any, module: str, server: Any, data_dir: Path) -> None:
+    """Give the server this process just started the settings of :data:`LOGICAL_SETTINGS`,
+    restarting it once when ``wal_level`` was not ``logical`` yet (a new data directory, or
+    one made by an older vectorport). A server another process started is left as it is."""
+    import psycopg
+
+    uri = _uri(_module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir), "postgres")
+    with psycopg.connect(uri, autocommit=True) as conn:
+        current = {
+            str(name): str(value)
+            for name, value in conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
+                ([name for name, _ in LOGICAL_SETTINGS],),
+            )
+        }
+        if current.get("wal_level") == "logical":
+            return
+        for name, value in LOGICAL_SETTINGS:
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+    log.info("pgvector: restarting the embedded server in %s with wal_level=logical", data_dir)
+    commands = _module(f"{module}._commands")
+    with layer.PostgresServer._lock:
+        commands.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir, user=server.system_user, timeout=60)
+        server.ensure_postgres_running()
 
 
 def _restart(layer: Any, server: Any, data_dir: Path) -> int:

@@ -19,6 +19,7 @@ from ..._capabilities import Capabilities, MetadataRules
 from ..._models import Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError
+from ._capture import CaptureMixin
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
 from ._describe import describe_mapping
@@ -41,7 +42,7 @@ from .filters import PgFilterCompiler
 __all__ = ["PgVectorStore"]
 
 
-class PgVectorStore(SearchMixin, ReadWriteMixin):
+class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
     """A collection in PostgreSQL + pgvector: one table, HNSW (or exact) search, JSONB filters
     inside the ranking query, ``COPY`` bulk upserts, keyset scans and hybrid search.
 

@@ -1,0 +1,516 @@
+"""Change capture on a pgvector collection's table: what ``sync`` reads instead of scanning.
+
+Two ways, installed by :meth:`CaptureMixin.setup_capture` and removed by
+:meth:`CaptureMixin.teardown_capture` (nothing stays on the server otherwise):
+
+``slot``
+    A publication on the table and a logical replication slot with the ``pgoutput`` plugin,
+    read through SQL (psycopg 3 has no streaming replication API):
+    ``pg_logical_slot_peek_binary_changes`` reads committed transactions past the slot's
+    confirmed position without consuming them, :mod:`._pgoutput` decodes them, and
+    ``pg_replication_slot_advance`` confirms a position once the target holds what came before
+    it. Needs ``wal_level = logical`` and a role with ``REPLICATION`` (or superuser) that owns
+    the table. The old row of an update or delete carries the replica identity columns; when
+    the key is not among them (LlamaIndex's ``node_id``, a key kept in the metadata, a key
+    expression) the table's replica identity is set to ``FULL`` and restored at teardown (the
+    publication's comment records what it was).
+``outbox``
+    For roles that may not create slots (managed hosts without the replication privilege): a
+    row trigger computes the chunk key of the old and the new row with the layout's own key
+    expression and appends it to a small table; reading takes the committed rows, confirming
+    deletes them.
+
+Either way a change is a chunk key: the consumer reads the key's current record back with
+the store's ``get`` (so the collection's scope — LangChain's shared table — and every layout
+apply as they do to every read) and deletes the key from the target when the source no longer
+holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from ..._changes import CaptureSetup, ChangeBatch
+from ...exceptions import ConfigurationError
+from ._pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate, decode, lsn_int, lsn_text
+from ._state import StoreState
+
+__all__ = ["CaptureMixin", "OutboxFeed", "SlotFeed"]
+
+_JSON_TYPES = frozenset({114, 3802})  # json, jsonb: passed to jsonb_populate_recordset as JSON
+_REPLICA_IDENTITY = {"d": "DEFAULT", "n": "NOTHING", "i": "USING INDEX"}
+
+
+@dataclass(frozen=True)
+class _Names:
+    slot: str
+    outbox: str
+    trigger: str
+
+
+class CaptureMixin(StoreState):
+    """``setup_capture``, ``teardown_capture`` and ``change_feed`` of a pgvector store."""
+
+    def _capture_names(self) -> _Names:
+        scope = json.dumps(sorted(self.layout.columns.scope_params), default=str)
+        digest = hashlib.sha256(f"{self.schema}.{self.table}\n{scope}".encode()).hexdigest()[:12]
+        base = f"vectorport_capture_{digest}"
+        return _Names(slot=base, outbox=f"vectorport_outbox_{digest}", trigger=base)
+
+    def _capture_conn(self) -> psycopg.Connection[Any]:
+        _ = self.spec  # binds the layout (opens the collection)
+        return self._new_connection()
+
+    def _check_capturable(self, conn: psycopg.Connection[Any]) -> None:
+        row = conn.execute(
+            "SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s",
+            (self.schema, self.table),
+        ).fetchone()
+        kind = row[0] if row else None
+        if kind not in ("r", "p"):
+            what = {"v": "a view", "m": "a materialized view", "f": "a foreign table"}.get(
+                str(kind), "not a table"
+            )
+            raise ConfigurationError(
+                f"{self._where}: {self.schema}.{self.table} is {what}; change capture reads a table's "
+                "writes: capture the table it reads from, or sync this one without capture (a scan)"
+            )
+
+    def capture_method(self) -> tuple[str, str]:
+        """The way :meth:`setup_capture` would choose here, and why."""
+        with self._errors("capture"), self._capture_conn() as conn:
+            self._check_capturable(conn)
+            return _choose(conn)
+
+    def setup_capture(self, method: str = "auto") -> CaptureSetup:
+        """Install change capture on the collection's table (``auto``: a slot when the server
+        and the role allow one, else the outbox trigger). Installing again is a no-op."""
+        if method not in ("auto", "slot", "outbox"):
+            raise ConfigurationError(f"capture method must be auto, slot or outbox, got {method!r}")
+        names = self._capture_names()
+        with self._errors("capture setup"), self._capture_conn() as conn:
+            self._check_capturable(conn)
+            installed = _installed(conn, names, self.schema)
+            if installed:
+                return CaptureSetup(installed, names.slot, "already installed", [])
+            chosen, why = _choose(conn)
+            if method != "auto":
+                if method == "slot" and chosen != "slot":
+                    raise ConfigurationError(f"{self._where}: cannot capture with a slot: {why}")
+                chosen, why = method, "asked for"
+            if chosen == "slot":
+                made = self._install_slot(conn, names)
+            else:
+                made = self._install_outbox(conn, names)
+        return CaptureSetup(chosen, names.slot, why, made)
+
+    def teardown_capture(self) -> list[str]:
+        """Remove whatever capture is installed on the table: slot, publication, replica
+        identity change, trigger, function, outbox table. Returns what was removed."""
+        names = self._capture_names()
+        removed: list[str] = []
+        with self._errors("capture teardown"), self._capture_conn() as conn:
+            if conn.execute(
+                "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (names.slot,)
+            ).fetchone():
+                conn.execute("SELECT pg_drop_replication_slot(%s)", (names.slot,))
+                removed.append(f"replication slot {names.slot}")
+            row = conn.execute(
+                "SELECT obj_description(oid, 'pg_publication') FROM pg_publication WHERE pubname = %s",
+                (names.slot,),
+            ).fetchone()
+            if row is not None:
+                restore = json.loads(row[0] or "{}")
+                before = restore.get("restore_replica_identity")
+                if before in _REPLICA_IDENTITY and self._relation_exists(conn):
+                    clause = sql.SQL(_REPLICA_IDENTITY[before])
+                    if before == "i":
+                        clause = sql.SQL("{} {}").format(clause, sql.Identifier(str(restore.get("index"))))
+                    conn.execute(
+                        sql.SQL("ALTER TABLE {} REPLICA IDENTITY {}").format(self.layout.qualified, clause)
+                    )
+                    removed.append(f"replica identity FULL (back to {_REPLICA_IDENTITY[before]})")
+                conn.execute(sql.SQL("DROP PUBLICATION {}").format(sql.Identifier(names.slot)))
+                removed.append(f"publication {names.slot}")
+            removed += self._drop_outbox(conn, names)
+        return removed
+
+    def change_feed(self) -> SlotFeed | OutboxFeed | None:
+        """The installed capture's feed (``None`` when none is installed)."""
+        names = self._capture_names()
+        conn = self._capture_conn()
+        try:
+            with self._errors("capture"):
+                kind = _installed(conn, names, self.schema)
+        except BaseException:
+            conn.close()
+            raise
+        if kind == "slot":
+            return SlotFeed(self, conn, names)
+        if kind == "outbox":
+            return OutboxFeed(self, conn, names)
+        conn.close()
+        return None
+
+    def _relation_exists(self, conn: psycopg.Connection[Any]) -> bool:
+        row = conn.execute("SELECT to_regclass(%s)", (self.layout.qualified.as_string(conn),)).fetchone()
+        return bool(row and row[0] is not None)
+
+    def _install_slot(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
+        made: list[str] = []
+        identity = conn.execute(
+            "SELECT relreplident FROM pg_class WHERE oid = %s::regclass",
+            (self.layout.qualified.as_string(conn),),
+        ).fetchone()
+        before = str(identity[0]) if identity else "d"
+        with conn.transaction():
+            conn.execute(
+                sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(
+                    sql.Identifier(names.slot), self.layout.qualified
+                )
+            )
+            made.append(f"publication {names.slot}")
+            restore = None
+            if before != "f" and not self._key_in_identity(conn, before):
+                conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(self.layout.qualified))
+                made.append("replica identity FULL (the key is not in the table's replica identity)")
+                restore = before
+            index = conn.execute(
+                "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = %s::regclass AND indisreplident",
+                (self.layout.qualified.as_string(conn),),
+            ).fetchone()
+            note = {"restore_replica_identity": restore, "index": index[0].split(".")[-1] if index else None}
+            conn.execute(
+                sql.SQL("COMMENT ON PUBLICATION {} IS {}").format(
+                    sql.Identifier(names.slot), sql.Literal(json.dumps(note))
+                )
+            )
+        # outside the transaction: a slot is created at a consistent point, not in one that wrote
+        conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (names.slot,))
+        made.append(f"replication slot {names.slot}")
+        return made
+
+    def _key_in_identity(self, conn: psycopg.Connection[Any], identity: str) -> bool:
+        """Whether a delete's old tuple (replica identity columns only) holds the chunk key."""
+        cols = self.layout.columns
+        if cols.key_kind == "expression" or cols.keep_key or identity == "n":
+            return False
+        flag = "indisprimary" if identity == "d" else "indisreplident"
+        rows = conn.execute(
+            f"SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            f"AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.{flag}",
+            (self.layout.qualified.as_string(conn),),
+        ).fetchall()
+        return [r[0] for r in rows] == [cols.key]
+
+    def _install_outbox(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
+        schema = sql.Identifier(self.schema)
+        outbox = sql.Identifier(self.schema, names.outbox)
+        function = sql.Identifier(self.schema, names.trigger)
+        key = self.layout.columns.key_expr("t")
+        body = sql.SQL(
+            "BEGIN\n"
+            "  IF TG_OP = 'TRUNCATE' THEN\n"
+            "    INSERT INTO {outbox} (key, op) VALUES (NULL, 'T'); RETURN NULL;\n"
+            "  END IF;\n"
+            "  IF TG_OP IN ('UPDATE', 'DELETE') THEN\n"
+            "    INSERT INTO {outbox} (key, op) SELECT {key}, 'D' FROM (SELECT OLD.*) AS t;\n"
+            "  END IF;\n"
+            "  IF TG_OP IN ('INSERT', 'UPDATE') THEN\n"
+            "    INSERT INTO {outbox} (key, op) SELECT {key}, 'U' FROM (SELECT NEW.*) AS t;\n"
+            "  END IF;\n"
+            "  RETURN NULL;\n"
+            "END"
+        ).format(outbox=outbox, key=key)
+        with conn.transaction():
+            conn.execute(
+                sql.SQL(
+                    'CREATE TABLE {} (id bigserial PRIMARY KEY, key text, op "char" NOT NULL, '
+                    "at timestamptz NOT NULL DEFAULT clock_timestamp())"
+                ).format(outbox)
+            )
+            conn.execute(
+                sql.SQL(
+                    "CREATE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql SET search_path = {} AS {}"
+                ).format(function, schema, sql.Literal(body.as_string(conn)))
+            )
+            conn.execute(
+                sql.SQL(
+                    "CREATE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE ON {} FOR EACH ROW EXECUTE FUNCTION {}()"
+                ).format(sql.Identifier(names.trigger), self.layout.qualified, function)
+            )
+            conn.execute(
+                sql.SQL(
+                    "CREATE TRIGGER {} AFTER TRUNCATE ON {} FOR EACH STATEMENT EXECUTE FUNCTION {}()"
+                ).format(sql.Identifier(names.trigger + "_t"), self.layout.qualified, function)
+            )
+        return [
+            f"table {self.schema}.{names.outbox}",
+            f"function {self.schema}.{names.trigger}()",
+            f"triggers {names.trigger}, {names.trigger}_t on {self.schema}.{self.table}",
+        ]
+
+    def _drop_outbox(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
+        removed: list[str] = []
+        if self._relation_exists(conn):
+            for trigger in (names.trigger, names.trigger + "_t"):
+                found = conn.execute(
+                    "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
+                    (trigger, self.layout.qualified.as_string(conn)),
+                ).fetchone()
+                if found:
+                    conn.execute(
+                        sql.SQL("DROP TRIGGER {} ON {}").format(
+                            sql.Identifier(trigger), self.layout.qualified
+                        )
+                    )
+                    removed.append(f"trigger {trigger}")
+        function = sql.Identifier(self.schema, names.trigger)
+        if conn.execute("SELECT to_regprocedure(%s)", (f"{function.as_string(conn)}()",)).fetchone()[0]:  # type: ignore[index]
+            conn.execute(sql.SQL("DROP FUNCTION {}() CASCADE").format(function))
+            removed.append(f"function {self.schema}.{names.trigger}()")
+        outbox = sql.Identifier(self.schema, names.outbox)
+        if conn.execute("SELECT to_regclass(%s)", (outbox.as_string(conn),)).fetchone()[0]:  # type: ignore[index]
+            conn.execute(sql.SQL("DROP TABLE {}").format(outbox))
+            removed.append(f"table {self.schema}.{names.outbox}")
+        return removed
+
+
+def _choose(conn: psycopg.Connection[Any]) -> tuple[str, str]:
+    """``slot`` or ``outbox`` for this server and role, and why."""
+    row = conn.execute(
+        "SELECT current_setting('wal_level'), r.rolsuper OR r.rolreplication, current_user "
+        "FROM pg_roles r WHERE r.rolname = current_user"
+    ).fetchone()
+    wal_level, replication, user = (row[0], bool(row[1]), row[2]) if row else ("?", False, "?")
+    if wal_level != "logical":
+        return "outbox", (
+            f"the server runs with wal_level={wal_level} (a replication slot needs wal_level=logical "
+            "and a restart), so a trigger records the changed keys"
+        )
+    if not replication:
+        return "outbox", (
+            f"the role {user} has no REPLICATION privilege (a replication slot needs it), so a "
+            "trigger records the changed keys"
+        )
+    return "slot", "wal_level=logical and the role may create replication slots: logical decoding (pgoutput)"
+
+
+def _installed(conn: psycopg.Connection[Any], names: _Names, schema: str) -> str | None:
+    slot = conn.execute(
+        "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
+        (names.slot,),
+    ).fetchone()
+    if slot:
+        return "slot"
+    outbox = conn.execute(
+        "SELECT to_regclass(%s)", (sql.Identifier(schema, names.outbox).as_string(conn),)
+    ).fetchone()
+    return "outbox" if outbox and outbox[0] is not None else None
+
+
+class _Feed:
+    kind = ""
+
+    def __init__(self, store: CaptureMixin, conn: psycopg.Connection[Any], names: _Names) -> None:
+        self.store = store
+        self.conn = conn
+        self.names = names
+        self.name = names.slot
+
+    def _check_table(self) -> None:
+        if not self.store._relation_exists(self.conn):
+            raise ConfigurationError(
+                f"{self.store._where}: the source table was dropped; the sync position is kept: "
+                "restore the table, or remove the capture (sync --teardown-capture) and sync a new source"
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class SlotFeed(_Feed):
+    """Changes of a logical replication slot (see the module docstring)."""
+
+    kind = "slot"
+
+    def position(self) -> str:
+        """The slot's confirmed position (every change before it is applied)."""
+        with self.store._errors("capture"):
+            row = self.conn.execute(
+                "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
+                (self.name,),
+            ).fetchone()
+        if row is None:
+            raise ConfigurationError(f"{self.store._where}: the replication slot {self.name} is gone")
+        return str(row[0])
+
+    def covers(self, position: str) -> bool:
+        """Whether the slot holds every change after ``position`` (its confirmed position is
+        not past it: a slot created again later starts later)."""
+        with self.store._errors("capture"):
+            row = self.conn.execute(
+                "SELECT confirmed_flush_lsn <= %s::pg_lsn FROM pg_replication_slots WHERE slot_name = %s",
+                (position, self.name),
+            ).fetchone()
+        return bool(row and row[0])
+
+    def read(self, limit: int, after: str | None = None) -> ChangeBatch:
+        """Up to about ``limit`` changes (whole transactions) past the confirmed position and
+        ``after`` (changes up to ``after`` were applied but not confirmed: a kill in between)."""
+        skip = lsn_int(after) if after else 0
+        with self.store._errors("capture"):
+            self._check_table()
+            rows = self.conn.execute(
+                "SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes("
+                "%s, NULL, %s, 'proto_version', '1', 'publication_names', %s)",
+                (self.name, limit, self.name),
+            ).fetchall()
+            return self._decode(rows, skip)
+
+    def _decode(self, rows: list[tuple[str, bytes]], skip: int) -> ChangeBatch:
+        batch = ChangeBatch(position=None)
+        tuples: list[tuple[Relation, list[object]]] = []
+        relations: dict[int, Relation] = {}
+        begun: datetime | None = None
+        for lsn, data in rows:
+            msg = decode(data)
+            if isinstance(msg, Begin):
+                begun = msg.committed
+            elif isinstance(msg, Relation):
+                relations[msg.oid] = msg
+                self._check_relation(msg)
+            elif isinstance(msg, Change | Truncate) and lsn_int(lsn) > skip:
+                if batch.oldest is None:
+                    batch.oldest = begun
+                batch.changes += 1
+                if isinstance(msg, Truncate):
+                    batch.truncated = True
+                    continue
+                rel = relations[msg.relation]
+                tuples += [(rel, t) for t in (msg.old, msg.new) if t is not None]
+            elif isinstance(msg, Commit):
+                batch.position = lsn_text(msg.end_lsn)
+                batch.newest = msg.committed
+        batch.keys = self._keys(tuples)
+        return batch
+
+    def _check_relation(self, rel: Relation) -> None:
+        spec = self.store.spec
+        column = self.store.layout.columns.embedding
+        for col in rel.columns:
+            if col.name == column and col.type_modifier > 0 and col.type_modifier != spec.dimension:
+                raise ConfigurationError(
+                    f"{self.store._where}: the column {column} became vector({col.type_modifier}) and the "
+                    f"collection holds {spec.dimension}-dim vectors; a sync cannot apply that change (the "
+                    "sync position is kept): sync into a new collection"
+                )
+
+    def _keys(self, tuples: list[tuple[Relation, list[object]]]) -> list[str]:
+        """The chunk keys of decoded rows, by the layout's own key expression (one query)."""
+        if not tuples:
+            return []
+        layout = self.store.layout
+        rows = []
+        for rel, values in tuples:
+            row: dict[str, object] = {}
+            for col, value in zip(rel.columns, values, strict=False):
+                if value is UNCHANGED or col.name == layout.columns.embedding:
+                    continue
+                row[col.name] = (
+                    json.loads(value) if col.type_oid in _JSON_TYPES and isinstance(value, str) else value
+                )
+            rows.append(row)
+        found = self.conn.execute(
+            sql.SQL("SELECT DISTINCT {} FROM jsonb_populate_recordset(NULL::{}, %s::jsonb) AS t").format(
+                layout.columns.key_expr("t"), layout.qualified
+            ),
+            (json.dumps(rows),),
+        ).fetchall()
+        return [r[0] for r in found if r[0] is not None]
+
+    def confirm(self, batch: ChangeBatch) -> None:
+        """Move the slot's confirmed position to the end of ``batch`` (the target holds it)."""
+        if batch.position is None:
+            return
+        with self.store._errors("capture"):
+            self.conn.execute(
+                "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (self.name, batch.position)
+            )
+
+    def behind(self) -> int:
+        """WAL bytes between the slot's confirmed position and the server's current one."""
+        with self.store._errors("capture"):
+            row = self.conn.execute(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint "
+                "FROM pg_replication_slots WHERE slot_name = %s",
+                (self.name,),
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+
+class OutboxFeed(_Feed):
+    """Changes recorded by the outbox trigger (see the module docstring)."""
+
+    kind = "outbox"
+
+    def __init__(self, store: CaptureMixin, conn: psycopg.Connection[Any], names: _Names) -> None:
+        super().__init__(store, conn, names)
+        row = conn.execute("SELECT %s::regclass::oid", (self._table.as_string(conn),)).fetchone()
+        # the table's oid: an outbox made again (after a teardown) is another feed
+        self.name = f"{names.outbox}@{row[0] if row else 0}"
+
+    def covers(self, position: str) -> bool:
+        """Always: applied rows are deleted, so the outbox holds every change not applied."""
+        return True
+
+    @property
+    def _table(self) -> sql.Identifier:
+        return sql.Identifier(self.store.schema, self.names.outbox)
+
+    def position(self) -> str:
+        """The highest outbox id read so far (rows are deleted once applied)."""
+        with self.store._errors("capture"):
+            row = self.conn.execute(
+                sql.SQL("SELECT coalesce(max(id), 0) FROM {}").format(self._table)
+            ).fetchone()
+        return str(row[0] if row else 0)
+
+    def read(self, limit: int, after: str | None = None) -> ChangeBatch:
+        """Up to ``limit`` committed outbox rows, oldest first (``after`` is not needed: an
+        applied row is deleted in the same step that confirms it)."""
+        with self.store._errors("capture"):
+            self._check_table()
+            rows = self.conn.execute(
+                sql.SQL("SELECT id, key, op, at FROM {} ORDER BY id LIMIT %s").format(self._table), (limit,)
+            ).fetchall()
+        batch = ChangeBatch(position=str(rows[-1][0]) if rows else None)
+        batch.ids = [int(r[0]) for r in rows]
+        batch.changes = len(rows)
+        batch.truncated = any(r[2] == "T" for r in rows)
+        batch.keys = list(dict.fromkeys(str(r[1]) for r in rows if r[1] is not None))
+        if rows:
+            batch.oldest = min(r[3] for r in rows)
+            batch.newest = max(r[3] for r in rows)
+        return batch
+
+    def confirm(self, batch: ChangeBatch) -> None:
+        """Delete the applied rows (trimming the outbox)."""
+        if not batch.ids:
+            return
+        with self.store._errors("capture"):
+            self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table), (batch.ids,))
+
+    def behind(self) -> int:
+        """Rows waiting in the outbox."""
+        with self.store._errors("capture"):
+            row = self.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self._table)).fetchone()
+        return int(row[0]) if row else 0
