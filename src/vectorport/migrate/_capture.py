@@ -36,7 +36,7 @@ from .._features import SupportsChangeFeed
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, TransientError
 from ._syncreport import SyncStats
 from ._syncstate import SyncState
 from ._transform import Transformer
@@ -141,7 +141,9 @@ class CaptureRun:
         self.applied += batch.changes
         return True
 
-    def drain(self, on_lag: Callable[[Lag], None] | None = None, stop: Callable[[], bool] | None = None) -> None:
+    def drain(
+        self, on_lag: Callable[[Lag], None] | None = None, stop: Callable[[], bool] | None = None
+    ) -> None:
         """Apply batches until the feed has nothing more (or ``stop()``)."""
         while True:
             more = self.step()
@@ -207,7 +209,7 @@ class CaptureRun:
         return Record(rec.key, rec.vector, out.metadata, out.text), segment_of(rec.key, parts), digest
 
     def _write(self, records: list[Record]) -> None:
-        def count(exc: Exception) -> None:
+        def count(exc: TransientError) -> None:
             self.stats.retries += 1
 
         for chunk in _chunks(records, self.batch_size):

@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .._activity import listening
+from .._changes import ChangeFeed
 from .._digest import record_digest, segment_count, segment_of
 from .._exit import Status
 from .._features import bulk_load_of
@@ -47,6 +48,7 @@ from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import ConfigurationError, ConflictError, TransientError
 from ._api import DEFAULT_BATCH, _opened, parse_shard, state_dir
+from ._capture import CaptureRun, Lag, check_follow, feed_of, follow_until, mark, ready
 from ._checkpoint import shard_path
 from ._endpoints import Endpoint, StoreLike
 from ._plan import planned_target_spec
@@ -354,6 +356,21 @@ def _pair(
     return src, dst
 
 
+def _outside(state: SyncState, dst: Endpoint, shard: tuple[int, int]) -> str | None:
+    """Why the target must be read again: it holds another count than the state records (it
+    was changed outside sync); ``None`` when it does not, or cannot tell."""
+    # a shard holds part of the target: its runner compares the sum (changed_outside)
+    if shard[1] > 1 or "native_count" not in dst.capabilities.features:
+        return None
+    held = dst.store.count()
+    if held == state.records:
+        return None
+    return (
+        f"the target holds {held} records, the sync state {state.records}: it was "
+        "changed outside sync, so it is read again"
+    )
+
+
 def _start(
     state: SyncState,
     src: Endpoint,
@@ -374,14 +391,8 @@ def _start(
         reason = "first sync of this pair: the target is read once to record what it holds"
     elif state.get("transform") != transform:
         reason = "the metadata policy or text key changed since the last sync"
-    elif shard[1] == 1 and "native_count" in dst.capabilities.features:
-        # a shard holds part of the target: its runner compares the sum (changed_outside)
-        held = dst.store.count()
-        if held != state.records:
-            reason = (
-                f"the target holds {held} records, the sync state {state.records}: it was "
-                "changed outside sync, so it is read again"
-            )
+    else:
+        reason = _outside(state, dst, shard)
     info: dict[str, Any] = {
         "mode": "full" if reason else "incremental",
         "reason": reason,
@@ -398,6 +409,119 @@ def _start(
     state.put("pass", info)
     state.commit()
     return info, reason, False
+
+
+@dataclass
+class _Job:
+    """One call of :func:`sync`: its endpoints, state, report and options."""
+
+    src: Endpoint
+    dst: Endpoint
+    state: SyncState
+    transformer: Transformer
+    report: SyncReport
+    segment: tuple[int, int]
+    delete: bool
+    batch_size: int
+    concurrency: int
+    retry: RetryPolicy | None
+    progress: bool
+
+
+def _scan_pass(job: _Job, transform: JSON, why: str | None, feed: ChangeFeed | None) -> None:
+    """A pass that reads the source (see the module docstring); with a change feed, its
+    position is noted first, so the changes the scan may miss are applied after it."""
+    st, report = job.state, job.report
+    info, reason, resumed = _start(st, job.src, job.dst, transform, why, job.segment)
+    if feed is not None and not resumed:
+        info["capture"] = mark(feed)
+        st.put("pass", info)
+        st.commit()
+    stats = report.sync
+    stats.mode, stats.reason, stats.resumed = info["mode"], reason, resumed
+    stats.segments = st.parts or 0
+    if reason:
+        report.notes.append(f"full pass: {reason}")
+    if resumed:
+        report.notes.append("continued the pass an earlier run left unfinished")
+    run = _Pass(
+        job.src,
+        job.dst,
+        st,
+        job.transformer,
+        stats,
+        delete=job.delete,
+        batch_size=job.batch_size,
+        concurrency=job.concurrency,
+        retry=job.retry,
+        progress=job.progress,
+        shard=job.segment,
+    )
+    run.info = info
+    t0 = time.monotonic()
+    if info["phase"] == "scan":
+        run.scan()
+        info["phase"] = "extras" if info["mode"] == "full" else "gone"
+        run.save(force=True)
+    if info["phase"] == "extras":
+        run.extras()
+        info["phase"] = "gone"
+        run.save(force=True)
+    report.timings["scan"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    run.gone()
+    report.timings["gone"] = time.monotonic() - t0
+    st.put("transform", transform)
+    st.put("capture", info.get("capture"))
+    st.put("pass", None)
+    st.put("last", {"finished": time.time(), **stats.to_dict()})
+    st.commit()
+
+
+def _capture_run(job: _Job, feed: ChangeFeed) -> CaptureRun:
+    return CaptureRun(
+        job.src.store,
+        job.dst.store,
+        job.state,
+        job.transformer,
+        job.report.sync,
+        feed,
+        delete=job.delete,
+        batch_size=job.batch_size,
+        retry=job.retry,
+    )
+
+
+def _capture_pass(job: _Job, feed: ChangeFeed, on_lag: Callable[[Lag], None] | None) -> CaptureRun:
+    """A pass that applies what the source captured since the last one (no scan)."""
+    stats = job.report.sync
+    stats.mode, stats.segments = "capture", job.state.parts or 0
+    job.report.notes.append(f"applied the changes captured by the source ({feed.kind} {feed.name})")
+    t0 = time.monotonic()
+    run = _capture_run(job, feed)
+    run.drain(on_lag)
+    job.report.timings["capture"] = time.monotonic() - t0
+    job.state.put("last", {"finished": time.time(), **stats.to_dict()})
+    job.state.commit()
+    return run
+
+
+def _equal(job: _Job, sample_queries: int, k: int, cap: int) -> bool:
+    """``--until-equal``: verify the target; whether the data is equal (the report keeps the
+    verification)."""
+    job.report.verification = verify_stores(
+        job.src.store,
+        job.dst.store,
+        job.transformer,
+        source_label=job.src.label,
+        target_label=job.dst.label,
+        sample_queries=sample_queries,
+        k=k,
+        cap=cap,
+        concurrency=job.concurrency,
+        progress=False,
+    )
+    return job.report.verification.status != Status.DIFFERENCES
 
 
 def sync(
@@ -420,6 +544,10 @@ def sync(
     retry: RetryPolicy | None = None,
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    follow: bool = False,
+    until_equal: bool = False,
+    poll: float = 0.5,
+    on_lag: Callable[[Lag], None] | None = None,
 ) -> SyncReport:
     """Bring ``target`` to ``source``'s current state: copy new and changed records and, with
     ``delete=True``, delete the records gone from the source. Return a report.
@@ -447,6 +575,21 @@ def sync(
         with ``shard``, that shard's records only).
     metadata_policy, text_key, batch_size, concurrency, retry, progress, sample_queries, k:
         As for :func:`vectorport.migrate`.
+    follow:
+        After the pass, apply the source's captured changes as they come, until interrupted
+        (or ``until_equal``). Needs change capture on the source (``setup_capture``, pgvector).
+    until_equal:
+        Return once the target is caught up and verifies equal to the source (the report holds
+        that verification): with ``follow`` checked each time the feed is drained, without it
+        after each pass, passes repeating every ``poll`` seconds until then.
+    poll:
+        Seconds between reads of the change feed when it had nothing (``follow``), or between
+        passes (``until_equal``).
+    on_lag:
+        Called with a :class:`~._capture.Lag` after each read of the change feed.
+
+    A source with change capture installed (see :mod:`._capture`) is not scanned: a pass
+    applies what it captured since the last pass, once a first pass recorded the target.
 
     >>> import vectorport
     >>> src = vectorport.connect("memory://doctest-sync-src", dimension=2)
@@ -471,65 +614,22 @@ def sync(
     st: SyncState | None = None
     try:
         transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
-        if state is not None:
-            path = Path(state)
-        elif isinstance(source, str) and isinstance(target, str):
-            path = default_state(source, target)
-        else:
-            path = default_state(src.label, dst.label)
-        path = shard_path(path, segment)
+        path = _state_path(state, source, target, src, dst, segment)
         identity: dict[str, JSON] = {"source": src.label, "target": dst.label}
         if segment[1] > 1:
             identity["shard"] = list(segment)
         st = SyncState(path, identity)
         report = SyncReport(src.label, dst.label, state=str(path), delete=delete)
         report.sync.unwritable.cap = cap
-        _check_spec(src, dst)
-        transform = transformer.describe()
-        why = full if isinstance(full, str) else ("asked for (full)" if full else None)
-        info, reason, resumed = _start(st, src, dst, transform, why, segment)
-        stats = report.sync
-        stats.mode, stats.reason, stats.resumed = info["mode"], reason, resumed
-        stats.segments = st.parts or 0
-        if reason:
-            report.notes.append(f"full pass: {reason}")
-        if resumed:
-            report.notes.append("continued the pass an earlier run left unfinished")
         size = min(batch_size or DEFAULT_BATCH, dst.capabilities.max_write_batch)
-        run = _Pass(
-            src,
-            dst,
-            st,
-            transformer,
-            stats,
-            delete=delete,
-            batch_size=size,
-            concurrency=concurrency,
-            retry=retry,
-            progress=progress,
-            shard=segment,
-        )
-        run.info = info
-        t0 = time.monotonic()
-        if info["phase"] == "scan":
-            run.scan()
-            info["phase"] = "extras" if info["mode"] == "full" else "gone"
-            run.save(force=True)
-        if info["phase"] == "extras":
-            run.extras()
-            info["phase"] = "gone"
-            run.save(force=True)
-        report.timings["scan"] = time.monotonic() - t0
-        t0 = time.monotonic()
-        run.gone()
-        report.timings["gone"] = time.monotonic() - t0
-        st.put("transform", transform)
-        st.put("pass", None)
-        st.put("last", {"finished": time.time(), **stats.to_dict()})
-        st.commit()
-        stats.seconds = time.monotonic() - started
+        _check_spec(src, dst)
+        why = full if isinstance(full, str) else ("asked for (full)" if full else None)
+        job = _Job(src, dst, st, transformer, report, segment, delete, size, concurrency, retry, progress)
+        until = (lambda: _equal(job, sample_queries, k, cap)) if until_equal else None
+        _passes(job, why, follow=follow, until=until, poll=poll, on_lag=on_lag)
+        report.sync.seconds = time.monotonic() - started
         report.conclude()
-        if verify:
+        if verify and report.verification is None:
             t0 = time.monotonic()
             report.verification = verify_stores(
                 src.store,
@@ -545,8 +645,8 @@ def sync(
                 progress=progress,
             )
             report.timings["verify"] = time.monotonic() - t0
-            if report.status == Status.SYNCED:
-                report.status = report.verification.status
+        if report.verification is not None and report.status == Status.SYNCED:
+            report.status = report.verification.status
         report.timings["total"] = time.monotonic() - started
         return report
     finally:
@@ -554,6 +654,65 @@ def sync(
             st.close()
         dst.close()
         src.close()
+
+
+def _state_path(
+    state: str | os.PathLike[str] | None,
+    source: StoreLike,
+    target: StoreLike,
+    src: Endpoint,
+    dst: Endpoint,
+    segment: tuple[int, int],
+) -> Path:
+    if state is not None:
+        path = Path(state)
+    elif isinstance(source, str) and isinstance(target, str):
+        path = default_state(source, target)
+    else:
+        path = default_state(src.label, dst.label)
+    return shard_path(path, segment)
+
+
+def _passes(
+    job: _Job,
+    why: str | None,
+    *,
+    follow: bool,
+    until: Callable[[], bool] | None,
+    poll: float,
+    on_lag: Callable[[Lag], None] | None,
+) -> None:
+    """The pass (or passes) one call runs: a capture pass when the source captures its changes
+    and the state can go on from them, else a scan pass; then, with ``follow``, changes as they
+    come, and with ``until``, passes until it says the target is equal."""
+    transform = job.transformer.describe()
+    feed = feed_of(job.src.store, job.segment)
+    if follow:
+        check_follow(job.src.store, job.src.label)
+        if feed is None:
+            raise ConfigurationError(
+                f"{job.src.label} has no change capture installed, so --follow has nothing to read: "
+                f"run vectorport sync --setup-capture {job.src.label} first"
+            )
+    try:
+        while True:
+            outside = None if why else _outside(job.state, job.dst, job.segment)
+            capture: CaptureRun | None = None
+            fresh = why is None and outside is None and job.state.get("transform") == transform
+            if feed is not None and fresh and ready(job.state, feed):
+                capture = _capture_pass(job, feed, on_lag)
+            if capture is None:
+                _scan_pass(job, transform, why or outside, feed)
+            why = None
+            if follow and feed is not None:
+                follow_until(capture or _capture_run(job, feed), poll=poll, on_lag=on_lag, caught_up=until)
+                return
+            if until is None or until():
+                return
+            time.sleep(poll)
+    finally:
+        if feed is not None:
+            feed.close()
 
 
 def committed(state: str | os.PathLike[str]) -> dict[str, JSON] | None:

@@ -106,10 +106,8 @@ class CaptureMixin(StoreState):
                 if method == "slot" and chosen != "slot":
                     raise ConfigurationError(f"{self._where}: cannot capture with a slot: {why}")
                 chosen, why = method, "asked for"
-            if chosen == "slot":
-                made = self._install_slot(conn, names)
-            else:
-                made = self._install_outbox(conn, names)
+            install = self._install_slot if chosen == "slot" else self._install_outbox
+            made = install(conn, names)
         return CaptureSetup(chosen, names.slot, why, made)
 
     def teardown_capture(self) -> list[str]:
@@ -131,7 +129,7 @@ class CaptureMixin(StoreState):
                 restore = json.loads(row[0] or "{}")
                 before = restore.get("restore_replica_identity")
                 if before in _REPLICA_IDENTITY and self._relation_exists(conn):
-                    clause = sql.SQL(_REPLICA_IDENTITY[before])
+                    clause: sql.Composable = sql.SQL(_REPLICA_IDENTITY[before])
                     if before == "i":
                         clause = sql.SQL("{} {}").format(clause, sql.Identifier(str(restore.get("index"))))
                     conn.execute(
@@ -184,10 +182,11 @@ class CaptureMixin(StoreState):
                 made.append("replica identity FULL (the key is not in the table's replica identity)")
                 restore = before
             index = conn.execute(
-                "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = %s::regclass AND indisreplident",
+                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE i.indrelid = %s::regclass AND i.indisreplident",
                 (self.layout.qualified.as_string(conn),),
             ).fetchone()
-            note = {"restore_replica_identity": restore, "index": index[0].split(".")[-1] if index else None}
+            note = {"restore_replica_identity": restore, "index": index[0] if index else None}
             conn.execute(
                 sql.SQL("COMMENT ON PUBLICATION {} IS {}").format(
                     sql.Identifier(names.slot), sql.Literal(json.dumps(note))
@@ -244,7 +243,8 @@ class CaptureMixin(StoreState):
             )
             conn.execute(
                 sql.SQL(
-                    "CREATE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE ON {} FOR EACH ROW EXECUTE FUNCTION {}()"
+                    "CREATE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE ON {} "
+                    "FOR EACH ROW EXECUTE FUNCTION {}()"
                 ).format(sql.Identifier(names.trigger), self.layout.qualified, function)
             )
             conn.execute(

@@ -1,0 +1,261 @@
+"""``sync`` from a pgvector source with change capture (a logical replication slot or the outbox
+trigger): passes that apply what was captured instead of scanning, ``--follow`` into the bucket
+server and Chroma while the source keeps changing, ``kill -9`` of ``--follow`` at random moments,
+the outbox run by a role without REPLICATION, and teardown leaving nothing on the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vectorport
+from vectorport import Record
+from vectorport.migrate import sync
+
+from ._raw import raw_metadata
+
+DIM = 8
+SRC_ROOT = str(Path(vectorport.__file__).resolve().parents[1])
+
+
+def _record(i: int, version: int) -> Record:
+    vec = np.random.default_rng(i * 7919 + version).standard_normal(DIM).astype(np.float32)
+    return Record(f"doc/{i:05d}#c", vec, {"i": i, "v": version}, f"chunk {i} v{version}")
+
+
+def _admin(pg_dir: Path) -> Any:
+    import psycopg
+
+    from vectorport.backends.pgvector._embedded import embedded_conninfo
+
+    return psycopg.connect(embedded_conninfo(pg_dir), autocommit=True)
+
+
+def _leftovers(pg_dir: Path, table: str) -> list[Any]:
+    with _admin(pg_dir) as conn:
+        return [
+            *conn.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'vectorport%%'"),
+            *conn.execute("SELECT pubname FROM pg_publication WHERE pubname LIKE 'vectorport%%'"),
+            *conn.execute(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND NOT tgisinternal", (table,)
+            ),
+            *conn.execute("SELECT relname FROM pg_class WHERE relname LIKE 'vectorport_outbox%%'"),
+        ]
+
+
+def _confirmed(pg_dir: Path) -> int:
+    from vectorport.backends.pgvector._pgoutput import lsn_int
+
+    with _admin(pg_dir) as conn:
+        row = conn.execute(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name LIKE 'vectorport%%'"
+        ).fetchone()
+    return lsn_int(row[0])
+
+
+def _on(url: str, what: str, *args: Any) -> Any:
+    """Call one store method on a freshly opened store, and close it."""
+    store = vectorport.connect(url)
+    try:
+        return getattr(store, what)(*args)
+    finally:
+        store.close()
+
+
+def _assert_equal(source: str, target: str) -> None:
+    check = vectorport.verify(source, target, sample_queries=3)
+    assert check.data_equal, check.to_dict()
+    expected = raw_metadata(source)  # psycopg
+    assert raw_metadata(target) == expected  # boto3 / chromadb / psycopg
+
+
+@pytest.fixture
+def source(url_for: Callable[..., str], pg_dir: Path) -> Iterator[str]:
+    url = url_for("pgvector")
+    store = vectorport.connect(url, dimension=DIM)
+    store.upsert([_record(i, 0) for i in range(60)])
+    store.close()
+    yield url
+    _on(url, "teardown_capture")
+    _on(url, "drop")
+
+
+def _writes(url: str, rounds: int, seed: int, start: int = 0) -> None:
+    """Upserts, metadata-only updates and deletes, a few per transaction."""
+    rng = random.Random(seed)
+    store = vectorport.connect(url)
+    try:
+        for r in range(rounds):
+            i = rng.randrange(0, 90)
+            kind = rng.random()
+            if kind < 0.5:
+                store.upsert([_record(i, start + r), _record(rng.randrange(0, 90), start + r)])
+            elif kind < 0.8:
+                got = store.get([f"doc/{i:05d}#c"])
+                if got:
+                    rec = got[0]
+                    store.upsert([Record(rec.key, rec.vector, {**rec.metadata, "touched": r}, rec.text)])
+            else:
+                store.delete([f"doc/{i:05d}#c", f"doc/{rng.randrange(0, 90):05d}#c"])
+    finally:
+        store.close()
+
+
+@pytest.mark.pgvector
+@pytest.mark.parametrize("method", ["slot", "outbox"])
+def test_passes_apply_what_was_captured(
+    source: str, url_for: Callable[..., str], tmp_path: Path, method: str
+) -> None:
+    target = url_for("pgvector")
+    setup = _on(source, "setup_capture", method)
+    assert setup.method == method and setup.created
+    first = sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    assert first.sync.mode == "full" and first.sync.new == 60
+    _writes(source, 40, seed=1)
+    second = sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    assert second.sync.mode == "capture"
+    assert second.sync.source_read <= 80  # the changed keys, not the 60+ rows
+    _assert_equal(source, target)
+    assert sync(source, target, state=tmp_path / "s.sqlite", delete=True).sync.written == 0
+    removed = _on(source, "teardown_capture")
+    assert removed
+    assert _leftovers(Path(source.split("://")[1].split("?")[0]), source.split("table=")[1]) == []
+    _on(target, "drop")
+
+
+@pytest.mark.pgvector
+def test_truncate_and_capture_of_a_view_and_dimension_change(
+    source: str, url_for: Callable[..., str], tmp_path: Path, pg_dir: Path
+) -> None:
+    target = url_for("pgvector")
+    _on(source, "setup_capture", "slot")
+    sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    table = source.split("table=")[1]
+    with _admin(pg_dir) as conn:
+        conn.execute(f"TRUNCATE {table}")
+    report = sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    assert report.sync.mode == "capture" and report.sync.deleted == 60
+    assert _on(target, "count") == 0
+    with _admin(pg_dir) as conn:
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector(4) USING NULL")
+        conn.execute(f"INSERT INTO {table} (key, embedding, metadata) VALUES ('x', '[1,2,3,4]', '{{}}')")
+    before = _confirmed(pg_dir)
+    with pytest.raises(vectorport.exceptions.ConfigurationError, match="vector\\(4\\)"):
+        sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    assert _confirmed(pg_dir) == before  # the position is kept
+    with _admin(pg_dir) as conn:
+        conn.execute(f"CREATE VIEW {table}_v AS SELECT * FROM {table}")
+    view_url = source.replace(f"table={table}", f"table={table}_v&key_column=key")
+    view = vectorport.connect(view_url, metric="cosine")
+    try:
+        with pytest.raises(vectorport.exceptions.ConfigurationError, match="is a view"):
+            view.setup_capture()
+    finally:
+        view.close()
+        with _admin(pg_dir) as conn:
+            conn.execute(f"DROP VIEW {table}_v")
+            conn.execute(f"DELETE FROM {table}")
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({DIM})")
+    _on(target, "drop")
+
+
+def _follow_cmd(source: str, target: str, state: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "vectorport",
+        "sync",
+        source,
+        target,
+        "--delete",
+        "--follow",
+        "--json",
+        "--state",
+        str(state),
+        *extra,
+    ]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [SRC_ROOT, env.get("PYTHONPATH")]))
+    return env
+
+
+@pytest.mark.pgvector
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("s3vectors", marks=pytest.mark.s3vectors),
+        pytest.param("chroma", marks=pytest.mark.chroma),
+    ],
+)
+def test_follow_keeps_the_target_equal(
+    source: str, url_for: Callable[..., str], tmp_path: Path, backend: str
+) -> None:
+    target = url_for(backend)
+    _on(source, "setup_capture")
+    proc = subprocess.Popen(
+        _follow_cmd(source, target, tmp_path / "s.sqlite", "--until-equal"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        time.sleep(1.0)
+        _writes(source, 150, seed=2)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    events = [json.loads(line) for line in out.splitlines() if line.strip()]
+    lags = [e for e in events if e.get("event") == "lag"]
+    assert lags and all("lag_seconds" in e and "behind" in e for e in lags)
+    assert events[-1]["status"] == "verified"
+    _assert_equal(source, target)
+    _on(target, "drop")
+
+
+@pytest.mark.pgvector
+@pytest.mark.s3vectors
+def test_kill_9_of_follow_loses_and_duplicates_nothing(
+    source: str, url_for: Callable[..., str], tmp_path: Path, pg_dir: Path
+) -> None:
+    target = url_for("s3vectors")
+    _on(source, "setup_capture", "slot")
+    sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    rng = random.Random(5)
+    positions = [_confirmed(pg_dir)]
+    for round_ in range(4):
+        writer = threading.Thread(target=_writes, args=(source, 60, 10 + round_, 100 * (round_ + 1)))
+        writer.start()
+        proc = subprocess.Popen(
+            _follow_cmd(source, target, tmp_path / "s.sqlite"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
+        )
+        time.sleep(rng.uniform(1.5, 4.0))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        writer.join()
+        positions.append(_confirmed(pg_dir))
+    final = sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    assert final.sync.mode == "capture"
+    positions.append(_confirmed(pg_dir))
+    assert positions == sorted(positions) and positions[-1] > positions[0]
+    _assert_equal(source, target)
+    _on(target, "drop")
