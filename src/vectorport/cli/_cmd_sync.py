@@ -19,6 +19,7 @@ one per shard of the source, each with its state beside ``--state``; same exit c
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import time
@@ -31,6 +32,7 @@ from .._exit import ExitCode
 from ..exceptions import ConfigurationError, VectorportError
 from ..migrate import MetadataPolicy, SyncReport, default_state, shard_path
 from ..migrate import sync as run_sync
+from ..migrate._capture import Lag
 from ..migrate._sync import committed
 from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
 from ._common import JsonOption, emit_json, err_console, out_console, print_error, writable_path
@@ -97,8 +99,9 @@ def _interrupted(state: Path, shards: int) -> None:
 def sync(
     source: Annotated[str, typer.Argument(help="Source store URL (the live store).")],
     target: Annotated[
-        str, typer.Argument(help="Target store URL (created with the source's spec if missing).")
-    ],
+        str | None,
+        typer.Argument(help="Target store URL (created with the source's spec if missing)."),
+    ] = None,
     delete: Annotated[
         bool,
         typer.Option("--delete", help="Delete target records that are not in the source (else: counted)."),
@@ -150,6 +153,30 @@ def sync(
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
     workers: WorkersOption = 2,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", help="Then apply the source's captured changes as they come, until stopped."
+        ),
+    ] = False,
+    until_equal: Annotated[
+        bool,
+        typer.Option("--until-equal", help="Exit once the target is caught up and verifies equal (exit 0)."),
+    ] = False,
+    setup_capture: Annotated[
+        bool,
+        typer.Option("--setup-capture", help="Install change capture on SOURCE (pgvector) and exit."),
+    ] = False,
+    teardown_capture: Annotated[
+        bool,
+        typer.Option(
+            "--teardown-capture", help="Remove SOURCE's change capture (slot, publication, trigger)."
+        ),
+    ] = False,
+    capture_method: Annotated[
+        str,
+        typer.Option("--capture", metavar="METHOD", help="With --setup-capture: auto, slot or outbox."),
+    ] = "auto",
 ) -> None:
     """Bring TARGET to SOURCE's current state: copy new and changed records (--delete: delete gone ones).
 
@@ -160,7 +187,19 @@ def sync(
     as --workers Ray tasks, one per shard of the source, each keeping its state beside --state
     (put it on storage every node sees). Exit 0 ok, 1 differences or unwritable records, 3
     failure, 5 search quality.
+
+    A PostgreSQL source can capture its changes (--setup-capture: a logical replication slot,
+    or a trigger-fed outbox table where the role may not create slots): passes then apply what
+    was captured instead of scanning, and --follow applies changes continuously, reporting the
+    lag. --teardown-capture removes everything it installed. See docs/sync.md.
     """
+    if setup_capture or teardown_capture:
+        _capture_command(source, setup=setup_capture, method=capture_method, as_json=as_json)
+        return
+    if target is None:
+        raise typer.BadParameter("give the TARGET store URL", param_hint="TARGET")
+    if follow and (every is not None or engine is Engine.ray):
+        raise typer.BadParameter("--follow runs continuously: it takes neither --every nor --engine ray")
     interval = parse_every(every) if every is not None else None
     path = state if state is not None else default_state(source, target)
     passes = 0
@@ -186,10 +225,14 @@ def sync(
 
                 report = sync_on_ray(source, target, workers=workers, address=address, **common)
             else:
+                lag = _LagPrinter(as_json) if follow else None
                 report = run_sync(
                     source,
                     target,
                     progress=sys.stderr.isatty() if progress is None else progress,
+                    follow=follow,
+                    until_equal=until_equal,
+                    on_lag=lag,
                     **common,
                 )
         except KeyboardInterrupt:
@@ -205,7 +248,7 @@ def sync(
                 raise typer.Exit(code) from None
         else:
             _write_report(report_path, report.to_dict())
-            if as_json and interval is not None:  # one JSON line per pass
+            if as_json and (interval is not None or follow):  # one JSON line per pass
                 sys.stdout.write(report.to_json(indent=None) + "\n")
                 sys.stdout.flush()
             elif as_json:
@@ -223,6 +266,76 @@ def sync(
             raise typer.Exit(code) from None
     if code != ExitCode.OK:
         raise typer.Exit(code)
+
+
+class _LagPrinter:
+    """``--follow``'s lag: a JSON line per read of the change feed (``--json``), else a
+    progress line on stderr at most once a second (and whenever it catches up)."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.last = 0.0
+        self.idle = False
+
+    def __call__(self, lag: Lag) -> None:
+        if self.as_json:
+            event = {"schema": "vectorport.sync.lag/1", "event": "lag", "time": time.time(), **lag.to_dict()}
+            sys.stdout.write(json.dumps(event) + "\n")
+            sys.stdout.flush()
+            return
+        now = time.monotonic()
+        idle = lag.behind == 0
+        if now - self.last < 1.0 and idle == self.idle:
+            return
+        self.last, self.idle = now, idle
+        err_console.print(
+            f"follow: lag {lag.seconds:.1f}s, {lag.behind:,} changes behind, {lag.applied:,} applied, "
+            f"position {lag.position}",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _capture_command(source: str, *, setup: bool, method: str, as_json: bool) -> None:
+    """``--setup-capture`` / ``--teardown-capture``."""
+    from .. import connect
+    from .._features import SupportsChangeFeed
+
+    try:
+        store = connect(source)
+        try:
+            if not isinstance(store, SupportsChangeFeed):
+                raise ConfigurationError(
+                    f"{source}: {store.name} cannot capture its changes (only PostgreSQL sources "
+                    "can); sync scans it instead: nothing to install"
+                )
+            if setup:
+                done = store.setup_capture(method)
+                out: dict[str, Any] = {
+                    "schema": "vectorport.sync.capture/1",
+                    "source": store.url.masked,
+                    "installed": done.method,
+                    "name": done.name,
+                    "reason": done.reason,
+                    "created": done.created,
+                }
+                text = f"capture: {done.method} {done.name} on {store.url.masked}: {done.reason}"
+                details = [f"  created {item}" for item in done.created]
+            else:
+                removed = store.teardown_capture()
+                out = {"schema": "vectorport.sync.capture/1", "source": store.url.masked, "removed": removed}
+                text = f"capture removed from {store.url.masked}" if removed else "no capture was installed"
+                details = [f"  removed {item}" for item in removed]
+        finally:
+            store.close()
+    except VectorportError as exc:
+        print_error(exc)
+        raise typer.Exit(ExitCode.FAILURE) from None
+    if as_json:
+        emit_json(out)
+        return
+    for line in (text, *details):
+        out_console.print(line, highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:
