@@ -124,17 +124,15 @@ def embedded_conninfo(
     module = provider(module)
     layer = _module(module)
     with _LOCK:
+        was_running = postmaster_pid(data_dir) is not None
         server = _SERVERS.get(data_dir)
         if server is None:
             data_dir.parent.mkdir(parents=True, exist_ok=True)
             log.info("pgvector: opening the embedded server in %s", data_dir)
             report("server_start", f"pgvector: starting the embedded PostgreSQL server in {data_dir}")
             started = time.monotonic()
-            was_running = postmaster_pid(data_dir) is not None
             # cleanup_mode is decided at exit (_at_exit): whether the server is kept then
             server = _layer_call(lambda: layer.get_server(data_dir, cleanup_mode=None), data_dir)
-            if not was_running:
-                _layer_call(lambda: _logical_decoding(layer, module, server, data_dir), data_dir)
             report(
                 "server_start",
                 f"pgvector: embedded PostgreSQL server ready ({time.monotonic() - started:.1f}s)",
@@ -148,6 +146,9 @@ def embedded_conninfo(
         pid = postmaster_pid(data_dir)
         if pid is None:
             pid = _restart(layer, server, data_dir)
+        if not was_running:
+            _layer_call(lambda: _logical_decoding(layer, module, server, data_dir), data_dir)
+            pid = postmaster_pid(data_dir) or pid
         if keep:
             (data_dir / KEEP_FILE).write_text(str(pid))
         elif not kept(data_dir, pid):
@@ -241,7 +242,10 @@ def _logical_decoding(layer: Any, module: str, server: Any, data_dir: Path) -> N
     one made by an older vectorport). A server another process started is left as it is."""
     import psycopg
 
-    uri = _uri(_module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir), "postgres")
+    info = _module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir)
+    if info is None:
+        return  # not up: the caller reports it
+    uri = _uri(info, "postgres")
     with psycopg.connect(uri, autocommit=True) as conn:
         current = {
             str(name): str(value)
