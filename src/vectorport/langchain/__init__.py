@@ -11,6 +11,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "install it with: pip install 'vectorport[langchain]'"
     ) from exc
 
+from ._embeddings import LangChainEmbeddings
 from ._store import LangChainStore
 
-__all__ = ["LangChainStore"]
+__all__ = ["LangChainEmbeddings", "LangChainStore"]

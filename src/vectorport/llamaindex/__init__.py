@@ -11,7 +11,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "install it with: pip install 'vectorport[llamaindex]'"
     ) from exc
 
+from ._embeddings import LlamaIndexEmbedding
 from ._filters import to_portable
 from ._store import LlamaIndexStore
 
-__all__ = ["LlamaIndexStore", "to_portable"]
+__all__ = ["LlamaIndexEmbedding", "LlamaIndexStore", "to_portable"]

@@ -17,8 +17,9 @@ from llama_index.core.vector_stores.types import (
 )
 
 from .._base import BaseStore
+from .._exact import ExactIndex
 from .._handle import StoreHandle
-from .._models import Metric, Record
+from .._models import Match, Metric, Record, score_from_distance
 from .._protocol import VectorStore
 from ..conventions.llamaindex import DOC_ID_KEYS
 from ..exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
@@ -162,18 +163,21 @@ class LlamaIndexStore(BasePydanticVectorStore):
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The ``similarity_top_k`` nodes nearest to ``query.query_embedding`` among those
-        matching ``query.filters`` (and ``query.doc_ids``)."""
+        matching ``query.filters`` (and ``query.doc_ids``, and ``query.node_ids`` when given)."""
         flt = _query_filter(query)
         self._handle.check_filter(flt)
         store = self._handle.current
         if store is None:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         assert query.query_embedding is not None
-        result = store.query(query.query_embedding, query.similarity_top_k, filter=flt)
+        if query.node_ids:
+            matches = _among(store, query.node_ids, query.query_embedding, query.similarity_top_k, flt)
+        else:
+            matches = list(store.query(query.query_embedding, query.similarity_top_k, filter=flt))
         return VectorStoreQueryResult(
-            nodes=[_node(m.key, m.text, m.metadata or {}) for m in result],
-            similarities=[m.score for m in result],
-            ids=[m.key for m in result],
+            nodes=[_node(m.key, m.text, m.metadata or {}) for m in matches],
+            similarities=[m.score for m in matches],
+            ids=[m.key for m in matches],
         )
 
     # ----------------------------------------------------------------- async: off the event loop
@@ -212,15 +216,29 @@ def _query_filter(query: VectorStoreQuery) -> dict[str, Any] | None:
         )
     if query.query_embedding is None:
         raise ConfigurationError("the query has no query_embedding; LlamaIndexStore searches by vector")
-    if query.node_ids is not None:
-        raise UnsupportedFeatureError(
-            "LlamaIndexStore cannot restrict a query to node_ids; filter on metadata instead"
-        )
     flt = to_portable(query.filters)
     if query.doc_ids:
         docs = {_REF_DOC: {"$in": list(query.doc_ids)}}
         flt = docs if flt is None else {"$and": [flt, docs]}
     return flt
+
+
+def _among(
+    store: VectorStore, node_ids: list[str], vector: list[float], k: int, flt: dict[str, Any] | None
+) -> list[Match]:
+    """Exact search restricted to ``node_ids`` (what a retriever over a list of nodes asks):
+    those records are read by key and ranked by the exact search the memory store uses."""
+    records = store.get(node_ids, include=["vector", "metadata", "text"])
+    if not records:
+        return []
+    metric = store.spec.metric
+    index = ExactIndex.from_records(metric, records)
+    keys, distances, _ = index.top_k(vector, k, parse_filter(flt))
+    by_key = {r.key: r for r in records}
+    return [
+        Match(key, float(d), score_from_distance(metric, float(d)), by_key[key].metadata, by_key[key].text)
+        for key, d in zip(keys, distances, strict=True)
+    ]
 
 
 def _record(node: BaseNode) -> Record:
