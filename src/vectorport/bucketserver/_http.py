@@ -7,6 +7,7 @@ import json
 import logging
 import random
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -69,6 +70,26 @@ class Throttle:
                 raise ServiceUnavailableException("Service unavailable (injected); retry with backoff")
 
 
+MAX_DEPTH = 64
+"""Deepest nesting of objects and arrays accepted in a request body (a filter's ``$and``/``$or``
+levels count two each): deeper documents get a 400 ``ValidationException`` instead of exhausting
+the recursion of the validators and the filter evaluator."""
+
+
+def check_depth(doc: Any) -> None:
+    """Raise :class:`ValidationException` when ``doc`` nests deeper than :data:`MAX_DEPTH`
+    (iterative, so the check itself cannot exhaust the stack)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValidationException(f"The request body nests deeper than {MAX_DEPTH} levels")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
 class VectorServer(ThreadingHTTPServer):
     """A threading HTTP server holding the service, model, auth key and throttle."""
 
@@ -89,6 +110,15 @@ class VectorServer(ThreadingHTTPServer):
         self.supabase_key = supabase_key
         self.throttle = throttle or Throttle()
         super().__init__(address, Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its connection is logged in one line (at debug level), not with
+        the traceback socketserver prints for any error escaping a handler."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError | TimeoutError):
+            log.debug("%s: connection lost: %s", client_address, exc)
+            return
+        super().handle_error(request, client_address)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -136,8 +166,13 @@ class Handler(BaseHTTPRequestHandler):
                     doc = json.loads(body)
                 except (ValueError, UnicodeDecodeError):
                     raise ValidationException("The request body is not valid JSON") from None
+                except RecursionError:
+                    raise ValidationException(
+                        f"The request body nests deeper than {MAX_DEPTH} levels"
+                    ) from None
                 if not isinstance(doc, dict):
                     raise ValidationException("The request body must be a JSON object")
+                check_depth(doc)
                 params = {**doc, **params}
             self.server.model.validate(operation, params)
             result = getattr(self.server.service, operation)(params)
@@ -147,6 +182,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, None if empty else result, request_id)
         except ServiceError as exc:
             self._send(exc.status, exc.body(), request_id, exc.code)
+        except (ConnectionError, TimeoutError) as exc:
+            # the client went away (or stalled) mid-request: nobody to answer, nothing to debug
+            self.close_connection = True
+            log.debug("%s: connection lost: %s", self.address_string(), exc)
         except Exception as exc:
             log.exception("internal error")
             err = InternalServerException(f"Internal server error: {type(exc).__name__}")

@@ -13,7 +13,13 @@ from typing import Annotated
 import typer
 
 from .._exit import ExitCode
-from ._common import JsonOption, err_console
+from .._paths import writable_dir
+from ..exceptions import ConfigurationError
+from ._common import JsonOption, err_console, print_error
+
+DEFAULT_MAX_TOP_K = 10_000
+"""The server's own default (``bucketserver._core.Limits.max_top_k``, checked by a test): AWS's
+limit since June 2026, which the s3vectors adapter declares too."""
 
 __all__ = ["register"]
 
@@ -58,8 +64,13 @@ def serve(
         ),
     ] = None,
     max_top_k: Annotated[
-        int, typer.Option("--max-top-k", min=1, help="Largest topK accepted (AWS: 100).")
-    ] = 100,
+        int,
+        typer.Option(
+            "--max-top-k",
+            min=1,
+            help="Largest topK accepted (AWS: 10,000, in pages of 100; 100 emulates the older limit).",
+        ),
+    ] = DEFAULT_MAX_TOP_K,
     region: Annotated[str, typer.Option("--region", help="Region shown in ARNs.")] = "us-east-1",
     as_json: bool = JsonOption,
 ) -> None:
@@ -73,6 +84,12 @@ def serve(
         raise typer.Exit(ExitCode.USAGE)
     from ..bucketserver import serve as run
 
+    if data is not None:
+        try:
+            writable_dir(data, "bucket server data directory (--data)")
+        except ConfigurationError as exc:
+            print_error(exc)
+            raise typer.Exit(ExitCode.USAGE) from None
     try:
         run(
             None if data is None else str(data),
@@ -88,6 +105,12 @@ def serve(
         )
     except OSError as exc:  # the listening socket: a busy or forbidden port, an unknown host
         why = exc.strerror or str(exc)
+        if exc.filename is not None:  # not the socket: a file of the data directory
+            err_console.print(
+                f"[red]error:[/red] cannot use the data directory {data}: {why} ({exc.filename}); "
+                "choose another --data"
+            )
+            raise typer.Exit(ExitCode.USAGE) from None
         err_console.print(
             f"[red]error:[/red] cannot listen on {host}:{port}: {why}; choose another --port "
             "(0 picks a free one) or --host"
