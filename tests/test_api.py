@@ -65,6 +65,9 @@ def test_all_is_pinned() -> None:
         "verify",
         "compare",
         "ComparisonResult",
+        # the protocol with awaitable methods (vectorport.aconnect)
+        "aconnect",
+        "AsyncStore",
     }, extra
     for name in vectorport.__all__:
         assert hasattr(vectorport, name), name

@@ -10,6 +10,7 @@ move chunk stores between them without silent damage.
 >>> store.drop()
 """
 
+from ._async import AsyncStore, aconnect
 from ._base import BaseStore
 from ._capabilities import Capabilities, MetadataRules
 from ._embedder import Embedder
@@ -43,6 +44,7 @@ from .migrate import MigrationReport, SyncReport, migrate, sync, verify
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncStore",
     "BackendError",
     "BackendUnavailableError",
     "BaseStore",
@@ -79,6 +81,7 @@ __all__ = [
     "VectorStore",
     "VectorportError",
     "__version__",
+    "aconnect",
     "available_backends",
     "compare",
     "connect",

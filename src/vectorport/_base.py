@@ -7,7 +7,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from .exceptions import (
     VectorportError,
 )
 from .filters import FilterNode, evaluate, parse_filter
+
+if TYPE_CHECKING:
+    from ._async import AsyncStore
 
 __all__ = ["BaseStore", "PreparedQuery"]
 
@@ -267,6 +270,13 @@ class BaseStore(ABC, Generic[N]):
 
     def close(self) -> None:
         """Release connections and clients."""
+
+    def asynchronous(self) -> AsyncStore[Any]:
+        """This store with awaitable methods (what :func:`vectorport.aconnect` returns): each
+        call runs off the event loop; a backend with an async driver overrides this."""
+        from ._async import AsyncStore
+
+        return AsyncStore(self)
 
     # ----------------------------------------------------------------- public API
     def upsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:

@@ -8,10 +8,11 @@ around them, and every :meth:`RetryPolicy.call` in that thread's context follows
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -59,6 +60,19 @@ class RetryPolicy:
                 if scope is not None and scope.on_retry is not None:
                     scope.on_retry(exc)
                 time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    async def acall(self, fn: Callable[[], Awaitable[T]], what: str = "call") -> T:
+        """:meth:`call` for a coroutine function: the same attempts and waits, awaited."""
+        for attempt in range(self.attempts):
+            try:
+                return await fn()
+            except TransientError as exc:
+                if attempt + 1 >= self.attempts:
+                    raise
+                wait = self.delay(attempt, exc.retry_after)
+                log.warning("%s: %s; retry %d/%d in %.2fs", what, exc, attempt + 1, self.attempts - 1, wait)
+                await asyncio.sleep(wait)
         raise AssertionError("unreachable")
 
 

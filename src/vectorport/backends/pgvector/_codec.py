@@ -24,7 +24,7 @@ from psycopg.types import TypeInfo
 
 from ..._models import JSON, Vector
 
-__all__ = ["copy_binary", "dumps_json", "register_vector_types"]
+__all__ = ["aregister_vector_types", "copy_binary", "dumps_json", "register_vector_types"]
 
 
 def _dumps_slow(value: Any) -> str:
@@ -184,7 +184,18 @@ def register_vector_types(conn: psycopg.Connection[Any]) -> frozenset[str]:
     without ``halfvec`` before pgvector 0.7. Lists stay PostgreSQL arrays: pass a vector
     parameter as a numpy array.
     """
-    rows = conn.execute(_TYPES_SQL).fetchall()
+    return _register(conn, conn.execute(_TYPES_SQL).fetchall())
+
+
+async def aregister_vector_types(conn: psycopg.AsyncConnection[Any]) -> frozenset[str]:
+    """:func:`register_vector_types` for an async connection."""
+    cur = await conn.execute(_TYPES_SQL)
+    return _register(conn, await cur.fetchall())
+
+
+def _register(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], rows: list[Any]
+) -> frozenset[str]:
     adapters = conn.adapters
     for name, oid, array_oid, regtype in rows:
         TypeInfo(name, oid, array_oid, regtype=regtype).register(conn)

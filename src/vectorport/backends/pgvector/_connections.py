@@ -19,6 +19,7 @@ __all__ = [
     "MIN_PGVECTOR",
     "Connections",
     "Session",
+    "SessionState",
     "check_extension",
     "connection_defaults",
     "conninfo_password",
@@ -71,16 +72,43 @@ def check_extension(conn: psycopg.Connection[Any]) -> None:
 
 
 @dataclass
-class Session:
-    """One connection and what vectorport has set up in its session."""
+class SessionState:
+    """What vectorport has set up in one connection's session (sync or async connection)."""
 
-    conn: psycopg.Connection[Any]
     staged: set[str] = field(default_factory=set)
     """Temp staging tables created in this session."""
     gucs: dict[str, str] = field(default_factory=dict)
     """``hnsw.*`` settings this session holds (set at session level, outside transactions)."""
     applied: tuple[tuple[str, str], ...] | None = None
     """The last settings tuple brought about, for an identity check before comparing."""
+    _before: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def changes(self, wanted: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+        """The settings to send to bring the session to ``wanted`` (empty: none). Until
+        :meth:`settled` the session's settings are unknown (a failed send leaves them so)."""
+        if wanted is self.applied:
+            return []
+        changed = [(name, value) for name, value in wanted if self.gucs.get(name) != value]
+        if not changed:
+            self.applied = wanted
+            return []
+        self._before, self.gucs, self.applied = self.gucs, {}, None
+        return changed
+
+    def settled(
+        self, wanted: tuple[tuple[str, str], ...], changed: list[tuple[str, str]], idle: bool
+    ) -> None:
+        """``changed`` were sent; ``idle``: outside a transaction, so no rollback can undo them."""
+        if idle:
+            self._before.update(changed)
+            self.gucs, self.applied, self._before = self._before, wanted, {}
+
+
+@dataclass
+class Session(SessionState):
+    """One connection and what vectorport has set up in its session."""
+
+    conn: psycopg.Connection[Any] = field(kw_only=True)
 
 
 def usable(conn: psycopg.Connection[Any]) -> bool:
@@ -113,7 +141,7 @@ class Connections:
             with self._lock:
                 self._all = [c for c in self._all if c is not session.conn]
             session.conn.close()
-        session = Session(self._connect())
+        session = Session(conn=self._connect())
         self._local.session = session
         with self._lock:
             self._all.append(session.conn)

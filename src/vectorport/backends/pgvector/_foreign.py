@@ -407,15 +407,12 @@ class ForeignMixin(StoreState):
             )
         ]
 
-    def _write_foreign(self, conn: psycopg.Connection[Any], stage: sql.Identifier, n: int) -> None:
-        statements = self._foreign_merge(stage)
-        params = self.layout.columns.scope_values
-        cur = None
-        for statement in statements:
-            cur = conn.execute(statement, params)
-        if cur is not None and cur.rowcount != n:
+    def _check_foreign_rowcount(self, rowcount: int, n: int) -> None:
+        """After the merge: every staged row was written (a shared table refuses a key that
+        belongs to another collection, and the transaction rolls back)."""
+        if rowcount != n:
             raise ConfigurationError(
-                f"{self._where}: {n - max(cur.rowcount, 0)} of {n} keys belong to another collection of "
+                f"{self._where}: {n - max(rowcount, 0)} of {n} keys belong to another collection of "
                 "this shared table (its primary key is the row id across collections); nothing was "
                 "written: give those records other keys, or write them to that collection"
             )

@@ -24,19 +24,23 @@ class ReadWriteMixin(IndexMixin):
     """Upsert, delete, get, count and scan."""
 
     def _stage(self, conn: psycopg.Connection[Any], staged: set[str]) -> sql.Identifier:
+        name, create = self._stage_sql()
+        if name.as_string() not in staged:
+            conn.execute(create)
+            staged.add(name.as_string())
+        return name
+
+    def _stage_sql(self) -> tuple[sql.Identifier, sql.Composed]:
+        """The session's staging table for this collection and the statement creating it."""
         layout = self.layout
         name = f"vectorport_stage_{abs(hash((layout.schema, layout.table, layout.dimension))):x}"
-        if name not in staged:
-            # A session-private table, emptied at every commit: COPY lands here, then one
-            # INSERT … ON CONFLICT merges it into the collection.
-            conn.execute(
-                sql.SQL(
-                    'CREATE TEMP TABLE IF NOT EXISTS {} (key text COLLATE "C", embedding {}, '
-                    "metadata jsonb, text text) ON COMMIT DELETE ROWS"
-                ).format(sql.Identifier(name), layout.vector_type)
-            )
-            staged.add(name)
-        return sql.Identifier(name)
+        # A session-private table, emptied at every commit: COPY lands here, then one
+        # INSERT … ON CONFLICT merges it into the collection.
+        create = sql.SQL(
+            'CREATE TEMP TABLE IF NOT EXISTS {} (key text COLLATE "C", embedding {}, '
+            "metadata jsonb, text text) ON COMMIT DELETE ROWS"
+        ).format(sql.Identifier(name), layout.vector_type)
+        return sql.Identifier(name), create
 
     def _merge_sql(self, stage: sql.Identifier) -> sql.Composed:
         """``INSERT … SELECT … FROM <stage> ON CONFLICT (key) DO UPDATE`` for the bound table's
@@ -61,28 +65,47 @@ class ReadWriteMixin(IndexMixin):
         )
 
     def _write(self, batch: Batch) -> None:
-        cols = self.layout.columns
-        keys, metadatas = batch.keys, batch.metadatas
-        if not cols.own:
-            self._check_writable()
-            keys, metadatas = self._foreign_batch(batch)
-        self._prepare_writes()
-        payload = copy_binary(keys, batch.vectors, metadatas, batch.texts)
+        payload = self._write_payload(batch)
         with self._errors("upsert"):
             conn, staged = self._conn()
             try:
                 with conn.transaction():
                     stage = self._stage(conn, staged)
-                    copy = sql.SQL("COPY {} (key, embedding, metadata, text) FROM STDIN (FORMAT BINARY)")
-                    with conn.cursor() as cur, cur.copy(copy.format(stage)) as pipe:
+                    with conn.cursor() as copying, copying.copy(self._copy_sql(stage)) as pipe:
                         pipe.write(payload)
-                    if cols.own:
-                        conn.execute(self._merge_sql(stage))
-                    else:
-                        self._write_foreign(conn, stage, len(keys))
+                    rowcount = None
+                    for statement in self._merge_statements(stage):
+                        rowcount = conn.execute(statement, self._merge_params()).rowcount
+                    self._check_merged(rowcount, len(batch))
             except psycopg.errors.UndefinedTable:
                 staged.clear()  # e.g. a temp table lost with a reset session
                 raise
+
+    def _write_payload(self, batch: Batch) -> bytes:
+        """The binary ``COPY`` of a batch as the table stores it (a table made elsewhere: its
+        owner's shape, checked before any write), after the first write's preparations."""
+        keys, metadatas = batch.keys, batch.metadatas
+        if not self.layout.columns.own:
+            self._check_writable()
+            keys, metadatas = self._foreign_batch(batch)
+        self._prepare_writes()
+        return copy_binary(keys, batch.vectors, metadatas, batch.texts)
+
+    @staticmethod
+    def _copy_sql(stage: sql.Identifier) -> sql.Composed:
+        return sql.SQL("COPY {} (key, embedding, metadata, text) FROM STDIN (FORMAT BINARY)").format(stage)
+
+    def _merge_statements(self, stage: sql.Identifier) -> list[sql.Composed]:
+        """The statements merging the staged rows into the table (parameters: the scope's)."""
+        return [self._merge_sql(stage)] if self.layout.columns.own else self._foreign_merge(stage)
+
+    def _merge_params(self) -> dict[str, Any] | None:
+        cols = self.layout.columns
+        return None if cols.own else cols.scope_values
+
+    def _check_merged(self, rowcount: int | None, n: int) -> None:
+        if not self.layout.columns.own and rowcount is not None:
+            self._check_foreign_rowcount(rowcount, n)
 
     def _remove(self, keys: Sequence[str]) -> None:
         layout = self.layout
@@ -112,30 +135,36 @@ class ReadWriteMixin(IndexMixin):
         return max(cur.rowcount, 0)
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
+        query, params = self._read_sql(keys, include)
+        with self._errors("get"):
+            conn, _ = self._conn()
+            rows = conn.execute(query, params, binary=True).fetchall()
+        return [self._record(r, include) for r in rows]
+
+    def _read_sql(
+        self, keys: Sequence[str], include: frozenset[Include]
+    ) -> tuple[sql.Composed, dict[str, Any]]:
+        """The statement reading the rows of ``keys`` (run by the sync store or the async one)."""
         layout = self.layout
         cols = sql.SQL(", ").join([layout.columns.key_expr(), *self._columns(include)])
         match, values = layout.columns.lookup(keys)
         scope = self._scope()
-        with self._errors("get"):
-            conn, _ = self._conn()
-            rows = conn.execute(
-                sql.SQL("SELECT {} FROM {} AS t WHERE {} AND {}").format(
-                    cols, layout.qualified, scope.sql, match
-                ),
-                {**scope.params, "keys": values},
-                binary=True,
-            ).fetchall()
-        return [self._record(r, include) for r in rows]
+        query = sql.SQL("SELECT {} FROM {} AS t WHERE {} AND {}").format(
+            cols, layout.qualified, scope.sql, match
+        )
+        return query, {**scope.params, "keys": values}
 
     def _count(self) -> int:
-        scope = self._scope()
+        query, params = self._count_sql()
         with self._errors("count"):
             conn, _ = self._conn()
-            row = conn.execute(
-                sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(self.layout.qualified, scope.sql),
-                scope.params,
-            ).fetchone()
+            row = conn.execute(query, params).fetchone()
         return int(row[0]) if row else 0
+
+    def _count_sql(self) -> tuple[sql.Composed, dict[str, Any]]:
+        scope = self._scope()
+        query = sql.SQL("SELECT count(*) FROM {} AS t WHERE {}").format(self.layout.qualified, scope.sql)
+        return query, scope.params
 
     def _scan_page(
         self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None

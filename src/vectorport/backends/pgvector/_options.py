@@ -51,6 +51,7 @@ OWN_OPTIONS = frozenset(
         "database",
         "keep_server",
         "metric",
+        "pool_size",
         "schema",
         "server",
         "table",

@@ -14,6 +14,7 @@ Statements are composed once per shape (filter text and include) and kept as byt
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -29,11 +30,23 @@ from ._schema import tsquery_sql
 from ._state import StoreState
 from .filters import TRUE, Predicate
 
-__all__ = ["SearchMixin"]
+__all__ = ["SearchCall", "SearchMixin"]
 
 _STATEMENT_CACHE = 256  # composed statements kept per store (one per filter shape and include)
 
 _TEXT_INCLUDES = frozenset({Include.METADATA, Include.TEXT})
+
+
+@dataclass(frozen=True)
+class SearchCall:
+    """One search statement to run: its cache key and builder, parameters, the ``hnsw.*``
+    settings it needs (``None``: exact search) and the operation's name for errors."""
+
+    key: tuple[Any, ...]
+    build: Callable[[], sql.Composable]
+    params: dict[str, Any]
+    gucs: tuple[tuple[str, str], ...] | None
+    what: str
 
 
 class SearchMixin(StoreState):
@@ -43,7 +56,10 @@ class SearchMixin(StoreState):
         return SearchSettings.parse(params, self.search_defaults) if params else self.search_defaults
 
     def _statement(
-        self, conn: psycopg.Connection[Any], key: tuple[Any, ...], build: Callable[[], sql.Composable]
+        self,
+        conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
+        key: tuple[Any, ...],
+        build: Callable[[], sql.Composable],
     ) -> bytes:
         """The SQL bytes of a statement, composed once per shape (``key``) and bound layout.
 
@@ -67,24 +83,30 @@ class SearchMixin(StoreState):
         BEGIN/COMMIT round trips. Sent outside any transaction (autocommit), so a rollback
         cannot undo them behind the record kept here.
         """
-        if wanted is session.applied:
-            return
-        changed = [(name, value) for name, value in wanted if session.gucs.get(name) != value]
+        changed = session.changes(wanted)
         if not changed:
-            session.applied = wanted
             return
         conn = session.conn
-        known, session.gucs, session.applied = session.gucs, {}, None  # unknown until it succeeds
         conn.execute(
             set_gucs_sql([n for n, _ in changed]).encode("ascii"),
             [x for pair in changed for x in pair],
             prepare=True,
         )
-        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            known.update(changed)
-            session.gucs, session.applied = known, wanted
+        session.settled(wanted, changed, conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
 
-    def _run_search(
+    def _run_search(self, call: SearchCall) -> list[tuple[Any, ...]]:
+        with self._errors(call.what):
+            session = self._session()
+            conn = session.conn
+            if call.gucs:
+                self._apply_gucs(session, call.gucs)
+            query = self._statement(conn, call.key, call.build)
+            rows: list[tuple[Any, ...]] = conn.execute(
+                query, call.params, binary=True, prepare=True
+            ).fetchall()
+            return rows
+
+    def _call(
         self,
         key: tuple[Any, ...],
         build: Callable[[], sql.Composable],
@@ -93,15 +115,9 @@ class SearchMixin(StoreState):
         settings: SearchSettings,
         what: str,
         filtered: bool,
-    ) -> list[tuple[Any, ...]]:
-        with self._errors(what):
-            session = self._session()
-            conn = session.conn
-            if self.layout.index == "hnsw":
-                self._apply_gucs(session, settings.gucs(k, filtered))
-            query = self._statement(conn, key, build)
-            rows: list[tuple[Any, ...]] = conn.execute(query, params, binary=True, prepare=True).fetchall()
-            return rows
+    ) -> SearchCall:
+        gucs = settings.gucs(k, filtered) if self.layout.index == "hnsw" else None
+        return SearchCall(key, build, params, gucs, what)
 
     def _search_sql(self, where: str, include: frozenset[Include]) -> sql.Composed:
         layout = self.layout
@@ -145,10 +161,20 @@ class SearchMixin(StoreState):
         include: frozenset[Include],
         params: Mapping[str, Any],
     ) -> list[Match]:
+        return self._matches(self._run_search(self._search_call(vector, k, where, include, params)), include)
+
+    def _search_call(
+        self,
+        vector: Vector,
+        k: int,
+        where: Predicate | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+    ) -> SearchCall:
+        """The vector search statement and its parameters (run by the sync store or the async one)."""
         settings = self._settings(params)
-        layout = self.layout
         pred = where or self._scope()
-        rows = self._run_search(
+        return self._call(
             ("query", pred.text, include),
             lambda: self._search_sql(pred.text, include),
             {**pred.params, "q": vector, "k": k},
@@ -157,7 +183,10 @@ class SearchMixin(StoreState):
             "query",
             pred is not TRUE,
         )
-        metric = layout.metric
+
+    def _matches(self, rows: Sequence[Sequence[Any]], include: frozenset[Include]) -> list[Match]:
+        """The matches of a vector search's result rows."""
+        metric = self.layout.metric
         out = []
         for row in rows:
             metadata, text, vec = self._parts(row, include, offset=2)
@@ -288,13 +317,15 @@ class SearchMixin(StoreState):
             "rrf_k": rrf_k,
         }
         rows = self._run_search(
-            ("hybrid", pred.text, inc, settings.text_parser),
-            build,
-            values,
-            depth,
-            settings,
-            "hybrid query",
-            pred is not TRUE,
+            self._call(
+                ("hybrid", pred.text, inc, settings.text_parser),
+                build,
+                values,
+                depth,
+                settings,
+                "hybrid query",
+                pred is not TRUE,
+            )
         )
         out = []
         ncols = 1 + len(self._columns(inc))

@@ -12,7 +12,7 @@ spec, and the filter compiled into the same SQL statement that ranks by distance
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import unquote, urlsplit
 
 from ..._capabilities import Capabilities, MetadataRules
@@ -37,6 +37,9 @@ from ._schema import TABLE_NAMES, VECTOR_MAX_DIM
 from ._schema import render_schema as render_schema
 from ._search import SearchMixin
 from .filters import PgFilterCompiler
+
+if TYPE_CHECKING:
+    from ._async import AsyncPgVectorStore
 
 # The "X as X" imports keep the names this module defined before the split importable here.
 __all__ = ["PgVectorStore"]
@@ -131,6 +134,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
                 raw = f"./{raw}"
             return cls(url, str(table), data_dir=embedded_data_dir(raw), options=opts)
         return cls(url, str(table), conninfo=conninfo(params), options=opts)
+
+    def asynchronous(self) -> AsyncPgVectorStore:
+        """This store on psycopg's async connections (what :func:`vectorport.aconnect` returns)."""
+        from ._async import AsyncPgVectorStore
+
+        return AsyncPgVectorStore(self)
 
     def _versions(self) -> dict[str, str | None]:
         """The server's PostgreSQL version and the installed pgvector extension version."""

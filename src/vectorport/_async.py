@@ -1,0 +1,149 @@
+"""The protocol with awaitable methods: :func:`aconnect` and :class:`AsyncStore`.
+
+One wrapper serves every backend: each call of the bound (sync) store runs off the event loop
+(:func:`asyncio.to_thread`), so a slow backend never blocks the loop. A backend with an async
+driver subclasses it and runs its hot paths natively (pgvector: psycopg's async connections
+from a pool, no thread per call), reusing the sync store's statements and decoding.
+
+>>> import asyncio, vectorport
+>>> async def main():
+...     async with await vectorport.aconnect("memory://doctest-async", dimension=2) as store:
+...         await store.aupsert([vectorport.Record("a", [1.0, 0.0])])
+...         found = await store.aquery([1.0, 0.0], k=1)
+...         await store.adrop()
+...         return found.keys
+>>> asyncio.run(main())
+['a']
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+
+from ._capabilities import Capabilities
+from ._models import CollectionSpec, Metric, QueryResult, Record, ScanPage
+from ._url import StoreURL
+
+if TYPE_CHECKING:
+    from ._base import BaseStore, FilterLike
+
+__all__ = ["AsyncStore", "aconnect"]
+
+S = TypeVar("S", bound="BaseStore[Any]")
+
+
+class AsyncStore(Generic[S]):
+    """A bound store whose methods are awaitable: ``aupsert``, ``aget``, ``adelete``,
+    ``aquery``, ``acount``, ``ascan`` (an async iterator of pages), ``adrop``,
+    ``alist_collections``, ``ainfo`` and ``aclose`` (also ``async with``). The sync store it
+    wraps is :attr:`sync`; the arguments and results are those of its methods."""
+
+    def __init__(self, store: S) -> None:
+        self.sync: S = store
+
+    @property
+    def name(self) -> str:
+        return self.sync.name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.sync.capabilities
+
+    @property
+    def url(self) -> StoreURL:
+        return self.sync.url
+
+    @property
+    def collection(self) -> str:
+        return self.sync.collection
+
+    @property
+    def spec(self) -> CollectionSpec:
+        return self.sync.spec
+
+    async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
+        return await asyncio.to_thread(self.sync.upsert, list(records), batch_size=batch_size)
+
+    async def aget(self, keys: Iterable[str], *, include: Iterable[str] | None = None) -> list[Record]:
+        return await asyncio.to_thread(self.sync.get, list(keys), include=include)
+
+    async def adelete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
+        listed = None if keys is None else list(keys)
+        return await asyncio.to_thread(self.sync.delete, listed, filter=filter)
+
+    async def aquery(
+        self,
+        vector: Sequence[float] | Any,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        return await asyncio.to_thread(
+            self.sync.query, vector, k, filter=filter, include=include, params=params
+        )
+
+    async def acount(self) -> int:
+        return await asyncio.to_thread(self.sync.count)
+
+    async def ascan(
+        self,
+        *,
+        batch_size: int | None = None,
+        include: Iterable[str] | None = None,
+        segment: tuple[int, int] = (0, 1),
+        cursor: str | None = None,
+    ) -> AsyncIterator[ScanPage]:
+        pages = self.sync.scan(batch_size=batch_size, include=include, segment=segment, cursor=cursor)
+        while True:
+            page = await asyncio.to_thread(next, pages, None)
+            if page is None:
+                return
+            yield page
+
+    async def adrop(self) -> None:
+        await asyncio.to_thread(self.sync.drop)
+
+    async def alist_collections(self) -> list[str]:
+        return await asyncio.to_thread(self.sync.list_collections)
+
+    async def ainfo(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.info)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.sync.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self.sync!r}>"
+
+
+async def aconnect(
+    url: Any,
+    *,
+    dimension: int | None = None,
+    metric: str | Metric | None = None,
+    embedding_model: str | None = None,
+    **options: Any,
+) -> AsyncStore[Any]:
+    """:func:`vectorport.connect` for asyncio: the same arguments, a store with awaitable
+    methods (:class:`AsyncStore`). Opening (and creating) the collection runs off the event
+    loop; pgvector then serves reads and writes on psycopg's async connections."""
+    from ._registry import connect
+
+    store = await asyncio.to_thread(
+        connect, url, dimension=dimension, metric=metric, embedding_model=embedding_model, **options
+    )
+    try:
+        return store.asynchronous()
+    except BaseException:
+        await asyncio.to_thread(store.close)
+        raise

@@ -1,0 +1,194 @@
+"""A pgvector store for asyncio: queries, reads, counts and upserts on psycopg's async
+connections from a :class:`psycopg_pool.AsyncConnectionPool` (no thread per call).
+
+The statements, their parameters and the decoding of rows are the sync store's (the one
+:func:`vectorport.connect` bound): :meth:`_search_call`, :meth:`_read_sql`, :meth:`_count_sql`,
+:meth:`_write_payload` and the merge statements. Only where they run differs. Each pooled
+connection keeps its own session state (``hnsw.*`` settings sent only when they change, the
+staging table), as the sync store's connections do. Operations that happen once (opening,
+creating, dropping, the first write's catalog preparation) and scans run the sync store's
+code off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from ..._async import AsyncStore
+from ..._base import FilterLike
+from ..._models import ALL_INCLUDES, Include, QueryResult, Record
+from ..._validate import validate_keys, validate_records
+from ._codec import aregister_vector_types
+from ._connections import SessionState, connection_defaults
+from ._options import set_gucs_sql
+from ._search import SearchCall
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+    from .store import PgVectorStore
+
+__all__ = ["AsyncPgVectorStore"]
+
+_IDLE = psycopg.pq.TransactionStatus.IDLE
+
+
+class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
+    """:class:`~vectorport.backends.pgvector.PgVectorStore` with awaitable methods; the pool
+    holds up to ``pool_size`` connections (an option of the store, default 10)."""
+
+    def __init__(self, store: PgVectorStore) -> None:
+        super().__init__(store)
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._opening: asyncio.Lock | None = None
+        self._sessions: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], SessionState] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def _connections(self) -> AsyncConnectionPool[Any]:
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                from psycopg_pool import AsyncConnectionPool
+
+                store = self.sync
+                conninfo = store._conninfo
+                assert conninfo is not None  # the store connected when it was bound
+                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    conninfo,
+                    kwargs={"autocommit": True, **connection_defaults(conninfo)},
+                    min_size=1,
+                    max_size=store.pool_size,
+                    configure=_configure,
+                    name=f"vectorport {store.schema}.{store.table}",
+                    open=False,
+                )
+                with store._errors("connect"):
+                    await pool.open(wait=True)
+                self._pool = pool
+        return self._pool
+
+    def _session(self, conn: psycopg.AsyncConnection[Any]) -> SessionState:
+        state = self._sessions.get(conn)
+        if state is None:
+            state = self._sessions[conn] = SessionState()
+        return state
+
+    async def _rows(self, call: SearchCall) -> list[Any]:
+        store = self.sync
+        pool = await self._connections()
+        with store._errors(call.what):
+            async with pool.connection() as conn:
+                if call.gucs:
+                    state = self._session(conn)
+                    changed = state.changes(call.gucs)
+                    if changed:
+                        await conn.execute(
+                            set_gucs_sql([n for n, _ in changed]).encode("ascii"),
+                            [x for pair in changed for x in pair],
+                            prepare=True,
+                        )
+                        state.settled(call.gucs, changed, conn.info.transaction_status == _IDLE)
+                query = store._statement(conn, call.key, call.build)
+                cur = await conn.execute(query, call.params, binary=True, prepare=True)
+                rows: list[Any] = await cur.fetchall()
+                return rows
+
+    async def _fetch(self, what: str, query: sql.Composed, params: Mapping[str, Any]) -> list[Any]:
+        pool = await self._connections()
+        with self.sync._errors(what):
+            async with pool.connection() as conn:
+                cur = await conn.execute(query, params, binary=True)
+                rows: list[Any] = await cur.fetchall()
+                return rows
+
+    # ------------------------------------------------------------------ the protocol
+    async def aquery(
+        self,
+        vector: Sequence[float] | Any,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        store = self.sync
+        q = store._prepare_query(vector, k, filter, include, params)
+        assert q.vector is not None
+        call = store._search_call(q.vector, q.k, q.where, q.include, q.params)
+        rows = await store.retry.acall(lambda: self._rows(call), f"{store.name}: query")
+        return QueryResult(tuple(store._matches(rows, q.include)[: q.k]), q.k)
+
+    async def aget(self, keys: Iterable[str], *, include: Iterable[str] | None = None) -> list[Record]:
+        store = self.sync
+        wanted = validate_keys(keys, store.capabilities.max_key_bytes)
+        inc = Include.parse(include, ALL_INCLUDES)
+        found: dict[str, Record] = {}
+        step = store.capabilities.max_read_batch
+        for start in range(0, len(wanted), step):
+            query, params = store._read_sql(wanted[start : start + step], inc)
+            rows = await store.retry.acall(partial(self._fetch, "get", query, params), "pgvector: get")
+            for row in rows:
+                rec = store._record(row, inc)
+                found[rec.key] = rec
+        return [found[k] for k in wanted if k in found]
+
+    async def acount(self) -> int:
+        store = self.sync
+        query, params = store._count_sql()
+        rows = await store.retry.acall(lambda: self._fetch("count", query, params), "pgvector: count")
+        return int(rows[0][0]) if rows else 0
+
+    async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
+        store = self.sync
+        batch = validate_records(records, store.spec, store.capabilities, store.name)
+        if not store._write_ready or store._index_missing:
+            await asyncio.to_thread(store._prepare_writes)  # once: catalog, adopted table, index
+        size = store._batch_size(batch_size, store.capabilities.max_write_batch)
+        for chunk in batch.chunks(size):
+            write = partial(self._write, store._write_payload(chunk), len(chunk))
+            await store.retry.acall(write, "pgvector: upsert")
+        return len(batch)
+
+    async def _write(self, payload: bytes, n: int) -> None:
+        store = self.sync
+        pool = await self._connections()
+        stage, create = store._stage_sql()
+        with store._errors("upsert"):
+            async with pool.connection() as conn:
+                state = self._session(conn)
+                try:
+                    async with conn.transaction():
+                        if stage.as_string() not in state.staged:
+                            await conn.execute(create)
+                            state.staged.add(stage.as_string())
+                        async with conn.cursor() as copying, copying.copy(store._copy_sql(stage)) as pipe:
+                            await pipe.write(payload)
+                        rowcount = None
+                        for statement in store._merge_statements(stage):
+                            rowcount = (await conn.execute(statement, store._merge_params())).rowcount
+                        store._check_merged(rowcount, n)
+                except psycopg.errors.UndefinedTable:
+                    state.staged.clear()
+                    raise
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+        await super().aclose()
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    """The pool's ``configure``: vectorport's vector codecs on each new connection."""
+    await aregister_vector_types(conn)

@@ -1,0 +1,102 @@
+"""``vectorport.aconnect`` on pgvector: psycopg's async connections from a pool, the sync
+store's statements, and no thread per call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vectorport
+from vectorport import Record
+
+pytestmark = pytest.mark.pgvector
+pytest.importorskip("psycopg_pool")
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """The loop's default executor, counting what runs in a thread (``asyncio.to_thread``)."""
+
+    submitted = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        CountingExecutor.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def _records(n: int) -> list[Record]:
+    rng = np.random.default_rng(7)
+    return [
+        Record(
+            f"docs/{i % 7}.md#chunk{i}",
+            rng.normal(size=8).astype("float32"),
+            {"n": i, "even": i % 2 == 0},
+            f"t{i}",
+        )
+        for i in range(n)
+    ]
+
+
+def test_async_store_matches_the_sync_one_and_runs_no_thread_per_call(pg_url: Callable[..., str]) -> None:
+    url = pg_url(pool_size=4)
+    records = _records(60)
+    queries = [r.vector for r in records[:40]]
+
+    async def main() -> tuple[list[Any], list[Any], int, list[Record], int]:
+        store = await vectorport.aconnect(url, dimension=8)
+        assert type(store).__name__ == "AsyncPgVectorStore"
+        try:
+            assert await store.aupsert(records, batch_size=25) == 60  # opens the pool
+            loop = asyncio.get_running_loop()
+            loop.set_default_executor(CountingExecutor(max_workers=2))
+            CountingExecutor.submitted = 0
+            plain = await asyncio.gather(*(store.aquery(q, k=5) for q in queries))
+            filtered = await asyncio.gather(*(store.aquery(q, k=5, filter={"even": True}) for q in queries))
+            count = await store.acount()
+            got = await store.aget(
+                ["docs/1.md#chunk1", "missing", "docs/0.md#chunk0"], include=["vector", "text"]
+            )
+            await store.aupsert([Record("docs/0.md#chunk0", records[0].vector, {"n": -1}, None)])
+            threads = CountingExecutor.submitted
+            return list(plain), list(filtered), count, got, threads
+        finally:
+            await store.adrop()
+            await store.aclose()
+
+    with vectorport.connect(url, dimension=8) as sync:
+        sync.upsert(records)
+        expected = [sync.query(q, k=5).keys for q in queries]
+        expected_filtered = [sync.query(q, k=5, filter={"even": True}).keys for q in queries]
+    plain, filtered, count, got, threads = asyncio.run(main())
+    assert [r.keys for r in plain] == expected
+    assert [r.keys for r in filtered] == expected_filtered
+    assert all(m.metadata is not None and m.metadata["even"] for r in filtered for m in r)
+    assert count == 60
+    assert [r.key for r in got] == ["docs/1.md#chunk1", "docs/0.md#chunk0"]
+    assert got[0].text == "t1" and np.allclose(got[0].vector, records[1].vector)
+    assert threads == 0  # 80 queries, a count, a get and an upsert: all on the async driver
+
+
+def test_async_upsert_is_a_full_replace_and_refuses_bad_records_before_writing(
+    pg_url: Callable[..., str],
+) -> None:
+    url = pg_url()
+
+    async def main() -> tuple[list[Record], str, int]:
+        async with await vectorport.aconnect(url, dimension=3) as store:
+            await store.aupsert([Record("a", [1, 0, 0], {"x": 1, "y": 2}, "one")])
+            await store.aupsert([Record("a", [0, 1, 0], {"x": 3}, None)])
+            got = await store.aget(["a"], include=["metadata", "text", "vector"])
+            with pytest.raises(vectorport.ValidationError) as err:
+                await store.aupsert([Record("b", [1, 0, 0]), Record("c", [1, 0])])
+            n = await store.acount()
+            await store.adrop()
+            return got, str(err.value), n
+
+    got, error, n = asyncio.run(main())
+    assert got[0].metadata == {"x": 3} and got[0].text is None and list(got[0].vector) == [0, 1, 0]
+    assert "c" in error and n == 1
