@@ -145,7 +145,7 @@ def test_backends_json_lists_the_four() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "vectorport", "backends", "--json"], capture_output=True, text=True, check=True
     )
-    names = {row["name"] for row in json.loads(out.stdout)}
+    names = {row["name"] for row in json.loads(out.stdout)["backends"]}
     assert {"memory", "pgvector", "chroma", "s3vectors"} <= names
 
 

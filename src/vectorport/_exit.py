@@ -20,9 +20,8 @@ code  name         meaning                                            statuses
                    an embedder whose model is not the collection's
                    (typer's own usage errors, e.g. an unknown flag)
 3     ``FAILURE``  operational failure: a backend or an embedder
-                   failed or could not be reached; ``migrate`` /
-                   ``verify`` also exit 3 for a bad URL, option or
-                   checkpoint
+                   failed or could not be reached (the same for every
+                   command; a bad URL, option or checkpoint is 2)
 4     ``REFUSED``  ``migrate``'s plan was refused: nothing was        ``refused``
                    written; the output says why and which flag to
                    pass

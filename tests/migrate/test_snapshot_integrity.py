@@ -88,13 +88,13 @@ def _collections(url: str) -> list[str]:
 
 def _refused(folder: Path, url: str, match: str) -> None:
     """The import is refused with a message matching ``match`` and leaves no collection behind,
-    through the library and through the CLI (one line, exit 3, no traceback)."""
+    through the library and through the CLI (one line, exit 2, no traceback)."""
     with pytest.raises(vectorport.VectorportError, match=match):
         import_snapshot(folder, url)
     from vectorport.cli import app
 
     out = CliRunner().invoke(app, ["import", str(folder), url])
-    assert out.exit_code == 3, out.output
+    assert out.exit_code == 2, out.output  # a bad input file: 2 in every command
     assert "Traceback" not in out.output and isinstance(out.exception, SystemExit)
     assert len([line for line in out.output.splitlines() if "error" in line]) == 1, out.output
     assert _name(url) not in _collections(url)

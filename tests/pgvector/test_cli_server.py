@@ -50,7 +50,11 @@ def test_start_prints_a_uri_that_outside_clients_use_then_stop(tmp_path: Path) -
         assert again.returncode == 0 and again.stdout.strip() == info["uri"]
     finally:
         stopped = _cli("stop", str(data), "--json")
-    assert json.loads(stopped.stdout) == {"data_dir": str(data), "stopped": True}
+    assert json.loads(stopped.stdout) == {
+        "schema": "vectorport.pgvector-stop/1",
+        "data_dir": str(data),
+        "stopped": True,
+    }
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(info["uri"], connect_timeout=5)
     assert json.loads(_cli("stop", str(data), "--json").stdout)["stopped"] is False

@@ -55,7 +55,8 @@ def serve(
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     if as_json:
-        print(json.dumps({"endpoint_url": server.url, "data": data}), flush=True)
+        doc = {"schema": "vectorport.bucket-serve/1", "endpoint_url": server.url, "data": data}
+        print(json.dumps(doc), flush=True)
     else:
         print(server.url, flush=True)
     print(

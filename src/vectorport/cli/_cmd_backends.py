@@ -31,7 +31,7 @@ def backends(as_json: bool = JsonOption) -> None:
                 row["error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
     if as_json:
-        emit_json(rows)
+        emit_json({"backends": rows}, "vectorport.backends/1")
         return
     table = Table(title="vectorport backends")
     for col in ("backend", "schemes", "installed", "extra", "metrics", "max dim", "top-k", "exact"):
@@ -59,7 +59,9 @@ def info(
     with reported_errors(), connect(url) as store:
         data = store.info()
     if as_json:
-        emit_json(data)
+        # a PostgreSQL schema is the collection's "db_schema": "schema" names the document's
+        doc = {("db_schema" if k == "schema" else k): v for k, v in data.items()}
+        emit_json(doc, "vectorport.info/1")
         return
     table = Table(title=data["url"], show_header=False)
     for key in ("backend", "collection", "dimension", "metric", "embedding_model", "count"):

@@ -24,7 +24,7 @@ from rich.markup import escape
 from .._embedder import Embedder
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError
-from ._common import emit_json, err_console, out_console, parse_json_arg, reported_errors
+from ._common import emit_json, err_console, note_json, out_console, parse_json_arg, reported_errors
 
 _LABELLED = re.compile(r"^(?P<label>[A-Za-z0-9_.@+-]{1,64})=(?P<url>[A-Za-z][A-Za-z0-9+.-]*://.*)$")
 
@@ -90,7 +90,11 @@ def compare(
     ] = None,
     as_json: Annotated[
         bool,
-        typer.Option("--json", help="Print every figure and the run config as one JSON document on stdout."),
+        typer.Option(
+            "--json",
+            help="Print every figure and the run config as one JSON document on stdout.",
+            callback=note_json,
+        ),
     ] = False,
     output: Annotated[
         Path | None,

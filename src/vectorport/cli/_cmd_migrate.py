@@ -4,9 +4,9 @@ Exit codes (both commands; ``verify`` never returns 4), from :class:`vectorport.
 
 * 0 ``OK`` — copied and verified (``--plan``: the plan is accepted; ``--no-verify``: copied)
 * 1 ``PROBLEM`` — copied, but verification found data differences (missing, extra or changed records)
-* 2 ``USAGE`` — typer's code for a malformed command line
-* 3 ``FAILURE`` — operational failure: backend error or unreachable, bad URL or option, bad
-  checkpoint; progress is kept in the checkpoint, re-run with ``--resume``
+* 2 ``USAGE`` — bad URL, option, shard or checkpoint (and typer's code for a malformed command line)
+* 3 ``FAILURE`` — operational failure: a backend failed or was unreachable; progress is kept in
+  the checkpoint, re-run with ``--resume``
 * 4 ``REFUSED`` — plan refused, nothing written: the output names the records and the flag to pass
 * 5 ``QUALITY`` — the data is equal, but the target's search quality on the sampled queries is
   below both the source's on the same queries and its declared recall against exact truth
@@ -38,7 +38,7 @@ from ..migrate import (
 )
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
-from ._common import JsonOption, emit_json, err_console, out_console, print_error, writable_path
+from ._common import JsonOption, emit_json, err_console, fail, out_console, print_error, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, run_on_ray
 
 SHOWN = 5
@@ -75,11 +75,6 @@ def _interrupted(path: Path) -> None:
     extra = [("--checkpoint", str(path)), ("--resume", None)]
     command = resume_command(sys.argv[1:], extra)
     err_console.print(f"resume: {command}", highlight=False, markup=False, soft_wrap=True)
-
-
-def _fail(exc: BaseException, code: ExitCode) -> typer.Exit:
-    print_error(exc)
-    return typer.Exit(code)
 
 
 def _print_plan(plan: MigrationPlan) -> None:
@@ -348,14 +343,12 @@ def migrate(
         data = refused.to_dict() if refused else {"status": "refused", "plan": exc.plan.to_dict()}
         _write_report(report_path, data)
         if as_json:
-            emit_json(data)
+            emit_json(data, MigrationReport.SCHEMA)
         else:
             _print_plan(exc.plan)
         raise typer.Exit(ExitCode.REFUSED) from None
-    except UnsupportedFeatureError as exc:
-        raise _fail(exc, ExitCode.REFUSED) from None
     except VectorportError as exc:
-        raise _fail(exc, ExitCode.FAILURE) from None
+        raise fail(exc, {UnsupportedFeatureError: ExitCode.REFUSED}) from None
     _write_report(report_path, report.to_dict())
     if as_json:
         emit_json(report.to_dict())
@@ -435,7 +428,7 @@ def verify(
                 progress=sys.stderr.isatty() if progress is None else progress,
             )
     except VectorportError as exc:
-        raise _fail(exc, ExitCode.FAILURE) from None
+        raise fail(exc) from None
     _write_report(report_path, result.to_dict())
     if as_json:
         emit_json(result.to_dict())

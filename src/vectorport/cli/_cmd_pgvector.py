@@ -57,7 +57,8 @@ def schema(
             functions=functions,
         )
     if as_json:
-        emit_json({"table": table, "schema": schema_name, "dimension": dim, "metric": metric, "sql": text})
+        doc = {"table": table, "db_schema": schema_name, "dimension": dim, "metric": metric, "sql": text}
+        emit_json(doc, "vectorport.pgvector-schema/1")
         return
     typer.echo(text, nl=False)
 
@@ -80,7 +81,7 @@ def start(
         data_dir = embedded_data_dir(data)
         uri = start_embedded(data_dir, database=database)
     if as_json:
-        emit_json({"data_dir": str(data_dir), "uri": uri, "running": True})
+        emit_json({"data_dir": str(data_dir), "uri": uri, "running": True}, "vectorport.pgvector-start/1")
         return
     typer.echo(uri)
 
@@ -98,7 +99,7 @@ def stop(
         data_dir = embedded_data_dir(data)
         stopped = stop_embedded(data_dir)
     if as_json:
-        emit_json({"data_dir": str(data_dir), "stopped": stopped})
+        emit_json({"data_dir": str(data_dir), "stopped": stopped}, "vectorport.pgvector-stop/1")
         return
     message = f"stopped the server in {data_dir}" if stopped else f"no server was running in {data_dir}"
     typer.echo(message, err=True)
@@ -124,7 +125,7 @@ def build_index(
             raise ConfigurationError(f"{store.url.masked} is not a pgvector collection")
         state = str(builder())
     if as_json:
-        emit_json({"url": store.url.masked, "index": state})
+        emit_json({"url": store.url.masked, "index": state}, "vectorport.pgvector-build-index/1")
         return
     typer.echo(state)
 

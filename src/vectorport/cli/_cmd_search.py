@@ -57,7 +57,7 @@ def search(
             weight=weight,
         )
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result.to_dict(), "vectorport.search/1")
         return
     how = {"vector": result.model_id, "text": "full text", "hybrid": f"hybrid, weight {weight:g}"}
     table = Table(title=f"{text!r}: {result.k_returned} of {result.k_requested} ({how[result.mode]})")

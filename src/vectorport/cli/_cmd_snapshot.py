@@ -2,7 +2,7 @@
 
 ``import`` is ``migrate parquet://DIR URL`` with every option and exit code of ``migrate``.
 ``export`` exits 0 (written and verified), 1 (the snapshot read back differs from the source),
-3 (failure: backend, directory not empty, pyarrow missing).
+2 (a bad URL or option, the directory not empty, pyarrow missing), 3 (a backend failed).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .._exit import ExitCode
 from ..exceptions import VectorportError
 from ._cmd_migrate import _print_verification, _write_report
 from ._cmd_migrate import migrate as migrate_command
-from ._common import JsonOption, emit_json, out_console, print_error, writable_path
+from ._common import JsonOption, emit_json, fail, out_console, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
 
 
@@ -67,8 +67,7 @@ def export(
 
             report = run_export(source, directory, progress=sys.stderr.isatty(), **common)
     except VectorportError as exc:
-        print_error(exc)
-        raise typer.Exit(ExitCode.FAILURE) from None
+        raise fail(exc) from None
     _write_report(report_path, report.to_dict())
     if as_json:
         emit_json(report.to_dict())

@@ -5,13 +5,15 @@ Exit codes, from :class:`vectorport._exit.ExitCode` (the same table as ``migrate
 * 0 ``OK`` — the target holds the source's current state (``--verify``: and verified equal)
 * 1 ``PROBLEM`` — ``--verify`` found data differences, or some source records have metadata the
   target cannot hold under the metadata policy (the rest was synced)
-* 2 ``USAGE`` — a malformed command line (``--every`` that is not a duration)
-* 3 ``FAILURE`` — operational failure: a backend error, a bad URL or state file; what was
-  committed is kept in the state, and the same command continues the pass
+* 2 ``USAGE`` — a malformed command line (``--every`` that is not a duration), a bad URL, option
+  or state file (``--every`` stops: every pass would fail alike)
+* 3 ``FAILURE`` — operational failure: a backend error; what was committed is kept in the
+  state, and the same command continues the pass
 * 5 ``QUALITY`` — ``--verify``: the data is equal, search quality on sampled queries is not
 
 With ``--every``, the command runs a pass, waits, and runs the next until stopped (Ctrl-C); a pass
-that fails is reported and the next one runs on time. The exit code is the last pass's.
+that fails is reported and the next one runs on time. The exit code is the last pass's. ``--json``
+writes JSON Lines: one compact report per pass.
 
 With ``--engine ray`` each pass runs as ``--workers`` Ray tasks (:func:`vectorport.ray.sync_on_ray`),
 one per shard of the source, each with its state beside ``--state``; same exit codes.
@@ -19,7 +21,6 @@ one per shard of the source, each with its state beside ``--state``; same exit c
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -35,7 +36,7 @@ from ..migrate import sync as run_sync
 from ..migrate._capture import Lag
 from ..migrate._sync import committed
 from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
-from ._common import JsonOption, emit_json, err_console, out_console, print_error, writable_path
+from ._common import JsonOption, emit_json, err_console, fail, out_console, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -238,21 +239,16 @@ def sync(
         except KeyboardInterrupt:
             _interrupted(path, workers if engine is Engine.ray else 1)
             raise typer.Exit(130) from None
-        except ConfigurationError as exc:
-            print_error(exc)
-            raise typer.Exit(ExitCode.FAILURE) from None
         except VectorportError as exc:
-            print_error(exc)
-            code = ExitCode.FAILURE
-            if interval is None:
-                raise typer.Exit(code) from None
+            error = fail(exc)
+            # a bad URL or option fails every pass alike: stop; a backend failure may pass
+            if interval is None or error.exit_code == ExitCode.USAGE:
+                raise error from None
+            code = ExitCode(error.exit_code)
         else:
             _write_report(report_path, report.to_dict())
-            if as_json and (interval is not None or follow):  # one JSON line per pass
-                sys.stdout.write(report.to_json(indent=None) + "\n")
-                sys.stdout.flush()
-            elif as_json:
-                emit_json(report.to_dict())
+            if as_json:  # JSON Lines: one line per pass, so `sync --json >> log` stays parseable
+                emit_json(report.to_dict(), line=True)
             else:
                 _print_report(report)
             code = report.exit_code
@@ -279,9 +275,8 @@ class _LagPrinter:
 
     def __call__(self, lag: Lag) -> None:
         if self.as_json:
-            event = {"schema": "vectorport.sync.lag/1", "event": "lag", "time": time.time(), **lag.to_dict()}
-            sys.stdout.write(json.dumps(event) + "\n")
-            sys.stdout.flush()
+            event = {"event": "lag", "time": time.time(), **lag.to_dict()}
+            emit_json(event, "vectorport.sync.lag/1", line=True)
             return
         now = time.monotonic()
         idle = lag.behind == 0
@@ -329,8 +324,7 @@ def _capture_command(source: str, *, setup: bool, method: str, as_json: bool) ->
         finally:
             store.close()
     except VectorportError as exc:
-        print_error(exc)
-        raise typer.Exit(ExitCode.FAILURE) from None
+        raise fail(exc) from None
     if as_json:
         emit_json(out)
         return

@@ -10,7 +10,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,11 @@ __all__ = [
     "configure_logging",
     "emit_json",
     "err_console",
+    "exit_code_of",
+    "fail",
     "logging_options",
     "make_console",
+    "note_json",
     "out_console",
     "parse_json_arg",
     "print_error",
@@ -53,7 +56,18 @@ def make_console(stderr: bool = False) -> Console:
 out_console = make_console()
 err_console = make_console(stderr=True)
 
-JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+_json_mode: list[bool] = [False]
+
+
+def note_json(value: bool) -> bool:
+    """The ``--json`` option's callback: remember it, so an error becomes a JSON document too."""
+    _json_mode[0] = bool(value)
+    return value
+
+
+JsonOption = typer.Option(
+    False, "--json", help="Print one JSON document on stdout (docs/json.md).", callback=note_json
+)
 
 
 _logging: list[int] = [0, 0]
@@ -101,9 +115,19 @@ def writable_path(value: Path | None) -> Path | None:
         raise typer.Exit(ExitCode.USAGE) from None
 
 
-def emit_json(data: Any) -> None:
-    """Write one JSON document to stdout."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+def emit_json(data: Mapping[str, Any], schema: str | None = None, *, line: bool = False) -> None:
+    """Write one JSON document to stdout (``line``: on one line, for JSON Lines).
+
+    Every document names its schema (``"schema": "vectorport.<command>/<n>"``, published in
+    ``docs/json.md``): a report carries its own, a plain dict gets ``schema`` put first.
+    """
+    doc = dict(data)
+    if schema is not None:
+        doc = {"schema": schema} | {k: v for k, v in doc.items() if k != "schema"}
+    if not str(doc.get("schema", "")).startswith("vectorport."):
+        raise TypeError(f"a --json document must name its vectorport schema, got {doc.get('schema')!r}")
+    indent = None if line else 2
+    sys.stdout.write(json.dumps(doc, indent=indent, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -156,20 +180,43 @@ def print_error(exc: BaseException) -> None:
     )
 
 
+ERROR_CODES: dict[type[BaseException], ExitCode] = {
+    ConfigurationError: ExitCode.USAGE,
+    FilterError: ExitCode.USAGE,
+    UnsupportedError: ExitCode.USAGE,
+    NotFoundError: ExitCode.USAGE,
+    VectorportError: ExitCode.FAILURE,
+}
+"""The one mapping of an error to its exit code, for every command (``docs/exit-codes.md``): a
+bad URL, option, filter or input is 2 wherever it is found, a backend that failed 3."""
+
+
+def exit_code_of(
+    exc: BaseException, overrides: Mapping[type[BaseException], ExitCode] | None = None
+) -> ExitCode:
+    """The exit code of ``exc``: the first of ``overrides`` then :data:`ERROR_CODES` it is an instance of."""
+    codes = {**(overrides or {}), **{t: c for t, c in ERROR_CODES.items() if t not in (overrides or {})}}
+    return next((c for t, c in codes.items() if isinstance(exc, t)), ExitCode.FAILURE)
+
+
+def fail(exc: BaseException, overrides: Mapping[type[BaseException], ExitCode] | None = None) -> typer.Exit:
+    """Print ``exc`` as one line and return the :class:`typer.Exit` of its code (``raise fail(exc)``).
+
+    Under ``--json`` stdout gets the error's document too (``vectorport.error/1``), so a caller
+    reading stdout always reads one JSON document.
+    """
+    print_error(exc)
+    code = exit_code_of(exc, overrides)
+    if _json_mode[0]:
+        doc = {"error": cli_text(str(exc)), "kind": type(exc).__name__, "exit_code": int(code)}
+        emit_json(doc, "vectorport.error/1")
+    return typer.Exit(code)
+
+
 @contextmanager
-def reported_errors(exit_codes: dict[type[BaseException], int] | None = None) -> Iterator[None]:
+def reported_errors(exit_codes: Mapping[type[BaseException], ExitCode] | None = None) -> Iterator[None]:
     """Turn vectorport errors into one readable line on stderr and an exit code."""
-    codes: dict[type[BaseException], int] = {
-        ConfigurationError: ExitCode.USAGE,
-        FilterError: ExitCode.USAGE,
-        UnsupportedError: ExitCode.USAGE,
-        NotFoundError: ExitCode.USAGE,
-        VectorportError: ExitCode.FAILURE,
-    }
-    codes.update(exit_codes or {})
     try:
         yield
     except VectorportError as exc:
-        code = next((c for t, c in codes.items() if isinstance(exc, t)), ExitCode.FAILURE)
-        print_error(exc)
-        raise typer.Exit(code) from None
+        raise fail(exc, exit_codes) from None

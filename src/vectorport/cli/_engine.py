@@ -12,7 +12,7 @@ import typer
 
 from .._exit import ExitCode
 from ..exceptions import VectorportError
-from ._common import emit_json, out_console, print_error
+from ._common import emit_json, fail, out_console
 
 
 class Engine(StrEnum):
@@ -55,8 +55,7 @@ def run_on_ray(source: str, target: str, checkpoint: Path, as_json: bool, **opti
 
         report = migrate_on_ray(source, target, checkpoint=checkpoint, **options)
     except VectorportError as exc:
-        print_error(exc)
-        raise typer.Exit(ExitCode.FAILURE) from None
+        raise fail(exc) from None
     if as_json:
         emit_json(report.to_dict())
     else:
