@@ -631,7 +631,7 @@ def sync(
         report.conclude()
         if verify and report.verification is None:
             t0 = time.monotonic()
-            report.verification = verify_stores(
+            verification = verify_stores(
                 src.store,
                 dst.store,
                 transformer,
@@ -644,8 +644,9 @@ def sync(
                 concurrency=concurrency,
                 progress=progress,
             )
+            report.verified(verification)
             report.timings["verify"] = time.monotonic() - t0
-        if report.verification is not None and report.status == Status.SYNCED:
+        elif report.verification is not None and report.status == Status.SYNCED:
             report.status = report.verification.status
         report.timings["total"] = time.monotonic() - started
         return report

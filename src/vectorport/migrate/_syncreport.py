@@ -159,6 +159,20 @@ class SyncReport(Report):
                 "not written; pass --metadata-policy flatten, stringify or drop"
             )
 
+    def verified(self, verification: VerifyReport) -> None:
+        """Take the verification's outcome. Differences after an incremental pass are changes the
+        sync state does not know of (the target was written behind its back): only a full pass,
+        which reads the target, finds and repairs them, so the report says so."""
+        self.verification = verification
+        if self.status == Status.SYNCED:
+            self.status = verification.status
+        if verification.status == Status.DIFFERENCES and self.sync.mode != "full":
+            self.notes.append(
+                "verification found differences this incremental sync did not see (the target was "
+                "changed outside the sync, which trusts its state); run sync again with --full to "
+                "compare the whole target and repair them"
+            )
+
     def sections(self) -> dict[str, Any]:
         return {
             "source": self.source,
