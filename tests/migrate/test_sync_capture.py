@@ -74,10 +74,10 @@ def _on(url: str, what: str, *args: Any) -> Any:
         store.close()
 
 
-def _assert_equal(source: str, target: str) -> None:
+def _assert_equal(source: str, target: str, expected: dict[str, Any] | None = None) -> None:
     check = vectorport.verify(source, target, sample_queries=3)
     assert check.data_equal, check.to_dict()
-    expected = raw_metadata(source)  # psycopg
+    expected = raw_metadata(source) if expected is None else expected  # psycopg
     assert raw_metadata(target) == expected  # boto3 / chromadb / psycopg
 
 
@@ -259,3 +259,126 @@ def test_kill_9_of_follow_loses_and_duplicates_nothing(
     assert positions == sorted(positions) and positions[-1] > positions[0]
     _assert_equal(source, target)
     _on(target, "drop")
+
+
+@pytest.mark.pgvector
+@pytest.mark.s3vectors
+def test_outbox_follow_by_a_role_without_replication(
+    url_for: Callable[..., str], tmp_path: Path, pg_dir: Path
+) -> None:
+    from urllib.parse import urlsplit, urlunsplit
+
+    from vectorport.backends.pgvector._embedded import embedded_conninfo
+
+    with _admin(pg_dir) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS app CASCADE")
+        conn.execute("DROP ROLE IF EXISTS app_writer")
+        conn.execute("CREATE ROLE app_writer LOGIN NOREPLICATION NOSUPERUSER")
+        conn.execute("CREATE SCHEMA app AUTHORIZATION app_writer")
+        conn.execute("GRANT CREATE ON DATABASE postgres TO app_writer")
+    parts = urlsplit(embedded_conninfo(pg_dir))
+    source = urlunsplit(parts._replace(netloc="app_writer@")) + "&table=chunks&schema=app"
+    target = url_for("s3vectors")
+    store = vectorport.connect(source, dimension=DIM)
+    try:
+        store.upsert([_record(i, 0) for i in range(60)])
+        setup = store.setup_capture()
+        assert setup.method == "outbox" and "REPLICATION" in setup.reason
+    finally:
+        store.close()
+    proc = subprocess.Popen(
+        _follow_cmd(source, target, tmp_path / "s.sqlite", "--until-equal"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        time.sleep(1.0)
+        _writes(source, 120, seed=3)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert json.loads(out.splitlines()[-1])["sync"]["mode"] in ("full", "capture")
+    with _admin(pg_dir) as conn:  # applied rows are trimmed from the outbox
+        rows = conn.execute("SELECT key, metadata FROM app.chunks").fetchall()
+        _assert_equal(source, target, {str(k): dict(m) for k, m in rows})
+        assert conn.execute("SELECT count(*) FROM app.vectorport_outbox_" + _suffix(conn)).fetchone()[0] == 0
+    assert _on(source, "teardown_capture")
+    assert _leftovers(pg_dir, "app.chunks") == []
+    _on(target, "drop")
+    with _admin(pg_dir) as conn:
+        conn.execute("DROP SCHEMA app CASCADE")
+        conn.execute("REVOKE CREATE ON DATABASE postgres FROM app_writer")
+        conn.execute("DROP ROLE app_writer")
+
+
+def _suffix(conn: Any) -> str:
+    row = conn.execute(
+        "SELECT relname FROM pg_class WHERE relname LIKE 'vectorport_outbox_%%' "
+        "AND relnamespace = 'app'::regnamespace"
+    ).fetchone()
+    return str(row[0]).removeprefix("vectorport_outbox_")
+
+
+@pytest.mark.pgvector
+@pytest.mark.parametrize("method", ["slot", "outbox"])
+def test_langchain_shared_table_captures_one_collection(
+    url_for: Callable[..., str], tmp_path: Path, pg_dir: Path, method: str
+) -> None:
+    """LangChain's ``langchain_pg_embedding`` holds every collection: writes to another
+    collection never reach the target, a row moved out of the collection is deleted there."""
+    import uuid
+
+    schema = f"lc_{method}"
+    ids = {"docs": uuid.uuid4(), "other": uuid.uuid4()}
+
+    def put(conn: Any, key: str, coll: str, i: int) -> None:
+        vec = "[" + ",".join(str(x) for x in _record(i, 1).vector.tolist()) + "]"
+        conn.execute(
+            f"INSERT INTO {schema}.langchain_pg_embedding VALUES (%s, %s, %s::vector, %s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET collection_id = excluded.collection_id, "
+            "embedding = excluded.embedding, document = excluded.document, cmetadata = excluded.cmetadata",
+            (key, ids[coll], vec, f"{coll} {i}", json.dumps({"i": i})),
+        )
+
+    with _admin(pg_dir) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(
+            f"CREATE TABLE {schema}.langchain_pg_collection (uuid uuid PRIMARY KEY, "
+            "name varchar NOT NULL UNIQUE, cmetadata json)"
+        )
+        conn.execute(
+            f"CREATE TABLE {schema}.langchain_pg_embedding (id varchar PRIMARY KEY, collection_id uuid "
+            f"REFERENCES {schema}.langchain_pg_collection (uuid) ON DELETE CASCADE, embedding vector, "
+            "document varchar, cmetadata jsonb)"
+        )
+        for coll, cid in ids.items():
+            conn.execute(f"INSERT INTO {schema}.langchain_pg_collection VALUES (%s, %s, NULL)", (cid, coll))
+        for i in range(20):
+            put(conn, f"k{i}", "docs" if i % 2 else "other", i)
+    base = url_for("pgvector").split("?")[0]
+    source = f"{base}?table=docs&layout=langchain&schema={schema}"
+    target = url_for("pgvector")
+    assert _on(source, "setup_capture", method).method == method
+    assert sync(source, target, state=tmp_path / "s.sqlite", delete=True).sync.new == 10
+    with _admin(pg_dir) as conn:
+        for i in range(20, 30):
+            put(conn, f"k{i}", "other", i)  # another collection: nothing to write
+        put(conn, "k31", "docs", 31)
+        put(conn, "k1", "other", 1)  # moved out of docs
+        conn.execute(f"DELETE FROM {schema}.langchain_pg_embedding WHERE id = 'k3'")
+        conn.execute(f"UPDATE {schema}.langchain_pg_embedding SET cmetadata = '{{\"i\": 0}}' WHERE id = 'k5'")
+    report = sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    assert report.sync.mode == "capture"
+    assert (report.sync.new, report.sync.changed, report.sync.deleted) == (1, 1, 2)
+    check = vectorport.verify(source, target, sample_queries=2)
+    assert check.data_equal, check.to_dict()
+    assert _on(target, "count") == 9
+    assert _on(source, "teardown_capture")
+    assert _leftovers(pg_dir, f"{schema}.langchain_pg_embedding") == []
+    _on(target, "drop")
+    with _admin(pg_dir) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
