@@ -1,12 +1,28 @@
-"""Backends found by URL scheme: a registry of *strings* imported lazily (as in fsspec), plus
-third-party backends registered under the ``vectorport.backends`` entry-point group."""
+"""The backends, found through the ``vectorport.backends`` entry-point group and nowhere else.
+
+Each backend package exports one :class:`Backend` descriptor (``backend`` in its
+``__init__.py``) and registers it with one line in its ``pyproject.toml``::
+
+    [project.entry-points."vectorport.backends"]
+    toy = "vectorport.backends.toy:backend"
+
+The descriptor names the store class as a string imported lazily (as fsspec does), so listing
+the backends imports no driver; a missing driver is a :class:`NotInstalledError` naming the pip
+extra. ``connect``, ``vectorport backends``, the pytest markers, the conformance suite and the
+migration pair matrix (:mod:`vectorport.testing.backends`) all read :func:`available_backends`.
+
+>>> sorted(s for b in available_backends() if b.name == "memory" for s in b.schemes)
+['memory']
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
-from dataclasses import dataclass
-from importlib.metadata import entry_points
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from ._base import BaseStore
@@ -14,96 +30,155 @@ from ._models import Metric
 from ._url import StoreURL
 from .exceptions import ConfigurationError, NotInstalledError
 
-__all__ = ["BackendInfo", "available_backends", "connect", "resolve"]
+__all__ = ["ENTRY_POINT_GROUP", "Backend", "TestTarget", "available_backends", "connect", "resolve"]
+
+ENTRY_POINT_GROUP = "vectorport.backends"
 
 
 @dataclass(frozen=True)
-class BackendInfo:
-    """A backend the registry knows: its name, URL schemes, class path and pip extra."""
+class TestTarget:
+    """How the test suites reach a fresh collection of a backend on a local server.
+
+    ``url`` is a template with ``{scheme}`` (the backend's first scheme), ``{server}`` (what
+    ``server`` yields) and ``{collection}`` (a fresh name). ``server`` is ``"module:callable"``
+    (a leading ``.`` is relative to the backend's package), a callable taking an empty directory
+    and returning a context manager that starts the server and yields its handle; ``None``
+    yields the directory itself. Targets sharing a ``server`` share one running server.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    url: str
+    server: str | None = None
+    variant: str = ""
+    """Empty for the backend's main target; else the target is called ``NAME+VARIANT``."""
+    params: Mapping[str, str] = field(default_factory=dict)
+    """URL parameters the conformance suite adds (say, no write pacing)."""
+    conformance: bool = True
+    """Run the shared conformance suite on this target."""
+    process_local: bool = False
+    """Its collections exist only inside the process that made them (another process, such as
+    the CLI run as a subprocess, cannot see them)."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend: the same word is its name, entry point, pip extra, pytest marker and folder.
+
+    ``store`` is ``"module:Class"``, a leading ``.`` relative to ``package`` (the backend's own
+    package, usually ``__name__``), imported only when a store is opened.
+    """
 
     name: str
-    schemes: tuple[str, ...]
-    target: str
-    extra: str
-    requires: tuple[str, ...]
+    package: str
+    store: str
+    schemes: tuple[str, ...] = ()
+    """URL schemes served; the first is the main one. Default: the name alone."""
+    extra: str = ""
+    """The pip extra that installs the driver (``pip install 'vectorport[EXTRA]'``)."""
+    requires: tuple[str, ...] = ()
+    """Driver modules, checked without importing them."""
+    tests: tuple[TestTarget, ...] = ()
+    """Where the test suites run it; the first target is the main one."""
+
+    def __post_init__(self) -> None:
+        if not self.schemes:
+            object.__setattr__(self, "schemes", (self.name,))
 
     @property
     def installed(self) -> bool:
         """Are the driver modules importable (checked without importing them)?"""
-        return all(importlib.util.find_spec(mod) is not None for mod in self.requires)
+        return self.missing() is None
 
     def missing(self) -> str | None:
+        """The first driver module that is not installed, if any."""
         return next((m for m in self.requires if importlib.util.find_spec(m) is None), None)
 
+    def target(self, variant: str = "") -> TestTarget:
+        """The test target of that variant."""
+        for target in self.tests:
+            if target.variant == variant:
+                return target
+        raise ConfigurationError(f"the {self.name} backend has no test target {variant!r}")
+
+    def target_name(self, target: TestTarget) -> str:
+        return self.name + (f"+{target.variant}" if target.variant else "")
+
+    def locate(self, spec: str) -> Any:
+        """The object a ``"module:attr"`` spec names (``.module`` relative to the package)."""
+        module, _, attr = spec.partition(":")
+        if module.startswith("."):
+            module = self.package + (module if module != "." else "")
+        return getattr(importlib.import_module(module), attr)
+
     def load(self) -> type[BaseStore[Any]]:
+        """The store class (importing its driver), or :class:`NotInstalledError`."""
         missing = self.missing()
         if missing:
-            raise NotInstalledError(self.name, self.extra, missing)
-        module, _, attr = self.target.partition(":")
-        cls = getattr(importlib.import_module(module), attr)
+            raise NotInstalledError(self.name, self.extra or self.name, missing)
+        cls = self.locate(self.store)
         if not (isinstance(cls, type) and issubclass(cls, BaseStore)):
-            raise ConfigurationError(f"{self.target} is not a vectorport BaseStore subclass")
+            raise ConfigurationError(f"{self.store} of backend {self.name!r} is not a vectorport BaseStore")
         return cls
 
 
-BUILTIN: tuple[BackendInfo, ...] = (
-    BackendInfo("memory", ("memory",), "vectorport.backends.memory:MemoryStore", "", ()),
-    BackendInfo(
-        "pgvector",
-        (
-            "pgvector",
-            "postgresql",
-            "postgres",
-            # SQLAlchemy URLs: every driver's runs on psycopg (backends/pgvector/_dsn.py)
-            "postgresql+asyncpg",
-            "postgresql+pg8000",
-            "postgresql+psycopg",
-            "postgresql+psycopg2",
-            "postgresql+psycopg2cffi",
-            "postgresql+psycopg_async",
-        ),
-        "vectorport.backends.pgvector:PgVectorStore",
-        "pgvector",
-        ("psycopg",),
-    ),
-    BackendInfo(
-        "chroma",
-        ("chroma", "chroma+http", "chroma+https"),
-        "vectorport.backends.chroma:ChromaStore",
-        "chroma",
-        ("chromadb",),
-    ),
-    BackendInfo(
-        "s3vectors",
-        ("s3vectors", "supabase"),
-        "vectorport.backends.s3vectors:S3VectorsStore",
-        "s3vectors",
-        ("boto3",),
-    ),
-    BackendInfo("parquet", ("parquet",), "vectorport.backends.parquet:ParquetStore", "parquet", ("pyarrow",)),
-)
+def _descriptor(ep: EntryPoint) -> Backend:
+    found = ep.load()
+    if isinstance(found, Backend):
+        return found
+    # an entry point naming a store class (the form of vectorport 0.1): its package's
+    # descriptor when it has one, else a backend serving the entry point's name
+    module = importlib.import_module(ep.module)
+    own = getattr(module, "backend", None)
+    if isinstance(own, Backend):
+        return own
+    if isinstance(found, type) and issubclass(found, BaseStore):
+        return Backend(ep.name, ep.module, f"{ep.module}:{ep.attr}")
+    raise ConfigurationError(f"entry point {ep.name} = {ep.value!r} is not a vectorport Backend")
 
 
-def available_backends() -> list[BackendInfo]:
-    """Built-in backends and those registered by other packages' entry points."""
-    known = {b.name: b for b in BUILTIN}
-    targets = {b.target for b in BUILTIN}
-    extra: dict[str, list[str]] = {}
-    for ep in entry_points(group="vectorport.backends"):
-        if ep.value in targets:
+@functools.cache
+def _registered() -> tuple[tuple[Backend, ...], tuple[str, ...]]:
+    backends: dict[str, Backend] = {}
+    broken: list[str] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            found = _descriptor(ep)
+        except Exception as exc:  # a broken third-party package must not hide the others
+            broken.append(f"{ep.name} = {ep.value}: {type(exc).__name__}: {exc}")
             continue
-        extra.setdefault(ep.value, []).append(ep.name)
-    for target, schemes in sorted(extra.items()):
-        name = schemes[0]
-        known.setdefault(name, BackendInfo(name, tuple(schemes), target, "", ()))
-    return list(known.values())
+        known = backends.get(found.name)
+        if known is None:
+            backends[found.name] = found
+        elif known != found:
+            broken.append(f"{ep.name} = {ep.value}: a second backend named {found.name!r}")
+    return tuple(backends.values()), tuple(broken)
 
 
-def resolve(scheme: str) -> BackendInfo:
+def available_backends() -> list[Backend]:
+    """Every backend registered under the ``vectorport.backends`` entry-point group, by name."""
+    return list(_registered()[0])
+
+
+def broken_backends() -> list[str]:
+    """Entry points of the group that could not be loaded, each with its error."""
+    return list(_registered()[1])
+
+
+def backend(name: str) -> Backend:
+    """The backend of that name."""
+    for found in available_backends():
+        if found.name == name:
+            return found
+    names = ", ".join(b.name for b in available_backends())
+    raise ConfigurationError(f"no backend named {name!r}; registered backends: {names}")
+
+
+def resolve(scheme: str) -> Backend:
     """The backend serving a URL scheme."""
-    for info in available_backends():
-        if scheme in info.schemes:
-            return info
+    for found in available_backends():
+        if scheme in found.schemes:
+            return found
     schemes = sorted(s for b in available_backends() for s in b.schemes)
     raise ConfigurationError(f"no backend for the URL scheme {scheme!r}; known schemes: {', '.join(schemes)}")
 

@@ -11,7 +11,11 @@ explicit ``-p vectorport.testing.plugin`` does not register it twice. It provide
   (counts, keys, vectors, metadata, text), failing with the differences ``vectorport verify``
   prints (a :class:`DataMismatch`, an ``AssertionError``);
 * ``--vectorport-report DIR``: also write each comparison's JSON and HTML report to ``DIR``
-  (one pair of files per test), for CI artifacts.
+  (one pair of files per test), for CI artifacts;
+* one marker per registered backend (its name: ``pytest -m pgvector``), read from the
+  ``vectorport.backends`` entry points, and the session fixture ``vectorport_servers``
+  (:class:`vectorport.testing.backends.ServerPool`): the backends' local test servers, each
+  started on first use.
 
 ::
 
@@ -31,13 +35,15 @@ Every comparison also gates on data: a store lacking any record of the truth fai
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .._registry import available_backends
 from ..compare import ComparisonResult, compare
+from .backends import ServerPool, server_pool
 
 if TYPE_CHECKING:
     from ..migrate import VerifyReport
@@ -47,7 +53,9 @@ __all__ = [
     "assert_parity",
     "assert_same",
     "pytest_addoption",
+    "pytest_configure",
     "vectorport_compare",
+    "vectorport_servers",
     "vectorport_verify",
 ]
 
@@ -100,6 +108,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write the JSON and HTML report of every vectorport_compare call to DIR",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for found in available_backends():
+        config.addinivalue_line("markers", f"{found.name}: tests that touch the {found.name} backend")
+
+
+@pytest.fixture(scope="session")
+def vectorport_servers() -> Iterator[ServerPool]:
+    """The registered backends' local test servers, each started on first use, stopped at the
+    end of the session."""
+    yield from server_pool()
 
 
 def _slug(nodeid: str) -> str:

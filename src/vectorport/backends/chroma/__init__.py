@@ -1,5 +1,39 @@
 """Chroma (embedded ``PersistentClient`` or a server through ``HttpClient``)."""
 
-from .store import ChromaStore
+from __future__ import annotations
 
-__all__ = ["ChromaStore"]
+from typing import TYPE_CHECKING, Any
+
+from ..._registry import Backend, TestTarget
+
+if TYPE_CHECKING:
+    from .store import ChromaStore
+
+__all__ = ["ChromaStore", "backend"]
+
+backend = Backend(
+    name="chroma",
+    package=__name__,
+    store=".store:ChromaStore",
+    schemes=("chroma", "chroma+http", "chroma+https"),
+    extra="chroma",
+    requires=("chromadb",),
+    tests=(
+        # embedded collections in one directory; a CLI subprocess opening them would race this
+        # process's client, so other processes use the server
+        TestTarget("chroma://{server}?collection={collection}", process_local=True),
+        TestTarget(
+            "chroma+http://{server}?collection={collection}", server="._server:chroma_run", variant="http"
+        ),
+    ),
+)
+"""This backend, as the ``vectorport.backends`` entry point registers it."""
+
+
+def __getattr__(name: str) -> Any:
+    # the store imports chromadb: only when asked for
+    if name == "ChromaStore":
+        from .store import ChromaStore
+
+        return ChromaStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,8 +6,43 @@ Besides :class:`PgVectorStore` (``postgresql://…?table=T``, ``pgvector://DIR?t
 (:func:`embedded_data_dir` resolves the directory as a ``pgvector://`` URL does).
 """
 
-from ._embedded import embedded_data_dir, start_embedded, stop_embedded
-from ._schema import schema_sql
-from .store import PgVectorStore
+from __future__ import annotations
 
-__all__ = ["PgVectorStore", "embedded_data_dir", "schema_sql", "start_embedded", "stop_embedded"]
+from typing import TYPE_CHECKING, Any
+
+from ..._registry import Backend, TestTarget
+from ._embedded import embedded_data_dir, start_embedded, stop_embedded
+
+if TYPE_CHECKING:
+    from ._schema import schema_sql
+    from .store import PgVectorStore
+
+__all__ = ["PgVectorStore", "backend", "embedded_data_dir", "schema_sql", "start_embedded", "stop_embedded"]
+
+_SERVER = "._embedded:local_server"
+backend = Backend(
+    name="pgvector",
+    package=__name__,
+    store=".store:PgVectorStore",
+    schemes=("pgvector", "postgresql", "postgres"),
+    extra="pgvector",
+    requires=("psycopg",),
+    tests=(
+        TestTarget("pgvector://{server}?table={collection}", server=_SERVER),
+        TestTarget("pgvector://{server}?table={collection}&index=exact", server=_SERVER, variant="exact"),
+    ),
+)
+"""This backend, as the ``vectorport.backends`` entry point registers it."""
+
+
+def __getattr__(name: str) -> Any:
+    # the store and the schema import psycopg: only when asked for
+    if name == "PgVectorStore":
+        from .store import PgVectorStore
+
+        return PgVectorStore
+    if name == "schema_sql":
+        from ._schema import schema_sql
+
+        return schema_sql
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,6 +24,7 @@ was stopped starts it again when it next connects, under the layer's inter-proce
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import signal
@@ -32,7 +33,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -48,6 +49,7 @@ __all__ = [
     "embedded_conninfo",
     "embedded_data_dir",
     "hnsw_unsafe",
+    "local_server",
     "provider",
     "start_embedded",
     "stop_embedded",
@@ -365,3 +367,23 @@ def stop_embedded(data_dir: str | Path, module: str | None = None) -> bool:
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return True
+
+
+@contextlib.contextmanager
+def local_server(directory: Path) -> Iterator[Path]:
+    """An embedded server in ``DIRECTORY/data`` for the block (the test suites' server); yields
+    the data directory (``pgvector://DATA?table=T`` URLs reach it). Stopped at the end.
+
+    ``directory`` must be reachable by an unprivileged user: when the tests run as root the
+    server runs as a system user of its own.
+    """
+    from ..._registry import connect
+
+    data = directory / "data"
+    store = connect(f"pgvector://{data}?table=warmup", dimension=2)
+    store.drop()
+    store.close()
+    try:
+        yield data
+    finally:
+        stop_embedded(data)
