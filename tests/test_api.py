@@ -3,12 +3,13 @@
 import json
 import subprocess
 import sys
+from importlib.metadata import entry_points
 
 import pytest
 
 import vectorport
 from vectorport import ConfigurationError, NotFoundError, NotInstalledError, mask_url
-from vectorport._registry import BackendInfo
+from vectorport.backends import Backend
 
 PINNED_ALL = [
     "BackendError",
@@ -118,7 +119,9 @@ def test_bad_urls_and_schemes() -> None:
 
 
 def test_missing_driver_names_the_extra() -> None:
-    info = BackendInfo("fancy", ("fancy",), "fancy_mod:Store", "fancy", ("surely_not_installed_mod",))
+    info = Backend(
+        "fancy", "fancy_mod", "fancy_mod:Store", extra="fancy", requires=("surely_not_installed_mod",)
+    )
     assert not info.installed
     with pytest.raises(NotInstalledError, match=r"pip install 'vectorport\[fancy\]'") as exc:
         info.load()
@@ -141,12 +144,15 @@ def test_open_missing_collection_and_spec_mismatch() -> None:
         store.drop()
 
 
-def test_backends_json_lists_the_four() -> None:
+def test_backends_json_lists_every_registered_backend() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "vectorport", "backends", "--json"], capture_output=True, text=True, check=True
     )
-    names = {row["name"] for row in json.loads(out.stdout)["backends"]}
-    assert {"memory", "pgvector", "chroma", "s3vectors"} <= names
+    rows = json.loads(out.stdout)["backends"]
+    registered = {ep.name for ep in entry_points(group="vectorport.backends")}
+    assert [row["name"] for row in rows] == sorted(registered)
+    for row in rows:
+        assert row["schemes"] and (row["capabilities"] is not None) == row["installed"], row
 
 
 def test_info_cli_and_exit_codes() -> None:
@@ -155,3 +161,18 @@ def test_info_cli_and_exit_codes() -> None:
     )
     assert out.returncode == 2
     assert "does not exist" in out.stderr and out.stdout == ""
+
+
+def test_all_extra_installs_every_backend() -> None:
+    """``pip install 'vectorport[all]'`` brings every registered backend's driver."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    (spec,) = extras["all"]
+    bundled = set(re.fullmatch(r"vectorport\[(.*)\]", spec).group(1).split(","))  # type: ignore[union-attr]
+    for found in vectorport.available_backends():
+        if found.extra:
+            assert found.extra in extras and found.extra in bundled, found.name

@@ -20,8 +20,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -52,7 +51,7 @@ class TestTarget:
     server: str | None = None
     variant: str = ""
     """Empty for the backend's main target; else the target is called ``NAME+VARIANT``."""
-    params: Mapping[str, str] = field(default_factory=dict)
+    params: tuple[tuple[str, str], ...] = ()
     """URL parameters the conformance suite adds (say, no write pacing)."""
     conformance: bool = True
     """Run the shared conformance suite on this target."""

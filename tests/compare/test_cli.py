@@ -63,10 +63,9 @@ def test_failing_gate_exits_1_names_the_gate_and_writes_markdown(
     # the CLI opens stores by URL: serve the broken double under a scheme of its own
     from vectorport import _registry
 
-    info = _registry.BackendInfo(
-        "postfilter", ("postfilter",), f"{_doubles.__name__}:PostFilteringStore", "", ()
-    )
-    monkeypatch.setattr(_registry, "BUILTIN", (*_registry.BUILTIN, info))
+    double = _registry.Backend("postfilter", _doubles.__name__, f"{_doubles.__name__}:PostFilteringStore")
+    registered = _registry.available_backends()
+    monkeypatch.setattr(_registry, "available_backends", lambda: [*registered, double])
     summary = tmp_path / "step_summary"  # GitHub's $GITHUB_STEP_SUMMARY has no suffix
     code, out, err = run(
         f"exact={urls[0]}", "broken=postfilter://cli-b",

@@ -1,5 +1,6 @@
-"""memory vs pgvector (HNSW) vs chroma vs s3vectors on clustered data, filters at several
-selectivities; a deliberately broken store is caught; the CLI runs end to end on real servers."""
+"""Every registered backend on clustered data, filters at several selectivities (the backends
+and their markers come from the registry); a deliberately broken store is caught; the CLI runs
+end to end on the backends another process can reach."""
 
 from __future__ import annotations
 
@@ -15,17 +16,13 @@ import pytest
 
 import vectorport
 from vectorport import MetadataRules
+from vectorport._registry import available_backends
 from vectorport.testing import clustered_records
+from vectorport.testing.backends import backend_names, targets
 
 from ._doubles import PostFilteringStore, open_double
 
-pytestmark = [pytest.mark.pgvector, pytest.mark.chroma, pytest.mark.s3vectors]
-
-for _module in ("psycopg", "chromadb", "boto3"):
-    pytest.importorskip(_module)
-pytest.importorskip("vectorport.backends.pgvector")
-pytest.importorskip("vectorport.backends.chroma")
-pytest.importorskip("vectorport.backends.s3vectors")
+pytestmark = [getattr(pytest.mark, name) for name in backend_names()]
 
 DIM = 32
 N = 3000
@@ -41,14 +38,16 @@ FILTERS: list[dict[str, Any] | None] = [
 GATES = {"min_recall": 0.9, "max_violations": 0, "min_overlap": 0.85, "max_underfill": 0.0}
 
 
+def _installed(name: str) -> bool:
+    owner, _target = targets()[name]
+    if not owner.installed:
+        pytest.skip(f"the {name} backend is not installed")
+    return True
+
+
 @pytest.fixture(scope="module")
 def stores(url_for: Callable[..., str]) -> Iterator[dict[str, str]]:
-    urls = {
-        "memory": url_for("memory", "compare-real"),
-        "pgvector": url_for("pgvector"),
-        "chroma": url_for("chroma"),
-        "s3vectors": url_for("s3vectors"),
-    }
+    urls = {name: url_for(name) for name in backend_names() if _installed(name)}
     opened = []
     for url in urls.values():
         store = vectorport.connect(url, dimension=DIM, metric="cosine")
@@ -64,24 +63,30 @@ def test_real_backends_answer_like_exact_search(stores: dict[str, str], tmp_path
     result = vectorport.compare(stores, 25, k=10, filter=FILTERS, warmup=5, **GATES)
     print(result)
     assert result.passed, result.explain()
-    assert [s.backend for s in result.stores] == ["memory", "pgvector", "chroma", "s3vectors"]
+    assert [s.backend for s in result.stores] == list(stores)
     assert len(result.groups) == len(FILTERS)
     selectivities = sorted(g.selectivity for g in result.groups)
     assert selectivities[0] < 0.05 and selectivities[-1] == 1.0
     for s in result.stores:
         assert s.overall.violations == 0 and s.overall.unknown == 0 and s.overall.refused == 0
         assert s.overall.distance_error_max < 1e-3, (s.label, s.overall.distance_error_max)
-    assert result.store("memory").overall.recall == 1.0
+        with vectorport.connect(stores[s.label]) as opened:
+            exact = opened.capabilities.exact
+        assert s.overall.recall == 1.0 or not exact, s.label
     data = json.loads(result.to_json())
-    pg = next(st for st in data["config"]["stores"] if st["backend"] == "pgvector")
-    assert pg["info"]["pgvector"]["index"] == "hnsw" and pg["versions"].get("psycopg")
+    for entry in data["config"]["stores"]:
+        owner, _target = targets()[entry["backend"]]
+        assert set(owner.requires) <= set(entry["versions"]), entry  # the drivers' versions
+        assert entry["info"]["count"] == N, entry
     result.write_html(tmp_path / "real.html")
 
 
 def test_broken_store_among_real_ones_fails_its_gates_only(stores: dict[str, str]) -> None:
+    # the double is a memory store that filters after ranking; memory is the exact reference
     broken = open_double(PostFilteringStore, stores["memory"].removeprefix("memory://"))
+    others = {label: url for label, url in stores.items() if label != "memory"}
     result = vectorport.compare(
-        {"pgvector": stores["pgvector"], "s3vectors": stores["s3vectors"], "broken": broken},
+        {**others, "broken": broken},
         10,
         k=10,
         filter=FILTERS[1:3],
@@ -97,18 +102,33 @@ def test_broken_store_among_real_ones_fails_its_gates_only(stores: dict[str, str
     assert all("broken" in g.subject for g in result.failures), [g.message for g in result.failures]
 
 
-def test_cli_on_three_real_backends(
-    stores: dict[str, str], url_for: Callable[..., str], tmp_path: Path
-) -> None:
-    # a chroma *server* copy: the CLI is a separate process, so it reaches chroma over HTTP
-    http_url = url_for("chroma+http")
-    with vectorport.connect(http_url, dimension=DIM, metric="cosine") as remote:
-        remote.upsert(RECORDS)
+def _reachable_from_another_process() -> list[str]:
+    """Per backend, its first test target another process can open (none for memory)."""
+    found = []
+    for owner in available_backends():
+        target = next((t for t in owner.tests if not t.process_local), None)
+        if target is not None and owner.installed:
+            found.append(owner.target_name(target))
+    return found
+
+
+def test_cli_on_real_backends(stores: dict[str, str], url_for: Callable[..., str], tmp_path: Path) -> None:
+    # the CLI is a separate process: it reaches each backend through a target it can open
+    # (chroma through its server, not the embedded directory this process holds)
+    urls: dict[str, str] = {}
+    made: list[str] = []
+    for name in _reachable_from_another_process():
+        if name in stores:
+            urls[name] = stores[name]
+            continue
+        urls[name] = url_for(name)
+        made.append(urls[name])
+        with vectorport.connect(urls[name], dimension=DIM, metric="cosine") as remote:
+            remote.upsert(RECORDS)
+    labels = [f"s{i}" for i in range(len(urls))]
     try:
         args = [
-            f"pg={stores['pgvector']}",
-            f"chroma={http_url}",
-            f"s3={stores['s3vectors']}",
+            *(f"{label}={url}" for label, url in zip(labels, urls.values(), strict=True)),
             "--sample", "15", "--k", "10", "--warmup", "3",
             "--filter", "null", "--filter", '{"lang": "en"}', "--filter", '{"stars": {"$lt": 3}}',
             "--output", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.html"),
@@ -125,8 +145,9 @@ def test_cli_on_three_real_backends(
         assert ok.returncode == 0, ok.stdout + ok.stderr
         assert "recall@10" in ok.stdout and "per filter" in ok.stdout
         data = json.loads((tmp_path / "r.json").read_text())
-        assert [s["label"] for s in data["stores"]] == ["pg", "chroma", "s3"]
-        assert data["config"]["truth"]["source"].startswith("pgvector://")
+        assert [s["label"] for s in data["stores"]] == labels
+        first_scheme = next(iter(urls.values())).split("://", 1)[0]
+        assert data["config"]["truth"]["source"].startswith(f"{first_scheme}://")
         assert "<svg" in (tmp_path / "r.html").read_text()
         # an impossible gate: exit 1, the gate named
         bad = subprocess.run(
@@ -135,5 +156,6 @@ def test_cli_on_three_real_backends(
         assert bad.returncode == 1, bad.stdout + bad.stderr
         assert "gate failed: min-recall FAILED" in bad.stderr
     finally:
-        with vectorport.connect(http_url) as remote:
-            remote.drop()
+        for url in made:
+            with vectorport.connect(url) as remote:
+                remote.drop()

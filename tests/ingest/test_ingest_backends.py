@@ -10,15 +10,15 @@ import pytest
 
 import vectorport
 from vectorport.ingest import ChunkingConfig, HashEmbedder, diagnose, ingest, search
+from vectorport.testing.backends import backend_params
 
-from .._backends import each_backend
 from .ingest_helpers import long_markdown
 
 SMALL = ChunkingConfig(60, 8, 10)
 _names = itertools.count()
 
 
-@pytest.mark.parametrize("backend", each_backend())
+@pytest.mark.parametrize("backend", backend_params())
 def test_ingest_cycle(
     backend: str, url_for: Callable[..., str], tree: Callable[[dict[str, str]], Path]
 ) -> None:

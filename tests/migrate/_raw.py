@@ -68,7 +68,11 @@ def raw_metadata(url: str) -> dict[str, dict[str, Any]]:
             if not page.get("nextToken"):
                 return out
             request["nextToken"] = page["nextToken"]
-    raise ValueError(url)
+    # a backend with no client of its own (the in-process stores): what vectorport reads
+    import vectorport
+
+    with vectorport.connect(url) as store:
+        return {r.key: r.metadata for page in store.scan(include=["metadata"]) for r in page}
 
 
 def raw_vectors(url: str) -> dict[str, np.ndarray]:

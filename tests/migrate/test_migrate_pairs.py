@@ -1,4 +1,4 @@
-"""Every ordered pair of chroma, pgvector and s3vectors: 5k tricky records, the plan says what
+"""Every ordered pair of the registered backends: 5k tricky records, the plan says what
 the target cannot hold, the policy run verifies green, records read back as the transform says."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import pytest
 import vectorport
 from vectorport._json import json_equal
 from vectorport.migrate import MetadataPolicy, PlanRefusedError, Transformer
+from vectorport.testing.backends import pair_params
 
-from .._backends import backend_pairs
 from ._migrate_data import N, all_records
 
 LoadedSource = Callable[[str], tuple[str, list[Any]]]
 
-PAIRS = backend_pairs()
+PAIRS = pair_params()
 
 
 @pytest.mark.parametrize(("src", "dst"), PAIRS)

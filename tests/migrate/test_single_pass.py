@@ -18,15 +18,15 @@ import vectorport
 from vectorport import Record
 from vectorport.migrate import MetadataPolicy, PlanRefusedError, Transformer
 from vectorport.migrate._checkpoint import Checkpoint
+from vectorport.testing.backends import pair_params
 
-from .._backends import backend_pairs
 from ._migrate_data import N
 from .test_migrate_pairs import probe_rules
 
 LoadedSource = Callable[[str], tuple[str, list[Any]]]
 
 
-@pytest.mark.parametrize(("src", "dst"), backend_pairs())
+@pytest.mark.parametrize(("src", "dst"), pair_params())
 def test_single_pass_refuses_like_the_plan_and_verifies_by_digest(
     src: str, dst: str, loaded_source: LoadedSource, url_for: Callable[..., str], tmp_path: Path
 ) -> None:

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 import vectorport
 from vectorport._json import json_equal
+from vectorport.testing.backends import backend_params
 
-from .._backends import BACKENDS
 from ._migrate_data import DIM, N, all_records
 
 pytest.importorskip("pyarrow")
@@ -29,10 +29,6 @@ pytestmark = pytest.mark.parquet
 LoadedSource = Callable[[str], tuple[str, list[Any]]]
 
 
-def _param(backend: str) -> Any:
-    return pytest.param(backend, marks=getattr(pytest.mark, backend), id=backend)
-
-
 def _duckdb_rows(directory: Path) -> dict[str, tuple[Any, str, str | None]]:
     duckdb = pytest.importorskip("duckdb")
     rows = duckdb.sql(
@@ -41,7 +37,7 @@ def _duckdb_rows(directory: Path) -> dict[str, tuple[Any, str, str | None]]:
     return {k: (v, m, t) for k, v, m, t in rows}
 
 
-@pytest.mark.parametrize("backend", [_param(b) for b in ("memory", *BACKENDS)])
+@pytest.mark.parametrize("backend", backend_params())
 def test_export_import_round_trips(
     backend: str, loaded_source: LoadedSource, url_for: Callable[..., str], tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ import vectorport
 from vectorport import Record
 from vectorport.migrate import Checkpoint, sync
 from vectorport.migrate._sync import committed
+from vectorport.testing.backends import cycle_params
 
 from ._raw import raw_metadata
 
@@ -96,20 +97,8 @@ class Writer(threading.Thread):
             store.close()
 
 
-LIVE_PAIRS = [
-    pytest.param(
-        "pgvector", "chroma", marks=[pytest.mark.pgvector, pytest.mark.chroma], id="pgvector-to-chroma"
-    ),
-    pytest.param(
-        "chroma", "s3vectors", marks=[pytest.mark.chroma, pytest.mark.s3vectors], id="chroma-to-s3vectors"
-    ),
-    pytest.param(
-        "s3vectors",
-        "pgvector",
-        marks=[pytest.mark.s3vectors, pytest.mark.pgvector],
-        id="s3vectors-to-pgvector",
-    ),
-]
+LIVE_PAIRS = cycle_params()
+"""Every registered backend once as a source and once as a target."""
 
 
 @pytest.mark.parametrize(("src_backend", "dst_backend"), LIVE_PAIRS)

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from .._registry import available_backends, connect
+from .._registry import available_backends, broken_backends, connect
 from ._common import JsonOption, emit_json, out_console, reported_errors
 
 
@@ -30,6 +30,19 @@ def backends(as_json: bool = JsonOption) -> None:
             except Exception as exc:  # a broken third-party backend must not hide the others
                 row["error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
+    for problem in broken_backends():  # an entry point that does not load: shown, not fatal
+        name = problem.split(" = ", 1)[0]
+        rows.append(
+            {
+                "name": name,
+                "schemes": [],
+                "installed": False,
+                "extra": None,
+                "install": None,
+                "capabilities": None,
+                "error": problem,
+            }
+        )
     if as_json:
         emit_json({"backends": rows}, "vectorport.backends/1")
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..._registry import Backend, TestTarget
+from ._dsn import LIBPQ_SCHEMES, SQLALCHEMY_SCHEMES
 from ._embedded import embedded_data_dir, start_embedded, stop_embedded
 
 if TYPE_CHECKING:
@@ -24,7 +25,8 @@ backend = Backend(
     name="pgvector",
     package=__name__,
     store=".store:PgVectorStore",
-    schemes=("pgvector", "postgresql", "postgres"),
+    # libpq URIs, and SQLAlchemy URLs of every driver (all run on psycopg: _dsn.py)
+    schemes=("pgvector", *LIBPQ_SCHEMES, *SQLALCHEMY_SCHEMES),
     extra="pgvector",
     requires=("psycopg",),
     tests=(

@@ -23,7 +23,7 @@ backend = Backend(
         TestTarget(
             "s3vectors://tests/{collection}?endpoint_url={server.url}",
             server="._server:local_server",
-            params={"write_rate": "0"},  # the local server does not throttle: no pacing
+            params=(("write_rate", "0"),),  # the local server does not throttle: no pacing
         ),
     ),
 )
