@@ -176,3 +176,12 @@ def test_all_extra_installs_every_backend() -> None:
     for found in vectorport.available_backends():
         if found.extra:
             assert found.extra in extras and found.extra in bundled, found.name
+
+
+def test_listing_the_backends_imports_no_driver() -> None:
+    code = (
+        "import sys, vectorport; names = [b.name for b in vectorport.available_backends()]; "
+        "print(sorted(m for m in ('psycopg', 'chromadb', 'boto3', 'pyarrow') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

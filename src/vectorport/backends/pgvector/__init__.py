@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..._registry import Backend, TestTarget
-from ._dsn import LIBPQ_SCHEMES, SQLALCHEMY_SCHEMES
 from ._embedded import embedded_data_dir, start_embedded, stop_embedded
+from ._schemes import EMBEDDED_SCHEME, LIBPQ_SCHEMES, SQLALCHEMY_SCHEMES
 
 if TYPE_CHECKING:
     from ._schema import schema_sql
@@ -26,7 +26,7 @@ backend = Backend(
     package=__name__,
     store=".store:PgVectorStore",
     # libpq URIs, and SQLAlchemy URLs of every driver (all run on psycopg: _dsn.py)
-    schemes=("pgvector", *LIBPQ_SCHEMES, *SQLALCHEMY_SCHEMES),
+    schemes=(EMBEDDED_SCHEME, *LIBPQ_SCHEMES, *SQLALCHEMY_SCHEMES),
     extra="pgvector",
     requires=("psycopg",),
     tests=(

@@ -24,19 +24,10 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, NotInstalledError
 from ._options import OWN_OPTIONS, check_names, libpq_keywords
+from ._schemes import LIBPQ_SCHEMES, SQLALCHEMY_SCHEMES
 
 __all__ = ["LIBPQ_SCHEMES", "SQLALCHEMY_SCHEMES", "connection_params", "conninfo"]
 
-LIBPQ_SCHEMES = ("postgres", "postgresql")
-SQLALCHEMY_SCHEMES = (
-    "postgresql+asyncpg",
-    "postgresql+pg8000",
-    "postgresql+psycopg",
-    "postgresql+psycopg2",
-    "postgresql+psycopg2cffi",
-    "postgresql+psycopg_async",
-)
-"""SQLAlchemy URLs of PostgreSQL drivers; every one runs on psycopg 3 here."""
 
 # asyncpg's ssl= takes libpq's sslmode words, and true/false
 _ASYNCPG_SSL = {"true": "require", "false": "disable", "1": "require", "0": "disable"}
