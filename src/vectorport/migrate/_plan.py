@@ -340,6 +340,7 @@ def build_plan(
         incompatible=_compatibility(src_spec, planned, target, reembed_dimension, reembed),
         target_name=target.naming,
     )
+    _follow_text_language(source, target, plan)
     name_note = target.naming.note() if target.naming is not None else None
     if name_note:
         plan.notes.append(name_note)
@@ -356,6 +357,17 @@ def build_plan(
                 bar.advance(len(page))
         checker.finish()
     return plan
+
+
+def _follow_text_language(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
+    """A target created by the migration searches text in the source's language (a Spanish
+    table's copy is not stemmed as English), where both stores have one (``text_language``)."""
+    language = getattr(source.store, "text_language", None)
+    follow = getattr(target.store, "follow_text_language", None)
+    if not isinstance(language, str) or target.exists or not callable(follow):
+        return
+    if follow(language) is True:
+        plan.notes.append(f"the target's text search uses the source's language, {language!r}")
 
 
 class PlanChecker:

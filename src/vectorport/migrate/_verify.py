@@ -48,7 +48,14 @@ from ._report import DEFAULT_CAP, Capped
 from ._transform import Transformer
 from ._verify_queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
 
-__all__ = ["QueryCheck", "VerifyReport", "same_content", "vector_difference", "verify_stores"]
+__all__ = [
+    "QueryCheck",
+    "VerifyReport",
+    "collection_differences",
+    "same_content",
+    "vector_difference",
+    "verify_stores",
+]
 
 VECTOR_TOLERANCE = 1e-6
 """Largest allowed ``max|a - b|`` relative to ``max(1, max|a|)``: a few float32 ulps."""
@@ -108,6 +115,10 @@ class VerifyReport(Report):
     read_back: bool = False
     """``digest`` only: the target's side was the copy's read-back of each batch it wrote plus
     one key listing at the end, not a scan with vectors (:mod:`._readback`)."""
+    collection: list[str] = field(default_factory=list)
+    """How the two collections differ in what defines them: metric, dimension (unless
+    re-embedded), text search language (where both stores have one). Each is a difference: the
+    same records searched by another metric or language are not the same store."""
     skipped: list[str] = field(default_factory=list)
     """Checks not run, and why (e.g. extra keys and counts in a sharded verification)."""
     seconds: float = 0.0
@@ -130,6 +141,7 @@ class VerifyReport(Report):
             + self.metadata.total
             + self.text.total
             + int(self.count_mismatch)
+            + len(self.collection)
         )
 
     @property
@@ -156,8 +168,9 @@ class VerifyReport(Report):
     def diff_lines(self, shown: int = 5) -> list[str]:
         """The differences as ``vectorport verify`` prints them under its table: up to
         ``shown`` missing and extra keys, and vector, metadata and text differences."""
-        lines = [f"  {name}: {key!r}" for name, capped in (("missing", self.missing), ("extra", self.extra))
-                 for key in capped.items[:shown]]  # fmt: skip
+        lines = [f"  collection: {what}" for what in self.collection]
+        lines += [f"  {name}: {key!r}" for name, capped in (("missing", self.missing), ("extra", self.extra))
+                  for key in capped.items[:shown]]  # fmt: skip
         for name, diffs in (("vector", self.vectors), ("metadata", self.metadata), ("text", self.text)):
             lines += [f"  {name}: {item}" for item in diffs.items[:shown]]
         return lines
@@ -188,6 +201,7 @@ class VerifyReport(Report):
             if self.queries is None
             else {"ok": self.queries.ok, "verdict": self.queries.verdict},
             "differences": self.differences,
+            "collection": list(self.collection),
             "source": self.source,
             "target": self.target,
             "shard": list(self.shard),
@@ -397,6 +411,22 @@ class _Pass:
             report.duplicates = int(np.count_nonzero(all_seen[1:] == all_seen[:-1]))
 
 
+def collection_differences(source: VectorStore, target: VectorStore, same_vectors: bool = True) -> list[str]:
+    """What differs between the two collections' definitions: metric, dimension (when the
+    vectors are the source's, not re-embedded) and text search language (``text_language``,
+    where both stores have one)."""
+    out: list[str] = []
+    a, b = source.spec, target.spec
+    if a.metric is not b.metric:
+        out.append(f"metric: source {a.metric.value}, target {b.metric.value}")
+    if same_vectors and a.dimension != b.dimension:
+        out.append(f"dimension: source {a.dimension}, target {b.dimension}")
+    lang_a, lang_b = getattr(source, "text_language", None), getattr(target, "text_language", None)
+    if isinstance(lang_a, str) and isinstance(lang_b, str) and lang_a != lang_b:
+        out.append(f"text search language: source {lang_a}, target {lang_b}")
+    return out
+
+
 def verify_stores(
     source: VectorStore,
     target: VectorStore,
@@ -445,6 +475,7 @@ def verify_stores(
         report.skipped.append(
             "counts, extra keys and queries: a shard is verified for its own source records only"
         )
+    report.collection = collection_differences(source, target, compare_vectors)
     if not compare_vectors:
         report.skipped.append("vectors and queries: the vectors were re-embedded")
     if queries is None:

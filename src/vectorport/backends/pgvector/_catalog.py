@@ -68,6 +68,10 @@ class CatalogMixin(ForeignMixin):
             )
         return super().bind(dimension, metric, embedding_model)
 
+    def _catalog_metric(self, conn: psycopg.Connection[Any]) -> Metric | None:
+        row = self._catalog_row(conn)
+        return Metric.parse(str(row[1])) if row else None
+
     def _catalog_row(self, conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
         """The catalog row of the table; ``None`` when there is none, or no catalog (a database
         vectorport never wrote to), or the role may not read it."""
@@ -270,6 +274,18 @@ class CatalogMixin(ForeignMixin):
     def _create_collection(self, spec: CollectionSpec) -> None:
         if self.mapping.layout not in (None, "vectorport"):
             self._create_foreign(spec)
+            if self.layout_name != "langchain" and not self.layout.hnsw_index:
+                # a framework table whose shape tells no metric (vecs, Supabase and LangChain v2
+                # make no index): the catalog records the one it was made for, so it reopens so
+                with self._errors("create collection"):
+                    conn, _ = self._conn()
+                    apply_migrations(conn, self.schema)
+                    with conn.transaction():  # a row left by a table of that name dropped by hand
+                        conn.execute(
+                            sql.SQL("DELETE FROM {} WHERE table_name = %s").format(self._catalog()),
+                            (self.table,),
+                        )
+                        self._record_layout(conn, self.layout, spec.embedding_model)
             return
         if self.mapping.mapped:
             options = (

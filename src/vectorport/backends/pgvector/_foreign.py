@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Json
 
 from ..._models import CollectionSpec, Metric
 from ..._suggest import what_exists
@@ -114,7 +115,7 @@ class ForeignMixin(StoreState):
                 f"{self._where}: the collection holds no vectors and its column "
                 f"{columns.embedding!r} declares no dimension; pass dimension= (--dimension) to write to it"
             )
-        metric = self._foreign_metric(facts, columns)
+        metric = self._foreign_metric(facts, columns, conn)
         # an index on an expression (LangChain's ``(embedding::vector(n))``) serves no search
         # vectorport sends; searches are then exact
         hnsw = [
@@ -188,8 +189,9 @@ class ForeignMixin(StoreState):
             return self._requested_dimension
         return int(row[0])
 
-    def _foreign_metric(self, facts: TableFacts, columns: Columns) -> Metric:
-        """The metric: the asked one, else the HNSW index's, else the framework's default."""
+    def _foreign_metric(self, facts: TableFacts, columns: Columns, conn: psycopg.Connection[Any]) -> Metric:
+        """The metric: the asked one, else the HNSW index's, else the one vectorport recorded when
+        it created the table (or LangChain collection), else the framework's default."""
         asked = self._requested_metric or self._url_metric
         indexed = [
             ix
@@ -201,6 +203,9 @@ class ForeignMixin(StoreState):
         if indexed:
             assert indexed[0].metric is not None
             return indexed[0].metric
+        recorded = self._recorded_metric(conn)
+        if recorded is not None:
+            return recorded
         if self.layout_name in ("custom", None):
             raise ConfigurationError(
                 f"{self._where} has no vector index on {columns.embedding!r} telling its metric: pass "
@@ -208,6 +213,26 @@ class ForeignMixin(StoreState):
             )
         # LangChain, LlamaIndex, vecs and Supabase's match_documents all default to cosine
         return Metric.COSINE
+
+    def _recorded_metric(self, conn: psycopg.Connection[Any]) -> Metric | None:
+        """The metric vectorport recorded when it created this framework table, whose own shape
+        keeps none (no index yet): in its catalog row, or for a LangChain collection (a row of a
+        shared table) under ``vectorport_metric`` in the collection's ``cmetadata``."""
+        if self.layout_name == "langchain":
+            row = conn.execute(
+                sql.SQL("SELECT cmetadata::jsonb ->> 'vectorport_metric' FROM {} WHERE name = %s").format(
+                    sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+                ),
+                (self.collection,),
+            ).fetchone()
+            name = row[0] if row else None
+        else:
+            return self._catalog_metric(conn)
+        return Metric.parse(str(name)) if name else None
+
+    def _catalog_metric(self, conn: psycopg.Connection[Any]) -> Metric | None:
+        """The metric of the table's catalog row (the catalog's concern: :mod:`._catalog`)."""
+        return None
 
     def _foreign_language(self, facts: TableFacts, columns: Columns) -> str:
         """The text search configuration of the ``tsvector`` column: from its generated
@@ -453,12 +478,14 @@ class ForeignMixin(StoreState):
                 for statement in statements:
                     conn.execute(statement)
                 if layout == "langchain":
+                    # LangChain keeps no metric (its app picks one per query); the collection's
+                    # cmetadata records the one it was made for, so it opens with it again
                     conn.execute(
                         sql.SQL(
-                            "INSERT INTO {} (uuid, name, cmetadata) VALUES (gen_random_uuid(), %s, NULL) "
+                            "INSERT INTO {} (uuid, name, cmetadata) VALUES (gen_random_uuid(), %s, %s) "
                             "ON CONFLICT (name) DO NOTHING"
                         ).format(sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)),
-                        (self.collection,),
+                        (self.collection, Json({"vectorport_metric": spec.metric.value})),
                     )
         log.info("pgvector: created %s as %s creates it", self._where, layout)
         self._requested_dimension, self._requested_metric = spec.dimension, spec.metric

@@ -156,6 +156,21 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
         ``vectorport pgvector schema`` prints)."""
         return render_schema(self.layout)
 
+    @property
+    def text_language(self) -> str | None:
+        """The text search configuration of the collection's ``tsvector`` (``english``,
+        ``spanish`` …; ``None`` when it has none): what its text search stems and stops with.
+        ``verify`` compares it with the source's."""
+        layout = self.layout
+        return layout.language if layout.columns.fts is not None else None
+
+    def follow_text_language(self, language: str) -> bool:
+        """Before the collection is created: make its ``tsvector`` in ``language`` (a migration's
+        source's), unless the URL named one (``language=``). Whether it will."""
+        if self._explicit_language is None and self._layout is None:
+            self.language = language
+        return self.language == language
+
     def info(self) -> dict[str, Any]:
         out = super().info()
         layout = self.layout

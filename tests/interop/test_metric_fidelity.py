@@ -1,0 +1,88 @@
+"""A euclidean langchain-chroma collection migrated into LangChain's PGVector table keeps its
+metric: the collection opens as euclidean again (so ``sync`` and ``verify`` agree with the plan),
+LangChain's own PGVector, searching by euclidean distance, finds what langchain-chroma finds, and
+``verify`` fails when the target's metric is another one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import vectorport
+from vectorport.cli import app
+from vectorport.migrate import migrate, verify
+
+from ._corpus import QUERIES, corpus, vector_for
+
+pytestmark = [pytest.mark.interop, pytest.mark.chroma, pytest.mark.pgvector]
+
+lc_chroma = pytest.importorskip("langchain_chroma")
+lc_postgres = pytest.importorskip("langchain_postgres")
+embeddings_mod = pytest.importorskip("langchain_core.embeddings")
+chromadb = pytest.importorskip("chromadb")
+
+
+class FixedEmbeddings(embeddings_mod.Embeddings):  # type: ignore[misc]
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [vector_for(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return vector_for(text)
+
+
+def test_euclidean_langchain_chroma_into_langchain_pgvector(
+    chroma_dir: str, pg_tables: Any, interop_uri: str, plain: Any, tmp_path: Any
+) -> None:
+    from chromadb.config import Settings
+
+    name = "lc_euclidean"
+    client = chromadb.PersistentClient(path=chroma_dir, settings=Settings(anonymized_telemetry=False))
+    source_store = lc_chroma.Chroma(
+        collection_name=name,
+        embedding_function=FixedEmbeddings(),
+        client=client,
+        collection_metadata={"hnsw:space": "l2"},
+    )
+    chunks = corpus(long_text=False)
+    source_store.add_texts(
+        [c.text for c in chunks], [c.metadata for c in chunks], ids=[c.key for c in chunks]
+    )
+    source = f"chroma://{chroma_dir}?collection={name}"
+    target = f"{pg_tables.url}&table={name}&layout=langchain"
+
+    report = migrate(source, target)
+    assert report.plan is not None and report.plan.target_spec.metric.value == "euclidean"
+    assert report.status == "verified", report.to_json()
+    with vectorport.connect(target) as opened:
+        assert opened.spec.metric.value == "euclidean"
+    # what LangChain's table holds for the collection, read with psycopg
+    row = plain.execute("SELECT cmetadata FROM langchain_pg_collection WHERE name = %s", (name,)).fetchone()
+    assert row is not None and row[0]["vectorport_metric"] == "euclidean"
+
+    # LangChain's PGVector, told euclidean as its app would be, ranks as langchain-chroma does
+    pg = lc_postgres.PGVector(
+        embeddings=FixedEmbeddings(),
+        collection_name=name,
+        connection=interop_uri.replace("postgresql://", "postgresql+psycopg://", 1),
+        distance_strategy=lc_postgres.vectorstores.DistanceStrategy.EUCLIDEAN,
+        use_jsonb=True,
+    )
+    for query in QUERIES:
+        want = [d.id for d in source_store.similarity_search_by_vector(query, k=5)]
+        got = [d.id for d in pg.similarity_search_by_vector(query, k=5)]
+        assert got == want, query
+
+    # the next sync and verify agree; a target searched by another metric is a difference
+    state = str(tmp_path / "state.db")
+    done = CliRunner().invoke(app, ["sync", source, target, "--state", state, "--json"])
+    assert done.exit_code == 0, done.output
+    assert verify(source, target).status == "verified"
+    other = verify(source, f"{target}&metric=cosine")
+    assert other.status == "differences"
+    assert other.collection == ["metric: source euclidean, target cosine"]
+    out = CliRunner().invoke(app, ["verify", source, f"{target}&metric=cosine", "--json"])
+    assert out.exit_code == 1, out.output
+    assert json.loads(out.stdout)["collection"] == ["metric: source euclidean, target cosine"]
