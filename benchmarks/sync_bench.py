@@ -1,6 +1,8 @@
-"""A sync after a small change against a full migration of the same collection, in one run.
+"""A sync after a small change against a full migration of the same collection, in one run;
+and ``sync --follow`` from a pgvector source under a steady write load.
 
-    python benchmarks/sync_bench.py [--n 200000] [--dim 128] [--changed 0.001] [--json]
+    python benchmarks/sync_bench.py [--n 200000] [--dim 128] [--changed 0.001] [--capture-changes 100]
+    python benchmarks/sync_bench.py follow --target s3vectors|chroma [--n 10000] [--rate 1000] [--seconds 60]
 
 Source and target are tables of one embedded pgvector server. In order:
 
@@ -10,7 +12,17 @@ Source and target are tables of one embedded pgvector server. In order:
    records what it holds (after a migrate it writes nothing);
 4. change ``--changed`` of the source (half updated, a quarter new, a quarter deleted);
 5. ``vectorport.sync --delete``: the incremental pass this benchmark is about;
-6. ``vectorport.verify`` (not timed): the target must equal the source.
+6. change capture installed on the source (a logical replication slot), a sync pass that notes
+   its position, ``--capture-changes`` changes, and the sync pass that applies them from the slot
+   without scanning (timed: the figure the capture is about);
+7. ``vectorport.verify`` (not timed): the target must equal the source.
+
+``follow``: a pgvector source of ``--n`` records receives ``--rate`` writes per second for
+``--seconds`` (half upserts of new or changed records, a quarter metadata-only updates, a quarter
+deletes, in transactions of 50) while ``vectorport sync SRC DST --delete --follow --json`` runs
+into the local bucket server or an embedded Chroma; the lag it reports (the age of the oldest
+change not yet applied, at each read of the slot) is summarised as p50/p95/max, and after the
+writes stop and it caught up, ``verify`` must find the target equal.
 
 For each timed step: seconds, records read from the source and from the target, records
 written and deleted. The migration's reads are counted from its report (plan and verify scan
@@ -22,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -49,7 +62,33 @@ def _records(start: int, stop: int, dim: int, version: int = 0) -> list[Record]:
     ]
 
 
-def run(n: int, dim: int, changed: float) -> dict[str, Any]:
+def _capture_pass(
+    store: Any, src: str, dst: str, state: Path, n: int, dim: int, changes: int
+) -> dict[str, Any]:
+    """Steps 6: capture on, a pass noting its position, ``changes`` changes, the capture pass."""
+    store.setup_capture("slot")
+    vectorport.sync(src, dst, state=state, delete=True)  # scans once more, noting the slot's position
+    half, quarter = changes // 2, changes // 4
+    store.upsert(_records(1000, 1000 + half, dim, version=2))  # updated
+    store.upsert(_records(n + n, n + n + quarter, dim))  # new
+    store.delete([r.key for r in _records(5000, 5000 + changes - half - quarter, dim)])  # deleted
+    t0 = time.monotonic()
+    r = vectorport.sync(src, dst, state=state, delete=True)
+    seconds = time.monotonic() - t0
+    assert r.sync.mode == "capture", r.sync.mode
+    store.teardown_capture()
+    return {
+        "changes": changes,
+        "seconds": round(seconds, 3),
+        "mode": r.sync.mode,
+        "source_read": r.sync.source_read,
+        "target_read": r.sync.target_read,
+        "written": r.sync.written,
+        "deleted": r.sync.deleted,
+    }
+
+
+def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[str, Any]:
     from vectorport.backends.pgvector._embedded import stop_embedded
 
     root = Path(tempfile.mkdtemp(prefix="vectorport-sync-bench-"))
@@ -103,6 +142,7 @@ def run(n: int, dim: int, changed: float) -> dict[str, Any]:
                 "segments": s.segments,
                 "segments_checked": s.segments_checked,
             }
+        out["capture_pass"] = _capture_pass(store, src, dst, state, n, dim, capture_changes)
         check = vectorport.verify(src, dst, sample_queries=0)
         assert check.data_equal, check.to_dict()
         out["verified_equal"] = True
@@ -112,6 +152,11 @@ def run(n: int, dim: int, changed: float) -> dict[str, Any]:
             "target_read": round(s_["target_read"] / m["target_read"], 4),
             "source_read": round(s_["source_read"] / m["source_read"], 4),
             "written": round((s_["written"] + s_["deleted"]) / m["written"], 4),
+        }
+        c = out["capture_pass"]
+        out["capture_vs_migrate"] = {
+            "time": round(c["seconds"] / m["seconds"], 5),
+            "source_read_of_rows": round(c["source_read"] / n, 5),
         }
         store.close()
         return out
@@ -133,6 +178,11 @@ def _table(out: dict[str, Any]) -> str:
             f"| {label} | {r['seconds']:.1f} | {r['source_read']:,} | {r['target_read']:,} | "
             f"{r['written']:,} | {r['deleted']:,} |"
         )
+    c = out["capture_pass"]
+    rows.append(
+        f"| sync --delete from the slot after {c['changes']} changes | {c['seconds']:.2f} | "
+        f"{c['source_read']:,} | {c['target_read']:,} | {c['written']:,} | {c['deleted']:,} |"
+    )
     ratio = out["sync_vs_migrate"]
     rows.append("")
     rows.append(
@@ -140,19 +190,159 @@ def _table(out: dict[str, Any]) -> str:
         f"writes {ratio['written']:.2%} ({out['records']:,} records, {out['dim']} dims; the migrate's "
         f"index build took {out['migrate']['index_seconds']:.1f}s of it)"
     )
+    cap = out["capture_vs_migrate"]
+    rows.append(
+        f"capture pass / migrate: time {cap['time']:.2%}, source rows read {cap['source_read_of_rows']:.3%}"
+    )
     return "\n".join(rows)
 
 
+def _writer(url: str, n: int, dim: int, rate: int, seconds: float, done: list[int]) -> None:
+    """``rate`` writes per second for ``seconds``, in transactions of 50: half upserts of new or
+    changed records, a quarter metadata-only updates (the same vector), a quarter deletes."""
+    import random
+
+    rng = random.Random(7)
+    store = vectorport.connect(url)
+    step = 50
+    start = time.monotonic()
+    written = 0
+    version = 1
+    try:
+        while time.monotonic() - start < seconds:
+            due = start + written / rate
+            if due > time.monotonic():
+                time.sleep(due - time.monotonic())
+            kind = rng.random()
+            first = rng.randrange(0, 2 * n - step)
+            if kind < 0.5:
+                version += 1
+                store.upsert(_records(first, first + step, dim, version=version))
+            elif kind < 0.75:
+                got = store.get([r.key for r in _records(first, first + step, dim)])
+                store.upsert(
+                    [Record(r.key, r.vector, {**r.metadata, "touched": written}, r.text) for r in got]
+                )
+            else:
+                store.delete([r.key for r in _records(first, first + step, dim)])
+            written += step
+    finally:
+        done.append(written)
+        store.close()
+
+
+def follow(target_kind: str, n: int, dim: int, rate: int, seconds: float) -> dict[str, Any]:
+    """See the module docstring (``follow``)."""
+    import signal
+    import subprocess
+    import threading
+
+    from vectorport.backends.pgvector._embedded import stop_embedded
+
+    root = Path(tempfile.mkdtemp(prefix="vectorport-follow-bench-"))
+    root.chmod(0o755)
+    data = root / "data"
+    src = f"pgvector://{data}?table=source"
+    server = None
+    if target_kind == "s3vectors":
+        from vectorport.bucketserver import LocalServer
+
+        server = LocalServer()
+        server.start()
+        dst = f"s3vectors://bench/follow?endpoint_url={server.url}"
+    else:
+        dst = f"chroma://{root / 'chroma'}?collection=follow"
+    out: dict[str, Any] = {"target": target_kind, "records": n, "dim": dim, "rate": rate, "seconds": seconds}
+    try:
+        store = vectorport.connect(src, dimension=dim)
+        for start in range(0, n, BATCH):
+            store.upsert(_records(start, min(n, start + BATCH), dim))
+        store.setup_capture("slot")
+        store.close()
+        cmd = [
+            sys.executable,
+            "-m",
+            "vectorport",
+            "sync",
+            src,
+            dst,
+            "--delete",
+            "--follow",
+            "--json",
+            "--state",
+            str(root / "state.sqlite"),
+        ]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        events: list[dict[str, Any]] = []
+        reader = threading.Thread(
+            target=lambda: events.extend(json.loads(line) for line in proc.stdout or [] if line.strip())
+        )
+        reader.start()
+        while not any(e.get("event") == "lag" for e in list(events)):  # the first pass is done
+            time.sleep(0.2)
+        done: list[int] = []
+        t0 = time.time()
+        _writer(src, n, dim, rate, seconds, done)
+        t1 = time.time()
+        while True:  # caught up: a read after the writes stopped found nothing
+            late = [e for e in list(events) if e.get("event") == "lag" and e["time"] > t1 + 0.5]
+            if late and late[-1]["behind"] == 0:
+                break
+            time.sleep(0.2)
+        caught_up = time.time() - t1
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        reader.join(timeout=10)
+        lags = sorted(e["lag_seconds"] for e in events if e.get("event") == "lag" and t0 <= e["time"] <= t1)
+        out.update(
+            writes=done[0],
+            write_rate=round(done[0] / (t1 - t0), 1),
+            lag_p50=lags[len(lags) // 2] if lags else None,
+            lag_p95=lags[int(len(lags) * 0.95)] if lags else None,
+            lag_max=lags[-1] if lags else None,
+            lag_samples=len(lags),
+            caught_up_seconds=round(caught_up, 2),
+        )
+        check = vectorport.verify(src, dst, sample_queries=0)
+        out["verified_equal"] = check.data_equal
+        if not check.data_equal:
+            out["verification"] = check.to_dict()
+        store = vectorport.connect(src)
+        store.teardown_capture()
+        store.close()
+        return out
+    finally:
+        if server is not None:
+            server.stop()
+        stop_embedded(data)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def follow_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="sync_bench.py follow")
+    parser.add_argument("--target", choices=["s3vectors", "chroma"], default="s3vectors")
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=60)
+    args = parser.parse_args(argv)
+    print(json.dumps(follow(args.target, args.n, args.dim, args.rate, args.seconds), indent=2))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["follow"]:
+        follow_main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--n", type=int, default=200_000)
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--changed", type=float, default=0.001)
+    parser.add_argument("--capture-changes", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    out = run(args.n, args.dim, args.changed)
+    out = run(args.n, args.dim, args.changed, args.capture_changes)
     print(json.dumps(out, indent=2) if args.json else _table(out))
 
 

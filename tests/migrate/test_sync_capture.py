@@ -129,6 +129,14 @@ def test_passes_apply_what_was_captured(
     assert second.sync.source_read <= 80  # the changed keys, not the 60+ rows
     _assert_equal(source, target)
     assert sync(source, target, state=tmp_path / "s.sqlite", delete=True).sync.written == 0
+    table = source.split("table=")[1]
+    with _admin(Path(source.split("://")[1].split("?")[0])) as conn:
+        for round_ in range(3):  # a transaction right after the last applied one is not skipped
+            conn.execute(
+                f"INSERT INTO {table} (key, embedding, metadata) VALUES (%s, %s, '{{}}')",
+                (f"raw{round_}", "[" + ",".join(["0.5"] * DIM) + "]"),
+            )
+            assert sync(source, target, state=tmp_path / "s.sqlite", delete=True).sync.new == 1
     removed = _on(source, "teardown_capture")
     assert removed
     assert _leftovers(Path(source.split("://")[1].split("?")[0]), source.split("table=")[1]) == []
@@ -382,3 +390,28 @@ def test_langchain_shared_table_captures_one_collection(
     _on(target, "drop")
     with _admin(pg_dir) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.mark.pgvector
+def test_interleaved_transactions_are_applied_once_committed(
+    source: str, url_for: Callable[..., str], tmp_path: Path, pg_dir: Path
+) -> None:
+    """A transaction that wrote before another one committed, and commits after a pass applied
+    that other one, is applied by the next pass (its rows precede the recorded position in the
+    WAL, its commit does not)."""
+    target = url_for("pgvector")
+    table = source.split("table=")[1]
+    vec = "[" + ",".join(["0.5"] * DIM) + "]"
+    insert = f"INSERT INTO {table} (key, embedding, metadata) VALUES (%s, %s, '{{}}')"
+    _on(source, "setup_capture", "slot")
+    sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    with _admin(pg_dir) as early, _admin(pg_dir) as late:
+        early.execute("BEGIN")
+        early.execute(insert, ("early", vec))
+        late.execute(insert, ("late", vec))
+        assert sync(source, target, state=tmp_path / "s.sqlite", delete=True).sync.new == 1
+        early.execute("COMMIT")
+    report = sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    assert (report.sync.mode, report.sync.new) == ("capture", 1)
+    assert {r.key for r in _on(target, "get", ["early", "late"])} == {"early", "late"}
+    _on(target, "drop")

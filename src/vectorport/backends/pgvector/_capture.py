@@ -377,18 +377,24 @@ class SlotFeed(_Feed):
             return self._decode(rows, skip)
 
     def _decode(self, rows: list[tuple[str, bytes]], skip: int) -> ChangeBatch:
+        """The batch of the peeked ``(lsn, data)`` rows; transactions whose commit precedes
+        ``skip`` (an LSN already applied) count for the position only."""
         batch = ChangeBatch(position=None)
         tuples: list[tuple[Relation, list[object]]] = []
         relations: dict[int, Relation] = {}
         begun: datetime | None = None
-        for lsn, data in rows:
+        applied = False
+        for _, data in rows:
             msg = decode(data)
             if isinstance(msg, Begin):
                 begun = msg.committed
+                # applied before a kill, not confirmed: its commit record starts before the end
+                # of the last applied one (a change's own LSN says nothing: transactions interleave)
+                applied = msg.final_lsn < skip
             elif isinstance(msg, Relation):
                 relations[msg.oid] = msg
                 self._check_relation(msg)
-            elif isinstance(msg, Change | Truncate) and lsn_int(lsn) > skip:
+            elif isinstance(msg, Change | Truncate) and not applied:
                 if batch.oldest is None:
                     batch.oldest = begun
                 batch.changes += 1
