@@ -67,7 +67,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                     conninfo,
                     kwargs={"autocommit": True, **connection_defaults(conninfo)},
-                    min_size=1,
+                    min_size=store.pool_size,
                     max_size=store.pool_size,
                     configure=_configure,
                     name=f"vectorport {store.schema}.{store.table}",
