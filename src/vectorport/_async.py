@@ -132,6 +132,7 @@ async def aconnect(
     dimension: int | None = None,
     metric: str | Metric | None = None,
     embedding_model: str | None = None,
+    bind: Any = None,
     **options: Any,
 ) -> AsyncStore[Any]:
     """:func:`vectorport.connect` for asyncio: the same arguments, a store with awaitable
@@ -140,7 +141,13 @@ async def aconnect(
     from ._registry import connect
 
     store = await asyncio.to_thread(
-        connect, url, dimension=dimension, metric=metric, embedding_model=embedding_model, **options
+        connect,
+        url,
+        dimension=dimension,
+        metric=metric,
+        embedding_model=embedding_model,
+        bind=bind,
+        **options,
     )
     try:
         return store.asynchronous()

@@ -26,7 +26,7 @@ from typing import Any
 
 from ._base import BaseStore
 from ._models import Metric
-from ._url import StoreURL
+from ._url import StoreURL, application_target
 from .exceptions import ConfigurationError, NotInstalledError
 
 __all__ = ["ENTRY_POINT_GROUP", "Backend", "TestTarget", "available_backends", "connect", "resolve"]
@@ -183,11 +183,12 @@ def resolve(scheme: str) -> Backend:
 
 
 def connect(
-    url: str,
+    url: Any,
     *,
     dimension: int | None = None,
     metric: str | Metric | None = None,
     embedding_model: str | None = None,
+    bind: Any = None,
     **options: Any,
 ) -> BaseStore[Any]:
     """Open the collection a URL names, creating it when ``dimension`` is given and it is missing.
@@ -196,12 +197,17 @@ def connect(
     against them and a :class:`~vectorport.exceptions.ConfigurationError` says what differs.
     Backend-specific ``options`` go to the backend (see ``docs/backends/``).
 
+    ``url`` may also be what a SQLAlchemy application holds: a ``URL``, an ``Engine`` or an
+    ``AsyncEngine`` (plus ``table=`` …), or a mapped class with ``bind=`` an engine or URL,
+    whose columns give the table and its roles (``vectorport.connect(Chunk, bind=engine)``).
+
     >>> import vectorport
     >>> store = vectorport.connect("memory://doctest-connect", dimension=3, metric="cosine")
     >>> store.spec.dimension
     3
     >>> store.drop()
     """
+    url, options = application_target(url, bind, options)
     parsed = StoreURL.parse(url)
     cls = resolve(parsed.scheme).load()
     store = cls.from_url(parsed, **options)

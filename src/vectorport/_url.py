@@ -15,7 +15,7 @@ from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
 from .exceptions import ConfigurationError
 
-__all__ = ["StoreURL", "mask_url"]
+__all__ = ["StoreURL", "application_target", "mask_url"]
 
 _SECRET_WORD = re.compile(r"(?i)pass|secret|token|key|auth|credential")
 _WORD_BREAK = re.compile(r"[\W_]+")
@@ -93,6 +93,30 @@ def _split(url: str) -> SplitResult:
     ``postgresql+psycopg_async`` (``_`` is no URL scheme character) is then split all the same."""
     _, sep, rest = url.partition("://")
     return urlsplit("//" + rest if sep else url)
+
+
+def application_target(target: Any, bind: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``(url, options)`` for ``connect(target, bind=…, **options)``: a SQLAlchemy mapped class
+    (or ``Table``) with ``bind=`` an engine or URL becomes that URL and options naming its table
+    and columns' roles (a SQL table: the pgvector backend reads the model); anything else as is."""
+    from .exceptions import ConfigurationError
+
+    table = getattr(target, "__table__", target)
+    if hasattr(table, "primary_key") and hasattr(table, "columns") and not isinstance(target, str):
+        if bind is None:
+            raise ConfigurationError(
+                f"connect({getattr(target, '__name__', table)}) needs bind=: the engine (or URL) of "
+                "the database holding its table, e.g. vectorport.connect(Chunk, bind=engine)"
+            )
+        from .backends.pgvector._model import model_options
+
+        return bind, model_options(target, options)
+    if bind is not None:
+        raise ConfigurationError(
+            "bind= goes with a SQLAlchemy mapped class: vectorport.connect(Chunk, bind=engine); "
+            "give a URL or an engine as the first argument otherwise"
+        )
+    return target, options
 
 
 def _sqlalchemy_url(obj: Any) -> Any:

@@ -69,7 +69,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
                     kwargs={"autocommit": True, **connection_defaults(conninfo)},
                     min_size=store.pool_size,
                     max_size=store.pool_size,
-                    configure=_configure,
+                    configure=partial(_configure, store._session_setup()),
                     name=f"vectorport {store.schema}.{store.table}",
                     open=False,
                 )
@@ -189,6 +189,9 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         await super().aclose()
 
 
-async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
-    """The pool's ``configure``: vectorport's vector codecs on each new connection."""
+async def _configure(setup: list[str], conn: psycopg.AsyncConnection[Any]) -> None:
+    """The pool's ``configure``: vectorport's vector codecs and the store's session setup on
+    each new connection (as the sync store's connections get them)."""
     await aregister_vector_types(conn)
+    for statement in setup:
+        await conn.execute(statement.encode())

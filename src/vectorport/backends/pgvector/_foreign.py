@@ -33,7 +33,7 @@ from ._describe import rewritten_url
 from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
 from ._layouts import LANGCHAIN_COLLECTIONS
-from ._mapping import KEEP_KEY, NO_TEXT, Columns, row_id
+from ._mapping import KEEP_KEY, KEY_PARTS, NO_TEXT, Columns, row_id
 from ._schema import Layout
 from ._state import StoreState
 from .filters import Predicate
@@ -330,9 +330,14 @@ class ForeignMixin(StoreState):
         problems: list[Problem] = []
         keys: list[str] = []
         metadatas: list[dict[str, Any]] = []
+        template, kinds = cols.key_template, [kind for _, kind, _ in cols.key_parts]
         for key, metadata, text in zip(batch.keys, batch.metadatas, batch.texts, strict=True):
             rid = row_id(cols.key_kind, key)
             meta = dict(metadata)
+            parts = template.split(key, kinds) if template is not None else None
+            if template is not None and parts is None:
+                problems.append(Problem(key, "", f"key {key!r} does not fit key_template={template.text}"))
+                continue
             if cols.metadata is None:
                 extra = sorted(set(meta) - plain)
                 if extra:
@@ -378,6 +383,8 @@ class ForeignMixin(StoreState):
                     )
             if cols.node_metadata:
                 meta = to_node_metadata(key, text, meta, text_in_node=False)
+            if template is not None and parts is not None:
+                meta[KEY_PARTS] = dict(zip(template.fields, parts, strict=True))
             keys.append(rid or key)
             metadatas.append(meta)
         if problems:
@@ -388,14 +395,17 @@ class ForeignMixin(StoreState):
         """The statements merging the staged rows into the table."""
         cols = self.layout.columns
         table = self.layout.qualified
-        key = sql.SQL("s.key::uuid") if cols.key_kind == "uuid" else sql.SQL("s.key")
-        targets: list[sql.Composable] = [cols.ident("key"), cols.ident("embedding")]
-        values: list[sql.Composable] = [key, sql.SQL("s.embedding")]
+        targets, values = self._key_targets()
+        conflict = sql.SQL(", ").join(targets)
+        keys = len(targets)
+        targets.append(cols.ident("embedding"))
+        values.append(sql.SQL("s.embedding"))
         plain = [name for name, _ in cols.metadata_columns]
+        hidden = plain + ([KEY_PARTS] if cols.key_template else [])
         if cols.metadata is not None:
             meta: sql.Composable = sql.SQL("s.metadata")
-            if plain:
-                meta = sql.SQL("(s.metadata - {}::text[])").format(sql.Literal(plain))
+            if hidden:
+                meta = sql.SQL("(s.metadata - {}::text[])").format(sql.Literal(hidden))
             targets.append(cols.ident("metadata"))
             values.append(sql.SQL("{}::json").format(meta) if cols.metadata_json else meta)
         for name, kind in cols.metadata_columns:
@@ -413,24 +423,38 @@ class ForeignMixin(StoreState):
         insert = sql.SQL("INSERT INTO {} AS t ({}) SELECT {} FROM {} AS s").format(
             table, sql.SQL(", ").join(targets), sql.SQL(", ").join(values), stage
         )
-        if not cols.key_unique:
+        if not cols.key_unique and cols.key_template is None:
             # LlamaIndex's node_id has no unique index: replace a key's rows in one transaction
             delete = sql.SQL("DELETE FROM {} AS t WHERE {} AND {} IN (SELECT s.key FROM {} AS s)").format(
                 table, sql.SQL(cols.scope_sql()), cols.ident("key", "t"), stage
             )
             return [delete, insert]
-        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[1:])
+        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[keys:])
         guard: sql.Composable = sql.SQL("")
         if cols.fixed:
             # the key belongs to another collection of a shared table: not taken over (counted)
             guard = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(
                 sql.SQL("t.{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c, _ in cols.fixed
             )
-        return [
-            sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {}{}").format(
-                insert, cols.ident("key"), updates, guard
+        return [sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {}{}").format(insert, conflict, updates, guard)]
+
+    def _key_targets(self) -> tuple[list[sql.Composable], list[sql.Composable]]:
+        """The key's columns and their values from a staged row: the key column, or the columns
+        a key template split the key into (carried in the staged metadata)."""
+        cols = self.layout.columns
+        if cols.key_template is None:
+            key = sql.SQL("s.key::uuid") if cols.key_kind == "uuid" else sql.SQL("s.key")
+            return [cols.ident("key")], [key]
+        targets: list[sql.Composable] = []
+        values: list[sql.Composable] = []
+        for name, _, kind in cols.key_parts:
+            targets.append(sql.Identifier(name))
+            values.append(
+                sql.SQL("(s.metadata -> {} ->> {})::{}").format(
+                    sql.Literal(KEY_PARTS), sql.Literal(name), sql.SQL(kind)
+                )
             )
-        ]
+        return targets, values
 
     def _check_foreign_rowcount(self, rowcount: int, n: int) -> None:
         """After the merge: every staged row was written (a shared table refuses a key that

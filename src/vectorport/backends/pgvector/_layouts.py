@@ -36,7 +36,7 @@ from typing import Any
 
 from ...exceptions import ConfigurationError
 from ._inspect import Column, TableFacts
-from ._mapping import Columns
+from ._mapping import Columns, KeyTemplate
 
 __all__ = [
     "LAYOUTS",
@@ -59,6 +59,7 @@ ROLE_OPTION = {
 MAPPING_OPTIONS = (
     *ROLE_OPTION.values(),
     "key_expression",
+    "key_template",
     "layout",
     "metadata_columns",
     "null_vectors",
@@ -105,6 +106,8 @@ class MappingOptions:
     where: str | None = None
     null_vectors: str = "error"
     """``error``: a row without a vector stops the first scan, named; ``skip``: left out."""
+    key_template: KeyTemplate | None = None
+    """The key made from several columns (``{file_path}#chunk{chunk_index}``): writable."""
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> MappingOptions:
@@ -143,6 +146,12 @@ class MappingOptions:
             raise ConfigurationError(
                 f"pgvector option null_vectors must be error or skip, got {opts.get('null_vectors')!r}"
             )
+        template = KeyTemplate.parse(str(opts["key_template"])) if opts.get("key_template") else None
+        if template is not None and (expression or "key_column" in opts):
+            raise ConfigurationError(
+                "give one of key_template= (the key made from several columns, writable), "
+                "key_expression= (any SQL, read-only) and key_column="
+            )
         return cls(
             layout,
             named,
@@ -151,6 +160,7 @@ class MappingOptions:
             str(text_key) if text_key else None,
             where.strip() if where else None,
             null_vectors,
+            template,
         )
 
     @property
@@ -160,6 +170,7 @@ class MappingOptions:
             self.layout
             or self.columns
             or self.key_expression
+            or self.key_template
             or self.metadata_columns is not None
             or self.text_key
             or self.where
@@ -237,7 +248,7 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
     roles = dict(_PRESETS.get(layout) or _guess(facts))
     roles.update(dict(options.columns))
     explicit = {role for role, _ in options.columns}
-    if options.key_expression and "key" not in explicit:
+    if (options.key_expression or options.key_template) and "key" not in explicit:
         roles["key"] = ""  # the expression is the key; the columns it reads stay metadata
     problems: list[str] = []
 
@@ -254,7 +265,10 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
         return found
 
     key, emb, meta, text = (column(r) for r in ("key", "embedding", "metadata", "text"))
-    expression = options.key_expression
+    template = options.key_template
+    expression = options.key_expression or (template.sql() if template else None)
+    if template is not None:
+        problems += _template_problems(facts, template)
     if key is None and expression is None and not problems:
         problems.append(
             "no column for the key: pass key_column=NAME (a text, uuid or integer column), or "
@@ -293,7 +307,9 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
             f"{facts.describe()}. " + _options_hint()[0].upper() + _options_hint()[1:]
         )
     assert emb is not None
-    used = {c.name for c in (key, emb, meta, text) if c is not None}
+    used = {c.name for c in (key, emb, meta, text) if c is not None} | set(
+        template.fields if template else ()
+    )
     extra = [
         c.name
         for c in facts.columns.values()
@@ -346,6 +362,28 @@ def _skip_null_vectors(columns: Columns, options: MappingOptions) -> Columns:
     return replace(columns, skip_null_vectors=True)
 
 
+def _template_problems(facts: TableFacts, template: KeyTemplate) -> list[str]:
+    out = []
+    for name in template.fields:
+        column = facts.columns.get(name)
+        if column is None:
+            out.append(f"key_template names {{{name}}}, which is not a column")
+        elif _kind(column) is None:
+            out.append(
+                f"key_template field {{{name}}} is {column.type}: a key template field is a text, "
+                "integer or uuid column"
+            )
+    return out
+
+
+def _template_unique(facts: TableFacts, template: KeyTemplate) -> bool:
+    """A unique constraint (or index) on exactly the template's columns (``ON CONFLICT``'s)."""
+    fields = set(template.fields)
+    if len(fields) == 1:
+        return template.fields[0] in facts.unique
+    return any(set(cols) == fields for cols in facts.composite_unique)
+
+
 def _fts(facts: TableFacts) -> str | None:
     """The table's ``tsvector`` column: ``fts``, else its only one."""
     found = [c.name for c in facts.columns.values() if c.type == "tsvector"]
@@ -394,7 +432,13 @@ def _foreign(
             f"its columns: {facts.describe()}"
         )
     reasons = []
-    if kind == "expression":
+    template = options.key_template
+    if template is not None and not _template_unique(facts, template):
+        reasons.append(
+            f"no unique constraint on ({', '.join(template.fields)}), the columns of key_template=, "
+            "for INSERT … ON CONFLICT: add one"
+        )
+    elif kind == "expression" and template is None:
         reasons.append("its key is an expression over columns")
     elif kind == "integer":
         reasons.append(f"it is keyed by the integer column {base.key!r}, which vectorport cannot choose")
@@ -411,7 +455,12 @@ def _foreign(
     return replace(
         base,
         key_kind=kind,
-        key_expression=options.key_expression,
+        key_expression=options.key_expression or (template.sql() if template else None),
+        key_template=template,
+        key_parts=tuple(
+            (f, _kind(facts.columns[f]) or "text", facts.columns[f].type)
+            for f in (template.fields if template else ())
+        ),
         key_unique=unique,
         order=order,
         order_kind=order_kind,

@@ -13,6 +13,7 @@ statements of :mod:`._io` and :mod:`._search` stay the same for every table.
 from __future__ import annotations
 
 import re
+import string
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,9 +21,19 @@ from typing import Any
 
 from psycopg import sql
 
-from ...exceptions import UnsupportedFeatureError
+from ...exceptions import ConfigurationError, UnsupportedFeatureError
 
-__all__ = ["DEFAULT_COLUMNS", "KEEP_KEY", "KEY_NAMESPACE", "NO_TEXT", "Columns", "row_id", "sql_name"]
+__all__ = [
+    "DEFAULT_COLUMNS",
+    "KEEP_KEY",
+    "KEY_NAMESPACE",
+    "KEY_PARTS",
+    "NO_TEXT",
+    "Columns",
+    "KeyTemplate",
+    "row_id",
+    "sql_name",
+]
 
 KEEP_KEY = "vectorport_key"
 """Metadata key keeping a chunk key that is not a uuid, in a table keyed by uuid: the row id is
@@ -31,6 +42,9 @@ KEY_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://vectorport.dev/keys")
 NO_TEXT = "vectorport:no_text"
 """Metadata flag of a record without text in a table whose text column is ``NOT NULL`` (it
 holds ``''`` there); the same marker vectorport's Chroma layout uses."""
+
+KEY_PARTS = "vectorport:key_parts"
+"""Staged-metadata key carrying the columns a key template splits a key into (never stored)."""
 
 _PLAIN_NAMES = frozenset({"embedding", "fts", "hits", "key", "metadata", "t", "text", "updated_at"})
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -77,6 +91,93 @@ def row_id(kind: str, key: str) -> str | None:
     return key
 
 
+_FIELD_PATTERN = {"integer": r"-?[0-9]+", "uuid": r"[0-9a-fA-F-]{36}", "text": r".*"}
+
+
+@dataclass(frozen=True)
+class KeyTemplate:
+    """How a key is made from several columns: ``{file_path}#chunk{chunk_index}`` makes
+    ``docs/a.md#chunk3`` from ``('docs/a.md', 3)``; a key is split back with the same template
+    (a text field takes as much as it can), and a key that does not come out the same when the
+    parts are put back (``docs/a.md#chunk03``, ``docs/a.md``) does not fit it."""
+
+    text: str
+    fields: tuple[str, ...]
+    literals: tuple[str, ...]
+    """The text before each field, and after the last one (``len(fields) + 1`` items)."""
+
+    @classmethod
+    def parse(cls, text: str) -> KeyTemplate:
+        literals: list[str] = []
+        fields: list[str] = []
+        try:
+            parsed = list(string.Formatter().parse(text))
+        except ValueError as exc:
+            raise ConfigurationError(f"key_template {text!r} is not a template: {exc}") from None
+        pending = ""
+        for literal, name, spec, conversion in parsed:
+            pending += literal
+            if name is None:
+                continue
+            if not name.isidentifier() or spec or conversion:
+                raise ConfigurationError(
+                    f"key_template {text!r}: {{{name}}} must name a column, without a format or "
+                    "conversion, e.g. {file_path}#chunk{chunk_index}"
+                )
+            if fields and not pending:
+                raise ConfigurationError(
+                    f"key_template {text!r}: separate {{{fields[-1]}}} and {{{name}}} with some text, "
+                    "or a key could not be split back into them"
+                )
+            if name in fields:
+                raise ConfigurationError(f"key_template {text!r} names {{{name}}} twice")
+            literals.append(pending)
+            fields.append(name)
+            pending = ""
+        literals.append(pending)
+        if not fields:
+            raise ConfigurationError(f"key_template {text!r} names no column, e.g. {{file_path}}#chunk{{n}}")
+        return cls(text, tuple(fields), tuple(literals))
+
+    def split(self, key: str, kinds: Sequence[str]) -> list[str] | None:
+        """The column values (as text) of ``key``, ``None`` when it does not fit."""
+        pattern = "".join(
+            re.escape(lit) + f"({_FIELD_PATTERN[kind]})"
+            for lit, kind in zip(self.literals, kinds, strict=False)
+        )
+        found = re.fullmatch(pattern + re.escape(self.literals[-1]), key, re.DOTALL)
+        if found is None:
+            return None
+        parts = list(found.groups())
+        for value, kind in zip(parts, kinds, strict=True):
+            if kind == "integer" and (str(int(value)) != value or not -(2**63) <= int(value) < 2**63):
+                return None
+            if kind == "uuid" and (not _UUID.match(value) or str(uuid.UUID(value)) != value):
+                return None
+        return parts if self.join(parts) == key else None
+
+    def join(self, parts: Sequence[str]) -> str:
+        return (
+            "".join(lit + part for lit, part in zip(self.literals, parts, strict=False)) + self.literals[-1]
+        )
+
+    def sql(self) -> str:
+        """The key as an SQL expression over the row's columns (``text`` of each, joined)."""
+        pieces: list[str] = []
+        for lit, name in zip(self.literals, self.fields, strict=False):
+            if lit:
+                pieces.append(_quote(lit))
+            pieces.append(f"{sql.Identifier(name).as_string(None)}::text")
+        if self.literals[-1]:
+            pieces.append(_quote(self.literals[-1]))
+        return " || ".join(pieces)
+
+
+def _quote(text: str) -> str:
+    # standard_conforming_strings is on (PostgreSQL's default since 9.1): only ' is doubled
+    return "'" + text.replace("'", "''") + "'"
+
+
 @dataclass(frozen=True)
 class Columns:
     """The columns of a collection's table and how they make a record.
@@ -106,6 +207,10 @@ class Columns:
     key), ``expression`` (:attr:`key_expression` is)."""
     key_expression: str | None = None
     """SQL over the row's columns giving the key (``file_path || '#' || chunk_index``)."""
+    key_template: KeyTemplate | None = None
+    """The key made from several columns (:attr:`key_parts`); :attr:`key_expression` is its SQL."""
+    key_parts: tuple[tuple[str, str, str], ...] = ()
+    """The template's columns: ``(column, kind, format_type)``, kind ``text``/``integer``/``uuid``."""
     key_unique: bool = True
     """The key column has a unique index (upserts use ``ON CONFLICT``, scans walk it)."""
     order: str | None = None

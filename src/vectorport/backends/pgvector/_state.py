@@ -132,16 +132,22 @@ class StoreState(BaseStore[Predicate]):
                     check_extension(conn)
                     self._ready = True
             register_vector_types(conn)
-            if self.mapping.key_expression or self.mapping.where:
-                # key_expression= and where= are trusted SQL pasted into every read (only ';' is
-                # refused); a store that holds them is a read-only source, so each statement of its
-                # session runs in a READ ONLY transaction: an expression that writes (INSERT through
-                # a function, lo_import, nextval …) fails instead of running through an export
-                conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            for statement in self._session_setup():
+                conn.execute(statement)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _session_setup(self) -> list[str]:
+        """Statements every new connection of this store runs first (sync and async)."""
+        if self.mapping.key_expression or self.mapping.where:
+            # key_expression= and where= are trusted SQL pasted into every read (only ';' is
+            # refused); a store that holds them is a read-only source, so each statement of its
+            # session runs in a READ ONLY transaction: an expression that writes (INSERT through
+            # a function, lo_import, nextval …) fails instead of running through an export
+            return ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"]
+        return []
 
     def _conn(self) -> tuple[psycopg.Connection[Any], set[str]]:
         session = self._pool.get()
