@@ -37,13 +37,20 @@ def describe_mapping(store: StoreState) -> dict[str, Any]:
     """The ``mapping`` part of ``info()["pgvector"]``."""
     cols = store.layout.columns
     key: dict[str, Any] = {"kind": cols.key_kind}
-    if cols.key_expression:
+    if cols.key_template is not None:
+        key = {
+            "kind": "template",
+            "template": cols.key_template.text,
+            "columns": list(cols.key_template.fields),
+            "expression": cols.key_expression,
+        }
+    elif cols.key_expression:
         key["expression"] = cols.key_expression
     else:
         key["column"] = cols.key
     if cols.key_kind == "uuid" and cols.keep_key:
         key["kept_in_metadata"] = "vectorport_key (for keys that are not uuids; the row id is their uuid5)"
-    if not cols.key_unique:
+    if not cols.key_unique and cols.key_template is None:
         key["unique_index"] = False
     metadata: dict[str, Any] = {
         "column": cols.metadata,

@@ -1,0 +1,196 @@
+"""``vectorport.connect(Chunk, bind=engine)``: the tables of SQLAlchemy applications, filled from
+Chroma by ``migrate`` and read back with SQLAlchemy and psycopg as the application wrote them:
+
+* an async FastAPI service's model: uuid key, ``Text`` content, JSONB metadata, ``Vector(384)``;
+* a composite natural key: ``bigserial`` id, ``UNIQUE(file_path, chunk_index)``, keys such as
+  ``docs/a.md#chunk3`` (``key_template`` inferred from the model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vectorport
+from vectorport import Record
+
+pytestmark = [pytest.mark.pgvector, pytest.mark.chroma]
+sqlalchemy = pytest.importorskip("sqlalchemy")
+pgvector_sqlalchemy = pytest.importorskip("pgvector.sqlalchemy")
+psycopg = pytest.importorskip("psycopg")
+
+from sqlalchemy import BigInteger, Identity, Index, Integer, String, Text, UniqueConstraint, select  # noqa: E402
+from sqlalchemy.dialects.postgresql import JSONB  # noqa: E402
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
+
+Vector = pgvector_sqlalchemy.Vector
+DIM = 384
+_names = itertools.count()
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Chunk(Base):
+    """As an async FastAPI service declares it."""
+
+    __tablename__ = "app_chunks"
+    __table_args__ = (
+        Index(
+            "app_chunks_embedding_idx",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+    )
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    content: Mapped[str] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    embedding: Mapped[Any] = mapped_column(Vector(DIM))
+
+
+class DocChunk(Base):
+    """A hand-made table keyed by the file and the chunk's position in it."""
+
+    __tablename__ = "doc_chunks"
+    __table_args__ = (
+        UniqueConstraint("file_path", "chunk_index"),
+        Index(
+            "doc_chunks_embedding_idx",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+    )
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    file_path: Mapped[str] = mapped_column(String(500))
+    chunk_index: Mapped[int] = mapped_column(Integer)
+    content: Mapped[str] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    embedding: Mapped[Any] = mapped_column(Vector(DIM))
+
+
+@pytest.fixture(scope="module")
+def engine(pg_uri: str) -> Iterator[Any]:
+    from psycopg.conninfo import conninfo_to_dict
+
+    socket_dir = conninfo_to_dict(pg_uri)["host"]
+    url = sqlalchemy.engine.URL.create(
+        "postgresql+psycopg", username="postgres", database="postgres", query={"host": socket_dir}
+    )
+    engine = sqlalchemy.create_engine(url)
+    Base.metadata.drop_all(engine)
+    Base.metadata.create_all(engine)
+    yield engine
+    Base.metadata.drop_all(engine)
+    engine.dispose()
+
+
+def _vectors(n: int) -> np.ndarray:
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(n, DIM)).astype("float32")
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _chroma(chroma_dir: str, records: list[Record]) -> str:
+    url = f"chroma://{chroma_dir}?collection=app{next(_names)}"
+    with vectorport.connect(url, dimension=DIM, metric="cosine") as store:
+        store.upsert(records)
+    return url
+
+
+def test_fastapi_model_filled_from_chroma_reads_back_as_the_app_wrote_it(
+    engine: Any, chroma_dir: str
+) -> None:
+    vectors = _vectors(30)
+    records = [
+        Record(str(uuid.UUID(int=i + 1)), vectors[i], {"source": f"docs/{i % 4}.md", "page": i}, f"chunk {i}")
+        for i in range(30)
+    ]
+    source = _chroma(chroma_dir, records)
+    with vectorport.connect(Chunk, bind=engine) as target:
+        info = target.info()
+        assert info["layout"]["writable"]
+        roles = info["layout"]["roles"]
+        assert roles["key"]["kind"] == "uuid" and roles["key"]["column"] == "id"
+        assert roles["embedding"]["column"] == "embedding" and roles["text"]["column"] == "content"
+        assert roles["metadata"]["column"] == "metadata" and target.spec.dimension == DIM
+        report = vectorport.migrate(source, target)
+        assert report.status == "verified", report.to_dict()
+        assert vectorport.verify(source, target).ok
+        assert vectorport.verify(target, source).ok
+    with Session(engine) as session:
+        rows = {row.id: row for row in session.scalars(select(Chunk))}
+    assert len(rows) == 30
+    for i, rec in enumerate(records):
+        row = rows[uuid.UUID(rec.key)]
+        assert row.content == f"chunk {i}" and row.metadata_ == {"source": f"docs/{i % 4}.md", "page": i}
+        assert np.allclose(row.embedding, vectors[i], atol=1e-6)
+    with psycopg.connect(engine.url.render_as_string(hide_password=False).replace("+psycopg", "")) as conn:
+        got = conn.execute("SELECT id::text, content, metadata FROM app_chunks ORDER BY id").fetchall()
+    assert got == sorted((r.key, r.text, r.metadata) for r in records)
+
+
+def test_composite_key_model_filled_from_chroma_and_verified_both_ways(engine: Any, chroma_dir: str) -> None:
+    vectors = _vectors(24)
+    records = [
+        Record(f"docs/{i % 3}.md#chunk{i // 3}", vectors[i], {"lang": "en" if i % 2 else "fr"}, f"text {i}")
+        for i in range(24)
+    ]
+    source = _chroma(chroma_dir, records)
+    with vectorport.connect(DocChunk, bind=engine) as target:
+        roles = target.info()["layout"]["roles"]
+        assert roles["key"]["template"] == "{file_path}#chunk{chunk_index}"
+        assert target.info()["layout"]["writable"]
+        report = vectorport.migrate(source, target, batch_size=5)
+        assert report.status == "verified", report.to_dict()
+        # a second run over the same rows replaces them (ON CONFLICT on the natural key)
+        again = vectorport.migrate(source, target)
+        assert again.status == "verified" and target.count() == 24
+        assert vectorport.verify(source, target).ok
+        assert vectorport.verify(target, source).ok
+        with pytest.raises(vectorport.ValidationError, match="does not fit key_template"):
+            target.upsert([Record("docs/x.md#chunk9", vectors[0]), Record("no-chunk-here", vectors[1])])
+        assert target.get(["docs/x.md#chunk9"]) == []  # nothing of the batch was written
+    with Session(engine) as session:
+        rows = session.scalars(select(DocChunk).order_by(DocChunk.file_path, DocChunk.chunk_index)).all()
+    assert [(r.file_path, r.chunk_index, r.content, r.metadata_) for r in rows] == sorted(
+        (f"docs/{i % 3}.md", i // 3, f"text {i}", {"lang": "en" if i % 2 else "fr"}) for i in range(24)
+    )
+
+
+def test_async_engine_and_aconnect_open_the_model(engine: Any) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def main() -> list[str]:
+        aengine = create_async_engine(engine.url)
+        try:
+            async with await vectorport.aconnect(Chunk, bind=aengine) as store:
+                vec = -_vectors(1)[0]  # no row of the other tests is near it
+                key = str(uuid.UUID(int=999))
+                await store.aupsert([Record(key, vec, {"a": 1}, "async")])
+                found = await store.aquery(vec, k=1)
+                await store.adelete([key])
+                return found.keys
+        finally:
+            await aengine.dispose()
+
+    assert asyncio.run(main()) == [str(uuid.UUID(int=999))]
+
+
+def test_a_model_without_bind_or_a_vector_column_is_refused_in_one_line(engine: Any) -> None:
+    with pytest.raises(vectorport.ConfigurationError, match="needs bind="):
+        vectorport.connect(Chunk)
+    with pytest.raises(vectorport.ConfigurationError, match="bind= goes with a SQLAlchemy mapped class"):
+        vectorport.connect("memory://x", bind=engine)
+    meta = sqlalchemy.MetaData()
+    plain = sqlalchemy.Table("no_vectors", meta, sqlalchemy.Column("id", Text, primary_key=True))
+    with pytest.raises(vectorport.ConfigurationError, match="0 pgvector Vector/HALFVEC columns"):
+        vectorport.connect(plain, bind=engine)
