@@ -124,6 +124,14 @@ class BaseStore(ABC, Generic[N]):
 
     # ----------------------------------------------------------------- construction
     @classmethod
+    def processes(cls, url: StoreURL) -> str:
+        """Which processes may open the collection a URL names, decided without opening it:
+        ``any`` (a server, a shared directory read-only), ``one`` (one process at a time: an
+        embedded database directory) or ``this`` (it lives in this process only). A runner
+        that spreads work over processes reads this before any I/O."""
+        return "any"
+
+    @classmethod
     @abstractmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         """Build an unbound store from a parsed URL and keyword options."""

@@ -326,7 +326,7 @@ def migrate(
             checkpoint=ck,
             resume=resume,
             verify=not no_verify,
-            single_pass=single_pass,
+            single_pass=single_pass or None,
             metadata_policy=metadata_policy,
             text_key=text_key,
             shard=segment,

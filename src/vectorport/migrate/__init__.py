@@ -20,6 +20,8 @@ keeping a live source and its copy in step — in :mod:`._sync`, :mod:`._syncsta
 from .._exit import ExitCode
 from ._api import default_checkpoint, migrate, parse_shard, plan, verify
 from ._checkpoint import Checkpoint, shard_path
+from ._engine import LocalRunner, RunContext, Runner
+from ._options import MigrateOptions, SyncOptions
 from ._plan import MigrationPlan, PlanRefusedError, ProblemGroup
 from ._report import (
     EXIT_DIFFERENCES,
@@ -45,12 +47,17 @@ __all__ = [
     "Checkpoint",
     "CopyStats",
     "ExitCode",
+    "LocalRunner",
     "MetadataPolicy",
+    "MigrateOptions",
     "MigrationPlan",
     "MigrationReport",
     "PlanRefusedError",
     "ProblemGroup",
     "QueryCheck",
+    "RunContext",
+    "Runner",
+    "SyncOptions",
     "SyncReport",
     "SyncStats",
     "Transformed",

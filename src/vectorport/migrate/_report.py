@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .._exit import ExitCode, Status
 from .._models import JSON
@@ -96,6 +96,11 @@ class MigrationReport(Report):
     notes: list[str] = field(default_factory=list)
     """What the operator should know and do (e.g. the source changed after the migration
     finished: run ``sync``)."""
+    options: dict[str, JSON] = field(default_factory=dict)
+    """The run's options (:meth:`~._options.MigrateOptions.to_dict`): the same under every runner."""
+    engine: dict[str, Any] = field(default_factory=dict)
+    """Where it ran: ``engine`` (``local`` or ``ray``) and, on Ray, ``workers``, the write cap
+    each worker got and each task's node, pid, records and rate."""
 
     def sections(self) -> dict[str, JSON]:
         return {
@@ -109,4 +114,6 @@ class MigrationReport(Report):
             "copy": self.copy.to_dict() if self.copy else None,
             "verification": self.verification.to_dict() if self.verification else None,
             "notes": list(self.notes),
+            "options": dict(self.options),
+            **self.engine,
         }

@@ -47,10 +47,12 @@ from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import ConfigurationError, ConflictError, TransientError
-from ._api import DEFAULT_BATCH, _opened, parse_shard, state_dir
+from ._api import state_dir
 from ._capture import CaptureRun, Lag, check_follow, feed_of, follow_until, mark, ready
 from ._checkpoint import shard_path
 from ._endpoints import Endpoint, StoreLike
+from ._engine import DEFAULT_BATCH, open_pair
+from ._options import parse_shard
 from ._plan import planned_target_spec
 from ._progress import Progress
 from ._report import DEFAULT_CAP
@@ -345,7 +347,7 @@ def _pair(
     target_options: Mapping[str, Any] | None,
 ) -> tuple[Endpoint, Endpoint]:
     """Open both ends; refuse a target that is the source."""
-    src, dst = _opened(source, target, source_options, target_options)
+    src, dst = open_pair(source, target, source_options, target_options)
     if src.identity == dst.identity:
         dst.close()
         src.close()

@@ -213,6 +213,12 @@ class ChromaStore(BaseStore[Where]):
 
     # ----------------------------------------------------------------- construction
     @classmethod
+    def processes(cls, url: StoreURL) -> str:
+        # PersistentClient keeps the HNSW segments in memory and flushes them to the directory:
+        # two processes writing one directory corrupt each other ("Error executing plan")
+        return "one" if url.scheme == "chroma" else "any"
+
+    @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         opts = dict(options)
         layout = layout_option(opts.pop("layout", None) or url.params.get("layout"))

@@ -167,6 +167,10 @@ class MemoryStore(BaseStore[FilterNode]):
     )
 
     @classmethod
+    def processes(cls, url: StoreURL) -> str:
+        return "this"  # a dict in this process
+
+    @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         opts = dict(options)
         named = opts.pop("collection", None)  # connect()'s or a migration's name replaces the URL's
