@@ -51,22 +51,24 @@ def _same(a_url: str, b_url: str) -> None:
         assert np.array_equal(va, vb)
 
 
-@pytest.mark.parametrize(
-    "n", [20_000, pytest.param(200_000, marks=pytest.mark.slow, id="200k")], ids=lambda n: f"{n}"
-)
 def test_ray_migration_equals_single_process(
-    n: int, ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path
+    ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path
 ) -> None:
     from vectorport.ray import migrate_on_ray
 
+    n = 4_000  # scale lives in benchmarks/
     source = _snapshot(url_for, tmp_path, n)
     single, clustered = url_for("s3vectors", write_rate=0), url_for("s3vectors", write_rate=0)
     one = vectorport.migrate(source, single, checkpoint=tmp_path / "one.json", sample_queries=5)
     assert one.status == "verified"
     report = migrate_on_ray(source, clustered, workers=2, checkpoint=tmp_path / "ck.json", sample_queries=5)
     assert report.status == "verified", json.dumps(report.to_dict(), default=str)[:3000]
-    assert report.records == n == report.target_count == report.source_count
-    assert len(report.per_worker) == 2 and all(w["records"] > 0 for w in report.per_worker)
+    assert report.copy is not None and report.copy.records == n
+    assert report.verification is not None and report.verification.target_count == n
+    assert len(report.engine["per_worker"]) == 2 and all(
+        w["records"] > 0 for w in report.engine["per_worker"]
+    )
+    assert report.to_dict()["options"] == one.to_dict()["options"] | {"checkpoint": str(tmp_path / "ck.json")}
     _same(single, clustered)
 
 
@@ -104,12 +106,11 @@ def test_killed_worker_loses_nothing(ray_cluster: Any, url_for: Callable[..., st
     thread.join(timeout=300)
     assert killed is not None, "the copy finished before a worker could be killed"
     report = result["report"]
-    assert report.write_rate_per_worker == 750
+    assert report.engine["write_rate_per_worker"] == 750
     assert report.status == "verified", json.dumps(report.to_dict(), default=str)[:3000]
     assert int((pids / "shard-0.pid").read_text()) != killed  # shard 0 ran again, elsewhere
-    shard = report.shards[0]
-    assert shard.copy is not None and shard.copy.resumed_from > 0  # continued, not restarted
-    assert report.target_count == n
+    assert report.engine["per_worker"][0]["resumed_from"] > 0  # continued, not restarted
+    assert report.verification.target_count == n
     assert len(raw_metadata(target)) == n
 
 
@@ -124,5 +125,61 @@ def test_cli_engine_ray(ray_cluster: Any, url_for: Callable[..., str], tmp_path:
     out = CliRunner().invoke(app, [*args, "--checkpoint", str(tmp_path / "ck.json"), "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert data["engine"] == "ray" and data["status"] == "verified" and data["records"] == 3_000
-    assert [s["shard"] for s in data["shards"]] == [[0, 2], [1, 2]]
+    assert data["engine"] == "ray" and data["status"] == "verified" and data["copy"]["records"] == 3_000
+    assert data["schema"] == "vectorport.migrate/1"
+    assert [w["shard"] for w in data["per_worker"]] == [0, 1]
+
+
+def test_plan_on_ray_writes_nothing_and_prints_the_same_plan(
+    ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    source = _snapshot(url_for, tmp_path, 500)
+    target = url_for("s3vectors", write_rate=0)
+    plans = []
+    for engine in ("local", "ray"):
+        out = CliRunner().invoke(app, ["migrate", source, target, "--plan", "--engine", engine, "--json"])
+        assert out.exit_code == 0, out.output
+        data = json.loads(out.stdout)
+        assert data["status"] == "planned" and data["copy"] is None
+        plans.append(data["plan"])
+    assert plans[0] == plans[1]
+    with pytest.raises(vectorport.exceptions.NotFoundError):
+        vectorport.connect(target)
+
+
+@pytest.mark.parametrize(("flag", "name"), [(["--shard", "0/2"], "shard")], ids=["shard"])
+def test_an_option_ray_cannot_honour_is_refused_before_any_io(
+    flag: list[str], name: str, ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    source = _snapshot(url_for, tmp_path, 50)
+    target = url_for("s3vectors", write_rate=0)
+    out = CliRunner().invoke(app, ["migrate", source, target, "--engine", "ray", *flag])
+    assert out.exit_code == 3 and name in out.output and "ray" in out.output, out.output
+    with pytest.raises(vectorport.exceptions.NotFoundError):
+        vectorport.connect(target)
+
+
+@pytest.mark.chroma
+def test_chroma_into_embedded_chroma_on_ray_copies_everything(ray_cluster: Any, tmp_path: Path) -> None:
+    import chromadb
+
+    from vectorport.ray import migrate_on_ray
+
+    n = 1_500
+    source = f"chroma://{tmp_path / 'src'}?collection=docs"
+    target = f"chroma://{tmp_path / 'dst'}?collection=docs"
+    store = vectorport.connect(source, dimension=DIM)
+    store.upsert(fit_to(tricky_records(n, DIM), store.capabilities.metadata))
+    report = migrate_on_ray(source, target, workers=2, checkpoint=tmp_path / "ck.json", sample_queries=5)
+    assert report.status == "verified", report.to_json()[:3000]
+    assert report.engine["workers"] == 1 and any("one process" in note for note in report.notes)
+    got = chromadb.PersistentClient(path=str(tmp_path / "dst")).get_collection("docs").get(include=[])
+    assert sorted(got["ids"]) == sorted(r.key for r in tricky_records(n, DIM))

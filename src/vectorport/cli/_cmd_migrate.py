@@ -39,7 +39,7 @@ from ..migrate import (
 from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
 from ._common import JsonOption, emit_json, err_console, fail, out_console, print_error, writable_path
-from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, run_on_ray
+from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
@@ -208,6 +208,7 @@ def _print_report(report: MigrationReport) -> None:
         out_console.print(f"note: {note}", highlight=False, markup=False)
     if report.checkpoint:
         out_console.print(f"checkpoint: {report.checkpoint}", highlight=False, markup=False)
+    print_workers(report.to_dict())
     out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")
 
 
@@ -303,13 +304,6 @@ def migrate(
     folder named by the environment variable VECTORPORT_STATE_DIR (default: ~/.local/state/vectorport);
     --resume continues from it.
     """
-    if engine is Engine.ray:
-        options = {"workers": workers, "address": address, "verify": not no_verify}
-        options |= {"metadata_policy": metadata_policy.value, "text_key": text_key, "batch_size": batch_size}
-        ck_ray = checkpoint or default_checkpoint(source, target)
-        options |= {"concurrency": concurrency, "sample_queries": queries}
-        run_on_ray(source, target, ck_ray, as_json, **options)
-        return
     ck: Path | None = None
     segment = (0, 1)
     try:
@@ -320,6 +314,7 @@ def migrate(
         report = run_migration(
             source,
             target,
+            runner=runner(engine, workers, address),
             plan_only=plan,
             batch_size=batch_size,
             concurrency=concurrency,

@@ -6,8 +6,9 @@ Ray cluster (the ``ray`` extra).
   (fixed-size float32 list), ``metadata`` (JSON text) and ``text``;
 * :func:`write_store` — write a dataset with those columns through the store's upsert
   (idempotent: a retried task rewrites the same records);
-* :func:`migrate_on_ray` — ``vectorport migrate --engine ray``: the same plan, checkpoints and
-  report as :func:`vectorport.migrate`, one Ray task per shard, checked by :func:`verify_on_ray`;
+* :class:`RayRunner` and :func:`migrate_on_ray` — ``vectorport migrate --engine ray``:
+  :func:`vectorport.migrate` itself (the same options, plan, checkpoints and report) with its
+  copy run as one Ray task per shard and its verification by :func:`verify_on_ray`;
 * :func:`sync_on_ray` — ``vectorport sync --engine ray``: the same passes, states and report as
   :func:`vectorport.sync`, one Ray task per shard of the source, each with its own state file;
 * :func:`export_on_ray` — ``vectorport export --engine ray``: each task writes its segment's
@@ -35,13 +36,14 @@ if _missing is not None:
     raise _exc
 
 from ._data import StoreDatasink, StoreDatasource, read_store, write_store  # noqa: E402
-from ._engine import migrate_on_ray  # noqa: E402
+from ._engine import RayRunner, migrate_on_ray  # noqa: E402
 from ._snapshot import export_on_ray  # noqa: E402
 from ._sync import ClusterSyncReport, sync_on_ray  # noqa: E402
 from ._verify import verify_on_ray  # noqa: E402
 
 __all__ = [
     "ClusterSyncReport",
+    "RayRunner",
     "StoreDatasink",
     "StoreDatasource",
     "export_on_ray",

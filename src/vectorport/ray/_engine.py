@@ -1,82 +1,46 @@
-"""``migrate --engine ray``: one Ray task per shard, each the ordinary single-process migration
-of that shard (``migrate(shard=(i, n))``) with its own checkpoint, so Ray's retry of a task
-whose worker died resumes from the last acknowledged batch; writes are idempotent upserts, so a
-batch written twice leaves one record.
+"""``migrate --engine ray``: :class:`RayRunner`, the runner that puts a migration's copy and
+verification on a Ray cluster. Every other stage (options, checkpoint, plan, target creation,
+status, notes, the report) is :func:`vectorport.migrate`'s own, run on the driver: a runner
+decides placement and parallelism, never meaning.
 
-Two passes, as in one process: every shard's plan first (nothing is written when any shard's
-plan is refused), then every shard's copy and verification. A target with a per-index write
-cap (buckets: ``write_rate``) gets the cap divided among the workers. Verification is the
-merged-digest verification of :func:`~._verify.verify_on_ray` over the whole pair (counts,
-missing, extra, changed records, sampled queries), with no key list held anywhere.
+* copy: one Ray task per shard of the source (``scan(segment=(i, n))``), each the ordinary
+  copy (:func:`~vectorport.migrate._run.copy_records`) with its own checkpoint beside the run's
+  (``ck.shard-I-of-N.json``), so Ray's retry of a task whose worker died — or a later
+  ``resume`` after the whole run was killed — continues from the last acknowledged batch;
+  writes are idempotent upserts, so a batch written twice leaves one record. A target with a
+  per-index write cap (buckets: ``write_rate``) gets the cap divided among the workers.
+* verify: the merged-digest verification of :func:`~._verify.verify_on_ray` (re-embedded
+  records are compared record by record on the driver, as in one process).
+* a store only one process may open (an embedded Chroma directory) is never opened by several
+  workers: the whole migration runs as one Ray task; a ``memory://`` store, which no other
+  process can see, is refused before any I/O.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import ray
 
-from .._exit import Status
 from .._features import write_cap_of
-from .._registry import connect
-from .._report import Report
 from ..exceptions import ConfigurationError
-from ..migrate import MigrationReport, migrate
-from ..migrate._endpoints import open_source, probe_target
-from ..migrate._merged import MergedVerifyReport
+from ..migrate import MigrateOptions, MigrationReport, migrate
+from ..migrate._checkpoint import Checkpoint, shard_path
+from ..migrate._endpoints import StoreLike, probe_target
+from ..migrate._engine import DEFAULT_BATCH, RunContext, open_pair, refuse_options, verify_here
+from ..migrate._merged import worker_info
+from ..migrate._progress import Progress
+from ..migrate._reembed import load_embedder
+from ..migrate._run import CopyStats, copy_records
+from ..migrate._transform import Transformer
+from ..migrate._verify import VerifyReport
 from ._verify import ensure_ray, reachable, verify_on_ray
 
-__all__ = ["ClusterReport", "engine_fields", "migrate_on_ray", "note_pid", "write_cap"]
-
-
-@dataclass
-class ClusterReport(Report):
-    """A migration run as ``workers`` Ray tasks: each shard's :class:`MigrationReport` and the
-    merged totals, in the shape of the single-process report plus ``engine`` and ``workers``."""
-
-    SCHEMA: ClassVar[str] = "vectorport.migrate-ray/1"
-
-    source: str
-    target: str
-    workers: int
-    status: Status = Status.PLANNED
-    shards: list[MigrationReport] = field(default_factory=list)
-    per_worker: list[dict[str, Any]] = field(default_factory=list)
-    source_count: int | None = None
-    target_count: int | None = None
-    write_rate_per_worker: float | None = None
-    verification: MergedVerifyReport | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def records(self) -> int:
-        return sum(r.copy.records for r in self.shards if r.copy is not None)
-
-    def sections(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "target": self.target,
-            "records": self.records,
-            **engine_fields(
-                self.workers,
-                self.records,
-                self.timings.get("copy", 0.0),
-                self.write_rate_per_worker,
-                self.per_worker,
-            ),
-            "counts": {"source": self.source_count, "target": self.target_count},
-            "timings": {k: round(v, 3) for k, v in self.timings.items()},
-            "shards": [r.to_dict() for r in self.shards],
-            "verification": None if self.verification is None else self.verification.to_dict(),
-            "notes": list(self.notes),
-        }
+__all__ = ["RayRunner", "engine_fields", "migrate_on_ray", "note_pid", "write_cap"]
 
 
 def engine_fields(
@@ -106,24 +70,7 @@ def note_pid(shard: tuple[int, int]) -> None:
         Path(pid_dir, f"shard-{shard[0]}.pid").write_text(str(os.getpid()))
 
 
-def _run_shard(source: str, target: str, shard: tuple[int, int], options: dict[str, Any]) -> dict[str, Any]:
-    started = time.monotonic()
-    note_pid(shard)
-    report = migrate(source, target, shard=shard, **options)
-    return {
-        "report": report,
-        "worker": {
-            "shard": shard[0],
-            "node": socket.gethostname(),
-            "pid": os.getpid(),
-            "records": report.copy.records if report.copy else 0,
-            "seconds": round(time.monotonic() - started, 3),
-            "records_per_second": round(report.copy.rate, 1) if report.copy else None,
-        },
-    }
-
-
-def write_cap(target: str, options: Mapping[str, Any]) -> float | None:
+def write_cap(target: str, options: dict[str, Any]) -> float | None:
     """The target's per-index write cap in records/s (``write_rate`` of a bucket), if any."""
     dst = probe_target(target, **dict(options))
     try:
@@ -132,116 +79,208 @@ def write_cap(target: str, options: Mapping[str, Any]) -> float | None:
         dst.close()
 
 
+class RayRunner:
+    """Ray tasks: ``workers`` copy shards and verification segments (see the module docstring).
+
+    ``address`` goes to ``ray.init`` (``"auto"``: the running cluster; ``None``: a local one when
+    Ray is not initialised yet); ``max_retries``: Ray's retries of a task whose worker died.
+    """
+
+    name = "ray"
+
+    def __init__(self, workers: int = 2, address: str | None = None, max_retries: int = 3) -> None:
+        if workers < 1:
+            raise ConfigurationError(f"workers must be at least 1, got {workers}")
+        self.workers, self.address, self.max_retries = workers, address, max_retries
+        self.shards = workers
+        self.per_worker: list[dict[str, Any]] = []
+        self.write_rate_per_worker: float | None = None
+        self.copy_seconds = 0.0
+        self.copied = 0
+
+    def check(self, options: MigrateOptions, source: StoreLike, target: StoreLike) -> None:
+        refuse_options(options, self.name)
+        if not (isinstance(source, str) and isinstance(target, str)):
+            raise ConfigurationError(
+                "engine ray opens the stores in its workers: pass URLs, not store objects "
+                "(nothing was read or written)"
+            )
+        self.one_process = reachable(source, target)
+
+    def delegate(
+        self, source: StoreLike, target: StoreLike, options: MigrateOptions
+    ) -> MigrationReport | None:
+        """A store only one process may open: the whole migration as one Ray task."""
+        if not self.one_process:
+            return None
+        assert isinstance(source, str) and isinstance(target, str)  # check() refused store objects
+        ensure_ray(self.address)
+        started = time.monotonic()
+        task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_whole)
+        report: MigrationReport = ray.get(task.remote(source, target, options))
+        self.workers = 1
+        self.per_worker = [report.engine.pop("worker")]
+        self.copy_seconds, self.copied = time.monotonic() - started, report.copy.records if report.copy else 0
+        report.engine = self.describe()
+        report.notes.append(
+            f"{', '.join(self.one_process)} can be opened by one process at a time: the whole "
+            "migration ran as one Ray task"
+        )
+        return report
+
+    def copy(self, ctx: RunContext) -> CopyStats:
+        assert isinstance(ctx.source, str) and isinstance(ctx.target, str)  # see check()
+        ensure_ray(self.address)
+        options = ctx.options
+        cap = write_cap_of(ctx.dst.store)
+        if cap is not None:
+            self.write_rate_per_worker = cap / self.workers
+            options = replace(
+                options, target_options={**options.target_options, "write_rate": cap / self.workers}
+            )
+        if ctx.ck is not None and not options.resume:
+            for i in range(self.workers):  # start over, as one process does without resume
+                shard_path(ctx.ck.path, (i, self.workers)).unlink(missing_ok=True)
+        task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_copy_shard)
+        base = str(ctx.ck.path) if ctx.ck is not None else None
+        started = time.monotonic()
+        pending = [
+            task.remote(ctx.source, ctx.target, (i, self.workers), options, base) for i in range(self.workers)
+        ]
+        results = _gather(pending, ctx, base, self.workers)
+        self.copy_seconds = time.monotonic() - started
+        self.per_worker = [w for _, w in sorted(results, key=lambda r: r[1]["shard"])]
+        stats = _merged([s for s, _ in results], self.copy_seconds, ctx.batch, options.concurrency)
+        self.copied = stats.records
+        if ctx.ck is not None:
+            ctx.ck.copied = stats.resumed_from + stats.records
+            ctx.ck.scanned = ctx.ck.complete = stats.complete
+            ctx.ck.save()
+        return stats
+
+    def verify(self, ctx: RunContext) -> VerifyReport:
+        if ctx.embedder is not None:  # re-embedded vectors: record by record, as in one process
+            return verify_here(ctx)
+        o = ctx.options
+        assert isinstance(ctx.source, str) and isinstance(ctx.target, str)
+        return verify_on_ray(
+            ctx.source,
+            ctx.target,
+            workers=self.workers,
+            address=self.address,
+            metadata_policy=o.metadata_policy,
+            text_key=o.text_key,
+            sample_queries=o.sample_queries,
+            k=o.k,
+            cap=o.cap,
+            max_retries=self.max_retries,
+            source_options=o.source_options,
+            target_options=o.target_options,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return engine_fields(
+            self.workers, self.copied, self.copy_seconds, self.write_rate_per_worker, self.per_worker
+        )
+
+
+def _gather(
+    pending: list[Any], ctx: RunContext, base: str | None, workers: int
+) -> list[tuple[CopyStats, dict[str, Any]]]:
+    """Wait for the shard tasks; with ``progress``, the bar follows the shards' checkpoints."""
+    results: list[tuple[CopyStats, dict[str, Any]]] = []
+    with Progress("copy", ctx.total or None, enabled=ctx.options.progress) as bar:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+            results.extend(ray.get(done))
+            if base is not None:
+                bar.update(
+                    sum(_copied(shard_path(base, (i, workers))) for i in range(workers)), ctx.total or None
+                )
+    return results
+
+
+def _copied(path: Path) -> int:
+    try:
+        ck = Checkpoint.load(path)
+    except ConfigurationError:  # caught mid-write by another process: the next poll reads it
+        return 0
+    return ck.copied if ck is not None else 0
+
+
+def _merged(parts: list[CopyStats], seconds: float, batch: int, concurrency: int) -> CopyStats:
+    """The shards' copies as one (counts summed, the wall time of all of them)."""
+    out = CopyStats(seconds=seconds, batch_size=batch, concurrency=concurrency, complete=True)
+    for s in parts:
+        out.records += s.records
+        out.batches += s.batches
+        out.retries += s.retries
+        out.resumed_from += s.resumed_from
+        out.index_seconds = max(out.index_seconds, s.index_seconds)
+        out.complete = out.complete and s.complete
+        if s.resumed_cursor is not None:
+            out.resumed_cursor = s.resumed_cursor
+    out.seconds = max(seconds - out.index_seconds, 0.0)
+    return out
+
+
+def _copy_shard(
+    source: str, target: str, shard: tuple[int, int], options: MigrateOptions, base: str | None
+) -> tuple[CopyStats, dict[str, Any]]:
+    """One Ray task: the copy of one shard, continuing from its checkpoint when there is one."""
+    started = time.monotonic()
+    note_pid(shard)
+    embedder = load_embedder(options.reembed)[0] if options.reembed else None
+    src, dst = open_pair(source, target, options.source_options, options.target_options)
+    try:
+        transformer = Transformer(dst.capabilities.metadata, options.metadata_policy, options.text_key)
+        ck = None
+        if base is not None:
+            path = shard_path(base, shard)
+            ck = Checkpoint.load(path) or Checkpoint(path, src.label, dst.label, shard, options.fixed())
+        size = min(options.batch_size or DEFAULT_BATCH, dst.capabilities.max_write_batch)
+        stats = copy_records(
+            src.store,
+            dst.store,
+            transformer,
+            shard=shard,
+            batch_size=size,
+            concurrency=options.concurrency,
+            checkpoint=ck,
+            retry=options.retry,
+            embedder=embedder,
+            scan_batch_size=size,
+        )
+    finally:
+        dst.close()
+        src.close()
+    worker = worker_info(f"copy {shard[0]}/{shard[1]}", stats.records, started)
+    worker.update(shard=shard[0], resumed_from=stats.resumed_from)
+    return stats, worker
+
+
+def _whole(source: str, target: str, options: MigrateOptions) -> MigrationReport:
+    """One Ray task: the whole migration in one process (for a store only one process may open)."""
+    started = time.monotonic()
+    note_pid((0, 1))
+    report = migrate(source, target, **{f.name: getattr(options, f.name) for f in options.declared()})
+    records = report.copy.records if report.copy else 0
+    report.engine["worker"] = worker_info("migrate 0/1", records, started) | {"shard": 0}
+    return report
+
+
 def migrate_on_ray(
     source: str,
     target: str,
     *,
     workers: int = 2,
     address: str | None = None,
-    checkpoint: str | os.PathLike[str],
-    verify: bool = True,
-    metadata_policy: str = "error",
-    text_key: str | None = None,
-    batch_size: int | None = None,
-    concurrency: int = 4,
-    sample_queries: int = 20,
     max_retries: int = 3,
-    target_options: Mapping[str, Any] | None = None,
-) -> ClusterReport:
-    """Migrate ``source`` to ``target`` (URLs) as ``workers`` Ray tasks, one per shard.
+    **options: Any,
+) -> MigrationReport:
+    """:func:`vectorport.migrate` with its copy and verification run as ``workers`` Ray tasks
+    (:class:`RayRunner`); ``options`` are the same keyword arguments, meaning the same.
 
-    ``checkpoint`` is required and must be on storage every worker sees (a shared file system
-    on a real cluster): each shard keeps ``<checkpoint>.shard-I-of-N.json``, and the copy
-    always continues from it (a retried task, or a second run after a failure). ``address`` is
-    passed to ``ray.init`` (``"auto"``: the running cluster; ``None``: a local one when Ray is
-    not initialised yet).
+    ``checkpoint`` must be on storage every worker sees (a shared file system on a real cluster).
     """
-    if workers < 1:
-        raise ConfigurationError(f"workers must be at least 1, got {workers}")
-    reachable(source, target)
-    ensure_ray(address)
-    started = time.monotonic()
-    src = open_source(source)
-    try:
-        label, count = src.label, src.store.count()
-    finally:
-        src.close()
-    dst_options = dict(target_options or {})
-    report = ClusterReport(label, target, workers, source_count=count)
-    cap = write_cap(target, dst_options)
-    if cap is not None:
-        report.write_rate_per_worker = cap / workers
-        dst_options["write_rate"] = cap / workers
-    common: dict[str, Any] = {
-        "metadata_policy": metadata_policy,
-        "text_key": text_key,
-        "batch_size": batch_size,
-        "concurrency": concurrency,
-        "target_options": dst_options,
-    }
-    task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_run_shard)
-    shards = [(i, workers) for i in range(workers)]
-
-    t0 = time.monotonic()
-    planned = ray.get([task.remote(source, target, s, {**common, "plan_only": True}) for s in shards])
-    report.timings["plan"] = time.monotonic() - t0
-    refused = [p["report"] for p in planned if p["report"].status == Status.REFUSED]
-    if refused:
-        report.status, report.shards = Status.REFUSED, refused
-        report.notes.append("a shard's plan was refused; nothing was written (see each shard's plan)")
-        return report
-
-    # the collection is created once, on the driver, before any worker writes
-    spec = planned[0]["report"].plan.target_spec
-    connect(
-        target,
-        dimension=spec.dimension,
-        metric=spec.metric,
-        embedding_model=spec.embedding_model,
-        **dst_options,
-    ).close()
-    t0 = time.monotonic()
-    runs = ray.get(
-        [
-            task.remote(
-                source,
-                target,
-                s,
-                {
-                    **common,
-                    "checkpoint": str(checkpoint),
-                    # a retried task must continue its own shard from its checkpoint
-                    "resume": True,
-                    "verify": False,
-                },
-            )
-            for s in shards
-        ]
-    )
-    report.timings["copy"] = time.monotonic() - t0
-    report.shards = [r["report"] for r in runs]
-    report.per_worker = [r["worker"] for r in runs]
-    report.status = Status.COPIED
-    if verify:
-        t0 = time.monotonic()
-        report.verification = verify_on_ray(
-            source,
-            target,
-            workers=workers,
-            metadata_policy=metadata_policy,
-            text_key=text_key,
-            sample_queries=sample_queries,
-            max_retries=max_retries,
-            target_options=dst_options,
-        )
-        report.timings["verify"] = time.monotonic() - t0
-        report.status = report.verification.status
-        report.target_count = report.verification.target_count
-    else:
-        target_store = connect(target, **dst_options)
-        try:
-            report.target_count = target_store.count()
-        finally:
-            target_store.close()
-    report.timings["total"] = time.monotonic() - started
-    return report
+    return migrate(source, target, runner=RayRunner(workers, address, max_retries), **options)

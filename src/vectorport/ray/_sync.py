@@ -117,7 +117,13 @@ def sync_on_ray(
     """
     if workers < 1:
         raise ConfigurationError(f"workers must be at least 1, got {workers}")
-    reachable(source, target)
+    one = reachable(source, target)
+    if one:
+        raise ConfigurationError(
+            f"{', '.join(one)} can be opened by one process at a time, and sync --engine ray writes "
+            "from several workers; use a server (e.g. chroma+http://) or engine local (nothing was "
+            "read or written)"
+        )
     ensure_ray(address)
     started = time.monotonic()
     dst_options = dict(target_options or {})

@@ -13,6 +13,8 @@ from typing import Any
 
 import ray
 
+from .._registry import resolve
+from .._url import StoreURL
 from ..exceptions import ConfigurationError
 from ..migrate._merged import MergedVerifyReport, Runner, verify_merged
 from ..migrate._report import DEFAULT_CAP
@@ -22,15 +24,23 @@ from ..migrate._verify import VECTOR_TOLERANCE
 __all__ = ["ensure_ray", "ray_runner", "reachable", "verify_on_ray"]
 
 
-def reachable(*urls: str) -> None:
-    """Refuse stores a Ray worker cannot open: ``memory://`` lives in one process."""
+def reachable(*urls: str) -> list[str]:
+    """Refuse, before any I/O, a store no Ray worker can open (``memory://`` lives in this
+    process); return the (masked) URLs of those only one process at a time may open (an
+    embedded Chroma directory), as their backends say (:meth:`BaseStore.processes`)."""
+    one = []
     for url in urls:
-        if url.split("://", 1)[0] == "memory":
+        parsed = StoreURL.parse(url)
+        kind = resolve(parsed.scheme).load().processes(parsed)
+        if kind == "this":
             raise ConfigurationError(
-                f"{url} is a memory:// store, which lives in this process only and no Ray worker "
-                "can read it; use a server or a shared directory (parquet://, chroma://, "
-                "pgvector://, s3vectors://), or --engine local"
+                f"{parsed.masked} lives in this process only and no Ray worker can read it; use a "
+                "server or a shared directory (parquet://, chroma://, pgvector://, s3vectors://), "
+                "or engine local"
             )
+        if kind == "one":
+            one.append(parsed.masked)
+    return one
 
 
 def ensure_ray(address: str | None) -> None:
