@@ -69,7 +69,7 @@ def test_export_and_import_on_ray(ray_cluster: Any, url_for: Callable[..., str],
     )
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert data["engine"] == "ray" and data["status"] == "verified" and data["records"] == n
+    assert data["engine"] == "ray" and data["status"] == "verified" and data["copy"]["records"] == n
     assert data["verification"]["engine"] == "ray" and data["verification"]["counts"]["target"] == n
     assert raw_metadata(target) == raw_metadata(source)
 
