@@ -162,7 +162,7 @@ def test_an_option_ray_cannot_honour_is_refused_before_any_io(
     source = _snapshot(url_for, tmp_path, 50)
     target = url_for("s3vectors", write_rate=0)
     out = CliRunner().invoke(app, ["migrate", source, target, "--engine", "ray", *flag])
-    assert out.exit_code == 3 and name in out.output and "ray" in out.output, out.output
+    assert out.exit_code == 2 and name in out.output and "ray" in out.output, out.output
     with pytest.raises(vectorport.exceptions.NotFoundError):
         vectorport.connect(target)
 

@@ -280,6 +280,7 @@ def migrate(
 
 def _stages(ctx: RunContext, runner: Runner) -> MigrationReport:
     """checkpoint → plan → copy → finish."""
+    ctx.report.engine = runner.describe()
     if _open_checkpoint(ctx):
         ctx.report.already_complete = True
         return _finish(ctx, runner, copied=False)
@@ -325,7 +326,9 @@ def _open_checkpoint(ctx: RunContext) -> bool:
     if previous.complete and not o.plan_only:
         log.info("%s: this migration finished earlier; verifying only", path)
         ctx.ck = previous
-        ctx.digests = previous.digests if previous.single_pass else None
+        # the copy's digests stand for the source only while its count is the one it had then
+        same = previous.source_count is not None and previous.source_count == _count_or_none(ctx.src.store)
+        ctx.digests = previous.digests if previous.single_pass and same else None
         return True
     if o.resume:
         ctx.ck = previous
