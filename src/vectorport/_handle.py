@@ -1,19 +1,26 @@
 """The framework adapters' hold on one vectorport store (``vectorport.langchain``,
 ``vectorport.llamaindex``).
 
-An adapter is made from a store an application already opened, or from a URL. A URL may name a
-collection that does not exist yet: LangChain and LlamaIndex stores are made before the first
-text is embedded, so the collection's dimension is known only at the first write. Until then
-the adapter reads as an empty store and the first write creates the collection through
-:func:`vectorport.connect` (the one way a URL is opened) with the embedding's dimension.
+An adapter is made from a store an application already opened (sync, or from
+:func:`vectorport.aconnect`), or from a URL. A URL may name a collection that does not exist
+yet: LangChain and LlamaIndex stores are made before the first text is embedded, so the
+collection's dimension is known only at the first write. Until then the adapter reads as an
+empty store and the first write creates the collection through :func:`vectorport.connect` (the
+one way a URL is opened) with the embedding's dimension.
+
+The adapters' async methods run on the awaitable store the application passed (from
+:func:`vectorport.aconnect`: pgvector on psycopg's async pool), or else off the event loop. A
+store the application passed in is its own to close.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping
 from typing import Any
 
+from ._async import AsyncStore
 from ._base import BaseStore
 from ._models import Metric
 from ._protocol import VectorStore
@@ -30,7 +37,8 @@ class StoreHandle:
     Parameters
     ----------
     store
-        A store returned by :func:`vectorport.connect`, or a store URL.
+        A store returned by :func:`vectorport.connect` or :func:`vectorport.aconnect`, or a
+        store URL.
     metric
         The metric of a collection created by the first write (default cosine); an existing
         collection is checked against it.
@@ -42,7 +50,7 @@ class StoreHandle:
 
     def __init__(
         self,
-        store: VectorStore | str,
+        store: VectorStore | AsyncStore[Any] | str,
         *,
         metric: str | Metric | None = None,
         dimension: int | None = None,
@@ -51,6 +59,10 @@ class StoreHandle:
         self._lock = threading.Lock()
         self._metric = metric
         self._options = dict(options or {})
+        self._async: AsyncStore[Any] | None = None
+        if isinstance(store, AsyncStore):
+            self._async = store
+            store = store.sync
         if isinstance(store, str):
             self.url: str = store
             self.owned = True
@@ -115,7 +127,31 @@ class StoreHandle:
         else:
             parse_filter(filter)
 
+    # ----------------------------------------------------------------- async
+    async def acurrent(self) -> AsyncStore[Any] | None:
+        """:attr:`current`, awaitable (``None`` while the collection does not exist)."""
+        store = self._store if self._store is not None else await asyncio.to_thread(lambda: self.current)
+        return None if store is None else self._asynchronous(store)
+
+    async def afor_write(self, dimension: int) -> AsyncStore[Any]:
+        """:meth:`for_write`, awaitable."""
+        store = self._store if self._store is not None else await asyncio.to_thread(self.for_write, dimension)
+        return self._asynchronous(store)
+
+    def _asynchronous(self, store: VectorStore) -> AsyncStore[Any]:
+        if self._async is None:
+            # A URL's store runs its async calls off the event loop: a driver's async pool
+            # belongs to one event loop, and LlamaIndex runs nested loops of its own (asyncio.run
+            # in a thread), which would strand it. The application that wants psycopg's async
+            # pool passes the store from vectorport.aconnect, on its own loop.
+            self._async = AsyncStore(store)
+        return self._async
+
+    async def aclose(self) -> None:
+        """:meth:`close`, off the event loop."""
+        await asyncio.to_thread(self.close)
+
     def close(self) -> None:
-        """Close the store when this handle opened it."""
+        """Close the store when this handle opened it from a URL."""
         if self.owned and self._store is not None:
             self._store.close()

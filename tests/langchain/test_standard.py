@@ -3,17 +3,17 @@
 
 The fixture yields a store on a fresh, not yet created collection (the first write creates it
 with the embedding's dimension, as an application's first ``add_documents`` does) and drops it
-afterwards.
+afterwards; ``pgvector+aconnect`` runs the async tests on psycopg's async pool.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from tests._frameworks import each_target
+from tests._frameworks import each_target, opened_target
 
 pytest.importorskip("langchain_core")
 integration = pytest.importorskip("langchain_tests.integration_tests")
@@ -25,14 +25,19 @@ pytestmark = pytest.mark.langchain
 
 
 class TestLangChainStore(integration.VectorStoreIntegrationTests):  # type: ignore[misc]
-    @pytest.fixture(params=each_target())
-    def vectorstore(
+    @pytest.fixture(params=each_target(aconnect=True))
+    async def vectorstore(
         self, request: pytest.FixtureRequest, url_for: Callable[..., str]
-    ) -> Iterator[LangChainStore]:
-        store = LangChainStore(url_for(request.param), embedding=self.get_embeddings())
-        try:
-            yield store
-        finally:
-            with contextlib.suppress(NotFoundError):  # nothing was written
-                store.store.drop()
-            store.close()
+    ) -> AsyncIterator[LangChainStore]:
+        """A store on a URL whose collection the first write creates, or (``pgvector+aconnect``)
+        on a store from ``vectorport.aconnect``, whose pool serves the async tests."""
+        dimension = len(self.get_embeddings().embed_query("probe"))
+        async with opened_target(request.param, url_for, dimension) as target:
+            store = LangChainStore(target, embedding=self.get_embeddings())
+            try:
+                yield store
+            finally:
+                if isinstance(target, str):
+                    with contextlib.suppress(NotFoundError):  # nothing was written
+                        store.store.drop()
+                await store.aclose()

@@ -5,7 +5,7 @@ from documents into it, reopened with ``from_vector_store``, its retriever (with
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 
@@ -56,7 +56,7 @@ def url(request: pytest.FixtureRequest, url_for: Callable[..., str]) -> Iterator
 
 
 @pytest.fixture
-def opened(url: str) -> Iterator[Callable[[], LlamaIndexStore]]:
+async def opened(url: str) -> AsyncIterator[Callable[[], LlamaIndexStore]]:
     """``opened()``: a new LlamaIndexStore on the test's URL, closed at the end."""
     made: list[LlamaIndexStore] = []
 
@@ -66,7 +66,7 @@ def opened(url: str) -> Iterator[Callable[[], LlamaIndexStore]]:
 
     yield make
     for store in made:
-        store.close()
+        await store.aclose()
 
 
 def test_vector_store_index_retriever_and_query_engine(

@@ -3,19 +3,19 @@
 again. Each answer is compared with LlamaIndex's own ``SimpleVectorStore`` holding the same nodes
 (exact search under LlamaIndex's filter semantics); for nested filters, which SimpleVectorStore
 refuses, with the same semantics applied level by level (its own ``build_metadata_filter_fn``)
-and exact cosine ranking. Sync and async.
+and exact cosine ranking. Sync and async (``pgvector+aconnect``: on psycopg's async pool).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests._frameworks import each_target
+from tests._frameworks import each_target, opened_target
 
 pytest.importorskip("llama_index.core")
 
@@ -152,13 +152,17 @@ def _same(got: Any, want: tuple[list[str], list[float]], label: str) -> None:
 QUERIES = [list(map(float, v)) for v in np.random.default_rng(31).normal(size=(3, DIM))]
 
 
-@pytest.fixture(params=each_target())
-def store(request: pytest.FixtureRequest, url_for: Callable[..., str]) -> Iterator[LlamaIndexStore]:
-    li = LlamaIndexStore(url_for(request.param))
-    yield li
-    with contextlib.suppress(KeyError):
-        li.client.drop()
-    li.close()
+@pytest.fixture(params=each_target(aconnect=True))
+async def store(
+    request: pytest.FixtureRequest, url_for: Callable[..., str]
+) -> AsyncIterator[LlamaIndexStore]:
+    async with opened_target(request.param, url_for, DIM) as target:
+        li = LlamaIndexStore(target)
+        yield li
+        if isinstance(target, str):
+            with contextlib.suppress(KeyError):
+                li.client.drop()
+        await li.aclose()
 
 
 def _check_all(ask: Callable[[VectorStoreQuery], Any], ref: Reference) -> int:

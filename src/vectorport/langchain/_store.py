@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Self
 
 import numpy as np
@@ -13,6 +14,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore as LangChainVectorStore
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
+from .._async import AsyncStore
 from .._handle import StoreHandle
 from .._models import Match, Metric, Record, score_from_distance
 from .._protocol import VectorStore
@@ -55,8 +57,8 @@ class LangChainStore(LangChainVectorStore):
     ----------
     store
         A store URL (``"chroma:///srv/chroma?collection=docs"``, ``"memory://docs"`` …) or a
-        store from :func:`vectorport.connect`. A URL may name a missing collection: the first
-        write creates it with the embedding's dimension.
+        store from :func:`vectorport.connect` or :func:`vectorport.aconnect`. A URL may name a
+        missing collection: the first write creates it with the embedding's dimension.
     embedding
         The LangChain embeddings that turn texts into vectors.
     metric
@@ -79,7 +81,7 @@ class LangChainStore(LangChainVectorStore):
 
     def __init__(
         self,
-        store: VectorStore | str,
+        store: VectorStore | AsyncStore[Any] | str,
         embedding: Embeddings,
         *,
         metric: str | Metric | None = None,
@@ -113,6 +115,10 @@ class LangChainStore(LangChainVectorStore):
         """Close the vectorport store when this object opened it from a URL."""
         self._handle.close()
 
+    async def aclose(self) -> None:
+        """:meth:`close`, awaitable: also closes the async connections (pgvector's pool)."""
+        await self._handle.aclose()
+
     def __repr__(self) -> str:
         return f"LangChainStore({self._handle.url!r})"
 
@@ -126,36 +132,54 @@ class LangChainStore(LangChainVectorStore):
         **kwargs: Any,
     ) -> list[str]:
         """Embed ``texts`` and upsert them by id (full replace); missing ids get a UUID."""
-        texts = list(texts)
-        keys = _keys(ids, len(texts))
-        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
-        if len(metas) != len(texts):
-            raise ConfigurationError(f"got {len(texts)} texts but {len(metas)} metadatas")
-        if not texts:
+        batch = _Batch.of(texts, metadatas, ids)
+        if not batch.texts:
             return []
-        vectors = self._embedding.embed_documents(texts)
-        store = self._handle.for_write(len(vectors[0]))
-        store.upsert(
-            Record(key, vector, dict(meta or {}), text)
-            for key, vector, meta, text in zip(keys, vectors, metas, texts, strict=True)
-        )
-        return keys
+        vectors = self._embedding.embed_documents(batch.texts)
+        self._handle.for_write(len(vectors[0])).upsert(batch.records(vectors))
+        return batch.keys
+
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """:meth:`add_texts`, awaitable."""
+        batch = _Batch.of(texts, metadatas, ids)
+        if not batch.texts:
+            return []
+        vectors = await self._embedding.aembed_documents(batch.texts)
+        store = await self._handle.afor_write(len(vectors[0]))
+        await store.aupsert(batch.records(vectors))
+        return batch.keys
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete by ids, or every document matching ``filter=`` (missing ids are no error)."""
+        flt = self._delete_filter(ids, kwargs)
+        store = self._handle.current
+        if store is not None:
+            store.delete(ids, filter=flt)
+        return True
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """:meth:`delete`, awaitable."""
+        flt = self._delete_filter(ids, kwargs)
+        store = await self._handle.acurrent()
+        if store is not None:
+            await store.adelete(ids, filter=flt)
+        return True
+
+    def _delete_filter(self, ids: list[str] | None, kwargs: dict[str, Any]) -> Any:
         flt = kwargs.pop("filter", None)
         if kwargs:
             raise ConfigurationError(f"delete() takes ids or filter=, not {', '.join(sorted(kwargs))}")
         if (ids is None) == (flt is None):
             raise ConfigurationError("delete() takes either ids or filter=, not both or neither")
         self._handle.check_filter(flt)
-        store = self._handle.current
-        if store is not None:
-            if ids is not None:
-                store.delete(ids)
-            else:
-                store.delete(filter=flt)
-        return True
+        return flt
 
     # ----------------------------------------------------------------- reads
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -163,11 +187,25 @@ class LangChainStore(LangChainVectorStore):
         store = self._handle.current
         if store is None or not ids:
             return []
-        return [_document(r.key, r.text, r.metadata) for r in store.get(ids, include=["metadata", "text"])]
+        return [_document(r.key, r.text, r.metadata) for r in store.get(ids, include=_READ)]
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """:meth:`get_by_ids`, awaitable."""
+        store = await self._handle.acurrent()
+        if store is None or not ids:
+            return []
+        return [_document(r.key, r.text, r.metadata) for r in await store.aget(ids, include=_READ)]
 
     def similarity_search(self, query: str, k: int = 4, filter: Any = None, **kwargs: Any) -> list[Document]:
         """The ``k`` documents nearest to ``query`` among those matching ``filter``."""
         return [doc for doc, _ in self.similarity_search_with_score(query, k, filter=filter, **kwargs)]
+
+    async def asimilarity_search(
+        self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[Document]:
+        """:meth:`similarity_search`, awaitable."""
+        pairs = await self.asimilarity_search_with_score(query, k, filter=filter, **kwargs)
+        return [doc for doc, _ in pairs]
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
@@ -177,6 +215,14 @@ class LangChainStore(LangChainVectorStore):
         vector = self._embedding.embed_query(query)
         return self.similarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
 
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """:meth:`similarity_search_with_score`, awaitable."""
+        self._handle.check_filter(filter)
+        vector = await self._embedding.aembed_query(query)
+        return await self.asimilarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
+
     def similarity_search_by_vector(
         self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
     ) -> list[Document]:
@@ -184,12 +230,28 @@ class LangChainStore(LangChainVectorStore):
         pairs = self.similarity_search_with_score_by_vector(embedding, k, filter=filter, **kwargs)
         return [doc for doc, _ in pairs]
 
+    async def asimilarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[Document]:
+        """:meth:`similarity_search_by_vector`, awaitable."""
+        pairs = await self.asimilarity_search_with_score_by_vector(embedding, k, filter=filter, **kwargs)
+        return [doc for doc, _ in pairs]
+
     def similarity_search_with_score_by_vector(
         self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """Documents and their canonical distance to ``embedding`` (lower is nearer)."""
-        matches = self._query(embedding, k, filter, kwargs, vectors=False)
-        return [(_document(m.key, m.text, m.metadata or {}), m.distance) for m in matches]
+        search = _Search.of(embedding, k, filter, kwargs, self._handle, vectors=False)
+        store = self._handle.current
+        return [] if store is None else search.pairs(store.query(**search.arguments))
+
+    async def asimilarity_search_with_score_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Any = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """:meth:`similarity_search_with_score_by_vector`, awaitable."""
+        search = _Search.of(embedding, k, filter, kwargs, self._handle, vectors=False)
+        store = await self._handle.acurrent()
+        return [] if store is None else search.pairs(await store.aquery(**search.arguments))
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return _RELEVANCE[self._handle.metric]
@@ -210,6 +272,22 @@ class LangChainStore(LangChainVectorStore):
             vector, k, fetch_k, lambda_mult, filter=filter, **kwargs
         )
 
+    async def amax_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Any = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search`, awaitable."""
+        self._handle.check_filter(filter)
+        vector = await self._embedding.aembed_query(query)
+        return await self.amax_marginal_relevance_search_by_vector(
+            vector, k, fetch_k, lambda_mult, filter=filter, **kwargs
+        )
+
     def max_marginal_relevance_search_by_vector(
         self,
         embedding: list[float],
@@ -220,29 +298,25 @@ class LangChainStore(LangChainVectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """``k`` documents picked among the ``fetch_k`` nearest to ``embedding`` (MMR)."""
-        matches = self._query(embedding, max(k, fetch_k), filter, kwargs, vectors=True)
-        if not matches:
-            return []
-        picked = maximal_marginal_relevance(
-            np.asarray(embedding, dtype=np.float32),
-            [[float(x) for x in np.asarray(m.vector)] for m in matches],
-            lambda_mult=lambda_mult,
-            k=k,
-        )
-        return [_document(matches[i].key, matches[i].text, matches[i].metadata or {}) for i in picked]
-
-    def _query(
-        self, vector: Sequence[float], k: int, filter: Any, kwargs: Mapping[str, Any], *, vectors: bool
-    ) -> Sequence[Match]:
-        unknown = sorted(set(kwargs) - {"params"})
-        if unknown:
-            raise ConfigurationError(f"unknown search options: {', '.join(unknown)} (known: filter, params)")
-        self._handle.check_filter(filter)
+        search = _Search.of(embedding, max(k, fetch_k), filter, kwargs, self._handle, vectors=True)
         store = self._handle.current
+        return [] if store is None else search.diverse(store.query(**search.arguments), k, lambda_mult)
+
+    async def amax_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: Any = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search_by_vector`, awaitable."""
+        search = _Search.of(embedding, max(k, fetch_k), filter, kwargs, self._handle, vectors=True)
+        store = await self._handle.acurrent()
         if store is None:
             return []
-        include = ["metadata", "text", "vector"] if vectors else ["metadata", "text"]
-        return store.query(vector, k, filter=filter, include=include, params=kwargs.get("params"))
+        return search.diverse(await store.aquery(**search.arguments), k, lambda_mult)
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -272,6 +346,73 @@ class LangChainStore(LangChainVectorStore):
         out = cls(target, embedding, **kwargs)
         out.add_texts(texts, metadatas, ids=ids)
         return out
+
+
+_READ = ("metadata", "text")
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """Texts to write, with their keys and metadata, checked before anything is embedded."""
+
+    texts: list[str]
+    metadatas: list[dict[str, Any]]
+    keys: list[str]
+
+    @classmethod
+    def of(
+        cls, texts: Iterable[str], metadatas: list[dict[str, Any]] | None, ids: Sequence[str | None] | None
+    ) -> _Batch:
+        listed = list(texts)
+        metas = [dict(m or {}) for m in metadatas] if metadatas is not None else [{} for _ in listed]
+        if len(metas) != len(listed):
+            raise ConfigurationError(f"got {len(listed)} texts but {len(metas)} metadatas")
+        return cls(listed, metas, _keys(ids, len(listed)))
+
+    def records(self, vectors: Sequence[Sequence[float]]) -> list[Record]:
+        rows = zip(self.keys, vectors, self.metadatas, self.texts, strict=True)
+        return [Record(key, vector, meta, text) for key, vector, meta, text in rows]
+
+
+@dataclass(frozen=True)
+class _Search:
+    """One search's arguments for the store, checked (filter included) before any I/O."""
+
+    arguments: dict[str, Any]
+
+    @classmethod
+    def of(
+        cls,
+        vector: Sequence[float],
+        k: int,
+        filter: Any,
+        options: Mapping[str, Any],
+        handle: StoreHandle,
+        *,
+        vectors: bool,
+    ) -> _Search:
+        unknown = sorted(set(options) - {"params"})
+        if unknown:
+            raise ConfigurationError(f"unknown search options: {', '.join(unknown)} (known: filter, params)")
+        handle.check_filter(filter)
+        include = [*_READ, "vector"] if vectors else list(_READ)
+        params = options.get("params")
+        return cls({"vector": vector, "k": k, "filter": filter, "include": include, "params": params})
+
+    @staticmethod
+    def pairs(matches: Sequence[Match]) -> list[tuple[Document, float]]:
+        return [(_document(m.key, m.text, m.metadata or {}), m.distance) for m in matches]
+
+    def diverse(self, matches: Sequence[Match], k: int, lambda_mult: float) -> list[Document]:
+        if not matches:
+            return []
+        picked = maximal_marginal_relevance(
+            np.asarray(self.arguments["vector"], dtype=np.float32),
+            [[float(x) for x in np.asarray(m.vector)] for m in matches],
+            lambda_mult=lambda_mult,
+            k=k,
+        )
+        return [_document(matches[i].key, matches[i].text, matches[i].metadata or {}) for i in picked]
 
 
 def _keys(ids: Sequence[str | None] | None, n: int) -> list[str]:

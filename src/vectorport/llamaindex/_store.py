@@ -16,6 +16,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
+from .._async import AsyncStore
 from .._base import BaseStore
 from .._exact import ExactIndex
 from .._handle import StoreHandle
@@ -71,7 +72,7 @@ class LlamaIndexStore(BasePydanticVectorStore):
 
     def __init__(
         self,
-        store: VectorStore | str,
+        store: VectorStore | AsyncStore[Any] | str,
         *,
         metric: str | Metric | None = None,
         dimension: int | None = None,
@@ -96,19 +97,32 @@ class LlamaIndexStore(BasePydanticVectorStore):
         """Close the vectorport store when this object opened it from a URL."""
         self._handle.close()
 
+    async def aclose(self) -> None:
+        """:meth:`close`, awaitable: also closes the async connections (pgvector's pool)."""
+        await self._handle.aclose()
+
     # ----------------------------------------------------------------- writes
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Upsert the nodes (by node id, full replace); each needs its embedding."""
-        if not nodes:
-            return []
         records = [_record(node) for node in nodes]
-        store = self._handle.for_write(len(records[0].vector))  # type: ignore[arg-type]
-        store.upsert(records)
+        if records:
+            self._handle.for_write(_dimension(records)).upsert(records)
+        return [r.key for r in records]
+
+    async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """:meth:`add`, awaitable."""
+        records = [_record(node) for node in nodes]
+        if records:
+            await (await self._handle.afor_write(_dimension(records))).aupsert(records)
         return [r.key for r in records]
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the source document ``ref_doc_id``."""
-        self._delete(None, {_REF_DOC: {"$eq": ref_doc_id}})
+        self.delete_nodes(filters=None, _source=ref_doc_id)
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """:meth:`delete`, awaitable."""
+        await self.adelete_nodes(filters=None, _source=ref_doc_id)
 
     def delete_nodes(
         self,
@@ -117,24 +131,38 @@ class LlamaIndexStore(BasePydanticVectorStore):
         **delete_kwargs: Any,
     ) -> None:
         """Delete the nodes with these ids and/or matching ``filters``."""
-        flt = to_portable(filters)
-        if node_ids is None and flt is None:
-            raise ConfigurationError("delete_nodes() needs node_ids or filters; clear() deletes everything")
-        self._delete(node_ids, flt)
-
-    def _delete(self, node_ids: list[str] | None, flt: dict[str, Any] | None) -> None:
-        self._handle.check_filter(flt)
+        flt = self._delete_filter(node_ids, filters, delete_kwargs)
         store = self._handle.current
         if store is None:
             return
-        if node_ids is None:
-            store.delete(filter=flt)
-        elif flt is None:
-            store.delete(node_ids)
-        else:
-            where = parse_filter(flt)
-            doomed = [r.key for r in store.get(node_ids, include=["metadata"]) if evaluate(where, r.metadata)]
-            store.delete(doomed)
+        if node_ids is not None and flt is not None:
+            node_ids = _matching(store.get(node_ids, include=["metadata"]), flt)
+        store.delete(node_ids, filter=flt if node_ids is None else None)
+
+    async def adelete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """:meth:`delete_nodes`, awaitable."""
+        flt = self._delete_filter(node_ids, filters, delete_kwargs)
+        store = await self._handle.acurrent()
+        if store is None:
+            return
+        if node_ids is not None and flt is not None:
+            node_ids = _matching(await store.aget(node_ids, include=["metadata"]), flt)
+        await store.adelete(node_ids, filter=flt if node_ids is None else None)
+
+    def _delete_filter(
+        self, node_ids: list[str] | None, filters: MetadataFilters | None, kwargs: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        source = kwargs.pop("_source", None)
+        flt = {_REF_DOC: {"$eq": source}} if source is not None else to_portable(filters)
+        if node_ids is None and flt is None:
+            raise ConfigurationError("delete_nodes() needs node_ids or filters; clear() deletes everything")
+        self._handle.check_filter(flt)
+        return flt
 
     def clear(self) -> None:
         """Delete every node, keeping the (empty) collection."""
@@ -143,6 +171,10 @@ class LlamaIndexStore(BasePydanticVectorStore):
             store.delete_all()
         elif store is not None:
             store.delete([r.key for page in store.scan(include=[]) for r in page])
+
+    async def aclear(self) -> None:
+        """:meth:`clear`, off the event loop."""
+        await asyncio.to_thread(self.clear)
 
     # ----------------------------------------------------------------- reads
     def get_nodes(
@@ -154,61 +186,60 @@ class LlamaIndexStore(BasePydanticVectorStore):
         store = self._handle.current
         if store is None:
             return []
-        where = parse_filter(flt)
         if node_ids is not None:
-            records = store.get(node_ids, include=["metadata", "text"])
+            records = store.get(node_ids, include=_READ)
         else:
-            records = [r for page in store.scan(include=["metadata", "text"]) for r in page]
-        return [_node(r.key, r.text, r.metadata) for r in records if evaluate(where, r.metadata)]
-
-    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """The ``similarity_top_k`` nodes nearest to ``query.query_embedding`` among those
-        matching ``query.filters`` (and ``query.doc_ids``, and ``query.node_ids`` when given)."""
-        flt = _query_filter(query)
-        self._handle.check_filter(flt)
-        store = self._handle.current
-        if store is None:
-            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        assert query.query_embedding is not None
-        if query.node_ids:
-            matches = _among(store, query.node_ids, query.query_embedding, query.similarity_top_k, flt)
-        else:
-            matches = list(store.query(query.query_embedding, query.similarity_top_k, filter=flt))
-        return VectorStoreQueryResult(
-            nodes=[_node(m.key, m.text, m.metadata or {}) for m in matches],
-            similarities=[m.score for m in matches],
-            ids=[m.key for m in matches],
-        )
-
-    # ----------------------------------------------------------------- async: off the event loop
-    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
-        return await asyncio.to_thread(self.add, nodes, **kwargs)
-
-    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
-
-    async def adelete_nodes(
-        self,
-        node_ids: list[str] | None = None,
-        filters: MetadataFilters | None = None,
-        **delete_kwargs: Any,
-    ) -> None:
-        await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
-
-    async def aclear(self) -> None:
-        await asyncio.to_thread(self.clear)
+            records = [r for page in store.scan(include=_READ) for r in page]
+        return _nodes(records, flt)
 
     async def aget_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
-        return await asyncio.to_thread(self.get_nodes, node_ids, filters)
+        """:meth:`get_nodes`, awaitable."""
+        flt = to_portable(filters)
+        self._handle.check_filter(flt)
+        store = await self._handle.acurrent()
+        if store is None:
+            return []
+        if node_ids is not None:
+            records = await store.aget(node_ids, include=_READ)
+        else:
+            records = [r async for page in store.ascan(include=_READ) for r in page]
+        return _nodes(records, flt)
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """The ``similarity_top_k`` nodes nearest to ``query.query_embedding`` among those
+        matching ``query.filters`` (and ``query.doc_ids``, and ``query.node_ids`` when given)."""
+        vector, flt = _query_filter(query)
+        self._handle.check_filter(flt)
+        store = self._handle.current
+        if store is None:
+            return _result([])
+        k = query.similarity_top_k
+        if query.node_ids:
+            among = store.get(query.node_ids, include=["vector", *_READ])
+            return _result(_rank(among, store.spec.metric, vector, k, flt))
+        return _result(store.query(vector, k, filter=flt))
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        return await asyncio.to_thread(self.query, query, **kwargs)
+        """:meth:`query`, awaitable."""
+        vector, flt = _query_filter(query)
+        self._handle.check_filter(flt)
+        store = await self._handle.acurrent()
+        if store is None:
+            return _result([])
+        k = query.similarity_top_k
+        if query.node_ids:
+            among = await store.aget(query.node_ids, include=["vector", *_READ])
+            return _result(_rank(among, store.spec.metric, vector, k, flt))
+        return _result(await store.aquery(vector, k, filter=flt))
 
 
-def _query_filter(query: VectorStoreQuery) -> dict[str, Any] | None:
-    """The portable filter of a query, after refusing what this store does not do."""
+_READ = ("metadata", "text")
+
+
+def _query_filter(query: VectorStoreQuery) -> tuple[list[float], dict[str, Any] | None]:
+    """The query vector and portable filter of a query, after refusing what this store does not do."""
     if query.mode != VectorStoreQueryMode.DEFAULT:
         raise UnsupportedFeatureError(
             f"LlamaIndexStore runs dense (DEFAULT) queries, not {query.mode.value!r}; "
@@ -220,25 +251,45 @@ def _query_filter(query: VectorStoreQuery) -> dict[str, Any] | None:
     if query.doc_ids:
         docs = {_REF_DOC: {"$in": list(query.doc_ids)}}
         flt = docs if flt is None else {"$and": [flt, docs]}
-    return flt
+    return query.query_embedding, flt
 
 
-def _among(
-    store: VectorStore, node_ids: list[str], vector: list[float], k: int, flt: dict[str, Any] | None
+def _rank(
+    records: Sequence[Record], metric: Metric, vector: list[float], k: int, flt: dict[str, Any] | None
 ) -> list[Match]:
-    """Exact search restricted to ``node_ids`` (what a retriever over a list of nodes asks):
-    those records are read by key and ranked by the exact search the memory store uses."""
-    records = store.get(node_ids, include=["vector", "metadata", "text"])
+    """Exact search among ``records`` (a query restricted to ``node_ids``, as a retriever over a
+    list of nodes asks), by the exact search the memory store uses."""
     if not records:
         return []
-    metric = store.spec.metric
-    index = ExactIndex.from_records(metric, records)
-    keys, distances, _ = index.top_k(vector, k, parse_filter(flt))
+    keys, distances, _ = ExactIndex.from_records(metric, records).top_k(vector, k, parse_filter(flt))
     by_key = {r.key: r for r in records}
     return [
         Match(key, float(d), score_from_distance(metric, float(d)), by_key[key].metadata, by_key[key].text)
         for key, d in zip(keys, distances, strict=True)
     ]
+
+
+def _result(matches: Sequence[Match]) -> VectorStoreQueryResult:
+    return VectorStoreQueryResult(
+        nodes=[_node(m.key, m.text, m.metadata or {}) for m in matches],
+        similarities=[m.score for m in matches],
+        ids=[m.key for m in matches],
+    )
+
+
+def _matching(records: Sequence[Record], flt: dict[str, Any]) -> list[str]:
+    where = parse_filter(flt)
+    return [r.key for r in records if evaluate(where, r.metadata)]
+
+
+def _nodes(records: Sequence[Record], flt: dict[str, Any] | None) -> list[BaseNode]:
+    where = parse_filter(flt)
+    return [_node(r.key, r.text, r.metadata) for r in records if evaluate(where, r.metadata)]
+
+
+def _dimension(records: Sequence[Record]) -> int:
+    assert records[0].vector is not None
+    return len(records[0].vector)
 
 
 def _record(node: BaseNode) -> Record:
