@@ -107,7 +107,11 @@ def test_vectorport_writes_what_llamaindex_reads(session: Any, bucket_server: An
             assert theirs.ids == [m.key for m in ours]
             assert [n.get_content() for n in theirs.nodes] == [m.text for m in ours]
             assert [n.ref_doc_id for n in theirs.nodes] == [m.metadata["ref_doc_id"] for m in ours]
-            assert [{**n.metadata} for n in theirs.nodes] == [m.metadata for m in ours]
+            # the source document is the node's relationship, not a key of its metadata (where
+            # it would show in get_content() and the LLM's prompt)
+            assert [{**n.metadata} for n in theirs.nodes] == [
+                {k: v for k, v in m.metadata.items() if k != "ref_doc_id"} for m in ours
+            ]
         nodes = li.get_nodes(node_ids=["k005"])
         assert nodes[0].get_content() == chunks[5].text and len(chunks[5].text.encode()) > 2048
         li.delete(ref_doc_id="doc1.md")  # LlamaIndex finds the document's nodes by ref_doc_id
@@ -138,7 +142,6 @@ def test_the_node_vectorport_writes_is_the_one_llamaindex_writes(session: Any, b
         for i in (li_index, vp_index)
     )
     node_theirs, node_ours = json.loads(theirs.pop("_node_content")), json.loads(ours.pop("_node_content"))
-    node_ours["metadata"].pop("ref_doc_id")  # vectorport keeps the source in the node's metadata too
-    assert node_ours == node_theirs
+    assert node_ours == node_theirs  # the source is the node's relationship, not in its metadata
     assert ours == theirs  # user metadata, _node_type and ref_doc_id
     assert theirs["ref_doc_id"] == "doc1.md"

@@ -22,6 +22,7 @@ __all__ = [
     "BOOKKEEPING",
     "DOC_ID_KEYS",
     "NODE_CONTENT",
+    "NODE_EXTRAS",
     "NODE_TYPE",
     "TEXT_NODE",
     "from_node_metadata",
@@ -36,6 +37,15 @@ DOC_ID_KEYS: Final = ("ref_doc_id", "doc_id", "document_id")
 """The source document's id as LlamaIndex copies it, in the order vectorport reads it."""
 BOOKKEEPING: frozenset[str] = frozenset({NODE_CONTENT, NODE_TYPE, *DOC_ID_KEYS})
 """Top-level metadata keys LlamaIndex writes next to the user's own."""
+NODE_EXTRAS: Final = "_llamaindex_node"
+"""The metadata key (a JSON string) that carries, through any store, what a LlamaIndex node holds
+beyond its id, text and metadata when it is not what :func:`to_node_metadata` would make anyway:
+its relationships (PREVIOUS/NEXT/PARENT/CHILD …), ``start_char_idx``/``end_char_idx``, the
+excluded embed/LLM metadata keys, templates, mimetype and class. Read from a node by
+:func:`from_node_metadata`, put back into the node by :func:`to_node_metadata`, so what
+``get_content(MetadataMode.X)`` returns is the same after LlamaIndex → any store → LlamaIndex."""
+_DERIVED: Final = ("id_", "embedding", "metadata", "text")
+"""Node fields a record holds itself (key, vector, metadata, text)."""
 
 _NO_DOC: Final = "None"  # LlamaIndex writes str(None) when a node has no source document
 _SOURCE: Final = "1"  # NodeRelationship.SOURCE
@@ -78,7 +88,13 @@ def to_node_metadata(
             [Problem(key, f"metadata.{name}", "is LlamaIndex's own key") for name in taken],
             hint="rename these metadata keys; LlamaIndex writes its node there",
         )
-    source = _source_of(metadata)
+    extras = _extras_of(key, metadata)
+    metadata = {k: v for k, v in metadata.items() if k != NODE_EXTRAS}
+    source = _source_of(metadata) or _node_source(extras)
+    if source is not None and metadata.get("ref_doc_id") == source:
+        # LlamaIndex keeps the source document in the node's relationships, not its metadata
+        # (node.ref_doc_id); in the metadata it would show in get_content() and the LLM's prompt
+        metadata = {k: v for k, v in metadata.items() if k != "ref_doc_id"}
     relationships: dict[str, JSON] = {}
     if source is not None:
         relationships[_SOURCE] = {
@@ -105,9 +121,10 @@ def to_node_metadata(
         "text_template": "{metadata_str}\n\n{content}",
         "class_name": TEXT_NODE,
     }
+    node.update({k: v for k, v in extras.items() if k not in _DERIVED})
     out: dict[str, JSON] = dict(metadata)
     out[NODE_CONTENT] = json.dumps(node, ensure_ascii=False)
-    out[NODE_TYPE] = TEXT_NODE
+    out[NODE_TYPE] = node["class_name"] if isinstance(node.get("class_name"), str) else TEXT_NODE
     doc = source if source is not None else _NO_DOC
     out["document_id"] = doc
     out["doc_id"] = doc
@@ -151,7 +168,43 @@ def from_node_metadata(meta: Mapping[str, JSON]) -> tuple[str | None, dict[str, 
         )
         if source is not None:
             out["ref_doc_id"] = source
+    extras = _node_extras(node, out)
+    if extras is not None:
+        out[NODE_EXTRAS] = extras
     return (text if isinstance(text, str) and text else None), out
+
+
+def _node_extras(node: Mapping[str, JSON], metadata: Mapping[str, JSON]) -> str | None:
+    """:data:`NODE_EXTRAS` for ``node``: its fields beyond id, text and metadata, as JSON, when
+    they are not exactly what :func:`to_node_metadata` makes from the record's ``metadata``
+    (``None`` then: a node vectorport or a plain pipeline wrote carries nothing more)."""
+    plain = to_node_metadata(str(node.get("id_") or ""), None, metadata, text_in_node=False)
+    made = json.loads(str(plain[NODE_CONTENT]))
+    fields = {k: v for k, v in node.items() if k not in _DERIVED}
+    if fields == {k: v for k, v in made.items() if k not in _DERIVED}:
+        return None
+    return json.dumps({"node": fields}, ensure_ascii=False, sort_keys=True)
+
+
+def _extras_of(key: str, metadata: Mapping[str, JSON]) -> dict[str, JSON]:
+    """The node fields a :data:`NODE_EXTRAS` carries."""
+    raw = metadata.get(NODE_EXTRAS)
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("node"), dict):
+        raise ValidationError(
+            [
+                Problem(
+                    key, f"metadata.{NODE_EXTRAS}", f"is not a LlamaIndex node's fields: {str(raw)[:80]!r}"
+                )
+            ],
+            hint=f"remove {NODE_EXTRAS} (vectorport keeps a LlamaIndex node's own fields there)",
+        )
+    return dict(data["node"])
 
 
 def is_node_metadata(meta: Mapping[str, JSON]) -> bool:
