@@ -23,6 +23,7 @@ import typer
 from rich.table import Table
 
 from .._exit import ExitCode
+from .._registry import available_backends
 from .._url import mask_url
 from ..exceptions import ConfigurationError, UnsupportedFeatureError, VectorportError
 from ..migrate import (
@@ -55,6 +56,19 @@ def resume_command(argv: list[str], extra: list[tuple[str, str | None]]) -> str:
     return shlex.join(words)
 
 
+def _defers_index(target: str) -> bool:
+    """Does the target's backend build an index after a bulk load (pgvector), so that a copy cut
+    short at its end may have cut that build? (A bucket or Chroma target has nothing deferred.)"""
+    scheme = target.split("://", 1)[0].lower()
+    for info in available_backends():
+        if scheme in info.schemes and info.installed:
+            try:
+                return hasattr(info.load(), "build_index")
+            except Exception:  # a broken backend: say less rather than fail the Ctrl-C message
+                return False
+    return False
+
+
 def _interrupted(path: Path) -> None:
     """After Ctrl-C: what the checkpoint holds, where it is, and the command that resumes."""
     try:
@@ -66,8 +80,10 @@ def _interrupted(path: Path) -> None:
         return
     if ck.complete:
         what = f"all {ck.copied:,} records copied and the target complete; verification was cut short"
-    elif ck.scanned:
+    elif ck.scanned and _defers_index(ck.target):
         what = f"all {ck.copied:,} records copied; the target's index build was cut short"
+    elif ck.scanned:
+        what = f"all {ck.copied:,} records copied; the copy was cut short before it was marked complete"
     else:
         what = f"{ck.copied:,} records committed"
     err_console.print(f"interrupted: {what}", highlight=False, markup=False)

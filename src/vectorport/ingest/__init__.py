@@ -17,7 +17,6 @@ Import cost is small: embedders load torch / voyageai on first use only.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 from .._models import Metric
 from .._protocol import VectorStore
 from .._registry import connect
-from ..exceptions import VectorportError
+from ..exceptions import NotFoundError, VectorportError
 from .canaries import CanaryResult, CanarySet, check_canaries, default_canary_texts, record_canaries
 from .chunker import Chunk, Chunker, ChunkingConfig
 from .compat import ModelMismatchError, check_embedder, embedder_for, recorded_model
@@ -97,13 +96,22 @@ def connect_for(url: str, embedder: Embedder, *, metric: str | Metric | None = N
     are recorded on creation and checked on open. ``metric`` is the new collection's (default
     cosine); an existing collection keeps its own unless ``metric`` names another."""
     model = embedder.model_id
-    if has_aliases(model):
+    recorded: str | None = None
+    try:
+        with connect(url, **options) as existing:
+            recorded = existing.spec.embedding_model or ""
+    except NotFoundError:
+        # about to create the collection: an embedder that cannot embed (no key, endpoint down)
+        # must fail first, not leave an empty collection behind
+        check = getattr(embedder, "check_ready", None)
+        if check is not None:
+            check()
+    except VectorportError:
+        pass  # connect below says what is wrong with the URL
+    if recorded and has_aliases(model) and same_model(recorded, model):
         # A collection recording the same model under another id (Chroma's "chroma:default")
         # is opened with its own id, so the spec check on open accepts it.
-        with contextlib.suppress(VectorportError), connect(url, **options) as existing:
-            recorded = existing.spec.embedding_model
-            if recorded and same_model(recorded, model):
-                model = recorded
+        model = recorded
     return connect(url, dimension=embedder.dimension, metric=metric, embedding_model=model, **options)
 
 

@@ -93,16 +93,17 @@ def boto_client(
 
     if endpoint:
         check_endpoint(endpoint)
-    session = boto3.session.Session(profile_name=profile, region_name=region)
-    kwargs: dict[str, Any] = {"config": _boto_config(max_attempts, workers)}
-    if endpoint:
-        kwargs["endpoint_url"] = endpoint
-        if (urlsplit(endpoint).hostname or "") in _LOCAL_HOSTS and session.get_credentials() is None:
-            # The local server does not check signatures; spare users inventing credentials.
-            kwargs.update(aws_access_key_id="vectorport", aws_secret_access_key="vectorport")
-    if session.region_name is None:
-        kwargs["region_name"] = "us-east-1"
+    # the session reads the AWS config (an unknown AWS_PROFILE fails here): inside the mapping
     with map_errors("s3vectors", "client setup"):
+        session = boto3.session.Session(profile_name=profile, region_name=region)
+        kwargs: dict[str, Any] = {"config": _boto_config(max_attempts, workers)}
+        if endpoint:
+            kwargs["endpoint_url"] = endpoint
+            if (urlsplit(endpoint).hostname or "") in _LOCAL_HOSTS and session.get_credentials() is None:
+                # The local server does not check signatures; spare users inventing credentials.
+                kwargs.update(aws_access_key_id="vectorport", aws_secret_access_key="vectorport")
+        if session.region_name is None:
+            kwargs["region_name"] = "us-east-1"
         return session.client("s3vectors", **kwargs)
 
 
@@ -112,12 +113,13 @@ def supabase_client(endpoint: str, key: str, max_attempts: int, workers: int) ->
     import boto3
     from botocore import UNSIGNED
 
-    client = boto3.session.Session().client(
-        "s3vectors",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        config=_boto_config(max_attempts, workers, signature_version=UNSIGNED),
-    )
+    with map_errors("supabase", "client setup"):  # the AWS config is read (an unknown AWS_PROFILE)
+        client = boto3.session.Session().client(
+            "s3vectors",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            config=_boto_config(max_attempts, workers, signature_version=UNSIGNED),
+        )
 
     def add_auth(request: Any, **_: Any) -> None:
         request.headers["Authorization"] = f"Bearer {key}"

@@ -8,12 +8,16 @@ from collections.abc import Iterator
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
+    ConfigParseError,
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    InvalidConfigError,
     NoCredentialsError,
+    NoRegionError,
     ParamValidationError,
     PartialCredentialsError,
+    ProfileNotFound,
     ReadTimeoutError,
 )
 
@@ -106,6 +110,13 @@ def map_errors(where: str, operation: str) -> Iterator[None]:
         ) from exc
     except ParamValidationError as exc:
         raise ConfigurationError(f"{where}: {operation}: invalid request parameters: {exc}") from exc
+    except ProfileNotFound as exc:
+        raise ConfigurationError(
+            f"{where}: {operation}: {exc} (AWS_PROFILE or profile=); name a profile of ~/.aws/config "
+            "(`aws configure list-profiles`), or unset AWS_PROFILE"
+        ) from exc
+    except (InvalidConfigError, ConfigParseError, NoRegionError) as exc:
+        raise ConfigurationError(f"{where}: {operation}: the AWS configuration: {exc}") from exc
     except (EndpointConnectionError, ConnectTimeoutError) as exc:
         raise BackendUnavailableError(f"{where}: {operation}: cannot reach the endpoint ({exc})") from exc
     except (ReadTimeoutError, ConnectionClosedError) as exc:

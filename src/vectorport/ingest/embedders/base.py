@@ -92,6 +92,11 @@ class BaseEmbedder(Embedder, ABC):
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         return self._embed(list(texts), "query")
 
+    def check_ready(self) -> None:
+        """Raise now if the model cannot embed (no key, an unreachable endpoint): called before a
+        collection is created for it, so a failure leaves nothing behind. Local models: nothing
+        to check."""
+
     def _expected_dimension(self) -> int | None:
         """The dimension to check results against (``None``: learn it from the first answer)."""
         return self.dimension

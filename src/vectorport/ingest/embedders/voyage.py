@@ -142,6 +142,19 @@ class VoyageEmbedder(BaseEmbedder):
         except verr.VoyageError as exc:
             raise EmbeddingError(f"voyage: {type(exc).__name__}: {exc}") from exc
 
+    def check_ready(self) -> None:
+        """The key is set and accepted and the endpoint answers: one small request, not retried
+        and not counted in :attr:`calls` (a missing or refused key is a ``ConfigurationError``,
+        an unreachable endpoint a ``BackendUnavailableError``)."""
+        result = self._request(["vectorport: key check"], "query")
+        got = int(np.asarray(result.embeddings, dtype=np.float32).shape[1])
+        if self._dimension is None:
+            self._dimension = got
+        elif got != self._dimension:
+            raise ConfigurationError(
+                f"voyage: {self.model_id} returned {got} dimensions, expected {self._dimension}"
+            )
+
     def _embed_batch(self, texts: list[str], input_type: InputType) -> Matrix:
         result = self.retry.call(
             lambda: self._request(texts, input_type), f"voyage: embed {len(texts)} texts"
