@@ -1,7 +1,8 @@
 """What the framework adapters' tests (``tests/langchain``, ``tests/llamaindex``) run on: every
-backend and URL form of ``tests/_backends.py`` (memory, the real backends and their variants such
-as ``chroma+http``), each param carrying its backend's marker, and optionally pgvector opened with
-:func:`vectorport.aconnect` (the adapters' async methods then run on psycopg's async pool)."""
+test target of every registered backend (:func:`vectorport.testing.backends.targets`: memory, the
+real backends and their variants such as ``chroma+http``), each param carrying its backend's
+marker, and optionally pgvector opened with :func:`vectorport.aconnect` (the adapters' async
+methods then run on psycopg's async pool)."""
 
 from __future__ import annotations
 
@@ -12,20 +13,19 @@ from typing import Any
 import pytest
 
 import vectorport
+from vectorport.testing.backends import targets
 
-from ._backends import URLS, VARIANTS
+__all__ = ["ACONNECT", "each_target", "opened_target"]
 
-__all__ = ["ACONNECT", "TARGETS", "each_target", "opened_target"]
-
-TARGETS = (*URLS, *VARIANTS)
-"""Names ``url_for`` understands; a variant's backend is the part before ``+``."""
 ACONNECT = "pgvector+aconnect"
 """pgvector through ``vectorport.aconnect``: the adapter gets the awaitable store."""
 
 
 def each_target(*, aconnect: bool = False) -> list[Any]:
     """One param per target, marked with its backend (and the ``aconnect`` form of pgvector)."""
-    names = [*TARGETS, ACONNECT] if aconnect else list(TARGETS)
+    names = list(targets())  # NAME or NAME+VARIANT, as url_for takes them
+    if aconnect and "pgvector" in names:
+        names.append(ACONNECT)
     return [pytest.param(name, marks=getattr(pytest.mark, name.split("+")[0]), id=name) for name in names]
 
 
