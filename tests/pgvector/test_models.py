@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -91,6 +92,13 @@ def engine(pg_uri: str) -> Iterator[Any]:
     yield engine
     Base.metadata.drop_all(engine)
     engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def empty_tables(engine: Any) -> None:
+    """Each test fills the tables from nothing (verify compares whole collections)."""
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text("TRUNCATE app_chunks, doc_chunks"))
 
 
 def _vectors(n: int) -> np.ndarray:
@@ -194,3 +202,53 @@ def test_a_model_without_bind_or_a_vector_column_is_refused_in_one_line(engine: 
     plain = sqlalchemy.Table("no_vectors", meta, sqlalchemy.Column("id", Text, primary_key=True))
     with pytest.raises(vectorport.ConfigurationError, match="0 pgvector Vector/HALFVEC columns"):
         vectorport.connect(plain, bind=engine)
+
+
+def test_a_key_that_does_not_fit_the_template_refuses_the_migration_before_any_write(
+    engine: Any, chroma_dir: str
+) -> None:
+    from vectorport.migrate import PlanRefusedError
+
+    vectors = _vectors(12)
+    records = [Record(f"refused/{i}.md#chunk{i}", vectors[i], {}, "t") for i in range(11)]
+    records.append(Record("refused/README", vectors[11], {}, "t"))  # no #chunkN
+    source = _chroma(chroma_dir, records)
+    with vectorport.connect(DocChunk, bind=engine) as target:
+        before = target.count()
+        with pytest.raises(PlanRefusedError) as err:
+            vectorport.migrate(source, target, batch_size=2)
+        assert "refused/README" in json.dumps(err.value.plan.to_dict())
+        assert target.count() == before
+
+
+def test_a_killed_migration_into_the_composite_table_resumes_and_verifies(
+    engine: Any, chroma_dir: str, tmp_path: Any
+) -> None:
+    vectors = _vectors(40)
+    records = [Record(f"resume/{i % 4}.md#chunk{i}", vectors[i], {"i": i}, f"r{i}") for i in range(40)]
+    source = _chroma(chroma_dir, records)
+    checkpoint = tmp_path / "ck.json"
+    target = vectorport.connect(DocChunk, bind=engine)
+    real = type(target)
+
+    class Dying(real):  # type: ignore[misc, valid-type]
+        """The real store, whose process dies at its fourth batch."""
+
+        writes = 0
+
+        def _write(self, batch: Any) -> None:
+            Dying.writes += 1
+            if Dying.writes == 4:
+                raise vectorport.BackendError("killed")
+            super()._write(batch)
+
+    target.__class__ = Dying
+    with pytest.raises(vectorport.BackendError, match="killed"):
+        vectorport.migrate(source, target, batch_size=5, concurrency=1, checkpoint=checkpoint, verify=False)
+    target.close()
+    with vectorport.connect(DocChunk, bind=engine) as fresh:
+        report = vectorport.migrate(source, fresh, batch_size=5, checkpoint=checkpoint, resume=True)
+        assert report.status == "verified", report.to_dict()
+        assert report.copy is not None and report.copy.resumed_from and report.copy.resumed_from >= 15
+        keys = [r.key for r in records]
+        assert [r.key for r in fresh.get(keys, include=[])] == keys

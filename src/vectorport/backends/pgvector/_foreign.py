@@ -320,6 +320,17 @@ class ForeignMixin(StoreState):
                 "written. Migrate it into a table vectorport (or a framework's layout) can write"
             )
 
+    def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
+        """What keeps a record from this table before any write (a migration's plan asks): a
+        key that does not fit the table's ``key_template``. Reads nothing."""
+        if self._layout is None:
+            return []  # a table to create: vectorport's own layout takes any key
+        cols = self._layout.columns
+        template = cols.key_template
+        if template is not None and template.split(key, [kind for _, kind, _ in cols.key_parts]) is None:
+            return [("key", f"key {key!r} does not fit key_template={template.text}")]
+        return []
+
     def _foreign_batch(self, batch: Batch) -> tuple[list[str], list[dict[str, Any]]]:
         """Keys and metadata as the table's owner stores them; refuses the whole batch (nothing
         written) when a record does not fit."""
