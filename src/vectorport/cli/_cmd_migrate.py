@@ -14,6 +14,7 @@ Exit codes (both commands; ``verify`` never returns 4), from :class:`vectorport.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ from ..exceptions import ConfigurationError, UnsupportedFeatureError, Vectorport
 from ..migrate import (
     Checkpoint,
     MetadataPolicy,
+    MigrateOptions,
     MigrationPlan,
     MigrationReport,
     PlanRefusedError,
@@ -41,6 +43,7 @@ from ..migrate import migrate as run_migration
 from ..migrate import verify as run_verify
 from ._common import JsonOption, emit_json, err_console, fail, out_console, print_error, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
+from ._options import with_options
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
@@ -243,76 +246,31 @@ def _write_report(path: Path | None, data: Any) -> None:
             raise typer.Exit(ExitCode.FAILURE) from None
 
 
+MIGRATE_FLAGS = {
+    "plan_only": "--plan",
+    "single_pass": "--single-pass/--two-pass",
+    "sample_queries": "--queries",
+    "k": "-k",
+}
+"""The flags whose name is not the option's own (``batch_size`` is ``--batch-size``)."""
+
+
+@with_options(MigrateOptions, MIGRATE_FLAGS, {"progress": None, "single_pass": None})
 def migrate(
     source: Annotated[str, typer.Argument(help="Source store URL (must exist).")],
     target: Annotated[
         str, typer.Argument(help="Target store URL (created with the source's spec if missing).")
     ],
-    plan: Annotated[
-        bool, typer.Option("--plan", help="Plan only: print what would happen, write nothing.")
-    ] = False,
-    batch_size: Annotated[
-        int | None,
-        typer.Option("--batch-size", min=1, help="Records per write (default 1000, capped by the target)."),
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Write batches in flight (threads).")
-    ] = 4,
-    checkpoint: Annotated[
-        Path | None,
-        typer.Option(
-            "--checkpoint",
-            help="Progress file (default: one per URL pair, see below).",
-        ),
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue an interrupted run from its checkpoint.")
-    ] = False,
-    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verification after copying.")] = False,
-    single_pass: Annotated[
-        bool,
-        typer.Option(
-            "--single-pass",
-            help="Read the source once: check records as they are copied (into a new target, "
-            "dropped on a refusal) and verify against the copy's digests.",
-        ),
-    ] = False,
-    metadata_policy: Annotated[
-        MetadataPolicy,
-        typer.Option(
-            "--metadata-policy",
-            case_sensitive=False,
-            metavar="POLICY",
-            help="Metadata the target cannot hold: error (refuse the plan), flatten, stringify, drop.",
-        ),
-    ] = MetadataPolicy.ERROR,
-    text_key: Annotated[
-        str | None, typer.Option("--text-key", help="Source metadata key holding the chunk text.")
-    ] = None,
-    shard: Annotated[
-        str | None,
-        typer.Option("--shard", metavar="I/N", help="Copy only shard I of N (0-based); run N processes."),
-    ] = None,
-    reembed: Annotated[
-        str | None, typer.Option("--reembed", metavar="MODEL", help="Re-embed each record's text with MODEL.")
-    ] = None,
-    queries: Annotated[
-        int, typer.Option("--queries", min=0, help="Sampled queries in verification (0: none).")
-    ] = 20,
     report_path: Annotated[
         Path | None,
         typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
-    ] = None,
-    progress: Annotated[
-        bool | None,
-        typer.Option(
-            "--progress/--no-progress", help="Progress bars on stderr (default: when stderr is a terminal)."
-        ),
     ] = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
     workers: WorkersOption = 2,
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Copy a collection to another store, then verify it. Exit 0 ok, 1 data, 3 failure, 4 refused, 5 quality.
 
@@ -320,34 +278,16 @@ def migrate(
     folder named by the environment variable VECTORPORT_STATE_DIR (default: ~/.local/state/vectorport);
     --resume continues from it.
     """
-    ck: Path | None = None
-    segment = (0, 1)
+    if options["checkpoint"] is None and not options["plan_only"]:
+        options["checkpoint"] = default_checkpoint(source, target)
+    if options["progress"] is None:
+        options["progress"] = sys.stderr.isatty()
     try:
-        segment = parse_shard(shard)
-        ck = checkpoint
-        if ck is None and not plan:
-            ck = default_checkpoint(source, target)
-        report = run_migration(
-            source,
-            target,
-            runner=runner(engine, workers, address),
-            plan_only=plan,
-            batch_size=batch_size,
-            concurrency=concurrency,
-            checkpoint=ck,
-            resume=resume,
-            verify=not no_verify,
-            single_pass=single_pass or None,
-            metadata_policy=metadata_policy,
-            text_key=text_key,
-            shard=segment,
-            reembed=reembed,
-            sample_queries=queries,
-            progress=sys.stderr.isatty() if progress is None else progress,
-        )
+        report = run_migration(source, target, runner=runner(engine, workers, address), **options)
     except KeyboardInterrupt:
-        if ck is not None:
-            _interrupted(shard_path(ck, segment))
+        if options["checkpoint"] is not None:
+            with contextlib.suppress(VectorportError):
+                _interrupted(shard_path(options["checkpoint"], parse_shard(options["shard"])))
         raise typer.Exit(130) from None
     except PlanRefusedError as exc:
         refused = exc.report if isinstance(exc.report, MigrationReport) else None

@@ -45,6 +45,8 @@ def option(
     runners: tuple[str, ...] = RUNNERS,
     cli: bool = True,
     factory: bool = False,
+    minimum: int | None = None,
+    metavar: str | None = None,
 ) -> Any:
     """A field of a run-options declaration.
 
@@ -52,8 +54,17 @@ def option(
     checkpoint; a resume with another value is refused). ``runners``: the runners that honour
     it; under any other a value other than the default is refused before any I/O. ``cli``:
     whether the command line offers it (objects such as a retry policy are Python only).
+    ``minimum``: the smallest value (checked by the command line's parser too); ``metavar``: how
+    help shows the value.
     """
-    meta = {"help": help, "resume": resume, "runners": runners, "cli": cli}
+    meta = {
+        "help": help,
+        "resume": resume,
+        "runners": runners,
+        "cli": cli,
+        "minimum": minimum,
+        "metavar": metavar,
+    }
     if factory:
         return field(default_factory=default, metadata=meta)
     return field(default=default, metadata=meta)
@@ -142,8 +153,10 @@ class MigrateOptions(RunOptions):
     COMMAND: ClassVar[str] = "migrate"
 
     plan_only: bool = option(False, "Plan only: print what would happen, write nothing.")
-    batch_size: int | None = option(None, "Records per write (default 1000, capped by the target).")
-    concurrency: int = option(4, "Write batches in flight (threads; per worker under Ray).")
+    batch_size: int | None = option(
+        None, "Records per write (default 1000, capped by the target).", minimum=1
+    )
+    concurrency: int = option(4, "Write batches in flight (threads; per worker under Ray).", minimum=1)
     checkpoint: str | os.PathLike[str] | None = option(
         None, "Progress file, rewritten after every acknowledged batch (one per shard)."
     )
@@ -151,9 +164,9 @@ class MigrateOptions(RunOptions):
     verify: bool = option(True, "Verify after copying (counts, keys, vectors, metadata, text, queries).")
     single_pass: bool | None = option(
         None,
-        "None (default): read the source once where a refusal can be rolled back (a new target), "
-        "else plan first; True: the same, with a note when the plan reads first; False: always "
-        "plan over the whole source before the first write.",
+        "Read the source once where a refusal can be rolled back (a new target; the default), "
+        "with a note when the plan must read first; off: always plan over the whole source "
+        "before the first write.",
     )
     metadata_policy: MetadataPolicy = option(
         MetadataPolicy.ERROR,
@@ -162,12 +175,17 @@ class MigrateOptions(RunOptions):
     )
     text_key: str | None = option(None, "Source metadata key holding the chunk text.", resume="fixed")
     shard: tuple[int, int] = option(
-        (0, 1), "Copy only shard I of N (0-based) of the source; run N processes.", runners=("local",)
+        (0, 1),
+        "Copy only shard I of N (0-based) of the source; run N processes.",
+        runners=("local",),
+        metavar="I/N",
     )
-    reembed: str | None = option(None, "Re-embed each record's text with this model.", resume="fixed")
-    progress: bool = option(False, "Progress bars on stderr.")
-    sample_queries: int = option(20, "Sampled queries in verification (0: none).")
-    k: int = option(10, "Top-k of the sampled queries.")
+    reembed: str | None = option(
+        None, "Re-embed each record's text with MODEL.", resume="fixed", metavar="MODEL"
+    )
+    progress: bool = option(False, "Progress bars on stderr (CLI default: when stderr is a terminal).")
+    sample_queries: int = option(20, "Sampled queries in verification (0: none).", minimum=0)
+    k: int = option(10, "Top-k of the sampled queries.", minimum=1)
     cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
     retry: RetryPolicy | None = option(None, "Backoff for the target's writes.", cli=False)
     source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)

@@ -1,0 +1,96 @@
+"""A command's flags derived from its run options (:mod:`vectorport.migrate._options`).
+
+Each field of a run-options dataclass that the command line offers becomes one typer option:
+``--`` plus the field name with dashes (``batch_size`` → ``--batch-size``) unless the command
+renames it, a ``--x/--no-x`` pair for a flag that defaults to on, the field's help text and
+minimum. The library declares the options once; the CLI only names them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..migrate._options import RunOptions
+from ..migrate._transform import MetadataPolicy
+
+__all__ = ["option_parameters", "with_options"]
+
+_TYPES: dict[str, Any] = {
+    "bool": bool,
+    "bool | None": bool | None,
+    "int": int,
+    "int | None": int | None,
+    "str | None": str | None,
+    "str | os.PathLike[str] | None": Path | None,
+    "MetadataPolicy": MetadataPolicy,
+    "tuple[int, int]": str | None,
+}
+"""A field's declared type → the type the command line parses (a shard is parsed by the options)."""
+
+
+def option_parameters(
+    cls: type[RunOptions], names: Mapping[str, str], defaults: Mapping[str, Any]
+) -> list[inspect.Parameter]:
+    """One keyword parameter per command-line field of ``cls`` (``names``: flag renames such as
+    ``{"plan_only": "--plan"}``; ``defaults``: the CLI's own defaults, e.g. ``progress=None``:
+    decided by whether stderr is a terminal)."""
+    out = []
+    for f in cls.declared():
+        meta = f.metadata
+        if not meta["cli"]:
+            continue
+        flag = names.get(f.name) or "--" + f.name.replace("_", "-")
+        default = defaults.get(f.name, None if f.type == "tuple[int, int]" else f.default)
+        kind = _TYPES[str(f.type)]
+        if kind is bool and default is None:
+            kind = bool | None  # tri-state: the command decides when neither flag is given
+        if kind in (bool, bool | None) and "/" not in flag and default is not False:
+            flag = f"{flag}/--no-{flag[2:]}"
+        extra: dict[str, Any] = {}
+        if meta.get("minimum") is not None:
+            extra["min"] = meta["minimum"]
+        if meta.get("metavar"):
+            extra["metavar"] = meta["metavar"]
+        if kind is MetadataPolicy:
+            extra.update(case_sensitive=False, metavar="POLICY")
+        annotation = Annotated[kind, typer.Option(*flag.split(" "), help=meta["help"], **extra)]  # type: ignore[valid-type]
+        out.append(
+            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        )
+    return out
+
+
+def with_options(
+    cls: type[RunOptions], names: Mapping[str, str], defaults: Mapping[str, Any]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command function the flags of ``cls`` beside its own parameters: it is called
+    with its own keyword arguments plus ``options`` (a dict of the option fields' values)."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+
+    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
+        sig = inspect.signature(fn)
+        resolved = typing.get_type_hints(fn, include_extras=True)
+        own = [p.replace(annotation=resolved[p.name]) for p in sig.parameters.values() if p.name != "options"]
+        hints = {p.name: p.annotation for p in own}
+
+        def command(*args: Any, **kwargs: Any) -> None:
+            options = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
+            fn(*args, **kwargs, options=options)
+
+        derived = option_parameters(cls, names, defaults)
+        positional = [p for p in own if p.default is inspect.Parameter.empty]
+        keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own if p not in positional]
+        command.__signature__ = sig.replace(parameters=[*positional, *derived, *keyword])  # type: ignore[attr-defined]
+        command.__annotations__ = {**hints, **{p.name: p.annotation for p in derived}, "return": None}
+        command.__doc__ = fn.__doc__
+        command.__name__ = fn.__name__
+        return command
+
+    return wrap
