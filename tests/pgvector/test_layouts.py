@@ -607,6 +607,33 @@ def test_trigger_maintained_tsvector_in_another_language(
         assert sorted(store.text_query("casa", k=5).keys) == ["1", "3"]  # type: ignore[attr-defined]
 
 
+def test_tsvector_update_trigger_language_is_the_tables(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    """PostgreSQL's own trigger, ``tsvector_update_trigger(col, 'pg_catalog.spanish', …)``: the
+    table is searched in Spanish, as its own SQL searches it, and ``info`` says so."""
+    admin.execute(
+        f"CREATE TABLE {name} (id text PRIMARY KEY, contenido text, embedding vector({DIM}), "
+        "busqueda tsvector)"
+    )
+    admin.execute(
+        f"CREATE TRIGGER {name}_fts BEFORE INSERT OR UPDATE ON {name} FOR EACH ROW "
+        "EXECUTE FUNCTION tsvector_update_trigger(busqueda, 'pg_catalog.spanish', contenido)"
+    )
+    rows = ["Los gatos duermen en la casa", "El perro corre por el parque", "Las casas blancas del pueblo"]
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} VALUES (%s, %s, %s::vector)",
+            [(f"r{i}", t, _vec(v)) for i, (t, v) in enumerate(zip(rows, vectors(3), strict=True))],
+        )
+    own = admin.execute(
+        f"SELECT id FROM {name} WHERE busqueda @@ plainto_tsquery('spanish', 'casa') ORDER BY id"
+    ).fetchall()
+    with vectorport.connect(pg_url(name, text_column="contenido", metric="cosine")) as store:
+        assert store.info()["pgvector"]["language"] == "spanish"
+        assert sorted(store.text_query("casa", k=5).keys) == [r[0] for r in own] == ["r0", "r2"]  # type: ignore[attr-defined]
+
+
 def test_halfvec_reads_as_float32_and_a_scope_must_match(
     pg_url: Callable[..., str], admin: Any, name: str
 ) -> None:

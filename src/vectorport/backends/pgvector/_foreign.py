@@ -241,7 +241,9 @@ class ForeignMixin(StoreState):
         source = (col.generated or "") if col else ""
         if col and not source and self._explicit_language is None:
             source = facts.trigger_source
-        found = re.search(r"to_tsvector\(\s*'([A-Za-z_][\w.]*)'", source)
+        found = re.search(r"to_tsvector\(\s*'([A-Za-z_][\w.]*)'", source) or re.search(
+            r"tsvector_update_trigger\(\s*'?\w+'?\s*,\s*'(?:pg_catalog\.)?([A-Za-z_]\w*)'", source
+        )
         return found.group(1) if found and self._explicit_language is None else self.language
 
     def check_keys(self) -> None:

@@ -91,7 +91,10 @@ class TableFacts:
             "SELECT relkind::text FROM pg_class WHERE oid = %s::regclass", (qualified,)
         ).fetchone()
         triggers = conn.execute(
-            "SELECT coalesce(string_agg(p.prosrc, E'\\n'), '') FROM pg_trigger AS g "
+            # the function's source (a plpgsql to_tsvector) and the trigger's own definition
+            # (tsvector_update_trigger(col, 'pg_catalog.spanish', …) names its config there)
+            "SELECT coalesce(string_agg(p.prosrc || E'\\n' || pg_get_triggerdef(g.oid), E'\\n'), '') "
+            "FROM pg_trigger AS g "
             "JOIN pg_proc AS p ON p.oid = g.tgfoid WHERE g.tgrelid = %s::regclass AND NOT g.tgisinternal",
             (qualified,),
         ).fetchone()
