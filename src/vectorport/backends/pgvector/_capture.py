@@ -200,7 +200,7 @@ class CaptureMixin(StoreState):
     def _key_in_identity(self, conn: psycopg.Connection[Any], identity: str) -> bool:
         """Whether a delete's old tuple (replica identity columns only) holds the chunk key."""
         cols = self.layout.columns
-        if cols.key_kind == "expression" or cols.keep_key or identity == "n":
+        if cols.key_kind in ("expression", "field") or cols.keep_key or identity == "n":
             return False
         flag = "indisprimary" if identity == "d" else "indisreplident"
         rows = conn.execute(

@@ -44,6 +44,8 @@ def describe_mapping(store: StoreState) -> dict[str, Any]:
             "columns": list(cols.key_template.fields),
             "expression": cols.key_expression,
         }
+    elif cols.key_field is not None:
+        key = {"kind": "field", "field": cols.key_field, "in_column": cols.metadata, "row_id": cols.order}
     elif cols.key_expression:
         key["expression"] = cols.key_expression
     else:

@@ -398,6 +398,15 @@ class ForeignMixin(StoreState):
                 meta = to_node_metadata(key, text, meta, text_in_node=False)
             if template is not None and parts is not None:
                 meta[KEY_PARTS] = dict(zip(template.fields, parts, strict=True))
+            if cols.key_field is not None:
+                if cols.key_field in meta:
+                    problems.append(
+                        Problem(
+                            key, cols.key_field, f"the metadata field {cols.key_field!r} holds the key here"
+                        )
+                    )
+                    continue
+                meta[cols.key_field] = key
             keys.append(rid or key)
             metadatas.append(meta)
         if problems:
@@ -439,7 +448,7 @@ class ForeignMixin(StoreState):
         if not cols.key_unique and cols.key_template is None:
             # LlamaIndex's node_id has no unique index: replace a key's rows in one transaction
             delete = sql.SQL("DELETE FROM {} AS t WHERE {} AND {} IN (SELECT s.key FROM {} AS s)").format(
-                table, sql.SQL(cols.scope_sql()), cols.ident("key", "t"), stage
+                table, sql.SQL(cols.scope_sql()), cols.key_expr("t"), stage
             )
             return [delete, insert]
         updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[keys:])
@@ -455,6 +464,8 @@ class ForeignMixin(StoreState):
         """The key's columns and their values from a staged row: the key column, or the columns
         a key template split the key into (carried in the staged metadata)."""
         cols = self.layout.columns
+        if cols.key_field is not None:
+            return [], []  # the database numbers the rows; the key is in the metadata
         if cols.key_template is None:
             key = sql.SQL("s.key::uuid") if cols.key_kind == "uuid" else sql.SQL("s.key")
             return [cols.ident("key")], [key]

@@ -59,6 +59,7 @@ ROLE_OPTION = {
 MAPPING_OPTIONS = (
     *ROLE_OPTION.values(),
     "key_expression",
+    "key_field",
     "key_template",
     "layout",
     "metadata_columns",
@@ -108,6 +109,8 @@ class MappingOptions:
     """``error``: a row without a vector stops the first scan, named; ``skip``: left out."""
     key_template: KeyTemplate | None = None
     """The key made from several columns (``{file_path}#chunk{chunk_index}``): writable."""
+    key_field: str | None = None
+    """The metadata field holding the key, in a table keyed by an id the database assigns."""
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> MappingOptions:
@@ -147,10 +150,11 @@ class MappingOptions:
                 f"pgvector option null_vectors must be error or skip, got {opts.get('null_vectors')!r}"
             )
         template = KeyTemplate.parse(str(opts["key_template"])) if opts.get("key_template") else None
-        if template is not None and (expression or "key_column" in opts):
+        field = str(opts["key_field"]).strip() if opts.get("key_field") else None
+        if sum(x is not None for x in (template, expression, field, opts.get("key_column"))) > 1:
             raise ConfigurationError(
-                "give one of key_template= (the key made from several columns, writable), "
-                "key_expression= (any SQL, read-only) and key_column="
+                "give one of key_column=, key_template= (the key made from several columns), "
+                "key_field= (a metadata field holding the key) and key_expression= (any SQL, read-only)"
             )
         return cls(
             layout,
@@ -161,6 +165,7 @@ class MappingOptions:
             where.strip() if where else None,
             null_vectors,
             template,
+            field,
         )
 
     @property
@@ -171,6 +176,7 @@ class MappingOptions:
             or self.columns
             or self.key_expression
             or self.key_template
+            or self.key_field
             or self.metadata_columns is not None
             or self.text_key
             or self.where
@@ -248,7 +254,7 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
     roles = dict(_PRESETS.get(layout) or _guess(facts))
     roles.update(dict(options.columns))
     explicit = {role for role, _ in options.columns}
-    if (options.key_expression or options.key_template) and "key" not in explicit:
+    if (options.key_expression or options.key_template or options.key_field) and "key" not in explicit:
         roles["key"] = ""  # the expression is the key; the columns it reads stay metadata
     problems: list[str] = []
 
@@ -269,12 +275,14 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
     expression = options.key_expression or (template.sql() if template else None)
     if template is not None:
         problems += _template_problems(facts, template)
-    if key is None and expression is None and not problems:
+    if options.key_field and (meta is None or meta.type not in _JSON) and not problems:
+        problems.append(f"key_field={options.key_field} needs a json or jsonb metadata column")
+    if key is None and expression is None and not options.key_field and not problems:
         problems.append(
             "no column for the key: pass key_column=NAME (a text, uuid or integer column), or "
             "key_expression=SQL (e.g. file_path || '#' || chunk_index)"
         )
-    kind = "expression" if expression else _kind(key) if key else None
+    kind = "field" if options.key_field else "expression" if expression else _kind(key) if key else None
     if key is not None and expression is None and kind is None:
         problems.append(
             f"column {key.name!r} (key) is {key.type}: a key column is text, varchar, uuid or an "
@@ -457,6 +465,7 @@ def _foreign(
         key_kind=kind,
         key_expression=options.key_expression or (template.sql() if template else None),
         key_template=template,
+        key_field=options.key_field,
         key_parts=tuple(
             (f, _kind(facts.columns[f]) or "text", facts.columns[f].type)
             for f in (template.fields if template else ())

@@ -207,6 +207,9 @@ class Columns:
     key), ``expression`` (:attr:`key_expression` is)."""
     key_expression: str | None = None
     """SQL over the row's columns giving the key (``file_path || '#' || chunk_index``)."""
+    key_field: str | None = None
+    """``key_kind == "field"``: the metadata field holding the key (a table whose rows the
+    database numbers, with no natural key); hidden from the record's metadata."""
     key_template: KeyTemplate | None = None
     """The key made from several columns (:attr:`key_parts`); :attr:`key_expression` is its SQL."""
     key_parts: tuple[tuple[str, str, str], ...] = ()
@@ -270,6 +273,7 @@ class Columns:
                 k
                 for k in (
                     KEEP_KEY if self.keep_key else None,
+                    self.key_field,
                     self.text_key,
                     NO_TEXT if self.text_required else None,
                 )
@@ -313,6 +317,10 @@ class Columns:
     # ------------------------------------------------------------ keys
     def key_expr(self, prefix: str | None = None) -> sql.Composable:
         """The chunk key as text."""
+        if self.key_kind == "field":
+            raw = self._raw_metadata(prefix)
+            assert raw is not None and self.key_field is not None
+            return sql.SQL("({} ->> {})").format(raw, sql.Literal(self.key_field))
         if self.key_kind == "expression":
             assert self.key_expression is not None
             return sql.SQL("({})::text").format(sql.SQL(self.key_expression.replace("%", "%%")))
@@ -334,7 +342,7 @@ class Columns:
         """What scans walk in order: a unique column when there is one, else the key."""
         if self.order:
             return sql_name(prefix, self.order) if prefix else sql_name(self.order)
-        if self.key_kind != "expression" and self.key_unique:
+        if self.key_kind not in ("expression", "field") and self.key_unique:
             return self.ident("key", prefix)
         return self.key_expr(prefix)
 
@@ -342,18 +350,18 @@ class Columns:
     def order_cast(self) -> str:
         """The SQL type a scan position (kept as text) is cast to before comparing."""
         kind = self.order_kind if self.order else self.key_kind
-        if self.key_kind == "expression" and not self.order:
+        if self.key_kind in ("expression", "field") and not self.order:
             return "text"
         return {"uuid": "uuid", "integer": "bigint"}.get(kind, "text")
 
     @property
     def ordered_by_key(self) -> bool:
         """Scans walk the key itself (so keys must be unique and not NULL for them to be exact)."""
-        return not self.order and (self.key_kind == "expression" or not self.key_unique)
+        return not self.order and (self.key_kind in ("expression", "field") or not self.key_unique)
 
     def lookup(self, keys: Sequence[str], prefix: str | None = None) -> tuple[sql.Composable, list[Any]]:
         """A condition selecting the rows of ``keys`` (``%(keys)s`` holds the list) and the list."""
-        if self.key_kind == "expression" or (self.key_kind == "text" and not self.key_unique):
+        if self.key_kind in ("expression", "field") or (self.key_kind == "text" and not self.key_unique):
             return sql.SQL("{} = ANY(%(keys)s)").format(self.key_expr(prefix)), list(keys)
         ids = [i for i in (row_id(self.key_kind, k) for k in keys) if i is not None]
         cast = {"uuid": "::uuid[]", "integer": "::bigint[]"}.get(self.key_kind, "")
