@@ -103,3 +103,47 @@ def test_the_report_uses_the_log_axis_and_shows_filters(data: Any, tmp_path: Any
     # by test_one_slow_outlier_does_not_flatten_the_latency_distribution
     assert "log scale" in cdf
     assert 'id="plot-recall-filter"' in page and "<h2>Per filter</h2>" in page
+
+
+def test_every_column_fits_at_1280_px_and_the_config_is_folded(data: Any, tmp_path: Any) -> None:
+    other = vectorport.connect("memory://html-read-lossy", dimension=8)
+    other.upsert(clustered_records(300, 8, seed=4)[5:])
+    try:
+        result = vectorport.compare(
+            {"full": data, "lossy": other}, 6, k=5, warmup=0, filter=[None, {"lang": "en"}], min_recall=0.5
+        )
+    finally:
+        other.drop()
+    page = result.to_html()
+    assert "max-width:1100px" not in CSS
+    assert re.search(r"<details><summary>Run configuration[^<]*</summary><pre>", page)
+    for header in ("records", "missing", "p95 ms", "p99 ms", "QPS"):
+        assert f">{header}</th>" in page, header
+    assert "lossy lacks 5 record(s) of the truth" in page
+    path = tmp_path / "wide.html"
+    path.write_text(page)
+    from ._chromium import render
+
+    dom = render(path, size="1280,2400")
+    assert 'data-tables-cut="0"' in dom  # no table needs its scroll bar: every column is visible
+
+
+def test_the_same_inputs_give_the_same_gates(data: Any) -> None:
+    from vectorport.exceptions import UnsupportedFilterError
+
+    from ._doubles import PostFilteringStore, open_double
+
+    class Refusing(PostFilteringStore):
+        def _compile_filter(self, where: Any) -> Any:
+            raise UnsupportedFilterError("no filters here")
+
+    args: dict[str, Any] = {"k": 5, "warmup": 0, "filter": [None, {"lang": "en"}, {"stars": {"$lt": 30}}]}
+    gates = {"min_recall": 0.9, "max_underfill": 0.0, "min_overlap": 0.5, "max_violations": 0}
+    exact = vectorport.compare({"a": data, "b": data}, 5, **args, **gates)
+    refused = vectorport.compare({"a": data, "b": open_double(Refusing, "html-read")}, 5, **args, **gates)
+
+    def shape(result: Any) -> list[tuple[str, str, str | None]]:
+        return [(g.gate, g.subject, g.filter) for g in result.gate_results]
+
+    assert shape(exact) == shape(refused)
+    assert not refused.passed and exact.passed

@@ -143,7 +143,7 @@ class Gates:
         rate (the ``answered`` gate reports it), all queries unanswered fail."""
         yield None, overall, False
         if self.per_filter and (len(by_filter) > 1 or "none" not in by_filter):
-            yield from ((label, f, True) for label, f in by_filter.items() if f.queries)
+            yield from ((label, f, True) for label, f in by_filter.items())
 
     def _rate(
         self, gate: str, subject: str, scopes: Iterator[tuple[str | None, Any, bool]], threshold: float

@@ -251,26 +251,32 @@ def heatmap(plot_id: str, title: str, labels: Sequence[str], matrix: Sequence[Se
 
 # ---------------------------------------------------------------------- the page
 CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1100px;
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1600px;
 color:#1d1d1f;padding:0 16px}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:32px;border-bottom:1px solid #ddd;
 padding-bottom:4px}
 .verdict{display:inline-block;padding:4px 10px;border-radius:4px;font-weight:600;color:#fff}
 .pass{background:#2e7d32}.fail{background:#c62828}.none{background:#777}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
-th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}th{background:#f5f5f7}
-td.l,th.l{text-align:left;white-space:normal}td.bad{color:#c62828;font-weight:600}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f5f5f7}
+details{margin-top:32px}summary{font-size:17px;font-weight:600;cursor:pointer}
+td.l,th.l{text-align:left;white-space:normal}td.bad,p.bad{color:#c62828;font-weight:600}
 .scroll{overflow-x:auto;max-width:100%}
 .plots{display:flex;flex-wrap:wrap;gap:18px}.plots svg{background:#fff;border:1px solid #eee;padding:6px}
 pre{background:#f5f5f7;padding:10px;overflow-x:auto;font-size:12px}
 .muted{color:#666;font-size:13px}
 """
+# A report is read at 1,280 px: the body grows to 1,600 px on wider screens, the summary is two
+# tables (data and quality, latency) narrow enough that no column needs the scroll bar there.
 
 # Reports nothing; marks on <html> how many plots the browser laid out (a CI smoke test reads it).
 CHECK = """
 (function(){var n=0;document.querySelectorAll('svg.plot').forEach(function(s){
 var b=s.getBBox();if(b.width>0&&b.height>0&&s.querySelectorAll('rect,polyline').length>0)n++;});
-document.documentElement.setAttribute('data-plots-rendered',String(n));})();
+document.documentElement.setAttribute('data-plots-rendered',String(n));
+var hidden=0;document.querySelectorAll('div.scroll').forEach(function(d){
+if(d.scrollWidth>d.clientWidth+1)hidden++;});
+document.documentElement.setAttribute('data-tables-cut',String(hidden));})();
 """
 
 
@@ -286,6 +292,25 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[tuple[str, str]]], cl
         out.append("<tr>" + "".join(f'<td class="{c}">{v}</td>' for v, c in row) + "</tr>")
     out.append("</table></div>")
     return "".join(out)
+
+
+def _latency_table(result: ComparisonResult) -> str:
+    """Per store: latency percentiles (ms) and throughput over the timed queries."""
+    rows = [
+        [
+            (_e(s.label), "l"),
+            (str(s.overall.latency.count), ""),
+            (_f(s.overall.latency.p50, ".2f"), ""),
+            (_f(s.overall.latency.p95, ".2f"), ""),
+            (_f(s.overall.latency.p99, ".2f"), ""),
+            (_f(s.overall.latency.mean, ".2f"), ""),
+            (_f(s.overall.latency.max, ".2f"), ""),
+            (_f(s.overall.qps, ".0f"), ""),
+        ]
+        for s in result.stores
+    ]
+    headers = ["store", "timed queries", "p50 ms", "p95 ms", "p99 ms", "mean ms", "max ms", "QPS"]
+    return _table(headers, rows)
 
 
 def render_html(result: ComparisonResult) -> str:
@@ -307,8 +332,8 @@ def render_html(result: ComparisonResult) -> str:
     first = labels[0]
     pair_of = {p.b: p for p in result.pairs if p.a == first}
     headers = [
-        "store", "backend", f"recall@{k}", "min", "under-filled", "shortfall", "wrong", "violations",
-        "dist err max", "dist agree", f"overlap@{k} vs {first}", "RBO", "p50 ms", "p95 ms", "p99 ms", "QPS",
+        "store", "backend", "records", "missing", "extra", f"recall@{k}", "min", "under-filled",
+        "shortfall", "wrong", "violations", "dist err max", "dist agree", f"overlap@{k} vs {first}", "RBO",
     ]  # fmt: skip
     labelled = result.config.get("labelled_queries", 0) > 0
     if labelled:
@@ -318,9 +343,13 @@ def render_html(result: ComparisonResult) -> str:
         f = s.overall
         pair = pair_of.get(s.label)
         bad_recall = g.min_recall is not None and not (f.recall >= g.min_recall)
+        rc = s.records
         row = [
             (_e(s.label), "l"),
             (_e(s.backend), "l"),
+            ("-" if rc is None else str(rc.count), ""),
+            ("-" if rc is None else str(rc.missing), "bad" if rc is not None and rc.missing else ""),
+            ("-" if rc is None else str(rc.extra), ""),
             (_f(f.recall), "bad" if bad_recall else ""),
             (_f(f.recall_min, ".2f"), ""),
             (_f(f.underfill, ".1%"), "bad" if f.underfilled and g.max_underfill is not None else ""),
@@ -331,10 +360,6 @@ def render_html(result: ComparisonResult) -> str:
             (_f(f.distance_agreement, ".1%"), ""),
             ("-" if pair is None else _f(pair.overall.overlap), ""),
             ("-" if pair is None else _f(pair.overall.rbo), ""),
-            (_f(f.latency.p50, ".2f"), ""),
-            (_f(f.latency.p95, ".2f"), ""),
-            (_f(f.latency.p99, ".2f"), ""),
-            (_f(f.qps, ".0f"), ""),
         ]
         if labelled:
             rel = f.relevance
@@ -345,6 +370,16 @@ def render_html(result: ComparisonResult) -> str:
             ]
         rows.append(row)
     body.append("<h2>Summary</h2>" + _table(headers, rows))
+    body.append("<h2>Latency</h2>" + _latency_table(result))
+    missing = [s for s in result.stores if s.records is not None and s.records.missing]
+    for s in missing:
+        assert s.records is not None
+        shown = ", ".join(s.records.missing_keys) + (
+            ", …" if s.records.missing > len(s.records.missing_keys) else ""
+        )
+        body.append(
+            f'<p class="bad">{_e(s.label)} lacks {s.records.missing} record(s) of the truth: {_e(shown)}</p>'
+        )
     if labelled and result.truth_relevance is not None:
         rel = result.truth_relevance
         body.append(
@@ -475,16 +510,16 @@ def render_html(result: ComparisonResult) -> str:
         if not result.passed:
             body.append("<h2>Failures in detail</h2><pre>" + _e(result.explain()) + "</pre>")
 
-    # ---- config
+    # ---- config, folded: it is long and read only when a figure needs explaining
     timings = {name: round(v, 4) for name, v in result.timings.items()}
     body.append(
-        "<h2>Run configuration</h2><pre>"
+        "<details><summary>Run configuration (stores, versions, index parameters, timings)</summary><pre>"
         + _e(
             json.dumps(
                 {"config": result.config, "timings": timings, "gates": g.to_dict()}, indent=2, default=str
             )
         )
-        + "</pre>"
+        + "</pre></details>"
     )
     title = f"vectorport compare: {', '.join(labels)}"
     return (
