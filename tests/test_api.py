@@ -21,6 +21,7 @@ PINNED_ALL = [
     "ConfigurationError",
     "ConflictError",
     "Embedder",
+    "Feature",
     "FilterError",
     "Include",
     "InvalidNameError",

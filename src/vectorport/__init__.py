@@ -14,7 +14,7 @@ from ._async import AsyncStore, aconnect
 from ._base import BaseStore
 from ._capabilities import Capabilities, MetadataRules
 from ._embedder import Embedder
-from ._features import SupportsHybridSearch, SupportsTextSearch, hybrid_search_of, text_search_of
+from ._features import Feature, SupportsHybridSearch, SupportsTextSearch, hybrid_search_of, text_search_of
 from ._models import CollectionSpec, Include, Match, Metric, QueryResult, Record, ScanPage
 from ._names import NameRule
 from ._protocol import VectorStore
@@ -55,6 +55,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "Embedder",
+    "Feature",
     "FilterError",
     "Include",
     "InvalidNameError",

@@ -92,9 +92,9 @@ class BaseStore(ABC, Generic[N]):
     once: inputs are validated before any I/O, writes are split to the backend's limits and
     each call is retried on :class:`~vectorport.exceptions.TransientError`.
 
-    ``capabilities`` is declared once on the class. Optional features (``features``) are not
-    declared by hand: they are the feature protocols the class implements
-    (:mod:`vectorport._features`) plus ``native_count``/``native_segments`` as declared. A
+    ``capabilities`` is declared once on the class. Its ``features`` (a set of
+    :class:`~vectorport.Feature`) are the feature protocols the class implements, derived here
+    (:mod:`vectorport._features`), plus the others (``NATIVE_COUNT``, ``WRITE`` …) as declared. A
     backend whose collections can do less than the backend (an exact pgvector table, a table
     without a text column) overrides :meth:`_collection_capabilities`; the class attribute stays
     the declaration.
@@ -106,7 +106,12 @@ class BaseStore(ABC, Generic[N]):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         declared = cls.__dict__.get("capabilities")
-        if isinstance(declared, Capabilities):
+        if not isinstance(declared, Capabilities):
+            # a subclass that adds a feature method (a bulk_load) without restating the
+            # declaration still gets the feature
+            inherited = getattr(cls, "capabilities", None)
+            declared = inherited if isinstance(inherited, Capabilities) else None
+        if declared is not None:
             derived = declared.features | protocol_features(cls)
             # a plain class attribute becomes a descriptor: class access gives the declaration,
             # instance access the bound collection's capabilities

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ._features import Feature
 from ._models import Metric
 from ._names import NameRule
 
@@ -83,9 +84,12 @@ class Capabilities:
     """Minimum recall@k vs exact search the backend promises on clustered data."""
     metadata: MetadataRules = field(default_factory=MetadataRules)
     filter_operators: frozenset[str] = frozenset()
-    features: frozenset[str] = frozenset()
-    """Optional features: ``hybrid``, ``text_search``, ``native_count``, ``native_segments``,
-    ``parallel_segments`` (segments read in parallel go faster: each reads only its records)."""
+    features: frozenset[Feature] = frozenset()
+    """What the store can do beyond the protocol: a set of :class:`~vectorport.Feature`, the one
+    vocabulary every reader uses."""
+    write_rate: float | None = None
+    """Records per second the store paces its own writes to (a bucket index's ``write_rate``);
+    ``None``: not paced."""
     collection_names: NameRule | None = None
     """The names a collection may have (``None``: any)."""
     text_ranking: str | None = None
@@ -100,7 +104,7 @@ class Capabilities:
         out = asdict(self)
         out["metrics"] = sorted(m.value for m in self.metrics)
         out["filter_operators"] = sorted(self.filter_operators)
-        out["features"] = sorted(self.features)
+        out["features"] = sorted(Feature(f).value for f in self.features)
         rules = out["metadata"]
         rules["reserved_keys"] = sorted(self.metadata.reserved_keys)
         rules["reserved_prefixes"] = list(self.metadata.reserved_prefixes)

@@ -1,17 +1,20 @@
-"""Optional features as typed protocols: what a store can do beyond :class:`VectorStore`.
+"""The one feature vocabulary, :class:`Feature`, and the typed protocols of the optional methods.
 
-Engines test for a feature with ``isinstance(store, SupportsBulkLoad)`` (and so on) instead of
-asking for a concrete class, so a third-party store gets the same treatment as a built-in one by
-implementing the method. A store's ``capabilities.features`` names the features it implements
-(derived from these protocols by :class:`~vectorport.BaseStore`, never written by hand), narrowed
-per collection where a collection lacks what its backend could do (a pgvector table made
-elsewhere without a ``tsvector`` column has no text search): the method then raises
+A store's ``capabilities.features`` is a set of :class:`Feature` and nothing else says what a
+store can do: the protocol checks, the CLI, ``info``, the migration plan, compare and the
+conformance suite read it. Features with a method (``BULK_LOAD``, ``TEXT_SEARCH``, ``HYBRID``,
+``LAYOUT_CHECK``) are derived from these protocols by :class:`~vectorport.BaseStore`, never
+written by hand; the others are declared on the store class. Both are narrowed per collection
+where a collection lacks what its backend could do (a pgvector table made elsewhere without a
+``tsvector`` column has no text search): the method then raises
 :class:`~vectorport.exceptions.UnsupportedFeatureError` before any I/O.
 
 >>> import vectorport
 >>> store = vectorport.connect("memory://doctest-features", dimension=2)
->>> isinstance(store, SupportsBulkLoad), sorted(store.capabilities.features)
-(False, ['hybrid', 'native_count', 'native_segments', 'text_search'])
+>>> isinstance(store, SupportsBulkLoad), sorted(f.value for f in store.capabilities.features)
+(False, ['hybrid', 'native_count', 'native_segments', 'text_search', 'write'])
+>>> Feature.TEXT_SEARCH in store.capabilities.features
+True
 >>> store.drop()
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from ._changes import CaptureSetup, ChangeFeed
@@ -28,6 +32,7 @@ from .filters import FilterNode
 
 __all__ = [
     "FEATURE_PROTOCOLS",
+    "Feature",
     "SupportsBulkLoad",
     "SupportsChangeFeed",
     "SupportsHybridSearch",
@@ -35,13 +40,48 @@ __all__ = [
     "SupportsLayoutCheck",
     "SupportsTextSearch",
     "bulk_load_of",
+    "change_capture_of",
+    "features_of",
     "hybrid_search_of",
+    "integrity_check_of",
+    "layout_check_of",
     "protocol_features",
+    "supports",
     "text_search_of",
     "write_cap_of",
 ]
 
 FilterLike = Mapping[str, Any] | FilterNode | None
+
+
+class Feature(StrEnum):
+    """What a store can do beyond the :class:`~vectorport.VectorStore` protocol (its value is
+    the name reports and ``vectorport backends`` print)."""
+
+    BULK_LOAD = "bulk_load"
+    """Loads a large stream of upserts faster with index maintenance deferred
+    (:class:`SupportsBulkLoad`)."""
+    CHANGE_FEED = "change_feed"
+    """Records its own changes for ``sync`` to read instead of scanning
+    (:class:`SupportsChangeFeed`)."""
+    HYBRID = "hybrid"
+    """Vector and text rankings fused (:class:`SupportsHybridSearch`)."""
+    INTEGRITY_CHECK = "integrity_check"
+    """Its records carry their own proof (a snapshot's digests), checked before a migration from it
+    writes anything (:class:`SupportsIntegrityCheck`)."""
+    LAYOUT_CHECK = "layout_check"
+    """Says what keeps a record from fitting its layout (:class:`SupportsLayoutCheck`)."""
+    NATIVE_COUNT = "native_count"
+    """``count()`` is cheap (no scan)."""
+    NATIVE_SEGMENTS = "native_segments"
+    """``scan(segment=…)`` is served by the backend, not by filtering a full scan."""
+    PARALLEL_SEGMENTS = "parallel_segments"
+    """Segments read in parallel go faster: each reads only its own records."""
+    TEXT_SEARCH = "text_search"
+    """Full-text search over the chunk text (:class:`SupportsTextSearch`)."""
+    WRITE = "write"
+    """Records can be written and deleted, collections created and dropped (a snapshot opened as
+    a store cannot)."""
 
 
 @runtime_checkable
@@ -158,20 +198,57 @@ class SupportsChangeFeed(Protocol):
         ...
 
 
-FEATURE_PROTOCOLS: dict[str, type] = {
-    "bulk_load": SupportsBulkLoad,
-    "change_feed": SupportsChangeFeed,
-    "hybrid": SupportsHybridSearch,
-    "integrity_check": SupportsIntegrityCheck,
-    "layout_check": SupportsLayoutCheck,
-    "text_search": SupportsTextSearch,
+FEATURE_PROTOCOLS: dict[Feature, type] = {
+    Feature.BULK_LOAD: SupportsBulkLoad,
+    Feature.CHANGE_FEED: SupportsChangeFeed,
+    Feature.HYBRID: SupportsHybridSearch,
+    Feature.INTEGRITY_CHECK: SupportsIntegrityCheck,
+    Feature.LAYOUT_CHECK: SupportsLayoutCheck,
+    Feature.TEXT_SEARCH: SupportsTextSearch,
 }
-"""Feature name (as in ``capabilities.features``) → the protocol that implements it."""
+"""The features that are a method → the protocol that implements it."""
 
 
-def protocol_features(cls: type) -> frozenset[str]:
-    """Names of the feature protocols ``cls`` implements."""
-    return frozenset(name for name, proto in FEATURE_PROTOCOLS.items() if issubclass(cls, proto))
+def protocol_features(cls: type) -> frozenset[Feature]:
+    """The feature protocols ``cls`` implements."""
+    return frozenset(feature for feature, proto in FEATURE_PROTOCOLS.items() if issubclass(cls, proto))
+
+
+def features_of(store: object) -> frozenset[Feature]:
+    """``store.capabilities.features`` (empty for an object that declares none)."""
+    found: frozenset[str] = getattr(getattr(store, "capabilities", None), "features", frozenset())
+    return frozenset(Feature(f) for f in found)
+
+
+def supports(store: object, feature: Feature) -> bool:
+    """Does ``store`` (its bound collection) declare ``feature`` (and, for a feature that is a
+    method, implement its protocol)? The one test every engine uses.
+
+    >>> import vectorport
+    >>> s = vectorport.connect("memory://doctest-supports", dimension=2)
+    >>> supports(s, Feature.TEXT_SEARCH), supports(s, Feature.BULK_LOAD)
+    (True, False)
+    >>> s.drop()
+    """
+    proto = FEATURE_PROTOCOLS.get(feature)
+    return feature in features_of(store) and (proto is None or isinstance(store, proto))
+
+
+def change_capture_of(store: object) -> SupportsChangeFeed | None:
+    """``store`` as a :class:`SupportsChangeFeed` when it has :attr:`Feature.CHANGE_FEED`."""
+    return store if supports(store, Feature.CHANGE_FEED) and isinstance(store, SupportsChangeFeed) else None
+
+
+def integrity_check_of(store: object) -> SupportsIntegrityCheck | None:
+    """``store`` as a :class:`SupportsIntegrityCheck` when it has :attr:`Feature.INTEGRITY_CHECK`."""
+    if supports(store, Feature.INTEGRITY_CHECK) and isinstance(store, SupportsIntegrityCheck):
+        return store
+    return None
+
+
+def layout_check_of(store: object) -> SupportsLayoutCheck | None:
+    """``store`` as a :class:`SupportsLayoutCheck` when it has :attr:`Feature.LAYOUT_CHECK`."""
+    return store if supports(store, Feature.LAYOUT_CHECK) and isinstance(store, SupportsLayoutCheck) else None
 
 
 def bulk_load_of(store: object, expected: int | None = None) -> AbstractContextManager[None]:
@@ -184,15 +261,15 @@ def bulk_load_of(store: object, expected: int | None = None) -> AbstractContextM
     1
     >>> s.drop()
     """
-    if isinstance(store, SupportsBulkLoad):
+    if supports(store, Feature.BULK_LOAD):
+        assert isinstance(store, SupportsBulkLoad)
         return store.bulk_load(expected)
     return nullcontext()
 
 
-def _feature_of(store: object, name: str, what: str) -> None:
-    caps = getattr(store, "capabilities", None)
-    features: frozenset[str] = getattr(caps, "features", frozenset())
-    if isinstance(store, FEATURE_PROTOCOLS[name]) and name in features:
+def _feature_of(store: object, feature: Feature, what: str) -> None:
+    features = features_of(store)
+    if supports(store, feature):
         return
     backend = getattr(store, "name", type(store).__name__)
     has = sorted(f for f, proto in FEATURE_PROTOCOLS.items() if f in features and isinstance(store, proto))
@@ -214,20 +291,21 @@ def text_search_of(store: object) -> SupportsTextSearch:
     ['a']
     >>> s.drop()
     """
-    _feature_of(store, "text_search", "text search")
+    _feature_of(store, Feature.TEXT_SEARCH, "text search")
     assert isinstance(store, SupportsTextSearch)
     return store
 
 
 def hybrid_search_of(store: object) -> SupportsHybridSearch:
     """``store`` as a :class:`SupportsHybridSearch`, or ``UnsupportedFeatureError`` (no I/O)."""
-    _feature_of(store, "hybrid", "hybrid search")
+    _feature_of(store, Feature.HYBRID, "hybrid search")
     assert isinstance(store, SupportsHybridSearch)
     return store
 
 
 def write_cap_of(store: object) -> float | None:
-    """The records per second ``store`` paces its own writes to (a bucket index's
-    ``write_rate``), or ``None`` when its writes are not paced."""
-    rate = getattr(getattr(store, "limiter", None), "rate", None)
+    """The records per second ``store`` paces its own writes to (its declared
+    ``capabilities.write_rate``: a bucket index's ``write_rate``), or ``None`` when its writes
+    are not paced."""
+    rate = getattr(getattr(store, "capabilities", None), "write_rate", None)
     return float(rate) if isinstance(rate, int | float) and rate > 0 else None

@@ -55,9 +55,6 @@ class TestTarget:
     """URL parameters the conformance suite adds (say, no write pacing)."""
     conformance: bool = True
     """Run the shared conformance suite on this target."""
-    process_local: bool = False
-    """Its collections exist only inside the process that made them (another process, such as
-    the CLI run as a subprocess, cannot see them)."""
 
 
 @dataclass(frozen=True)

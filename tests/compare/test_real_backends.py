@@ -17,6 +17,7 @@ import pytest
 import vectorport
 from vectorport import MetadataRules
 from vectorport._registry import available_backends
+from vectorport._url import StoreURL
 from vectorport.testing import clustered_records
 from vectorport.testing.backends import backend_names, targets
 
@@ -102,13 +103,18 @@ def test_broken_store_among_real_ones_fails_its_gates_only(stores: dict[str, str
     assert all("broken" in g.subject for g in result.failures), [g.message for g in result.failures]
 
 
-def _reachable_from_another_process() -> list[str]:
-    """Per backend, its first test target another process can open (none for memory)."""
+def _reachable_from_another_process(url_for: Callable[..., str]) -> list[tuple[str, str]]:
+    """Per backend, its first test target any process can open while this one holds it (the
+    backend says, ``processes``), with the URL of a fresh collection there: none for memory."""
     found = []
     for owner in available_backends():
-        target = next((t for t in owner.tests if not t.process_local), None)
-        if target is not None and owner.installed:
-            found.append(owner.target_name(target))
+        if not owner.installed:
+            continue
+        for target in owner.tests:
+            url = url_for(owner.target_name(target))
+            if owner.load().processes(StoreURL.parse(url)) == "any":
+                found.append((owner.target_name(target), url))
+                break
     return found
 
 
@@ -117,11 +123,11 @@ def test_cli_on_real_backends(stores: dict[str, str], url_for: Callable[..., str
     # (chroma through its server, not the embedded directory this process holds)
     urls: dict[str, str] = {}
     made: list[str] = []
-    for name in _reachable_from_another_process():
+    for name, fresh in _reachable_from_another_process(url_for):
         if name in stores:
             urls[name] = stores[name]
             continue
-        urls[name] = url_for(name)
+        urls[name] = fresh
         made.append(urls[name])
         with vectorport.connect(urls[name], dimension=DIM, metric="cosine") as remote:
             remote.upsert(RECORDS)

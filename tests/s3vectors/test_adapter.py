@@ -268,6 +268,7 @@ def test_write_pacing_keeps_under_the_service_rate() -> None:
             metric="euclidean",
             retry=RetryPolicy(attempts=1),
         )
+        assert paced.capabilities.write_rate == 1500  # declared: what the engines read
         began = time.monotonic()
         paced.upsert(recs)  # no 429 at all: a single failure would raise (one attempt)
         assert time.monotonic() - began >= 0.5
@@ -277,6 +278,7 @@ def test_write_pacing_keeps_under_the_service_rate() -> None:
             metric="euclidean",
             retry=FAST_RETRY,
         )
+        assert unpaced.capabilities.write_rate is None
         assert unpaced.upsert(recs) == 2500 and unpaced.count() == 2500  # 429s, retried with backoff
     finally:
         server.stop()

@@ -294,18 +294,19 @@ class _LagPrinter:
 def _capture_command(source: str, *, setup: bool, method: str, as_json: bool) -> None:
     """``--setup-capture`` / ``--teardown-capture``."""
     from .. import connect
-    from .._features import SupportsChangeFeed
+    from .._features import change_capture_of
 
     try:
         store = connect(source)
+        capture = change_capture_of(store)
         try:
-            if not isinstance(store, SupportsChangeFeed):
+            if capture is None:
                 raise ConfigurationError(
                     f"{source}: {store.name} cannot capture its changes (only PostgreSQL sources "
                     "can); sync scans it instead: nothing to install"
                 )
             if setup:
-                done = store.setup_capture(method)
+                done = capture.setup_capture(method)
                 out: dict[str, Any] = {
                     "schema": "vectorport.sync.capture/1",
                     "source": store.url.masked,
@@ -317,7 +318,7 @@ def _capture_command(source: str, *, setup: bool, method: str, as_json: bool) ->
                 text = f"capture: {done.method} {done.name} on {store.url.masked}: {done.reason}"
                 details = [f"  created {item}" for item in done.created]
             else:
-                removed = store.teardown_capture()
+                removed = capture.teardown_capture()
                 out = {"schema": "vectorport.sync.capture/1", "source": store.url.masked, "removed": removed}
                 text = f"capture removed from {store.url.masked}" if removed else "no capture was installed"
                 details = [f"  removed {item}" for item in removed]

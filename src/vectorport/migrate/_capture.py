@@ -32,7 +32,7 @@ from typing import Any
 
 from .._changes import ChangeBatch, ChangeFeed
 from .._digest import record_digest, segment_of
-from .._features import SupportsChangeFeed
+from .._features import Feature, change_capture_of, supports
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
@@ -52,9 +52,10 @@ READ_BACK = 1_000
 def feed_of(store: VectorStore, shard: tuple[int, int] = (0, 1)) -> ChangeFeed | None:
     """The source's installed change feed; ``None`` when it has none (or for one shard of a
     sharded sync: a feed covers the whole collection)."""
-    if shard[1] > 1 or not isinstance(store, SupportsChangeFeed):
+    captured = change_capture_of(store)
+    if shard[1] > 1 or captured is None:
         return None
-    return store.change_feed()
+    return captured.change_feed()
 
 
 def mark(feed: ChangeFeed) -> dict[str, JSON]:
@@ -235,7 +236,7 @@ def follow_until(
 
 def check_follow(source: VectorStore, label: str) -> None:
     """Refuse ``follow`` on a source that cannot capture (before any I/O)."""
-    if not isinstance(source, SupportsChangeFeed):
+    if not supports(source, Feature.CHANGE_FEED):
         raise ConfigurationError(
             f"{label} cannot capture its changes (only PostgreSQL sources can), so --follow has nothing "
             "to follow: run sync --every 30s instead, which scans"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .._digest import SegmentSums, record_digest, segment_of
 from .._exact import StreamingTopK
+from .._features import Feature
 from .._models import Record
 from .._protocol import VectorStore
 from ._transform import Transformer
@@ -54,7 +55,7 @@ def parallel_segments(store: VectorStore, concurrency: int) -> int:
     """How many scan segments to read at once (1: one plain scan). Only where each segment
     reads just its own records (``parallel_segments``): pgvector's segments filter every row by
     a key hash, and four of them were slower than one scan (50k rows: 1.6 s against 1.0 s)."""
-    if concurrency <= 1 or "parallel_segments" not in store.capabilities.features:
+    if concurrency <= 1 or Feature.PARALLEL_SEGMENTS not in store.capabilities.features:
         return 1
     return concurrency
 

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from .._digest import MAX_SEGMENTS, record_digest, segment_count, segment_of
 from .._exact import StreamingTopK
+from .._features import Feature
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._registry import connect
@@ -324,7 +325,7 @@ def _merge_top(exact: StreamingTopK, scan: SegmentScan) -> None:
 def _count(store: VectorStore, scanned: int) -> int:
     """The store's own count, or what its scan found when counting would be another full scan
     (buckets have no count API)."""
-    return store.count() if "native_count" in store.capabilities.features else scanned
+    return store.count() if Feature.NATIVE_COUNT in store.capabilities.features else scanned
 
 
 def verify_merged(
@@ -376,7 +377,7 @@ def verify_merged(
             )
             transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
             float_ulps = src.capabilities.metadata.float_ulps + dst.capabilities.metadata.float_ulps
-            source_count = src.store.count() if "native_count" in src.capabilities.features else None
+            source_count = src.store.count() if Feature.NATIVE_COUNT in src.capabilities.features else None
             # without a count (buckets), the most segments: a differing one then costs the fewest reads
             parts = MAX_SEGMENTS if source_count is None else segment_count(source_count)
             report.key_segments = parts

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .._features import SupportsIntegrityCheck, SupportsLayoutCheck
+from .._features import SupportsLayoutCheck, integrity_check_of, layout_check_of
 from .._models import JSON, CollectionSpec, Record
 from .._validate import key_problem
 from ..exceptions import UnsupportedError
@@ -320,8 +320,9 @@ def build_plan(
 
     A source that carries its own digests (a snapshot, :class:`SupportsIntegrityCheck`) is
     checked against them first, whole, so a damaged or edited one is refused before any write."""
-    if isinstance(source.store, SupportsIntegrityCheck):
-        source.store.check_integrity()
+    proof = integrity_check_of(source.store)
+    if proof is not None:
+        proof.check_integrity()
     src_spec = source.store.spec
     planned = planned_target_spec(src_spec, target, reembed_dimension, reembed)
     plan = MigrationPlan(
@@ -387,7 +388,7 @@ class PlanChecker:
         self.max_key = target.capabilities.max_key_bytes
         # what the target's layout adds to its capabilities' limits, checked on each record as
         # the policy leaves it (a record already unwritable is not checked again)
-        self.layout_check = target.store if isinstance(target.store, SupportsLayoutCheck) else None
+        self.layout_check = layout_check_of(target.store)
 
     def observe(self, records: Iterable[Record]) -> list[Transformed]:
         """Check each record; return what the policy makes of each (the copy writes that)."""

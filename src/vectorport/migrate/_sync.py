@@ -42,7 +42,7 @@ from .._activity import listening
 from .._changes import ChangeFeed
 from .._digest import record_digest, segment_count, segment_of
 from .._exit import Status
-from .._features import bulk_load_of
+from .._features import Feature, bulk_load_of
 from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
@@ -362,7 +362,7 @@ def _outside(state: SyncState, dst: Endpoint, shard: tuple[int, int]) -> str | N
     """Why the target must be read again: it holds another count than the state records (it
     was changed outside sync); ``None`` when it does not, or cannot tell."""
     # a shard holds part of the target: its runner compares the sum (changed_outside)
-    if shard[1] > 1 or "native_count" not in dst.capabilities.features:
+    if shard[1] > 1 or Feature.NATIVE_COUNT not in dst.capabilities.features:
         return None
     held = dst.store.count()
     if held == state.records:

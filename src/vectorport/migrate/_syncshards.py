@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .._features import Feature
 from ._checkpoint import shard_path
 from ._endpoints import StoreLike, probe_target
 from ._sync import _check_spec, _pair
@@ -54,7 +55,7 @@ def changed_outside(
         return None
     dst = probe_target(target, **dict(target_options or {}))
     try:
-        if not dst.exists or "native_count" not in dst.capabilities.features:
+        if not dst.exists or Feature.NATIVE_COUNT not in dst.capabilities.features:
             return None
         count = dst.store.count()
     finally:

@@ -66,14 +66,9 @@ def _param(*names: str, id: str | None = None) -> Any:
     return pytest.param(*names, marks=marks, id=id or "-to-".join(names))
 
 
-def backend_params(*, process_local: bool = True) -> list[Any]:
-    """One param per backend (its main target). ``process_local=False`` leaves out backends whose
-    main target is visible only inside this process (for tests that run the CLI as a subprocess)."""
-    return [
-        _param(b.name)
-        for b in available_backends()
-        if b.tests and (process_local or not b.tests[0].process_local)
-    ]
+def backend_params() -> list[Any]:
+    """One param per backend (its main target)."""
+    return [_param(b.name) for b in available_backends() if b.tests]
 
 
 def conformance_params() -> list[Any]:

@@ -39,7 +39,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .._features import FEATURE_PROTOCOLS
+from .._features import FEATURE_PROTOCOLS, Feature
 from .._json import json_equal
 from .._models import Metric, Record
 from .._protocol import VectorStore
@@ -418,9 +418,10 @@ class StoreConformance:
     def test_features_are_the_protocols_the_store_implements(self, make: Callable[..., VectorStore]) -> None:
         store = make()
         features = store.capabilities.features
-        for name, proto in FEATURE_PROTOCOLS.items():
-            if name in features:
-                assert isinstance(store, proto), f"{name} declared but {proto.__name__} not implemented"
+        assert all(isinstance(f, Feature) for f in features), f"features are Feature members: {features}"
+        for feature, proto in FEATURE_PROTOCOLS.items():
+            if feature in features:
+                assert isinstance(store, proto), f"{feature} declared but {proto.__name__} not implemented"
         assert features <= type(store).capabilities.features, "a collection never does more than its backend"
 
     # ------------------------------------------------------------------ distances

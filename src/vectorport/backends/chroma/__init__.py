@@ -19,9 +19,8 @@ backend = Backend(
     extra="chroma",
     requires=("chromadb",),
     tests=(
-        # embedded collections in one directory; a CLI subprocess opening them would race this
-        # process's client, so other processes use the server
-        TestTarget("chroma://{server}?collection={collection}", process_local=True),
+        # embedded collections in one directory (one process at a time), and a real server
+        TestTarget("chroma://{server}?collection={collection}"),
         TestTarget(
             "chroma+http://{server}?collection={collection}", server="._server:chroma_run", variant="http"
         ),

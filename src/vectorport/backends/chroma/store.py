@@ -39,6 +39,7 @@ import numpy as np
 from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
 from ..._cursor import Position, position_field
+from ..._features import Feature
 from ..._models import (
     CollectionSpec,
     Include,
@@ -166,7 +167,7 @@ class ChromaStore(BaseStore[Where]):
             reserved_prefixes=("#", "$"),
         ),
         filter_operators=ChromaFilterCompiler.supported_operators(),
-        features=frozenset({"native_count"}),
+        features=frozenset({Feature.NATIVE_COUNT, Feature.WRITE}),
         collection_names=COLLECTION_NAMES,
     )
 

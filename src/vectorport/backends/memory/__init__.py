@@ -9,6 +9,6 @@ backend = Backend(
     name="memory",
     package=__name__,
     store=".store:MemoryStore",
-    tests=(TestTarget("{scheme}://{collection}", process_local=True),),
+    tests=(TestTarget("{scheme}://{collection}"),),
 )
 """This backend, as the ``vectorport.backends`` entry point registers it."""

@@ -24,6 +24,7 @@ from ..._base import BaseStore, FilterLike
 from ..._capabilities import Capabilities
 from ..._cursor import Position, position_field
 from ..._exact import SearchMatrix
+from ..._features import Feature
 from ..._models import (
     CollectionSpec,
     Include,
@@ -162,7 +163,7 @@ class MemoryStore(BaseStore[FilterNode]):
         max_scan_page=1_000,
         exact=True,
         filter_operators=frozenset(ALL_OPERATORS),
-        features=frozenset({"native_count", "native_segments"}),
+        features=frozenset({Feature.NATIVE_COUNT, Feature.NATIVE_SEGMENTS, Feature.WRITE}),
         text_ranking="BM25",
     )
 

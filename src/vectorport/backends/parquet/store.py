@@ -31,6 +31,7 @@ from ..._base import BaseStore
 from ..._capabilities import Capabilities
 from ..._cursor import Position, position_field
 from ..._exact import SearchMatrix
+from ..._features import Feature
 from ..._models import CollectionSpec, Include, Match, Metric, Record, Vector, score_from_distance
 from ..._segments import segment_of
 from ..._url import StoreURL
@@ -71,7 +72,7 @@ class ParquetStore(BaseStore[FilterNode]):
         max_scan_page=1_000,
         exact=True,
         filter_operators=frozenset(ALL_OPERATORS),
-        features=frozenset({"native_count"}),
+        features=frozenset({Feature.NATIVE_COUNT}),  # read-only: no WRITE
     )
 
     def __init__(self, url: StoreURL, directory: Path) -> None:

@@ -12,6 +12,7 @@ import psycopg
 from psycopg import sql
 
 from ..._capabilities import Capabilities
+from ..._features import Feature
 from ..._models import CollectionSpec, Metric
 from ..._suggest import what_exists
 from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
@@ -40,7 +41,7 @@ class CatalogMixin(ForeignMixin):
             return declared
         caps = replace(declared, exact=True, recall_tolerance=1.0) if layout.index == "exact" else declared
         if layout.columns.fts is None:  # a table made elsewhere without the generated fts column
-            caps = replace(caps, features=caps.features - {"hybrid", "text_search"})
+            caps = replace(caps, features=caps.features - {Feature.HYBRID, Feature.TEXT_SEARCH})
         return caps
 
     def _catalog(self) -> sql.Identifier:

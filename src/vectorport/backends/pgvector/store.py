@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import unquote, urlsplit
 
 from ..._capabilities import Capabilities, MetadataRules
+from ..._features import Feature
 from ..._models import Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError
@@ -93,7 +94,8 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
         # jsonb holds any JSON (numbers as exact numeric) but no U+0000, nor does text.
         metadata=MetadataRules(nul_characters=False),
         filter_operators=PgFilterCompiler.supported_operators(),
-        features=frozenset({"hybrid", "native_count", "native_segments", "text_search"}),
+        # text search and hybrid are derived from the methods (SearchMixin), not declared
+        features=frozenset({Feature.NATIVE_COUNT, Feature.NATIVE_SEGMENTS, Feature.WRITE}),
         collection_names=TABLE_NAMES,
         text_ranking="ts_rank_cd",
     )

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..._base import BaseStore, FilterLike
 from ..._capabilities import Capabilities
+from ..._features import Feature
 from ..._models import Include, Match, QueryResult, canonical_distances, score_from_distance
 from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, fuse, text_match
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
@@ -40,7 +41,7 @@ __all__ = ["TEXT_FEATURES", "TEXT_LANGUAGES", "TextSearchMixin", "searchable_key
 
 log = logging.getLogger("vectorport")
 
-TEXT_FEATURES = frozenset({"text_search", "hybrid"})
+TEXT_FEATURES = frozenset({Feature.TEXT_SEARCH, Feature.HYBRID})
 # The CreateIndex model's TextSearchConfiguration.language values (botocore s3vectors
 # 2025-07-15); without one the service uses its standard analyzer.
 TEXT_LANGUAGES = ("de", "en", "es", "fr", "it", "ja", "ko", "nl", "pt", "zh")

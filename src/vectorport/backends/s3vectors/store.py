@@ -19,6 +19,7 @@ import numpy as np
 
 from ..._capabilities import Capabilities, MetadataRules
 from ..._cursor import Position, position_field
+from ..._features import Feature
 from ..._models import (
     CollectionSpec,
     Include,
@@ -122,7 +123,7 @@ class S3VectorsStore(TextSearchMixin):
             reserved_keys=frozenset({TEXT_KEY}),
         ),
         filter_operators=S3FilterCompiler.supported_operators(),
-        features=frozenset({"native_segments", "parallel_segments"}),
+        features=frozenset({Feature.NATIVE_SEGMENTS, Feature.PARALLEL_SEGMENTS, Feature.WRITE}),
         collection_names=INDEX_NAMES,
         text_ranking="BM25, the service's analyzer",
     )
@@ -273,7 +274,8 @@ class S3VectorsStore(TextSearchMixin):
             max_keys=50 - layout.added_keys,
             max_total_bytes=(rules.max_total_bytes or 0) - (_NODE_RESERVE if layout.node else 0),
         )
-        return self._text_capabilities(replace(declared, metadata=rules))
+        rate = self.limiter.rate if self.limiter is not None else None
+        return self._text_capabilities(replace(declared, metadata=rules, write_rate=rate))
 
     def _split(
         self, meta: dict[str, Any] | None, include: frozenset[Include]
