@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -116,11 +117,13 @@ class CaptureRun:
         delete: bool,
         batch_size: int,
         retry: RetryPolicy | None,
+        concurrency: int = 1,
     ) -> None:
         self.source, self.target, self.state = source, target, state
         self.transformer, self.stats, self.feed = transformer, stats, feed
         self.delete = delete
         self.batch_size = batch_size
+        self.concurrency = concurrency
         self.retry = retry
         self.applied = 0
         self.lag = Lag(0.0, 0, 0, None)
@@ -210,12 +213,24 @@ class CaptureRun:
         return Record(rec.key, rec.vector, out.metadata, out.text), segment_of(rec.key, parts), digest
 
     def _write(self, records: list[Record]) -> None:
+        """Upsert ``records`` in batches of the target's size, ``concurrency`` at a time (the
+        state marks them all unknown first, so their order does not matter)."""
+
         def count(exc: TransientError) -> None:
             self.stats.retries += 1
 
-        for chunk in _chunks(records, self.batch_size):
+        def one(chunk: Sequence[Record]) -> None:
             with retry_scope(self.retry, on_retry=count):
                 self.target.upsert(list(chunk))
+
+        chunks = list(_chunks(records, self.batch_size))
+        if self.concurrency <= 1 or len(chunks) <= 1:
+            for chunk in chunks:
+                one(chunk)
+            return
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="vectorport-capture") as pool:
+            for fut in [pool.submit(one, chunk) for chunk in chunks]:
+                fut.result()
 
 
 def follow_until(

@@ -491,6 +491,7 @@ def _capture_run(job: _Job, feed: ChangeFeed) -> CaptureRun:
         delete=job.delete,
         batch_size=job.batch_size,
         retry=job.retry,
+        concurrency=job.concurrency,
     )
 
 
