@@ -130,6 +130,7 @@ def test_fastapi_model_filled_from_chroma_reads_back_as_the_app_wrote_it(
         assert roles["key"]["kind"] == "uuid" and roles["key"]["column"] == "id"
         assert roles["embedding"]["column"] == "embedding" and roles["text"]["column"] == "content"
         assert roles["metadata"]["column"] == "metadata" and target.spec.dimension == DIM
+        assert info["pgvector"]["sqlalchemy_model"] == f"{__name__}.Chunk"
         report = vectorport.migrate(source, target)
         assert report.status == "verified", report.to_dict()
         assert vectorport.verify(source, target).ok

