@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 
@@ -359,13 +360,33 @@ class Columns:
         """Scans walk the key itself (so keys must be unique and not NULL for them to be exact)."""
         return not self.order and (self.key_kind in ("expression", "field") or not self.key_unique)
 
-    def lookup(self, keys: Sequence[str], prefix: str | None = None) -> tuple[sql.Composable, list[Any]]:
+    def lookup(self, keys: Sequence[str], prefix: str | None = None) -> tuple[sql.Composable, Any]:
         """A condition selecting the rows of ``keys`` (``%(keys)s`` holds the list) and the list."""
+        if self.key_template is not None:
+            return self._template_lookup(keys, prefix)
         if self.key_kind in ("expression", "field") or (self.key_kind == "text" and not self.key_unique):
             return sql.SQL("{} = ANY(%(keys)s)").format(self.key_expr(prefix)), list(keys)
         ids = [i for i in (row_id(self.key_kind, k) for k in keys) if i is not None]
         cast = {"uuid": "::uuid[]", "integer": "::bigint[]"}.get(self.key_kind, "")
         return sql.SQL("{} = ANY(%(keys)s{})").format(self.ident("key", prefix), sql.SQL(cast)), ids
+
+    def _template_lookup(self, keys: Sequence[str], prefix: str | None) -> tuple[sql.Composable, Any]:
+        """Keys split by the template, matched on the template's columns (their unique index
+        serves it); a key that does not fit has no row."""
+        assert self.key_template is not None
+        kinds = [kind for _, kind, _ in self.key_parts]
+        rows = [p for p in (self.key_template.split(k, kinds) for k in keys) if p is not None]
+        columns = sql.SQL(", ").join(
+            sql_name(prefix, name) if prefix else sql_name(name) for name, _, _ in self.key_parts
+        )
+        picks = sql.SQL(", ").join(
+            sql.SQL("(e ->> {})::{}").format(sql.Literal(i), sql.SQL(kind))
+            for i, (_, _, kind) in enumerate(self.key_parts)
+        )
+        condition = sql.SQL("({}) IN (SELECT {} FROM jsonb_array_elements(%(keys)s::jsonb) AS e)").format(
+            columns, picks
+        )
+        return condition, Jsonb(rows)
 
     # ------------------------------------------------------------ scope
     def scope_sql(self, *, with_null_vectors: bool = False) -> str:
