@@ -664,3 +664,24 @@ def test_table_and_collection_name_one_collection(pg_url: Callable[..., str], ad
         assert store.count() == len(data["docs"])
     with pytest.raises(vectorport.ConfigurationError, match="name two different tables"):
         vectorport.connect(pg_url("a_table", collection="b_table"))
+
+
+def test_uuid_keys_in_32_hex_digits_keep_their_uuid(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    """Bucket keys LangChain's AmazonS3Vectors made (``uuid4().hex``) go into a uuid-keyed table
+    (LangChain's PGVectorStore) as the same uuid, not a uuid5 of their text; read back as written."""
+    import uuid
+
+    keys = [uuid.uuid4().hex for _ in range(5)] + [str(uuid.uuid4()).upper()]
+    url = pg_url(name, layout="langchain-v2")
+    with vectorport.connect(url, dimension=DIM) as store:
+        store.upsert(
+            [
+                vectorport.Record(k, v, {"i": i}, f"text {i}")
+                for i, (k, v) in enumerate(zip(keys, vectors(6), strict=True))
+            ]
+        )
+        assert sorted(r.key for r in store.get(keys)) == sorted(keys)
+    ids = {str(r[0]) for r in admin.execute(f"SELECT langchain_id FROM {name}")}
+    assert ids == {str(uuid.UUID(k)) for k in keys}

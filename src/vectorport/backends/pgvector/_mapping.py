@@ -49,6 +49,9 @@ KEY_PARTS = "vectorport:key_parts"
 
 _PLAIN_NAMES = frozenset({"embedding", "fts", "hits", "key", "metadata", "t", "text", "updated_at"})
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_ANY_UUID = re.compile(
+    r"^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+)
 _INTEGER = re.compile(r"^-?[0-9]{1,19}$")
 _MAX_BUILD_ARGS = 50  # jsonb_build_object takes at most 100 arguments (FUNC_MAX_ARGS)
 _TIMESTAMP = re.compile(r"^timestamp(\(\d\))? with(out)? time zone$")
@@ -86,7 +89,13 @@ def row_id(kind: str, key: str) -> str | None:
     A uuid column holds a key that is a uuid as itself and any other key as its uuid5; an
     integer column holds only keys that are integers."""
     if kind == "uuid":
-        return key if _UUID.match(key) else str(uuid.uuid5(KEY_NAMESPACE, key))
+        if _UUID.match(key):
+            return key
+        if _ANY_UUID.match(key):
+            # the same uuid written otherwise (32 hex digits, as LangChain's AmazonS3Vectors and
+            # uuid4().hex make them, or in capitals) is that uuid, not a name to hash
+            return str(uuid.UUID(key))
+        return str(uuid.uuid5(KEY_NAMESPACE, key))
     if kind == "integer":
         return key if _INTEGER.match(key) and str(int(key)) == key else None
     return key
