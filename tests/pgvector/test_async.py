@@ -100,3 +100,24 @@ def test_async_upsert_is_a_full_replace_and_refuses_bad_records_before_writing(
     got, error, n = asyncio.run(main())
     assert got[0].metadata == {"x": 3} and got[0].text is None and list(got[0].vector) == [0, 1, 0]
     assert "c" in error and n == 1
+
+
+def test_terminated_sessions_are_replaced_and_the_call_retried(pg_uri: str, admin: Any) -> None:
+    url = f"{pg_uri}&table=async_terminated&application_name=vp_async_terminated&pool_size=2"
+    records = _records(10)
+
+    async def main() -> list[list[str]]:
+        async with await vectorport.aconnect(url, dimension=8) as store:
+            await store.aupsert(records)
+            before = await store.aquery(records[0].vector, k=3)
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = 'vp_async_terminated'"
+            ).fetchone()
+            assert killed is not None and killed[0] >= 1
+            after = await asyncio.gather(*(store.aquery(records[0].vector, k=3) for _ in range(4)))
+            await store.adrop()
+            return [before.keys, *(r.keys for r in after)]
+
+    keys = asyncio.run(main())
+    assert all(k == keys[0] for k in keys) and len(keys[0]) == 3

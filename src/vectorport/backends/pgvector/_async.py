@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from ._codec import aregister_vector_types
 from ._connections import SessionState, connection_defaults
 from ._options import set_gucs_sql
 from ._search import SearchCall
+from .errors import pg_errors
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -84,33 +86,41 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
             state = self._sessions[conn] = SessionState()
         return state
 
-    async def _rows(self, call: SearchCall) -> list[Any]:
+    @asynccontextmanager
+    async def _borrowed(self, what: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection, with driver errors mapped as the sync store maps them; one that
+        broke (server restarted, session terminated) makes the error transient, so the retry
+        gets another connection (the pool discards a broken one)."""
         store = self.sync
         pool = await self._connections()
-        with store._errors(call.what):
+        with store._errors(what):
             async with pool.connection() as conn:
-                if call.gucs:
-                    state = self._session(conn)
-                    changed = state.changes(call.gucs)
-                    if changed:
-                        await conn.execute(
-                            set_gucs_sql([n for n, _ in changed]).encode("ascii"),
-                            [x for pair in changed for x in pair],
-                            prepare=True,
-                        )
-                        state.settled(call.gucs, changed, conn.info.transaction_status == _IDLE)
-                query = store._statement(conn, call.key, call.build)
-                cur = await conn.execute(query, call.params, binary=True, prepare=True)
-                rows: list[Any] = await cur.fetchall()
-                return rows
+                with pg_errors(what, store._where, store._password, lost=lambda: conn.closed or conn.broken):
+                    yield conn
+
+    async def _rows(self, call: SearchCall) -> list[Any]:
+        store = self.sync
+        async with self._borrowed(call.what) as conn:
+            if call.gucs:
+                state = self._session(conn)
+                changed = state.changes(call.gucs)
+                if changed:
+                    await conn.execute(
+                        set_gucs_sql([n for n, _ in changed]).encode("ascii"),
+                        [x for pair in changed for x in pair],
+                        prepare=True,
+                    )
+                    state.settled(call.gucs, changed, conn.info.transaction_status == _IDLE)
+            query = store._statement(conn, call.key, call.build)
+            cur = await conn.execute(query, call.params, binary=True, prepare=True)
+            rows: list[Any] = await cur.fetchall()
+            return rows
 
     async def _fetch(self, what: str, query: sql.Composed, params: Mapping[str, Any]) -> list[Any]:
-        pool = await self._connections()
-        with self.sync._errors(what):
-            async with pool.connection() as conn:
-                cur = await conn.execute(query, params, binary=True)
-                rows: list[Any] = await cur.fetchall()
-                return rows
+        async with self._borrowed(what) as conn:
+            cur = await conn.execute(query, params, binary=True)
+            rows: list[Any] = await cur.fetchall()
+            return rows
 
     # ------------------------------------------------------------------ the protocol
     async def aquery(
@@ -162,25 +172,23 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
 
     async def _write(self, payload: bytes, n: int) -> None:
         store = self.sync
-        pool = await self._connections()
         stage, create = store._stage_sql()
-        with store._errors("upsert"):
-            async with pool.connection() as conn:
-                state = self._session(conn)
-                try:
-                    async with conn.transaction():
-                        if stage.as_string() not in state.staged:
-                            await conn.execute(create)
-                            state.staged.add(stage.as_string())
-                        async with conn.cursor() as copying, copying.copy(store._copy_sql(stage)) as pipe:
-                            await pipe.write(payload)
-                        rowcount = None
-                        for statement in store._merge_statements(stage):
-                            rowcount = (await conn.execute(statement, store._merge_params())).rowcount
-                        store._check_merged(rowcount, n)
-                except psycopg.errors.UndefinedTable:
-                    state.staged.clear()
-                    raise
+        async with self._borrowed("upsert") as conn:
+            state = self._session(conn)
+            try:
+                async with conn.transaction():
+                    if stage.as_string() not in state.staged:
+                        await conn.execute(create)
+                        state.staged.add(stage.as_string())
+                    async with conn.cursor() as copying, copying.copy(store._copy_sql(stage)) as pipe:
+                        await pipe.write(payload)
+                    rowcount = None
+                    for statement in store._merge_statements(stage):
+                        rowcount = (await conn.execute(statement, store._merge_params())).rowcount
+                    store._check_merged(rowcount, n)
+            except psycopg.errors.UndefinedTable:
+                state.staged.clear()
+                raise
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None
