@@ -253,3 +253,34 @@ def test_a_killed_migration_into_the_composite_table_resumes_and_verifies(
         assert report.copy is not None and report.copy.resumed_from and report.copy.resumed_from >= 15
         keys = [r.key for r in records]
         assert [r.key for r in fresh.get(keys, include=[])] == keys
+
+
+def test_the_cli_migrates_into_the_composite_table_by_its_sqlalchemy_url(
+    engine: Any, chroma_dir: str
+) -> None:
+    import subprocess
+    import sys
+    from urllib.parse import quote
+
+    vectors = _vectors(9)
+    records = [Record(f"cli/{i % 2}.md#chunk{i}", vectors[i], {"i": i}, f"c{i}") for i in range(9)]
+    source = _chroma(chroma_dir, records)
+    target = (
+        engine.url.render_as_string(hide_password=False)
+        + "&table=doc_chunks&key_template="
+        + quote("{file_path}#chunk{chunk_index}", safe="")
+    )
+    assert target.startswith("postgresql+psycopg://")
+    out = subprocess.run(
+        [sys.executable, "-m", "vectorport", "migrate", source, target, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["status"] == "verified"
+    with Session(engine) as session:
+        rows = session.execute(
+            select(DocChunk.file_path, DocChunk.chunk_index).order_by(DocChunk.chunk_index)
+        )
+        assert [tuple(r) for r in rows] == [(f"cli/{i % 2}.md", i) for i in range(9)]

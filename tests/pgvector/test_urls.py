@@ -192,6 +192,7 @@ def test_an_sqlalchemy_engine_and_its_url_are_urls(
             "unknown pgvector URL parameter",
         ),
         ("postgresql:///db?table=t&sslmode=%zz", "libpq cannot read"),
+        ("postgresql:///db?table=t&key_template={file_path}#chunk{chunk_index}", "write it as %23"),
     ],
 )
 def test_bad_urls_are_refused_in_one_line_without_the_password(url: str, words: str) -> None:

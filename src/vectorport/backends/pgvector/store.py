@@ -106,6 +106,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         check_names(options, OWN_OPTIONS, "option")
+        if "#" in url.raw.partition("?")[2]:
+            # a URL's "#" starts a fragment: key_template={file_path}#chunk{n} would lose its tail
+            raise ConfigurationError(
+                f"{url.masked}: a '#' in a URL ends its parameters; write it as %23 (e.g. "
+                "key_template=%7Bfile_path%7D%23chunk%7Bchunk_index%7D), or pass the option to connect()"
+            )
         params: dict[str, str] | None = None
         if url.scheme == "pgvector":
             check_names(url.params, OWN_OPTIONS, "URL parameter")
