@@ -55,6 +55,10 @@ class TestTarget:
     """URL parameters the conformance suite adds (say, no write pacing)."""
     conformance: bool = True
     """Run the shared conformance suite on this target."""
+    seed: str | None = None
+    """For a read-only backend (no :attr:`~vectorport.Feature.WRITE`): ``"module:callable"``,
+    ``seed(url, dimension, metric, records)`` makes the collection at ``url`` hold exactly
+    ``records`` by the backend's own route (a snapshot's export). The suites then open it."""
 
 
 @dataclass(frozen=True)

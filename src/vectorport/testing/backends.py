@@ -19,14 +19,15 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .._models import Metric
+from .._features import Feature
+from .._models import Metric, Record
 from .._protocol import VectorStore
 from .._registry import Backend, TestTarget, available_backends, backend, connect
 from ..exceptions import NotInstalledError
@@ -48,9 +49,16 @@ def targets() -> dict[str, tuple[Backend, TestTarget]]:
     return {b.target_name(t): (b, t) for b in available_backends() for t in b.tests}
 
 
+def _writable(owner: Backend) -> bool:
+    # a backend not installed is kept: its params are skipped, with the reason
+    return not owner.installed or Feature.WRITE in owner.load().capabilities.features
+
+
 def backend_names() -> list[str]:
-    """The registered backends that have a test target, in registry order."""
-    return [b.name for b in available_backends() if b.tests]
+    """The registered backends that have a test target and can be written (:attr:`Feature.WRITE`:
+    the cross-backend tests load data into each), in registry order. A read-only backend runs
+    the conformance suite through its target's ``seed``."""
+    return [b.name for b in available_backends() if b.tests and _writable(b)]
 
 
 def _param(*names: str, id: str | None = None) -> Any:
@@ -67,8 +75,8 @@ def _param(*names: str, id: str | None = None) -> Any:
 
 
 def backend_params() -> list[Any]:
-    """One param per backend (its main target)."""
-    return [_param(b.name) for b in available_backends() if b.tests]
+    """One param per writable backend (its main target)."""
+    return [_param(name) for name in backend_names()]
 
 
 def conformance_params() -> list[Any]:
@@ -150,13 +158,34 @@ class ServerPool:
     def factory(self, name: str) -> Callable[[int, str | Metric], VectorStore]:
         """``factory(dimension, metric)``: a bound store on a new, empty collection of target
         ``name`` with the target's conformance parameters (the conformance kit's
-        ``store_factory``)."""
-        params = dict(self._target(name)[1].params)
+        ``store_factory``); a read-only backend's is an empty one its ``seed`` made."""
+        owner, target = self._target(name)
+        params = dict(target.params)
 
         def make(dimension: int, metric: str | Metric) -> VectorStore:
-            return connect(self.url(name, **params), dimension=dimension, metric=metric)
+            url = self.url(name, **params)
+            if target.seed is not None:
+                owner.locate(target.seed)(url, dimension, Metric(metric).value, [])
+            return connect(url, dimension=dimension, metric=metric)
 
         return make
+
+    def loader(self, name: str) -> Callable[[VectorStore, Sequence[Record]], VectorStore] | None:
+        """For a read-only target (one with a ``seed``): ``load(store, records)`` makes the
+        store's collection hold exactly ``records`` and returns the store opened again on it
+        (the conformance kit's ``store_loader``); ``None`` for a writable target."""
+        owner, target = self._target(name)
+        if target.seed is None:
+            return None
+        seed = owner.locate(target.seed)
+
+        def load(store: VectorStore, records: Sequence[Record]) -> VectorStore:
+            url, spec = store.url.raw, store.spec
+            store.close()
+            seed(url, spec.dimension, spec.metric.value, records)
+            return connect(url)
+
+        return load
 
     def close(self) -> None:
         """Stop every server started, remove their directories."""

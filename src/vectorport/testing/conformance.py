@@ -20,6 +20,12 @@ empty* collection each call; the suite drops the collections it makes::
             return lambda dim, metric: vectorport.connect(
                 f"memory://conf-{next(names)}", dimension=dim, metric=metric)
 
+A read-only backend (no :attr:`~vectorport.Feature.WRITE`: a ``parquet://`` snapshot) also
+provides ``store_loader``, ``load(store, records) -> store`` (see
+:meth:`vectorport.testing.backends.ServerPool.loader`): the read tests fill its collections
+through it, and every test of writes checks that a write raises
+:class:`~vectorport.exceptions.UnsupportedFeatureError` and is then an expected failure.
+
 Every answer is compared with the exact reference: the same keys (ties allowed) for exact
 stores, recall at least ``capabilities.recall_tolerance`` for approximate ones, and never a
 result that fails the filter. The number of hypothesis examples per property comes from the
@@ -31,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -67,6 +73,7 @@ from .strategies import (
 __all__ = ["StoreConformance", "StoreFactory", "assert_vectors_equal"]
 
 StoreFactory = Callable[[int, str], VectorStore]
+StoreLoader = Callable[[VectorStore, Sequence[Record]], VectorStore]
 
 EXAMPLES = int(os.environ.get("VECTORPORT_EXAMPLES", "200"))
 PROPERTY = settings(
@@ -105,6 +112,20 @@ def assert_vectors_equal(got: Any, want: Any, ulps: int = 0) -> None:
     assert float(off.max(initial=0.0)) <= ulps, f"vectors differ by {off.max()} ulps (> {ulps})"
 
 
+def _writable(store: VectorStore) -> bool:
+    return Feature.WRITE in store.capabilities.features
+
+
+def _needs_writes(store: VectorStore) -> None:
+    """A read-only store: the write is refused with UnsupportedFeatureError, and the test is an
+    expected failure (strict: any other outcome fails it)."""
+    if _writable(store):
+        return
+    with pytest.raises(UnsupportedFeatureError):
+        store.upsert([Record("read-only-probe", [1.0] * store.spec.dimension)])
+    pytest.xfail(f"{store.name} is read-only (no Feature.WRITE): writes raise UnsupportedFeatureError")
+
+
 def _assert_same_record(got: Record, want: Record, ulps: int = 0, float_ulps: int = 0) -> None:
     assert got.key == want.key
     assert got.text == want.text, f"{want.key!r}: text {got.text!r} != {want.text!r}"
@@ -122,6 +143,31 @@ class StoreConformance:
     dataset_size: ClassVar[int] = 400
 
     # ------------------------------------------------------------------ helpers / fixtures
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_loader(cls) -> StoreLoader | None:
+        """``load(store, records) -> store`` for a read-only backend; ``None``: records are
+        written with ``upsert``."""
+        return None
+
+    @pytest.fixture
+    def fill(self, store_loader: StoreLoader | None) -> Iterator[Callable[..., VectorStore]]:
+        """``fill(store, records)``: the store holding ``records`` (upserted, or loaded into a
+        read-only store, which is then opened again: use the store returned)."""
+        opened: list[VectorStore] = []
+
+        def fill(store: VectorStore, records: Sequence[Record]) -> VectorStore:
+            if _writable(store) or store_loader is None:
+                store.upsert(records)
+                return store
+            again = store_loader(store, records)
+            opened.append(again)
+            return again
+
+        yield fill
+        for store in opened:
+            store.close()
+
     @pytest.fixture
     def make(self, store_factory: StoreFactory) -> Iterator[Callable[..., VectorStore]]:
         made: list[VectorStore] = []
@@ -137,14 +183,15 @@ class StoreConformance:
         yield make
         for store in made:
             try:
-                store.drop()
+                if _writable(store):
+                    store.drop()
             finally:
                 store.close()
 
     @pytest.fixture(scope="class", params=METRICS)
     @classmethod
     def loaded(
-        cls, request: pytest.FixtureRequest, store_factory: StoreFactory
+        cls, request: pytest.FixtureRequest, store_factory: StoreFactory, store_loader: StoreLoader | None
     ) -> Iterator[tuple[VectorStore, list[Record], ExactIndex]]:
         metric = request.param
         try:
@@ -154,11 +201,15 @@ class StoreConformance:
         records = clustered_records(
             cls.dataset_size, cls.dimension, clusters=8, seed=11, rules=store.capabilities.metadata
         )
-        store.upsert(records)
+        if _writable(store) or store_loader is None:
+            store.upsert(records)
+        else:
+            store = store_loader(store, records)
         try:
             yield store, records, _index(metric, records)
         finally:
-            store.drop()
+            if _writable(store):
+                store.drop()
             store.close()
 
     # ------------------------------------------------------------------ declarations
@@ -176,6 +227,7 @@ class StoreConformance:
     # ------------------------------------------------------------------ writes
     def test_upsert_get_roundtrip(self, make: Callable[..., VectorStore]) -> None:
         store = make(3)
+        _needs_writes(store)
         recs = [
             Record(
                 "docs/intro.md#chunk0", [0.1, 0.2, 0.3], {"lang": "en", "n": 1, "tags": ["a", "b"]}, "héllo"
@@ -193,6 +245,7 @@ class StoreConformance:
 
     def test_upsert_is_full_replace(self, make: Callable[..., VectorStore]) -> None:
         store = make(2)
+        _needs_writes(store)
         store.upsert([Record("k", [1, 0], {"a": 1, "b": "old", "tags": ["x"]}, "old text")])
         store.upsert([Record("k", [0, 1], {"a": 2}, None)])
         (got,) = store.get(["k"])
@@ -205,6 +258,7 @@ class StoreConformance:
 
     def test_upsert_is_idempotent(self, make: Callable[..., VectorStore]) -> None:
         store = make(8)
+        _needs_writes(store)
         recs = clustered_records(30, 8, seed=3, rules=store.capabilities.metadata)
         store.upsert(recs)
         first = {r.key: r for r in _all(store)}
@@ -216,6 +270,7 @@ class StoreConformance:
 
     def test_duplicate_keys_in_a_batch_last_wins(self, make: Callable[..., VectorStore]) -> None:
         store = make(2)
+        _needs_writes(store)
         n = store.upsert(
             [Record("d", [1, 0], {"v": 1}), Record("e", [1, 1], {}), Record("d", [0, 1], {"v": 2})]
         )
@@ -226,6 +281,7 @@ class StoreConformance:
 
     def test_missing_keys_are_no_error(self, make: Callable[..., VectorStore]) -> None:
         store = make(2)
+        _needs_writes(store)
         store.upsert([Record("a", [1, 0])])
         assert store.get(["nope", "a", "nope2"])[0].key == "a"
         assert len(store.get(["nope"])) == 0
@@ -235,6 +291,7 @@ class StoreConformance:
 
     def test_delete_by_filter(self, make: Callable[..., VectorStore]) -> None:
         store = make(2)
+        _needs_writes(store)
         store.upsert([Record(f"k{i}", [1, i], {"even": i % 2 == 0}) for i in range(10)])
         assert store.delete(filter={"even": True}) == 5
         assert sorted(r.key for r in _all(store)) == ["k1", "k3", "k5", "k7", "k9"]
@@ -267,15 +324,17 @@ class StoreConformance:
     ) -> None:
         store = make(2, "cosine")
         good = Record("good", [1.0, 1.0], {"a": 1})
+        _needs_writes(store)
         with pytest.raises(ValidationError) as info:
             store.upsert([good, record])
         assert info.value.path == path
         assert str(path) in str(info.value)
         assert store.count() == 0, "a rejected batch must write nothing"
 
-    def test_bad_queries_fail_before_io(self, make: Callable[..., VectorStore]) -> None:
-        store = make(2)
-        store.upsert([Record("a", [1, 0], {"n": 1})])
+    def test_bad_queries_fail_before_io(
+        self, make: Callable[..., VectorStore], fill: Callable[..., VectorStore]
+    ) -> None:
+        store = fill(make(2), [Record("a", [1, 0], {"n": 1})])
         with pytest.raises(ValidationError):
             store.query([1, 0, 0])
         with pytest.raises(ValidationError):
@@ -289,10 +348,11 @@ class StoreConformance:
         with pytest.raises((ValueError, UnsupportedFeatureError)):
             store.query([1, 0], k=0)
 
-    def test_hostile_input_is_refused_with_vectorport_errors(self, make: Callable[..., VectorStore]) -> None:
+    def test_hostile_input_is_refused_with_vectorport_errors(
+        self, make: Callable[..., VectorStore], fill: Callable[..., VectorStore]
+    ) -> None:
         """Bad arguments raise a vectorport error, never a raw one, and change nothing."""
-        store = make(2)
-        store.upsert([Record("seed1", [1, 0], {"n": 1}), Record("s", [0, 1], {"n": 2})])
+        store = fill(make(2), [Record("seed1", [1, 0], {"n": 1}), Record("s", [0, 1], {"n": 2})])
         deep: dict[str, Any] = {"n": 1}
         for _ in range(600):
             deep = {"$not": deep}
@@ -329,6 +389,7 @@ class StoreConformance:
         exception; a refused batch changes nothing; the canary records stay intact."""
         dim = 4
         store = make(dim)
+        _needs_writes(store)
         canary = [Record(f"canary/{i}", [1.0, float(i), 0.5, -1.0], {"n": i}, f"c{i}") for i in range(3)]
         store.upsert(canary)
 
@@ -359,10 +420,12 @@ class StoreConformance:
         check()
 
     # ------------------------------------------------------------------ scans
-    def test_scan_yields_every_record_once(self, make: Callable[..., VectorStore]) -> None:
+    def test_scan_yields_every_record_once(
+        self, make: Callable[..., VectorStore], fill: Callable[..., VectorStore]
+    ) -> None:
         store = make(8)
         recs = clustered_records(257, 8, seed=5, rules=store.capabilities.metadata)
-        store.upsert(recs)
+        store = fill(store, recs)
         pages = list(store.scan(batch_size=37))
         got = [r for p in pages for r in p]
         assert len(got) == 257 and len({r.key for r in got}) == 257
@@ -380,10 +443,12 @@ class StoreConformance:
                 store.capabilities.vector_ulps,
             )
 
-    def test_scan_segments_partition_the_collection(self, make: Callable[..., VectorStore]) -> None:
+    def test_scan_segments_partition_the_collection(
+        self, make: Callable[..., VectorStore], fill: Callable[..., VectorStore]
+    ) -> None:
         store = make(4)
         recs = clustered_records(120, 4, seed=6, rules=store.capabilities.metadata)
-        store.upsert(recs)
+        store = fill(store, recs)
         parts = [
             [r.key for p in store.scan(segment=(i, 3), batch_size=20, include=[]) for r in p]
             for i in range(3)
@@ -392,9 +457,11 @@ class StoreConformance:
         assert len(flat) == len(set(flat)) == 120
         assert set(flat) == {r.key for r in recs}
 
-    def test_scan_resumes_from_a_cursor(self, make: Callable[..., VectorStore]) -> None:
+    def test_scan_resumes_from_a_cursor(
+        self, make: Callable[..., VectorStore], fill: Callable[..., VectorStore]
+    ) -> None:
         store = make(4)
-        store.upsert(clustered_records(95, 4, seed=7, rules=store.capabilities.metadata))
+        store = fill(store, clustered_records(95, 4, seed=7, rules=store.capabilities.metadata))
         scan = store.scan(batch_size=10, include=["metadata"])
         first = [next(scan), next(scan)]
         cursor = first[-1].cursor
@@ -403,9 +470,11 @@ class StoreConformance:
         seen = [r.key for p in first for r in p] + rest
         assert len(seen) == len(set(seen)) == 95
 
-    def test_scan_refuses_a_cursor_it_did_not_make(self, make: Callable[..., VectorStore]) -> None:
+    def test_scan_refuses_a_cursor_it_did_not_make(
+        self, make: Callable[..., VectorStore], fill: Callable[..., VectorStore]
+    ) -> None:
         store = make(4)
-        store.upsert(clustered_records(60, 4, seed=8, rules=store.capabilities.metadata))
+        store = fill(store, clustered_records(60, 4, seed=8, rules=store.capabilities.metadata))
         page = next(store.scan(batch_size=5, include=[], segment=(1, 2)))
         assert page.cursor is not None
         # another segment's cursor would skip or repeat records: refused before any I/O
@@ -451,13 +520,13 @@ class StoreConformance:
     def test_distances_are_canonical(
         self,
         make: Callable[..., VectorStore],
+        fill: Callable[..., VectorStore],
         metric: str,
         query: list[float],
         vectors: dict[str, list[float]],
         expected: dict[str, float],
     ) -> None:
-        store = make(2, metric)
-        store.upsert([Record(k, v) for k, v in vectors.items()])
+        store = fill(make(2, metric), [Record(k, v) for k, v in vectors.items()])
         result = store.query(query, k=3)
         assert result.k_requested == 3 and result.k_returned == 3
         got = {m.key: m.distance for m in result}
@@ -468,9 +537,10 @@ class StoreConformance:
             want_score = 1 - m.distance if metric == "cosine" else -m.distance
             assert m.score == pytest.approx(want_score, abs=1e-6)
 
-    def test_k_above_count_underfills_visibly(self, make: Callable[..., VectorStore]) -> None:
-        store = make(2)
-        store.upsert([Record("a", [1, 0]), Record("b", [0, 1])])
+    def test_k_above_count_underfills_visibly(
+        self, make: Callable[..., VectorStore], fill: Callable[..., VectorStore]
+    ) -> None:
+        store = fill(make(2), [Record("a", [1, 0]), Record("b", [0, 1])])
         k = min(50, store.capabilities.max_top_k or 50)
         result = store.query([1, 0], k=k)
         assert (result.k_requested, result.k_returned) == (k, 2)
@@ -523,6 +593,7 @@ class StoreConformance:
         self, make: Callable[..., VectorStore]
     ) -> None:
         store = make(4, "euclidean") if Metric.EUCLIDEAN in self._metrics(make) else make(4, "cosine")
+        _needs_writes(store)  # a write and a delete per example
         caps = store.capabilities
         coords = st.integers(-100, 100).map(lambda x: x / 10)
         vector = st.lists(coords, min_size=4, max_size=4).filter(lambda v: any(v))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..._registry import Backend
+from ..._registry import Backend, TestTarget
 
 if TYPE_CHECKING:
     from .store import ParquetStore
@@ -17,6 +17,8 @@ backend = Backend(
     store=".store:ParquetStore",
     extra="parquet",
     requires=("pyarrow",),
+    # read-only: the suites fill a snapshot by exporting the records (no server)
+    tests=(TestTarget("{scheme}://{server}/{collection}", seed="._seed:seed"),),
 )
 """This backend, as the ``vectorport.backends`` entry point registers it."""
 
