@@ -82,3 +82,11 @@ def test_log_options_after_the_command() -> None:
         assert result.exit_code == 0, result.output
     finally:
         store.drop()
+
+
+def test_typer_itself_is_left_alone() -> None:
+    """Flags lose their type through typer's own ``cls=`` hook, not by patching typer."""
+    import typer.core
+
+    assert not hasattr(typer.core.TyperOption.display_type_rich, "__wrapped__")
+    assert typer.core.TyperOption.display_type_rich.__module__ == "typer.core"

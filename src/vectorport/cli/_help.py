@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from ._common import configure_logging, logging_options
 
@@ -34,23 +35,28 @@ def tidy_help(text: str | None) -> str | None:
     return _RST_LITERAL.sub(r"`\1`", joined)
 
 
-def _flag_type(original: Callable[..., str | None]) -> Callable[..., str | None]:
-    """typer ≥ 0.2x prints each option's value type, ``--quiet <bool>`` for a flag that takes none."""
-
-    @functools.wraps(original)
-    def display_type_rich(self: Any, ctx: Any) -> str | None:
-        if getattr(self, "is_flag", False) or getattr(self, "count", False):
-            return None
-        return original(self, ctx)
-
-    return display_type_rich
+def _flags_without_type(params: list[Any]) -> list[Any]:
+    """typer ≥ 0.2x prints each option's value type, ``--quiet <bool>`` for a flag that takes
+    none (``--help`` too): a flag's or a counter's ``metavar`` is made empty, which typer prints
+    instead of the type."""
+    for param in params:
+        if (getattr(param, "is_flag", False) or getattr(param, "count", False)) and param.metavar is None:
+            param.metavar = ""
+    return params
 
 
-def _hide_flag_types() -> None:
-    option = getattr(getattr(typer, "core", None), "TyperOption", None)
-    original = getattr(option, "display_type_rich", None)
-    if option is not None and original is not None and not hasattr(original, "__wrapped__"):
-        option.display_type_rich = _flag_type(original)
+class _Command(TyperCommand):
+    """The class of every vectorport command (through typer's ``cls=``): flags show no type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_type(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    """The class of the root command and of the command groups (``bucket``, ``pgvector``)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flags_without_type(super().get_params(ctx))
 
 
 def _with_log_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -94,8 +100,11 @@ def _with_log_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def finish_commands(app: typer.Typer) -> None:
     """Tidy every command's help and give it the logging options (sub-apps included)."""
-    _hide_flag_types()
+    if not isinstance(app.info.cls, type):  # typer's default (TyperGroup), not a class we chose
+        app.info.cls = _Group
     for info in app.registered_commands:
+        if info.cls in (None, TyperCommand):  # typer's default
+            info.cls = _Command
         if info.callback is not None:
             info.help = tidy_help(info.help or inspect.getdoc(info.callback))
             info.callback = _with_log_options(info.callback)

