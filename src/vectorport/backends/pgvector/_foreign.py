@@ -441,6 +441,13 @@ class ForeignMixin(StoreState):
         if cols.text is not None:
             targets.append(cols.ident("text"))
             values.append(sql.SQL("coalesce(s.text, '')") if cols.text_required else sql.SQL("s.text"))
+        if cols.fts_written and cols.fts is not None:
+            targets.append(cols.ident("fts"))
+            values.append(
+                sql.SQL("to_tsvector({}::regconfig, coalesce(s.text, ''))").format(
+                    sql.Literal(self.layout.language)
+                )
+            )
         for column, param in cols.fixed:
             targets.append(sql.Identifier(column))
             values.append(sql.Placeholder(param))

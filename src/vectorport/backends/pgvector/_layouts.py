@@ -460,8 +460,11 @@ def _foreign(
         reasons.append("a metadata column is an SQL array")
     # user SQL goes into statements with psycopg placeholders: a literal % is %%
     scope = options.where.replace("%", "%%") if options.where else None
+    fts = facts.columns.get(base.fts) if base.fts else None
+    fts_written = fts is not None and fts.generated is None and not facts.trigger_source
     return replace(
         base,
+        fts_written=fts_written and base.text is not None,
         key_kind=kind,
         key_expression=options.key_expression or (template.sql() if template else None),
         key_template=template,

@@ -250,6 +250,10 @@ class Columns:
     """The text column is ``NOT NULL``: a record without text is written as ``''`` and flagged."""
     skip_null_vectors: bool = False
     """Rows whose vector is NULL are left out (``null_vectors=skip``)."""
+    fts_written: bool = False
+    """The ``tsvector`` column is a plain column nothing maintains (no generation, no trigger),
+    as LangChain's PGVectorStore makes it for hybrid search (``content_tsv TSVECTOR NOT NULL``,
+    filled by its INSERT): vectorport writes ``to_tsvector(language, text)`` into it too."""
     own: bool = True
     """vectorport's own layout: it records the table in its catalog and manages its index."""
     read_only: str | None = None
