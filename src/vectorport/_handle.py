@@ -25,6 +25,7 @@ from ._base import BaseStore
 from ._models import Metric
 from ._protocol import VectorStore
 from ._registry import connect
+from ._url import mask_url
 from .exceptions import ConfigurationError, NotFoundError
 from .filters import parse_filter
 
@@ -37,8 +38,9 @@ class StoreHandle:
     Parameters
     ----------
     store
-        A store returned by :func:`vectorport.connect` or :func:`vectorport.aconnect`, or a
-        store URL.
+        A store returned by :func:`vectorport.connect` or :func:`vectorport.aconnect`, or what
+        :func:`vectorport.connect` opens: a store URL, a SQLAlchemy ``Engine`` (with
+        ``table=``), a mapped class (with ``bind=``).
     metric
         The metric of a collection created by the first write (default cosine); an existing
         collection is checked against it.
@@ -50,7 +52,7 @@ class StoreHandle:
 
     def __init__(
         self,
-        store: VectorStore | AsyncStore[Any] | str,
+        store: VectorStore | AsyncStore[Any] | str | Any,
         *,
         metric: str | Metric | None = None,
         dimension: int | None = None,
@@ -63,28 +65,37 @@ class StoreHandle:
         if isinstance(store, AsyncStore):
             self._async = store
             store = store.sync
-        if isinstance(store, str):
-            self.url: str = store
-            self.owned = True
-            self._store: VectorStore | None = None
-            self._open(dimension)
-        elif isinstance(store, VectorStore):
+        if isinstance(store, VectorStore):
             if self._options or dimension is not None:
                 raise ConfigurationError(
                     "dimension= and connection options apply to a URL, not to a store that is already open"
                 )
-            self.url = store.url.masked
+            self._target: Any = None
             self.owned = False
-            self._store = store
-        else:
+            self._store: VectorStore | None = store
+        elif store is None or isinstance(store, int | float | bytes):
             raise ConfigurationError(
                 "expected a vectorport store or a store URL such as 'memory://docs', "
                 f"got {type(store).__name__}"
             )
+        else:
+            # a URL, or what vectorport.connect takes from a SQLAlchemy app (an Engine, a
+            # mapped class with bind=)
+            self._target = store
+            self.owned = True
+            self._store = None
+            self._open(dimension)
+
+    @property
+    def url(self) -> str:
+        """The store's URL, passwords masked (what the adapter was given, until it connects)."""
+        if self._store is not None:
+            return self._store.url.masked
+        return mask_url(self._target) if isinstance(self._target, str) else f"<{type(self._target).__name__}>"
 
     def _open(self, dimension: int | None) -> VectorStore | None:
         try:
-            self._store = connect(self.url, dimension=dimension, metric=self._metric, **self._options)
+            self._store = connect(self._target, dimension=dimension, metric=self._metric, **self._options)
         except NotFoundError:
             if dimension is not None:
                 raise

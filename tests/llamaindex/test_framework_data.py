@@ -1,11 +1,7 @@
 """LlamaIndexStore on data LlamaIndex's own stores wrote, and LlamaIndex's own stores on data
 LlamaIndexStore wrote: ``PGVectorStore`` (``data_<table>``, node JSON in ``metadata_``),
 ``S3VectorStore`` (``_node_content`` beside the metadata) and ``ChromaVectorStore``. Each side
-returns the same nodes: id, text, metadata and source document, in the same order.
-
-One difference is kept on purpose: a node LlamaIndexStore writes carries its source document id
-in the node's own metadata too (``ref_doc_id``, where vectorport's LlamaIndex layout keeps it for
-every other reader), so LlamaIndex's client sees that one extra metadata key."""
+returns the same nodes: id, text, metadata and source document, in the same order."""
 
 from __future__ import annotations
 
@@ -45,28 +41,25 @@ def _nodes(*, flat: bool = False) -> list[TextNode]:
     ]
 
 
-def _view(node: Any, *, extra_source: bool = False) -> dict[str, Any]:
-    meta = dict(node.metadata)
-    if extra_source:
-        assert meta.pop("ref_doc_id") == node.ref_doc_id
-    return {"id": node.node_id, "text": node.get_content(), "metadata": meta, "doc": node.ref_doc_id}
+def _view(node: Any) -> dict[str, Any]:
+    return {"id": node.node_id, "text": node.get_content(), "metadata": node.metadata, "doc": node.ref_doc_id}
 
 
 def _query(store: Any, vector: list[float], k: int, filters: MetadataFilters | None = None) -> Any:
     return store.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=k, filters=filters))
 
 
-def _same_reads(mine: LlamaIndexStore, reference: Any, keys: list[str], *, written_by_us: bool) -> None:
+def _same_reads(mine: LlamaIndexStore, reference: Any, keys: list[str]) -> None:
     """Both stores give the same nodes for the same ids, vectors and filter."""
     ours = {n.node_id: _view(n) for n in mine.get_nodes(node_ids=keys)}
-    theirs = {n.node_id: _view(n, extra_source=written_by_us) for n in reference.get_nodes(node_ids=keys)}
+    theirs = {n.node_id: _view(n) for n in reference.get_nodes(node_ids=keys)}
     assert ours == theirs and len(ours) == len(keys)
     only = MetadataFilters(filters=[MetadataFilter(key="source", value="doc1.md")])
     for q in QUERIES:
         for flt in (None, only):
             got, want = _query(mine, q, 8, flt), _query(reference, q, 8, flt)
             assert got.ids == want.ids and got.ids
-            assert [_view(n) for n in got.nodes] == [_view(n, extra_source=written_by_us) for n in want.nodes]
+            assert [_view(n) for n in got.nodes] == [_view(n) for n in want.nodes]
 
 
 # ------------------------------------------------------------------ PostgreSQL: PGVectorStore
@@ -121,7 +114,6 @@ def test_what_llamaindexstore_writes_llamaindex_pgvectorstore_reads(
         kept = {n.node_id for n in nodes if n.ref_doc_id != "doc2.md"}
         assert set(theirs["get"]) == kept
         for key, view in theirs["get"].items():
-            assert view["metadata"].pop("ref_doc_id") == view["metadata"]["source"]
             assert view == _pg_view(next(n for n in nodes if n.node_id == key))
         only = MetadataFilters(filters=[MetadataFilter(key="source", value="doc1.md")])
         for q, want in zip(QUERIES, theirs["search"], strict=True):
@@ -162,8 +154,8 @@ def test_llamaindexstore_and_s3vectorstore_read_each_others_indexes(session: Any
             index_name_or_arn=ours_index, bucket_name_or_arn="frameworks-li", sync_session=session
         )
         keys = [n.node_id for n in _nodes()]
-        _same_reads(li, ours, keys, written_by_us=True)
-        _same_reads(li_theirs, theirs, keys, written_by_us=False)
+        _same_reads(li, ours, keys)
+        _same_reads(li_theirs, theirs, keys)
     finally:
         li.close()
         li_theirs.close()
@@ -189,8 +181,8 @@ def test_llamaindexstore_and_chromavectorstore_read_each_others_collections(chro
         li.add(_nodes(flat=True))
         ours = li_chroma.ChromaVectorStore(chroma_collection=client.get_collection(ours_name))
         keys = [n.node_id for n in _nodes(flat=True)]
-        _same_reads(li, ours, keys, written_by_us=True)
-        _same_reads(li_theirs, theirs, keys, written_by_us=False)
+        _same_reads(li, ours, keys)
+        _same_reads(li_theirs, theirs, keys)
     finally:
         li.close()
         li_theirs.close()

@@ -81,7 +81,7 @@ class LangChainStore(LangChainVectorStore):
 
     def __init__(
         self,
-        store: VectorStore | AsyncStore[Any] | str,
+        store: VectorStore | AsyncStore[Any] | str | Any,
         embedding: Embeddings,
         *,
         metric: str | Metric | None = None,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.bridge.pydantic import PrivateAttr
-from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
@@ -15,6 +15,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
+from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from .._async import AsyncStore
 from .._base import BaseStore
@@ -22,7 +23,7 @@ from .._exact import ExactIndex
 from .._handle import StoreHandle
 from .._models import Match, Metric, Record, score_from_distance
 from .._protocol import VectorStore
-from ..conventions.llamaindex import DOC_ID_KEYS
+from ..conventions.llamaindex import DOC_ID_KEYS, from_node_metadata, to_node_metadata
 from ..exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
 from ..filters import evaluate, parse_filter
 from ._filters import to_portable
@@ -41,9 +42,12 @@ class LlamaIndexStore(BasePydanticVectorStore):
     A node's id is the record key, its text the record's text, its metadata the record's
     metadata, and its source document's id (``node.ref_doc_id``) the metadata key
     ``ref_doc_id``, as LlamaIndex's own stores keep it: ``delete(ref_doc_id)`` and
-    ``filters`` on ``ref_doc_id`` work on every backend. ``MetadataFilters`` become
-    vectorport's portable filter (:func:`vectorport.llamaindex.to_portable`); what has no
-    portable form, or what the backend cannot run, raises before any I/O. Similarities are
+    ``filters`` on ``ref_doc_id`` work on every backend. Relationships and the node's other
+    fields travel as vectorport's LlamaIndex convention carries them
+    (:mod:`vectorport.conventions.llamaindex`), so a node reads back as it was written.
+    ``MetadataFilters`` become vectorport's portable filter
+    (:func:`vectorport.llamaindex.to_portable`); what has no portable form, or what the backend
+    cannot run, raises before any I/O. Similarities are
     vectorport's scores (cosine: ``1 - distance`` = cos).
 
     Parameters
@@ -72,7 +76,7 @@ class LlamaIndexStore(BasePydanticVectorStore):
 
     def __init__(
         self,
-        store: VectorStore | AsyncStore[Any] | str,
+        store: VectorStore | AsyncStore[Any] | str | Any,
         *,
         metric: str | Metric | None = None,
         dimension: int | None = None,
@@ -293,22 +297,21 @@ def _dimension(records: Sequence[Record]) -> int:
 
 
 def _record(node: BaseNode) -> Record:
+    """The record of a node, by vectorport's LlamaIndex convention: LlamaIndex's own
+    ``node_to_metadata_dict`` read back by :func:`~vectorport.conventions.llamaindex.from_node_metadata`
+    (the source document as ``ref_doc_id``; relationships and other node fields, when there are
+    any, under ``_llamaindex_node``)."""
     embedding = node.embedding
     if embedding is None:
         raise ConfigurationError(
             f"node {node.node_id!r} has no embedding; embed nodes before adding them "
             "(VectorStoreIndex does this with its embed_model)"
         )
-    metadata = dict(node.metadata)
-    if node.ref_doc_id is not None:
-        metadata[_REF_DOC] = node.ref_doc_id
+    _, metadata = from_node_metadata(node_to_metadata_dict(node, remove_text=True, flat_metadata=False))
     return Record(node.node_id, embedding, metadata, node.get_content(metadata_mode=MetadataMode.NONE))
 
 
-def _node(key: str, text: str | None, metadata: dict[str, Any]) -> TextNode:
-    meta = dict(metadata)
-    source = meta.pop(_REF_DOC, None)
-    relationships = {}
-    if isinstance(source, str):
-        relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=source)
-    return TextNode(id_=key, text=text or "", metadata=meta, relationships=relationships)
+def _node(key: str, text: str | None, metadata: dict[str, Any]) -> BaseNode:
+    """The node of a record: the convention's node metadata, read by LlamaIndex's own
+    ``metadata_dict_to_node``."""
+    return metadata_dict_to_node(to_node_metadata(key, text, metadata, text_in_node=True), text=text or "")
