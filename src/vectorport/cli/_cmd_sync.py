@@ -31,9 +31,10 @@ import typer
 
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError, VectorportError
-from ..migrate import MetadataPolicy, SyncReport, default_state, shard_path
+from ..migrate import MetadataPolicy, SyncOptions, SyncReport, default_state, shard_path
 from ..migrate import sync as run_sync
 from ..migrate._capture import Lag
+from ..migrate._engine import refuse_options
 from ..migrate._sync import committed
 from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
 from ._common import JsonOption, emit_json, err_console, fail, out_console, writable_path
@@ -223,6 +224,8 @@ def sync(
             }
             if engine is Engine.ray:
                 from ..ray import sync_on_ray
+
+                refuse_options(SyncOptions(progress=bool(progress)), "ray")
 
                 report = sync_on_ray(source, target, workers=workers, address=address, **common)
             else:
