@@ -40,7 +40,7 @@ from .._features import write_cap_of
 from ..exceptions import ConfigurationError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
-from ._options import MigrateOptions
+from ._options import MigrateOptions, RunOptions
 from ._plan import PlanChecker, PlanRefusedError, build_plan
 from ._readback import ReadBack
 from ._reembed import load_embedder
@@ -115,7 +115,7 @@ class Runner(Protocol):
         """The report's ``engine`` section."""
 
 
-def refuse_options(options: MigrateOptions, runner: str) -> None:
+def refuse_options(options: RunOptions, runner: str) -> None:
     """Every option the runner cannot honour, named in one error before any I/O."""
     refused = options.refused_by(runner)
     if refused:
