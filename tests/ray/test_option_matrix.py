@@ -36,11 +36,11 @@ CASES: dict[str, list[str]] = {
     "text-key": ["--text-key", "title", "--metadata-policy", "drop"],
     "queries": ["--queries", "0"],
     "k": ["-k", "3"],
-    "reembed": ["--reembed", f"hash:{DIM}"],
+    "reembed": ["--reembed", f"hash:{DIM}", "--text-key", "title"],
     "progress": ["--progress"],
     "shard": ["--shard", "0/2"],
 }
-REFUSED_BY = {"ray": {"shard"}}
+REFUSED_BY = {"ray": {"shard", "single-pass"}}
 """Options a runner refuses (before any I/O, naming the option and the runner)."""
 
 VOLATILE = {"timings", "seconds", "checkpoint", "records_per_second", "engine", "workers", "per_worker"}

@@ -47,6 +47,7 @@ def option(
     factory: bool = False,
     minimum: int | None = None,
     metavar: str | None = None,
+    only: Mapping[str, tuple[Any, ...]] | None = None,
 ) -> Any:
     """A field of a run-options declaration.
 
@@ -55,7 +56,7 @@ def option(
     it; under any other a value other than the default is refused before any I/O. ``cli``:
     whether the command line offers it (objects such as a retry policy are Python only).
     ``minimum``: the smallest value (checked by the command line's parser too); ``metavar``: how
-    help shows the value.
+    help shows the value. ``only``: per runner, the only values it honours.
     """
     meta = {
         "help": help,
@@ -64,6 +65,7 @@ def option(
         "cli": cli,
         "minimum": minimum,
         "metavar": metavar,
+        "only": dict(only or {}),
     }
     if factory:
         return field(default_factory=default, metadata=meta)
@@ -120,6 +122,9 @@ class RunOptions:
         """The options set away from their default that ``runner`` cannot honour."""
         out = []
         for f in self.declared():
+            allowed = f.metadata["only"].get(runner)
+            if allowed is not None and getattr(self, f.name) not in allowed:
+                out.append(f.name)
             if runner in f.metadata["runners"]:
                 continue
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
@@ -167,6 +172,8 @@ class MigrateOptions(RunOptions):
         "Read the source once where a refusal can be rolled back (a new target; the default), "
         "with a note when the plan must read first; off: always plan over the whole source "
         "before the first write.",
+        # Ray's shards check only their own records: its plan always reads the source first
+        only={"ray": (None, False)},
     )
     metadata_policy: MetadataPolicy = option(
         MetadataPolicy.ERROR,
