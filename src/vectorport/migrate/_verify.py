@@ -461,23 +461,9 @@ def verify_stores(
         raise ConfigurationError(f"verification method must be auto, digest or keyed, got {method!r}")
     started = time.monotonic()
     sharded = shard[1] > 1
-    report = VerifyReport(
-        source_label or source.url.masked,
-        target_label or target.url.masked,
-        shard,
-        missing=Capped(cap),
-        extra=Capped(cap),
-        vectors=Capped(cap),
-        metadata=Capped(cap),
-        text=Capped(cap),
-    )
-    if sharded:
-        report.skipped.append(
-            "counts, extra keys and queries: a shard is verified for its own source records only"
-        )
+    labels = (source_label or source.url.masked, target_label or target.url.masked)
+    report = _new_report(labels, shard, cap, compare_vectors)
     report.collection = collection_differences(source, target, compare_vectors)
-    if not compare_vectors:
-        report.skipped.append("vectors and queries: the vectors were re-embedded")
     if queries is None:
         queries = sampled_queries(
             source, target, shard, 0 if sharded or not compare_vectors else sample_queries, k
@@ -511,6 +497,28 @@ def verify_stores(
     if answers is not None:
         report.queries = query_check(target, queries.records, exact, queries.k, cap, answers())
     report.seconds = time.monotonic() - started
+    return report
+
+
+def _new_report(
+    labels: tuple[str, str], shard: tuple[int, int], cap: int, compare_vectors: bool
+) -> VerifyReport:
+    """An empty report, saying which checks this verification leaves out."""
+    report = VerifyReport(
+        *labels,
+        shard,
+        missing=Capped(cap),
+        extra=Capped(cap),
+        vectors=Capped(cap),
+        metadata=Capped(cap),
+        text=Capped(cap),
+    )
+    if shard[1] > 1:
+        report.skipped.append(
+            "counts, extra keys and queries: a shard is verified for its own source records only"
+        )
+    if not compare_vectors:
+        report.skipped.append("vectors and queries: the vectors were re-embedded")
     return report
 
 

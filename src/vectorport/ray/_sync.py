@@ -83,6 +83,19 @@ def _notes(report: ClusterSyncReport) -> None:
     report.conclude()
 
 
+def _check(source: str, target: str, workers: int) -> None:
+    """Refuse, before any I/O, what the shards cannot do."""
+    if workers < 1:
+        raise ConfigurationError(f"workers must be at least 1, got {workers}")
+    one = reachable(source, target)
+    if one:
+        raise ConfigurationError(
+            f"{', '.join(one)} can be opened by one process at a time, and sync --engine ray writes "
+            "from several workers; use a server (e.g. chroma+http://) or engine local (nothing was "
+            "read or written)"
+        )
+
+
 def sync_on_ray(
     source: str,
     target: str,
@@ -115,15 +128,7 @@ def sync_on_ray(
     one when Ray is not initialised yet). Stores must be reachable from every worker (a server,
     a shared directory): ``memory://`` is not.
     """
-    if workers < 1:
-        raise ConfigurationError(f"workers must be at least 1, got {workers}")
-    one = reachable(source, target)
-    if one:
-        raise ConfigurationError(
-            f"{', '.join(one)} can be opened by one process at a time, and sync --engine ray writes "
-            "from several workers; use a server (e.g. chroma+http://) or engine local (nothing was "
-            "read or written)"
-        )
+    _check(source, target, workers)
     ensure_ray(address)
     started = time.monotonic()
     dst_options = dict(target_options or {})
