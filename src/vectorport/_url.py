@@ -3,7 +3,15 @@
 A query parameter is secret when its *last* word names a secret: ``password``, ``key``,
 ``api_key``, ``sslkey``, ``aws_session_token``, ``credentials`` are masked; ``key_column`` (a
 column), ``auth_provider`` (a class name) or ``token_url`` are not. The rule knows no backend's
-option names, so a backend's plain options need no declaration.
+option names, so a backend's plain options need no declaration. The password in the user info
+is shown as ``user:***@host``, as SQLAlchemy's ``render_as_string(hide_password=True)`` does.
+
+Here a URL is only split into scheme, parameters and what to mask: a backend reads its own form
+with the library that defines it (pgvector: libpq for ``postgresql://``, SQLAlchemy's
+``make_url`` for ``postgresql+DRIVER://``; see ``backends/pgvector/_dsn.py``), and nothing
+rebuilds a URL from its parts. :meth:`StoreURL.parse` also takes a SQLAlchemy ``URL``,
+``Engine`` or ``AsyncEngine`` (rendered by SQLAlchemy, credentials included), and
+:func:`application_target` a mapped class with ``bind=``.
 """
 
 from __future__ import annotations
