@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import vectorport
+from vectorport import Feature
 from vectorport.testing.backends import targets
 
 __all__ = ["ACONNECT", "each_target", "opened_target"]
@@ -23,10 +24,28 @@ ACONNECT = "pgvector+aconnect"
 
 def each_target(*, aconnect: bool = False) -> list[Any]:
     """One param per target, marked with its backend (and the ``aconnect`` form of pgvector)."""
-    names = list(targets())  # NAME or NAME+VARIANT, as url_for takes them
+    # NAME or NAME+VARIANT, as url_for takes them. A variant that only passes an option to the
+    # same client (pgvector+exact: an exact index) adds nothing the adapters could differ on; a
+    # variant with a URL scheme of its own (chroma+http: another client, a server) does.
+    # Read-only backends (no Feature.WRITE: parquet://) have tests of their own
+    # (tests/langchain/test_parquet.py): every test here writes.
+    names = [
+        name
+        for name, (owner, target) in targets().items()
+        if _own_client(name, target.url) and (not owner.installed or _writes(owner))
+    ]
     if aconnect and "pgvector" in names:
         names.append(ACONNECT)
     return [pytest.param(name, marks=getattr(pytest.mark, name.split("+")[0]), id=name) for name in names]
+
+
+def _writes(owner: Any) -> bool:
+    return Feature.WRITE in owner.load().capabilities.features
+
+
+def _own_client(name: str, url: str) -> bool:
+    main, _, variant = name.partition("+")
+    return not variant or not url.startswith(("{scheme}:", f"{main}:"))
 
 
 @asynccontextmanager
