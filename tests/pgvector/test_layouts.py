@@ -685,3 +685,25 @@ def test_uuid_keys_in_32_hex_digits_keep_their_uuid(
         assert sorted(r.key for r in store.get(keys)) == sorted(keys)
     ids = {str(r[0]) for r in admin.execute(f"SELECT langchain_id FROM {name}")}
     assert ids == {str(uuid.UUID(k)) for k in keys}
+
+
+def test_a_copy_that_fails_before_writing_leaves_no_target(pg_url: Callable[..., str], admin: Any) -> None:
+    """A framework table (or LangChain collection) the migration created is dropped again when the
+    copy fails before writing anything; psql sees neither the table nor the collection row."""
+    from vectorport.migrate import migrate
+
+    src = vectorport.connect("memory://failed-copy-src", dimension=DIM)
+    src.upsert([vectorport.Record(f"fc{i}", v, {"i": i}, f"text {i}") for i, v in enumerate(vectors(5))])
+    try:
+        # vecs has no text column: the first batch is refused by the target
+        with pytest.raises(vectorport.ValidationError, match="no text column"):
+            migrate("memory://failed-copy-src", pg_url("failed_vecs", layout="vecs"))
+        assert admin.execute("SELECT to_regclass('vecs.failed_vecs')").fetchone() == (None,)
+        # the keys belong to another LangChain collection: nothing written, no collection left
+        migrate("memory://failed-copy-src", pg_url("failed_lc_a", layout="langchain"))
+        with pytest.raises(vectorport.VectorportError, match="another collection"):
+            migrate("memory://failed-copy-src", pg_url("failed_lc_b", layout="langchain"))
+        names = {r[0] for r in admin.execute("SELECT name FROM langchain_pg_collection")}
+        assert "failed_lc_a" in names and "failed_lc_b" not in names
+    finally:
+        src.drop()

@@ -37,7 +37,7 @@ from .._digest import SegmentSums, segment_count
 from .._embedder import Embedder
 from .._exit import Status
 from .._features import write_cap_of
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, VectorportError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
 from ._options import MigrateOptions, RunOptions
@@ -286,10 +286,15 @@ def _stages(ctx: RunContext, runner: Runner) -> MigrationReport:
         return _finish(ctx, runner, copied=False)
     if not _plan(ctx, runner):
         return ctx.report
+    created = not ctx.dst.exists
     _prepare_copy(ctx)
     t0 = time.monotonic()
     try:
         ctx.report.copy = runner.copy(ctx)
+    except VectorportError:
+        if created:
+            _drop_if_empty(ctx)
+        raise
     finally:
         ctx.report.engine = runner.describe()
     ctx.digests = ctx.report.copy.digests
@@ -459,6 +464,23 @@ def _copy_digests(ck: Checkpoint | None, records: int) -> SegmentSums | None:
     if ck is not None and (ck.cursor is not None or ck.scanned):
         return ck.digests
     return SegmentSums(min(segment_count(records), MAX_COPY_SEGMENTS))
+
+
+def _drop_if_empty(ctx: RunContext) -> None:
+    """A copy into a target this run created failed before any record was written (a source
+    that cannot be read, a first batch the target refused): drop the empty target, so nothing
+    is left behind, and forget the run. A target holding records is kept for ``--resume``."""
+    dst = ctx.dst
+    if _count_or_none(dst.store) != 0:
+        return
+    try:
+        dst.store.drop()
+    except Exception as exc:  # the copy's error is the one to report
+        log.warning("the empty target %s could not be dropped after the failed copy (%s)", dst.label, exc)
+        return
+    log.info("the copy failed before writing anything: the target %s it created was dropped", dst.label)
+    if ctx.ck is not None:
+        ctx.ck.path.unlink(missing_ok=True)
 
 
 def _roll_back(ctx: RunContext) -> None:

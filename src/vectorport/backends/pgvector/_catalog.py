@@ -18,7 +18,7 @@ from ..._suggest import what_exists
 from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
 from ._foreign import ForeignMixin
 from ._inspect import TableFacts, fts_language
-from ._layouts import ROLE_OPTION, resolve
+from ._layouts import LANGCHAIN_COLLECTIONS, ROLE_OPTION, resolve
 from ._migrations import apply_migrations
 from ._rpc import RPC_PREFIXES
 from ._schema import Columns, Layout
@@ -332,6 +332,9 @@ class CatalogMixin(ForeignMixin):
         self._bind_layout(layout)
 
     def _drop_collection(self) -> None:
+        if self._layout is not None and not self._layout.columns.own and self._created_foreign:
+            self._drop_created_foreign()
+            return
         if self._layout is not None and not self._layout.columns.own:
             raise UnsupportedFeatureError(
                 f"{self._where} was made by {self.layout_name or 'another tool'}, not vectorport: vectorport "
@@ -356,6 +359,32 @@ class CatalogMixin(ForeignMixin):
                     )
         self._layout = None
         self._unrecorded = self._index_missing = False
+        self._statements.clear()
+
+    def _drop_created_foreign(self) -> None:
+        """Drop the framework table this store object created (for LangChain, the collection's
+        row, whose embeddings go with it: the shared table is every collection's)."""
+        with self._errors("drop"):
+            conn, _ = self._conn()
+            with conn.transaction():
+                if self.layout_name == "langchain":
+                    conn.execute(
+                        sql.SQL("DELETE FROM {} WHERE name = %s").format(
+                            sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+                        ),
+                        (self.collection,),
+                    )
+                else:
+                    conn.execute(
+                        sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(self.schema, self.table))
+                    )
+                    if self._has_catalog(conn):
+                        conn.execute(
+                            sql.SQL("DELETE FROM {} WHERE table_name = %s").format(self._catalog()),
+                            (self.table,),
+                        )
+        self._layout = None
+        self._created_foreign = False
         self._statements.clear()
 
     def _has_catalog(self, conn: psycopg.Connection[Any]) -> bool:

@@ -545,6 +545,7 @@ class ForeignMixin(StoreState):
                         (self.collection, Json({"vectorport_metric": spec.metric.value})),
                     )
         log.info("pgvector: created %s as %s creates it", self._where, layout)
+        self._created_foreign = True
         self._requested_dimension, self._requested_metric = spec.dimension, spec.metric
         if self._describe_collection() is None:  # pragma: no cover - created just above
             raise NotFoundError(f"{self._where} was created but cannot be opened")

@@ -100,6 +100,9 @@ class StoreState(BaseStore[Predicate]):
         self._index_missing = False
         """Opened without its HNSW index (an interrupted bulk load): the next write builds it."""
         self._loading = 0
+        self._created_foreign = False
+        """This store object created its framework-layout table (or LangChain collection): it may
+        drop what it made (a migration that failed before writing leaves nothing behind)."""
         """Bulk loads running on this store object (their end builds the index)."""
         self._pool = Connections(self._new_connection)
         self._statements: dict[tuple[Any, ...], bytes] = {}
