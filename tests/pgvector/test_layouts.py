@@ -346,6 +346,31 @@ def test_supabase_documents_bigserial_is_a_read_only_source(
     migrated_equal(url)
 
 
+# ---------------------------------------------------------------- Haystack
+def test_haystack_pgvector_document_store_table(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    # pgvector-haystack's CREATE_TABLE_STATEMENT, as PgvectorDocumentStore runs it
+    admin.execute(
+        f"CREATE TABLE {name} (id VARCHAR(128) PRIMARY KEY, embedding VECTOR({DIM}), content TEXT, "
+        "blob_data BYTEA, blob_meta JSONB, blob_mime_type VARCHAR(255), meta JSONB)"
+    )
+    vecs = vectors(10)
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} (id, embedding, content, meta) VALUES (%s, %s::vector, %s, %s::jsonb)",
+            [(f"h{i}", _vec(v), f"chunk {i}", json.dumps({"page": i})) for i, v in enumerate(vecs)],
+        )
+    url = pg_url(name)
+    with vectorport.connect(url) as store:
+        assert store.info()["pgvector"]["layout"] == "haystack"  # detected from its columns
+        (h3,) = store.get(["h3"])
+        assert h3.text == "chunk 3" and h3.metadata == {"page": 3}  # the blob columns are not metadata
+        assert_searches_exact(store, vecs, {"page": {"$gte": 4}})
+        store.upsert([vectorport.Record("h99", [1, 0, 0, 0], {"page": 99}, "new")])
+    row = admin.execute(f"SELECT content, meta, blob_data FROM {name} WHERE id = 'h99'").fetchone()
+    assert row == ("new", {"page": 99}, None)
+    migrated_equal(url)
+
+
 def test_supabase_documents_with_uuid_ids_takes_writes(
     pg_url: Callable[..., str], admin: Any, name: str
 ) -> None:
@@ -526,7 +551,7 @@ def test_bad_tables_are_named_before_any_read(pg_url: Callable[..., str], admin:
     with pytest.raises(vectorport.ConfigurationError, match="metadata_columns names 'nope'"):
         vectorport.connect(pg_url(name, metric="cosine", metadata_columns="nope"))
     with pytest.raises(vectorport.ConfigurationError, match="layout must be one of"):
-        vectorport.connect(pg_url(name, layout="haystack"))
+        vectorport.connect(pg_url(name, layout="milvus"))
 
 
 def test_cli_info_names_the_layout_and_migrate_copies_it(

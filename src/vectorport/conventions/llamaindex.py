@@ -17,6 +17,7 @@ from typing import Final
 
 from .._models import JSON
 from ..exceptions import Problem, ValidationError
+from ._preset import BucketShape, ChromaShape, Preset, TableShape
 
 __all__ = [
     "BOOKKEEPING",
@@ -24,6 +25,7 @@ __all__ = [
     "NODE_CONTENT",
     "NODE_EXTRAS",
     "NODE_TYPE",
+    "PRESETS",
     "TEXT_NODE",
     "from_node_metadata",
     "is_node_metadata",
@@ -36,6 +38,28 @@ TEXT_NODE: Final = "TextNode"
 DOC_ID_KEYS: Final = ("ref_doc_id", "doc_id", "document_id")
 """The source document's id as LlamaIndex copies it, in the order vectorport reads it."""
 BOOKKEEPING: frozenset[str] = frozenset({NODE_CONTENT, NODE_TYPE, *DOC_ID_KEYS})
+
+PRESETS = (
+    Preset(
+        "llamaindex",
+        "llama-index-vector-stores-postgres, -s3 and -chroma",
+        # PGVectorStore: data_<name>(id bigserial PK, text, metadata_ json|jsonb, node_id varchar,
+        # embedding vector(n)); node_id is the key
+        pgvector=TableShape(
+            key="node_id",
+            embedding="embedding",
+            metadata="metadata_",
+            text="text",
+            signature=frozenset({"id", "text", "metadata_", "node_id", "embedding"}),
+            table_prefix="data_",
+        ),
+        # S3VectorStore: the node JSON (with its text) under _node_content, bookkeeping beside it
+        bucket=BucketShape(NODE_CONTENT, node=True),
+        # ChromaVectorStore: the text in documents, the node (text emptied) in the metadata
+        chroma=ChromaShape(node=True),
+        priority=20,
+    ),
+)
 """Top-level metadata keys LlamaIndex writes next to the user's own."""
 NODE_EXTRAS: Final = "_llamaindex_node"
 """The metadata key (a JSON string) that carries, through any store, what a LlamaIndex node holds

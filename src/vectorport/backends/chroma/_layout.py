@@ -11,7 +11,8 @@ layout         shape
                its text emptied), ``_node_type`` and ``document_id``/``doc_id``/``ref_doc_id``
 =============  ==========================================================================
 
-A collection's layout is detected from a sample of its records when the URL names none.
+The presets are :mod:`vectorport.conventions`' Chroma shapes. A collection's layout is
+detected from a sample of its records when the URL names none.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..._models import JSON
-from ...conventions import llamaindex
+from ...conventions import llamaindex, preset, presets
 from ...exceptions import ConfigurationError
 
 __all__ = ["LAYOUTS", "ChromaLayout", "detect", "layout_option"]
 
-LAYOUTS = ("vectorport", "langchain", "llamaindex")
+LAYOUTS = tuple(p.name for p in presets() if p.chroma is not None)
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class ChromaLayout:
 
     @property
     def node(self) -> bool:
-        return self.name == "llamaindex"
+        found = preset(self.name)
+        return found is not None and found.chroma is not None and found.chroma.node
 
     @property
     def reserved_keys(self) -> frozenset[str]:
@@ -76,5 +78,6 @@ def detect(samples: Sequence[Mapping[str, JSON] | None]) -> ChromaLayout:
     """LlamaIndex's when any sampled record holds its node, else documents and metadata."""
     nodes = sum(1 for meta in samples if meta and llamaindex.is_node_metadata(meta))
     if nodes:
-        return ChromaLayout("llamaindex", f"{nodes} of {len(samples)} sampled records")
+        name = next(p.name for p in presets() if p.chroma is not None and p.chroma.node)
+        return ChromaLayout(name, f"{nodes} of {len(samples)} sampled records")
     return ChromaLayout("vectorport", "default" if not samples else "no LlamaIndex node sampled")

@@ -1,24 +1,13 @@
 """Which columns of a table make a record: vectorport's own layout, the layouts of the
 frameworks that create pgvector tables (presets), or a mapping the user gives.
 
-=================  ==========================================================================
-``layout=``        the table, as its owner creates it
-=================  ==========================================================================
-``vectorport``     ``key text PK, embedding vector(n), metadata jsonb, text, fts, updated_at``
-``langchain``      langchain-postgres ``PGVector``: ``langchain_pg_embedding(id varchar PK,
-                   collection_id uuid, embedding vector, document, cmetadata jsonb)``, shared by
-                   every collection (``collection=NAME`` picks one, by its row in
-                   ``langchain_pg_collection``)
-``langchain-v2``   langchain-postgres ``PGVectorStore``: one table per collection
-                   (``langchain_id uuid PK, content, embedding vector(n), langchain_metadata
-                   json`` and optional plain metadata columns)
-``llamaindex``     LlamaIndex ``PGVectorStore``: ``data_<name>(id bigserial PK, text, metadata_
-                   json|jsonb, node_id varchar, embedding vector(n))``; ``node_id`` is the key
-``vecs``           Supabase vecs: schema ``vecs``, ``<name>(id varchar PK, vec vector(n),
-                   metadata jsonb)``, no text
-``supabase``       Supabase's ``documents(id bigserial|uuid PK, content, metadata jsonb,
-                   embedding vector(n))``
-=================  ==========================================================================
+``layout=`` names a preset of :mod:`vectorport.conventions` (its :class:`TableShape`: the
+column of each role, how its tables are found and named): ``vectorport`` (``key text PK,
+embedding vector(n), metadata jsonb, text, fts, updated_at``), ``langchain`` (langchain-postgres
+``PGVector``'s shared ``langchain_pg_embedding``; ``collection=NAME`` picks one collection),
+``langchain-v2`` (``PGVectorStore``), ``llamaindex`` (``data_<name>``, keyed by ``node_id``),
+``vecs`` (schema ``vecs``, no text), ``supabase`` (the ``documents`` template), ``haystack``
+(``PgvectorDocumentStore``'s ``haystack_documents``).
 
 Without ``layout=`` the layout is detected from the columns; options (``key_column``,
 ``key_expression``, ``embedding_column``, ``metadata_column``, ``metadata_columns``,
@@ -34,6 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...conventions import TableShape, presets
+from ...conventions import preset as convention
+from ...conventions.langchain import COLLECTIONS_TABLE, SHARED_TABLE
 from ...exceptions import ConfigurationError
 from ._inspect import Column, TableFacts
 from ._mapping import Columns, KeyTemplate
@@ -48,7 +40,8 @@ __all__ = [
     "resolve",
 ]
 
-LAYOUTS = ("vectorport", "langchain", "langchain-v2", "llamaindex", "vecs", "supabase")
+LAYOUTS = tuple(p.name for p in presets() if p.pgvector is not None)
+"""The ``layout=`` names: the conventions' pgvector presets, detection order."""
 ROLE_OPTION = {
     "key": "key_column",
     "embedding": "embedding_column",
@@ -75,22 +68,14 @@ _VECTOR = re.compile(r"^(vector|halfvec)(\((\d+)\))?$")
 _JSON = ("json", "jsonb")
 _TEXT_NAMES = ("text", "content", "document", "chunk_text", "chunk", "page_content", "body")
 
-# role → column name in each preset; "" = the preset has no such column
-_PRESETS: dict[str, dict[str, str]] = {
-    "vectorport": {"key": "key", "embedding": "embedding", "metadata": "metadata", "text": "text"},
-    "langchain": {"key": "id", "embedding": "embedding", "metadata": "cmetadata", "text": "document"},
-    "langchain-v2": {
-        "key": "langchain_id",
-        "embedding": "embedding",
-        "metadata": "langchain_metadata",
-        "text": "content",
-    },
-    "llamaindex": {"key": "node_id", "embedding": "embedding", "metadata": "metadata_", "text": "text"},
-    "vecs": {"key": "id", "embedding": "vec", "metadata": "metadata", "text": ""},
-    "supabase": {"key": "id", "embedding": "embedding", "metadata": "metadata", "text": "content"},
-}
-LANGCHAIN_TABLE = "langchain_pg_embedding"
-LANGCHAIN_COLLECTIONS = "langchain_pg_collection"
+LANGCHAIN_TABLE = SHARED_TABLE
+LANGCHAIN_COLLECTIONS = COLLECTIONS_TABLE
+
+
+def shape(layout: str | None) -> TableShape | None:
+    """The table shape of a preset (``None``: not a preset, e.g. ``custom``)."""
+    found = convention(layout) if layout else None
+    return found.pgvector if found is not None else None
 
 
 @dataclass(frozen=True)
@@ -185,31 +170,24 @@ class MappingOptions:
 
 def relation(options: MappingOptions, name: str, schema: str | None) -> tuple[str, str]:
     """``(schema, table)`` holding collection ``name`` in the layout the options name."""
-    layout = options.layout
-    if layout == "langchain":
-        return schema or "public", LANGCHAIN_TABLE
-    if layout == "llamaindex" and not name.startswith("data_"):
-        return schema or "public", f"data_{name}"
-    if layout == "vecs":
-        return schema or "vecs", name
-    return schema or "public", name
+    found = shape(options.layout)
+    if found is None:
+        return schema or "public", name
+    schema = schema or found.schema or "public"
+    if found.shared_table is not None:
+        return schema, found.shared_table
+    if found.table_prefix and not name.startswith(found.table_prefix):
+        return schema, found.table_prefix + name
+    return schema, name
 
 
 def detect(facts: TableFacts, table: str) -> str | None:
     """The preset whose columns the table has (``None``: none)."""
-    names = set(facts.columns)
-    if {"key", "embedding", "metadata", "text"} <= names and "key" in facts.unique:
-        return "vectorport"
-    if table == LANGCHAIN_TABLE or {"id", "collection_id", "embedding", "document", "cmetadata"} <= names:
-        return "langchain"
-    if {"langchain_id", "content", "embedding", "langchain_metadata"} <= names:
-        return "langchain-v2"
-    if {"id", "text", "metadata_", "node_id", "embedding"} <= names:
-        return "llamaindex"
-    if {"id", "vec", "metadata"} <= names:
-        return "vecs"
-    if {"id", "content", "metadata", "embedding"} <= names:
-        return "supabase"
+    names = frozenset(facts.columns)
+    unique = frozenset(facts.unique)
+    for found in presets():
+        if found.pgvector is not None and found.pgvector.matches(names, unique, table):
+            return found.name
     return None
 
 
@@ -251,7 +229,8 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
     """``(layout name, Columns)`` of a table, or a :class:`ConfigurationError` naming every
     column that is missing or of the wrong type and the option to pass."""
     layout = options.layout or detect(facts, table) or "custom"
-    roles = dict(_PRESETS.get(layout) or _guess(facts))
+    preset_shape = shape(layout)
+    roles = preset_shape.roles() if preset_shape is not None else _guess(facts)
     roles.update(dict(options.columns))
     explicit = {role for role, _ in options.columns}
     if (options.key_expression or options.key_template or options.key_field) and "key" not in explicit:
@@ -418,8 +397,8 @@ def _foreign(
         if others:
             order, order_kind = others[0].name, _kind(others[0]) or "text"
     skip = set(used) | {order or ""}
-    if layout == "langchain":
-        skip.add("collection_id")
+    found = shape(layout)
+    skip.update(found.ignored_columns if found is not None else ())
     listed = options.metadata_columns
     if listed is None:
         listed = tuple(

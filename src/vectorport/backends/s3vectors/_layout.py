@@ -1,6 +1,7 @@
 """Where a bucket index keeps the chunk text: the layout presets and their detection.
 
-A vector bucket has no schema, so every tool picks its own metadata key for the text:
+A vector bucket has no schema, so every tool picks its own metadata key for the text (the
+presets are :mod:`vectorport.conventions`' bucket shapes):
 
 ==========================  ===============================  =====================================
 layout                      text                             written by
@@ -26,13 +27,15 @@ from dataclasses import dataclass
 
 from ..._json import json_size
 from ..._models import JSON
-from ...conventions import langchain, llamaindex
+from ...conventions import llamaindex, presets, s3vectors_embed_cli, vectorport
+from ...conventions import preset as convention
+from ...conventions.langchain import join_page_content, split_page_content
 from ...exceptions import ConfigurationError
 
 __all__ = ["LAYOUTS", "BucketLayout", "detect", "layout_option"]
 
-VECTORPORT_TEXT = "vectorport_text"
-EMBED_CLI_TEXT = "S3VECTORS-EMBED-SRC-CONTENT"
+VECTORPORT_TEXT = vectorport.TEXT_KEY
+EMBED_CLI_TEXT = s3vectors_embed_cli.TEXT_KEY
 TEXT_KEY_LAYOUT = "text_key"
 MAX_FILTERABLE_BYTES = 2 * 1024
 MAX_TOTAL_BYTES = 40 * 1024
@@ -42,12 +45,7 @@ EMPTY_TEXT = "vectorport:empty_text"
 (a node's text is never null, so only this key tells the two apart; LlamaIndex reads the node
 alone and never sees it)."""
 
-_TEXT_KEYS = {
-    "vectorport": VECTORPORT_TEXT,
-    "langchain": langchain.TEXT_KEY,
-    "llamaindex": llamaindex.NODE_CONTENT,
-    "s3vectors-embed-cli": EMBED_CLI_TEXT,
-}
+_TEXT_KEYS = {p.name: p.bucket.text_key for p in presets() if p.bucket is not None}
 LAYOUTS = tuple(_TEXT_KEYS)
 """The preset names, for ``layout=``."""
 
@@ -68,7 +66,8 @@ class BucketLayout:
     @property
     def node(self) -> bool:
         """LlamaIndex's layout: the text inside a JSON node, bookkeeping keys beside it."""
-        return self.name == "llamaindex"
+        found = convention(self.name)
+        return found is not None and found.bucket is not None and found.bucket.node
 
     @property
     def non_filterable(self) -> tuple[str, ...]:
@@ -91,7 +90,7 @@ class BucketLayout:
     def encode(self, key: str, text: str | None, metadata: Mapping[str, JSON]) -> dict[str, JSON]:
         """The vector's metadata for one record."""
         if not self.node:
-            return langchain.join_page_content(text, metadata, text_key=self.text_key)
+            return join_page_content(text, metadata, text_key=self.text_key)
         out = llamaindex.to_node_metadata(key, text, metadata, text_in_node=True)
         for copy in ("document_id", "doc_id"):
             # llama-index-vector-stores-s3 keeps only ref_doc_id of the three copies (to save
@@ -109,7 +108,7 @@ class BucketLayout:
             if user.pop(EMPTY_TEXT, None) is True and text is None:
                 text = ""
             return text, user
-        return langchain.split_page_content(meta, text_key=self.text_key)
+        return split_page_content(meta, text_key=self.text_key)
 
     def size_problems(
         self, encoded: Mapping[str, JSON], non_filterable: Collection[str]
@@ -190,10 +189,20 @@ def layout_option(layout: str | None, text_key: str | None) -> BucketLayout | No
     return None
 
 
+def _node_layout() -> str:
+    return next(p.name for p in presets() if p.bucket is not None and p.bucket.node)
+
+
+def _plain_layouts() -> list[str]:
+    """Presets keeping the text as a plain string, the most specific first (the default last)."""
+    plain = [p.name for p in presets() if p.bucket is not None and not p.bucket.node]
+    return sorted(plain, key=lambda name: name == "vectorport")
+
+
 def _layout_of(meta: Mapping[str, JSON]) -> str | None:
     if llamaindex.is_node_metadata(meta):
-        return "llamaindex"
-    for name in ("langchain", "s3vectors-embed-cli", "vectorport"):
+        return _node_layout()
+    for name in _plain_layouts():
         if isinstance(meta.get(_TEXT_KEYS[name]), str):
             return name
     return None
@@ -219,8 +228,8 @@ def detect(
         return preset(name, f"{count} of {len(samples)} sampled vectors"), warning
     declared = set(non_filterable)
     if llamaindex.NODE_CONTENT in declared:
-        return preset("llamaindex", "non-filterable keys"), None
-    for name in ("langchain", "s3vectors-embed-cli", "vectorport"):
+        return preset(_node_layout(), "non-filterable keys"), None
+    for name in _plain_layouts():
         if _TEXT_KEYS[name] in declared:
             return preset(name, "non-filterable keys"), None
     strings = [k for k in non_filterable if any(isinstance(m.get(k), str) for m in samples)]

@@ -1,0 +1,34 @@
+"""Haystack's ``PgvectorDocumentStore`` (pgvector-haystack): ``haystack_documents(id
+varchar(128) PK, embedding vector(n), content text, blob_data bytea, blob_meta jsonb,
+blob_mime_type varchar(255), meta jsonb)`` in schema ``public``. Its keyword search ranks
+``ts_rank_cd(to_tsvector(language, content), query)`` with ``language='english'`` by default.
+The blob columns are Haystack's ByteStream, not chunk metadata: vectorport leaves them alone.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ._preset import Preset, TableShape
+
+__all__ = ["PRESETS", "TABLE"]
+
+TABLE: Final = "haystack_documents"
+"""``PgvectorDocumentStore(table_name=…)``'s default."""
+
+PRESETS = (
+    Preset(
+        "haystack",
+        "haystack PgvectorDocumentStore",
+        pgvector=TableShape(
+            key="id",
+            embedding="embedding",
+            metadata="meta",
+            text="content",
+            signature=frozenset({"id", "embedding", "content", "meta", "blob_data"}),
+            ignored_columns=("blob_data", "blob_meta", "blob_mime_type"),
+            text_search_language="english",
+        ),
+        priority=35,
+    ),
+)
