@@ -1,4 +1,4 @@
-"""One option matrix: every ``migrate`` option under both runners (threads in this process, Ray
+"""One option matrix: every ``migrate`` and ``sync`` option under both runners (threads in this process, Ray
 tasks under the ``ray`` marker) on the same small data gives the same target contents (read back
 with boto3, not vectorport), the same report apart from timings and placement, and the same exit
 code; an option a runner cannot honour is refused by it before anything is read or written."""
@@ -49,12 +49,12 @@ VOLATILE |= {"key_segments", "differing_segments", "batches", "concurrency", "ta
 VOLATILE |= {"target", "name"}  # each run writes its own index
 
 
-def _stable(doc: Any) -> Any:
+def _stable(doc: Any, drop: set[str] = VOLATILE) -> Any:
     """A report without what differs by placement or time alone."""
     if isinstance(doc, dict):
-        return {k: _stable(v) for k, v in doc.items() if k not in VOLATILE}
+        return {k: _stable(v, drop) for k, v in doc.items() if k not in drop}
     if isinstance(doc, list):
-        return [_stable(v) for v in doc]
+        return [_stable(v, drop) for v in doc]
     return doc
 
 
@@ -116,5 +116,48 @@ def test_an_option_means_the_same_under_every_runner(
         return
     assert got_code == code, (got, report)
     a, b = _stable(got), _stable(report)
+    assert a == b, _diff(a, b)
+    assert _contents(target) == _contents(reference)
+
+
+SYNC_CASES: dict[str, list[str]] = {
+    "default": [],
+    "delete": ["--delete"],
+    "full": ["--full"],
+    "verify": ["--verify", "--queries", "3"],
+    "batch-size": ["--batch-size", "7"],
+    "concurrency": ["--concurrency", "1"],
+    "flatten": ["--metadata-policy", "flatten"],
+    "text-key": ["--text-key", "title"],
+    "progress": ["--progress"],
+}
+SYNC_REFUSED_BY = {"ray": {"progress"}}
+SYNC_VOLATILE = {"state", "shards", "target_read", "source_read", "segments", "segments_checked"}
+
+
+def _sync(engine: str, source: str, target: str, flags: list[str], tmp: Path) -> tuple[int, dict[str, Any]]:
+    args = ["sync", source, target, "--engine", engine, "--state", str(tmp / f"{engine}.sqlite")]
+    out = CliRunner().invoke(app, [*args, *flags, "--json"], catch_exceptions=False)
+    return out.exit_code, json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+@pytest.mark.parametrize("case", list(SYNC_CASES))
+def test_a_sync_option_means_the_same_under_every_runner(
+    case: str, source: str, ray_cluster: Any, url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    flags = SYNC_CASES[case]
+    reference = url_for("s3vectors", write_rate=0)
+    code, report = _sync("local", source, reference, flags, tmp_path)
+    assert code == 0, report
+    target = url_for("s3vectors", write_rate=0)
+    got_code, got = _sync("ray", source, target, flags, tmp_path)
+    if case in SYNC_REFUSED_BY["ray"]:
+        assert got_code == 2 and got.get("kind") == "ConfigurationError", got
+        assert case in got["error"] and "ray" in got["error"]
+        assert _contents(target) is None  # refused before anything was written
+        return
+    assert got_code == code, (got, report)
+    drop = VOLATILE | SYNC_VOLATILE
+    a, b = _stable(got, drop), _stable(report, drop)
     assert a == b, _diff(a, b)
     assert _contents(target) == _contents(reference)

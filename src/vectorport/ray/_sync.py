@@ -73,8 +73,9 @@ def _sync_shard(source: str, target: str, shard: tuple[int, int], options: dict[
 def _notes(report: ClusterSyncReport) -> None:
     shards, stats = report.shards, report.sync
     full = [r for r in shards if r.sync.mode == "full"]
-    if full:
-        report.notes.append(f"full pass ({len(full)} of {len(shards)} shards): {stats.reason}")
+    if full:  # worded as one process words it when every shard ran one
+        which = "" if len(full) == len(shards) else f" ({len(full)} of {len(shards)} shards)"
+        report.notes.append(f"full pass{which}: {stats.reason}")
     resumed = sum(r.sync.resumed for r in shards)
     if resumed:
         report.notes.append(
