@@ -99,9 +99,9 @@ def test_unwritable_report_is_refused_before_any_work(source: str, command: str)
 def test_unwritable_checkpoint_and_state_are_refused_before_any_write(source: str) -> None:
     target = "memory://bad-invocations-ck"
     out = _run("migrate", source, target, "--checkpoint", "/proc/nope/ck.json")
-    _one_error(out, ExitCode.FAILURE, "cannot write the checkpoint /proc/nope/ck.json")
+    _one_error(out, ExitCode.USAGE, "cannot write the checkpoint /proc/nope/ck.json")
     out = _run("sync", source, target, "--state", "/proc/nope/state.db")
-    _one_error(out, ExitCode.FAILURE, "cannot write the sync state /proc/nope/state.db")
+    _one_error(out, ExitCode.USAGE, "cannot write the sync state /proc/nope/state.db")
     assert "bad-invocations-ck" not in vectorport.connect(SRC).list_collections()
 
 
@@ -109,10 +109,10 @@ def test_unwritable_checkpoint_and_state_are_refused_before_any_write(source: st
 @pytest.mark.parquet
 def test_unwritable_export_directory_and_report(source: str, tmp_path: Path) -> None:
     _one_error(
-        _run("export", source, "/proc/nope/snap"), ExitCode.FAILURE, "snapshot directory /proc/nope/snap"
+        _run("export", source, "/proc/nope/snap"), ExitCode.USAGE, "snapshot directory /proc/nope/snap"
     )
     (tmp_path / "file").write_text("x")
-    _one_error(_run("export", source, str(tmp_path / "file" / "snap")), ExitCode.FAILURE, "Not a directory")
+    _one_error(_run("export", source, str(tmp_path / "file" / "snap")), ExitCode.USAGE, "Not a directory")
     out = _run("export", source, str(tmp_path / "snap"), "--report", "/proc/nope/r.json")
     _one_error(out, ExitCode.USAGE, "cannot write the report")
     assert not (tmp_path / "snap").exists()
@@ -140,5 +140,5 @@ def test_part_with_invalid_json_metadata(source: str, tmp_path: Path) -> None:
     (folder / "_manifest.json").write_text(json.dumps(manifest))
     key = table.column("key").to_pylist()[3]
     out = _run("import", str(folder), "memory://bad-invocations-import")
-    _one_error(out, ExitCode.FAILURE, f"record {key!r} at metadata: is not valid JSON")
+    _one_error(out, ExitCode.USAGE, f"record {key!r} at metadata is not valid JSON")
     assert "bad-invocations-import" not in vectorport.connect(SRC).list_collections()

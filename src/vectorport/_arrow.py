@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._models import JSON, Record
-from .exceptions import Problem, ValidationError
+from .exceptions import ConfigurationError
 
 __all__ = ["metadata_json", "records_of", "records_to_table", "schema"]
 
@@ -96,9 +96,8 @@ def _metadata_of(key: str, value: Any) -> dict[str, JSON]:
         parsed = exc
     if not isinstance(parsed, dict):
         why = f"is not valid JSON ({parsed})" if isinstance(parsed, Exception) else "is not a JSON object"
-        raise ValidationError(
-            [Problem(key, "metadata", f"{why}: {value[:60]!r}")],
-            outcome="nothing was read",
-            hint="the file was edited or written by another tool; re-export it",
+        raise ConfigurationError(  # a bad input file (exit 2)
+            f"record {key!r} at metadata {why}: {value[:60]!r}; nothing was read. The file was "
+            "edited or written by another tool; re-export it"
         )
     return parsed

@@ -37,6 +37,7 @@ __all__ = [
     "SupportsChangeFeed",
     "SupportsHybridSearch",
     "SupportsIntegrityCheck",
+    "SupportsKeyCheck",
     "SupportsLayoutCheck",
     "SupportsTextSearch",
     "bulk_load_of",
@@ -44,6 +45,7 @@ __all__ = [
     "features_of",
     "hybrid_search_of",
     "integrity_check_of",
+    "key_check_of",
     "layout_check_of",
     "protocol_features",
     "supports",
@@ -69,6 +71,9 @@ class Feature(StrEnum):
     INTEGRITY_CHECK = "integrity_check"
     """Its records carry their own proof (a snapshot's digests), checked before a migration from it
     writes anything (:class:`SupportsIntegrityCheck`)."""
+    KEY_CHECK = "key_check"
+    """Shares its table with other collections and says which keys they hold, so a plan refuses
+    them before any write (:class:`SupportsKeyCheck`)."""
     LAYOUT_CHECK = "layout_check"
     """Says what keeps a record from fitting its layout (:class:`SupportsLayoutCheck`)."""
     NATIVE_COUNT = "native_count"
@@ -180,6 +185,18 @@ class SupportsIntegrityCheck(Protocol):
 
 
 @runtime_checkable
+class SupportsKeyCheck(Protocol):
+    """A collection that shares its table with others (LangChain's ``langchain_pg_embedding``,
+    keyed by row id across every collection): a key another collection holds cannot be written
+    here. The plan asks before any write, as the copy would find out at its first batch."""
+
+    def taken_keys(self, keys: Sequence[str]) -> list[str]:
+        """Those of ``keys`` another collection of the shared table holds (reads the backend;
+        empty when the collection has its table to itself)."""
+        ...
+
+
+@runtime_checkable
 class SupportsChangeFeed(Protocol):
     """A store that can record its own changes for ``sync`` to read instead of scanning
     (:mod:`vectorport._changes`)."""
@@ -203,6 +220,7 @@ FEATURE_PROTOCOLS: dict[Feature, type] = {
     Feature.CHANGE_FEED: SupportsChangeFeed,
     Feature.HYBRID: SupportsHybridSearch,
     Feature.INTEGRITY_CHECK: SupportsIntegrityCheck,
+    Feature.KEY_CHECK: SupportsKeyCheck,
     Feature.LAYOUT_CHECK: SupportsLayoutCheck,
     Feature.TEXT_SEARCH: SupportsTextSearch,
 }
@@ -244,6 +262,11 @@ def integrity_check_of(store: object) -> SupportsIntegrityCheck | None:
     if supports(store, Feature.INTEGRITY_CHECK) and isinstance(store, SupportsIntegrityCheck):
         return store
     return None
+
+
+def key_check_of(store: object) -> SupportsKeyCheck | None:
+    """``store`` as a :class:`SupportsKeyCheck` when it has :attr:`Feature.KEY_CHECK`."""
+    return store if supports(store, Feature.KEY_CHECK) and isinstance(store, SupportsKeyCheck) else None
 
 
 def layout_check_of(store: object) -> SupportsLayoutCheck | None:

@@ -732,3 +732,28 @@ def test_a_copy_that_fails_before_writing_leaves_no_target(pg_url: Callable[...,
         assert "failed_lc_a" in names and "failed_lc_b" not in names
     finally:
         src.drop()
+
+
+def test_plan_refuses_keys_another_langchain_collection_holds(pg_url: Callable[..., str], admin: Any) -> None:
+    """LangChain's shared table is keyed by row id across collections: ``--plan`` refuses a copy
+    whose keys another collection holds, as the migration itself would, and writes nothing."""
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+    from vectorport.migrate import migrate, plan
+
+    src = vectorport.connect("memory://taken-keys-src", dimension=DIM)
+    src.upsert([vectorport.Record(f"tk{i}", v, {"i": i}, f"text {i}") for i, v in enumerate(vectors(4))])
+    try:
+        migrate("memory://taken-keys-src", pg_url("taken_a", layout="langchain"))
+        found = plan("memory://taken-keys-src", pg_url("taken_b", layout="langchain"))
+        assert found.refused and found.key_problems is not None and found.key_problems.records == 4
+        assert "another collection" in found.key_problems.message
+        out = CliRunner().invoke(
+            app, ["migrate", "memory://taken-keys-src", pg_url("taken_b", layout="langchain"), "--plan"]
+        )
+        assert out.exit_code == 4, out.output
+        names = {r[0] for r in admin.execute("SELECT name FROM langchain_pg_collection")}
+        assert "taken_a" in names and "taken_b" not in names
+    finally:
+        src.drop()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .._features import SupportsLayoutCheck, integrity_check_of, layout_check_of
+from .._features import SupportsLayoutCheck, integrity_check_of, key_check_of, layout_check_of
 from .._models import JSON, CollectionSpec, Record
 from .._validate import key_problem
 from ..exceptions import UnsupportedError
@@ -389,20 +389,30 @@ class PlanChecker:
         # what the target's layout adds to its capabilities' limits, checked on each record as
         # the policy leaves it (a record already unwritable is not checked again)
         self.layout_check = layout_check_of(target.store)
+        # keys another collection of a shared table holds (read from the target, page by page)
+        self.key_check = key_check_of(target.store)
 
     def observe(self, records: Iterable[Record]) -> list[Transformed]:
         """Check each record; return what the policy makes of each (the copy writes that)."""
-        return [self._record(rec) for rec in records]
+        page = list(records)
+        if self.key_check is not None and page:
+            for key in self.key_check.taken_keys([rec.key for rec in page]):
+                self._key_problem(key, "belongs to another collection of this shared table")
+        return [self._record(rec) for rec in page]
+
+    def _key_problem(self, key: str, why: str) -> None:
+        plan = self.plan
+        if plan.key_problems is None:
+            plan.key_problems = ProblemGroup("rejected key", why, occurrences=Capped(self.cap))
+        plan.key_problems.records += 1
+        plan.key_problems.occurrences.add({"key": key, "path": "key", "message": why})
 
     def _record(self, rec: Record) -> Transformed:
         plan, cap, layout_check = self.plan, self.cap, self.layout_check
         plan.records += 1
         why = key_problem(rec.key, self.max_key)
         if why:
-            if plan.key_problems is None:
-                plan.key_problems = ProblemGroup("rejected key", why, occurrences=Capped(cap))
-            plan.key_problems.records += 1
-            plan.key_problems.occurrences.add({"key": rec.key, "path": "key", "message": why})
+            self._key_problem(rec.key, why)
         out = self.transformer.apply(rec.metadata, rec.text)
         if plan.reembed and out.text is None:
             out.unresolved.append(("text", "the record has no text to re-embed"))

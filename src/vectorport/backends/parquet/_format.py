@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from ..._arrow import metadata_json, records_of, records_to_table, schema
 from ..._digest import record_digest
 from ..._models import CollectionSpec, Metric, Record
-from ...exceptions import ConfigurationError, NotFoundError, Problem, ValidationError
+from ...exceptions import ConfigurationError, NotFoundError
 
 __all__ = [
     "FORMAT",
@@ -226,11 +226,11 @@ def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: 
     for rec in records_of(table, None, True, dimension):
         vector = np.asarray(rec.vector, dtype=np.float32)
         if not np.all(np.isfinite(vector)):
-            raise ValidationError(
-                [Problem(rec.key, "vector", "holds NaN or infinity")],
-                backend="parquet",
-                outcome=f"in the snapshot part {directory / part.file}; nothing was written",
-                hint="remove or fix that record at the source and export again",
+            # a bad input file (exit 2), not a record a target refused: no store takes NaN
+            raise ConfigurationError(
+                f"record {rec.key!r} in the snapshot part {directory / part.file} holds a NaN or "
+                "infinite vector; nothing was written. Remove or fix that record at the source and "
+                "export again"
             )
         digest ^= int.from_bytes(record_digest(rec.key, vector, rec.metadata, rec.text), "little")
     if digest.to_bytes(16, "little").hex() != part.digest:

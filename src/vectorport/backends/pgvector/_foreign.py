@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +33,7 @@ from ...exceptions import (
 from ._describe import rewritten_url
 from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
-from ._layouts import LANGCHAIN_COLLECTIONS
+from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE
 from ._mapping import KEEP_KEY, KEY_PARTS, NO_TEXT, Columns, row_id
 from ._schema import Layout
 from ._state import StoreState
@@ -488,6 +489,29 @@ class ForeignMixin(StoreState):
                 )
             )
         return targets, values
+
+    def taken_keys(self, keys: Sequence[str]) -> list[str]:
+        """Those of ``keys`` another collection of LangChain's shared table holds (its primary
+        key is the row id across collections, so they cannot be written to this one); empty for
+        any other table."""
+        if (self.mapping.layout or self.layout_name) != "langchain" or not keys:
+            return []
+        embeddings = sql.Identifier(self.schema, LANGCHAIN_TABLE)
+        with self._errors("plan"):
+            conn, _ = self._conn()
+            found = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (embeddings.as_string(conn),)
+            ).fetchone()
+            if not (found and found[0]):
+                return []
+            rows = conn.execute(
+                sql.SQL(
+                    "SELECT e.id FROM {} AS e JOIN {} AS c ON c.uuid = e.collection_id "
+                    "WHERE e.id = ANY(%s) AND c.name <> %s"
+                ).format(embeddings, sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)),
+                (list(keys), self.collection),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def _check_foreign_rowcount(self, rowcount: int, n: int) -> None:
         """After the merge: every staged row was written (a shared table refuses a key that
