@@ -22,11 +22,12 @@ from typing import Any
 
 from ._async import AsyncStore
 from ._base import BaseStore
+from ._features import Feature
 from ._models import Metric
 from ._protocol import VectorStore
 from ._registry import connect
 from ._url import mask_url
-from .exceptions import ConfigurationError, NotFoundError
+from .exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
 from .filters import parse_filter
 
 __all__ = ["StoreHandle"]
@@ -125,6 +126,16 @@ class StoreHandle:
                     self._open(dimension)
         assert self._store is not None
         return self._store
+
+    def check_writable(self) -> None:
+        """Raise before anything is embedded when the store cannot be written (no
+        :attr:`~vectorport.Feature.WRITE`: a ``parquet://`` snapshot)."""
+        store = self._store
+        if store is not None and Feature.WRITE not in store.capabilities.features:
+            raise UnsupportedFeatureError(
+                f"{store.name} store {store.url.masked} is read-only; nothing was embedded or written "
+                "(write to a store URL of another backend, or migrate the snapshot there first)"
+            )
 
     def check_filter(self, filter: Any) -> None:
         """Raise before any I/O when ``filter`` is malformed or the backend cannot run it

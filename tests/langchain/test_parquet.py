@@ -54,7 +54,8 @@ def test_a_snapshot_reads_as_its_source(tmp_path: Path) -> None:
         assert li_snap.query(q).ids == li_source.query(q).ids and li_snap.query(q).ids
         assert [n.ref_doc_id for n in li_snap.get_nodes(node_ids=["n05"])] == ["doc1"]
 
-        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only"):
+        emb.embed_documents = None  # type: ignore[method-assign]  # refused before embedding
+        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only; nothing was embedded"):
             snap.add_texts(["new"], ids=["n99"])
         with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only"):
             li_snap.delete("doc1")

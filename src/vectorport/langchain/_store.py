@@ -132,6 +132,7 @@ class LangChainStore(LangChainVectorStore):
         **kwargs: Any,
     ) -> list[str]:
         """Embed ``texts`` and upsert them by id (full replace); missing ids get a UUID."""
+        self._handle.check_writable()
         batch = _Batch.of(texts, metadatas, ids)
         if not batch.texts:
             return []
@@ -148,6 +149,7 @@ class LangChainStore(LangChainVectorStore):
         **kwargs: Any,
     ) -> list[str]:
         """:meth:`add_texts`, awaitable."""
+        self._handle.check_writable()
         batch = _Batch.of(texts, metadatas, ids)
         if not batch.texts:
             return []
