@@ -757,3 +757,37 @@ def test_plan_refuses_keys_another_langchain_collection_holds(pg_url: Callable[.
         assert "taken_a" in names and "taken_b" not in names
     finally:
         src.drop()
+
+
+def test_hand_made_table_with_a_natural_key_and_body_text(
+    pg_url: Callable[..., str], admin: Any, name: str
+) -> None:
+    """A bigserial id with UNIQUE(file_path, chunk_index): the text column ``body_text`` is found,
+    unused columns become metadata, and the unique key is offered as the key (key_template=),
+    with which the table is writable and keyed as its owner keys it (read back with psycopg)."""
+    admin.execute(
+        f"CREATE TABLE {name} (id bigserial PRIMARY KEY, file_path text NOT NULL, chunk_index int NOT NULL, "
+        f"body_text text, lang text, embedding vector({DIM}), UNIQUE (file_path, chunk_index))"
+    )
+    vecs = vectors(2)
+    admin.execute(
+        f"INSERT INTO {name} (file_path, chunk_index, body_text, lang, embedding) VALUES "
+        "('a.md', 0, 'hello', 'en', %s::vector), ('a.md', 1, 'world', 'fr', %s::vector)",
+        (_vec(vecs[0]), _vec(vecs[1])),
+    )
+    with vectorport.connect(pg_url(name, metric="cosine")) as store:
+        info = store.info()
+        assert info["layout"]["name"] == "custom" and info["pgvector"]["columns"]["text"] == "body_text"
+        assert "key_template={file_path}#{chunk_index}" in info["layout"]["read_only_reason"]
+        (first,) = [r for page in store.scan() for r in page if r.text == "hello"]
+        assert first.metadata["lang"] == "en" and first.metadata["file_path"] == "a.md"
+    with vectorport.connect(
+        pg_url(name, metric="cosine", key_template="{file_path}%23{chunk_index}")
+    ) as store:
+        assert store.info()["layout"]["writable"]
+        store.upsert([vectorport.Record("b.md#0", vecs[0], {"lang": "de"}, "hallo")])
+        assert store.get(["a.md#1"])[0].text == "world"
+    row = admin.execute(
+        f"SELECT body_text, lang FROM {name} WHERE file_path = 'b.md' AND chunk_index = 0"
+    ).fetchone()
+    assert row == ("hallo", "de")

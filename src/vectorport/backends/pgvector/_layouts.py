@@ -210,6 +210,15 @@ def _guess(facts: TableFacts) -> dict[str, str]:
     jsons = [c.name for c in cols if c.type in _JSON]
     keys = [c.name for c in cols if c.name in facts.unique and _kind(c)]
     texts = [n for n in _TEXT_NAMES if n in facts.columns and _TEXT.match(facts.columns[n].type)]
+    if not texts:
+        # a usual word inside the name (body_text, chunk_content, page_text): taken when only one
+        # text column has one
+        named = [
+            c.name
+            for c in cols
+            if _TEXT.match(c.type) and set(re.split(r"[_\W]+", c.name.lower())) & set(_TEXT_NAMES)
+        ]
+        texts = named if len(named) == 1 else []
     return {
         "key": keys[0] if len(keys) == 1 else "",
         "embedding": vectors[0] if len(vectors) == 1 else "",
@@ -428,7 +437,17 @@ def _foreign(
     elif kind == "expression" and template is None:
         reasons.append("its key is an expression over columns")
     elif kind == "integer":
-        reasons.append(f"it is keyed by the integer column {base.key!r}, which vectorport cannot choose")
+        natural = next((c for c in facts.composite_unique if all(_kind(facts.columns[n]) for n in c)), None)
+        offer = (
+            f" (its unique key ({', '.join(natural)}) can be the key: pass key_template="
+            + "#".join("{" + n + "}" for n in natural)
+            + ")"
+            if natural
+            else ""
+        )
+        reasons.append(
+            f"it is keyed by the integer column {base.key!r}, which vectorport cannot choose{offer}"
+        )
     if base.embedding and facts.columns[base.embedding].type.startswith("halfvec"):
         reasons.append("its vectors are halfvec (writing float32 vectors there would round them)")
     if options.where:
