@@ -141,7 +141,7 @@ def rss_child(n: int, dim: int) -> None:
     src.bind()
     dst.bind()
     began = time.perf_counter()
-    report = vectorport.migrate(src, dst, verify=False, batch_size=BATCH, concurrency=CONCURRENCY)
+    report = vectorport.migrate.run(src, dst, verify=False, batch_size=BATCH, concurrency=CONCURRENCY)
     assert report.copy is not None and report.copy.records == n
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
@@ -320,7 +320,7 @@ def vp_run(src_url: str, dst_url: str, policy: str, single_pass: bool | None) ->
     """``vectorport.migrate`` as ``vectorport migrate SRC DST`` runs it: the defaults, except
     ``single_pass=False`` for the two-pass reference run."""
     options: dict[str, Any] = {} if single_pass is None else {"single_pass": single_pass}
-    report = vectorport.migrate(src_url, dst_url, metadata_policy=policy, **options)
+    report = vectorport.migrate.run(src_url, dst_url, metadata_policy=policy, **options)
     assert report.status == "verified", report.to_json()
     v = report.verification
     assert v is not None
@@ -352,7 +352,7 @@ def leg(
     write_rate = timed_write(scratch_url, dim, fitted, write_batch)
     print(f"[{name}] migrate …", file=sys.stderr, flush=True)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    report = vectorport.migrate(
+    report = vectorport.migrate.run(
         src_url, dst_url, metadata_policy=policy, batch_size=BATCH, concurrency=CONCURRENCY
     )
     assert report.copy is not None and report.verification is not None, report.to_json()

@@ -87,7 +87,7 @@ def leg(name: str, source: str, target: str, n: int, workers: int, work: Path) -
 
     print(f"[{name}] one process …", file=sys.stderr, flush=True)
     t0 = time.monotonic()
-    one = vectorport.migrate(
+    one = vectorport.migrate.run(
         source, target % "single", checkpoint=work / f"{name}-one.json", sample_queries=5
     )
     one_total = time.monotonic() - t0

@@ -104,7 +104,7 @@ def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[st
         out["load_seconds"] = round(time.monotonic() - t0, 2)
 
         t0 = time.monotonic()
-        report = vectorport.migrate(src, dst, checkpoint=root / "ck.json", sample_queries=20)
+        report = vectorport.migrate.run(src, dst, checkpoint=root / "ck.json", sample_queries=20)
         seconds = time.monotonic() - t0
         assert report.status in ("verified", "quality"), report.status
         assert report.copy is not None and report.verification is not None

@@ -186,3 +186,24 @@ def test_listing_the_backends_imports_no_driver() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_migrate_is_a_module_whose_run_migrates_and_the_old_call_warns() -> None:
+    import types
+
+    assert isinstance(vectorport.migrate, types.ModuleType)
+    store = vectorport.connect("memory://api-old-migrate", dimension=2)
+    try:
+        store.upsert([vectorport.Record("a", [1, 0])])
+        assert (
+            vectorport.migrate.run("memory://api-old-migrate", "memory://api-new-copy").status == "verified"
+        )
+        with pytest.warns(DeprecationWarning, match=r"vectorport\.migrate\.run"):
+            old = vectorport.migrate("memory://api-old-migrate", "memory://api-old-copy")  # type: ignore[operator]
+        assert old.status == "verified"
+        with pytest.warns(DeprecationWarning, match=r"vectorport\.migrate\.run"):
+            from vectorport.migrate import migrate as old_name  # noqa: F401
+    finally:
+        store.drop()
+        for name in ("api-new-copy", "api-old-copy"):
+            vectorport.connect(f"memory://{name}").drop()

@@ -38,7 +38,7 @@ def test_report_json_carries_schema_status_and_exit_code() -> None:
     src = vectorport.connect("memory://outcomes-src", dimension=2)
     try:
         src.upsert([vectorport.Record(f"k{i}", [1.0, float(i)], {"i": i}, "t") for i in range(3)])
-        report = vectorport.migrate("memory://outcomes-src", "memory://outcomes-dst")
+        report = vectorport.migrate.run("memory://outcomes-src", "memory://outcomes-dst")
         data = json.loads(report.to_json())
         assert data["schema"] == "vectorport.migrate/1"
         assert (data["status"], data["exit_code"]) == ("verified", 0)

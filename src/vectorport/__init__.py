@@ -10,6 +10,7 @@ move chunk stores between them without silent damage.
 >>> store.drop()
 """
 
+from . import migrate
 from ._async import AsyncStore, aconnect
 from ._base import BaseStore
 from ._capabilities import Capabilities, MetadataRules
@@ -39,7 +40,7 @@ from .exceptions import (
     ValidationError,
     VectorportError,
 )
-from .migrate import MigrationReport, SyncReport, migrate, sync, verify
+from .migrate import MigrationReport, SyncReport, sync, verify
 
 __version__ = "0.1.0"
 

@@ -177,7 +177,8 @@ def test_opening_a_missing_directory_creates_nothing(tmp_path: Any) -> None:
 
 
 def test_migration_plan_into_a_new_directory_writes_nothing(tmp_path: Any) -> None:
-    from vectorport.migrate import migrate, plan
+    from vectorport.migrate import plan
+    from vectorport.migrate import run as migrate
 
     src = vectorport.connect("memory://chroma-plan-src", dimension=2)
     src.upsert([Record("a", [1, 0], {"n": 1}, "t")])

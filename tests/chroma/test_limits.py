@@ -118,8 +118,8 @@ def test_the_plan_names_records_past_the_limits(url_for: Callable[..., str]) -> 
         assert found == {("long", "metadata.tags"), ("summed", "metadata")}
         assert p.policy_outcomes["drop"] == 0 and p.policy_outcomes["stringify"] == 1
         with pytest.raises(PlanRefusedError):
-            vectorport.migrate(source, target)
-        moved = vectorport.migrate(source, target, metadata_policy="drop")
+            vectorport.migrate.run(source, target)
+        moved = vectorport.migrate.run(source, target, metadata_policy="drop")
         assert moved.status == "verified", moved.to_dict()
         dst = vectorport.connect(target)
         try:

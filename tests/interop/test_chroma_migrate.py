@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import vectorport
-from vectorport.migrate import migrate
+from vectorport.migrate import run as migrate
 
 from ._corpus import DIM, QUERIES, Chunk, corpus, vector_for
 

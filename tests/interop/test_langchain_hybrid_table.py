@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import vectorport
-from vectorport.migrate import migrate
+from vectorport.migrate import run as migrate
 
 from ._corpus import DIM, vector_for
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vectorport.migrate import migrate
+from vectorport.migrate import run as migrate
 
 pytestmark = [pytest.mark.interop, pytest.mark.s3vectors, pytest.mark.chroma, pytest.mark.pgvector]
 

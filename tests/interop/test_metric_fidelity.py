@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 import vectorport
 from vectorport.cli import app
-from vectorport.migrate import migrate, verify
+from vectorport.migrate import run as migrate
+from vectorport.migrate import verify
 
 from ._corpus import QUERIES, corpus, vector_for
 

@@ -80,7 +80,7 @@ def test_each_table_migrates_and_verifies(
     source, copy = spec.url(pg_tables.url), url_for(target)
     truth = _truth(plain, spec)
     # the fixtures' metadata nests an object ("author"), which neither target holds: flattened
-    report = vectorport.migrate(source, copy, metadata_policy="flatten")
+    report = vectorport.migrate.run(source, copy, metadata_policy="flatten")
     assert report.ok, report.to_json()
     assert report.copy is not None and report.copy.records == len(truth)
     again = vectorport.verify(source, copy, metadata_policy="flatten")
@@ -131,7 +131,7 @@ def test_other_langchain_collections_are_never_read_or_counted(pg_tables: Tables
     )
     try:
         source = docs.url(pg_tables.url)
-        report = vectorport.migrate(source, "memory://lc-docs-alone")
+        report = vectorport.migrate.run(source, "memory://lc-docs-alone")
         assert report.ok, report.to_json()
         assert report.verification is not None and report.verification.source_count == docs.n
         with vectorport.connect(source) as store:
@@ -391,7 +391,7 @@ def test_the_framework_reads_and_searches_what_vectorport_wrote(
     vectorport.connect(source, dimension=DIM, metric="cosine").upsert(records)
     target = base + "".join(f"&{k}={quote(v, safe='')}" for k, v in t.options.items())
     try:
-        report = vectorport.migrate(source, target)
+        report = vectorport.migrate.run(source, target)
         assert report.ok, report.to_json()
         if t.layout == "supabase" and t.made_by == "vectorport":
             import psycopg

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import vectorport
-from vectorport.migrate import migrate, verify
+from vectorport.migrate import run as migrate
+from vectorport.migrate import verify
 
 from ._corpus import DIM, QUERIES, corpus, vector_for
 

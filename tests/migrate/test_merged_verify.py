@@ -39,7 +39,7 @@ def test_merged_equals_single_process_after_a_transform_and_damage() -> None:
     source = vectorport.connect("memory://merged-src", dimension=DIM)
     source.upsert(records)
     try:
-        report = vectorport.migrate("memory://merged-src", "memory://merged-dst", text_key="page_content")
+        report = vectorport.migrate.run("memory://merged-src", "memory://merged-dst", text_key="page_content")
         assert report.status == "verified"
         merged = verify_merged(
             "memory://merged-src", "memory://merged-dst", segments=3, text_key="page_content"

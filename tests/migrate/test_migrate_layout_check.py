@@ -74,7 +74,7 @@ def test_a_long_text_for_langchains_filterable_page_content_is_named_by_the_plan
     # vectorport creates its LangChain-layout indexes with _page_content non-filterable: all fit
     fresh = f"s3vectors://layout-check/langchain-fresh?endpoint_url={bucket_server.url}&layout=langchain"
     assert not plan(source, fresh).refused
-    report_ok = vectorport.migrate(source, fresh)
+    report_ok = vectorport.migrate.run(source, fresh)
     assert report_ok.status == "verified"
     with vectorport.connect(fresh) as copied:
         assert copied.get(["long#0"])[0].text == "x" * 3000

@@ -58,7 +58,7 @@ def source() -> Any:
 
 def test_memory_to_memory_copies_everything_exactly(source: str) -> None:
     dst = fresh("dst")
-    report = vectorport.migrate(source, dst, batch_size=64, concurrency=3)
+    report = vectorport.migrate.run(source, dst, batch_size=64, concurrency=3)
     assert report.status == "verified" and report.exit_code == 0
     assert report.copy is not None and report.copy.records == N and report.copy.complete
     assert report.plan is not None and not report.plan.lossy and report.plan.records == N
@@ -76,7 +76,7 @@ def test_memory_to_memory_copies_everything_exactly(source: str) -> None:
 
 def test_plan_writes_nothing(source: str) -> None:
     dst = fresh("dst")
-    report = vectorport.migrate(source, dst, plan_only=True)
+    report = vectorport.migrate.run(source, dst, plan_only=True)
     assert report.status == "planned" and report.copy is None
     with pytest.raises(vectorport.NotFoundError):
         vectorport.connect(dst)
@@ -96,7 +96,7 @@ def test_lossy_plan_names_records_and_paths(source: str) -> None:
     assert "--metadata-policy flatten" in (p.suggestion() or "")
     assert p.policy_outcomes == {"flatten": 0, "stringify": 0, "drop": 0}
     with pytest.raises(PlanRefusedError) as info:
-        vectorport.migrate(source, target)
+        vectorport.migrate.run(source, target)
     assert "--metadata-policy" in str(info.value)
     assert not target.list_collections().count(target.collection)  # nothing written, not created
 
@@ -104,7 +104,7 @@ def test_lossy_plan_names_records_and_paths(source: str) -> None:
 @pytest.mark.parametrize("policy", ["flatten", "stringify", "drop"])
 def test_policies_copy_and_verify(source: str, policy: str) -> None:
     target = unbound(FlatMemoryStore, f"flat-{policy}-{next(_names)}")
-    report = vectorport.migrate(source, target, metadata_policy=policy)
+    report = vectorport.migrate.run(source, target, metadata_policy=policy)
     assert report.status == "verified", report.to_json()
     assert report.plan is not None and report.plan.transforms and not report.plan.refused
     got = all_records(target)
@@ -125,7 +125,7 @@ def test_text_key_moves_metadata_into_text() -> None:
     src = vectorport.connect(fresh("tk"), dimension=4)
     src.upsert([Record(f"k{i}", [1, i, 0, 0], {"page_content": f"hello {i}", "n": i}) for i in range(20)])
     dst = fresh("tkd")
-    report = vectorport.migrate(src, dst, text_key="page_content")
+    report = vectorport.migrate.run(src, dst, text_key="page_content")
     assert report.status == "verified"
     got = all_records(vectorport.connect(dst))
     assert got["k3"].text == "hello 3" and got["k3"].metadata == {"n": 3}
@@ -182,7 +182,7 @@ def test_transient_errors_are_retried(source: str) -> None:
 
     target = unbound(Throttled, f"thr-{next(_names)}")
     target.retry = RetryPolicy(attempts=1)  # the migration's own backoff must do the work
-    report = vectorport.migrate(source, target, batch_size=25, concurrency=4, retry=FAST)
+    report = vectorport.migrate.run(source, target, batch_size=25, concurrency=4, retry=FAST)
     assert report.status == "verified"
     assert report.copy is not None and report.copy.retries > 0
 
@@ -202,7 +202,7 @@ def test_one_retry_layer_and_every_retry_counted(source: str) -> None:
 
     target = unbound(ThrottledTwice, f"thr2-{next(_names)}")
     target.retry = RetryPolicy(attempts=3, base=0.0001, cap=0.001)  # the store's own policy
-    report = vectorport.migrate(source, target, batch_size=50, concurrency=2)
+    report = vectorport.migrate.run(source, target, batch_size=50, concurrency=2)
     assert report.status == "verified"
     batches = -(-N // 50)
     # 3 attempts per batch by the store's policy alone: no outer loop multiplying them
@@ -230,7 +230,7 @@ def test_killed_run_resumes_without_loss(source: str, tmp_path: Path) -> None:
     name = f"dying-{next(_names)}"
     target = unbound(Dying, name)
     with pytest.raises(BackendError):
-        vectorport.migrate(source, target, batch_size=10, concurrency=4, checkpoint=ck, verify=False)
+        vectorport.migrate.run(source, target, batch_size=10, concurrency=4, checkpoint=ck, verify=False)
     saved = Checkpoint.load(ck)
     assert saved is not None and not saved.complete and 0 < saved.copied < N
     src = vectorport.connect(source)
@@ -238,11 +238,11 @@ def test_killed_run_resumes_without_loss(source: str, tmp_path: Path) -> None:
     covered = _covered_keys(src, saved.cursor, saved.scanned, 10)
     assert len(covered) == saved.copied
     assert len(target.get(covered, include=[])) == len(covered)
-    resumed = vectorport.migrate(source, unbound(MemoryStore, name), checkpoint=ck, resume=True)
+    resumed = vectorport.migrate.run(source, unbound(MemoryStore, name), checkpoint=ck, resume=True)
     assert resumed.status == "verified"
     assert resumed.copy is not None and resumed.copy.resumed_from == saved.copied
     assert resumed.copy.records == N - saved.copied
-    again = vectorport.migrate(source, unbound(MemoryStore, name), checkpoint=ck, resume=True)
+    again = vectorport.migrate.run(source, unbound(MemoryStore, name), checkpoint=ck, resume=True)
     assert again.already_complete and again.copy is None and again.status == "verified"
 
 
@@ -267,13 +267,13 @@ def test_a_kill_during_the_final_index_build_is_not_complete(source: str, tmp_pa
     _DeferredIndexStore.die_on_exit = True
     try:
         with pytest.raises(BackendError):
-            vectorport.migrate(source, unbound(_DeferredIndexStore, name), checkpoint=ck, verify=False)
+            vectorport.migrate.run(source, unbound(_DeferredIndexStore, name), checkpoint=ck, verify=False)
     finally:
         _DeferredIndexStore.die_on_exit = False
     saved = Checkpoint.load(ck)
     assert saved is not None and saved.scanned and saved.copied == N
     assert not saved.complete, "every record was written, but the target's index was not built"
-    resumed = vectorport.migrate(source, unbound(_DeferredIndexStore, name), checkpoint=ck, resume=True)
+    resumed = vectorport.migrate.run(source, unbound(_DeferredIndexStore, name), checkpoint=ck, resume=True)
     assert not resumed.already_complete and resumed.status == "verified"
     assert resumed.copy is not None and resumed.copy.records == 0  # nothing copied twice
     assert _DeferredIndexStore.finished == [name]  # the deferred work was redone
@@ -283,9 +283,9 @@ def test_a_kill_during_the_final_index_build_is_not_complete(source: str, tmp_pa
 
 def test_resume_refuses_another_migrations_checkpoint(source: str, tmp_path: Path) -> None:
     ck = tmp_path / "ck.json"
-    vectorport.migrate(source, fresh("a"), checkpoint=ck)
+    vectorport.migrate.run(source, fresh("a"), checkpoint=ck)
     with pytest.raises(vectorport.ConfigurationError, match="another migration"):
-        vectorport.migrate(source, fresh("b"), checkpoint=ck, resume=True)
+        vectorport.migrate.run(source, fresh("b"), checkpoint=ck, resume=True)
 
 
 def test_half_populated_target_is_idempotent(source: str) -> None:
@@ -293,7 +293,7 @@ def test_half_populated_target_is_idempotent(source: str) -> None:
     src = vectorport.connect(source)
     half = list(src.records())[: N // 2]
     vectorport.connect(dst, dimension=DIM).upsert(half)
-    report = vectorport.migrate(source, dst)
+    report = vectorport.migrate.run(source, dst)
     assert report.status == "verified"
     assert report.plan is not None and report.plan.target_count == N // 2
     assert vectorport.connect(dst).count() == N
@@ -304,7 +304,7 @@ def test_shards_each_with_checkpoint(source: str, tmp_path: Path) -> None:
     ck = tmp_path / "ck.json"
     copied = 0
     for i in range(3):
-        r = vectorport.migrate(source, dst, shard=f"{i}/3", checkpoint=ck)
+        r = vectorport.migrate.run(source, dst, shard=f"{i}/3", checkpoint=ck)
         assert r.status == "verified" and r.copy is not None
         assert r.verification is not None and r.verification.skipped
         copied += r.copy.records
@@ -315,7 +315,7 @@ def test_shards_each_with_checkpoint(source: str, tmp_path: Path) -> None:
 
 def test_verify_reports_every_kind_of_difference(source: str) -> None:
     dst = fresh("diff")
-    vectorport.migrate(source, dst)
+    vectorport.migrate.run(source, dst)
     store = vectorport.connect(dst)
     keys = list(all_records(store))
     store.delete([keys[0]])
@@ -342,10 +342,10 @@ def test_reembed_with_ingest_embedders() -> None:
     refused = plan(src, fresh("re-x"))  # no reembed: fine
     assert not refused.refused
     with pytest.raises(PlanRefusedError, match="no text to re-embed"):
-        vectorport.migrate(src, fresh("re-y"), reembed="hash:24")
+        vectorport.migrate.run(src, fresh("re-y"), reembed="hash:24")
     src.delete(["no-text"])
     dst = fresh("re")
-    report = vectorport.migrate(src, dst, reembed="hash:24")
+    report = vectorport.migrate.run(src, dst, reembed="hash:24")
     assert report.status == "verified", report.to_json()
     assert report.verification is not None and report.verification.skipped
     with vectorport.connect(dst) as target:
@@ -356,7 +356,7 @@ def test_reembed_with_ingest_embedders() -> None:
 
 def test_bad_shard_and_policy() -> None:
     with pytest.raises(vectorport.ConfigurationError):
-        vectorport.migrate("memory://x", "memory://y", shard="3/3")
+        vectorport.migrate.run("memory://x", "memory://y", shard="3/3")
     with pytest.raises(vectorport.ConfigurationError):
         MetadataPolicy.parse("squash")
 
@@ -406,7 +406,7 @@ def test_cli_reembed_and_bad_shard_exit_codes(source: str) -> None:
 def test_a_collection_is_never_migrated_onto_itself(source: str) -> None:
     before = vectorport.connect(source).count()
     with pytest.raises(vectorport.ConfigurationError, match="same collection"):
-        vectorport.migrate(source, source)
+        vectorport.migrate.run(source, source)
     with pytest.raises(vectorport.ConfigurationError, match="same collection"):
-        vectorport.migrate(source, vectorport.connect(source))
+        vectorport.migrate.run(source, vectorport.connect(source))
     assert vectorport.connect(source).count() == before

@@ -215,13 +215,13 @@ def test_a_bucket_url_naming_an_invalid_index_is_refused_with_a_valid_one(
     assert res.exit_code == 4, res.output
     assert "plain-default" in res.stdout
     with pytest.raises(PlanRefusedError, match="plain-default"):
-        vectorport.migrate(source, target)
+        vectorport.migrate.run(source, target)
     assert _indexes(bucket_server, "names-refused") == []  # nothing written, not even the bucket's index
     with pytest.raises(vectorport.ConfigurationError, match="name the target 'plain-default'"):
         vectorport.verify(source, target)  # never against the proposal in its place
     # the proposal, named in the URL, runs
     fixed = _bucket(bucket_server, "names-refused", "plain-default")
-    assert vectorport.migrate(source, fixed, checkpoint=tmp_path / "ck2.json").status == "verified"
+    assert vectorport.migrate.run(source, fixed, checkpoint=tmp_path / "ck2.json").status == "verified"
 
 
 @pytest.mark.chroma
@@ -238,7 +238,7 @@ def test_a_chroma_url_without_a_collection_gets_the_source_name_made_valid(chrom
     source = vectorport.connect("memory://", collection="names Odd..", dimension=3)
     source.upsert(_records(5))
     target = f"chroma://{chroma_dir}/names-dst"
-    report = vectorport.migrate(source, target)
+    report = vectorport.migrate.run(source, target)
     assert report.status == "verified", report.to_dict()
     assert report.plan is not None and report.plan.target_spec.name == "names-Odd"
     with vectorport.connect(f"{target}?collection=names-Odd") as copied:
@@ -257,7 +257,7 @@ def test_a_pgvector_url_without_a_table_gets_a_short_enough_name(
     planned = plan(source, target)
     name = planned.target_spec.name
     assert not planned.refused and name.startswith(long_name[:31]) and len(name) == 40, name
-    report = vectorport.migrate(source, target, checkpoint=tmp_path / "ck.json")
+    report = vectorport.migrate.run(source, target, checkpoint=tmp_path / "ck.json")
     assert report.status == "verified"
     with vectorport.connect(f"pgvector://{pg_dir}?table={name}") as copied:
         assert copied.count() == 12

@@ -30,7 +30,7 @@ def test_pair_plans_copies_and_verifies(
     strict = Transformer(target_rules, MetadataPolicy.ERROR)
     expected_problems = {r.key for r in records if strict.apply(r.metadata, r.text).problems}
     try:
-        report = vectorport.migrate(source_url, target_url, concurrency=4)
+        report = vectorport.migrate.run(source_url, target_url, concurrency=4)
     except PlanRefusedError as exc:
         # the plan names exactly the records the target cannot hold, and refuses them
         probe = exc.plan
@@ -43,7 +43,7 @@ def test_pair_plans_copies_and_verifies(
         assert probe.policy_outcomes["flatten"] == 0
         with pytest.raises(vectorport.NotFoundError):
             vectorport.connect(target_url).close()  # nothing written, not even created
-        report = vectorport.migrate(source_url, target_url, metadata_policy="flatten", concurrency=4)
+        report = vectorport.migrate.run(source_url, target_url, metadata_policy="flatten", concurrency=4)
     else:
         assert not expected_problems, f"{len(expected_problems)} lossy records were not refused"
     policy = "flatten" if expected_problems else "error"

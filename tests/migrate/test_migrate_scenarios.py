@@ -133,7 +133,7 @@ def test_throttled_bucket_server_completes_correctly(loaded_source: LoadedSource
     server.start()
     try:
         target_url = f"s3vectors://throttled/chunks?endpoint_url={server.url}&write_rate=0&max_attempts=1"
-        report = vectorport.migrate(
+        report = vectorport.migrate.run(
             source_url,
             target_url,
             metadata_policy="flatten",
@@ -161,7 +161,7 @@ def test_half_populated_target_is_idempotent(
     half = [Record(r.key, r.vector, *_fields(flat, r)) for r in records[: N // 2]]
     stale = [Record(r.key, r.vector, {"stale": True}, "old text") for r in records[N // 2 : N // 2 + 50]]
     target.upsert(half + stale)
-    report = vectorport.migrate(source_url, target_url, metadata_policy="flatten")
+    report = vectorport.migrate.run(source_url, target_url, metadata_policy="flatten")
     assert report.status == "verified", report.to_json()
     assert report.plan is not None and report.plan.target_count == N // 2 + 50
     got = all_records(target)

@@ -27,14 +27,14 @@ def test_a_resume_may_change_the_free_options_not_the_fixed_ones(tmp_path: Path)
     _source("opt-src")
     ck = tmp_path / "ck.json"
     try:
-        first = vectorport.migrate("memory://opt-src", "memory://opt-dst", checkpoint=ck, concurrency=2)
+        first = vectorport.migrate.run("memory://opt-src", "memory://opt-dst", checkpoint=ck, concurrency=2)
         assert first.ok and first.options["concurrency"] == 2
-        again = vectorport.migrate(
+        again = vectorport.migrate.run(
             "memory://opt-src", "memory://opt-dst", checkpoint=ck, resume=True, concurrency=1, progress=False
         )
         assert again.already_complete and again.ok
         with pytest.raises(ConfigurationError, match="metadata_policy"):
-            vectorport.migrate(
+            vectorport.migrate.run(
                 "memory://opt-src", "memory://opt-dst", checkpoint=ck, resume=True, metadata_policy="drop"
             )
     finally:
@@ -46,7 +46,7 @@ def test_the_report_options_are_the_declaration() -> None:
     names = {f.name for f in dataclasses.fields(MigrateOptions)}
     assert set(MigrateOptions().to_dict()) == names
     with pytest.raises(TypeError):
-        vectorport.migrate("memory://nowhere", "memory://nowhere-2", no_such_option=True)
+        vectorport.migrate.run("memory://nowhere", "memory://nowhere-2", no_such_option=True)
 
 
 def test_every_cli_option_is_a_flag_of_migrate() -> None:

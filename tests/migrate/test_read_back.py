@@ -36,7 +36,9 @@ def test_paced_bucket_target_is_verified_from_the_read_back(
 ) -> None:
     source_url, _ = loaded_source("pgvector")
     target_url = url_for("s3vectors")
-    report = vectorport.migrate(source_url, target_url, single_pass=single_pass, metadata_policy="flatten")
+    report = vectorport.migrate.run(
+        source_url, target_url, single_pass=single_pass, metadata_policy="flatten"
+    )
     assert report.status == "verified", report.to_json()
     v = report.verification
     assert v is not None and v.method == "digest" and v.read_back
@@ -125,7 +127,7 @@ def test_unpaced_target_is_scanned_not_read_back(
 ) -> None:
     source_url, _ = loaded_source("pgvector")
     target_url = url_for("s3vectors", write_rate=0)  # pacing off: reads would compete with writes
-    report = vectorport.migrate(source_url, target_url, single_pass=True, metadata_policy="flatten")
+    report = vectorport.migrate.run(source_url, target_url, single_pass=True, metadata_policy="flatten")
     v = report.verification
     assert report.status == "verified" and v is not None
     assert v.method == "digest" and not v.read_back and v.target_scanned == N

@@ -38,7 +38,7 @@ def test_single_pass_refuses_like_the_plan_and_verifies_by_digest(
     policy = "error"
     if expected_problems:
         with pytest.raises(PlanRefusedError) as caught:
-            vectorport.migrate(source_url, target_url, single_pass=True, checkpoint=ck)
+            vectorport.migrate.run(source_url, target_url, single_pass=True, checkpoint=ck)
         plan = caught.value.plan
         # the whole source was checked, as the two-pass plan checks it
         assert plan.records == N and plan.records_with_problems == len(expected_problems)
@@ -49,7 +49,7 @@ def test_single_pass_refuses_like_the_plan_and_verifies_by_digest(
             vectorport.connect(target_url).close()  # the target it created is gone
         assert not ck.exists()
         policy = "flatten"
-    report = vectorport.migrate(
+    report = vectorport.migrate.run(
         source_url, target_url, single_pass=True, checkpoint=ck, metadata_policy=policy
     )
     assert report.status == "verified", report.to_json()
@@ -76,7 +76,7 @@ def test_single_pass_refuses_like_the_plan_and_verifies_by_digest(
                 Record("zz-extra", old.vector, {}, None),
             ]
         )
-    again = vectorport.migrate(
+    again = vectorport.migrate.run(
         source_url, target_url, single_pass=True, checkpoint=ck, metadata_policy=policy
     )
     assert again.already_complete and again.status == "differences"
@@ -94,7 +94,7 @@ def test_single_pass_into_an_existing_target_plans_first() -> None:
     dst = vectorport.connect("memory://single-pass-dst", dimension=2)
     try:
         src.upsert([Record(f"k{i}", [1.0, float(i)], {"i": i}, "t") for i in range(50)])
-        report = vectorport.migrate(src, dst, single_pass=True)
+        report = vectorport.migrate.run(src, dst, single_pass=True)
         assert report.status == "verified"
         assert any("single pass not used" in n and "target exists" in n for n in report.notes)
         assert report.timings["plan"] > 0 and report.plan is not None and report.plan.records == 50
@@ -128,11 +128,11 @@ def test_damage_made_with_psycopg_is_found_from_the_copy_digests(
         )
         target_url = url_for("pgvector")
         ck = tmp_path / "ck.json"
-        first = vectorport.migrate(src, target_url, single_pass=True, checkpoint=ck)
+        first = vectorport.migrate.run(src, target_url, single_pass=True, checkpoint=ck)
         assert first.status == "verified" and first.verification is not None
         assert first.verification.method == "digest"
         pg_damage(target_url, "k0007", "k0042", "zz-extra")
-        again = vectorport.migrate(src, target_url, single_pass=True, checkpoint=ck)
+        again = vectorport.migrate.run(src, target_url, single_pass=True, checkpoint=ck)
         v = again.verification
         assert again.already_complete and again.status == "differences" and v is not None
         assert v.method == "digest" and v.segments is not None and 1 <= v.segments["differing"] <= 3

@@ -104,7 +104,7 @@ def test_metadata_key_removed_and_text_dropped_are_changes(pair: tuple[str, str,
 
 def test_sync_after_migrate_rewrites_nothing(pair: tuple[str, str, Path], tmp_path: Path) -> None:
     src, dst, state = pair
-    assert vectorport.migrate(src, dst, checkpoint=tmp_path / "ck.json").status == "verified"
+    assert vectorport.migrate.run(src, dst, checkpoint=tmp_path / "ck.json").status == "verified"
     r = sync(src, dst, state=state)
     # every record compared, then every key listed to find extras
     assert r.sync.mode == "full" and r.sync.written == 0 and r.sync.target_read == 2000
@@ -190,8 +190,8 @@ def test_cli_every_needs_a_duration(pair: tuple[str, str, Path]) -> None:
 def test_migrate_on_a_finished_checkpoint_points_at_sync(pair: tuple[str, str, Path], tmp_path: Path) -> None:
     src, dst, _ = pair
     ck = tmp_path / "ck.json"
-    assert vectorport.migrate(src, dst, checkpoint=ck).status == "verified"
-    again = vectorport.migrate(src, dst, checkpoint=ck)
+    assert vectorport.migrate.run(src, dst, checkpoint=ck).status == "verified"
+    again = vectorport.migrate.run(src, dst, checkpoint=ck)
     assert again.already_complete and again.status == "verified" and again.notes == []
     vectorport.connect(src).upsert(_records(10, start=7000))
     res = runner.invoke(app, ["migrate", src, dst, "--checkpoint", str(ck)])

@@ -75,7 +75,7 @@ def test_random_vectors_into_a_weak_hnsw_index(url_for: Callable[..., str], tmp_
     _random(exact)
     first = url_for("pgvector", **weak)
     # an exact source: the weak index is worse than it and below exact truth: exit 5, data equal
-    report = vectorport.migrate(exact, first, checkpoint=tmp_path / "a.json", sample_queries=100)
+    report = vectorport.migrate.run(exact, first, checkpoint=tmp_path / "a.json", sample_queries=100)
     v = report.verification
     assert v is not None and v.data_equal and v.queries is not None
     assert report.status == "quality" and report.exit_code == ExitCode.QUALITY

@@ -80,7 +80,7 @@ def test_a_restore_into_a_new_table_of_that_shape(
         src.upsert([Record(f"k{i}", [1, i, 0], {"i": i}, f"t{i}") for i in range(1, 30)])
     table = _table(admin)
     target = f"{pg_uri}&table={table}&key_field=chunk_key&metric=cosine"
-    report = vectorport.migrate(source, target, batch_size=7, checkpoint=tmp_path / "ck.json")
+    report = vectorport.migrate.run(source, target, batch_size=7, checkpoint=tmp_path / "ck.json")
     assert report.status == "verified", report.to_dict()
     assert vectorport.verify(target, source).ok
 

@@ -28,7 +28,7 @@ N, DIM = 40_000, 48
 
 MIGRATE = """
 import sys, vectorport
-vectorport.migrate(sys.argv[1], sys.argv[2], checkpoint=sys.argv[3], verify=False, batch_size=5000)
+vectorport.migrate.run(sys.argv[1], sys.argv[2], checkpoint=sys.argv[3], verify=False, batch_size=5000)
 """
 
 
@@ -79,7 +79,7 @@ def test_kill_during_the_final_index_build_then_resume(pg_url: Callable[..., str
     assert not saved.complete, "killed during the index build, the checkpoint said complete"
     # the server may finish the orphaned build or roll it back; either way resume must end usable
     admin.execute("SELECT pg_cancel_backend(pid) FROM pg_stat_progress_create_index")
-    resumed = vectorport.migrate(src_url, dst_url, checkpoint=ck, resume=True)
+    resumed = vectorport.migrate.run(src_url, dst_url, checkpoint=ck, resume=True)
     assert not resumed.already_complete and resumed.status == "verified", resumed.to_json()
     assert resumed.copy is not None and resumed.copy.records == 0
     assert _has_valid_hnsw(admin, table)

@@ -62,7 +62,7 @@ def assert_searches_exact(store: vectorport.BaseStore, vecs: np.ndarray, flt: An
 def migrated_equal(url: str) -> None:
     """migrate to a memory store and verify equal, then the copy holds every record."""
     target = f"memory://copy-{next(_ids)}"
-    report = vectorport.migrate(url, target)
+    report = vectorport.migrate.run(url, target)
     assert report.ok, report
     again = vectorport.verify(url, target)
     assert again.ok, again
@@ -715,7 +715,7 @@ def test_uuid_keys_in_32_hex_digits_keep_their_uuid(
 def test_a_copy_that_fails_before_writing_leaves_no_target(pg_url: Callable[..., str], admin: Any) -> None:
     """A framework table (or LangChain collection) the migration created is dropped again when the
     copy fails before writing anything; psql sees neither the table nor the collection row."""
-    from vectorport.migrate import migrate
+    from vectorport.migrate import run as migrate
 
     src = vectorport.connect("memory://failed-copy-src", dimension=DIM)
     src.upsert([vectorport.Record(f"fc{i}", v, {"i": i}, f"text {i}") for i, v in enumerate(vectors(5))])

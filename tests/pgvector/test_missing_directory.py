@@ -38,7 +38,9 @@ def test_info_and_a_migration_plan_create_no_cluster(nowhere: Path) -> None:
     src = vectorport.connect("memory://missing-dir-src", dimension=2)
     try:
         src.upsert([vectorport.Record("a", [1, 0])])
-        plan = vectorport.migrate("memory://missing-dir-src", f"pgvector://{nowhere}?table=t", plan_only=True)
+        plan = vectorport.migrate.run(
+            "memory://missing-dir-src", f"pgvector://{nowhere}?table=t", plan_only=True
+        )
         assert plan.status == "planned"
     finally:
         src.drop()

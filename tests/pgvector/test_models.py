@@ -131,7 +131,7 @@ def test_fastapi_model_filled_from_chroma_reads_back_as_the_app_wrote_it(
         assert roles["embedding"]["column"] == "embedding" and roles["text"]["column"] == "content"
         assert roles["metadata"]["column"] == "metadata" and target.spec.dimension == DIM
         assert info["pgvector"]["sqlalchemy_model"] == f"{__name__}.Chunk"
-        report = vectorport.migrate(source, target)
+        report = vectorport.migrate.run(source, target)
         assert report.status == "verified", report.to_dict()
         assert vectorport.verify(source, target).ok
         assert vectorport.verify(target, source).ok
@@ -158,10 +158,10 @@ def test_composite_key_model_filled_from_chroma_and_verified_both_ways(engine: A
         roles = target.info()["layout"]["roles"]
         assert roles["key"]["template"] == "{file_path}#chunk{chunk_index}"
         assert target.info()["layout"]["writable"]
-        report = vectorport.migrate(source, target, batch_size=5)
+        report = vectorport.migrate.run(source, target, batch_size=5)
         assert report.status == "verified", report.to_dict()
         # a second run over the same rows replaces them (ON CONFLICT on the natural key)
-        again = vectorport.migrate(source, target)
+        again = vectorport.migrate.run(source, target)
         assert again.status == "verified" and target.count() == 24
         assert vectorport.verify(source, target).ok
         assert vectorport.verify(target, source).ok
@@ -217,7 +217,7 @@ def test_a_key_that_does_not_fit_the_template_refuses_the_migration_before_any_w
     with vectorport.connect(DocChunk, bind=engine) as target:
         before = target.count()
         with pytest.raises(PlanRefusedError) as err:
-            vectorport.migrate(source, target, batch_size=2)
+            vectorport.migrate.run(source, target, batch_size=2)
         assert "refused/README" in json.dumps(err.value.plan.to_dict())
         assert target.count() == before
 
@@ -245,10 +245,12 @@ def test_a_killed_migration_into_the_composite_table_resumes_and_verifies(
 
     target.__class__ = Dying
     with pytest.raises(vectorport.BackendError, match="killed"):
-        vectorport.migrate(source, target, batch_size=5, concurrency=1, checkpoint=checkpoint, verify=False)
+        vectorport.migrate.run(
+            source, target, batch_size=5, concurrency=1, checkpoint=checkpoint, verify=False
+        )
     target.close()
     with vectorport.connect(DocChunk, bind=engine) as fresh:
-        report = vectorport.migrate(source, fresh, batch_size=5, checkpoint=checkpoint, resume=True)
+        report = vectorport.migrate.run(source, fresh, batch_size=5, checkpoint=checkpoint, resume=True)
         assert report.status == "verified", report.to_dict()
         assert report.copy is not None and report.copy.resumed_from and report.copy.resumed_from >= 15
         keys = [r.key for r in records]

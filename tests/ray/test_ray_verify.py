@@ -63,7 +63,7 @@ def test_ray_verify_equals_single_process_and_names_the_damage(
     n = 20_000
     source = _snapshot(url_for, "pgvector", tmp_path, n)
     target = url_for("pgvector")
-    assert vectorport.migrate(source, target, checkpoint=tmp_path / "ck.json", sample_queries=0).ok
+    assert vectorport.migrate.run(source, target, checkpoint=tmp_path / "ck.json", sample_queries=0).ok
 
     one = vectorport.verify(source, target, sample_queries=5)
     clustered = verify_on_ray(source, target, workers=2, sample_queries=5)
@@ -117,7 +117,7 @@ def test_ray_verify_chroma_target_within_declared_ulps(
     n = 4_000
     source = _snapshot(url_for, "chroma+http", tmp_path, n)
     target = url_for("chroma+http")
-    assert vectorport.migrate(source, target, checkpoint=tmp_path / "ck.json", sample_queries=0).ok
+    assert vectorport.migrate.run(source, target, checkpoint=tmp_path / "ck.json", sample_queries=0).ok
     clustered = verify_on_ray(source, target, workers=2, sample_queries=5)
     one = vectorport.verify(source, target, sample_queries=5)
     assert clustered.status == one.status == "verified", clustered.to_dict()

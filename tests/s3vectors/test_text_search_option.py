@@ -82,7 +82,7 @@ def test_migrate_into_a_new_searchable_index(endpoint: str, unique: Any) -> None
     name = unique("ts-mig")
     target = f"s3vectors://text-option/{name}?endpoint_url={endpoint}&text_search=true"
     try:
-        report = vectorport.migrate(src, target)
+        report = vectorport.migrate.run(src, target)
         assert report.ok, report
         with vectorport.connect(target) as dst:
             assert dst.capabilities.features >= FEATURES

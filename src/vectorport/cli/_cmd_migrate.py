@@ -39,7 +39,7 @@ from ..migrate import (
     parse_shard,
     shard_path,
 )
-from ..migrate import migrate as run_migration
+from ..migrate import run as run_migration
 from ..migrate import verify as run_verify
 from ._common import JsonOption, emit_json, err_console, fail, out_console, print_error, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner

@@ -249,7 +249,7 @@ def migrate(
     >>> import vectorport
     >>> src = vectorport.connect("memory://doctest-migrate-src", dimension=2)
     >>> _ = src.upsert([vectorport.Record(f"doc#{i}", [1.0, i], {"i": i}, "t") for i in range(5)])
-    >>> report = vectorport.migrate("memory://doctest-migrate-src", "memory://doctest-migrate-dst")
+    >>> report = vectorport.migrate.run("memory://doctest-migrate-src", "memory://doctest-migrate-dst")
     >>> print(report.status, report.exit_code, report.copy.records)
     verified 0 5
     >>> src.drop(); vectorport.connect("memory://doctest-migrate-dst").drop()

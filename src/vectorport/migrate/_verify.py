@@ -450,7 +450,7 @@ def verify_stores(
 ) -> VerifyReport:
     """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
 
-    ``copied``: the copy's digests of what it wrote (:func:`vectorport.migrate.migrate` with
+    ``copied``: the copy's digests of what it wrote (:func:`vectorport.migrate.run` with
     ``single_pass``); the source is then not read again unless a segment differs.
     ``method``: ``digest``, ``keyed`` or ``auto`` (digest where it applies).
     ``read_back``: the target's records as the copy read them back (:mod:`._readback`); the

@@ -28,7 +28,8 @@ import ray
 
 from .._features import write_cap_of
 from ..exceptions import ConfigurationError
-from ..migrate import MigrateOptions, MigrationReport, migrate
+from ..migrate import MigrateOptions, MigrationReport
+from ..migrate import run as migrate
 from ..migrate._checkpoint import Checkpoint, shard_path
 from ..migrate._endpoints import StoreLike, probe_target
 from ..migrate._engine import DEFAULT_BATCH, RunContext, open_pair, refuse_options, verify_here
@@ -278,7 +279,7 @@ def migrate_on_ray(
     max_retries: int = 3,
     **options: Any,
 ) -> MigrationReport:
-    """:func:`vectorport.migrate` with its copy and verification run as ``workers`` Ray tasks
+    """:func:`vectorport.migrate.run` with its copy and verification run as ``workers`` Ray tasks
     (:class:`RayRunner`); ``options`` are the same keyword arguments, meaning the same.
 
     ``checkpoint`` must be on storage every worker sees (a shared file system on a real cluster).

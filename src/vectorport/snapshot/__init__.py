@@ -2,7 +2,7 @@
 
 ``export(URL, DIR)`` writes the snapshot and checks it against the source. A snapshot directory
 is a read-only store, ``parquet://DIR`` (:class:`vectorport.backends.parquet.ParquetStore`), so
-:func:`import_snapshot` is :func:`vectorport.migrate` from it: the same plan, transforms,
+:func:`import_snapshot` is :func:`vectorport.migrate.run` from it: the same plan, transforms,
 checkpoint and verification as any migration. Needs the ``parquet`` extra (pyarrow).
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..migrate import MigrationReport, migrate
+from ..migrate import MigrationReport
+from ..migrate import run as migrate
 from ..migrate._endpoints import StoreLike
 from ._export import ExportReport, export, snapshot_url
 
