@@ -740,7 +740,8 @@ def test_plan_refuses_keys_another_langchain_collection_holds(pg_url: Callable[.
     from typer.testing import CliRunner
 
     from vectorport.cli import app
-    from vectorport.migrate import migrate, plan
+    from vectorport.migrate import plan
+    from vectorport.migrate import run as migrate
 
     src = vectorport.connect("memory://taken-keys-src", dimension=DIM)
     src.upsert([vectorport.Record(f"tk{i}", v, {"i": i}, f"text {i}") for i, v in enumerate(vectors(4))])
