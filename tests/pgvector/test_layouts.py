@@ -792,3 +792,25 @@ def test_hand_made_table_with_a_natural_key_and_body_text(
         f"SELECT body_text, lang FROM {name} WHERE file_path = 'b.md' AND chunk_index = 0"
     ).fetchone()
     assert row == ("hallo", "de")
+
+
+def test_columns_no_role_can_hold_are_named(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    """A ``bytea`` blob is no metadata (JSON) and no text: it is left out of the records, and
+    ``info`` and the migration plan say so; its mime type column is metadata as any other."""
+    from vectorport.migrate import plan
+
+    admin.execute(
+        f"CREATE TABLE {name} (id text PRIMARY KEY, content text, blob bytea, mime text, "
+        f"embedding vector({DIM}))"
+    )
+    admin.execute(
+        f"INSERT INTO {name} VALUES ('a', 'hello', '\\x0001', 'image/png', %s::vector)",
+        (_vec(vectors(1)[0]),),
+    )
+    url = pg_url(name, metric="cosine")
+    with vectorport.connect(url) as store:
+        assert store.info()["layout"]["roles"]["metadata"]["left_out"] == ["blob (bytea)"]
+        (rec,) = store.get(["a"])
+        assert rec.metadata == {"mime": "image/png"} and rec.text == "hello"
+    found = plan(url, "memory://left-out-target")
+    assert any("blob (bytea)" in note and "not copied" in note for note in found.notes), found.notes

@@ -342,6 +342,12 @@ def build_plan(
         target_name=target.naming,
     )
     _follow_text_language(source, target, plan)
+    left_out = getattr(source.store, "left_out_columns", ())
+    if left_out:
+        plan.notes.append(
+            f"the source's columns {', '.join(left_out)} hold what no record field can (metadata is "
+            "JSON, the text is text): they are not copied"
+        )
     name_note = target.naming.note() if target.naming is not None else None
     if name_note:
         plan.notes.append(name_note)

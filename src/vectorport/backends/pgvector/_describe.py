@@ -59,6 +59,8 @@ def describe_mapping(store: StoreState) -> dict[str, Any]:
         "type": None if cols.metadata is None else "json" if cols.metadata_json else "jsonb",
         "columns": [name for name, _ in cols.metadata_columns],
     }
+    if cols.left_out:
+        metadata["left_out"] = list(cols.left_out)
     if cols.node_metadata:
         metadata["bookkeeping"] = "LlamaIndex node fields (_node_content, _node_type, doc ids) kept out"
     return {

@@ -66,6 +66,9 @@ _TEXT = re.compile(r"^(text|character varying(\(\d+\))?|character(\(\d+\))?|cite
 _INTEGER = re.compile(r"^(bigint|integer|smallint)$")
 _VECTOR = re.compile(r"^(vector|halfvec)(\((\d+)\))?$")
 _JSON = ("json", "jsonb")
+_UNHELD = frozenset({"bytea"})
+"""Column types no role can hold (metadata is JSON, the text is text): such columns are left out
+of the records, and ``info`` and the migration plan name them."""
 _TEXT_NAMES = ("text", "content", "document", "chunk_text", "chunk", "page_content", "body")
 
 LANGCHAIN_TABLE = SHARED_TABLE
@@ -416,6 +419,7 @@ def _foreign(
             if c.name not in skip
             and c.generated is None
             and c.type != "tsvector"
+            and c.type not in _UNHELD
             and not _VECTOR.match(c.type)
             and not (
                 layout in ("llamaindex", "langchain") or (layout == "vectorport" and c.name == "updated_at")
@@ -476,6 +480,11 @@ def _foreign(
         order_kind=order_kind,
         metadata_json=base.metadata is not None and facts.columns[base.metadata].type == "json",
         metadata_columns=tuple((c, facts.columns[c].type) for c in listed),
+        left_out=tuple(
+            f"{c.name} ({c.type})"
+            for c in facts.columns.values()
+            if c.type in _UNHELD and c.name not in skip and c.name not in listed
+        ),
         halfvec=facts.columns[base.embedding].type.startswith("halfvec"),
         scope=scope,
         keep_key=kind == "uuid" and base.metadata is not None,

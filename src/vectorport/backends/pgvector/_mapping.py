@@ -250,6 +250,9 @@ class Columns:
     """The text column is ``NOT NULL``: a record without text is written as ``''`` and flagged."""
     skip_null_vectors: bool = False
     """Rows whose vector is NULL are left out (``null_vectors=skip``)."""
+    left_out: tuple[str, ...] = ()
+    """Columns no role can hold (``name (type)``, e.g. a ``bytea`` blob): not read, named by
+    ``info`` and the migration plan."""
     fts_written: bool = False
     """The ``tsvector`` column is a plain column nothing maintains (no generation, no trigger),
     as LangChain's PGVectorStore makes it for hybrid search (``content_tsv TSVECTOR NOT NULL``,

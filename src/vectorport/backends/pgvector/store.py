@@ -175,6 +175,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
         layout = self.layout
         return layout.language if layout.columns.fts is not None else None
 
+    @property
+    def left_out_columns(self) -> tuple[str, ...]:
+        """Columns of the table no role can hold (``name (type)``: a ``bytea`` blob), which its
+        records do not carry; a migration's plan names them."""
+        return self.layout.columns.left_out
+
     def follow_text_language(self, language: str) -> bool:
         """Before the collection is created: make its ``tsvector`` in ``language`` (a migration's
         source's), unless the URL named one (``language=``). Whether it will."""
