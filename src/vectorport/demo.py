@@ -202,7 +202,7 @@ class Demo:
         )
 
     def _search(self, url: str) -> None:
-        from .ingest import search
+        from .search import search
 
         with vectorport.connect(url) as store:
             for question in (QUESTIONS[0], QUESTIONS[4], QUESTIONS[25]):

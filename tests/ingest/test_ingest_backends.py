@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import vectorport
-from vectorport.ingest import ChunkingConfig, HashEmbedder, diagnose, ingest, search
+from vectorport.ingest import ChunkingConfig, HashEmbedder, diagnose, ingest
+from vectorport.search import search
 from vectorport.testing.backends import backend_params
 
 from .ingest_helpers import long_markdown

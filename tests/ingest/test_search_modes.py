@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 import vectorport
 from vectorport.cli import app
-from vectorport.ingest import HashEmbedder, search
+from vectorport.ingest import HashEmbedder
+from vectorport.search import search
 
 pytestmark = pytest.mark.memory
 

@@ -40,7 +40,7 @@ def search(
 ) -> None:
     """Print the chunks that best match TEXT, by vector, full text or both."""
     from ..ingest import embedder_for
-    from ..ingest import search as run_search
+    from ..search import search as run_search
 
     where = parse_json_arg(filter, "--filter")
     with reported_errors(), connect(url) as store:

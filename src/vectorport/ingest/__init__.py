@@ -45,7 +45,6 @@ from .embedders import (
 )
 from .indexer import DocumentOutcome, Indexer, IngestReport, ProgressFn, chunk_key
 from .loaders import load_bytes, load_path
-from .search import SearchResult, search
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -69,7 +68,6 @@ __all__ = [
     "IngestReport",
     "ModelMismatchError",
     "ProgressFn",
-    "SearchResult",
     "SentenceTransformerEmbedder",
     "SourceFile",
     "VoyageEmbedder",
@@ -87,7 +85,6 @@ __all__ = [
     "recorded_model",
     "resolve_embedder",
     "same_model",
-    "search",
 ]
 
 

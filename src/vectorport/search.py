@@ -1,5 +1,7 @@
-"""Search over an ingested collection: by vector (the collection's own embedding model), by
-full text, or hybrid (both fused by reciprocal rank fusion)."""
+"""Search over a collection by a question: by vector (the collection's own embedding model),
+by full text, or hybrid (both fused by reciprocal rank fusion); ``vectorport search`` runs it.
+(The exact vector search itself is :mod:`vectorport._exact`; the text ranking and fusion,
+:mod:`vectorport._textsearch`.)"""
 
 from __future__ import annotations
 
@@ -7,12 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._embedder import Embedder
-from .._features import hybrid_search_of, text_search_of
-from .._models import Match, QueryResult
-from .._protocol import VectorStore
-from ..exceptions import ConfigurationError
-from .compat import check_embedder
+from ._embedder import Embedder
+from ._features import hybrid_search_of, text_search_of
+from ._models import Match, QueryResult
+from ._protocol import VectorStore
+from .exceptions import ConfigurationError
+from .ingest.compat import check_embedder
 
 __all__ = ["SEARCH_MODES", "SearchResult", "search", "source_of"]
 
