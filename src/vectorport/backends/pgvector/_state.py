@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,7 @@ class StoreState(BaseStore[Predicate]):
         self._requested_dimension: int | None = None
         self._keys_checked = False
         self.search_defaults = SearchSettings.parse({k: opts[k] for k in QUERY_OPTIONS if k in opts})
+        self._explicit_parser = "text_parser" in opts
         self.build_memory_kb = as_memory_kb(
             "maintenance_work_mem", opts.get("maintenance_work_mem", f"{BUILD_MEMORY_CAP_KB}kB")
         )
@@ -181,6 +183,10 @@ class StoreState(BaseStore[Predicate]):
             )
         self._layout = layout
         self._statements.clear()
+        if self.layout_name == "llamaindex" and not self._explicit_parser:
+            # LlamaIndex's sparse query ORs the words (to_tsquery(config, 'a|b')): a LlamaIndex
+            # hybrid table is searched as its application searches it
+            self.search_defaults = replace(self.search_defaults, text_parser="any")
 
     @property
     def _index_lock(self) -> str:

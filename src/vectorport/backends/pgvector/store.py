@@ -42,6 +42,13 @@ from .filters import PgFilterCompiler
 if TYPE_CHECKING:
     from ._async import AsyncPgVectorStore
 
+_PARSER_SEMANTICS = {
+    "websearch": "websearch_to_tsquery: every word must match (quotes, OR and - as on a web search)",
+    "plain": "plainto_tsquery: every word must match",
+    "any": "any word may match (the words OR-ed, as LlamaIndex's sparse query does)",
+}
+"""What each ``text_parser`` makes of a query text, as ``info`` says it."""
+
 # The "X as X" imports keep the names this module defined before the split importable here.
 __all__ = ["PgVectorStore"]
 
@@ -207,6 +214,11 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
             },
             **describe_mapping(self),
             "language": layout.language,
+            "text_search": {
+                "language": self.text_language,
+                "parser": self.search_defaults.text_parser,
+                "semantics": _PARSER_SEMANTICS.get(self.search_defaults.text_parser),
+            },
             "embedded_data_dir": str(self.data_dir) if self.data_dir else None,
             "embedded_server": self.server,
             "sqlalchemy_model": self.sqlalchemy_model,
