@@ -45,7 +45,7 @@ chromium:
 test: chromium lint typecheck pytest
 
 demo: $(STAMP)
-	$(PY) -m vectorport.demo $(DEMO_ARGS)
+	$(PY) -m vectorport.examples.demo $(DEMO_ARGS)
 	@echo "vectorport is in $(VENV)/bin: run 'source $(VENV)/bin/activate' to type just 'vectorport'"
 
 bench: $(STAMP)

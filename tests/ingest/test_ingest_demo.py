@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import vectorport
-from vectorport.demo import repository_root
+from vectorport.examples.demo import repository_root
 
 pytestmark = pytest.mark.memory
 
@@ -27,7 +27,7 @@ def test_demo_runs_end_to_end() -> None:
     work.chmod(0o755)  # the embedded PostgreSQL runs as another user
     env = {**os.environ, "PYTHONPATH": str(Path(vectorport.__file__).parents[1])}
     proc = subprocess.run(
-        [sys.executable, "-m", "vectorport.demo", "--embedder", "hash:64", "--workdir", str(work)],
+        [sys.executable, "-m", "vectorport.examples.demo", "--embedder", "hash:64", "--workdir", str(work)],
         capture_output=True,
         text=True,
         env=env,

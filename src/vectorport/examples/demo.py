@@ -1,4 +1,4 @@
-"""``make demo`` (``python -m vectorport.demo``): the whole tool, end to end, on one machine.
+"""``make demo`` (``python -m vectorport.examples.demo``): the whole tool, end to end, on one machine.
 
 No server to install, no API key, a few minutes on two cores:
 
@@ -37,8 +37,8 @@ import numpy as np
 
 import vectorport
 
-from ._registry import resolve
-from .exceptions import VectorportError
+from .._registry import resolve
+from ..exceptions import VectorportError
 
 __all__ = ["QUESTIONS", "main", "repository_root"]
 
@@ -79,7 +79,7 @@ QUESTIONS: tuple[str, ...] = (
 
 def repository_root() -> Path | None:
     """The source tree holding ``corpus/`` and ``docs/``: the working directory or this file's."""
-    for candidate in (Path.cwd(), Path(__file__).resolve().parents[2]):
+    for candidate in (Path.cwd(), Path(__file__).resolve().parents[3]):
         if (candidate / "corpus").is_dir() and (candidate / "docs").is_dir():
             return candidate
     return None
@@ -126,7 +126,7 @@ class Demo:
 
     # ------------------------------------------------------------------ steps
     def run(self) -> int:
-        from .ingest import ChunkingConfig, resolve_embedder
+        from ..ingest import ChunkingConfig, resolve_embedder
 
         self.say(
             f"vectorport demo: corpus {self.root / 'docs'} + {self.root / 'corpus'}; work in {self.work}"
@@ -190,7 +190,7 @@ class Demo:
         return 1 if failed else 0
 
     def _ingest(self, url: str, chunking: Any) -> Any:
-        from .ingest import ingest
+        from ..ingest import ingest
 
         return ingest(
             self.root / "docs",
@@ -202,7 +202,7 @@ class Demo:
         )
 
     def _search(self, url: str) -> None:
-        from .search import search
+        from ..search import search
 
         with vectorport.connect(url) as store:
             for question in (QUESTIONS[0], QUESTIONS[4], QUESTIONS[25]):
@@ -213,7 +213,7 @@ class Demo:
                     self.say(f"     {m.score:.3f}  {m.key:<42} {snippet}")
 
     def _doctor(self, url: str) -> str:
-        from .ingest import diagnose, record_canaries
+        from ..ingest import diagnose, record_canaries
 
         canaries = self.work / "canaries.json"
         with vectorport.connect(url) as store:
@@ -278,7 +278,7 @@ class Demo:
             self.where["html report"] = str(html)
         except ImportError as exc:
             self.say(f"   (no HTML report in this build: {exc})")
-        from .compare._table import verdict_text
+        from ..compare._table import verdict_text
 
         verdict = verdict_text(result)
         self.say(f"   {verdict}")
@@ -422,7 +422,9 @@ def _unavailable(name: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; exit status 0 when no step failed."""
-    parser = argparse.ArgumentParser(prog="python -m vectorport.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m vectorport.examples.demo", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--workdir", type=Path, help="where to write (default: .demo/ in the repository)")
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     parser.add_argument("--chunk-tokens", type=int, default=128, help="target chunk size in tokens")
