@@ -75,5 +75,8 @@ def test_a_hybrid_table_is_written_and_searched_by_langchain(
         table_name="lc_hybrid",
         hybrid_search_config=config,
     )
-    found = store.similarity_search("river", k=3)
+    try:
+        found = store.similarity_search("river", k=3)
+    finally:
+        engine._run_as_sync(engine._pool.dispose())  # the pool's connections, on its own loop
     assert {d.page_content for d in found} >= {TEXTS[0], TEXTS[4]}

@@ -8,6 +8,7 @@ gains no ``ref_doc_id``."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -115,7 +116,10 @@ def test_node_parser_nodes_survive_every_backend(
         embed_dim=DIM,
         use_jsonb=True,
     )
-    got_pg = {n.node_id: _view(n) for n in pg_back.get_nodes(node_ids=ids)}
+    try:
+        got_pg = {n.node_id: _view(n) for n in pg_back.get_nodes(node_ids=ids)}
+    finally:
+        asyncio.run(pg_back.close())  # its engines' pooled connections
 
     for name, got in (("s3vectors", got_s3), ("chroma", got_chroma), ("pgvector", got_pg)):
         assert got.keys() == want.keys(), name

@@ -4,6 +4,7 @@ sparse query finds, and ``info`` says which semantics it uses."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -36,11 +37,16 @@ def test_llamaindex_hybrid_table_text_search_ors_the_words(interop_uri: str, pg_
         hybrid_search=True,
         text_search_config="english",
     )
-    store.add([schema.TextNode(id_=f"n{i}", text=t, embedding=vector_for(t)) for i, t in enumerate(TEXTS)])
-    query = "river harbour"
-    theirs = store.query(
-        types.VectorStoreQuery(query_str=query, mode=types.VectorStoreQueryMode.SPARSE, sparse_top_k=5)
-    )
+    try:
+        store.add(
+            [schema.TextNode(id_=f"n{i}", text=t, embedding=vector_for(t)) for i, t in enumerate(TEXTS)]
+        )
+        query = "river harbour"
+        theirs = store.query(
+            types.VectorStoreQuery(query_str=query, mode=types.VectorStoreQueryMode.SPARSE, sparse_top_k=5)
+        )
+    finally:
+        asyncio.run(store.close())  # its engines' pooled connections
     want = sorted(n.node_id for n in theirs.nodes or [])
     assert want == ["n0", "n2", "n4"]
     with vectorport.connect(f"{pg_tables.url}&table=data_li_sparse") as ours:

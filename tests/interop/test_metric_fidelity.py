@@ -71,10 +71,13 @@ def test_euclidean_langchain_chroma_into_langchain_pgvector(
         distance_strategy=lc_postgres.vectorstores.DistanceStrategy.EUCLIDEAN,
         use_jsonb=True,
     )
-    for query in QUERIES:
-        want = [d.id for d in source_store.similarity_search_by_vector(query, k=5)]
-        got = [d.id for d in pg.similarity_search_by_vector(query, k=5)]
-        assert got == want, query
+    try:
+        for query in QUERIES:
+            want = [d.id for d in source_store.similarity_search_by_vector(query, k=5)]
+            got = [d.id for d in pg.similarity_search_by_vector(query, k=5)]
+            assert got == want, query
+    finally:
+        pg._engine.dispose()  # its pooled psycopg connections, closed now rather than at GC
 
     # the next sync and verify agree; a target searched by another metric is a difference
     state = str(tmp_path / "state.db")

@@ -60,9 +60,14 @@ def test_deeply_nested_filter_is_a_validation_error(
 
 
 def test_dropped_connections_leave_no_traceback(
-    endpoint: str, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    endpoint: str,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     host, port = endpoint.removeprefix("http://").rsplit(":", 1)
+    # a CLI test earlier in the session may have left a handler on a stream it closed
+    monkeypatch.setattr(logging.getLogger("vectorport"), "handlers", [])
     caplog.set_level(logging.DEBUG, logger="vectorport.bucketserver")
     for announced in (100_000, 10):
         with socket.create_connection((host, int(port))) as sock:
