@@ -20,9 +20,9 @@ from vectorport.ingest import (
     ingest,
     load_bytes,
     resolve_embedder,
-    search,
 )
 from vectorport.ingest.embedders import packaged_model_path
+from vectorport.search import search
 
 from .voyage_server import VoyageServer, fake_vector
 

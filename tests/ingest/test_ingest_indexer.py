@@ -16,9 +16,9 @@ from vectorport.ingest import (
     ModelMismatchError,
     connect_for,
     ingest,
-    search,
 )
 from vectorport.ingest.embedders.base import InputType, Matrix
+from vectorport.search import search
 
 from .ingest_helpers import long_markdown
 
