@@ -234,7 +234,7 @@ def test_ctrl_c_says_what_was_committed_and_how_to_resume(
     source = url_for("pgvector")
     _load(source, n)
     # migrate, interrupted mid-copy
-    target = url_for("s3vectors", write_rate=500)
+    target = url_for("s3vectors", write_rate=200)  # 15 s of copy: the signal lands mid-copy
     ck = tmp_path / "ck.json"
     cmd = _cli("migrate", source, target, "--checkpoint", str(ck), "--batch-size", "100", "--no-progress")
 
@@ -246,7 +246,11 @@ def test_ctrl_c_says_what_was_committed_and_how_to_resume(
     assert res.returncode == 130, res.stderr
     saved = Checkpoint.load(ck)
     assert saved is not None and not saved.complete
-    assert f"interrupted: {saved.copied:,} records committed" in res.stderr
+    # mid-copy as intended; on a starved machine the signal may land after the last batch, and then
+    # the line says the copy was cut short before it was marked complete: either way it names the count
+    (said,) = [ln for ln in res.stderr.splitlines() if ln.startswith("interrupted: ")]
+    assert f"{saved.copied:,} records" in said, said
+    assert saved.scanned or said == f"interrupted: {saved.copied:,} records committed"
     assert f"checkpoint: {ck}" in res.stderr
     again = subprocess.run(_resume_line(res.stderr), env=_env(), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
