@@ -247,7 +247,7 @@ def test_kill_9_of_follow_loses_and_duplicates_nothing(
     sync(source, target, state=tmp_path / "s.sqlite", delete=True)
     rng = random.Random(5)
     positions = [_confirmed(pg_dir)]
-    for round_ in range(4):
+    for round_ in range(5):
         writer = threading.Thread(target=_writes, args=(source, 60, 10 + round_, 100 * (round_ + 1)))
         writer.start()
         proc = subprocess.Popen(
