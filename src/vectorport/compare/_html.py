@@ -14,7 +14,7 @@ from ._table import verdict_text
 if TYPE_CHECKING:
     from ._result import ComparisonResult
 
-__all__ = ["bar_chart", "heatmap", "line_chart", "render_html"]
+__all__ = ["bar_chart", "heatmap", "line_chart", "page", "render_html"]
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
@@ -54,6 +54,16 @@ def _legend(names: Sequence[str], x: float, y: float, width: float = 760) -> lis
     return out
 
 
+def _svg_open(plot_id: str, title: str, width: float, height: float) -> list[str]:
+    """A plot's opening: the ``<svg>`` element (found by the page's CHECK), its title and heading."""
+    return [
+        f'<svg class="plot" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
+        f"<title>{_e(title)}</title>",
+        f'<text x="0" y="16" font-size="14" font-weight="600">{_e(title)}</text>',
+    ]
+
+
 def bar_chart(
     plot_id: str,
     title: str,
@@ -75,10 +85,7 @@ def bar_chart(
     vmax = max_value if max_value is not None else _nice_max(max(values, default=1.0))
     plot_w = width - label_w - right
     parts = [
-        f'<svg class="plot" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
-        f"<title>{_e(title)}</title>",
-        f'<text x="0" y="16" font-size="14" font-weight="600">{_e(title)}</text>',
+        *_svg_open(plot_id, title, width, height),
         *_legend([name for name, _ in series], label_w, 36),
     ]
     for t in range(5):
@@ -165,10 +172,7 @@ def line_chart(
 
         x_ticks = [(left + pw * t / 4, xmax * t / 4) for t in range(5)]
     parts = [
-        f'<svg class="plot" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
-        f"<title>{_e(title)}</title>",
-        f'<text x="0" y="16" font-size="14" font-weight="600">{_e(title)}</text>',
+        *_svg_open(plot_id, title, width, height),
         *_legend([name for name, _ in series], left, 36),
     ]
     for x, value in x_ticks:
@@ -212,12 +216,7 @@ def heatmap(plot_id: str, title: str, labels: Sequence[str], matrix: Sequence[Se
     cell, left, top = 64, 170, 40
     n = len(labels)
     width, height = left + cell * n + 20, top + cell * n + 110
-    parts = [
-        f'<svg class="plot" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
-        f"<title>{_e(title)}</title>",
-        f'<text x="0" y="16" font-size="14" font-weight="600">{_e(title)}</text>',
-    ]
+    parts = _svg_open(plot_id, title, width, height)
     for i, row_label in enumerate(labels):
         y = top + i * cell
         parts.append(
@@ -315,34 +314,73 @@ def _latency_table(result: ComparisonResult) -> str:
 
 def render_html(result: ComparisonResult) -> str:
     """The whole report as one HTML string."""
-    k = result.k
     labels = [s.label for s in result.stores]
-    g = result.gates
+    body = [
+        *_heading(result),
+        "<h2>Summary</h2>" + _summary_table(result),
+        "<h2>Latency</h2>" + _latency_table(result),
+        *_missing_notes(result),
+        *_truth_note(result),
+        '<h2>Plots</h2><div class="plots">' + "".join(_plots(result)) + "</div>",
+    ]
+    if result.filtered:
+        body.append("<h2>Per filter</h2>" + _filter_table(result))
+    if result.pairs:
+        body.append("<h2>Agreement between stores</h2>" + _pairs_table(result))
+    if result.gate_results:
+        body += _gates(result)
+    body.append(_config(result))
+    return page(f"vectorport compare: {', '.join(labels)}", body)
+
+
+def page(title: str, body: Sequence[str]) -> str:
+    """A self-contained page: the report's CSS, ``body``, and the plot check script."""
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<style>{CSS}</style></head><body>" + "".join(body) + f"<script>{CHECK}</script></body></html>\n"
+    )
+
+
+def _heading(result: ComparisonResult) -> list[str]:
+    """The title, what the truth is, and the verdict."""
     css = "none" if not result.gate_results else "pass" if result.passed else "fail"
     verdict = f'<span class="verdict {css}">{_e(verdict_text(result))}</span>'
-    body: list[str] = [
-        f"<h1>vectorport compare · {len(result.stores)} store(s), {len(result.queries)} queries, k={k}</h1>",
+    return [
+        f"<h1>vectorport compare · {len(result.stores)} store(s), {len(result.queries)} queries, "
+        f"k={result.k}</h1>",
         f'<p class="muted">truth: exact search over {len(result.truth)} records of {_e(result.truth.source)} '
         f"({result.truth.dimension}-d, {result.truth.metric.value}) · started "
         f"{_e(result.config.get('started_at', ''))} · vectorport {_e(result.config.get('vectorport'))}</p>",
         f"<p>{verdict}</p>",
     ]
 
-    # ---- summary table
-    first = labels[0]
+
+def _labelled(result: ComparisonResult) -> bool:
+    return bool(result.config.get("labelled_queries", 0) > 0)
+
+
+def _below(value: float, threshold: float | None) -> bool:
+    """Does ``value`` fail a minimum (NaN fails; no threshold: nothing fails)?"""
+    return threshold is not None and not (value >= threshold)
+
+
+def _summary_table(result: ComparisonResult) -> str:
+    """Per store: records, recall and its shortfalls, distances, agreement with the first store."""
+    k, g = result.k, result.gates
+    first = result.stores[0].label
     pair_of = {p.b: p for p in result.pairs if p.a == first}
     headers = [
         "store", "backend", "records", "missing", "extra", f"recall@{k}", "min", "under-filled",
         "shortfall", "wrong", "violations", "dist err max", "dist agree", f"overlap@{k} vs {first}", "RBO",
     ]  # fmt: skip
-    labelled = result.config.get("labelled_queries", 0) > 0
-    if labelled:
+    if _labelled(result):
         headers += [f"nDCG@{k}", "MRR", f"hit@{k}"]
     rows = []
     for s in result.stores:
         f = s.overall
         pair = pair_of.get(s.label)
-        bad_recall = g.min_recall is not None and not (f.recall >= g.min_recall)
         rc = s.records
         row = [
             (_e(s.label), "l"),
@@ -350,7 +388,7 @@ def render_html(result: ComparisonResult) -> str:
             ("-" if rc is None else str(rc.count), ""),
             ("-" if rc is None else str(rc.missing), "bad" if rc is not None and rc.missing else ""),
             ("-" if rc is None else str(rc.extra), ""),
-            (_f(f.recall), "bad" if bad_recall else ""),
+            (_f(f.recall), "bad" if _below(f.recall, g.min_recall) else ""),
             (_f(f.recall_min, ".2f"), ""),
             (_f(f.underfill, ".1%"), "bad" if f.underfilled and g.max_underfill is not None else ""),
             (str(f.shortfall), ""),
@@ -361,84 +399,73 @@ def render_html(result: ComparisonResult) -> str:
             ("-" if pair is None else _f(pair.overall.overlap), ""),
             ("-" if pair is None else _f(pair.overall.rbo), ""),
         ]
-        if labelled:
+        if _labelled(result):
             rel = f.relevance
-            row += [
-                (_f(rel.ndcg if rel else None), ""),
-                (_f(rel.mrr if rel else None), ""),
-                (_f(rel.hit if rel else None), ""),
-            ]
+            row += [(_f(getattr(rel, name) if rel else None), "") for name in ("ndcg", "mrr", "hit")]
         rows.append(row)
-    body.append("<h2>Summary</h2>" + _table(headers, rows))
-    body.append("<h2>Latency</h2>" + _latency_table(result))
-    missing = [s for s in result.stores if s.records is not None and s.records.missing]
-    for s in missing:
-        assert s.records is not None
-        shown = ", ".join(s.records.missing_keys) + (
-            ", …" if s.records.missing > len(s.records.missing_keys) else ""
-        )
-        body.append(
-            f'<p class="bad">{_e(s.label)} lacks {s.records.missing} record(s) of the truth: {_e(shown)}</p>'
-        )
-    if labelled and result.truth_relevance is not None:
-        rel = result.truth_relevance
-        body.append(
-            f'<p class="muted">exact truth on the labelled queries: nDCG@{k} {_f(rel.ndcg)}, '
-            f"MRR {_f(rel.mrr)}, hit@{k} {_f(rel.hit)} ({rel.queries} queries)</p>"
-        )
+    return _table(headers, rows)
 
-    # ---- plots
+
+def _missing_notes(result: ComparisonResult) -> list[str]:
+    """One line per store that lacks records of the truth, naming the first of them."""
+    out = []
+    for s in result.stores:
+        rc = s.records
+        if rc is None or not rc.missing:
+            continue
+        shown = ", ".join(rc.missing_keys) + (", …" if rc.missing > len(rc.missing_keys) else "")
+        out.append(f'<p class="bad">{_e(s.label)} lacks {rc.missing} record(s) of the truth: {_e(shown)}</p>')
+    return out
+
+
+def _truth_note(result: ComparisonResult) -> list[str]:
+    """With relevance labels: how the exact truth itself scores on them."""
+    rel = result.truth_relevance
+    if not _labelled(result) or rel is None:
+        return []
+    k = result.k
+    return [
+        f'<p class="muted">exact truth on the labelled queries: nDCG@{k} {_f(rel.ndcg)}, '
+        f"MRR {_f(rel.mrr)}, hit@{k} {_f(rel.hit)} ({rel.queries} queries)</p>"
+    ]
+
+
+def _plots(result: ComparisonResult) -> list[str]:
+    """Recall and latency per store (and per filter), the latency CDF, the overlap heatmap."""
+    k, stores, gate = result.k, result.stores, result.gates.min_recall
+    labels = [s.label for s in stores]
+    latency = [(p, [getattr(s.overall.latency, p) for s in stores]) for p in ("p50", "p95", "p99")]
     plots = [
         bar_chart(
             "plot-recall",
             f"recall@{k} per store",
             labels,
-            [(f"recall@{k}", [s.overall.recall for s in result.stores])],
+            [(f"recall@{k}", [s.overall.recall for s in stores])],
             max_value=1.0,
-            threshold=g.min_recall,
+            threshold=gate,
         ),
-        bar_chart(
-            "plot-latency",
-            "latency per store (ms)",
-            labels,
-            [
-                ("p50", [s.overall.latency.p50 for s in result.stores]),
-                ("p95", [s.overall.latency.p95 for s in result.stores]),
-                ("p99", [s.overall.latency.p99 for s in result.stores]),
-            ],
-            unit="",
-            fmt=".2f",
-        ),
+        bar_chart("plot-latency", "latency per store (ms)", labels, latency, unit="", fmt=".2f"),
     ]
     if result.filtered:
         cats = [f"{gr.label} ({gr.selectivity:.1%})" for gr in result.groups]
+        recall = [(s.label, [s.by_filter[gr.label].recall for gr in result.groups]) for s in stores]
+        p50 = [(s.label, [s.by_filter[gr.label].latency.p50 for gr in result.groups]) for s in stores]
         plots.append(
             bar_chart(
                 "plot-recall-filter",
                 f"recall@{k} per filter (selectivity)",
                 cats,
-                [(s.label, [s.by_filter[gr.label].recall for gr in result.groups]) for s in result.stores],
+                recall,
                 max_value=1.0,
-                threshold=g.min_recall,
+                threshold=gate,
             )
         )
-        plots.append(
-            bar_chart(
-                "plot-latency-filter",
-                "p50 latency per filter (ms)",
-                cats,
-                [
-                    (s.label, [s.by_filter[gr.label].latency.p50 for gr in result.groups])
-                    for s in result.stores
-                ],
-                fmt=".2f",
-            )
-        )
+        plots.append(bar_chart("plot-latency-filter", "p50 latency per filter (ms)", cats, p50, fmt=".2f"))
     plots.append(
         line_chart(
             "plot-latency-cdf",
             "latency distribution (CDF, log scale)",
-            [(s.label, [o.latency * 1000 for o in s.outcomes]) for s in result.stores],
+            [(s.label, [o.latency * 1000 for o in s.outcomes]) for s in stores],
             x_label="ms per query (log scale)",
             y_label="fraction of queries",
             log_x=True,
@@ -451,80 +478,68 @@ def render_html(result: ComparisonResult) -> str:
             for a in labels
         ]
         plots.append(heatmap("plot-overlap", f"pairwise overlap@{k}", labels, matrix))
-    body.append('<h2>Plots</h2><div class="plots">' + "".join(plots) + "</div>")
+    return plots
 
-    # ---- per filter
-    if result.filtered:
-        headers = ["filter", "selects", "queries"]
+
+def _filter_table(result: ComparisonResult) -> str:
+    """Per filter group: its selectivity, then recall, under-fill, violations and p50 per store."""
+    headers = ["filter", "selects", "queries"]
+    for s in result.stores:
+        headers += [f"{s.label} recall", "under-filled", "violations", "p50 ms"]
+    rows = []
+    for gr in result.groups:
+        row = [
+            (_e(gr.label), "l"),
+            (f"{gr.selectivity:.1%} ({gr.matching})", ""),
+            (str(len(gr.queries)), ""),
+        ]
         for s in result.stores:
-            headers += [f"{s.label} recall", "under-filled", "violations", "p50 ms"]
-        rows = []
-        for gr in result.groups:
-            row = [
-                (_e(gr.label), "l"),
-                (f"{gr.selectivity:.1%} ({gr.matching})", ""),
-                (str(len(gr.queries)), ""),
+            f = s.by_filter[gr.label]
+            row += [
+                (_f(f.recall), "bad" if _below(f.recall, result.gates.min_recall) else ""),
+                (_f(f.underfill, ".1%"), ""),
+                (str(f.violations), "bad" if f.violations else ""),
+                (_f(f.latency.p50, ".2f"), ""),
             ]
-            for s in result.stores:
-                f = s.by_filter[gr.label]
-                bad = g.min_recall is not None and not (f.recall >= g.min_recall)
-                row += [
-                    (_f(f.recall), "bad" if bad else ""),
-                    (_f(f.underfill, ".1%"), ""),
-                    (str(f.violations), "bad" if f.violations else ""),
-                    (_f(f.latency.p50, ".2f"), ""),
-                ]
-            rows.append(row)
-        body.append("<h2>Per filter</h2>" + _table(headers, rows))
+        rows.append(row)
+    return _table(headers, rows)
 
-    # ---- pairs
-    if result.pairs:
-        rows = [
-            [
-                (_e(p.label), "l"),
-                (
-                    _f(p.overall.overlap),
-                    "bad" if g.min_overlap is not None and not p.overall.overlap >= g.min_overlap else "",
-                ),
-                (_f(p.overall.overlap_min, ".2f"), ""),
-                (_f(p.overall.rbo), ""),
-                (str(p.overall.queries), ""),
-            ]
-            for p in result.pairs
+
+def _pairs_table(result: ComparisonResult) -> str:
+    """Per pair of stores: overlap@k (marked against the gate), its minimum, RBO."""
+    rows = [
+        [
+            (_e(p.label), "l"),
+            (_f(p.overall.overlap), "bad" if _below(p.overall.overlap, result.gates.min_overlap) else ""),
+            (_f(p.overall.overlap_min, ".2f"), ""),
+            (_f(p.overall.rbo), ""),
+            (str(p.overall.queries), ""),
         ]
-        body.append(
-            "<h2>Agreement between stores</h2>"
-            + _table(
-                ["pair", f"overlap@{k}", "min", f"RBO (p={result.config.get('rbo_p')})", "queries"], rows
-            )
-        )
+        for p in result.pairs
+    ]
+    k = result.k
+    return _table(["pair", f"overlap@{k}", "min", f"RBO (p={result.config.get('rbo_p')})", "queries"], rows)
 
-    # ---- gates
-    if result.gate_results:
-        rows = [
-            [("pass" if r.passed else "FAIL", "l" if r.passed else "l bad"), (_e(r.message), "l")]
-            for r in result.gate_results
-            if not (r.passed and r.filter is not None)
-        ]
-        body.append("<h2>Gates</h2>" + _table(["", "gate"], rows))
-        if not result.passed:
-            body.append("<h2>Failures in detail</h2><pre>" + _e(result.explain()) + "</pre>")
 
-    # ---- config, folded: it is long and read only when a figure needs explaining
+def _gates(result: ComparisonResult) -> list[str]:
+    """Every gate (per-filter passes left out: noise), then the failures in detail."""
+    rows = [
+        [("pass" if r.passed else "FAIL", "l" if r.passed else "l bad"), (_e(r.message), "l")]
+        for r in result.gate_results
+        if not (r.passed and r.filter is not None)
+    ]
+    out = ["<h2>Gates</h2>" + _table(["", "gate"], rows)]
+    if not result.passed:
+        out.append("<h2>Failures in detail</h2><pre>" + _e(result.explain()) + "</pre>")
+    return out
+
+
+def _config(result: ComparisonResult) -> str:
+    """The run configuration, folded: it is long and read only when a figure needs explaining."""
     timings = {name: round(v, 4) for name, v in result.timings.items()}
-    body.append(
-        "<details><summary>Run configuration (stores, versions, index parameters, timings)</summary><pre>"
-        + _e(
-            json.dumps(
-                {"config": result.config, "timings": timings, "gates": g.to_dict()}, indent=2, default=str
-            )
-        )
-        + "</pre></details>"
-    )
-    title = f"vectorport compare: {', '.join(labels)}"
+    config = {"config": result.config, "timings": timings, "gates": result.gates.to_dict()}
     return (
-        "<!DOCTYPE html>\n"
-        f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<style>{CSS}</style></head><body>" + "".join(body) + f"<script>{CHECK}</script></body></html>\n"
+        "<details><summary>Run configuration (stores, versions, index parameters, timings)</summary><pre>"
+        + _e(json.dumps(config, indent=2, default=str))
+        + "</pre></details>"
     )

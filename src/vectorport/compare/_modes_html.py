@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ._html import CHECK, CSS, FONT, PALETTE, _e, _short, _table, bar_chart
+from ._html import FONT, PALETTE, _e, _short, _table, bar_chart, page
 
 if TYPE_CHECKING:
     from ._modes import ModeComparison, ModeFigures
@@ -23,6 +24,56 @@ def _ticks(lo: float, hi: float) -> list[float]:
     return [lo + (hi - lo) * i / 4 for i in range(5)]
 
 
+@dataclass(frozen=True)
+class _Axes:
+    """Where a score chart draws: the score range ``lo``..``hi`` across the plot's width, the
+    shares of relevant results above the axis and of the others below it."""
+
+    lo: float
+    hi: float
+    top_share: float
+    width: int = 510
+    height: int = 250
+    left: int = 44
+    right: int = 16
+    top: int = 58
+    bottom: int = 34
+
+    @property
+    def pw(self) -> float:
+        return self.width - self.left - self.right
+
+    @property
+    def half(self) -> float:
+        return (self.height - self.top - self.bottom) / 2
+
+    @property
+    def axis(self) -> float:
+        return self.top + self.half
+
+    @property
+    def scale(self) -> float:
+        return self.half / self.top_share
+
+    def x(self, v: float) -> float:
+        return self.left + (v - self.lo) / (self.hi - self.lo) * self.pw
+
+
+def _range(values: Sequence[float]) -> tuple[float, float]:
+    """The scores' range with a little room on both sides (some room when all are equal)."""
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    pad = (hi - lo) * 0.04 or max(abs(hi) * 0.05, 1e-3)
+    return lo - pad, hi + pad
+
+
+def _shares(group: Sequence[float], lo: float, hi: float) -> list[float]:
+    """The share of ``group`` in each of the chart's bins."""
+    counts = [0] * _BINS
+    for v in group:
+        counts[min(_BINS - 1, int((v - lo) / (hi - lo) * _BINS))] += 1
+    return [c / len(group) if group else 0.0 for c in counts]
+
+
 def score_chart(
     plot_id: str,
     title: str,
@@ -34,55 +85,57 @@ def score_chart(
 ) -> str:
     """A back-to-back histogram of one row's scores: the share of relevant results per score
     bin above the axis, of non-relevant ones below, and the threshold as a dashed line."""
-    width, height, left, right, top, bottom = 510, 250, 44, 16, 58, 34
-    pw, half = width - left - right, (height - top - bottom) / 2
-    axis = top + half
-    values = [*relevant, *other] + ([threshold] if threshold is not None else [])
-    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
-    pad = (hi - lo) * 0.04 or max(abs(hi) * 0.05, 1e-3)
-    lo, hi = lo - pad, hi + pad
-
-    def to_x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * pw
-
-    def shares(group: Sequence[float]) -> list[float]:
-        counts = [0] * _BINS
-        for v in group:
-            counts[min(_BINS - 1, int((v - lo) / (hi - lo) * _BINS))] += 1
-        return [c / len(group) if group else 0.0 for c in counts]
-
-    rel, oth = shares(relevant), shares(other)
-    top_share = max([*rel, *oth, 0.05])
-    scale = half / top_share
+    lo, hi = _range([*relevant, *other] + ([threshold] if threshold is not None else []))
+    rel, oth = _shares(relevant, lo, hi), _shares(other, lo, hi)
+    a = _Axes(lo, hi, max([*rel, *oth, 0.05]))
     parts = [
         f'<svg class="plot scores" id="{_e(plot_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="{FONT}">',
+        f'width="{a.width}" height="{a.height}" viewBox="0 0 {a.width} {a.height}" style="{FONT}">',
         f"<title>{_e(title)}: {_e(subtitle)}</title>",
         f'<text x="0" y="15" font-size="13" font-weight="600">{_e(_short(title, 70))}</text>',
         f'<text x="0" y="31" font-size="11" fill="#555">{_e(_short(subtitle, 88))}</text>',
-        f'<rect x="{left}" y="38" width="10" height="10" fill="{RELEVANT}"/>',
-        f'<text x="{left + 14}" y="47" font-size="11">relevant ({len(relevant)}) ↑</text>',
-        f'<rect x="{left + 130}" y="38" width="10" height="10" fill="{OTHER}"/>',
-        f'<text x="{left + 144}" y="47" font-size="11">not relevant ({len(other)}) ↓</text>',
+        f'<rect x="{a.left}" y="38" width="10" height="10" fill="{RELEVANT}"/>',
+        f'<text x="{a.left + 14}" y="47" font-size="11">relevant ({len(relevant)}) ↑</text>',
+        f'<rect x="{a.left + 130}" y="38" width="10" height="10" fill="{OTHER}"/>',
+        f'<text x="{a.left + 144}" y="47" font-size="11">not relevant ({len(other)}) ↓</text>',
+        *_score_axes(a),
+        *_score_bars(a, rel, oth),
+        f'<line x1="{a.left}" y1="{a.axis:.1f}" x2="{a.left + a.pw}" y2="{a.axis:.1f}" stroke="#333"/>',
     ]
-    for t in _ticks(lo, hi):
-        x = to_x(t)
-        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + 2 * half}" stroke="#eee"/>')
+    if threshold is not None:
+        parts += _threshold_line(a, threshold, note)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _score_axes(a: _Axes) -> list[str]:
+    """The score ticks with their grid lines, the axis title and the largest share."""
+    parts = []
+    floor = a.top + 2 * a.half
+    for t in _ticks(a.lo, a.hi):
+        x = a.x(t)
+        parts.append(f'<line x1="{x:.1f}" y1="{a.top}" x2="{x:.1f}" y2="{floor}" stroke="#eee"/>')
         parts.append(
-            f'<text x="{x:.1f}" y="{height - bottom + 14}" font-size="10" text-anchor="middle" '
+            f'<text x="{x:.1f}" y="{a.height - a.bottom + 14}" font-size="10" text-anchor="middle" '
             f'fill="#555">{t:.3g}</text>'
         )
     parts.append(
-        f'<text x="{left + pw / 2}" y="{height - 4}" font-size="11" text-anchor="middle">score</text>'
+        f'<text x="{a.left + a.pw / 2}" y="{a.height - 4}" font-size="11" text-anchor="middle">score</text>'
     )
     parts.append(
-        f'<text x="{left - 6}" y="{top + 8}" font-size="10" text-anchor="end" fill="#555">'
-        f"{top_share:.0%}</text>"
+        f'<text x="{a.left - 6}" y="{a.top + 8}" font-size="10" text-anchor="end" fill="#555">'
+        f"{a.top_share:.0%}</text>"
     )
-    bin_w = pw / _BINS
+    return parts
+
+
+def _score_bars(a: _Axes, rel: Sequence[float], oth: Sequence[float]) -> list[str]:
+    """Per bin, the relevant share above the axis and the others' below."""
+    parts = []
+    bin_w, axis, scale = a.pw / _BINS, a.axis, a.scale
     for i, (r, o) in enumerate(zip(rel, oth, strict=True)):
-        x = left + i * bin_w
-        b_lo, b_hi = lo + (hi - lo) * i / _BINS, lo + (hi - lo) * (i + 1) / _BINS
+        x = a.left + i * bin_w
+        b_lo, b_hi = a.lo + (a.hi - a.lo) * i / _BINS, a.lo + (a.hi - a.lo) * (i + 1) / _BINS
         span = f"{b_lo:.3g} to {b_hi:.3g}"
         if r > 0:
             parts.append(
@@ -94,22 +147,21 @@ def score_chart(
                 f'<rect class="bar" x="{x + 0.5:.1f}" y="{axis:.1f}" width="{bin_w - 1:.1f}" '
                 f'height="{o * scale:.1f}" fill="{OTHER}"><title>not relevant, {span}: {o:.0%}</title></rect>'
             )
-    parts.append(f'<line x1="{left}" y1="{axis:.1f}" x2="{left + pw}" y2="{axis:.1f}" stroke="#333"/>')
-    if threshold is not None:
-        x = to_x(threshold)
-        anchor = "end" if x > left + pw * 0.6 else "start"
-        dx = -4 if anchor == "end" else 4
-        parts.append(
-            f'<line class="threshold" x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + 2 * half}" '
-            f'stroke="{THRESHOLD}" stroke-width="1.5" stroke-dasharray="4 3">'
-            f"<title>min_score {threshold:.4g}</title></line>"
-        )
-        parts.append(
-            f'<text x="{x + dx:.1f}" y="{top + 2 * half - 6:.1f}" font-size="10" fill="{THRESHOLD}" '
-            f'text-anchor="{anchor}">{_e(note)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+    return parts
+
+
+def _threshold_line(a: _Axes, threshold: float, note: str) -> list[str]:
+    """The min_score threshold as a dashed line, its note on the side with room."""
+    x = a.x(threshold)
+    anchor = "end" if x > a.left + a.pw * 0.6 else "start"
+    dx = -4 if anchor == "end" else 4
+    return [
+        f'<line class="threshold" x1="{x:.1f}" y1="{a.top - 4}" x2="{x:.1f}" y2="{a.top + 2 * a.half}" '
+        f'stroke="{THRESHOLD}" stroke-width="1.5" stroke-dasharray="4 3">'
+        f"<title>min_score {threshold:.4g}</title></line>",
+        f'<text x="{x + dx:.1f}" y="{a.top + 2 * a.half - 6:.1f}" font-size="10" fill="{THRESHOLD}" '
+        f'text-anchor="{anchor}">{_e(note)}</text>',
+    ]
 
 
 def _note(row: ModeFigures) -> str:
@@ -185,9 +237,4 @@ def render_modes_html(result: ModeComparison) -> str:
         )
     body.append('<div class="plots">' + "".join(plots) + "</div>")
     title = f"vectorport compare --mode: {', '.join(stores)}"
-    return (
-        "<!DOCTYPE html>\n"
-        f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<style>{CSS}</style></head><body>" + "".join(body) + f"<script>{CHECK}</script></body></html>\n"
-    )
+    return page(title, body)

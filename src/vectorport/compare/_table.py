@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from ._result import ComparisonResult
+    from ._result import ComparisonResult, StoreReport
 
 __all__ = ["print_tables", "render_markdown", "render_text", "tables", "verdict_text"]
 
@@ -38,9 +38,21 @@ def _recall_style(value: float, threshold: float | None) -> str:
 
 def tables(result: ComparisonResult) -> list[Table]:
     """The tables, in print order."""
+    out = [_main_table(result)]
+    if result.filtered:
+        out.append(_filter_table(result))
+    if len(result.pairs) > 1:
+        out.append(_pairs_table(result))
+    if result.gate_results:
+        out.append(_gates_table(result))
+    return out
+
+
+def _main_table(result: ComparisonResult) -> Table:
+    """One row per store: records, recall and its shortfalls, agreement with the first store,
+    latency; with relevance labels, nDCG, MRR and hit@k (and the exact truth's own)."""
     k = result.k
     first = result.stores[0].label
-    overlap_with = {p.b: p for p in result.pairs if p.a == first}
     labelled = result.config.get("labelled_queries", 0) > 0
     main = Table(
         title=escape(
@@ -49,110 +61,104 @@ def tables(result: ComparisonResult) -> list[Table]:
         ),
         title_justify="left",
     )
+    main.add_column("store", justify="left")
     for col in (
-        "store",
-        "records",
-        "missing",
-        f"recall@{k}",
-        "min",
-        "under-filled",
-        "wrong",
-        "violations",
-        "dist err",
-        escape(f"overlap@{k} vs {first}"),
-        "RBO",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "QPS",
-    ):
-        main.add_column(col, justify="left" if col == "store" else "right")
+        "records", "missing", f"recall@{k}", "min", "under-filled", "wrong", "violations", "dist err",
+        escape(f"overlap@{k} vs {first}"), "RBO", "p50 ms", "p95 ms", "p99 ms", "QPS",
+    ):  # fmt: skip
+        main.add_column(col, justify="right")
     if labelled:
         for col in (f"nDCG@{k}", "MRR", f"hit@{k}"):
             main.add_column(col, justify="right")
     for s in result.stores:
-        f = s.overall
-        pair = overlap_with.get(s.label)
-        rc = s.records
-        row = [
-            f"{escape(s.label)} [dim]({escape(s.backend)})[/dim]",
-            "-" if rc is None else str(rc.count),
-            "-" if rc is None else (f"[bold red]{rc.missing}[/]" if rc.missing else "0"),
-            f"[{_recall_style(f.recall, result.gates.min_recall)}]{_num(f.recall)}[/]",
-            _num(f.recall_min, ".2f"),
-            f"{_pct(f.underfill)} ({f.shortfall})" if f.underfilled else "0",
-            str(f.wrong),
-            f"[bold red]{f.violations}[/]" if f.violations else "0",
-            _num(f.distance_error_max, ".1e"),
-            "-" if s.label == first else _num(pair.overall.overlap if pair else None),
-            "-" if s.label == first else _num(pair.overall.rbo if pair else None),
-            _num(f.latency.p50, ".2f"),
-            _num(f.latency.p95, ".2f"),
-            _num(f.latency.p99, ".2f"),
-            _num(f.qps, ".0f"),
-        ]
-        if f.refused or f.errors:
-            row[0] += f" [red]({f.refused} refused, {f.errors} failed)[/]"
-        if labelled:
-            rel = f.relevance
-            row += [
-                _num(rel.ndcg if rel else None),
-                _num(rel.mrr if rel else None),
-                _num(rel.hit if rel else None),
-            ]
-        main.add_row(*row)
+        main.add_row(*_store_row(result, s, labelled))
     if labelled and result.truth_relevance is not None:
         rel = result.truth_relevance
         blank = [""] * 14
         main.add_row("[dim]exact truth[/dim]", *blank, _num(rel.ndcg), _num(rel.mrr), _num(rel.hit))
-    out = [main]
+    return main
 
-    if result.filtered:
-        per = Table(
-            title=f"per filter: recall@{k} / under-filled / violations / p50 ms", title_justify="left"
-        )
-        per.add_column("filter")
-        per.add_column("selects", justify="right")
-        per.add_column("queries", justify="right")
+
+def _store_row(result: ComparisonResult, s: StoreReport, labelled: bool) -> list[str]:
+    first = result.stores[0].label
+    pair = next((p for p in result.pairs if p.a == first and p.b == s.label), None)
+    f = s.overall
+    rc = s.records
+    row = [
+        f"{escape(s.label)} [dim]({escape(s.backend)})[/dim]",
+        "-" if rc is None else str(rc.count),
+        "-" if rc is None else (f"[bold red]{rc.missing}[/]" if rc.missing else "0"),
+        f"[{_recall_style(f.recall, result.gates.min_recall)}]{_num(f.recall)}[/]",
+        _num(f.recall_min, ".2f"),
+        f"{_pct(f.underfill)} ({f.shortfall})" if f.underfilled else "0",
+        str(f.wrong),
+        f"[bold red]{f.violations}[/]" if f.violations else "0",
+        _num(f.distance_error_max, ".1e"),
+        "-" if s.label == first else _num(pair.overall.overlap if pair else None),
+        "-" if s.label == first else _num(pair.overall.rbo if pair else None),
+        _num(f.latency.p50, ".2f"),
+        _num(f.latency.p95, ".2f"),
+        _num(f.latency.p99, ".2f"),
+        _num(f.qps, ".0f"),
+    ]
+    if f.refused or f.errors:
+        row[0] += f" [red]({f.refused} refused, {f.errors} failed)[/]"
+    if labelled:
+        rel = f.relevance
+        row += [_num(getattr(rel, name) if rel else None) for name in ("ndcg", "mrr", "hit")]
+    return row
+
+
+def _filter_table(result: ComparisonResult) -> Table:
+    """Per filter group: its selectivity, then recall / under-fill / violations / p50 per store."""
+    per = Table(
+        title=f"per filter: recall@{result.k} / under-filled / violations / p50 ms", title_justify="left"
+    )
+    per.add_column("filter")
+    per.add_column("selects", justify="right")
+    per.add_column("queries", justify="right")
+    for s in result.stores:
+        per.add_column(escape(s.label), justify="right")
+    for g in result.groups:
+        cells = []
         for s in result.stores:
-            per.add_column(escape(s.label), justify="right")
-        for g in result.groups:
-            cells = []
-            for s in result.stores:
-                f = s.by_filter[g.label]
-                style = _recall_style(f.recall, result.gates.min_recall)
-                cells.append(
-                    f"[{style}]{_num(f.recall, '.3f')}[/] / {_pct(f.underfill)} / "
-                    f"{f.violations} / {_num(f.latency.p50, '.1f')}"
-                )
-            per.add_row(escape(g.label), f"{g.selectivity:.1%} ({g.matching})", str(len(g.queries)), *cells)
-        out.append(per)
-
-    if len(result.pairs) > 1:
-        pairs = Table(
-            title=f"agreement between stores (overlap@{k}, rank-biased overlap)", title_justify="left"
-        )
-        for col in ("pair", "overlap", "min", "RBO"):
-            pairs.add_column(col, justify="left" if col == "pair" else "right")
-        for p in result.pairs:
-            pairs.add_row(
-                escape(p.label),
-                _num(p.overall.overlap),
-                _num(p.overall.overlap_min, ".2f"),
-                _num(p.overall.rbo),
+            f = s.by_filter[g.label]
+            style = _recall_style(f.recall, result.gates.min_recall)
+            cells.append(
+                f"[{style}]{_num(f.recall, '.3f')}[/] / {_pct(f.underfill)} / "
+                f"{f.violations} / {_num(f.latency.p50, '.1f')}"
             )
-        out.append(pairs)
+        per.add_row(escape(g.label), f"{g.selectivity:.1%} ({g.matching})", str(len(g.queries)), *cells)
+    return per
 
-    if result.gate_results:
-        gates = Table(title="gates", title_justify="left", show_header=False)
-        gates.add_column("")
-        gates.add_column("")
-        for gr in result.gate_results:
-            if gr.passed and gr.filter is not None:
-                continue  # per-filter passes are noise; failures are shown in full
-            gates.add_row("[green]pass[/]" if gr.passed else "[bold red]FAIL[/]", escape(gr.message))
-        out.append(gates)
-    return out
+
+def _pairs_table(result: ComparisonResult) -> Table:
+    """Per pair of stores: overlap@k, its minimum, rank-biased overlap."""
+    pairs = Table(
+        title=f"agreement between stores (overlap@{result.k}, rank-biased overlap)", title_justify="left"
+    )
+    for col in ("pair", "overlap", "min", "RBO"):
+        pairs.add_column(col, justify="left" if col == "pair" else "right")
+    for p in result.pairs:
+        pairs.add_row(
+            escape(p.label),
+            _num(p.overall.overlap),
+            _num(p.overall.overlap_min, ".2f"),
+            _num(p.overall.rbo),
+        )
+    return pairs
+
+
+def _gates_table(result: ComparisonResult) -> Table:
+    """Every gate; per-filter passes are noise and left out, failures are shown in full."""
+    gates = Table(title="gates", title_justify="left", show_header=False)
+    gates.add_column("")
+    gates.add_column("")
+    for gr in result.gate_results:
+        if gr.passed and gr.filter is not None:
+            continue
+        gates.add_row("[green]pass[/]" if gr.passed else "[bold red]FAIL[/]", escape(gr.message))
+    return gates
 
 
 def verdict_text(result: ComparisonResult) -> str:
