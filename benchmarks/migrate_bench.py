@@ -329,7 +329,7 @@ def vp_run(src_url: str, dst_url: str, policy: str, single_pass: bool | None) ->
         "timings_s": {k: round(val, 1) for k, val in report.timings.items()},
         "verify_method": v.method,
         "read_back": v.read_back,
-        "segments": v.segments,
+        "bins": v.bins,
     }
 
 

@@ -140,8 +140,8 @@ def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[st
                 "target_read": s.target_read,
                 "written": s.written,
                 "deleted": s.deleted,
-                "segments": s.segments,
-                "segments_checked": s.segments_checked,
+                "bins": s.bins,
+                "bins_checked": s.bins_checked,
             }
         out["capture_pass"] = _capture_pass(store, src, dst, state, n, dim, capture_changes)
         check = vectorport.verify(src, dst, sample_queries=0)

@@ -1,12 +1,13 @@
-"""Content digests for ``sync``: one per record, folded into one per key segment.
+"""Content digests for ``sync``: one per record, folded into one per key bin.
 
 A record's digest covers everything the target stores for it, after the migration's transforms:
 its key, its vector as float32 bytes, its metadata as canonical JSON and its text. Two records
 with the same digest are the same record (BLAKE2b, 128 bits).
 
-Segments are computed here, from the key (:func:`vectorport._segments.segment_of`), never from a
-backend's own segmenting (pgvector hashes with ``hashtextextended``, S3 Vectors by its service),
-so a segment holds the same keys in the source, the target and the sync state. A segment's
+A *bin* is a group of keys by hash (:func:`bin_of`), computed here from the key, never from a
+backend's scan segments (``scan(segment=(i, n))``: pgvector hashes with ``hashtextextended``, S3
+Vectors by its service), so a bin holds the same keys in the source, the target and the sync
+state. (A scan segment is how a store splits one read; a bin is how digests group keys.) A bin's
 digest is the XOR of its records' digests plus a count: order-free (scan orders differ between
 backends) and updatable one record at a time.
 
@@ -15,8 +16,8 @@ backends) and updatable one record at a time.
 (True, 16)
 >>> a == record_digest("doc#1", [1.0, 0.0], {"lang": "en"}, None)
 False
->>> sums = SegmentSums(4)
->>> sums.add(segment_of("doc#1", 4), a); sums.remove(segment_of("doc#1", 4), a)
+>>> sums = BinSums(4)
+>>> sums.add(bin_of("doc#1", 4), a); sums.remove(bin_of("doc#1", 4), a)
 >>> sums.digests == [0, 0, 0, 0], sums.counts
 (True, [0, 0, 0, 0])
 """
@@ -25,31 +26,41 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ._models import JSON
-from ._segments import segment_of
 
-__all__ = ["SegmentSums", "extra_digest", "key_digest", "record_digest", "segment_count", "segment_of"]
+__all__ = ["BinSums", "bin_count", "bin_of", "extra_digest", "key_digest", "record_digest"]
 
-RECORDS_PER_SEGMENT = 256
-"""Target segment size: a segment whose digest differs costs about this many key reads."""
-MIN_SEGMENTS = 16
-MAX_SEGMENTS = 1 << 16
+RECORDS_PER_BIN = 256
+"""Target bin size: a bin whose digest differs costs about this many key reads."""
+MIN_BINS = 16
+MAX_BINS = 1 << 16
 
 
-def segment_count(records: int) -> int:
-    """Segments for a collection of ``records``: a power of two, about
-    :data:`RECORDS_PER_SEGMENT` records each, between 16 and 65,536.
+def bin_of(key: str, bins: int) -> int:
+    """Bin number of ``key``: CRC-32 of its UTF-8 bytes modulo ``bins`` (stable across processes
+    and machines, unlike ``hash()``; sync states and checkpoints on disk rely on it).
 
-    >>> segment_count(0), segment_count(200_000), segment_count(10**9)
+    >>> bin_of("doc#1", 16) == bin_of("doc#1", 16) < 16
+    True
+    """
+    return zlib.crc32(key.encode("utf-8")) % bins
+
+
+def bin_count(records: int) -> int:
+    """Bins for a collection of ``records``: a power of two, about
+    :data:`RECORDS_PER_BIN` records each, between 16 and 65,536.
+
+    >>> bin_count(0), bin_count(200_000), bin_count(10**9)
     (16, 1024, 65536)
     """
-    n = MIN_SEGMENTS
-    while n < MAX_SEGMENTS and n * RECORDS_PER_SEGMENT < records:
+    n = MIN_BINS
+    while n < MAX_BINS and n * RECORDS_PER_BIN < records:
         n *= 2
     return n
 
@@ -92,8 +103,8 @@ def key_digest(key: str) -> bytes:
     return hashlib.blake2b(key.encode("utf-8"), digest_size=16, person=b"vectorport-key1").digest()
 
 
-class SegmentSums:
-    """Per-segment XOR of record digests and record counts, with the segments touched since
+class BinSums:
+    """Per-bin XOR of record digests and record counts, with the bins touched since
     the last :meth:`clean` (so only those are written back)."""
 
     def __init__(self, parts: int) -> None:
@@ -117,14 +128,14 @@ class SegmentSums:
             self.digests[seg] = int.from_bytes(digest, "little")
             self.counts[seg] = n
 
-    def rows(self, segments: Iterable[int]) -> list[tuple[int, bytes, int]]:
-        return [(s, self.digests[s].to_bytes(16, "little"), self.counts[s]) for s in segments]
+    def rows(self, bins: Iterable[int]) -> list[tuple[int, bytes, int]]:
+        return [(s, self.digests[s].to_bytes(16, "little"), self.counts[s]) for s in bins]
 
     def clean(self) -> set[int]:
         touched, self.dirty = self.dirty, set()
         return touched
 
-    def merge(self, other: SegmentSums) -> None:
+    def merge(self, other: BinSums) -> None:
         """Fold ``other``'s records in (the two hold disjoint records)."""
         for s in range(self.parts):
             if other.counts[s]:
@@ -133,16 +144,16 @@ class SegmentSums:
                 self.dirty.add(s)
 
     def to_bytes(self) -> bytes:
-        """All segments, packed: 16 digest bytes and 8 count bytes each (:meth:`from_bytes`)."""
+        """All bins, packed: 16 digest bytes and 8 count bytes each (:meth:`from_bytes`)."""
         out = bytearray()
         for d, n in zip(self.digests, self.counts, strict=True):
             out += d.to_bytes(16, "little") + n.to_bytes(8, "little", signed=True)
         return bytes(out)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> SegmentSums:
+    def from_bytes(cls, data: bytes) -> BinSums:
         if len(data) % 24:
-            raise ValueError(f"{len(data)} bytes is not a whole number of segments")
+            raise ValueError(f"{len(data)} bytes is not a whole number of bins")
         sums = cls(len(data) // 24)
         for s in range(sums.parts):
             row = data[24 * s : 24 * s + 24]
@@ -150,8 +161,8 @@ class SegmentSums:
             sums.counts[s] = int.from_bytes(row[16:], "little", signed=True)
         return sums
 
-    def differing(self, other: SegmentSums) -> list[int]:
-        """Segments whose digest or count differs from ``other``'s."""
+    def differing(self, other: BinSums) -> list[int]:
+        """Bins whose digest or count differs from ``other``'s."""
         return [
             s
             for s in range(self.parts)

@@ -44,14 +44,12 @@ def test_merged_equals_single_process_after_a_transform_and_damage() -> None:
         merged = verify_merged(
             "memory://merged-src", "memory://merged-dst", segments=3, text_key="page_content"
         )
-        assert merged.status == "verified" and merged.differing_segments == 0 and merged.compared == n
+        assert merged.status == "verified" and merged.differing_bins == 0 and merged.compared == n
         assert len(merged.per_worker) == 6  # 3 segments of each store
 
         # without the migration's text_key every record's text and metadata differ
         plain = verify_merged("memory://merged-src", "memory://merged-dst", segments=2, sample_queries=0)
-        assert (
-            plain.text.total == plain.metadata.total == n and plain.differing_segments == plain.key_segments
-        )
+        assert plain.text.total == plain.metadata.total == n and plain.differing_bins == plain.key_bins
 
         target = vectorport.connect("memory://merged-dst")
         gone, changed, moved = records[7], records[1_500], records[2_000]

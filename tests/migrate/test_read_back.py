@@ -16,7 +16,7 @@ import pytest
 
 import vectorport
 from vectorport import Record
-from vectorport._digest import SegmentSums
+from vectorport._digest import BinSums
 from vectorport.migrate._digestscan import page_digests
 from vectorport.migrate._readback import ReadBack
 from vectorport.migrate._verify import verify_stores
@@ -43,7 +43,7 @@ def test_paced_bucket_target_is_verified_from_the_read_back(
     v = report.verification
     assert v is not None and v.method == "digest" and v.read_back
     assert v.compared == N and v.target_scanned == N and v.target_count == N
-    assert v.segments is not None and v.segments["differing"] == 0
+    assert v.bins is not None and v.bins["differing"] == 0
     assert v.queries is not None and v.queries.ok and v.queries.queries == 20
     assert v.to_dict()["read_back"] is True
     keyed = vectorport.verify(source_url, target_url, metadata_policy="flatten", method="keyed")
@@ -65,7 +65,7 @@ def test_damage_before_and_after_the_read_back(url_for: Callable[..., str]) -> N
     source.upsert(records)
     target_url, target = _bucket_with(url_for, records)
     parts = 16
-    copied = SegmentSums(parts)
+    copied = BinSums(parts)
     for seg, digest in page_digests(records, None, parts):
         copied.add(seg, digest)
     keys = sorted(r.key for r in records)
@@ -93,7 +93,7 @@ def test_damage_before_and_after_the_read_back(url_for: Callable[..., str]) -> N
     assert report.extra.items == ["zz-extra"]
     assert [m["key"] for m in report.metadata.items] == [before]
     assert report.target_scanned == len(records)  # one deleted, one added
-    assert report.segments is not None and 1 <= report.segments["differing"] <= 3
+    assert report.bins is not None and 1 <= report.bins["differing"] <= 3
 
     full = vectorport.verify("memory://read-back-source", target_url)
     assert not full.read_back
@@ -108,7 +108,7 @@ def test_a_failed_read_back_falls_back_to_reading_the_target(url_for: Callable[.
     source = vectorport.connect("memory://read-back-fallback", dimension=DIM)
     source.upsert(records)
     _, target = _bucket_with(url_for, records)
-    copied = SegmentSums(16)
+    copied = BinSums(16)
     for seg, digest in page_digests(records, None, 16):
         copied.add(seg, digest)
     read_back = ReadBack(target, 16)

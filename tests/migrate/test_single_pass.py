@@ -56,7 +56,7 @@ def test_single_pass_refuses_like_the_plan_and_verifies_by_digest(
     assert report.plan is not None and report.plan.records == N and not report.notes
     v = report.verification
     assert v is not None and v.method == "digest" and v.compared == N and v.target_count == N
-    assert v.segments is not None and v.queries is not None and v.queries.ok
+    assert v.bins is not None and v.queries is not None and v.queries.ok
     keyed = vectorport.verify(source_url, target_url, metadata_policy=policy, method="keyed")
     assert keyed.method == "keyed" and keyed.ok and keyed.compared == N, keyed.to_dict()
 
@@ -135,7 +135,7 @@ def test_damage_made_with_psycopg_is_found_from_the_copy_digests(
         again = vectorport.migrate.run(src, target_url, single_pass=True, checkpoint=ck)
         v = again.verification
         assert again.already_complete and again.status == "differences" and v is not None
-        assert v.method == "digest" and v.segments is not None and 1 <= v.segments["differing"] <= 3
+        assert v.method == "digest" and v.bins is not None and 1 <= v.bins["differing"] <= 3
         assert v.missing.items == ["k0007"] and v.extra.items == ["zz-extra"]
         assert [d["key"] for d in v.metadata.items] == ["k0042"] and not v.vectors and not v.text
         with vectorport.connect(target_url) as target:

@@ -60,7 +60,7 @@ def test_first_sync_copies_then_nothing_changes(pair: tuple[str, str, Path]) -> 
     _equal(src, dst)
     again = sync(src, dst, state=state)
     s = again.sync
-    assert (s.mode, s.written, s.unchanged, s.target_read, s.segments_checked) == (
+    assert (s.mode, s.written, s.unchanged, s.target_read, s.bins_checked) == (
         "incremental",
         0,
         1000,
@@ -82,12 +82,12 @@ def test_changes_new_and_deletions_only_with_the_flag(pair: tuple[str, str, Path
     assert any("--delete" in n for n in r.notes)
     assert vectorport.connect(dst).count() == 1002  # nothing deleted without --delete
     # a few segments, not all, were looked at for gone records
-    assert 1 <= s.segments_checked <= 4 < s.segments
+    assert 1 <= s.bins_checked <= 4 < s.bins
     r = sync(src, dst, state=state, delete=True, verify=True)
     assert (r.sync.written, r.sync.gone, r.sync.deleted) == (0, 4, 4)
     assert r.status == "verified" and r.verification is not None and r.verification.data_equal
     r = sync(src, dst, state=state, delete=True)
-    assert (r.sync.written, r.sync.gone, r.sync.segments_checked) == (0, 0, 0)
+    assert (r.sync.written, r.sync.gone, r.sync.bins_checked) == (0, 0, 0)
 
 
 def test_metadata_key_removed_and_text_dropped_are_changes(pair: tuple[str, str, Path]) -> None:

@@ -45,7 +45,7 @@ REFUSED_BY = {"ray": {"shard", "single-pass"}}
 
 VOLATILE = {"timings", "seconds", "checkpoint", "records_per_second", "engine", "workers", "per_worker"}
 VOLATILE |= {"write_rate_per_worker", "index_seconds", "method", "segments", "read_back", "scan_segments"}
-VOLATILE |= {"key_segments", "differing_segments", "batches", "concurrency", "target_scanned", "skipped"}
+VOLATILE |= {"key_bins", "differing_bins", "batches", "concurrency", "target_scanned", "skipped"}
 VOLATILE |= {"target", "name"}  # each run writes its own index
 
 
@@ -132,7 +132,7 @@ SYNC_CASES: dict[str, list[str]] = {
     "progress": ["--progress"],
 }
 SYNC_REFUSED_BY = {"ray": {"progress"}}
-SYNC_VOLATILE = {"state", "shards", "target_read", "source_read", "segments", "segments_checked"}
+SYNC_VOLATILE = {"state", "shards", "target_read", "source_read", "bins", "bins_checked"}
 
 
 def _sync(engine: str, source: str, target: str, flags: list[str], tmp: Path) -> tuple[int, dict[str, Any]]:

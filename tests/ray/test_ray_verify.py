@@ -72,7 +72,7 @@ def test_ray_verify_equals_single_process_and_names_the_damage(
     assert one.status == clustered.status, clustered.to_dict()
     assert one.status in {"verified", "quality"} and not one.differences, one.to_dict()
     assert _findings(clustered) == _findings(one)
-    assert clustered.compared == one.compared == n and clustered.differing_segments == 0
+    assert clustered.compared == one.compared == n and clustered.differing_bins == 0
     assert clustered.queries is not None and clustered.queries.target_recall == one.queries.target_recall  # type: ignore[union-attr]
     data = clustered.to_dict()
     assert data["engine"] == "ray" and data["workers"] == 2
@@ -90,7 +90,7 @@ def test_ray_verify_equals_single_process_and_names_the_damage(
     assert (found["missing"], found["extra"], found["metadata"]) == ([gone], [extra], [changed])
     assert found["vectors"] == found["text"] == []
     assert found["counts"] == (n, n)  # one gone, one added: the counts alone would not tell
-    assert 1 <= clustered.differing_segments <= 3
+    assert 1 <= clustered.differing_bins <= 3
 
     # the CLI: the same report, exit 1 for data differences
     out = CliRunner().invoke(
@@ -126,7 +126,7 @@ def test_ray_verify_chroma_target_within_declared_ulps(
     assert clustered.status == one.status == "verified", clustered.to_dict()
     assert _findings(clustered) == _findings(one) and clustered.compared == n
     # cosine vectors come back within 2 ulps: digests differ, the detailed pass judges them equal
-    assert clustered.differing_segments > 0
+    assert clustered.differing_bins > 0
 
     keys = sorted(r.key for r in tricky_records(n, DIM))
     gone, changed, extra = keys[3], keys[n // 2], "added by hand#0"

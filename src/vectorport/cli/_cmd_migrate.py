@@ -165,13 +165,11 @@ def _print_verification(v: VerifyReport) -> None:
     row("data", data, not v.data_equal)
     row("counts (source / target)", f"{v.source_count} / {v.target_count}", v.count_mismatch or None)
     row("records compared", str(v.compared))
-    if v.segments is not None:
+    if v.bins is not None:
         how = "by digest, " + (
-            "all agree"
-            if not v.segments["differing"]
-            else f"{v.segments['differing']} re-read record by record"
+            "all agree" if not v.bins["differing"] else f"{v.bins['differing']} re-read record by record"
         )
-        row("key segments", f"{v.segments['parts']} ({how})")
+        row("key bins", f"{v.bins['parts']} ({how})")
     for name, capped in (("missing in target", v.missing), ("extra in target", v.extra)):
         row(name, str(capped.total), bool(capped) or None)
     row("vector differences", str(v.vectors.total), bool(v.vectors) or None)
@@ -347,8 +345,8 @@ def verify(
 
     Data differences exit 1; equal data with search quality below both the source's (same
     queries) and the target's declared recall against exact truth exits 5. With --engine ray
-    each store is read by Ray tasks that return per-segment digests, merged on the driver;
-    only the segments that differ are compared record by record.
+    each store is read by Ray tasks that return per-key-bin digests, merged on the driver;
+    only the bins that differ are compared record by record.
     """
     try:
         if engine is Engine.ray:

@@ -63,7 +63,7 @@ def _print_report(report: SyncReport) -> None:
     if s.gone:
         gone += f": deleted {s.deleted:,}" if report.delete else " (pass --delete to delete them)"
     out_console.print(
-        f"{gone}; {s.segments_checked:,} of {s.segments:,} segments differed after the scan", highlight=False
+        f"{gone}; {s.bins_checked:,} of {s.bins:,} key bins differed after the scan", highlight=False
     )
     for item in s.unwritable.items[:SHOWN]:
         out_console.print(

@@ -73,7 +73,7 @@ def verify(
 
     Pass the ``metadata_policy`` and ``text_key`` the migration used, so the expected metadata
     is what that migration wrote. ``method``: ``digest`` (both stores read once, in parallel
-    segments where the backend has them, then only differing key segments compared record by
+    segments where the backend has them, then only differing key bins compared record by
     record), ``keyed`` (every source record fetched from the target by key) or ``auto``
     (digest, except for shards and targets that may round metadata floats).
     """

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._changes import ChangeBatch, ChangeFeed
-from .._digest import record_digest, segment_of
+from .._digest import bin_of, record_digest
 from .._features import Feature, change_capture_of, supports
 from .._models import JSON, Record
 from .._protocol import VectorStore
@@ -172,7 +172,7 @@ class CaptureRun:
                 rec = found.get(key)
                 if rec is None:
                     if key in known:
-                        gone.append((key, segment_of(key, parts)))
+                        gone.append((key, bin_of(key, parts)))
                     continue
                 item = self._prepared(rec, known.get(key), parts)
                 if item is not None:
@@ -196,7 +196,7 @@ class CaptureRun:
         self.feed.confirm(batch)
 
     def _prepared(self, rec: Record, known: bytes | None, parts: int) -> tuple[Record, int, bytes] | None:
-        """The record to write (transformed, with its segment and digest), ``None`` when it
+        """The record to write (transformed, with its key bin and digest), ``None`` when it
         cannot be written or the target already holds it."""
         out = self.transformer.apply(rec.metadata, rec.text)
         if out.unresolved:
@@ -210,7 +210,7 @@ class CaptureRun:
             self.stats.new += 1
         else:
             self.stats.changed += 1
-        return Record(rec.key, rec.vector, out.metadata, out.text), segment_of(rec.key, parts), digest
+        return Record(rec.key, rec.vector, out.metadata, out.text), bin_of(rec.key, parts), digest
 
     def _write(self, records: list[Record]) -> None:
         """Upsert ``records`` in batches of the target's size, ``concurrency`` at a time (the

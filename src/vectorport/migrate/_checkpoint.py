@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._digest import SegmentSums
+from .._digest import BinSums
 from .._models import JSON
 from .._paths import unwritable, writable_file
 from ..exceptions import ConfigurationError
@@ -60,7 +60,7 @@ class Checkpoint:
     single_pass: bool = False
     """A single-pass migration: it created the target (so a refusal found later drops it) and
     keeps :attr:`digests`."""
-    digests: SegmentSums | None = None
+    digests: BinSums | None = None
     """Single pass: the digests of every record acknowledged up to ``cursor``, for verification
     without reading the source again."""
     created: float = field(default_factory=time.time)
@@ -113,7 +113,7 @@ class Checkpoint:
                 verified=data.get("verified"),
                 source_count=data.get("source_count"),
                 single_pass=bool(data.get("single_pass", False)),
-                digests=SegmentSums.from_bytes(base64.b64decode(data["digests"]))
+                digests=BinSums.from_bytes(base64.b64decode(data["digests"]))
                 if data.get("digests")
                 else None,
                 created=float(data["created"]),

@@ -1,4 +1,4 @@
-"""One pass over a store that folds every record into per-segment content digests.
+"""One pass over a store that folds every record into per-key-bin content digests.
 
 Verification compares two such passes (or the copy's own digests with one pass over the
 target) instead of fetching the target back by key: the records are read the fastest way the
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .._digest import SegmentSums, record_digest, segment_of
+from .._digest import BinSums, bin_of, record_digest
 from .._exact import StreamingTopK
 from .._features import Feature
 from .._models import Record
@@ -30,16 +30,16 @@ __all__ = ["DigestScan", "in_lanes", "page_digests", "parallel_segments", "scan_
 
 @dataclass
 class DigestScan:
-    """What a digest pass found: per-segment digests and counts, and the records read."""
+    """What a digest pass found: per-bin digests and counts, and the records read."""
 
-    sums: SegmentSums
+    sums: BinSums
     records: int
 
 
 def page_digests(
     records: Iterable[Record], transformer: Transformer | None, parts: int
 ) -> list[tuple[int, bytes]]:
-    """``(segment, digest)`` of each record as the target holds it."""
+    """``(bin, digest)`` of each record as the target holds it."""
     out: list[tuple[int, bytes]] = []
     for rec in records:
         if transformer is not None:
@@ -47,7 +47,7 @@ def page_digests(
             meta, text = t.metadata, t.text
         else:
             meta, text = rec.metadata, rec.text
-        out.append((segment_of(rec.key, parts), record_digest(rec.key, rec.vector, meta, text)))
+        out.append((bin_of(rec.key, parts), record_digest(rec.key, rec.vector, meta, text)))
     return out
 
 
@@ -80,14 +80,14 @@ def scan_digests(
     advance: Callable[[int], None] | None = None,
 ) -> DigestScan:
     """Read every record of ``store`` once (vectors, metadata, text) and fold it into
-    ``parts`` key segments; rows also go to ``exact`` when given."""
+    ``parts`` key bins; rows also go to ``exact`` when given."""
     lanes = parallel_segments(store, concurrency)
     lock = threading.Lock()
-    total = SegmentSums(parts)
+    total = BinSums(parts)
     seen = [0]
 
     def lane(i: int) -> None:
-        mine = SegmentSums(parts)
+        mine = BinSums(parts)
         top = exact.empty_like() if exact is not None else None  # merged once, no lock per page
         n = 0
         for page in store.scan(include=["vector", "metadata", "text"], segment=(i, lanes)):

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .._digest import SegmentSums, segment_count
+from .._digest import BinSums, bin_count
 from .._embedder import Embedder
 from .._exit import Status
 from .._features import write_cap_of
@@ -57,8 +57,8 @@ log = logging.getLogger("vectorport.migrate")
 DEFAULT_BATCH = 1000
 """Records per write when ``batch_size`` is not given (capped by the target's own limit)."""
 
-MAX_COPY_SEGMENTS = 4096
-"""At most this many key segments in a single-pass copy's digests (96 KB in its checkpoint)."""
+MAX_COPY_BINS = 4096
+"""At most this many key bins in a single-pass copy's digests (96 KB in its checkpoint)."""
 
 
 @dataclass
@@ -78,7 +78,7 @@ class RunContext:
     ck: Checkpoint | None = None
     one_pass: bool = False
     checker: PlanChecker | None = None
-    digests: SegmentSums | None = None
+    digests: BinSums | None = None
     total: int = 0
     batch: int = DEFAULT_BATCH
     read_back: ReadBack | None = None
@@ -143,7 +143,7 @@ class LocalRunner:
     def copy(self, ctx: RunContext) -> CopyStats:
         o = ctx.options
         if o.verify and _read_back_applies(ctx):
-            parts = ctx.digests.parts if ctx.digests is not None else segment_count(ctx.total)
+            parts = ctx.digests.parts if ctx.digests is not None else bin_count(ctx.total)
             if ctx.digests is not None:  # the read-back is the target's exact truth for the queries
                 ctx.queries = sampled_queries(
                     ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k
@@ -457,13 +457,13 @@ def _one_pass_allowed(ctx: RunContext, runner: Runner) -> bool:
     return False
 
 
-def _copy_digests(ck: Checkpoint | None, records: int) -> SegmentSums | None:
+def _copy_digests(ck: Checkpoint | None, records: int) -> BinSums | None:
     """The digests a single-pass copy folds its records into: the interrupted run's when
     resuming one, new (sized for ``records``) when starting, ``None`` when resuming a run that
     kept none (verification then reads the source)."""
     if ck is not None and (ck.cursor is not None or ck.scanned):
         return ck.digests
-    return SegmentSums(min(segment_count(records), MAX_COPY_SEGMENTS))
+    return BinSums(min(bin_count(records), MAX_COPY_BINS))
 
 
 def _drop_if_empty(ctx: RunContext) -> None:

@@ -1,17 +1,17 @@
-"""Verification by merged per-segment digests, for engines that split the work into tasks.
+"""Verification by merged per-key-bin digests, for engines that split the work into tasks.
 
 A verification that cannot hold every key hash in one process splits each store into native
-scan segments (``scan(segment=(i, n))``), one task each. A task returns, per *key* segment
-(:func:`vectorport._digest.segment_of`, the same for every backend), the XOR of its records'
+scan segments (``scan(segment=(i, n))``), one task each. A task returns, per key bin
+(:func:`vectorport._digest.bin_of`, the same for every backend), the XOR of its records'
 16-byte digests and their count (:class:`KeySegments`: ``sync``'s
-:class:`~vectorport._digest.SegmentSums`, packed), never keys: a source record is digested as
+:class:`~vectorport._digest.BinSums`, packed), never keys: a source record is digested as
 the target should hold it (after the migration's transforms), a target record as it is. Merged
-on the driver, a key segment whose digest and count agree holds equal records. Only the key
-segments that differ are read again, by tasks that scan keys only and fetch just those keys from
+on the driver, a key bin whose digest and count agree holds equal records. Only the key
+bins that differ are read again, by tasks that scan keys only and fetch just those keys from
 both stores (:func:`detail_task`), judged by the single-process rules
 (:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with the
 backends' declared float ulps (so a Chroma target whose floats came back an ulp off still
-verifies equal: its segments differ by digest, not by judgement), text exactly.
+verifies equal: its bins differ by digest, not by judgement), text exactly.
 
 The sampled queries' exact top-k is merged the same way: each source task keeps the best rows of
 its segment (:class:`~vectorport._exact.StreamingTopK`) and the driver folds them.
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._digest import MAX_SEGMENTS, record_digest, segment_count, segment_of
+from .._digest import MAX_BINS, bin_count, bin_of, record_digest
 from .._exact import StreamingTopK
 from .._features import Feature
 from .._models import JSON, Record
@@ -76,22 +76,22 @@ def local_runner(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> It
 
 @dataclass
 class KeySegments:
-    """Per key segment, the XOR of its records' 16-byte digests and their count: the
-    :class:`~vectorport._digest.SegmentSums` of ``sync``, packed in NumPy arrays (24 bytes a
-    segment) so a task's answer stays small at 65,536 segments and folds without a loop."""
+    """Per key bin, the XOR of its records' 16-byte digests and their count: the
+    :class:`~vectorport._digest.BinSums` of ``sync``, packed in NumPy arrays (24 bytes a
+    segment) so a task's answer stays small at 65,536 bins and folds without a loop."""
 
     digests: npt.NDArray[np.uint64]
-    """Shape ``(parts, 2)``: the two little-endian 64-bit halves of each segment's XOR."""
+    """Shape ``(parts, 2)``: the two little-endian 64-bit halves of each bin's XOR."""
     counts: npt.NDArray[np.int64]
 
     @classmethod
     def empty(cls, parts: int) -> KeySegments:
         return cls(np.zeros((parts, 2), dtype=np.uint64), np.zeros(parts, dtype=np.int64))
 
-    def add(self, segments: Sequence[int], digests: Sequence[bytes]) -> None:
-        if not segments:
+    def add(self, bins: Sequence[int], digests: Sequence[bytes]) -> None:
+        if not bins:
             return
-        seg = np.asarray(segments, dtype=np.int64)
+        seg = np.asarray(bins, dtype=np.int64)
         halves = np.frombuffer(b"".join(digests), dtype="<u8").reshape(-1, 2)
         np.bitwise_xor.at(self.digests[:, 0], seg, halves[:, 0])
         np.bitwise_xor.at(self.digests[:, 1], seg, halves[:, 1])
@@ -143,7 +143,7 @@ def scan_task(
     queries: npt.NDArray[np.float32] | None = None,
     size: int = 0,
 ) -> SegmentScan:
-    """Digest native segment ``segment`` of the store at ``url`` into ``parts`` key segments;
+    """Digest native segment ``segment`` of the store at ``url`` into ``parts`` key bins;
     records go through ``transformer`` first (the source side). With ``queries``, also the
     exact best ``size`` rows of the segment for each."""
     started = time.monotonic()
@@ -164,7 +164,7 @@ def scan_task(
                 if transformer is not None:
                     out = transformer.apply(rec.metadata, rec.text)
                     meta, text = out.metadata, out.text
-                segs.append(segment_of(rec.key, parts))
+                segs.append(bin_of(rec.key, parts))
                 digests.append(record_digest(rec.key, rec.vector, meta, text))
             sums.add(segs, digests)
             if top is not None:
@@ -182,12 +182,12 @@ def scan_task(
 
 @dataclass
 class SegmentDetail:
-    """The differences one task found among the differing key segments of one native segment."""
+    """The differences one task found among the differing key bins of one native segment."""
 
     side: str
     segment: tuple[int, int]
     keys: int = 0
-    """Keys of the differing key segments read from this side."""
+    """Keys of the differing key bins read from this side."""
     compared: int = 0
     duplicates: int = 0
     missing: Capped[str] = field(default_factory=Capped)
@@ -201,10 +201,10 @@ class SegmentDetail:
 def _wanted_keys(
     store: VectorStore, segment: tuple[int, int], parts: int, wanted: frozenset[int]
 ) -> Iterator[list[str]]:
-    """Pages of the keys of native segment ``segment`` that fall in the ``wanted`` key segments."""
+    """Pages of the keys of native segment ``segment`` that fall in the ``wanted`` key bins."""
     pending: list[str] = []
     for page in store.scan(batch_size=SCAN_BATCH, include=[], segment=segment):
-        pending.extend(r.key for r in page.records if segment_of(r.key, parts) in wanted)
+        pending.extend(r.key for r in page.records if bin_of(r.key, parts) in wanted)
         while len(pending) >= GET_BATCH:
             yield pending[:GET_BATCH]
             pending = pending[GET_BATCH:]
@@ -226,7 +226,7 @@ def detail_task(
     float_ulps: int = 0,
     cap: int = DEFAULT_CAP,
 ) -> SegmentDetail:
-    """Compare the records of the ``wanted`` key segments found in native segment ``segment``
+    """Compare the records of the ``wanted`` key bins found in native segment ``segment``
     of one side: on the source side every such record with the target's record of its key
     (missing, vectors, metadata, text); on the target side, which of its keys the source lacks
     (extra) and keys scanned twice (duplicates)."""
@@ -280,15 +280,15 @@ def detail_task(
 
 @dataclass
 class MergedVerifyReport(VerifyReport):
-    """A :class:`~._verify.VerifyReport` computed from merged segment digests, plus how:
-    ``engine``, ``workers``, the native ``scan_segments`` per store, the ``key_segments`` digested,
+    """A :class:`~._verify.VerifyReport` computed from merged key-bin digests, plus how:
+    ``engine``, ``workers``, the native ``scan_segments`` per store, the ``key_bins`` digested,
     those that differed, and each task's rate."""
 
     engine: str = "local"
     workers: int = 1
     scan_segments: int = 1
-    key_segments: int = 0
-    differing_segments: int = 0
+    key_bins: int = 0
+    differing_bins: int = 0
     per_worker: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -301,8 +301,8 @@ class MergedVerifyReport(VerifyReport):
                 "engine": self.engine,
                 "workers": self.workers,
                 "scan_segments": self.scan_segments,
-                "key_segments": self.key_segments,
-                "differing_segments": self.differing_segments,
+                "key_bins": self.key_bins,
+                "differing_bins": self.differing_bins,
                 "records_per_second": round(scanned / digest, 1) if digest > 0 else None,
                 "per_worker": list(self.per_worker),
                 "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -345,7 +345,7 @@ def verify_merged(
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
 ) -> MergedVerifyReport:
-    """Compare ``target`` with ``source`` (URLs) by merged segment digests (module docstring),
+    """Compare ``target`` with ``source`` (URLs) by merged key-bin digests (module docstring),
     each store read as ``segments`` native scan segments by ``runner``'s tasks. Same verdict,
     counts and difference lists as :func:`vectorport.verify`."""
     if segments < 1:
@@ -378,9 +378,9 @@ def verify_merged(
             transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
             float_ulps = src.capabilities.metadata.float_ulps + dst.capabilities.metadata.float_ulps
             source_count = src.store.count() if Feature.NATIVE_COUNT in src.capabilities.features else None
-            # without a count (buckets), the most segments: a differing one then costs the fewest reads
-            parts = MAX_SEGMENTS if source_count is None else segment_count(source_count)
-            report.key_segments = parts
+            # without a count (buckets), the most bins: a differing one then costs the fewest reads
+            parts = MAX_BINS if source_count is None else bin_count(source_count)
+            report.key_bins = parts
             report.method = "digest"
             limits = [t for t in (src.capabilities.max_top_k, dst.capabilities.max_top_k) if t]
             top_k = min([k, *limits])
@@ -412,8 +412,8 @@ def verify_merged(
             report.target_count = _count(dst.store, tgt_scanned)
             report.target_scanned = tgt_scanned
             differing = merged["source"].differing(merged["target"])
-            report.differing_segments = len(differing)
-            report.segments = {"parts": parts, "differing": len(differing)}
+            report.differing_bins = len(differing)
+            report.bins = {"parts": parts, "differing": len(differing)}
             equal = set(range(parts)) - set(differing)
             report.compared = int(sum(int(merged["source"].counts[s]) for s in equal))
             if differing:

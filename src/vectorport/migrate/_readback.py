@@ -5,11 +5,11 @@ most of its time waiting for the cap, and reading the whole target back after it
 third of the copy (100k x 384 through ``ListVectors``: 23 to 33 s after a 39 s copy). Reads are not
 under the write cap, so each batch the target acknowledges is fetched back by key (``get``:
 vectors, metadata, text) by a reader thread while later batches wait for the cap, and folded
-into per-segment content digests: what the target held for those keys just after writing them.
+into per-key-bin content digests: what the target held for those keys just after writing them.
 
 Verification then needs from the target only one key listing, without vectors, at the end
-(:func:`list_key_sums`): its per-segment key digests and counts must equal those of the keys
-read back, so nothing was lost, added or duplicated since. A segment whose content or keys
+(:func:`list_key_sums`): its per-bin key digests and counts must equal those of the keys
+read back, so nothing was lost, added or duplicated since. A bin whose content or keys
 differ is compared record by record, as in every digest verification. What read-back does not
 see is a record rewritten with other content, under the same key, by someone else between its
 read-back and the end of the run; ``vectorport verify`` reads the whole target again.
@@ -22,7 +22,7 @@ import queue
 import threading
 from collections.abc import Sequence
 
-from .._digest import SegmentSums, key_digest, segment_of
+from .._digest import BinSums, bin_of, key_digest
 from .._exact import StreamingTopK
 from .._models import Record
 from .._protocol import VectorStore
@@ -35,9 +35,9 @@ log = logging.getLogger("vectorport.migrate")
 _INCLUDE = ["vector", "metadata", "text"]
 
 
-def _fold_keys(sums: SegmentSums, keys: Sequence[str]) -> None:
+def _fold_keys(sums: BinSums, keys: Sequence[str]) -> None:
     for key in keys:
-        sums.add(segment_of(key, sums.parts), key_digest(key))
+        sums.add(bin_of(key, sums.parts), key_digest(key))
 
 
 class ReadBack:
@@ -63,9 +63,9 @@ class ReadBack:
         self.top = exact.empty_like() if exact is not None else None
         """The exact top-k of ``exact``'s queries over the records read back (verification
         merges it in when it takes the read-back as the target's side)."""
-        self.sums = SegmentSums(parts)
+        self.sums = BinSums(parts)
         """Content digests of the records read back."""
-        self.keys = SegmentSums(parts)
+        self.keys = BinSums(parts)
         """Key digests of the records read back (compared with the final key listing)."""
         self.records = 0
         self.error: BaseException | None = None
@@ -88,7 +88,7 @@ class ReadBack:
             self._queue.put(keys)
 
     def _read(self) -> None:
-        sums, key_sums = SegmentSums(self.parts), SegmentSums(self.parts)
+        sums, key_sums = BinSums(self.parts), BinSums(self.parts)
         top = self.top.empty_like() if self.top is not None else None
         n = 0
         while True:
@@ -134,17 +134,17 @@ class ReadBack:
         self.join()
 
 
-def list_key_sums(store: VectorStore, parts: int, concurrency: int = 4) -> tuple[SegmentSums, int]:
-    """Per-segment key digests and counts of every key ``store`` holds (no vectors, metadata or
+def list_key_sums(store: VectorStore, parts: int, concurrency: int = 4) -> tuple[BinSums, int]:
+    """Per-bin key digests and counts of every key ``store`` holds (no vectors, metadata or
     text; several scan segments at once where the store's segments split the reads), and the
     number of rows listed."""
     lanes = parallel_segments(store, concurrency)
     lock = threading.Lock()
-    total = SegmentSums(parts)
+    total = BinSums(parts)
     rows = [0]
 
     def lane(i: int) -> None:
-        mine = SegmentSums(parts)
+        mine = BinSums(parts)
         n = 0
         for page in store.scan(include=[], segment=(i, lanes)):
             keys = [r.key for r in page]

@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .._activity import Activity, listening
-from .._digest import SegmentSums
+from .._digest import BinSums
 from .._embedder import Embedder
 from .._features import bulk_load_of
 from .._models import JSON, Record, ScanPage
@@ -70,7 +70,7 @@ class CopyStats:
     refused: bool = False
     """A single-pass copy met a record the target cannot take (``checker.plan`` says which) and
     stopped writing before that record's page."""
-    digests: SegmentSums | None = None
+    digests: BinSums | None = None
     """The single-pass copy's digests of every record the target acknowledged (resumed ones too)."""
 
     @property
@@ -175,7 +175,7 @@ class _State:
     checkpoint: Checkpoint | None
     progress: Progress
     stats: CopyStats
-    digests: SegmentSums | None = None
+    digests: BinSums | None = None
     pending: deque[_Slot] = field(default_factory=deque)
     lock: threading.Lock = field(default_factory=threading.Lock)
     error: BaseException | None = None
@@ -290,7 +290,7 @@ def copy_records(
     scan_batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,
     checker: PlanChecker | None = None,
-    digests: SegmentSums | None = None,
+    digests: BinSums | None = None,
     on_written: Callable[[list[str]], None] | None = None,
 ) -> CopyStats:
     """Copy every record of ``shard`` from ``source`` to ``target``, resuming from ``checkpoint``.

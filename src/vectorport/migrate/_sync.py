@@ -3,8 +3,8 @@
 One pass reads the whole source (backends keep no change log vectorport could trust), and
 compares each record's content digest (:mod:`._digest`) with the digest the sync state
 (:mod:`._syncstate`) records for the target: only new and changed records are written, and the
-target is not read at all. Records gone from the source are found per segment: after the scan,
-a segment whose source digest equals the target's lost nothing; only the keys of the segments
+target is not read at all. Records gone from the source are found per key bin: after the scan,
+a bin whose source digest equals the target's lost nothing; only the keys of the bins
 that differ are looked up in the source. With ``delete`` they are deleted from the target,
 without it they are counted.
 
@@ -40,7 +40,7 @@ from typing import Any
 
 from .._activity import listening
 from .._changes import ChangeFeed
-from .._digest import record_digest, segment_count, segment_of
+from .._digest import bin_count, bin_of, record_digest
 from .._exit import Status
 from .._features import Feature, bulk_load_of
 from .._models import JSON, Record, ScanPage
@@ -91,7 +91,7 @@ class _Page:
 
     cursor: str | None
     rows: list[tuple[str, int, bytes]]
-    """``(key, segment, digest)`` of every record of the page."""
+    """``(key, bin, digest)`` of every record of the page."""
     written: list[tuple[str, int, bytes]] = field(default_factory=list)
     futures: list[Future[None]] = field(default_factory=list)
 
@@ -155,7 +155,7 @@ class _Pass:
         items: list[tuple[Record, int, bytes]] = []
         for rec in page:
             out = self.transformer.apply(rec.metadata, rec.text)
-            seg = segment_of(rec.key, parts)
+            seg = bin_of(rec.key, parts)
             if out.unresolved:
                 self.stats.unwritable.add(
                     {"key": rec.key, "problems": [f"{p}: {m}" for p, m in out.unresolved]}
@@ -298,16 +298,16 @@ class _Pass:
                 held = {r.key for r in self.source.get(unknown, include=[])}
                 self.stats.source_read += len(held)
                 unknown = [k for k in unknown if k not in held]
-            known.mark_unknown([(k, segment_of(k, parts)) for k in unknown])
+            known.mark_unknown([(k, bin_of(k, parts)) for k in unknown])
             self.info["target_cursor"] = page.cursor
             self.save()
         self.save(force=True)
 
     def gone(self) -> None:
-        """Find the records the target holds and the source no longer does, in the segments
+        """Find the records the target holds and the source no longer does, in the key bins
         whose digests differ; delete them when asked."""
         differing = self.state.source.differing(self.state.target)
-        self.stats.segments_checked = len(differing)
+        self.stats.bins_checked = len(differing)
         step = 64
         for start in range(0, len(differing), step):
             keys = self.state.keys_in(differing[start : start + step])
@@ -406,7 +406,7 @@ def _start(
     if reason:
         count = -(-src.store.count() // shard[1])
         info.update(expected=count, bulk=dst.store.count() == 0)
-        state.reset(segment_count(count))
+        state.reset(bin_count(count))
     state.restart_source()
     state.put("pass", info)
     state.commit()
@@ -441,7 +441,7 @@ def _scan_pass(job: _Job, transform: JSON, why: str | None, feed: ChangeFeed | N
         st.commit()
     stats = report.sync
     stats.mode, stats.reason, stats.resumed = info["mode"], reason, resumed
-    stats.segments = st.parts or 0
+    stats.bins = st.parts or 0
     if reason:
         report.notes.append(f"full pass: {reason}")
     if resumed:
@@ -498,7 +498,7 @@ def _capture_run(job: _Job, feed: ChangeFeed) -> CaptureRun:
 def _capture_pass(job: _Job, feed: ChangeFeed, on_lag: Callable[[Lag], None] | None) -> CaptureRun:
     """A pass that applies what the source captured since the last one (no scan)."""
     stats = job.report.sync
-    stats.mode, stats.segments = "capture", job.state.parts or 0
+    stats.mode, stats.bins = "capture", job.state.parts or 0
     job.report.notes.append(f"applied the changes captured by the source ({feed.kind} {feed.name})")
     t0 = time.monotonic()
     run = _capture_run(job, feed)

@@ -34,9 +34,10 @@ class SyncStats:
     outside sync)."""
     reason: str | None = None
     """Why the pass is ``full``."""
-    segments: int = 0
-    segments_checked: int = 0
-    """Segments whose source digest differed from the target's after the scan: only their keys
+    bins: int = 0
+    """Key bins of the digests (:func:`vectorport._digest.bin_of`)."""
+    bins_checked: int = 0
+    """Key bins whose source digest differed from the target's after the scan: only their keys
     are looked up for records gone from the source."""
     source_read: int = 0
     """Records read from the source (the scan, plus the key look-ups for gone records)."""
@@ -61,8 +62,8 @@ class SyncStats:
     seconds: float = 0.0
 
     _SUMMED: ClassVar[tuple[str, ...]] = (
-        "segments",
-        "segments_checked",
+        "bins",
+        "bins_checked",
         "source_read",
         "target_read",
         "unchanged",
@@ -104,8 +105,8 @@ class SyncStats:
         return {
             "mode": self.mode,
             "reason": self.reason,
-            "segments": self.segments,
-            "segments_checked": self.segments_checked,
+            "bins": self.bins,
+            "bins_checked": self.bins_checked,
             "source_read": self.source_read,
             "target_read": self.target_read,
             "unchanged": self.unchanged,

@@ -1,8 +1,10 @@
-"""The sync state: what the target holds, per record and per segment, in one SQLite file.
+"""The sync state: what the target holds, per record and per key bin, in one SQLite file.
 
-Tables: ``records`` (key → segment, digest of the content the target holds), ``segments``
-(kind 0: the fold of ``records``; kind 1: the fold of the source records the current pass has
-read so far) and ``meta`` (identity, segment count, the current pass and the last one's summary).
+Tables: ``records`` (key → bin, digest of the content the target holds), ``segments``
+(the key bins; kind 0: the fold of ``records``; kind 1: the fold of the source records the current
+pass has read so far) and ``meta`` (identity, bin count as ``segments``, the current pass and the
+last one's summary). The table and meta entry keep the name ``segments``: state files on disk
+hold them.
 
 Why it survives ``kill -9``: SQLite commits are atomic, and the order of writes keeps the
 state on the safe side of the target at every instant. Before a record is written to (or
@@ -23,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._digest import SegmentSums, extra_digest
+from .._digest import BinSums, extra_digest
 from .._models import JSON
 from .._paths import writable_file
 from ..exceptions import ConfigurationError
@@ -87,8 +89,8 @@ class SyncState:
         self.db.execute("BEGIN")
         parts = self._meta("segments")
         self.parts: int | None = int(parts) if isinstance(parts, int) else None
-        self.target = SegmentSums(self.parts or 1)
-        self.source = SegmentSums(self.parts or 1)
+        self.target = BinSums(self.parts or 1)
+        self.source = BinSums(self.parts or 1)
         if self.parts:
             for kind, sums in ((TARGET, self.target), (SOURCE, self.source)):
                 sums.load(self.db.execute("SELECT seg, digest, n FROM segments WHERE kind = ?", (kind,)))
@@ -115,22 +117,22 @@ class SyncState:
 
     # ------------------------------------------------------------- passes
     def reset(self, parts: int) -> None:
-        """Forget every record (a full pass rebuilds them) and use ``parts`` segments."""
+        """Forget every record (a full pass rebuilds them) and use ``parts`` key bins."""
         self.db.execute("DELETE FROM records")
         self.db.execute("DELETE FROM segments")
         self.parts = parts
         self._set("segments", parts)
-        self.target = SegmentSums(parts)
-        self.source = SegmentSums(parts)
+        self.target = BinSums(parts)
+        self.source = BinSums(parts)
         self.target.dirty = set(range(parts))
 
     def restart_source(self) -> None:
         """Zero the fold of the source (a new pass, or a scan restarted from the beginning)."""
-        self.source = SegmentSums(self.parts or 1)
+        self.source = BinSums(self.parts or 1)
         self.source.dirty = set(range(self.source.parts))
 
     def commit(self) -> None:
-        """Write the touched segment folds and commit everything since the last commit."""
+        """Write the touched bin folds and commit everything since the last commit."""
         for kind, sums in ((TARGET, self.target), (SOURCE, self.source)):
             touched = sums.clean()
             if touched:
@@ -158,7 +160,7 @@ class SyncState:
         return found
 
     def record(self, rows: Sequence[tuple[str, int, bytes]]) -> None:
-        """Set ``(key, segment, digest)`` rows, keeping the target fold in step."""
+        """Set ``(key, bin, digest)`` rows, keeping the target fold in step."""
         if not rows:
             return
         old = self.lookup([r[0] for r in rows])
@@ -176,7 +178,7 @@ class SyncState:
         )
 
     def mark_unknown(self, keys: Sequence[tuple[str, int]]) -> None:
-        """Record that the target's content for these ``(key, segment)`` is about to change."""
+        """Record that the target's content for these ``(key, bin)`` is about to change."""
         self.record([(key, seg, extra_digest(key)) for key, seg in keys])
 
     def forget(self, keys: Sequence[tuple[str, int]]) -> None:
@@ -189,10 +191,10 @@ class SyncState:
         for chunk in _chunks([k for k, _ in keys]):
             self.db.execute(f"DELETE FROM records WHERE key IN ({','.join('?' * len(chunk))})", tuple(chunk))
 
-    def keys_in(self, segments: Sequence[int]) -> list[tuple[str, int]]:
-        """Every recorded ``(key, segment)`` of ``segments``."""
+    def keys_in(self, bins: Sequence[int]) -> list[tuple[str, int]]:
+        """Every recorded ``(key, bin)`` of ``bins``."""
         out: list[tuple[str, int]] = []
-        for chunk in _chunks(segments):
+        for chunk in _chunks(bins):
             marks = ",".join("?" * len(chunk))
             out.extend(self.db.execute(f"SELECT key, seg FROM records WHERE seg IN ({marks})", tuple(chunk)))
         return out

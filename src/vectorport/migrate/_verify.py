@@ -3,20 +3,20 @@
 Two methods, with the same report:
 
 * ``digest`` (the default where it applies): each side is read once, the fastest way its
-  backend allows (parallel native scan segments), and every record folded into per-key-segment
+  backend allows (parallel native scan segments), and every record folded into per-key-bin
   content digests (:mod:`._digestscan`); the source side may instead be the copy's own digests
-  of what it wrote. Segments whose digests agree hold the same records; only the segments that
+  of what it wrote. Bins whose digests agree hold the same records; only the bins that
   differ are compared record by record, as below. Missing, extra, duplicate and changed records
   are reported exactly as the keyed method reports them.
 * ``keyed``: streams the source (with vectors), fetching the same keys from the target page by
   page: missing keys, vectors at float32 tolerance, metadata (:func:`vectorport._json.json_equal`
   after the metadata policy and ``text_key``) and text; then scans the target's keys for extra
   and duplicate keys. Used for shards, re-embedded vectors and targets that round floats
-  (digests compare bytes, so every segment would differ).
+  (digests compare bytes, so every bin would differ).
 
 Then counts, and sampled queries against both stores judged against the exact top-k computed
 from the same pass (:mod:`._verify_queries`). Memory: one page per worker plus, in the keyed
-method, an 8-byte hash per key; in the digest method 24 bytes per key segment.
+method, an 8-byte hash per key; in the digest method 24 bytes per key bin.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from .._digest import SegmentSums, segment_count, segment_of
+from .._digest import BinSums, bin_count, bin_of
 from .._exact import StreamingTopK
 from .._exit import Status
 from .._json import json_equal
@@ -107,11 +107,12 @@ class VerifyReport(Report):
     text: Capped[dict[str, JSON]] = field(default_factory=Capped)
     queries: QueryCheck | None = None
     method: str = "keyed"
-    """``digest``: both sides (or the copy and the target) compared as per-segment content
-    digests, then only differing segments record by record; ``keyed``: every source record
+    """``digest``: both sides (or the copy and the target) compared as per-key-bin content
+    digests, then only differing bins record by record; ``keyed``: every source record
     fetched from the target by key."""
-    segments: dict[str, int] | None = None
-    """``digest`` only: how many key segments, and how many differed."""
+    bins: dict[str, int] | None = None
+    """``digest`` only: how many key bins (``parts``), and how many differed. The JSON key stays
+    ``segments``: it is part of the published ``vectorport.verify/1`` schema."""
     read_back: bool = False
     """``digest`` only: the target's side was the copy's read-back of each batch it wrote plus
     one key listing at the end, not a scan with vectors (:mod:`._readback`)."""
@@ -220,7 +221,7 @@ class VerifyReport(Report):
             "text": self.text.to_dict(),
             "queries": self.queries.to_dict() if self.queries else None,
             "method": self.method,
-            "segments": self.segments,
+            "segments": self.bins,
             "read_back": self.read_back,
             "skipped": list(self.skipped),
             "seconds": round(self.seconds, 3),
@@ -310,7 +311,7 @@ def _compare_page(
 
 
 class _Pass:
-    """The record-by-record comparison: the source streamed (restricted to some key segments
+    """The record-by-record comparison: the source streamed (restricted to some key bins
     when ``only`` is given), the same keys fetched from the target page by page, then the
     target's keys scanned for extras and duplicates."""
 
@@ -360,7 +361,7 @@ class _Pass:
                     exact.update_records(page.records)
                 records: Sequence[Record] = page.records
                 if only is not None:
-                    records = [r for r in records if segment_of(r.key, only[1]) in only[0]]
+                    records = [r for r in records if bin_of(r.key, only[1]) in only[0]]
                 inflight.append(
                     (
                         pool.submit(
@@ -396,7 +397,7 @@ class _Pass:
             keys = [r.key for r in page]
             scanned += len(keys)
             if only is not None:
-                keys = [k for k in keys if segment_of(k, only[1]) in only[0]]
+                keys = [k for k in keys if bin_of(k, only[1]) in only[0]]
             h = _hashes(keys)
             seen.append(h)
             pos = np.searchsorted(known, h)
@@ -443,7 +444,7 @@ def verify_stores(
     concurrency: int = 4,
     progress: bool = False,
     total_hint: int | None = None,
-    copied: SegmentSums | None = None,
+    copied: BinSums | None = None,
     method: str = "auto",
     read_back: ReadBack | None = None,
     queries: SampledQueries | None = None,
@@ -451,7 +452,7 @@ def verify_stores(
     """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
 
     ``copied``: the copy's digests of what it wrote (:func:`vectorport.migrate.run` with
-    ``single_pass``); the source is then not read again unless a segment differs.
+    ``single_pass``); the source is then not read again unless a key bin differs.
     ``method``: ``digest``, ``keyed`` or ``auto`` (digest where it applies).
     ``read_back``: the target's records as the copy read them back (:mod:`._readback`); the
     target is then only listed, without vectors. ``queries``: the sampled queries, when the
@@ -522,9 +523,7 @@ def _new_report(
     return report
 
 
-def _listed_after(
-    read_back: ReadBack, target: VectorStore, concurrency: int
-) -> tuple[SegmentSums, int] | None:
+def _listed_after(read_back: ReadBack, target: VectorStore, concurrency: int) -> tuple[BinSums, int] | None:
     """The target's key listing, made while the read-back finishes its last batches (the copy
     has written everything by now); ``None`` when the read-back failed."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-list") as pool:
@@ -540,12 +539,12 @@ def _method(
     compare_vectors: bool,
     float_ulps: int,
     tolerance: float,
-    copied: SegmentSums | None,
+    copied: BinSums | None,
 ) -> str:
     if asked == "keyed":
         return "keyed"
     # digests compare bytes: a target that may round floats (Chroma), re-embedded vectors or a
-    # looser vector tolerance would differ everywhere and every segment would be re-read
+    # looser vector tolerance would differ everywhere and every bin would be re-read
     fits = not sharded and compare_vectors and float_ulps == 0 and tolerance <= VECTOR_TOLERANCE
     if asked == "digest" and not fits and copied is None:
         return "keyed"
@@ -554,13 +553,13 @@ def _method(
 
 def _by_digest(
     pass_: _Pass,
-    copied: SegmentSums | None,
+    copied: BinSums | None,
     exact: StreamingTopK,
     advance: Callable[[int], None],
     read_back: ReadBack | None,
 ) -> None:
-    """Both sides as per-segment digests (the source's from the copy when given, the target's
-    from the copy's read-back and one key listing when given); the segments that differ are
+    """Both sides as per-key-bin digests (the source's from the copy when given, the target's
+    from the copy's read-back and one key listing when given); the bins that differ are
     then compared record by record, and only they."""
     report = pass_.report
     if copied is not None:
@@ -568,11 +567,11 @@ def _by_digest(
     elif read_back is not None:
         parts = read_back.parts
     else:
-        parts = segment_count(report.source_count or 0)
+        parts = bin_count(report.source_count or 0)
     lanes = pass_.concurrency
 
-    def target_side() -> tuple[SegmentSums, int, list[int]]:
-        """The target's content digests, rows, and segments whose keys changed since read-back."""
+    def target_side() -> tuple[BinSums, int, list[int]]:
+        """The target's content digests, rows, and bins whose keys changed since read-back."""
         listing = _listed_after(read_back, pass_.target, lanes) if read_back is not None else None
         if read_back is not None and listing is not None:
             listed, rows = listing
@@ -582,7 +581,7 @@ def _by_digest(
             return read_back.sums, rows, read_back.keys.differing(listed)
         # (also when the read-back failed: the target is scanned instead)
         # the target's rows are the exact truth for the queries when the digests agree; where
-        # they do not, the segments' source records are read again below
+        # they do not, the bins' source records are read again below
         feed = exact if copied is not None else None
         scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=advance)
         return scan.sums, scan.records, []
@@ -600,7 +599,7 @@ def _by_digest(
         actual, rows, keys_moved = target_side()
     report.target_scanned = rows
     differing = sorted(set(expected.differing(actual)) | set(keys_moved))
-    report.segments = {"parts": parts, "differing": len(differing)}
+    report.bins = {"parts": parts, "differing": len(differing)}
     if not differing:
         report.compared = expected.total
         return

@@ -14,8 +14,8 @@ Ray cluster (the ``ray`` extra).
 * :func:`export_on_ray` — ``vectorport export --engine ray``: each task writes its segment's
   Parquet parts, the driver the manifest (``import --engine ray`` is ``migrate --engine ray``
   from ``parquet://DIR``);
-* :func:`verify_on_ray` — ``vectorport verify --engine ray``: per-segment digests merged on the
-  driver, only the differing key segments compared record by record.
+* :func:`verify_on_ray` — ``vectorport verify --engine ray``: per-key-bin digests merged on the
+  driver, only the differing key bins compared record by record.
 
 ``import vectorport`` never imports this package, so Ray stays out of a plain install.
 """

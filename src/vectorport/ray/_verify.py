@@ -1,8 +1,8 @@
 """``verify --engine ray``: merged-digest verification (:mod:`vectorport.migrate._merged`) with
 each store's native scan segments read by Ray tasks.
 
-No task returns keys: a digest task returns its segment's per-key-segment digests and counts,
-a detail task (run only for the key segments whose digests differ) the capped difference lists.
+No task returns keys: a digest task returns its segment's per-key-bin digests and counts,
+a detail task (run only for the key bins whose digests differ) the capped difference lists.
 Every task only reads, so Ray may retry one whose worker died.
 """
 
