@@ -415,3 +415,89 @@ def test_interleaved_transactions_are_applied_once_committed(
     assert (report.sync.mode, report.sync.new) == ("capture", 1)
     assert {r.key for r in _on(target, "get", ["early", "late"])} == {"early", "late"}
     _on(target, "drop")
+
+
+def _equal(source: str, target: str) -> bool:
+    try:
+        return vectorport.verify(source, target, sample_queries=0).data_equal
+    except vectorport.exceptions.ConfigurationError:  # the follower's first pass did not create it yet
+        return False
+
+
+def _until_equal(source: str, target: str, seconds: float = 40.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not _equal(source, target):
+        assert time.monotonic() < deadline, "the follower did not catch up"
+        time.sleep(0.5)
+
+
+def _stored_position(state: Path) -> str:
+    import sqlite3
+
+    db = sqlite3.connect(state)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE name = 'capture'").fetchone()
+    finally:
+        db.close()
+    return str(json.loads(row[0])["position"])
+
+
+@pytest.mark.pgvector
+@pytest.mark.s3vectors
+def test_follow_outlives_a_dropped_connection_and_a_restart_and_stops_on_a_dropped_table(
+    url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    """A server of its own (restarted by the test): ``pg_terminate_backend`` of the follower's
+    sessions and a restart of the server are retried on stderr and the follower goes on from
+    its position; dropping the table stops it with one error line, the position kept."""
+    import tempfile
+
+    from vectorport.backends.pgvector._embedded import local_server, stop_embedded
+
+    root = Path(tempfile.mkdtemp(prefix="vectorport-follow-outage-"))
+    root.chmod(0o755)
+    err_path = tmp_path / "err.txt"
+    with local_server(root) as data, err_path.open("w") as err:
+        source, target = f"pgvector://{data}?table=chunks&index=exact", url_for("s3vectors")
+        store = vectorport.connect(source, dimension=DIM)
+        store.upsert([_record(i, 0) for i in range(60)])
+        store.setup_capture("slot")
+        store.close()
+        state = tmp_path / "s.sqlite"
+        proc = subprocess.Popen(
+            _follow_cmd(source, target, state), stdout=subprocess.DEVNULL, stderr=err, env=_env()
+        )
+        try:
+            _writes(source, 30, seed=21)
+            _until_equal(source, target)
+            with _admin(data) as conn:  # every session but this one: the follower's and the store's
+                ended = conn.execute(
+                    "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                ).fetchone()[0]
+            assert ended >= 1
+            _writes(source, 30, seed=22, start=100)
+            _until_equal(source, target)
+            assert proc.poll() is None
+            assert stop_embedded(data)  # the next connection starts it again
+            _writes(source, 30, seed=23, start=200)
+            _until_equal(source, target)
+            assert proc.poll() is None
+            with _admin(data) as conn:
+                conn.execute("DROP TABLE chunks")
+            assert proc.wait(timeout=40) != 0
+        finally:
+            proc.kill()
+            proc.wait()
+        lines = err_path.read_text().splitlines()
+        retries = [line for line in lines if "follow:" in line and "retry" in line]
+        assert retries, lines
+        assert any("answers again" in line for line in lines), lines
+        assert "the source table was dropped; the sync position is kept" in lines[-1], lines
+        from vectorport.backends.pgvector._pgoutput import lsn_int
+
+        assert lsn_int(_stored_position(state)) == _confirmed(data)
+    _on(target, "drop")
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)

@@ -24,6 +24,7 @@ changes past it are applied after; re-applying a change the scan already saw is 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +38,7 @@ from .._features import Feature, change_capture_of, supports
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
-from ..exceptions import ConfigurationError, TransientError
+from ..exceptions import BackendUnavailableError, ConfigurationError, TransientError
 from ._syncreport import SyncStats
 from ._syncstate import SyncState
 from ._transform import Transformer
@@ -48,6 +49,11 @@ READ_LIMIT = 5_000
 """Row changes read from the feed at a time (whole transactions: a batch may hold more)."""
 READ_BACK = 1_000
 """Keys read back from the source per ``get``."""
+OUTAGE = RetryPolicy(base=1.0, cap=30.0)
+"""Backoff of ``--follow`` while the source (or the target) fails with a transient error: waits
+up to 1, 2, 4 … 30 seconds, without a limit on the attempts (a follower outlives an outage)."""
+
+log = logging.getLogger("vectorport.migrate")
 
 
 def feed_of(store: VectorStore, shard: tuple[int, int] = (0, 1)) -> ChangeFeed | None:
@@ -241,10 +247,29 @@ def follow_until(
     caught_up: Callable[[], bool] | None,
 ) -> None:
     """Apply changes continuously; each time the feed is drained, ``caught_up()`` may end the
-    run (``--until-equal``: the target verifies equal). Runs until then or until interrupted."""
+    run (``--until-equal``: the target verifies equal). Runs until then or until interrupted.
+
+    A transient error (the source restarted, a connection dropped, throttling that outlasted
+    the store's own retries) does not end the run: it is logged on stderr and the run goes on
+    from the stored position after a backoff (:data:`OUTAGE`), for as long as it lasts. Any
+    other error (a dropped table, a dimension change) ends it, the position kept."""
+    failures = 0
     while True:
-        run.drain(on_lag)
-        if caught_up is not None and caught_up():
+        try:
+            run.drain(on_lag)
+            done = caught_up is not None and caught_up()
+        except (TransientError, BackendUnavailableError) as exc:
+            wait = OUTAGE.delay(min(failures, 16))
+            failures += 1
+            log.warning(
+                "follow: %s; retry %d in %.1fs from position %s", exc, failures, wait, run.position or "start"
+            )
+            time.sleep(wait)
+            continue
+        if failures:
+            log.warning("follow: the source answers again after %d retries; following", failures)
+            failures = 0
+        if done:
             return
         time.sleep(poll)
 

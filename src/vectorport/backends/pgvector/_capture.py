@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,8 +41,10 @@ from psycopg import sql
 
 from ..._changes import CaptureSetup, ChangeBatch
 from ...exceptions import ConfigurationError
+from ._connections import usable
 from ._pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate, decode, lsn_int, lsn_text
 from ._state import StoreState
+from .errors import pg_errors
 
 __all__ = ["CaptureMixin", "OutboxFeed", "SlotFeed"]
 
@@ -318,6 +322,12 @@ def _installed(conn: psycopg.Connection[Any], names: _Names, schema: str) -> str
 
 
 class _Feed:
+    """A feed reads on its own connection. When that connection is lost (the server restarted,
+    the backend was terminated, a network drop) the call fails once with a
+    :class:`~vectorport.exceptions.TransientError` and the next call opens a new one (starting
+    the embedded server again when it is down): ``sync --follow`` backs off and goes on from
+    its stored position."""
+
     kind = ""
 
     def __init__(self, store: CaptureMixin, conn: psycopg.Connection[Any], names: _Names) -> None:
@@ -325,6 +335,18 @@ class _Feed:
         self.conn = conn
         self.names = names
         self.name = names.slot
+
+    @contextmanager
+    def _session(self) -> Iterator[psycopg.Connection[Any]]:
+        """The feed's connection (a new one when the last was lost), its errors mapped."""
+        with pg_errors("capture", self.store._where, self.store._password, lost=self._lost):
+            if not usable(self.conn):
+                self.conn.close()
+                self.conn = self.store._capture_conn()
+            yield self.conn
+
+    def _lost(self) -> bool:
+        return not usable(self.conn)
 
     def _check_table(self) -> None:
         if not self.store._relation_exists(self.conn):
@@ -344,7 +366,7 @@ class SlotFeed(_Feed):
 
     def position(self) -> str:
         """The slot's confirmed position (every change before it is applied)."""
-        with self.store._errors("capture"):
+        with self._session():
             row = self.conn.execute(
                 "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
                 (self.name,),
@@ -356,7 +378,7 @@ class SlotFeed(_Feed):
     def covers(self, position: str) -> bool:
         """Whether the slot holds every change after ``position`` (its confirmed position is
         not past it: a slot created again later starts later)."""
-        with self.store._errors("capture"):
+        with self._session():
             row = self.conn.execute(
                 "SELECT confirmed_flush_lsn <= %s::pg_lsn FROM pg_replication_slots WHERE slot_name = %s",
                 (position, self.name),
@@ -367,7 +389,7 @@ class SlotFeed(_Feed):
         """Up to about ``limit`` changes (whole transactions) past the confirmed position and
         ``after`` (changes up to ``after`` were applied but not confirmed: a kill in between)."""
         skip = lsn_int(after) if after else 0
-        with self.store._errors("capture"):
+        with self._session():
             self._check_table()
             rows = self.conn.execute(
                 "SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes("
@@ -447,14 +469,14 @@ class SlotFeed(_Feed):
         """Move the slot's confirmed position to the end of ``batch`` (the target holds it)."""
         if batch.position is None:
             return
-        with self.store._errors("capture"):
+        with self._session():
             self.conn.execute(
                 "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (self.name, batch.position)
             )
 
     def behind(self) -> int:
         """WAL bytes between the slot's confirmed position and the server's current one."""
-        with self.store._errors("capture"):
+        with self._session():
             row = self.conn.execute(
                 "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint "
                 "FROM pg_replication_slots WHERE slot_name = %s",
@@ -484,7 +506,7 @@ class OutboxFeed(_Feed):
 
     def position(self) -> str:
         """The highest outbox id read so far (rows are deleted once applied)."""
-        with self.store._errors("capture"):
+        with self._session():
             row = self.conn.execute(
                 sql.SQL("SELECT coalesce(max(id), 0) FROM {}").format(self._table)
             ).fetchone()
@@ -493,7 +515,7 @@ class OutboxFeed(_Feed):
     def read(self, limit: int, after: str | None = None) -> ChangeBatch:
         """Up to ``limit`` committed outbox rows, oldest first (``after`` is not needed: an
         applied row is deleted in the same step that confirms it)."""
-        with self.store._errors("capture"):
+        with self._session():
             self._check_table()
             rows = self.conn.execute(
                 sql.SQL("SELECT id, key, op, at FROM {} ORDER BY id LIMIT %s").format(self._table), (limit,)
@@ -512,11 +534,11 @@ class OutboxFeed(_Feed):
         """Delete the applied rows (trimming the outbox)."""
         if not batch.ids:
             return
-        with self.store._errors("capture"):
+        with self._session():
             self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table), (batch.ids,))
 
     def behind(self) -> int:
         """Rows waiting in the outbox."""
-        with self.store._errors("capture"):
+        with self._session():
             row = self.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(self._table)).fetchone()
         return int(row[0]) if row else 0
