@@ -202,3 +202,85 @@ def test_pgvector_commands_print_documents_of_their_schemas(tmp_path: Path) -> N
         stopped = runner.invoke(app, ["pgvector", "stop", str(data), "--json"])
     assert stopped.exit_code == 0, stopped.output
     assert check(json.loads(stopped.stdout)) == "vectorport.pgvector-stop/1"
+
+
+# ---------------------------------------------------------------------- --progress json: JSON Lines on stderr
+
+
+def progress_lines(stderr: str) -> list[dict[str, Any]]:
+    """Every stderr line of a ``--progress json`` run, each validated against its schema."""
+    lines = [json.loads(line) for line in stderr.splitlines() if line.strip()]
+    assert lines, "no progress line"
+    assert {check(doc) for doc in lines} == {"vectorport.progress/1"}, stderr
+    return lines
+
+
+@pytest.mark.memory
+@pytest.mark.parametrize(
+    ("command", "stages"),
+    [("migrate", {"copy", "verify"}), ("sync", {"sync"}), ("verify", {"verify"})],
+)
+def test_progress_json_writes_json_lines_on_stderr_and_the_report_on_stdout(
+    command: str, stages: set[str], tmp_path: Path
+) -> None:
+    src = vectorport.connect(f"memory://progress-src-{command}", dimension=8)
+    src.upsert(clustered_records(300, 8, seed=3))
+    dst = f"memory://progress-dst-{command}"
+    extra = {"migrate": ["--checkpoint", str(tmp_path / "ck")], "sync": ["--state", str(tmp_path / "st")]}
+    if command == "verify":
+        vectorport.migrate.run(src.url.raw, dst, checkpoint=tmp_path / "ck.json")
+    args = [command, "--progress", "json", src.url.raw, dst, *extra.get(command, [])]
+    try:
+        res = CliRunner().invoke(app, [*args, "--json"])
+        assert res.exit_code == 0, res.output
+        check(json.loads(res.stdout))  # stdout: the report alone
+        lines = progress_lines(res.stderr)
+        assert {doc["stage"] for doc in lines} == stages
+        for stage in stages:  # each stage's first line says it started, its last that all was done
+            mine = [doc for doc in lines if doc["stage"] == stage]
+            assert mine[0]["done"] == 0 and mine[-1]["done"] == mine[-1]["total"] == 300, mine
+            assert mine[-1]["rate"] > 0 and mine[-1]["eta"] == 0
+    finally:
+        for url in (src.url.raw, dst):
+            with contextlib.suppress(vectorport.VectorportError):
+                vectorport.connect(url).drop()
+
+
+@pytest.mark.memory
+def test_progress_flag_forms(tmp_path: Path) -> None:
+    """A bare ``--progress`` (before the URLs too) is the bar, ``--no-progress`` nothing, a
+    misspelt mode is refused naming the choices; Python takes ``progress="json"``."""
+    src = vectorport.connect("memory://progress-forms", dimension=8)
+    src.upsert(clustered_records(50, 8, seed=4))
+    runner = CliRunner()
+    try:
+        bar = runner.invoke(app, ["migrate", "--progress", src.url.raw, "memory://progress-bar"])
+        assert bar.exit_code == 0 and "copy" in bar.stderr and "━" in bar.stderr, bar.output
+        quiet = runner.invoke(app, ["sync", src.url.raw, "memory://progress-bar", "--no-progress"])
+        assert quiet.exit_code == 0 and "━" not in quiet.stderr and "{" not in quiet.stderr, quiet.output
+        bad = runner.invoke(app, ["migrate", "--progress", "jsn", src.url.raw, "memory://progress-bad"])
+        assert bad.exit_code == 2 and "jsn" in bad.stderr and "json" in bad.stderr, bad.output
+        with pytest.raises(vectorport.VectorportError):
+            vectorport.connect("memory://progress-bad")  # refused before anything was made
+    finally:
+        for name in ("progress-forms", "progress-bar"):
+            with contextlib.suppress(vectorport.VectorportError):
+                vectorport.connect(f"memory://{name}").drop()
+
+
+def test_follow_lag_is_a_progress_line_with_lag_and_behind(capsys: pytest.CaptureFixture[str]) -> None:
+    from vectorport.cli._cmd_sync import _LagPrinter
+    from vectorport.migrate import ProgressMode
+    from vectorport.migrate._capture import Lag
+
+    printer = _LagPrinter(as_json=True, follow=True, mode=ProgressMode.JSON)
+    printer(Lag(0.5, 12, 100, "0/1A"))
+    printer(Lag(0.0, 0, 112, "0/1B"))
+    out, err = capsys.readouterr()
+    lines = progress_lines(err)
+    assert [(d["stage"], d["done"], d["lag"], d["behind"]) for d in lines] == [
+        ("follow", 100, 0.5, 12),
+        ("follow", 112, 0.0, 0),
+    ]
+    assert lines[1]["eta"] == 0
+    assert [check(json.loads(line)) for line in out.splitlines()] == ["vectorport.sync.lag/1"] * 2

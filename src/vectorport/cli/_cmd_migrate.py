@@ -43,7 +43,7 @@ from ..migrate import run as run_migration
 from ..migrate import verify as run_verify
 from ._common import JsonOption, emit_json, err_console, fail, out_console, print_error, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
-from ._options import with_options
+from ._options import ProgressOption, with_options
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
@@ -333,9 +333,7 @@ def verify(
         Path | None,
         typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
     ] = None,
-    progress: Annotated[
-        bool | None, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
-    ] = None,
+    progress: ProgressOption = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,

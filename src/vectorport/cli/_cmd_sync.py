@@ -35,10 +35,12 @@ from ..migrate import MetadataPolicy, SyncOptions, SyncReport, default_state, sh
 from ..migrate import sync as run_sync
 from ..migrate._capture import Lag
 from ..migrate._engine import refuse_options
+from ..migrate._progress import ProgressMode, emit_progress
 from ..migrate._sync import committed
 from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
 from ._common import JsonOption, emit_json, err_console, fail, out_console, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
+from ._options import ProgressOption
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -148,9 +150,7 @@ def sync(
         Path | None,
         typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
     ] = None,
-    progress: Annotated[
-        bool | None, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
-    ] = None,
+    progress: ProgressOption = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
@@ -225,15 +225,16 @@ def sync(
             if engine is Engine.ray:
                 from ..ray import sync_on_ray
 
-                refuse_options(SyncOptions(progress=bool(progress)), "ray")
+                refuse_options(SyncOptions(progress=ProgressMode.parse(progress)), "ray")
 
                 report = sync_on_ray(source, target, workers=workers, address=address, **common)
             else:
-                lag = _LagPrinter(as_json) if follow else None
+                mode = ProgressMode.parse(sys.stderr.isatty() if progress is None else progress)
+                lag = _LagPrinter(as_json, follow, mode) if follow or mode is ProgressMode.JSON else None
                 report = run_sync(
                     source,
                     target,
-                    progress=sys.stderr.isatty() if progress is None else progress,
+                    progress=mode,
                     follow=follow,
                     until_equal=until_equal,
                     on_lag=lag,
@@ -268,18 +269,31 @@ def sync(
 
 
 class _LagPrinter:
-    """``--follow``'s lag: a JSON line per read of the change feed (``--json``), else a
-    progress line on stderr at most once a second (and whenever it catches up)."""
+    """The lag of a change feed: with ``--progress json`` a ``vectorport.progress/1`` line on
+    stderr per read (stage ``follow``, or ``capture`` for a pass's read); under ``--follow``
+    also a ``vectorport.sync.lag/1`` line on stdout per read (``--json``), else a line on
+    stderr at most once a second (and whenever it catches up)."""
 
-    def __init__(self, as_json: bool) -> None:
-        self.as_json = as_json
+    def __init__(self, as_json: bool, follow: bool = True, mode: ProgressMode = ProgressMode.NONE) -> None:
+        self.as_json, self.follow, self.mode = as_json, follow, mode
+        self.started = time.monotonic()
         self.last = 0.0
         self.idle = False
 
     def __call__(self, lag: Lag) -> None:
+        if self.mode is ProgressMode.JSON:
+            elapsed = time.monotonic() - self.started
+            rate = lag.applied / elapsed if lag.applied and elapsed > 0 else None
+            eta = lag.behind / rate if rate and lag.behind else (0.0 if not lag.behind else None)
+            stage = "follow" if self.follow else "capture"
+            emit_progress(stage, lag.applied, None, rate, eta, lag=round(lag.seconds, 3), behind=lag.behind)
+        if not self.follow:
+            return
         if self.as_json:
             event = {"event": "lag", "time": time.time(), **lag.to_dict()}
             emit_json(event, "vectorport.sync.lag/1", line=True)
+            return
+        if self.mode is ProgressMode.JSON:
             return
         now = time.monotonic()
         idle = lag.behind == 0

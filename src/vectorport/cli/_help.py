@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from ._common import configure_logging, logging_options
+from ._options import OPTIONAL_VALUES, expand_optional_values
 
 __all__ = ["finish_commands", "tidy_help"]
 
@@ -50,6 +51,15 @@ class _Command(TyperCommand):
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _flags_without_type(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """``--progress`` alone means ``--progress=bar`` (:data:`._options.OPTIONAL_VALUES`)."""
+        flags = {
+            flag: spec
+            for flag, spec in OPTIONAL_VALUES.items()
+            if any(flag in p.opts and not getattr(p, "is_flag", False) for p in self.params)
+        }
+        return super().parse_args(ctx, expand_optional_values(args, flags) if flags else args)
 
 
 class _Group(TyperGroup):

@@ -11,16 +11,17 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..migrate._options import RunOptions
+from ..migrate._progress import ProgressMode
 from ..migrate._transform import MetadataPolicy
 
-__all__ = ["option_parameters", "with_options"]
+__all__ = ["OPTIONAL_VALUES", "ProgressOption", "expand_optional_values", "option_parameters", "with_options"]
 
 _TYPES: dict[str, Any] = {
     "bool": bool,
@@ -30,6 +31,7 @@ _TYPES: dict[str, Any] = {
     "str | None": str | None,
     "str | os.PathLike[str] | None": Path | None,
     "MetadataPolicy": MetadataPolicy,
+    "ProgressMode": ProgressMode | None,
     "tuple[int, int]": str | None,
 }
 """A field's declared type → the type the command line parses (a shard is parsed by the options)."""
@@ -60,6 +62,8 @@ def option_parameters(
             extra["metavar"] = meta["metavar"]
         if kind is MetadataPolicy:
             extra.update(case_sensitive=False, metavar="POLICY")
+        if kind == ProgressMode | None:
+            extra.update(case_sensitive=False, metavar="MODE")
         annotation = Annotated[kind, typer.Option(*flag.split(" "), help=meta["help"], **extra)]  # type: ignore[valid-type]
         out.append(
             inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
@@ -94,3 +98,43 @@ def with_options(
         return command
 
     return wrap
+
+
+_PROGRESS_HELP = (
+    "Progress on stderr: bar, json (JSON Lines: stage, done, total, rate, eta) or none; a bare "
+    "--progress is bar, --no-progress none (default: bar when stderr is a terminal)."
+)
+ProgressOption = Annotated[
+    ProgressMode | None,
+    typer.Option("--progress", case_sensitive=False, metavar="MODE", help=_PROGRESS_HELP),
+]
+"""``--progress [bar|json|none]`` / ``--no-progress`` of a command's own (not derived) flags."""
+
+OPTIONAL_VALUES: dict[str, tuple[str, str]] = {"--progress": ("bar", "--no-progress")}
+"""Options whose value may be left out: flag → (its value when bare, the flag meaning ``none``).
+typer's parser has no options with an optional value (click's ``flag_value``), so a command
+rewrites its arguments before parsing: ``--progress`` alone (or before a URL, a path or another
+flag) is ``--progress=bar``, ``--no-progress`` is ``--progress=none``, and a word after it is
+its value (``--progress json``; a misspelt ``--progress jsn`` is refused naming the choices)."""
+
+
+def expand_optional_values(args: Sequence[str], flags: Mapping[str, tuple[str, str]]) -> list[str]:
+    """``args`` with each optional-valued flag of ``flags`` given its value explicitly.
+
+    >>> args = ["--progress", "memory://a", "--no-progress", "--progress", "json"]
+    >>> expand_optional_values(args, OPTIONAL_VALUES)
+    ['--progress=bar', 'memory://a', '--progress=none', '--progress', 'json']
+    """
+    negations = {neg: flag for flag, (_, neg) in flags.items()}
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + list(args[i:])
+        if arg in negations:
+            out.append(f"{negations[arg]}=none")
+        elif arg in flags:
+            following = args[i + 1] if i + 1 < len(args) else ""
+            out.append(arg if following.isalpha() else f"{arg}={flags[arg][0]}")
+        else:
+            out.append(arg)
+    return out

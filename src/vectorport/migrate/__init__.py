@@ -32,6 +32,7 @@ from ._checkpoint import Checkpoint, shard_path
 from ._engine import LocalRunner, RunContext, Runner
 from ._options import MigrateOptions, SyncOptions
 from ._plan import MigrationPlan, PlanRefusedError, ProblemGroup
+from ._progress import ProgressMode
 from ._report import (
     EXIT_DIFFERENCES,
     EXIT_FAILURE,
@@ -63,6 +64,7 @@ __all__ = [
     "MigrationReport",
     "PlanRefusedError",
     "ProblemGroup",
+    "ProgressMode",
     "QueryCheck",
     "RunContext",
     "Runner",

@@ -12,6 +12,7 @@ from ._endpoints import StoreLike
 from ._engine import migrate, open_pair
 from ._options import parse_shard
 from ._plan import MigrationPlan, build_plan
+from ._progress import ProgressMode
 from ._report import DEFAULT_CAP
 from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, verify_stores
@@ -27,7 +28,7 @@ def plan(
     text_key: str | None = None,
     shard: str | tuple[int, int] | None = None,
     cap: int = DEFAULT_CAP,
-    progress: bool = False,
+    progress: ProgressMode | bool = False,
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
 ) -> MigrationPlan:
@@ -64,7 +65,7 @@ def verify(
     tolerance: float = VECTOR_TOLERANCE,
     cap: int = DEFAULT_CAP,
     concurrency: int = 4,
-    progress: bool = False,
+    progress: ProgressMode | bool = False,
     method: str = "auto",
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,

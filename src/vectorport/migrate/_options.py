@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from .._retry import RetryPolicy
 from ..exceptions import ConfigurationError
+from ._progress import ProgressMode
 from ._report import DEFAULT_CAP
 from ._transform import MetadataPolicy
 
@@ -106,6 +107,8 @@ class RunOptions:
         policy = getattr(self, "metadata_policy", None)
         if policy is not None:
             object.__setattr__(self, "metadata_policy", MetadataPolicy.parse(policy))
+        if hasattr(self, "progress"):  # a bool is still taken: True is a bar, False none
+            object.__setattr__(self, "progress", ProgressMode.parse(self.progress))
 
     @classmethod
     def declared(cls) -> tuple[dataclasses.Field[Any], ...]:
@@ -190,7 +193,12 @@ class MigrateOptions(RunOptions):
     reembed: str | None = option(
         None, "Re-embed each record's text with MODEL.", resume="fixed", metavar="MODEL"
     )
-    progress: bool = option(False, "Progress bars on stderr (CLI default: when stderr is a terminal).")
+    progress: ProgressMode = option(
+        ProgressMode.NONE,
+        "Progress on stderr: bar, json (JSON Lines: stage, done, total, rate, eta) or none; "
+        "a bare --progress is bar, --no-progress none (CLI default: bar when stderr is a terminal).",
+        metavar="MODE",
+    )
     sample_queries: int = option(20, "Sampled queries in verification (0: none).", minimum=0)
     k: int = option(10, "Top-k of the sampled queries.", minimum=1)
     cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
@@ -224,4 +232,8 @@ class SyncOptions(RunOptions):
     )
     text_key: str | None = option(None, "Source metadata key holding the chunk text.", resume="fixed")
     sample_queries: int = option(20, "Sampled queries with verify.")
-    progress: bool = option(False, "Progress bar on stderr.", runners=("local",))
+    progress: ProgressMode = option(
+        ProgressMode.NONE,
+        "Progress on stderr: bar, json (JSON Lines, with the lag under --follow) or none.",
+        runners=("local",),
+    )

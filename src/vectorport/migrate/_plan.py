@@ -17,7 +17,7 @@ from .._validate import key_problem
 from ..exceptions import UnsupportedError
 from ._endpoints import Endpoint
 from ._names import TargetName
-from ._progress import Progress
+from ._progress import Progress, ProgressMode
 from ._report import DEFAULT_CAP, Capped
 from ._transform import MetadataPolicy, Transformed, Transformer, problem_kind
 
@@ -309,7 +309,7 @@ def build_plan(
     reembed: str | None = None,
     reembed_dimension: int | None = None,
     cap: int = DEFAULT_CAP,
-    progress: bool = False,
+    progress: ProgressMode | bool = False,
     total_hint: int | None = None,
     scan: bool = True,
 ) -> MigrationPlan:

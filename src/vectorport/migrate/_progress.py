@@ -1,70 +1,178 @@
-"""Progress on stderr with rate and ETA (rich), or nothing at all."""
+"""Progress on stderr: a bar with rate and ETA (rich), JSON Lines, or nothing at all.
+
+:class:`ProgressMode` is the ``progress`` option of every run (``none``, ``bar``, ``json``;
+``True``/``False`` mean ``bar``/``none``). In ``json`` mode each phase writes one compact
+``vectorport.progress/1`` document per line on stderr, when it starts, at most once a second
+while it runs, and when it ends::
+
+    {"schema": "vectorport.progress/1", "stage": "copy", "done": 4000, "total": 10000,
+     "rate": 2012.5, "eta": 2.98, "elapsed": 1.99}
+
+``rate`` is units per second since the phase started (``null`` until one is done), ``eta`` the
+seconds left at that rate (``null`` without a total). ``sync --follow`` adds ``lag`` (seconds)
+and ``behind`` (changes not yet applied) to its ``follow`` lines.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
+import time
+from enum import Enum
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Progress"]
+from ..exceptions import ConfigurationError
+
+__all__ = ["JSON_INTERVAL", "PROGRESS_SCHEMA", "Progress", "ProgressMode", "emit_progress"]
+
+PROGRESS_SCHEMA = "vectorport.progress/1"
+JSON_INTERVAL = 1.0
+"""Seconds between two JSON lines of one phase (its first and last are always written)."""
+
+_write_lock = threading.Lock()
+
+
+class ProgressMode(Enum):
+    """How a run shows its progress on stderr. Falsy when ``NONE``, so ``if progress:`` reads
+    as it did when the option was a bool."""
+
+    NONE = "none"
+    BAR = "bar"
+    JSON = "json"
+
+    def __bool__(self) -> bool:
+        return self is not ProgressMode.NONE
+
+    @classmethod
+    def parse(cls, value: ProgressMode | bool | str | None) -> ProgressMode:
+        """``True`` → ``bar``, ``False``/``None`` → ``none``, or a mode's name.
+
+        >>> ProgressMode.parse(True), ProgressMode.parse("json")
+        (<ProgressMode.BAR: 'bar'>, <ProgressMode.JSON: 'json'>)
+        """
+        if isinstance(value, cls):
+            return value
+        if value is None or value is False:
+            return cls.NONE
+        if value is True:
+            return cls.BAR
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower())
+            except ValueError:
+                pass
+        raise ConfigurationError(f"progress takes none, bar or json (or True/False), got {value!r}")
+
+
+def emit_progress(
+    stage: str, done: int, total: int | None, rate: float | None, eta: float | None, **extra: Any
+) -> None:
+    """Write one ``vectorport.progress/1`` line on stderr (whole lines, from any thread)."""
+    doc = {"schema": PROGRESS_SCHEMA, "stage": stage, "done": done, "total": total}
+    doc |= {"rate": _round(rate), "eta": _round(eta)} | extra
+    line = json.dumps(doc, ensure_ascii=False, default=str) + "\n"
+    with _write_lock:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 class Progress:
-    """A thread-safe progress bar for one phase. Disabled, it costs one ``if`` per call.
+    """Thread-safe progress for one phase. Disabled, it costs one ``if`` per call.
 
-    rich is imported only when the bar is shown, so library users who never ask for progress
-    never load it.
+    ``enabled``: a :class:`ProgressMode` (or a bool: a bar or nothing). rich is imported only
+    when a bar is shown, so library users who never ask for one never load it.
     """
 
-    def __init__(self, description: str, total: int | None, *, enabled: bool, completed: int = 0) -> None:
+    def __init__(
+        self,
+        description: str,
+        total: int | None,
+        *,
+        enabled: ProgressMode | bool,
+        completed: int = 0,
+    ) -> None:
         self.description = description
         self.total = total
-        self.enabled = enabled
+        self.mode = ProgressMode.parse(enabled)
+        self.enabled = bool(self.mode)
         self.completed = completed
         self._lock = threading.Lock()
         self._bar: Any = None
         self._task: Any = None
+        self._started = time.monotonic()
+        self._start_done = completed
+        self._last_line = 0.0
 
     def __enter__(self) -> Progress:
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                ProgressColumn,
-                Task,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-            from rich.progress import Progress as RichProgress
-            from rich.text import Text
-
-            class RateColumn(ProgressColumn):
-                def render(self, task: Task) -> Text:
-                    speed = task.finished_speed or task.speed
-                    return Text("-- rec/s" if speed is None else f"{speed:,.0f} rec/s")
-
-            self._bar = RichProgress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                RateColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-                transient=False,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task(self.description, total=self.total, completed=self.completed)
+        self._started = time.monotonic()
+        self._start_done = self.completed
+        if self.mode is ProgressMode.BAR:
+            self._start_bar()
+        elif self.mode is ProgressMode.JSON:
+            self._line(force=True)
         return self
+
+    def _start_bar(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            ProgressColumn,
+            Task,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichProgress
+        from rich.text import Text
+
+        class RateColumn(ProgressColumn):
+            def render(self, task: Task) -> Text:
+                speed = task.finished_speed or task.speed
+                return Text("-- rec/s" if speed is None else f"{speed:,.0f} rec/s")
+
+        self._bar = RichProgress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            RateColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(self.description, total=self.total, completed=self.completed)
+
+    def _line(self, *, force: bool = False) -> None:
+        """A JSON line, at most once per :data:`JSON_INTERVAL` unless ``force`` (call under the lock
+        or before threads start)."""
+        now = time.monotonic()
+        if not force and now - self._last_line < JSON_INTERVAL:
+            return
+        self._last_line = now
+        elapsed = now - self._started
+        moved = self.completed - self._start_done
+        rate = moved / elapsed if moved > 0 and elapsed > 0 else None
+        eta = None
+        if self.total is not None and rate:
+            eta = max(self.total - self.completed, 0) / rate
+        emit_progress(self.description, self.completed, self.total, rate, eta, elapsed=round(elapsed, 3))
 
     def advance(self, n: int) -> None:
         with self._lock:
             self.completed += n
             if self._bar is not None:
                 self._bar.update(self._task, advance=n)
+            elif self.mode is ProgressMode.JSON:
+                self._line()
 
     def update(self, completed: int, total: int | None) -> None:
         """Set the position (for work that reports where it is, not how much it did)."""
@@ -72,6 +180,8 @@ class Progress:
             self.completed, self.total = completed, total
             if self._bar is not None:
                 self._bar.update(self._task, completed=completed, total=total)
+            elif self.mode is ProgressMode.JSON:
+                self._line()
 
     def set_total(self, total: int | None) -> None:
         self.total = total
@@ -84,3 +194,6 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+        elif self.mode is ProgressMode.JSON:
+            with self._lock:
+                self._line(force=True)

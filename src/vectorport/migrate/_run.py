@@ -35,7 +35,7 @@ from ..exceptions import TransientError, ValidationError
 from ._checkpoint import Checkpoint
 from ._digestscan import page_digests
 from ._plan import PlanChecker
-from ._progress import Progress
+from ._progress import Progress, ProgressMode
 from ._reembed import embed_texts
 from ._transform import Transformer
 
@@ -226,18 +226,18 @@ class IndexBar:
     """A progress bar for an index build the target reports (:mod:`vectorport._activity`),
     shown once the copy's bar is gone."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
+    def __init__(self, enabled: ProgressMode | bool) -> None:
+        self.mode = ProgressMode.parse(enabled)
         self.bar: Progress | None = None
 
     def __call__(self, event: Activity) -> None:
-        if event.kind != "index_build" or not self.enabled:
+        if event.kind != "index_build" or not self.mode:
             return
         if event.finished:
             self.close()
         elif event.total:
             if self.bar is None:
-                self.bar = Progress("index build (heap blocks)", event.total, enabled=True).__enter__()
+                self.bar = Progress("index build (heap blocks)", event.total, enabled=self.mode).__enter__()
             self.bar.update(event.done or 0, event.total)
 
     def close(self) -> None:
@@ -285,7 +285,7 @@ def copy_records(
     checkpoint: Checkpoint | None = None,
     retry: RetryPolicy | None = None,
     embedder: Embedder | None = None,
-    progress: bool = False,
+    progress: ProgressMode | bool = False,
     total: int | None = None,
     scan_batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,

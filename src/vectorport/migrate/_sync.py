@@ -54,7 +54,7 @@ from ._endpoints import Endpoint, StoreLike
 from ._engine import DEFAULT_BATCH, open_pair
 from ._options import parse_shard
 from ._plan import planned_target_spec
-from ._progress import Progress
+from ._progress import Progress, ProgressMode
 from ._report import DEFAULT_CAP
 from ._run import IndexBar
 from ._syncreport import SyncReport, SyncStats
@@ -111,7 +111,7 @@ class _Pass:
         batch_size: int,
         concurrency: int,
         retry: RetryPolicy | None,
-        progress: bool,
+        progress: ProgressMode | bool,
         shard: tuple[int, int] = (0, 1),
     ) -> None:
         self.source: VectorStore = src.store
@@ -427,7 +427,7 @@ class _Job:
     batch_size: int
     concurrency: int
     retry: RetryPolicy | None
-    progress: bool
+    progress: ProgressMode | bool
 
 
 def _scan_pass(job: _Job, transform: JSON, why: str | None, feed: ChangeFeed | None) -> None:
@@ -540,7 +540,7 @@ def sync(
     verify: bool = False,
     metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
     text_key: str | None = None,
-    progress: bool = False,
+    progress: ProgressMode | bool = False,
     sample_queries: int = 20,
     k: int = 10,
     cap: int = DEFAULT_CAP,

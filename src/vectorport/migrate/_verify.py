@@ -42,7 +42,7 @@ from .._protocol import VectorStore
 from .._report import Report
 from ..exceptions import ConfigurationError
 from ._digestscan import scan_digests
-from ._progress import Progress
+from ._progress import Progress, ProgressMode
 from ._readback import ReadBack, list_key_sums
 from ._report import DEFAULT_CAP, Capped
 from ._transform import Transformer
@@ -442,7 +442,7 @@ def verify_stores(
     tolerance: float = VECTOR_TOLERANCE,
     cap: int = DEFAULT_CAP,
     concurrency: int = 4,
-    progress: bool = False,
+    progress: ProgressMode | bool = False,
     total_hint: int | None = None,
     copied: BinSums | None = None,
     method: str = "auto",
@@ -583,7 +583,9 @@ def _by_digest(
         # the target's rows are the exact truth for the queries when the digests agree; where
         # they do not, the bins' source records are read again below
         feed = exact if copied is not None else None
-        scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=advance)
+        # read beside the source's scan (no copy's digests), the source's records are the progress
+        moved = advance if copied is not None else None
+        scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=moved)
         return scan.sums, scan.records, []
 
     if copied is None:

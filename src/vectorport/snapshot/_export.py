@@ -19,6 +19,7 @@ from .._report import Report
 from .._url import mask_url
 from ..exceptions import ConfigurationError
 from ..migrate._endpoints import StoreLike, open_source
+from ..migrate._progress import ProgressMode
 from ..migrate._transform import Transformer
 from ..migrate._verify import VerifyReport, verify_stores
 
@@ -168,7 +169,12 @@ def finish_snapshot(
 
 
 def verify_snapshot(
-    store: VectorStore, source_label: str, directory: Path, *, sample_queries: int, progress: bool
+    store: VectorStore,
+    source_label: str,
+    directory: Path,
+    *,
+    sample_queries: int,
+    progress: ProgressMode | bool,
 ) -> VerifyReport:
     """Compare the snapshot, read back as ``parquet://DIR``, with its source."""
     from .._registry import connect
@@ -197,7 +203,7 @@ def export(
     overwrite: bool = False,
     verify: bool = True,
     sample_queries: int = 20,
-    progress: bool = False,
+    progress: ProgressMode | bool = False,
     source_options: Mapping[str, Any] | None = None,
 ) -> ExportReport:
     """Write every record of ``source`` to ``directory`` as a portable snapshot.
