@@ -118,12 +118,21 @@ def application_target(target: Any, bind: Any, options: dict[str, Any]) -> tuple
             )
         from .backends.pgvector._model import model_options
 
-        return bind, model_options(target, options)
+        return _lent(bind, model_options(target, options))
     if bind is not None:
         raise ConfigurationError(
             "bind= goes with a SQLAlchemy mapped class: vectorport.connect(Chunk, bind=engine); "
             "give a URL or an engine as the first argument otherwise"
         )
+    return _lent(target, options)
+
+
+def _lent(target: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """An engine's store borrows the engine's connections: it goes to the backend as the
+    ``sqlalchemy_engine`` option (beside the URL rendered from it)."""
+    engine = getattr(target, "sync_engine", target)  # AsyncEngine → its Engine
+    if not isinstance(target, str) and hasattr(engine, "dialect") and hasattr(engine, "pool"):
+        return target, {**options, "sqlalchemy_engine": target}
     return target, options
 
 

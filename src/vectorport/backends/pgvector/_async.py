@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from ..._models import ALL_INCLUDES, Include, QueryResult, Record
 from ..._validate import validate_keys, validate_records
 from ._codec import aregister_vector_types
 from ._connections import SessionState, connection_defaults
+from ._engine import AsyncEngineConnections, borrows_from
 from ._options import set_gucs_sql
 from ._search import SearchCall
 from .errors import pg_errors
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
     from .store import PgVectorStore
 
-__all__ = ["AsyncPgVectorStore"]
+__all__ = ["AsyncPgVectorStore", "asynchronous"]
 
 _IDLE = psycopg.pq.TransactionStatus.IDLE
 
@@ -53,6 +54,12 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         self._sessions: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], SessionState] = (
             weakref.WeakKeyDictionary()
         )
+        self._lender = (
+            AsyncEngineConnections(store.engine, store._session_setup())
+            if store.engine is not None and borrows_from(store.engine) == "async"
+            else None
+        )
+        """The application's ``AsyncEngine``, whose pool lends the connections (else our own pool)."""
 
     async def _connections(self) -> AsyncConnectionPool[Any]:
         if self._pool is not None:
@@ -87,22 +94,28 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         return state
 
     @asynccontextmanager
-    async def _borrowed(self, what: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A pooled connection, with driver errors mapped as the sync store maps them; one that
-        broke (server restarted, session terminated) makes the error transient, so the retry
-        gets another connection (the pool discards a broken one)."""
+    async def _borrowed(self, what: str) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], SessionState]]:
+        """A pooled connection and its session, with driver errors mapped as the sync store maps
+        them; one that broke (server restarted, session terminated) makes the error transient,
+        so the retry gets another connection (the pool discards a broken one)."""
         store = self.sync
-        pool = await self._connections()
         with store._errors(what):
+            if self._lender is not None:
+                async with self._lender.borrowed() as (conn, state):
+                    with pg_errors(
+                        what, store._where, store._password, lost=lambda: conn.closed or conn.broken
+                    ):
+                        yield conn, state
+                return
+            pool = await self._connections()
             async with pool.connection() as conn:
                 with pg_errors(what, store._where, store._password, lost=lambda: conn.closed or conn.broken):
-                    yield conn
+                    yield conn, self._session(conn)
 
     async def _rows(self, call: SearchCall) -> list[Any]:
         store = self.sync
-        async with self._borrowed(call.what) as conn:
+        async with self._borrowed(call.what) as (conn, state):
             if call.gucs:
-                state = self._session(conn)
                 changed = state.changes(call.gucs)
                 if changed:
                     await conn.execute(
@@ -117,7 +130,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
             return rows
 
     async def _fetch(self, what: str, query: sql.Composed, params: Mapping[str, Any]) -> list[Any]:
-        async with self._borrowed(what) as conn:
+        async with self._borrowed(what) as (conn, _):
             cur = await conn.execute(query, params, binary=True)
             rows: list[Any] = await cur.fetchall()
             return rows
@@ -173,8 +186,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
     async def _write(self, payload: bytes, n: int) -> None:
         store = self.sync
         stage, create = store._stage_sql()
-        async with self._borrowed("upsert") as conn:
-            state = self._session(conn)
+        async with self._borrowed("upsert") as (conn, state):
             try:
                 async with conn.transaction():
                     if stage.as_string() not in state.staged:
@@ -195,6 +207,19 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         if pool is not None:
             await pool.close()
         await super().aclose()
+
+
+def _lost(conn: psycopg.AsyncConnection[Any]) -> Callable[[], bool]:
+    return lambda: conn.closed or conn.broken
+
+
+def asynchronous(store: PgVectorStore) -> AsyncStore[PgVectorStore]:
+    """``store`` with awaitable methods: on psycopg's async connections (a pool of its own, or
+    an ``AsyncEngine``'s), or off the event loop when it borrows a sync ``Engine``'s
+    connections (they are not async ones)."""
+    if store.engine is not None and borrows_from(store.engine) == "sync":
+        return AsyncStore(store)
+    return AsyncPgVectorStore(store)
 
 
 async def _configure(setup: list[str], conn: psycopg.AsyncConnection[Any]) -> None:

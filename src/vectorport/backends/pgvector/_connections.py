@@ -8,6 +8,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,11 @@ class Connections:
         with self._lock:
             self._all.append(session.conn)
         return session
+
+    def using(self) -> AbstractContextManager[None]:
+        """The span of one operation: a connection lent for it (a SQLAlchemy engine's,
+        :mod:`._engine`) is given back at its end; this store's own stay open."""
+        return nullcontext()
 
     def lost(self) -> bool:
         """Whether this thread's connection is broken (the last error was the connection's)."""

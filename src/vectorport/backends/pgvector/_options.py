@@ -54,6 +54,7 @@ OWN_OPTIONS = frozenset(
         "pool_size",
         "schema",
         "server",
+        "sqlalchemy_engine",
         "sqlalchemy_model",
         "table",
         *_CREATE_OPTIONS,

@@ -8,8 +8,8 @@ bound table's layout, the filter compiler, and the shape of result rows.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +26,7 @@ from ...filters import FilterNode
 from ._codec import register_vector_types
 from ._connections import Connections, Session, check_extension, conninfo_password, open_connection
 from ._embedded import connect_embedded, hnsw_unsafe, provider
+from ._engine import EngineConnections, borrows_from
 from ._layouts import MappingOptions, relation
 from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
 from ._schema import DEFAULT_COLUMNS, Layout, check_identifier
@@ -106,15 +107,26 @@ class StoreState(BaseStore[Predicate]):
         """This store object created its framework-layout table (or LangChain collection): it may
         drop what it made (a migration that failed before writing leaves nothing behind)."""
         """Bulk loads running on this store object (their end builds the index)."""
-        self._pool = Connections(self._new_connection)
+        self.engine = opts.get("sqlalchemy_engine")
+        """The application's SQLAlchemy ``Engine``/``AsyncEngine`` the store was opened from."""
+        self._pool = self._connections()
         self._statements: dict[tuple[Any, ...], bytes] = {}
 
     @cached_property
     def _where(self) -> str:
         return f"{self.url.masked} (table {self.schema}.{self.table})"
 
-    def _errors(self, what: str) -> AbstractContextManager[None]:
-        return pg_errors(what, self._where, self._password, lost=self._pool.lost)
+    def _connections(self) -> Connections:
+        """The engine's pool lent one connection per operation (a sync psycopg ``Engine``), or
+        this store's own connections (one per thread)."""
+        if self.engine is not None and borrows_from(self.engine) == "sync":
+            return EngineConnections(self.engine, self._check_once, self._session_setup())
+        return Connections(self._new_connection)
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        with self._pool.using(), pg_errors(what, self._where, self._password, lost=self._pool.lost):
+            yield
 
     @cached_property
     def _password(self) -> str | None:
@@ -134,10 +146,7 @@ class StoreState(BaseStore[Predicate]):
                 module=self.server,
             )
         try:
-            with self._ready_lock:
-                if not self._ready:
-                    check_extension(conn)
-                    self._ready = True
+            self._check_once(conn)
             register_vector_types(conn)
             for statement in self._session_setup():
                 conn.execute(statement)
@@ -145,6 +154,13 @@ class StoreState(BaseStore[Predicate]):
             conn.close()
             raise
         return conn
+
+    def _check_once(self, conn: psycopg.Connection[Any]) -> None:
+        """The ``vector`` extension's check, on the store's first connection."""
+        with self._ready_lock:
+            if not self._ready:
+                check_extension(conn)
+                self._ready = True
 
     def _session_setup(self) -> list[str]:
         """Statements every new connection of this store runs first (sync and async)."""

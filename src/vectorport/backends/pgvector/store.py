@@ -26,6 +26,7 @@ from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
 from ._describe import describe_mapping
 from ._dsn import connection_params, conninfo
 from ._embedded import embedded_data_dir
+from ._engine import connections_said
 from ._index import BULK_SMALL as BULK_SMALL
 from ._io import ReadWriteMixin
 from ._layouts import LANGCHAIN_TABLE
@@ -40,7 +41,7 @@ from ._search import SearchMixin
 from .filters import PgFilterCompiler
 
 if TYPE_CHECKING:
-    from ._async import AsyncPgVectorStore
+    from ..._async import AsyncStore
 
 _PARSER_SEMANTICS = {
     "websearch": "websearch_to_tsquery: every word must match (quotes, OR and - as on a web search)",
@@ -153,11 +154,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
             return cls(url, str(table), data_dir=embedded_data_dir(raw), options=opts)
         return cls(url, str(table), conninfo=conninfo(params), options=opts)
 
-    def asynchronous(self) -> AsyncPgVectorStore:
-        """This store on psycopg's async connections (what :func:`vectorport.aconnect` returns)."""
-        from ._async import AsyncPgVectorStore
+    def asynchronous(self) -> AsyncStore[PgVectorStore]:
+        """This store on psycopg's async connections (what :func:`vectorport.aconnect` returns):
+        its own pool, or an ``AsyncEngine``'s; on a sync ``Engine``'s connections, off the loop."""
+        from ._async import asynchronous
 
-        return AsyncPgVectorStore(self)
+        return asynchronous(self)
 
     def _versions(self) -> dict[str, str | None]:
         """The server's PostgreSQL version and the installed pgvector extension version."""
@@ -222,6 +224,7 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
             "embedded_data_dir": str(self.data_dir) if self.data_dir else None,
             "embedded_server": self.server,
             "sqlalchemy_model": self.sqlalchemy_model,
+            "connections": connections_said(self.engine),
         }
         mapping = out["pgvector"]
         out["layout"] = {

@@ -1,0 +1,201 @@
+"""A SQLAlchemy application's own connections: a store opened from an ``Engine`` (or, for the
+async store, an ``AsyncEngine``) on the psycopg driver borrows connections from the engine's
+pool for each operation and gives them back, instead of opening a pool of its own.
+
+A borrowed connection is the application's, so it is handed back as it was lent:
+
+- autocommit as vectorport's statements need it during the operation, the application's
+  setting again before the pool takes it back (the pool's reset-on-return then runs as usual);
+- the ``hnsw.*`` search settings a query changed are ``RESET`` and the session's staging
+  table dropped, so nothing of vectorport's lingers in the application's sessions (a query
+  therefore sends its settings again on its next borrow);
+- a connection that broke during the operation is invalidated in the pool (the pool opens a
+  new one), and the error is transient so the retry borrows another;
+- the engine is never disposed: closing the store gives nothing back but what it holds.
+
+vectorport's ``vector``/``halfvec`` loaders are registered on each borrowed connection once
+(they load float32 numpy arrays, as pgvector-python's do). An engine on another driver
+(``+psycopg2``, ``+asyncpg``) holds connections vectorport cannot drive: the store then opens
+its own from the engine's URL and credentials (:func:`borrows_from`).
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import psycopg
+
+from ._codec import aregister_vector_types, register_vector_types
+from ._connections import Connections, Session, SessionState, usable
+
+__all__ = ["AsyncEngineConnections", "EngineConnections", "borrows_from", "connections_said"]
+
+log = logging.getLogger("vectorport.pgvector")
+
+_SEARCH_SETTINGS = (
+    "hnsw.ef_search",
+    "hnsw.iterative_scan",
+    "hnsw.max_scan_tuples",
+    "hnsw.scan_mem_multiplier",
+)
+_RESET = "; ".join(f"RESET {name}" for name in _SEARCH_SETTINGS).encode("ascii")
+_UNDO = {"SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY": "RESET default_transaction_read_only"}
+"""How to take back each statement of a store's session setup."""
+
+
+def borrows_from(engine: Any) -> str | None:
+    """``"sync"`` or ``"async"``: the store borrows ``engine``'s connections (psycopg 3, sync
+    or async); ``None``: another driver, whose connections vectorport cannot drive."""
+    dialect = getattr(engine, "sync_engine", engine).dialect
+    if dialect.driver != "psycopg":
+        return None
+    return "async" if dialect.is_async else "sync"
+
+
+def connections_said(engine: Any) -> str:
+    """Whose connections a store runs on, as ``info`` says it."""
+    if engine is None:
+        return "its own"
+    lent = borrows_from(engine)
+    if lent == "sync":
+        return "the SQLAlchemy engine's pool"
+    if lent == "async":
+        return "the SQLAlchemy engine's pool (aconnect's operations); its own for the sync API"
+    driver = getattr(engine, "sync_engine", engine).dialect.driver
+    return f"its own, from the engine's URL (the engine's driver, {driver}, is not psycopg 3)"
+
+
+def _take_back(session: SessionState, setup: list[str]) -> list[bytes]:
+    """Statements returning a borrowed session to the application as it was lent."""
+    out = [_UNDO[s].encode("ascii") for s in setup if s in _UNDO]
+    if session.gucs:  # a fresh session per borrow: whatever it holds was sent by vectorport
+        out.append(_RESET)
+    out += [b"DROP TABLE IF EXISTS pg_temp." + name.encode() for name in sorted(session.staged)]
+    return out
+
+
+class EngineConnections(Connections):
+    """:class:`Connections` borrowed from a sync ``Engine``'s pool, one per operation (the
+    outermost :meth:`using` block of a thread) and returned at its end."""
+
+    def __init__(
+        self, engine: Any, first: Callable[[psycopg.Connection[Any]], None], setup: list[str]
+    ) -> None:
+        super().__init__(self._refuse)
+        self.engine = engine
+        self._first = first
+        self._setup = setup
+        self._registered: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+
+    @staticmethod
+    def _refuse() -> psycopg.Connection[Any]:
+        raise RuntimeError("a pgvector store on a SQLAlchemy engine uses a connection outside an operation")
+
+    @contextmanager
+    def using(self) -> Iterator[None]:
+        local = self._local
+        depth: int = getattr(local, "depth", 0)
+        local.depth = depth + 1
+        try:
+            yield
+        finally:
+            local.depth = depth
+            if depth == 0:
+                self._give_back()
+
+    def get(self) -> Session:
+        session: Session | None = getattr(self._local, "session", None)
+        if session is not None:
+            return session
+        if not getattr(self._local, "depth", 0):
+            self._refuse()
+        fairy = self.engine.raw_connection()
+        try:
+            conn = fairy.driver_connection
+            if not isinstance(conn, psycopg.Connection):
+                raise TypeError(f"the engine's connection is a {type(conn).__name__}, not psycopg's")
+            self._local.autocommit = conn.autocommit
+            conn.autocommit = True
+            if conn not in self._registered:
+                self._first(conn)
+                register_vector_types(conn)
+                self._registered.add(conn)
+            for statement in self._setup:
+                conn.execute(statement.encode())
+        except BaseException:
+            self._return(fairy, None)
+            raise
+        self._local.fairy = fairy
+        session = self._local.session = Session(conn=conn)
+        return session
+
+    def lost(self) -> bool:
+        session: Session | None = getattr(self._local, "session", None)
+        return session is not None and not usable(session.conn)
+
+    def _give_back(self) -> None:
+        fairy = getattr(self._local, "fairy", None)
+        session: Session | None = getattr(self._local, "session", None)
+        self._local.fairy = self._local.session = None
+        if fairy is not None:
+            self._return(fairy, session)
+
+    def _return(self, fairy: Any, session: Session | None) -> None:
+        conn = fairy.driver_connection
+        try:
+            if usable(conn):
+                for statement in _take_back(session or SessionState(), self._setup):
+                    conn.execute(statement)
+                conn.autocommit = getattr(self._local, "autocommit", False)
+        except psycopg.Error as exc:
+            log.info("pgvector: a borrowed connection could not be reset (%s); the pool drops it", exc)
+        if usable(conn) and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            fairy.close()
+        else:
+            fairy.invalidate()
+
+    def close(self) -> None:
+        """Nothing of the engine's is closed: its connections go back at each operation's end."""
+
+
+class AsyncEngineConnections:
+    """Connections borrowed from an ``AsyncEngine``'s pool for one operation each (the async
+    store's :meth:`borrowed`); what they carry for vectorport is given back as for
+    :class:`EngineConnections`."""
+
+    def __init__(self, engine: Any, setup: list[str]) -> None:
+        self.engine = engine
+        self._setup = setup
+        self._registered: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
+
+    @asynccontextmanager
+    async def borrowed(self) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], SessionState]]:
+        async with self.engine.connect() as handle:
+            fairy = await handle.get_raw_connection()
+            conn = fairy.driver_connection
+            if not isinstance(conn, psycopg.AsyncConnection):
+                raise TypeError(f"the engine's connection is a {type(conn).__name__}, not psycopg's")
+            before = conn.autocommit
+            await conn.set_autocommit(True)
+            session = SessionState()
+            try:
+                if conn not in self._registered:
+                    await aregister_vector_types(conn)
+                    self._registered.add(conn)
+                for setup in self._setup:
+                    await conn.execute(setup.encode())
+                yield conn, session
+            finally:
+                if not conn.closed and not conn.broken:
+                    try:
+                        for statement in _take_back(session, self._setup):
+                            await conn.execute(statement)
+                        await conn.set_autocommit(before)
+                    except psycopg.Error as exc:
+                        log.info("pgvector: a borrowed connection could not be reset (%s)", exc)
+                if conn.closed or conn.broken:
+                    await handle.invalidate()

@@ -1,0 +1,171 @@
+"""``vectorport.connect(engine, …)``: the store borrows the application's SQLAlchemy engine's
+connections for each operation and gives them back as they were lent; it opens none of its own
+and never disposes the engine."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vectorport
+from vectorport import Record
+
+pytestmark = pytest.mark.pgvector
+sqlalchemy = pytest.importorskip("sqlalchemy")
+
+APP = "vp_engine_app"
+DIM = 8
+EVENTS = {"connect": 0, "checkout": 0, "checkin": 0}
+"""The pool events of the ``engine`` fixture's engine."""
+
+
+def _url(pg_uri: str, driver: str = "psycopg") -> Any:
+    from psycopg.conninfo import conninfo_to_dict
+
+    socket_dir = conninfo_to_dict(pg_uri)["host"]
+    return sqlalchemy.engine.URL.create(
+        f"postgresql+{driver}",
+        username="postgres",
+        database="postgres",
+        query={"host": socket_dir, "application_name": APP},
+    )
+
+
+@pytest.fixture
+def engine(pg_uri: str) -> Iterator[Any]:
+    engine = sqlalchemy.create_engine(_url(pg_uri), pool_size=2, max_overflow=0)
+    EVENTS.update(dict.fromkeys(EVENTS, 0))
+    for name in EVENTS:
+        sqlalchemy.event.listen(engine, name, lambda *a, _n=name: EVENTS.__setitem__(_n, EVENTS[_n] + 1))
+    yield engine
+    engine.dispose()
+
+
+def _records(n: int) -> list[Record]:
+    rng = np.random.default_rng(11)
+    return [
+        Record(f"k{i}", rng.normal(size=DIM).astype("float32"), {"n": i, "even": i % 2 == 0}, f"text {i}")
+        for i in range(n)
+    ]
+
+
+def _backends(admin: Any) -> dict[int, str]:
+    rows = admin.execute(
+        "SELECT pid, application_name FROM pg_stat_activity WHERE backend_type = 'client backend' "
+        "AND pid <> pg_backend_pid()"
+    ).fetchall()
+    return {int(pid): str(name) for pid, name in rows}
+
+
+def test_every_operation_runs_on_the_engines_pool_and_opens_no_connection(engine: Any, admin: Any) -> None:
+    before = _backends(admin)
+    events = EVENTS
+    records = _records(40)
+    with vectorport.connect(engine, table="engine_pool_docs", dimension=DIM) as store:
+        assert store.upsert(records, batch_size=15) == 40
+        assert engine.pool.checkedout() == 0  # every borrowed connection is back
+        found = store.query(records[3].vector, k=4, filter={"even": False})
+        assert found.keys[0] == "k3" and all(m.metadata and not m.metadata["even"] for m in found)
+        assert [r.key for r in store.get(["k1", "nope", "k2"])] == ["k1", "k2"]
+        assert store.count() == 40
+        assert sum(len(page.records) for page in store.scan(batch_size=7)) == 40
+        assert store.text_query("text", k=3).k_returned == 3
+        assert store.delete(["k0", "k1"]) == 2 and store.count() == 38
+        assert store.info()["pgvector"]["connections"] == "the SQLAlchemy engine's pool"
+        new = {pid: name for pid, name in _backends(admin).items() if pid not in before}
+        assert engine.pool.checkedout() == 0
+        store.drop()
+    # no connection but the engine's was opened, and no more than its pool holds
+    assert set(new.values()) <= {APP} and 1 <= len(new) <= 2, new
+    assert events["connect"] == len(new)
+    assert events["checkout"] >= 10 and events["checkout"] == events["checkin"]
+    # the engine is the application's: still open, its connections still pooled
+    assert engine.pool.checkedin() == len(new)
+    with engine.connect() as conn:
+        assert conn.execute(sqlalchemy.text("SELECT 1")).scalar() == 1
+
+
+def test_a_borrowed_connection_goes_back_as_it_was_lent(engine: Any) -> None:
+    with vectorport.connect(engine, table="engine_pool_lent", dimension=DIM) as store:
+        store.upsert(_records(20))  # a staging table in the session, during the write
+        store.query(_records(1)[0].vector, k=5, params={"ef_search": 77})  # session settings
+        try:
+            for _ in range(2):  # each of the pool's connections
+                raw = engine.raw_connection()
+                try:
+                    psy = raw.driver_connection
+                    assert psy.autocommit is False
+                    with psy.cursor() as cur:
+                        # unset (the extension not loaded in that session yet) or pgvector's default
+                        cur.execute("SELECT current_setting('hnsw.ef_search', true)")
+                        assert cur.fetchone() in {(None,), ("40",)}
+                        cur.execute("SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema()")
+                        assert cur.fetchone() == (0,)
+                    psy.rollback()
+                finally:
+                    raw.close()
+        finally:
+            store.drop()
+
+
+def test_a_killed_engine_connection_is_replaced_in_the_pool_and_the_call_retried(
+    engine: Any, admin: Any
+) -> None:
+    with vectorport.connect(engine, table="engine_pool_killed", dimension=DIM) as store:
+        records = _records(10)
+        store.upsert(records)
+        first = store.query(records[0].vector, k=3).keys
+        killed = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+            (APP,),
+        ).fetchone()
+        assert killed is not None and killed[0] >= 1
+        assert store.query(records[0].vector, k=3).keys == first
+        assert store.count() == 10
+        store.drop()
+
+
+def test_an_engine_on_another_driver_opens_its_own_connections(pg_uri: str) -> None:
+    pytest.importorskip("psycopg2")
+    other = sqlalchemy.create_engine(_url(pg_uri, "psycopg2"))
+    try:
+        with vectorport.connect(other, table="engine_pool_psycopg2", dimension=DIM) as store:
+            store.upsert(_records(3))
+            assert store.count() == 3
+            assert store.info()["pgvector"]["connections"].startswith("its own")
+            store.drop()
+    finally:
+        other.dispose()
+
+
+def test_aconnect_on_an_async_engine_borrows_its_pool(pg_uri: str, admin: Any) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    records = _records(30)
+
+    async def main() -> tuple[list[list[str]], int, int, dict[int, str]]:
+        engine = create_async_engine(_url(pg_uri), pool_size=3, max_overflow=0)
+        try:
+            store = await vectorport.aconnect(engine, table="engine_pool_async", dimension=DIM)
+            before = _backends(admin)
+            await store.aupsert(records)
+            found = await asyncio.gather(*(store.aquery(r.vector, k=3) for r in records[:12]))
+            count = await store.acount()
+            new = {pid: name for pid, name in _backends(admin).items() if pid not in before}
+            out = engine.sync_engine.pool.checkedout()
+            await store.adrop()
+            await store.aclose()
+            async with engine.connect() as conn:  # the engine is still the application's
+                assert (await conn.execute(sqlalchemy.text("SELECT 2"))).scalar() == 2
+            return [r.keys for r in found], count, out, new
+        finally:
+            await engine.dispose()
+
+    keys, count, out, new = asyncio.run(main())
+    assert [k[0] for k in keys] == [r.key for r in records[:12]]
+    assert count == 30 and out == 0
+    assert set(new.values()) <= {APP} and len(new) <= 3, new
