@@ -15,16 +15,21 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from .._embedder import Embedder
 from .._exit import ExitCode
+from ..compare import CompareOptions
 from ..exceptions import ConfigurationError
 from ._common import emit_json, err_console, note_json, out_console, parse_json_arg, reported_errors
+from ._options import with_options
 
 _LABELLED = re.compile(r"^(?P<label>[A-Za-z0-9_.@+-]{1,64})=(?P<url>[A-Za-z][A-Za-z0-9+.-]*://.*)$")
 
@@ -56,195 +61,190 @@ def _embedder(spec: str | None, first_url: str) -> Embedder:
         return embedder_for(store, spec)
 
 
+Urls = Annotated[
+    list[str],
+    typer.Argument(
+        help="Store URLs, optionally labelled: pg=postgresql://…/db?table=docs", show_default=False
+    ),
+]
+QueriesFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--queries",
+        "-Q",
+        help="JSONL: one {vector | text, filter?, relevant?, id?} per line.",
+        dir_okay=False,
+    ),
+]
+Sample = Annotated[
+    int | None, typer.Option("--sample", "-n", help="Draw N query vectors from the data instead.")
+]
+Filters = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--filter",
+        "-f",
+        help="JSON filter. With --sample: repeat for N queries per filter ('null' = unfiltered); "
+        "with --queries: the filter of queries that have none.",
+    ),
+]
+Truth = Annotated[
+    str | None, typer.Option("--truth", help="Scan this store for the exact truth (default: the first).")
+]
+AsJson = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print every figure and the run config as one JSON document on stdout.",
+        callback=note_json,
+    ),
+]
+Output = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Also write the JSON document to this file.", dir_okay=False),
+]
+Report = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        help="Write a self-contained HTML report with plots (a PATH ending in .md: Markdown).",
+        dir_okay=False,
+    ),
+]
+Markdown = Annotated[
+    Path | None,
+    typer.Option(
+        "--markdown", help="Write the tables as Markdown, e.g. to $GITHUB_STEP_SUMMARY.", dir_okay=False
+    ),
+]
+EmbedderSpec = Annotated[
+    str | None,
+    typer.Option("--embedder", "-e", help="For text queries (default: the model the first store records)."),
+]
+Params = Annotated[
+    str | None,
+    typer.Option("--params", help='Query params per store label, JSON: {"pgvector": {"ef_search": 200}}'),
+]
+Mode = Annotated[
+    str | None,
+    typer.Option(
+        "--mode",
+        help="Compare search modes instead, e.g. vector,text,hybrid: hit@1, MRR and nDCG per "
+        "store and mode over the labelled --queries (each with text and relevant keys).",
+    ),
+]
+Weight = Annotated[
+    str, typer.Option("--weight", help="With --mode hybrid: fusion weights to sweep, e.g. 0.3,0.5,0.7.")
+]
+Keep = Annotated[
+    float,
+    typer.Option(
+        "--keep", help="With --mode: the share of relevant results the reported min_score threshold keeps."
+    ),
+]
+
+COMPARE_FLAGS = {"k": "--k -k", "concurrency": "--concurrency -c"}
+"""The flags whose name is not the option's own (``min_recall`` is ``--min-recall``)."""
+
+
+@dataclass(frozen=True)
+class _Outputs:
+    """Where a comparison goes besides the tables: ``--json``, ``--output``, ``--report``, ``--markdown``."""
+
+    as_json: bool
+    output: Path | None
+    report: Path | None
+    markdown: Path | None
+
+    @property
+    def console(self) -> Console:
+        """The tables' console: stderr under ``--json`` (stdout holds the JSON document)."""
+        return err_console if self.as_json else out_console
+
+
+@with_options(CompareOptions, COMPARE_FLAGS, {})
 def compare(
-    urls: Annotated[
-        list[str],
-        typer.Argument(
-            help="Store URLs, optionally labelled: pg=postgresql://…/db?table=docs", show_default=False
-        ),
-    ],
-    queries: Annotated[
-        Path | None,
-        typer.Option(
-            "--queries",
-            "-Q",
-            help="JSONL: one {vector | text, filter?, relevant?, id?} per line.",
-            dir_okay=False,
-        ),
-    ] = None,
-    sample: Annotated[
-        int | None, typer.Option("--sample", "-n", help="Draw N query vectors from the data instead.")
-    ] = None,
-    filters: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--filter",
-            "-f",
-            help="JSON filter. With --sample: repeat for N queries per filter ('null' = unfiltered); "
-            "with --queries: the filter of queries that have none.",
-        ),
-    ] = None,
-    k: Annotated[int, typer.Option("--k", "-k", help="Results per query.")] = 10,
-    truth: Annotated[
-        str | None, typer.Option("--truth", help="Scan this store for the exact truth (default: the first).")
-    ] = None,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="Print every figure and the run config as one JSON document on stdout.",
-            callback=note_json,
-        ),
-    ] = False,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Also write the JSON document to this file.", dir_okay=False),
-    ] = None,
-    report: Annotated[
-        Path | None,
-        typer.Option(
-            "--report",
-            help="Write a self-contained HTML report with plots (a PATH ending in .md: Markdown).",
-            dir_okay=False,
-        ),
-    ] = None,
-    markdown: Annotated[
-        Path | None,
-        typer.Option(
-            "--markdown",
-            help="Write the tables as Markdown, e.g. to $GITHUB_STEP_SUMMARY.",
-            dir_okay=False,
-        ),
-    ] = None,
-    min_recall: Annotated[
-        float | None, typer.Option("--min-recall", help="Gate: mean recall@k of every store (and filter).")
-    ] = None,
-    max_violations: Annotated[
-        int | None, typer.Option("--max-violations", help="Gate: results outside the filter, per store.")
-    ] = None,
-    min_overlap: Annotated[
-        float | None, typer.Option("--min-overlap", help="Gate: mean overlap@k of every pair of stores.")
-    ] = None,
-    max_underfill: Annotated[
-        float | None,
-        typer.Option("--max-underfill", help="Gate: fraction of queries answered with too few results."),
-    ] = None,
-    max_missing: Annotated[
-        int,
-        typer.Option(
-            "--max-missing", min=0, help="Gate: records of the truth a store may lack (any recall)."
-        ),
-    ] = 0,
-    allow_refused: Annotated[
-        bool, typer.Option("--allow-refused", help="Do not fail when a store refuses a query.")
-    ] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Query threads per store.")] = 1,
-    warmup: Annotated[int, typer.Option("--warmup", help="Untimed queries per store first.")] = 10,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder", "-e", help="For text queries (default: the model the first store records)."
-        ),
-    ] = None,
-    params: Annotated[
-        str | None,
-        typer.Option("--params", help='Query params per store label, JSON: {"pgvector": {"ef_search": 200}}'),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
-    mode: Annotated[
-        str | None,
-        typer.Option(
-            "--mode",
-            help="Compare search modes instead, e.g. vector,text,hybrid: hit@1, MRR and nDCG per "
-            "store and mode over the labelled --queries (each with text and relevant keys).",
-        ),
-    ] = None,
-    weight: Annotated[
-        str,
-        typer.Option("--weight", help="With --mode hybrid: fusion weights to sweep, e.g. 0.3,0.5,0.7."),
-    ] = "0.5",
-    keep: Annotated[
-        float,
-        typer.Option(
-            "--keep",
-            help="With --mode: the share of relevant results the reported min_score threshold keeps.",
-        ),
-    ] = 0.9,
+    urls: Urls,
+    queries: QueriesFile = None,
+    sample: Sample = None,
+    filters: Filters = None,
+    truth: Truth = None,
+    as_json: AsJson = False,
+    output: Output = None,
+    report: Report = None,
+    markdown: Markdown = None,
+    embedder: EmbedderSpec = None,
+    params: Params = None,
+    mode: Mode = None,
+    weight: Weight = "0.5",
+    keep: Keep = 0.9,
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Run the same queries against every store and judge them against exact search.
 
     Exit codes: 0 every gate held, 1 a gate failed, 2 bad arguments, 3 a backend failed.
     """
-    from ..compare import Gates, load_queries
     from ..compare import compare as run_compare
 
+    outputs = _Outputs(as_json, output, report, markdown)
     if mode is not None:
-        _compare_modes(urls, queries, mode, weight, k, embedder, (as_json, output), markdown, report, keep)
+        _compare_modes(urls, queries, (mode, weight, keep), options["k"], embedder, outputs)
         return
     if (queries is None) == (sample is None):
         err_console.print("[red]error:[/red] give exactly one of --queries FILE or --sample N")
         raise typer.Exit(ExitCode.USAGE)
     parsed_filters = [parse_json_arg(f, "--filter") for f in filters or []]
-    query_params = parse_json_arg(params, "--params") or {}
-    if not isinstance(query_params, dict) or not all(isinstance(v, dict) for v in query_params.values()):
-        err_console.print("[red]error:[/red] --params must be a JSON object of objects, keyed by store label")
-        raise typer.Exit(ExitCode.USAGE)
-    gates = Gates(
-        min_recall,
-        max_violations,
-        min_overlap,
-        max_underfill,
-        allow_refused=allow_refused,
-        max_missing=max_missing,
-    )
+    query_params = _query_params(params)
     stores = _stores(urls)
     with reported_errors():
-        if queries is not None:
-            if len(parsed_filters) > 1:
-                raise ConfigurationError("--queries takes at most one --filter (the default filter)")
-            query_set: Any = load_queries(queries)
-            filter_arg: Any = parsed_filters[0] if parsed_filters else None
-            needs_text = any(q.vector is None for q in query_set)
-        else:
-            query_set = sample
-            filter_arg = parsed_filters or None
-            needs_text = False
-        first = next(iter(stores.values())) if isinstance(stores, dict) else stores[0]
-        embed = _embedder(embedder, first) if needs_text else None
+        query_set, filter_arg = _query_set(queries, sample, parsed_filters)
+        needs_text = queries is not None and any(q.vector is None for q in query_set)
+        embed = _embedder(embedder, _first(stores)) if needs_text else None
         result = run_compare(
-            stores,
-            query_set,
-            k,
-            truth=truth,
-            filter=filter_arg,
-            embedder=embed,
-            concurrency=concurrency,
-            warmup=warmup,
-            params=query_params,
-            gates=gates,
-            seed=seed,
+            stores, query_set, truth=truth, filter=filter_arg, embedder=embed, params=query_params, **options
         )
-    _outputs(result, as_json, output, report, markdown)
+    _outputs(result, outputs)
     if not result.passed:
         raise typer.Exit(ExitCode.PROBLEM)
 
 
-def _outputs(
-    result: Any, as_json: bool, output: Path | None, report: Path | None, markdown: Path | None
-) -> None:
+def _query_params(params: str | None) -> dict[str, Any]:
+    """``--params``: a JSON object of objects keyed by store label, or exit 2."""
+    query_params = parse_json_arg(params, "--params") or {}
+    if not isinstance(query_params, dict) or not all(isinstance(v, dict) for v in query_params.values()):
+        err_console.print("[red]error:[/red] --params must be a JSON object of objects, keyed by store label")
+        raise typer.Exit(ExitCode.USAGE)
+    return query_params
+
+
+def _query_set(queries: Path | None, sample: int | None, filters: list[Any]) -> tuple[Any, Any]:
+    """The queries (a file's, or the number to sample) and the filter argument they go with."""
+    from ..compare import load_queries
+
+    if queries is None:
+        return sample, filters or None
+    if len(filters) > 1:
+        raise ConfigurationError("--queries takes at most one --filter (the default filter)")
+    return load_queries(queries), filters[0] if filters else None
+
+
+def _first(stores: dict[str, str] | list[str]) -> str:
+    return next(iter(stores.values())) if isinstance(stores, dict) else stores[0]
+
+
+def _outputs(result: Any, outputs: _Outputs) -> None:
     """The tables (stderr under ``--json``), the files, the JSON document, then each failed
     gate once on stderr with the worst queries' diffs after the tables."""
-    console = err_console if as_json else out_console
+    console = outputs.console
     result.print_table(console)
-    if output is not None:
-        err_console.print(f"JSON written to {result.write_json(output)}", highlight=False, markup=False)
-    if report is not None:
-        err_console.print(f"report written to {result.write_report(report)}", highlight=False, markup=False)
-    if markdown is not None:
-        err_console.print(
-            f"Markdown written to {result.write_markdown(markdown)}", highlight=False, markup=False
-        )
-    if as_json:
+    if outputs.output is not None:
+        _written("JSON", result.write_json(outputs.output))
+    if outputs.report is not None:
+        _written("report", result.write_report(outputs.report))
+    if outputs.markdown is not None:
+        _written("Markdown", result.write_markdown(outputs.markdown))
+    if outputs.as_json:
         emit_json(result.to_dict())
     if not result.passed:
         console.print(result.explain(), markup=False, highlight=False)
@@ -252,24 +252,23 @@ def _outputs(
             err_console.print(f"[red]gate failed:[/red] {escape(g.message)}", markup=True, highlight=False)
 
 
+def _written(what: str, path: Path) -> None:
+    err_console.print(f"{what} written to {path}", highlight=False, markup=False)
+
+
 def _compare_modes(
     urls: list[str],
     queries: Path | None,
-    mode: str,
-    weight: str,
+    how: tuple[str, str, float],
     k: int,
     embedder: str | None,
-    json_out: tuple[bool, Path | None],
-    markdown: Path | None,
-    report: Path | None,
-    keep: float,
+    outputs: _Outputs,
 ) -> None:
     """``--mode``: the per-mode relevance table (and the hybrid weight sweep), then the score
     thresholds per store, model and mode."""
-    from rich.table import Table
-
     from ..compare import compare_modes, load_queries
 
+    mode, weight, keep = how
     if queries is None:
         err_console.print("[red]error:[/red] --mode needs --queries FILE with text and relevant keys")
         raise typer.Exit(ExitCode.USAGE)
@@ -281,12 +280,26 @@ def _compare_modes(
         except ValueError:
             raise ConfigurationError(f"--weight takes numbers separated by commas, got {weight!r}") from None
         query_set = load_queries(queries)
-        first = next(iter(stores.values())) if isinstance(stores, dict) else stores[0]
         needs_vectors = any(m != "text" for m in modes) and any(q.vector is None for q in query_set)
-        embed = _embedder(embedder, first) if needs_vectors else None
+        embed = _embedder(embedder, _first(stores)) if needs_vectors else None
         result = compare_modes(stores, query_set, k, modes=modes, weights=weights, embedder=embed, keep=keep)
-    as_json, output = json_out
-    console = err_console if as_json else out_console
+    _print_modes(result, outputs.console, k, keep)
+    if outputs.output is not None:
+        text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        outputs.output.write_text(text, encoding="utf-8")
+        _written("JSON", outputs.output)
+    if outputs.as_json:
+        emit_json(result.to_dict())
+    if outputs.markdown is not None:
+        with outputs.markdown.open("a", encoding="utf-8") as out:
+            out.write(result.markdown())
+        err_console.print(f"Markdown written to {outputs.markdown}")
+    if outputs.report is not None:
+        err_console.print(f"report written to {result.write_report(outputs.report)}")
+
+
+def _print_modes(result: Any, console: Console, k: int, keep: float) -> None:
+    """The relevance table per store and mode, each store's best, then the score thresholds."""
     table = Table(title=f"retrieval quality by search mode (k={k})")
     for header in result.headers():
         table.add_column(header, overflow="fold")
@@ -305,17 +318,6 @@ def _compare_modes(
     for row in result.threshold_rows():
         thresholds.add_row(*row)
     console.print(thresholds)
-    if output is not None:
-        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        err_console.print(f"JSON written to {output}", highlight=False, markup=False)
-    if as_json:
-        emit_json(result.to_dict())
-    if markdown is not None:
-        with markdown.open("a", encoding="utf-8") as out:
-            out.write(result.markdown())
-        err_console.print(f"Markdown written to {markdown}")
-    if report is not None:
-        err_console.print(f"report written to {result.write_report(report)}")
 
 
 def register(app: typer.Typer) -> None:

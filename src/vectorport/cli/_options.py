@@ -28,6 +28,7 @@ _TYPES: dict[str, Any] = {
     "bool | None": bool | None,
     "int": int,
     "int | None": int | None,
+    "float | None": float | None,
     "str | None": str | None,
     "str | os.PathLike[str] | None": Path | None,
     "MetadataPolicy": MetadataPolicy,

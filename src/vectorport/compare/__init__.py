@@ -8,7 +8,8 @@
 (:mod:`vectorport.testing.plugin`) wrap it. See ``docs/compare.md``.
 
 Modules: ``_queries`` (the query set), ``_truth`` (exact ground truth), ``_metrics`` (the
-figures), ``_gates`` (thresholds and failure diffs), ``_runner`` (timed runs), ``_result``
+figures), ``_gates`` (thresholds and failure diffs), ``_options`` (the run's options, from
+which the keyword arguments and the CLI's flags derive), ``_runner`` (timed runs), ``_result``
 (the result and its JSON), ``_html`` (the offline HTML report), ``_table`` (terminal tables),
 ``_modes`` (retrieval quality per search mode and fusion weight: :func:`compare_modes`).
 """
@@ -28,6 +29,7 @@ from ._metrics import (
     reciprocal_rank,
 )
 from ._modes import MODES, ModeComparison, ModeFigures, compare_modes
+from ._options import CompareOptions
 from ._queries import Embedder, Query, QueryEmbedder, load_queries, sample_queries
 from ._result import ComparisonResult, PairReport, StoreReport
 from ._runner import compare
@@ -35,6 +37,7 @@ from ._truth import FilterGroup, GroundTruth, TruthTable
 
 __all__ = [
     "MODES",
+    "CompareOptions",
     "ComparisonResult",
     "Embedder",
     "Figures",

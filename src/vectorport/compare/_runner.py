@@ -13,6 +13,7 @@ import platform
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -26,6 +27,7 @@ from ..exceptions import ConfigurationError, UnsupportedError
 from ..filters import FilterNode
 from ._gates import Gates
 from ._metrics import Outcome, PairFigures, Relevance, Status, pair_figures, relevance_of, summarize
+from ._options import CompareOptions
 from ._queries import Query, QueryEmbedder, QueryLike, embed_queries, normalize_queries, sample_queries
 from ._records import RecordCheck, check_records, of_truth
 from ._result import ComparisonResult, PairReport, StoreReport
@@ -47,20 +49,9 @@ def compare(
     truth: StoreArg | GroundTruth | None = None,
     filter: FilterArg | Sequence[FilterArg] = None,
     embedder: QueryEmbedder | None = None,
-    concurrency: int = 1,
-    warmup: int = 10,
     params: Mapping[str, Mapping[str, Any]] | None = None,
-    include: Sequence[str] | None = None,
-    min_recall: float | None = None,
-    max_violations: int | None = None,
-    min_overlap: float | None = None,
-    max_underfill: float | None = None,
-    max_missing: int | None = 0,
     gates: Gates | None = None,
-    eps: float = 1e-4,
-    distance_tol: float = 1e-3,
-    rbo_p: float = 0.9,
-    seed: int = 0,
+    **options: Any,
 ) -> ComparisonResult:
     """Run the same queries against every store and judge each answer against exact search.
 
@@ -84,28 +75,15 @@ def compare(
     embedder
         For queries given as text: a :class:`vectorport.Embedder` (its ``embed_queries`` is
         used) or any ``embedder(texts) -> (n, dim) array``.
-    concurrency
-        Threads issuing queries to a store (stores are measured one after the other).
-    warmup
-        Queries issued to each store before timing starts (not judged).
     params
         Per store label, backend query parameters (``{"pg": {"ef_search": 200}}``).
-    include
-        What the stores return per match (default: the store's default, metadata and text),
-        so latency reflects a real retrieval call.
-    min_recall, max_violations, min_overlap, max_underfill, max_missing, gates
-        Gates (see :class:`Gates`); the result's ``passed`` and ``gate_results`` report them.
-        ``max_missing`` defaults to 0: a store lacking any record of the truth fails, whatever
-        its recall (``None`` disables it).
-    eps
-        Near-tie tolerance: a result within ``eps * (1 + |d_k|)`` of the true k-th distance is
-        a hit (as ann-benchmarks counts recall).
-    distance_tol
-        Largest |store distance - exact distance| counted as agreement.
-    rbo_p
-        Persistence of rank-biased overlap.
-    seed
-        Seed for sampled queries.
+    gates
+        A prepared :class:`Gates` (e.g. with ``per_filter=False``), instead of the gate options.
+    options
+        The fields of :class:`~vectorport.compare.CompareOptions`, each documented there: the
+        gates (``min_recall``, ``max_missing`` — default 0: a store lacking any record of the
+        truth fails, whatever its recall —, …; the result's ``passed`` and ``gate_results``
+        report them), ``concurrency``, ``warmup``, ``include``, ``eps``, ``seed``, ….
 
     Returns
     -------
@@ -125,117 +103,156 @@ def compare(
     (True, 1.0)
     >>> a.drop(); b.drop()
     """
-    started = time.perf_counter()
-    started_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigurationError(f"k must be a positive integer, got {k!r}")
-    if concurrency < 1:
-        raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
-    if warmup < 0:
-        raise ConfigurationError(f"warmup must be >= 0, got {warmup}")
-    gates = gates or Gates(min_recall, max_violations, min_overlap, max_underfill, max_missing=max_missing)
+    run = _Run(CompareOptions(k=k, **options))
     labelled = _label(stores)
-    if not labelled:
-        raise ConfigurationError("compare needs at least one store")
-    opened: list[VectorStore] = []
     try:
-        handles: list[tuple[str, VectorStore]] = []
-        for label, item in labelled:
-            store = connect(item) if isinstance(item, str) else item
-            if isinstance(item, str):
-                opened.append(store)
-            handles.append((label, store))
-        timings: dict[str, float] = {}
+        handles = [(label, run.open(item)) for label, item in labelled]
+        ground, truth_store = run.ground_truth(truth, handles[0][1])
+        _check_specs(handles, ground)
+        basis = run.queries(queries, filter, embedder, ground, truth_store)
+        reports = [run.measure(label, store, basis, params) for label, store in handles]
+        return run.result(basis, reports).check(gates or run.opts.gates())
+    finally:
+        for store in run.opened:
+            store.close()
 
-        # ---- ground truth
+
+@dataclass(frozen=True)
+class _Basis:
+    """What every store is judged against: the exact truth (and the store it was scanned from,
+    ``None`` when it was given), the queries and their exact answers."""
+
+    ground: GroundTruth
+    truth_store: VectorStore | None
+    queries: list[Query]
+    table: TruthTable
+
+
+class _Run:
+    """One comparison as it goes: its options, the stores it opened (closed at the end) and the
+    time each step took."""
+
+    def __init__(self, opts: CompareOptions) -> None:
+        self.opts = opts
+        self.started = time.perf_counter()
+        self.started_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        self.opened: list[VectorStore] = []
+        self.timings: dict[str, float] = {}
+        self.raw_sum = 0.0
+        self.judge_time = 0.0
+
+    def open(self, item: StoreArg) -> VectorStore:
+        """A store as given, or opened from its URL (and closed when the run ends)."""
+        if not isinstance(item, str):
+            return item
+        store = connect(item)
+        self.opened.append(store)
+        return store
+
+    def ground_truth(
+        self, truth: StoreArg | GroundTruth | None, first: VectorStore
+    ) -> tuple[GroundTruth, VectorStore | None]:
+        """The exact truth, and the store it was scanned from (``None``: it was given)."""
         t0 = time.perf_counter()
-        truth_store: VectorStore | None = None
         if isinstance(truth, GroundTruth):
-            ground = truth
-        elif truth is None:
-            truth_store = handles[0][1]
-            ground = GroundTruth.from_store(truth_store)
+            ground, truth_store = truth, None
         else:
-            truth_store = connect(truth) if isinstance(truth, str) else truth
-            if isinstance(truth, str):
-                opened.append(truth_store)
+            truth_store = first if truth is None else self.open(truth)
             ground = GroundTruth.from_store(truth_store)
-        timings["scan"] = time.perf_counter() - t0
-        for label, store in handles:
-            spec = store.spec
-            if spec.dimension != ground.dimension or spec.metric is not ground.metric:
-                raise ConfigurationError(
-                    f"store {label!r} ({store.url}) is {spec.dimension}-d {spec.metric.value}; the truth "
-                    f"({ground.source}) is {ground.dimension}-d {ground.metric.value}"
-                )
+        self.timings["scan"] = time.perf_counter() - t0
+        return ground, truth_store
 
-        # ---- queries
-        qs = _resolve_queries(queries, filter, ground, seed)
+    def queries(
+        self,
+        queries: Iterable[QueryLike] | npt.NDArray[Any] | int,
+        filter: FilterArg | Sequence[FilterArg],
+        embedder: QueryEmbedder | None,
+        ground: GroundTruth,
+        truth_store: VectorStore | None,
+    ) -> _Basis:
+        """The queries (sampled or given, embedded when they are text) and their exact answers."""
+        qs = _resolve_queries(queries, filter, ground, self.opts.seed)
         t0 = time.perf_counter()
         qs = embed_queries(qs, embedder)
-        timings["embed"] = time.perf_counter() - t0
+        self.timings["embed"] = time.perf_counter() - t0
         if not qs:
             raise ConfigurationError("compare needs at least one query")
-        table = ground.solve(qs, k)
-        timings["truth"] = table.seconds
+        table = ground.solve(qs, self.opts.k)
+        self.timings["truth"] = table.seconds
+        return _Basis(ground, truth_store, qs, table)
 
-        # ---- stores
-        reports: list[StoreReport] = []
-        raw_sum = 0.0
-        judge_time = 0.0
-        for label, store in handles:
-            t0 = time.perf_counter()
-            records = _records_of(store, truth_store, ground)
-            timings[f"keys:{label}"] = time.perf_counter() - t0
-            store_params = dict((params or {}).get(label, {}))
-            answers, latencies, wall, warm = time_queries(
-                store, qs, k, concurrency=concurrency, warmup=warmup, params=store_params, include=include
-            )
-            raw_sum += float(np.nansum(latencies)) + warm
-            timings[f"queries:{label}"] = wall
-            t0 = time.perf_counter()
-            outcomes = _judge_all(ground, table, qs, answers, latencies, k, eps)
-            judge_time += time.perf_counter() - t0
-            answered = sum(o.status is Status.OK for o in outcomes)
-            qps = answered / wall if wall > 0 and answered else None
-            overall = summarize(outcomes, k, distance_tol=distance_tol, qps=qps)
-            by_filter = {
-                g.label: summarize([outcomes[i] for i in g.queries], k, distance_tol=distance_tol)
-                for g in table.groups
-            }
-            reports.append(
-                StoreReport(
-                    label,
-                    store.name,
-                    str(store.url),
-                    overall,
-                    by_filter,
-                    tuple(outcomes),
-                    describe_store(store, store_params),
-                    records,
-                )
-            )
-            log.info("compare: %s recall@%d %.4f, p50 %.2f ms", label, k, overall.recall, overall.latency.p50)
-        timings["judge"] = judge_time
-        timings["query_time_sum"] = raw_sum
+    def measure(
+        self,
+        label: str,
+        store: VectorStore,
+        basis: _Basis,
+        params: Mapping[str, Mapping[str, Any]] | None,
+    ) -> StoreReport:
+        """One store: its records against the truth's, the timed queries, each answer judged."""
+        o, qs, table = self.opts, basis.queries, basis.table
+        t0 = time.perf_counter()
+        records = _records_of(store, basis.truth_store, basis.ground)
+        self.timings[f"keys:{label}"] = time.perf_counter() - t0
+        store_params = dict((params or {}).get(label, {}))
+        answers, latencies, wall, warm = time_queries(
+            store, qs, o.k, concurrency=o.concurrency, warmup=o.warmup, params=store_params, include=o.include
+        )
+        self.raw_sum += float(np.nansum(latencies)) + warm
+        self.timings[f"queries:{label}"] = wall
+        t0 = time.perf_counter()
+        outcomes = _judge_all(basis.ground, table, qs, answers, latencies, o.k, o.eps)
+        self.judge_time += time.perf_counter() - t0
+        answered = sum(out.status is Status.OK for out in outcomes)
+        qps = answered / wall if wall > 0 and answered else None
+        overall = summarize(outcomes, o.k, distance_tol=o.distance_tol, qps=qps)
+        by_filter = {
+            g.label: summarize([outcomes[i] for i in g.queries], o.k, distance_tol=o.distance_tol)
+            for g in table.groups
+        }
+        log.info("compare: %s recall@%d %.4f, p50 %.2f ms", label, o.k, overall.recall, overall.latency.p50)
+        description = describe_store(store, store_params)
+        return StoreReport(
+            label, store.name, str(store.url), overall, by_filter, tuple(outcomes), description, records
+        )
 
-        # ---- pairs
+    def result(self, basis: _Basis, reports: Sequence[StoreReport]) -> ComparisonResult:
+        """The figures per pair of stores, the truth's own relevance, the run's configuration."""
+        k, p = self.opts.k, self.opts.rbo_p
+        ground, table, qs = basis.ground, basis.table, basis.queries
         pairs = [
             PairReport(
                 a.label,
                 b.label,
-                pair_figures(a.outcomes, b.outcomes, k, p=rbo_p),
-                _pair_groups(a, b, table, k, rbo_p),
+                pair_figures(a.outcomes, b.outcomes, k, p=p),
+                _pair_groups(a, b, table, k, p),
             )
             for a, b in itertools.combinations(reports, 2)
         ]
         truth_rel = Relevance.of(
             [relevance_of(table.keys(ground.index, i), q.gains, k) for i, q in enumerate(qs)]
         )
-        timings["total"] = time.perf_counter() - started
-        config = {
-            "started_at": started_at,
-            "k": k,
+        self.timings["judge"] = self.judge_time
+        self.timings["query_time_sum"] = self.raw_sum
+        self.timings["total"] = time.perf_counter() - self.started
+        return ComparisonResult(
+            k=k,
+            queries=tuple(qs),
+            groups=table.groups,
+            stores=tuple(reports),
+            pairs=tuple(pairs),
+            truth=ground,
+            table=table,
+            truth_relevance=truth_rel,
+            config=self.config(basis, reports),
+            timings=self.timings,
+        )
+
+    def config(self, basis: _Basis, reports: Sequence[StoreReport]) -> dict[str, Any]:
+        """What the report says about the run: the options, the truth, versions, the stores."""
+        o, ground, table, qs = self.opts, basis.ground, basis.table, basis.queries
+        return {
+            "started_at": self.started_at,
+            "k": o.k,
             "queries": len(qs),
             "filters": [g.label for g in table.groups],
             "labelled_queries": sum(bool(q.gains) for q in qs),
@@ -245,13 +262,13 @@ def compare(
                 "dimension": ground.dimension,
                 "metric": ground.metric.value,
             },
-            "concurrency": concurrency,
-            "warmup": warmup,
-            "include": list(include) if include is not None else None,
-            "eps": eps,
-            "distance_tol": distance_tol,
-            "rbo_p": rbo_p,
-            "seed": seed,
+            "concurrency": o.concurrency,
+            "warmup": o.warmup,
+            "include": list(o.include) if o.include is not None else None,
+            "eps": o.eps,
+            "distance_tol": o.distance_tol,
+            "rbo_p": o.rbo_p,
+            "seed": o.seed,
             "vectorport": _version("vectorport"),
             "python": platform.python_version(),
             "platform": platform.platform(),
@@ -260,22 +277,17 @@ def compare(
                 {"label": r.label, "backend": r.backend, "url": r.url, **r.description} for r in reports
             ],
         }
-        result = ComparisonResult(
-            k=k,
-            queries=tuple(qs),
-            groups=table.groups,
-            stores=tuple(reports),
-            pairs=tuple(pairs),
-            truth=ground,
-            table=table,
-            truth_relevance=truth_rel,
-            config=config,
-            timings=timings,
-        )
-        return result.check(gates)
-    finally:
-        for store in opened:
-            store.close()
+
+
+def _check_specs(handles: Sequence[tuple[str, VectorStore]], ground: GroundTruth) -> None:
+    """Every store must hold vectors of the truth's dimension and metric."""
+    for label, store in handles:
+        spec = store.spec
+        if spec.dimension != ground.dimension or spec.metric is not ground.metric:
+            raise ConfigurationError(
+                f"store {label!r} ({store.url}) is {spec.dimension}-d {spec.metric.value}; the truth "
+                f"({ground.source}) is {ground.dimension}-d {ground.metric.value}"
+            )
 
 
 def _records_of(store: VectorStore, truth_store: VectorStore | None, ground: GroundTruth) -> RecordCheck:
@@ -286,10 +298,13 @@ def _records_of(store: VectorStore, truth_store: VectorStore | None, ground: Gro
 
 
 def _label(stores: Sequence[StoreArg] | Mapping[str, StoreArg]) -> list[tuple[str, StoreArg]]:
-    if isinstance(stores, Mapping):
-        return [(str(label), item) for label, item in stores.items()]
+    """Each store with its label: the mapping's, else its backend's name (numbered when repeated)."""
     if isinstance(stores, str):
         stores = [stores]
+    if len(stores) == 0:
+        raise ConfigurationError("compare needs at least one store")
+    if isinstance(stores, Mapping):
+        return [(str(label), item) for label, item in stores.items()]
     names = []
     for item in stores:
         if isinstance(item, str):
