@@ -80,3 +80,42 @@ def test_a_hybrid_table_is_written_and_searched_by_langchain(
     finally:
         engine._run_as_sync(engine._pool.dispose())  # the pool's connections, on its own loop
     assert {d.page_content for d in found} >= {TEXTS[0], TEXTS[4]}
+
+
+def test_a_hybrid_table_is_text_searched_as_langchain_searches_it(
+    interop_uri: str, pg_tables: Any, plain: Any
+) -> None:
+    """LangChain's sparse query wants every word (``plainto_tsquery``): vectorport's text search
+    of the table (what ``vectorport search --mode text`` and ``compare`` run) finds the same rows,
+    not those an OR of the words would add."""
+    url_sa = interop_uri.replace("postgresql://", "postgresql+psycopg://", 1)
+    engine = lc_postgres.PGEngine.from_connection_string(url=url_sa)
+    config = hybrid.HybridSearchConfig(tsv_column="content_tsv")
+    try:
+        engine.init_vectorstore_table(
+            table_name="lc_hybrid_and", vector_size=DIM, hybrid_search_config=config, overwrite_existing=True
+        )
+    finally:
+        engine._run_as_sync(engine._pool.dispose())
+    for i, text in enumerate(TEXTS):
+        plain.execute(
+            "INSERT INTO lc_hybrid_and (langchain_id, content, embedding, langchain_metadata, content_tsv)"
+            " VALUES (%s, %s, %s::vector, '{}', to_tsvector('pg_catalog.english', %s))",
+            (str(uuid.UUID(int=i)), text, str(vector_for(text)), text),
+        )
+    query = "river or mill"  # a web search would OR them; plainto_tsquery drops "or", a stop word
+    # the statement LangChain's hybrid search runs for its sparse side
+    want = sorted(
+        r[0]
+        for r in plain.execute(
+            "SELECT langchain_id::text FROM lc_hybrid_and"
+            " WHERE content_tsv @@ plainto_tsquery('pg_catalog.english', %s)",
+            (query,),
+        ).fetchall()
+    )
+    assert want == [str(uuid.UUID(int=0))]  # "Rivers and streams …" holds one word only
+    with vectorport.connect(f"{pg_tables.url}&table=lc_hybrid_and&layout=langchain-v2") as ours:
+        info = ours.info()["pgvector"]["text_search"]
+        assert info["parser"] == "plain" and info["language"] == "english"
+        assert sorted(ours.text_query(query, k=5).keys) == want  # type: ignore[attr-defined]
+        assert len(ours.text_query(query, k=5, params={"text_parser": "any"}).keys) == 2  # type: ignore[attr-defined]

@@ -10,7 +10,20 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 
-__all__ = ["BucketShape", "ChromaShape", "Preset", "TableShape", "preset", "presets"]
+__all__ = ["BucketShape", "ChromaShape", "Preset", "TableShape", "TextSearch", "preset", "presets"]
+
+
+@dataclass(frozen=True)
+class TextSearch:
+    """How the convention's own keyword search reads a query text, so vectorport's text and
+    hybrid search (and ``search``/``compare`` through them) find what the application finds."""
+
+    parser: str = "websearch"
+    """``websearch`` (``websearch_to_tsquery``: every word, with quotes, ``or`` and ``-``),
+    ``plain`` (``plainto_tsquery``: every word) or ``any`` (the words OR-ed)."""
+    language: str | None = None
+    """The text search configuration its search uses; ``None``: the table's own (the
+    configuration its ``tsvector`` is made with, else ``language=``)."""
 
 
 @dataclass(frozen=True)
@@ -33,8 +46,8 @@ class TableShape:
     """The schema its tables live in when the URL names none (``public`` otherwise)."""
     ignored_columns: tuple[str, ...] = ()
     """Columns that are the convention's bookkeeping, neither a role nor metadata."""
-    text_search_language: str | None = None
-    """The text search configuration the convention's own keyword search uses."""
+    text_search: TextSearch = TextSearch()
+    """How the convention's own keyword search matches (AND or OR of the words, its language)."""
 
     def matches(self, columns: frozenset[str], unique: frozenset[str], table: str) -> bool:
         if self.shared_table is not None and table == self.shared_table:

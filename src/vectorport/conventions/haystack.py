@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ._preset import Preset, TableShape
+from ._preset import Preset, TableShape, TextSearch
 
 __all__ = ["PRESETS", "TABLE"]
 
@@ -27,7 +27,8 @@ PRESETS = (
             text="content",
             signature=frozenset({"id", "embedding", "content", "meta", "blob_data"}),
             ignored_columns=("blob_data", "blob_meta", "blob_mime_type"),
-            text_search_language="english",
+            # KEYWORD_QUERY: plainto_tsquery(language, %s), language="english" by default
+            text_search=TextSearch("plain", "english"),
         ),
         priority=35,
     ),

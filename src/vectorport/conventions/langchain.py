@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from .._models import JSON
-from ._preset import BucketShape, ChromaShape, Preset, TableShape
+from ._preset import BucketShape, ChromaShape, Preset, TableShape, TextSearch
 
 __all__ = [
     "COLLECTIONS_TABLE",
@@ -60,6 +60,8 @@ PRESETS = (
             metadata="langchain_metadata",
             text="content",
             signature=frozenset({"langchain_id", "content", "embedding", "langchain_metadata"}),
+            # HybridSearchConfig's sparse query: plainto_tsquery(tsv_lang, fts_query), every word
+            text_search=TextSearch("plain"),
         ),
         priority=11,
     ),

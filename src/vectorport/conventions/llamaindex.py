@@ -17,7 +17,7 @@ from typing import Final
 
 from .._models import JSON
 from ..exceptions import Problem, ValidationError
-from ._preset import BucketShape, ChromaShape, Preset, TableShape
+from ._preset import BucketShape, ChromaShape, Preset, TableShape, TextSearch
 
 __all__ = [
     "BOOKKEEPING",
@@ -52,6 +52,8 @@ PRESETS = (
             text="text",
             signature=frozenset({"id", "text", "metadata_", "node_id", "embedding"}),
             table_prefix="data_",
+            # PGVectorStore's sparse query: to_tsquery(text_search_config, 'w1|w2'), the words OR-ed
+            text_search=TextSearch("any"),
         ),
         # S3VectorStore: the node JSON (with its text) under _node_content, bookkeeping beside it
         bucket=BucketShape(NODE_CONTENT, node=True),

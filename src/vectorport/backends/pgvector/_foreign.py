@@ -33,7 +33,7 @@ from ...exceptions import (
 from ._describe import rewritten_url
 from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
-from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE
+from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE, shape
 from ._mapping import KEEP_KEY, KEY_PARTS, NO_TEXT, Columns, row_id
 from ._schema import Layout
 from ._state import StoreState
@@ -236,8 +236,9 @@ class ForeignMixin(StoreState):
         return None
 
     def _foreign_language(self, facts: TableFacts, columns: Columns) -> str:
-        """The text search configuration of the ``tsvector`` column: from its generated
-        expression or the trigger that maintains it, else ``language=`` (``english``)."""
+        """The text search configuration of the ``tsvector`` column: ``language=`` when given,
+        else from its generated expression or the trigger that maintains it, else the one the
+        layout's convention searches with, else ``english``."""
         col = facts.columns.get(columns.fts) if columns.fts else None
         source = (col.generated or "") if col else ""
         if col and not source and self._explicit_language is None:
@@ -245,7 +246,12 @@ class ForeignMixin(StoreState):
         found = re.search(r"to_tsvector\(\s*'([A-Za-z_][\w.]*)'", source) or re.search(
             r"tsvector_update_trigger\(\s*'?\w+'?\s*,\s*'(?:pg_catalog\.)?([A-Za-z_]\w*)'", source
         )
-        return found.group(1) if found and self._explicit_language is None else self.language
+        if self._explicit_language is not None:
+            return self.language
+        if found:
+            return found.group(1)
+        preset = shape(self.layout_name)
+        return (preset.text_search.language if preset is not None else None) or self.language
 
     def check_keys(self) -> None:
         """Refuse a table whose keys are not unique or are NULL, or that has rows without a

@@ -27,7 +27,7 @@ from ._codec import register_vector_types
 from ._connections import Connections, Session, check_extension, conninfo_password, open_connection
 from ._embedded import connect_embedded, hnsw_unsafe, provider
 from ._engine import EngineConnections, borrows_from
-from ._layouts import MappingOptions, relation
+from ._layouts import MappingOptions, relation, shape
 from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
 from ._schema import DEFAULT_COLUMNS, Layout, check_identifier
 from .errors import pg_errors
@@ -199,10 +199,12 @@ class StoreState(BaseStore[Predicate]):
             )
         self._layout = layout
         self._statements.clear()
-        if self.layout_name == "llamaindex" and not self._explicit_parser:
-            # LlamaIndex's sparse query ORs the words (to_tsquery(config, 'a|b')): a LlamaIndex
-            # hybrid table is searched as its application searches it
-            self.search_defaults = replace(self.search_defaults, text_parser="any")
+        found = shape(self.layout_name)
+        if found is not None and not self._explicit_parser:
+            # a framework's table is text-searched as its application searches it (LlamaIndex
+            # ORs the words, LangChain's and Haystack's plainto_tsquery wants them all): the
+            # preset declares it (conventions/)
+            self.search_defaults = replace(self.search_defaults, text_parser=found.text_search.parser)
 
     @property
     def _index_lock(self) -> str:
