@@ -154,3 +154,89 @@ def test_intact_snapshot_still_imports(snapshot: Path, url_for: Callable[..., st
     assert report.status == "verified"
     with plain_client(url) as client:
         assert client.get_collection(_name(url)).count() == 600
+
+
+def _forge_consistently(folder: Path) -> None:
+    """Edit a record and recompute every checksum the manifest holds (the part's SHA-256, size
+    and content digest, the snapshot's content digest): a snapshot that agrees with itself."""
+    from vectorport._digest import record_digest
+    from vectorport.backends.parquet._format import records_of
+
+    _rewrite_part(folder, 0, _edit_text)
+    manifest = _manifest(folder)
+    digest = 0
+    for rec in records_of(pq.read_table(folder / manifest["parts"][0]["file"]), None, True, DIM):
+        digest ^= int.from_bytes(record_digest(rec.key, rec.vector, rec.metadata, rec.text), "little")
+    manifest["parts"][0]["digest"] = digest.to_bytes(16, "little").hex()
+    manifest["digest"] = fold([p["digest"] for p in manifest["parts"]])
+    _save(folder, manifest)
+
+
+def test_a_consistent_forgery_is_refused_by_the_digest_export_printed(
+    snapshot: Path, url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    from vectorport.cli import app
+    from vectorport.snapshot import snapshot_url
+
+    runner = CliRunner()
+    sealed = tmp_path / "sealed"
+    out = runner.invoke(app, ["export", "memory://integrity-src", str(sealed), "--no-verify", "--json"])
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)
+    expected, content = report["snapshot_digest"], report["digest"]
+    assert expected == "sha256:" + hashlib.sha256((sealed / MANIFEST).read_bytes()).hexdigest()
+    human = runner.invoke(app, ["export", "memory://integrity-src", str(tmp_path / "again")])
+    assert "snapshot digest: sha256:" in human.stdout, human.output
+
+    _forge_consistently(sealed)
+    with vectorport.connect(snapshot_url(sealed)) as forged:
+        forged.check_integrity()  # the forgery agrees with itself: only the digest can tell
+    url = url_for("chroma")
+    for digest in (expected, expected.removeprefix("sha256:").upper(), content):
+        with pytest.raises(vectorport.VectorportError, match="is not the one expected"):
+            import_snapshot(sealed, url, expect_digest=digest)
+    out = runner.invoke(app, ["import", str(sealed), url, "--expect-digest", expected])
+    assert out.exit_code == 2, out.output
+    assert "Traceback" not in out.output and isinstance(out.exception, SystemExit)
+    errors = [line for line in out.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "not the one expected" in out.stderr and expected in out.stderr, out.stderr
+    assert _name(url) not in _collections(url)  # nothing was created, let alone written
+    out = runner.invoke(
+        app, ["verify", snapshot_url(sealed), "memory://integrity-src", "--expect-digest", expected]
+    )
+    assert out.exit_code == 2 and "not the one expected" in out.stderr, out.output
+
+
+def test_the_expected_digest_lets_the_intact_snapshot_in_and_is_checked_for_form(
+    snapshot: Path, url_for: Callable[..., str]
+) -> None:
+    from vectorport.cli import app
+    from vectorport.snapshot import snapshot_url
+
+    with vectorport.connect(snapshot_url(snapshot)) as snap:
+        info = snap.info()["snapshot"]
+    url = url_for("chroma")
+    out = CliRunner().invoke(
+        app,
+        [
+            "import",
+            str(snapshot),
+            url,
+            "--expect-digest",
+            info["snapshot_digest"],
+            "--metadata-policy",
+            "flatten",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    report = import_snapshot(
+        snapshot, url_for("chroma"), expect_digest=info["digest"], metadata_policy="flatten"
+    )
+    assert report.status == "verified"
+    for bad in ("abc", "sha256:" + "0" * 32, "g" * 64):
+        out = CliRunner().invoke(app, ["import", str(snapshot), url_for("chroma"), "--expect-digest", bad])
+        assert out.exit_code == 2 and "is not a digest" in out.stderr, out.output
+    out = CliRunner().invoke(
+        app, ["verify", "memory://integrity-src", url, "--expect-digest", info["snapshot_digest"]]
+    )
+    assert out.exit_code == 2 and "not one" in out.stderr, out.output

@@ -244,6 +244,17 @@ def _write_report(path: Path | None, data: Any) -> None:
             raise typer.Exit(ExitCode.FAILURE) from None
 
 
+ExpectDigestOption = Annotated[
+    str | None,
+    typer.Option(
+        "--expect-digest",
+        metavar="DIGEST",
+        help="The snapshot digest export printed (sha256:…): any other or altered snapshot is "
+        "refused before a record is read.",
+    ),
+]
+
+
 MIGRATE_FLAGS = {
     "plan_only": "--plan",
     "single_pass": "--single-pass/--two-pass",
@@ -334,6 +345,7 @@ def verify(
         typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
     ] = None,
     progress: ProgressOption = None,
+    expect_digest: ExpectDigestOption = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
@@ -347,6 +359,13 @@ def verify(
     only the bins that differ are compared record by record.
     """
     try:
+        if expect_digest is not None:  # the snapshot among the two (the source when both are)
+            from ..snapshot._export import expecting
+
+            if source.lower().startswith("parquet:"):
+                source = expecting(source, expect_digest)
+            else:
+                target = expecting(target, expect_digest)
         if engine is Engine.ray:
             if shard is not None:
                 raise ConfigurationError("--shard is for --engine local; --engine ray splits the work itself")

@@ -17,7 +17,7 @@ import typer
 
 from .._exit import ExitCode
 from ..exceptions import VectorportError
-from ._cmd_migrate import _print_verification, _write_report
+from ._cmd_migrate import ExpectDigestOption, _print_verification, _write_report
 from ._cmd_migrate import migrate as migrate_command
 from ._common import JsonOption, emit_json, fail, out_console, writable_path
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
@@ -74,7 +74,9 @@ def export(
     else:
         out_console.print(
             f"exported {report.count:,} records to {report.directory}: {report.parts} parts, "
-            f"{report.bytes / 1e6:,.1f} MB, {report.rate:,.0f} rec/s",
+            f"{report.bytes / 1e6:,.1f} MB, {report.rate:,.0f} rec/s\n"
+            f"snapshot digest: {report.snapshot_digest} (import with --expect-digest to refuse "
+            "any other or altered snapshot)",
             highlight=False,
             markup=False,
         )
@@ -90,8 +92,8 @@ def _import_command() -> Any:
     """``import DIR URL``: the ``migrate`` command with its first argument a snapshot directory."""
     from ..snapshot import snapshot_url
 
-    def import_(directory: Path, target: str, **options: Any) -> None:
-        migrate_command(snapshot_url(directory), target, **options)
+    def import_(directory: Path, target: str, expect_digest: str | None = None, **options: Any) -> None:
+        migrate_command(snapshot_url(directory, expect_digest), target, **options)
 
     hints = typing.get_type_hints(migrate_command, include_extras=True)
     sig = inspect.signature(migrate_command)
@@ -101,12 +103,12 @@ def _import_command() -> Any:
         inspect.Parameter.POSITIONAL_OR_KEYWORD,
         annotation=Annotated[Path, typer.Argument(help="Snapshot directory (from `vectorport export`).")],
     )
-    import_.__signature__ = sig.replace(parameters=[directory, *params[1:]])  # type: ignore[attr-defined]
-    import_.__annotations__ = {
-        "directory": directory.annotation,
-        **{p.name: p.annotation for p in params[1:]},
-        "return": None,
-    }
+    expect = inspect.Parameter(
+        "expect_digest", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ExpectDigestOption
+    )
+    params = [directory, params[1], expect, *params[2:]]
+    import_.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    import_.__annotations__ = {**{p.name: p.annotation for p in params}, "return": None}
     import_.__doc__ = (
         "Load a snapshot into any store: migrate parquet://DIR URL, same plan, checkpoint and "
         "verification. Exit 0 ok, 1 data, 3 failure, 4 refused, 5 quality."

@@ -98,8 +98,7 @@ def export_on_ray(
         )
         parts = [p for d in done for p in d["parts"]]
         report.per_worker = [d["worker"] for d in done]
-        report.count, report.bytes, report.digest = finish_snapshot(src.store, src.label, path, parts)
-        report.parts = len(parts)
+        finish_snapshot(report, src.store, path, parts)
         report.timings["export"] = time.monotonic() - started
         if verify:
             t0 = time.monotonic()

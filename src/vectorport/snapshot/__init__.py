@@ -19,7 +19,17 @@ from ._export import ExportReport, export, snapshot_url
 __all__ = ["ExportReport", "export", "import_snapshot", "snapshot_url"]
 
 
-def import_snapshot(directory: str | os.PathLike[str], target: StoreLike, **options: Any) -> MigrationReport:
+def import_snapshot(
+    directory: str | os.PathLike[str],
+    target: StoreLike,
+    *,
+    expect_digest: str | None = None,
+    **options: Any,
+) -> MigrationReport:
     """Load the snapshot in ``directory`` into ``target``: ``migrate(parquet://DIR, target)``,
-    with every option of :func:`vectorport.migrate`."""
-    return migrate(snapshot_url(directory), target, **options)
+    with every option of :func:`vectorport.migrate`.
+
+    ``expect_digest``: the snapshot digest export reported (``ExportReport.snapshot_digest``,
+    ``sha256:…``); a snapshot with any other digest — altered after export, even with every
+    checksum in its manifest recomputed — is refused before anything is written."""
+    return migrate(snapshot_url(directory, expect_digest), target, **options)

@@ -3,6 +3,7 @@ the snapshot back through ``parquet://DIR`` and comparing it with the source."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
@@ -10,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from .._exit import Status
 from .._paths import writable_dir
@@ -23,15 +24,31 @@ from ..migrate._progress import ProgressMode
 from ..migrate._transform import Transformer
 from ..migrate._verify import VerifyReport, verify_stores
 
-__all__ = ["ExportReport", "export", "snapshot_url", "write_segment"]
+__all__ = ["ExportReport", "expecting", "export", "snapshot_url", "write_segment"]
 
 SCAN_BATCH = 1000
 
 
-def snapshot_url(directory: str | os.PathLike[str]) -> str:
+def snapshot_url(directory: str | os.PathLike[str], expect_digest: str | None = None) -> str:
     """The ``parquet://`` URL of a snapshot directory (absolute, so it means the same anywhere
-    on this machine, or on a cluster's shared file system)."""
-    return "parquet://" + quote(str(Path(directory).expanduser().resolve()))
+    on this machine, or on a cluster's shared file system); with ``expect_digest`` (the
+    snapshot digest export printed), the store it opens refuses any other snapshot."""
+    url = "parquet://" + quote(str(Path(directory).expanduser().resolve()))
+    return url if expect_digest is None else expecting(url, expect_digest)
+
+
+def expecting(url: str, expect_digest: str) -> str:
+    """``url`` (a ``parquet://`` snapshot) with the ``expect_digest`` parameter set, so whatever
+    opens it — a local run or Ray workers — refuses a snapshot with another digest."""
+    if urlsplit(url).scheme != "parquet":
+        raise ConfigurationError(
+            f"an expected digest checks a snapshot, and {mask_url(url)} is not one: give it for the "
+            "parquet://DIR store (or import DIR)"
+        )
+    # (urlunsplit would drop the ``//`` of ``parquet:///abs/dir``, a URL with no host)
+    head, _, query = url.partition("?")
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "expect_digest"]
+    return f"{head}?{urlencode([*kept, ('expect_digest', expect_digest)])}"
 
 
 def source_layout(store: VectorStore) -> dict[str, Any] | None:
@@ -84,6 +101,10 @@ class ExportReport(Report):
     parts: int = 0
     bytes: int = 0
     digest: str = ""
+    """The content digest: the same for the same records, however they are split into parts."""
+    snapshot_digest: str = ""
+    """``sha256:`` + the SHA-256 of ``_manifest.json`` (which holds every part's SHA-256): give it
+    to ``import``/``verify`` (``--expect-digest``) to refuse any other or altered snapshot."""
     workers: int = 1
     engine: str = "local"
     timings: dict[str, float] = field(default_factory=dict)
@@ -109,6 +130,7 @@ class ExportReport(Report):
             "parts": self.parts,
             "bytes": self.bytes,
             "digest": self.digest,
+            "snapshot_digest": self.snapshot_digest,
             "engine": self.engine,
             "workers": self.workers,
             "records_per_second": round(self.rate, 1),
@@ -144,17 +166,16 @@ def prepare_directory(directory: str | os.PathLike[str], overwrite: bool) -> Pat
     return path
 
 
-def finish_snapshot(
-    store: VectorStore, source_label: str, directory: Path, parts: Sequence[Any]
-) -> tuple[int, int, str]:
-    """Write the manifest of ``parts`` (from every segment); (records, bytes, digest)."""
-    from ..backends.parquet._format import Manifest, fold
+def finish_snapshot(report: ExportReport, store: VectorStore, directory: Path, parts: Sequence[Any]) -> None:
+    """Write the manifest of ``parts`` (from every segment); fill ``report``'s count, parts,
+    bytes, content digest and snapshot digest."""
+    from ..backends.parquet._format import SHA256_PREFIX, Manifest, fold
 
     spec = store.spec
     ordered = sorted(parts, key=lambda p: p.file)
     count = sum(p.records for p in ordered)
     digest = fold([p.digest for p in ordered])
-    Manifest(
+    written = Manifest(
         dimension=spec.dimension,
         metric=spec.metric.value,
         embedding_model=spec.embedding_model,
@@ -162,10 +183,12 @@ def finish_snapshot(
         count=count,
         digest=digest,
         parts=list(ordered),
-        source=source_label,
+        source=report.source,
         source_layout=source_layout(store),
     ).save(directory)
-    return count, sum(p.bytes for p in ordered), digest
+    report.count, report.parts, report.digest = count, len(ordered), digest
+    report.bytes = sum(p.bytes for p in ordered)
+    report.snapshot_digest = SHA256_PREFIX + hashlib.sha256(written.read_bytes()).hexdigest()
 
 
 def verify_snapshot(
@@ -230,8 +253,7 @@ def export(
             max_part_bytes=max_part_bytes or DEFAULT_PART_BYTES,
             batch_size=batch_size,
         )
-        report.count, report.bytes, report.digest = finish_snapshot(src.store, src.label, path, parts)
-        report.parts = len(parts)
+        finish_snapshot(report, src.store, path, parts)
         report.timings["export"] = time.monotonic() - started
         if verify:
             t0 = time.monotonic()

@@ -9,7 +9,14 @@ without one is not a snapshot (an export that did not finish).
 
 Per part the manifest keeps the file's SHA-256 (checked when the part is read) and a content
 digest: the XOR of the records' :func:`~vectorport.migrate._digest.record_digest`, order-free,
-so parts written by parallel workers fold into one snapshot digest.
+so parts written by parallel workers fold into one snapshot content digest.
+
+Those checks catch damage and careless edits, but someone who edits records and recomputes
+every checksum in the manifest makes a snapshot that agrees with itself. What cannot be forged
+is the **snapshot digest**: the SHA-256 of ``_manifest.json``, which holds every part's SHA-256.
+Export prints it; an import or verification given it (``expect_digest``) refuses any other
+snapshot before reading it. (The content digest can be expected too, but being an XOR of
+per-record digests it can be matched on purpose by someone who may alter many records.)
 """
 
 from __future__ import annotations
@@ -39,7 +46,9 @@ __all__ = [
     "PartInfo",
     "PartWriter",
     "check_contents",
+    "check_expected",
     "check_totals",
+    "parse_expected_digest",
     "read_part",
     "records_of",
     "schema",
@@ -109,20 +118,36 @@ class Manifest:
     @classmethod
     def load(cls, directory: Path) -> Manifest | None:
         """The manifest of ``directory``; ``None`` when there is none."""
+        found = cls.read(directory)
+        return None if found is None else found[0]
+
+    @classmethod
+    def read(cls, directory: Path) -> tuple[Manifest, str] | None:
+        """The manifest of ``directory`` and the SHA-256 (hex) of the bytes it was parsed from
+        (the snapshot's digest, :func:`check_expected`); ``None`` when there is none."""
         path = directory / MANIFEST
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read the snapshot manifest {path} ({exc.strerror or exc}); check the path "
+                "and its permissions"
+            ) from None
+        return cls._parse(path, raw), hashlib.sha256(raw).hexdigest()
+
+    @classmethod
+    def _parse(cls, path: Path, raw: bytes) -> Manifest:
         try:
-            data = json.loads(raw)
+            data = json.loads(raw.decode("utf-8"))
             if data.pop("format") != FORMAT:
                 raise ValueError("not a vectorport snapshot")
             if data.pop("version") != VERSION:
                 raise ValueError(f"snapshot format version {VERSION} expected")
             data["parts"] = [PartInfo(**p) for p in data["parts"]]
             manifest = cls(**data)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # (UnicodeDecodeError too)
             raise ConfigurationError(
                 f"{path} is not a readable vectorport snapshot manifest ({exc}); re-export the snapshot"
             ) from None
@@ -149,6 +174,47 @@ def _check_part_name(manifest: Path, name: object) -> None:
             "name in that directory, e.g. 'part-00000.parquet'); the manifest was edited: nothing "
             "was read. Restore the snapshot from another copy or re-export it"
         )
+
+
+SHA256_PREFIX = "sha256:"
+
+
+def parse_expected_digest(value: str) -> tuple[str, str]:
+    """What a caller expects a snapshot to be: ``("sha256", hex)`` for the snapshot's digest (the
+    SHA-256 of its manifest, which holds every part's SHA-256: ``sha256:…`` or 64 hex digits), or
+    ``("content", hex)`` for its content digest (32 hex digits, the manifest's ``digest``).
+
+    >>> parse_expected_digest("SHA256:" + "AB" * 32)[0], parse_expected_digest("0f" * 16)[0]
+    ('sha256', 'content')
+    """
+    text = str(value).strip().lower()
+    hexpart = text.removeprefix(SHA256_PREFIX)
+    if all(c in "0123456789abcdef" for c in hexpart):
+        if len(hexpart) == 64:
+            return ("sha256", hexpart)
+        if len(hexpart) == 32 and not text.startswith(SHA256_PREFIX):
+            return ("content", hexpart)
+    raise ConfigurationError(
+        f"expected snapshot digest {value!r} is not a digest: give the snapshot's digest as export "
+        "printed it (sha256: and 64 hex digits; or its 32-hex-digit content digest)"
+    )
+
+
+def check_expected(directory: Path, manifest: Manifest, sha256: str, expected: tuple[str, str]) -> None:
+    """The snapshot is the one expected (:func:`parse_expected_digest`), else it is refused before
+    anything is read from it. The content digest is only compared with the manifest's here; the
+    store then checks every part against the manifest (``check_integrity``)."""
+    kind, want = expected
+    got = sha256 if kind == "sha256" else manifest.digest
+    if got == want:
+        return
+    shown = (SHA256_PREFIX + got, SHA256_PREFIX + want) if kind == "sha256" else (got, want)
+    what = "digest" if kind == "sha256" else "content digest"
+    raise ConfigurationError(
+        f"the snapshot {directory} is not the one expected: its {what} is {shown[0]}, expected "
+        f"{shown[1]} (it was changed after export, or it is another snapshot); no record was read and "
+        "nothing was written. Use the snapshot that digest came from, or export again"
+    )
 
 
 def fold(digests: Sequence[str]) -> str:

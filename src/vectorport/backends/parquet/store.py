@@ -38,7 +38,17 @@ from ..._url import StoreURL
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
 from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
-from ._format import MANIFEST, Manifest, check_contents, check_totals, read_part, records_of
+from ._format import (
+    MANIFEST,
+    SHA256_PREFIX,
+    Manifest,
+    check_contents,
+    check_expected,
+    check_totals,
+    parse_expected_digest,
+    read_part,
+    records_of,
+)
 
 __all__ = ["ParquetStore"]
 
@@ -75,10 +85,12 @@ class ParquetStore(BaseStore[FilterNode]):
         features=frozenset({Feature.NATIVE_COUNT}),  # read-only: no WRITE
     )
 
-    def __init__(self, url: StoreURL, directory: Path) -> None:
+    def __init__(self, url: StoreURL, directory: Path, expect_digest: str | None = None) -> None:
         super().__init__(url, directory.name or str(directory))
         self.directory = directory
+        self._expected = parse_expected_digest(expect_digest) if expect_digest else None
         self._manifest: Manifest | None = None
+        self._sha256 = ""
         self._cached: OrderedDict[int, pa.Table] = OrderedDict()
         self._checked: set[int] = set()
         self._index: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None = None
@@ -88,24 +100,48 @@ class ParquetStore(BaseStore[FilterNode]):
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
-        if options:
-            raise ConfigurationError(f"parquet:// takes no options, got {sorted(options)}")
+        """``expect_digest`` (option or URL parameter): the snapshot's digest as export printed it;
+        any other snapshot is refused when opened, before a record is read."""
+        opts = dict(options)
+        expected = opts.pop("expect_digest", None) or url.param("expect_digest")
+        if opts:
+            raise ConfigurationError(f"parquet:// takes no options but expect_digest=, got {sorted(opts)}")
         raw = (url.host or "") + url.path
         if not raw:
             raise ConfigurationError(
                 "parquet:// needs a directory: parquet:///abs/dir or parquet://./rel/dir"
             )
-        return cls(url, Path(raw).expanduser())
+        return cls(url, Path(raw).expanduser(), expected)
 
     # ------------------------------------------------------------------ reading the snapshot
     @property
     def manifest(self) -> Manifest:
-        if self._manifest is None:
-            found = Manifest.load(self.directory)
+        found = self._manifest or self._load()
+        if found is None:
+            raise self._not_found()
+        return found
+
+    @property
+    def digest(self) -> str:
+        """The snapshot's digest, ``sha256:`` and the SHA-256 of its manifest (which holds every
+        part's SHA-256): what export printed, and what ``expect_digest`` compares."""
+        _ = self.manifest  # read once
+        return SHA256_PREFIX + self._sha256
+
+    def _load(self) -> Manifest | None:
+        """Read the manifest; with an expected digest, refuse another snapshot, then check every
+        part against the manifest at once (so the expected content is what every read sees)."""
+        with self._lock:
+            found = Manifest.read(self.directory)
             if found is None:
-                raise self._not_found()
-            self._manifest = found
-        return self._manifest
+                return None
+            manifest, self._sha256 = found
+            if self._expected is not None:
+                check_expected(self.directory, manifest, self._sha256, self._expected)
+            self._manifest = manifest
+            if self._expected is not None:
+                self.check_integrity()
+            return manifest
 
     def check_integrity(self) -> None:
         """Check every part against the manifest before a migration (``import``) writes anything:
@@ -193,11 +229,8 @@ class ParquetStore(BaseStore[FilterNode]):
 
     # ------------------------------------------------------------------ primitives
     def _describe_collection(self) -> CollectionSpec | None:
-        found = Manifest.load(self.directory)
-        if found is None:
-            return None
-        self._manifest = found
-        return found.spec
+        found = self._load()
+        return None if found is None else found.spec
 
     def _not_found(self) -> NotFoundError:
         return NotFoundError(
@@ -319,6 +352,7 @@ class ParquetStore(BaseStore[FilterNode]):
         out["snapshot"] = {
             "parts": len(m.parts),
             "digest": m.digest,
+            "snapshot_digest": SHA256_PREFIX + self._sha256,
             "source": m.source,
             "source_layout": m.source_layout,
             "created": m.created,
