@@ -7,16 +7,21 @@ arguments; 3 the backend failed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from .._exit import ExitCode
+from .._protocol import VectorStore
 from .._registry import connect
 from .._suggest import nearest
 from ..exceptions import ConfigurationError
 from ._common import JsonOption, emit_json, err_console, out_console, reported_errors
+
+if TYPE_CHECKING:
+    from .._embedder import Embedder
+    from ..ingest.doctor import DoctorReport
 
 CHECKS: tuple[str, ...]
 try:
@@ -25,66 +30,60 @@ except ImportError:  # a build without vectorport.ingest: doctor then says so wh
     CHECKS = ()
 
 
-def doctor(
-    url: str = typer.Argument(..., help="Store URL of an ingested collection."),
-    embedder: str | None = typer.Option(
-        None, "--embedder", "-e", help="Default: the model recorded on the collection."
+Url = Annotated[str, typer.Argument(help="Store URL of an ingested collection.")]
+EmbedderSpec = Annotated[
+    str | None, typer.Option("--embedder", "-e", help="Default: the model recorded on the collection.")
+]
+NoEmbedder = Annotated[bool, typer.Option("--no-embedder", help="Skip the checks that re-embed text.")]
+SourceRoot = Annotated[
+    Path | None,
+    typer.Option(
+        "--source-root", help="Folder the chunks' source paths are relative to (enables the orphan check)."
     ),
-    no_embedder: bool = typer.Option(False, "--no-embedder", help="Skip the checks that re-embed text."),
-    source_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--source-root",
-            help="Folder the chunks' source paths are relative to (enables the orphan check).",
-        ),
-    ] = None,
-    canaries: Annotated[
-        Path | None, typer.Option("--canaries", help="Check canaries recorded in this file.")
-    ] = None,
-    record_canaries: Annotated[
-        Path | None,
-        typer.Option(
-            "--record-canaries", help="Record canary queries (their current top keys) to this file."
-        ),
-    ] = None,
-    canary_text: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--canary-text", help="A canary query text (repeat); default: drawn from the collection."
-        ),
-    ] = None,
-    canary_count: int = typer.Option(8, "--canary-count", help="How many canaries to draw."),
-    canary_k: int = typer.Option(10, "--canary-k", help="Top-k a canary records."),
-    sample: int = typer.Option(32, "--sample", help="Stored chunks re-embedded by the drift check (0: all)."),
-    skip: Annotated[
-        list[str] | None,
-        typer.Option("--skip", metavar="CHECK", help=f"A check to skip (repeat): {', '.join(CHECKS)}."),
-    ] = None,
+]
+Canaries = Annotated[Path | None, typer.Option("--canaries", help="Check canaries recorded in this file.")]
+RecordCanaries = Annotated[
+    Path | None,
+    typer.Option("--record-canaries", help="Record canary queries (their current top keys) to this file."),
+]
+CanaryText = Annotated[
+    list[str] | None,
+    typer.Option("--canary-text", help="A canary query text (repeat); default: drawn from the collection."),
+]
+CanaryCount = Annotated[int, typer.Option("--canary-count", help="How many canaries to draw.")]
+CanaryK = Annotated[int, typer.Option("--canary-k", help="Top-k a canary records.")]
+Sample = Annotated[
+    int, typer.Option("--sample", help="Stored chunks re-embedded by the drift check (0: all).")
+]
+Skip = Annotated[
+    list[str] | None,
+    typer.Option("--skip", metavar="CHECK", help=f"A check to skip (repeat): {', '.join(CHECKS)}."),
+]
+
+
+def doctor(
+    url: Url,
+    embedder: EmbedderSpec = None,
+    no_embedder: NoEmbedder = False,
+    source_root: SourceRoot = None,
+    canaries: Canaries = None,
+    record_canaries: RecordCanaries = None,
+    canary_text: CanaryText = None,
+    canary_count: CanaryCount = 8,
+    canary_k: CanaryK = 10,
+    sample: Sample = 32,
+    skip: Skip = None,
     as_json: bool = JsonOption,
 ) -> None:
     """Check vectors (dimension, norm, NaN), models, duplicates, orphans, torn documents,
     embedding drift and canaries. Exits 1 when anything is found."""
-    from ..ingest import CanarySet, diagnose, embedder_for
+    from ..ingest import CanarySet, diagnose
     from ..ingest import record_canaries as record
 
-    unknown = [name for name in skip or () if CHECKS and name not in CHECKS]
-    if unknown:
-        guess = nearest(unknown[0], CHECKS)
-        hint = f"did you mean {guess!r}? " if guess else ""
-        err_console.print(
-            f"[red]error:[/red] no check named {unknown[0]!r}; {hint}the checks: {', '.join(CHECKS)}",
-            highlight=False,
-        )
-        raise typer.Exit(ExitCode.USAGE)
+    _check_skips(skip or [])
     with reported_errors(), connect(url) as store:
-        emb = None
-        if not no_embedder:
-            try:
-                emb = embedder_for(store, embedder)
-            except ConfigurationError as exc:
-                if embedder is not None or record_canaries or canaries:
-                    raise
-                err_console.print(f"[yellow]note:[/yellow] no embedder, re-embedding checks skipped: {exc}")
+        needed = embedder is not None or bool(record_canaries or canaries)
+        emb = None if no_embedder else _embedder(store, embedder, needed)
         recorded = CanarySet.load(canaries) if canaries else None
         report = diagnose(
             store,
@@ -105,32 +104,65 @@ def doctor(
         data["canaries_recorded"] = str(saved) if saved else None
         emit_json(data)
     else:
-        title = f"doctor {report.store}: {report.records} records, model {report.collection_model}"
-        table = Table(title=title)
-        for col in ("check", "result", "details"):
-            table.add_column(col, overflow="fold")
-        found = {f.check: f for f in report.findings}
-        for check in report.checks_run:
-            hit = found.get(check)
-            if hit is None:
-                table.add_row(check, "[green]ok[/green]", "")
-            else:
-                keys = ", ".join(hit.keys[:5]) + (" …" if hit.count > 5 else "")
-                table.add_row(check, f"[red]{hit.count} found[/red]", f"{hit.message}\n{keys}".strip())
-        for check, why in report.checks_skipped.items():
-            table.add_row(check, "[dim]skipped[/dim]", why)
-        out_console.print(table)
-        for c in report.canaries:
-            state = "[red]drift[/red]" if c.drifted else "[green]steady[/green]"
-            shift = "-" if c.score_shift is None else f"{c.score_shift:.4f}"
-            out_console.print(
-                f"canary {state} overlap={c.overlap:.2f} score_shift={shift} "
-                f"vector_sim={c.vector_similarity:.4f} {c.text[:60]!r}",
-                highlight=False,
-            )
-        if saved:
-            out_console.print(f"canaries recorded to {saved}")
+        _print_report(report, saved)
     raise typer.Exit(report.exit_code)
+
+
+def _check_skips(skip: list[str]) -> None:
+    """Every ``--skip`` names a check, or exit 2 with the nearest name."""
+    unknown = [name for name in skip if CHECKS and name not in CHECKS]
+    if unknown:
+        guess = nearest(unknown[0], CHECKS)
+        hint = f"did you mean {guess!r}? " if guess else ""
+        err_console.print(
+            f"[red]error:[/red] no check named {unknown[0]!r}; {hint}the checks: {', '.join(CHECKS)}",
+            highlight=False,
+        )
+        raise typer.Exit(ExitCode.USAGE)
+
+
+def _embedder(store: VectorStore, spec: str | None, needed: bool) -> Embedder | None:
+    """``spec``'s embedder, else the collection's; without one, the re-embedding checks are
+    skipped with a note, unless something asked for it (then its error stands)."""
+    from ..ingest import embedder_for
+
+    try:
+        return embedder_for(store, spec)
+    except ConfigurationError as exc:
+        if needed:
+            raise
+        err_console.print(f"[yellow]note:[/yellow] no embedder, re-embedding checks skipped: {exc}")
+        return None
+
+
+def _print_report(report: DoctorReport, saved: Path | None) -> None:
+    """One row per check (ok, how many found and the first keys, or skipped and why), then the
+    canaries."""
+    title = f"doctor {report.store}: {report.records} records, model {report.collection_model}"
+    table = Table(title=title)
+    for col in ("check", "result", "details"):
+        table.add_column(col, overflow="fold")
+    found = {f.check: f for f in report.findings}
+    for check in report.checks_run:
+        hit = found.get(check)
+        if hit is None:
+            table.add_row(check, "[green]ok[/green]", "")
+        else:
+            keys = ", ".join(hit.keys[:5]) + (" …" if hit.count > 5 else "")
+            table.add_row(check, f"[red]{hit.count} found[/red]", f"{hit.message}\n{keys}".strip())
+    for check, why in report.checks_skipped.items():
+        table.add_row(check, "[dim]skipped[/dim]", why)
+    out_console.print(table)
+    for c in report.canaries:
+        state = "[red]drift[/red]" if c.drifted else "[green]steady[/green]"
+        shift = "-" if c.score_shift is None else f"{c.score_shift:.4f}"
+        out_console.print(
+            f"canary {state} overlap={c.overlap:.2f} score_shift={shift} "
+            f"vector_sim={c.vector_similarity:.4f} {c.text[:60]!r}",
+            highlight=False,
+        )
+    if saved:
+        out_console.print(f"canaries recorded to {saved}")
 
 
 def register(app: typer.Typer) -> None:

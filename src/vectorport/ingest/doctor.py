@@ -28,6 +28,7 @@ import hashlib
 import heapq
 import os
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,6 +38,7 @@ import numpy.typing as npt
 
 from .._embedder import Embedder
 from .._exit import Status
+from .._models import Record
 from .._protocol import VectorStore
 from .._report import Report
 from .canaries import CanaryResult, CanarySet, check_canaries
@@ -131,205 +133,239 @@ def diagnose(
         Canaries recorded earlier with :func:`~vectorport.ingest.record_canaries`.
     """
     spec = store.spec
-    expected_model = spec.embedding_model
-    report = DoctorReport(store.url.masked, expected_model, spec.dimension)
+    report = DoctorReport(store.url.masked, spec.embedding_model, spec.dimension)
     wanted = [c for c in CHECKS if c not in skip]
-    root = Path(source_root) if source_root is not None else None
+    scan = _Scan(spec.dimension, sample if embedder is not None and "embedding-drift" in wanted else None)
+    scan.read(store, progress)
+    report.records = scan.seen
+    d = _Doctor(report, scan, wanted, max_keys)
+    d.run("dimension", d.dimension)
+    d.run("non-finite", d.non_finite)
+    d.run("norm", lambda: d.norm(norm_tolerance))
+    d.run("stale-model", lambda: d.stale_model(embedder))
+    d.run("duplicate-content", d.duplicate_content)
+    if source_root is None:
+        report.checks_skipped["orphan"] = "no source root given (--source-root)"
+    else:
+        d.run("orphan", lambda: d.orphan(Path(source_root)))
+    d.run("torn-document", d.torn_document)
+    if embedder is None:
+        report.checks_skipped["embedding-drift"] = "no embedder"
+    else:
+        d.run("embedding-drift", lambda: d.embedding_drift(embedder, drift_threshold))
+    if canaries is None:
+        report.checks_skipped["canary-drift"] = "no canary file (--canaries)"
+    elif embedder is None:
+        report.checks_skipped["canary-drift"] = "no embedder"
+    else:
+        d.run("canary-drift", lambda: d.canary_drift(store, embedder, canaries))
+    return report
 
-    wrong_dim: list[str] = []
-    non_finite: list[str] = []
-    norm_keys: list[str] = []
-    norms: list[float] = []
-    by_model: dict[str | None, list[str]] = defaultdict(list)
-    first_by_text: dict[str, str] = {}
-    dupes: dict[str, list[str]] = defaultdict(list)
-    docs: dict[str, list[tuple[str, Any, Any, Any]]] = defaultdict(list)
-    picked: list[tuple[int, str, str, npt.NDArray[np.float32], str | None]] = []
 
-    seen = 0
-    for page in store.scan(include=["vector", "metadata", "text"]):
-        for rec in page:
-            seen += 1
-            vec = np.asarray(rec.vector, dtype=np.float64) if rec.vector is not None else np.zeros(0)
-            if vec.shape != (spec.dimension,):
-                wrong_dim.append(rec.key)
-                continue
-            if not np.isfinite(vec).all():
-                non_finite.append(rec.key)
-                continue
-            norm_keys.append(rec.key)
-            norms.append(float(np.linalg.norm(vec)))
-            meta = rec.metadata or {}
-            model = meta.get("embedding_model")
-            by_model[model if isinstance(model, str) else None].append(rec.key)
-            if rec.text:
-                digest = sha256_hex(" ".join(rec.text.split()))
-                first = first_by_text.setdefault(digest, rec.key)
-                if first != rec.key:
-                    dupes[first].append(rec.key)
-            source = meta.get("source")
-            if isinstance(source, str):
-                docs[source].append(
-                    (rec.key, meta.get("chunk_index"), meta.get("total_chunks"), meta.get("doc_hash"))
-                )
-            if embedder is not None and rec.text and "embedding-drift" in wanted:
-                rank = -int.from_bytes(hashlib.sha1(rec.key.encode()).digest()[:8], "big")
-                item = (
-                    rank,
-                    rec.key,
-                    rec.text,
-                    vec.astype(np.float32),
-                    model if isinstance(model, str) else None,
-                )
-                if sample <= 0 or len(picked) < sample:
-                    heapq.heappush(picked, item)
-                elif item[0] > picked[0][0]:
-                    heapq.heapreplace(picked, item)
-        if progress:
-            progress("scan", seen, None)
-    report.records = seen
+_Picked = tuple[int, str, str, npt.NDArray[np.float32], str | None]
+"""A chunk drawn for the drift check: its rank (a hash of its key), key, text, vector, model."""
 
-    def run(check: str) -> bool:
-        if check in wanted:
-            report.checks_run.append(check)
-            return True
-        return False
 
-    if run("dimension") and wrong_dim:
-        report.findings.append(
-            _finding(
-                "dimension",
-                f"{len(wrong_dim)} vectors are not {spec.dimension}-dimensional",
-                wrong_dim,
-                max_keys,
+class _Scan:
+    """What one streaming scan gathers for every check: keys per problem and per model, norms,
+    texts' first keys, chunks per source document, and a sample of chunks to re-embed
+    (``sample``: how many, 0 all, ``None`` none)."""
+
+    def __init__(self, dimension: int, sample: int | None) -> None:
+        self.dimension, self.sample = dimension, sample
+        self.seen = 0
+        self.wrong_dim: list[str] = []
+        self.non_finite: list[str] = []
+        self.norm_keys: list[str] = []
+        self.norms: list[float] = []
+        self.by_model: dict[str | None, list[str]] = defaultdict(list)
+        self.first_by_text: dict[str, str] = {}
+        self.dupes: dict[str, list[str]] = defaultdict(list)
+        self.docs: dict[str, list[tuple[str, Any, Any, Any]]] = defaultdict(list)
+        self.picked: list[_Picked] = []
+
+    def read(self, store: VectorStore, progress: ProgressFn | None) -> None:
+        for page in store.scan(include=["vector", "metadata", "text"]):
+            for rec in page:
+                self.seen += 1
+                self.add(rec)
+            if progress:
+                progress("scan", self.seen, None)
+
+    def add(self, rec: Record) -> None:
+        vec = np.asarray(rec.vector, dtype=np.float64) if rec.vector is not None else np.zeros(0)
+        if vec.shape != (self.dimension,):
+            self.wrong_dim.append(rec.key)
+            return
+        if not np.isfinite(vec).all():
+            self.non_finite.append(rec.key)
+            return
+        self.norm_keys.append(rec.key)
+        self.norms.append(float(np.linalg.norm(vec)))
+        meta = rec.metadata or {}
+        model = meta.get("embedding_model")
+        model = model if isinstance(model, str) else None
+        self.by_model[model].append(rec.key)
+        if rec.text:
+            digest = sha256_hex(" ".join(rec.text.split()))
+            first = self.first_by_text.setdefault(digest, rec.key)
+            if first != rec.key:
+                self.dupes[first].append(rec.key)
+        source = meta.get("source")
+        if isinstance(source, str):
+            self.docs[source].append(
+                (rec.key, meta.get("chunk_index"), meta.get("total_chunks"), meta.get("doc_hash"))
             )
-        )
-    if run("non-finite") and non_finite:
-        report.findings.append(
-            _finding("non-finite", f"{len(non_finite)} vectors hold NaN or inf", non_finite, max_keys)
-        )
-    if run("norm") and norms:
-        arr = np.asarray(norms)
+        if self.sample is not None and rec.text:
+            self._pick(rec.key, rec.text, vec.astype(np.float32), model)
+
+    def _pick(self, key: str, text: str, vec: npt.NDArray[np.float32], model: str | None) -> None:
+        """Keep the ``sample`` chunks of the highest rank: the same ones on every run."""
+        item = (-int.from_bytes(hashlib.sha1(key.encode()).digest()[:8], "big"), key, text, vec, model)
+        if self.sample is not None and (self.sample <= 0 or len(self.picked) < self.sample):
+            heapq.heappush(self.picked, item)
+        elif item[0] > self.picked[0][0]:
+            heapq.heapreplace(self.picked, item)
+
+
+class _Doctor:
+    """The checks over one scan, each adding its finding (if any) to the report."""
+
+    def __init__(self, report: DoctorReport, scan: _Scan, wanted: list[str], max_keys: int) -> None:
+        self.report, self.scan, self.wanted, self.max_keys = report, scan, wanted, max_keys
+
+    def run(self, check: str, fn: Callable[[], Finding | None]) -> None:
+        if check not in self.wanted:
+            return
+        self.report.checks_run.append(check)
+        found = fn()
+        if found is not None:
+            self.report.findings.append(found)
+
+    def finding(self, check: str, message: str, keys: list[str]) -> Finding:
+        return _finding(check, message, keys, self.max_keys)
+
+    def dimension(self) -> Finding | None:
+        bad = self.scan.wrong_dim
+        if not bad:
+            return None
+        return self.finding("dimension", f"{len(bad)} vectors are not {self.scan.dimension}-dimensional", bad)
+
+    def non_finite(self) -> Finding | None:
+        bad = self.scan.non_finite
+        return self.finding("non-finite", f"{len(bad)} vectors hold NaN or inf", bad) if bad else None
+
+    def norm(self, tolerance: float) -> Finding | None:
+        if not self.scan.norms:
+            return None
+        arr = np.asarray(self.scan.norms)
         median = float(np.median(arr))
-        normalised = abs(median - 1.0) <= norm_tolerance
+        normalised = abs(median - 1.0) <= tolerance
         if normalised:
-            bad_mask = np.abs(arr - 1.0) > norm_tolerance
-            why = f"norm differs from 1 by more than {norm_tolerance} in a normalised collection"
+            bad_mask = np.abs(arr - 1.0) > tolerance
+            why = f"norm differs from 1 by more than {tolerance} in a normalised collection"
         else:
             bad_mask = (arr == 0) | (arr > 3 * median) | (arr < median / 3)
             why = f"norm is zero or more than 3x away from the median {median:.4g}"
-        bad = [norm_keys[i] for i in np.flatnonzero(bad_mask)]
-        report.stats["norm"] = {
+        bad = [self.scan.norm_keys[i] for i in np.flatnonzero(bad_mask)]
+        self.report.stats["norm"] = {
             "median": round(median, 6),
             "min": round(float(arr.min()), 6),
             "max": round(float(arr.max()), 6),
             "normalised": normalised,
         }
-        if bad:
-            report.findings.append(_finding("norm", f"{len(bad)} vectors: {why}", bad, max_keys))
-    if run("stale-model"):
-        counts = {m or "(none)": len(k) for m, k in by_model.items()}
-        report.stats["embedding_models"] = counts
-        reference = expected_model or (embedder.model_id if embedder else None)
+        return self.finding("norm", f"{len(bad)} vectors: {why}", bad) if bad else None
+
+    def stale_model(self, embedder: Embedder | None) -> Finding | None:
+        by_model = self.scan.by_model
+        self.report.stats["embedding_models"] = {m or "(none)": len(k) for m, k in by_model.items()}
+        reference = self.report.collection_model or (embedder.model_id if embedder else None)
         if reference is None:
             named = Counter({m: len(k) for m, k in by_model.items() if m})
             reference = named.most_common(1)[0][0] if named else None
-        others_keys = [keys for model, keys in by_model.items() if model and not same_model(model, reference)]
-        stale = [key for keys in others_keys for key in keys]
-        if stale and reference:
-            others = sorted({m for m in by_model if m and not same_model(m, reference)})
-            report.findings.append(
-                _finding(
-                    "stale-model",
-                    f"{len(stale)} chunks were embedded with {', '.join(others)}, not the collection's "
-                    f"{reference}; re-ingest them (their vectors are in another space)",
-                    stale,
-                    max_keys,
-                )
-            )
-    if run("duplicate-content") and dupes:
-        groups = len(dupes)
-        keys = [k for first, rest in dupes.items() for k in (first, *rest)]
-        report.findings.append(
-            _finding(
-                "duplicate-content", f"{groups} texts are stored under more than one key", keys, max_keys
-            )
+        others = sorted({m for m in by_model if m and not same_model(m, reference)})
+        stale = [key for model in by_model if model in others for key in by_model[model]]
+        if not (stale and reference):
+            return None
+        return self.finding(
+            "stale-model",
+            f"{len(stale)} chunks were embedded with {', '.join(others)}, not the collection's "
+            f"{reference}; re-ingest them (their vectors are in another space)",
+            stale,
         )
-    if root is None:
-        report.checks_skipped["orphan"] = "no source root given (--source-root)"
-    elif run("orphan"):
+
+    def duplicate_content(self) -> Finding | None:
+        dupes = self.scan.dupes
+        if not dupes:
+            return None
+        keys = [k for first, rest in dupes.items() for k in (first, *rest)]
+        return self.finding(
+            "duplicate-content", f"{len(dupes)} texts are stored under more than one key", keys
+        )
+
+    def orphan(self, root: Path) -> Finding | None:
+        docs = self.scan.docs
         gone = sorted(s for s in docs if not (root / s).is_file())
+        if not gone:
+            return None
         keys = [k for s in gone for k, *_ in docs[s]]
-        if gone:
-            report.findings.append(
-                _finding(
-                    "orphan",
-                    f"{len(keys)} chunks of {len(gone)} documents whose file is gone under {root} "
-                    f"(e.g. {gone[0]}); re-run `vectorport ingest` to remove them",
-                    keys,
-                    max_keys,
-                )
-            )
-    if run("torn-document"):
+        return self.finding(
+            "orphan",
+            f"{len(keys)} chunks of {len(gone)} documents whose file is gone under {root} "
+            f"(e.g. {gone[0]}); re-run `vectorport ingest` to remove them",
+            keys,
+        )
+
+    def torn_document(self) -> Finding | None:
+        docs = self.scan.docs
         torn = [s for s, chunks in docs.items() if _torn(chunks)]
-        if torn:
-            keys = [k for s in torn for k, *_ in docs[s]]
-            report.findings.append(
-                _finding(
-                    "torn-document",
-                    f"{len(torn)} documents have inconsistent chunks (e.g. {sorted(torn)[0]}); re-run "
-                    "`vectorport ingest` to rewrite them",
-                    keys,
-                    max_keys,
-                )
-            )
-    if embedder is None:
-        report.checks_skipped["embedding-drift"] = "no embedder"
-    elif run("embedding-drift") and picked:
-        comparable = [p for p in picked if p[4] is None or same_model(p[4], embedder.model_id)]
-        if comparable:
-            fresh = embedder.embed_documents([p[2] for p in comparable]).astype(np.float64)
-            stored = np.stack([p[3] for p in comparable]).astype(np.float64)
-            sims = np.einsum("ij,ij->i", fresh, stored) / (
-                np.linalg.norm(fresh, axis=1) * np.linalg.norm(stored, axis=1) + 1e-12
-            )
-            report.stats["embedding_drift"] = {
-                "sampled": len(comparable),
-                "min_similarity": round(float(sims.min()), 6),
-                "mean_similarity": round(float(sims.mean()), 6),
-            }
-            drifted = [comparable[i][1] for i in np.flatnonzero(sims < drift_threshold)]
-            if drifted:
-                report.findings.append(
-                    _finding(
-                        "embedding-drift",
-                        f"{len(drifted)} of {len(comparable)} sampled chunks re-embed with cosine similarity "
-                        f"< {drift_threshold} to their stored vector (min {float(sims.min()):.4f}): "
-                        "the stored "
-                        f"vectors do not come from {embedder.model_id} as it is now",
-                        drifted,
-                        max_keys,
-                    )
-                )
-    if canaries is None:
-        report.checks_skipped["canary-drift"] = "no canary file (--canaries)"
-    elif embedder is None:
-        report.checks_skipped["canary-drift"] = "no embedder"
-    elif run("canary-drift"):
-        report.canaries = check_canaries(store, embedder, canaries)
-        drifted_canaries = [c for c in report.canaries if c.drifted]
-        if drifted_canaries:
-            worst = drifted_canaries[0]
-            report.findings.append(
-                Finding(
-                    "canary-drift",
-                    f"{len(drifted_canaries)} of {len(report.canaries)} canary queries drifted "
-                    f"(e.g. {worst.text[:60]!r}: {'; '.join(worst.reasons)})",
-                    (),
-                    len(drifted_canaries),
-                )
-            )
-    return report
+        if not torn:
+            return None
+        return self.finding(
+            "torn-document",
+            f"{len(torn)} documents have inconsistent chunks (e.g. {sorted(torn)[0]}); re-run "
+            "`vectorport ingest` to rewrite them",
+            [k for s in torn for k, *_ in docs[s]],
+        )
+
+    def embedding_drift(self, embedder: Embedder, threshold: float) -> Finding | None:
+        picked = [p for p in self.scan.picked if p[4] is None or same_model(p[4], embedder.model_id)]
+        if not picked:
+            return None
+        fresh = embedder.embed_documents([p[2] for p in picked]).astype(np.float64)
+        stored = np.stack([p[3] for p in picked]).astype(np.float64)
+        sims = np.einsum("ij,ij->i", fresh, stored) / (
+            np.linalg.norm(fresh, axis=1) * np.linalg.norm(stored, axis=1) + 1e-12
+        )
+        self.report.stats["embedding_drift"] = {
+            "sampled": len(picked),
+            "min_similarity": round(float(sims.min()), 6),
+            "mean_similarity": round(float(sims.mean()), 6),
+        }
+        drifted = [picked[i][1] for i in np.flatnonzero(sims < threshold)]
+        if not drifted:
+            return None
+        return self.finding(
+            "embedding-drift",
+            f"{len(drifted)} of {len(picked)} sampled chunks re-embed with cosine similarity "
+            f"< {threshold} to their stored vector (min {float(sims.min()):.4f}): the stored "
+            f"vectors do not come from {embedder.model_id} as it is now",
+            drifted,
+        )
+
+    def canary_drift(self, store: VectorStore, embedder: Embedder, canaries: CanarySet) -> Finding | None:
+        self.report.canaries = check_canaries(store, embedder, canaries)
+        drifted = [c for c in self.report.canaries if c.drifted]
+        if not drifted:
+            return None
+        worst = drifted[0]
+        return Finding(
+            "canary-drift",
+            f"{len(drifted)} of {len(self.report.canaries)} canary queries drifted "
+            f"(e.g. {worst.text[:60]!r}: {'; '.join(worst.reasons)})",
+            (),
+            len(drifted),
+        )
 
 
 def _torn(chunks: list[tuple[str, Any, Any, Any]]) -> bool:
