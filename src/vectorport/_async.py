@@ -36,7 +36,8 @@ S = TypeVar("S", bound="BaseStore[Any]")
 
 class AsyncStore(Generic[S]):
     """A bound store whose methods are awaitable: ``aupsert``, ``aget``, ``adelete``,
-    ``aquery``, ``acount``, ``ascan`` (an async iterator of pages), ``adrop``,
+    ``aquery``, ``atext_query`` and ``ahybrid_query`` (stores with text search), ``acount``,
+    ``ascan`` (an async iterator of pages), ``adrop``,
     ``alist_collections``, ``ainfo`` and ``aclose`` (also ``async with``). The sync store it
     wraps is :attr:`sync`; the arguments and results are those of its methods."""
 
@@ -88,6 +89,45 @@ class AsyncStore(Generic[S]):
 
     async def acount(self) -> int:
         return await asyncio.to_thread(self.sync.count)
+
+    async def atext_query(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """``text_query`` of a store with text search (:class:`~vectorport.SupportsTextSearch`)."""
+        search = self._feature("text_query")
+        return await asyncio.to_thread(search, text, k, filter=filter, include=include, params=params)
+
+    async def ahybrid_query(
+        self,
+        vector: Sequence[float] | Any,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        weight: float = 0.5,
+        rrf_k: int = 60,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """``hybrid_query`` of a store with hybrid search (:class:`~vectorport.SupportsHybridSearch`)."""
+        search = self._feature("hybrid_query")
+        return await asyncio.to_thread(
+            search, vector, text, k, filter=filter, weight=weight, rrf_k=rrf_k, include=include, params=params
+        )
+
+    def _feature(self, method: str) -> Any:
+        found = getattr(self.sync, method, None)
+        if found is None:
+            from .exceptions import UnsupportedFeatureError
+
+            raise UnsupportedFeatureError(f"{self.sync.name} ({self.sync.url.masked}) has no {method}")
+        return found
 
     async def ascan(
         self,

@@ -322,17 +322,26 @@ class BaseStore(ABC, Generic[N]):
         A bare string is not a list of keys, and an empty filter (``{}``) is refused: deleting
         everything is :meth:`delete_all`, by name.
         """
+        doomed, where = self._delete_args(keys, filter)
+        if doomed is not None:
+            return self._remove_all(doomed)
+        return self._delete_matching(where)
+
+    def _delete_args(
+        self, keys: Iterable[str] | None, filter: FilterLike
+    ) -> tuple[list[str] | None, FilterNode | None]:
+        """``delete()``'s arguments checked before any I/O: the keys, or the parsed filter."""
         if (keys is None) == (filter is None):
             raise ConfigurationError("delete() takes either keys or filter=, not both or neither")
         if keys is not None:
-            return self._remove_all(validate_keys(keys, self.capabilities.max_key_bytes))
+            return validate_keys(keys, self.capabilities.max_key_bytes), None
         where = parse_filter(filter)
         if where is None:
             raise ConfigurationError(
                 "delete(filter={}) would delete every record; call delete_all() to empty the "
                 "collection, or pass a filter that selects what to delete"
             )
-        return self._delete_matching(where)
+        return None, where
 
     def delete_all(self) -> int:
         """Delete every record, keeping the (empty) collection. Returns how many were deleted.
@@ -446,6 +455,23 @@ class BaseStore(ABC, Generic[N]):
     ) -> Iterator[ScanPage]:
         """Every record once, in pages. ``segment=(i, n)`` reads the i-th of n disjoint parts;
         a page's ``cursor`` passed back as ``cursor=`` resumes right after that page."""
+        limit, inc, part, position = self._scan_args(batch_size, include, segment, cursor)
+        while True:
+            records, position = self.retry.call(
+                lambda p=position: self._scan_page(limit, inc, part, p),  # type: ignore[misc]
+                f"{self.name}: scan",
+            )
+            page = self._scan_result(records, position, part)
+            if page.records or page.cursor is None:
+                yield page
+            if page.cursor is None:
+                return
+
+    def _scan_args(
+        self, batch_size: int | None, include: Iterable[str] | None, segment: Any, cursor: str | None
+    ) -> tuple[int, frozenset[Include], tuple[int, int], Position | None]:
+        """``scan()``'s arguments checked before any I/O: page size, includes, segment and the
+        position a cursor resumes from."""
         if not (isinstance(segment, tuple | list) and len(segment) == 2):
             raise ConfigurationError(f"segment must be a pair (i, n) with 0 <= i < n, got {segment!r}")
         index, parts = segment
@@ -455,19 +481,14 @@ class BaseStore(ABC, Generic[N]):
         inc = Include.parse(include, ALL_INCLUDES)
         position = None if cursor is None else decode_cursor(cursor, self.name, (index, parts))
         _ = self.spec
-        while True:
-            records, position = self.retry.call(
-                lambda p=position: self._scan_page(limit, inc, (index, parts), p),  # type: ignore[misc]
-                f"{self.name}: scan",
-            )
-            page = ScanPage(
-                tuple(records),
-                None if position is None else encode_cursor(self.name, (index, parts), position),
-            )
-            if page.records or page.cursor is None:
-                yield page
-            if page.cursor is None:
-                return
+        return limit, inc, (index, parts), position
+
+    def _scan_result(
+        self, records: Sequence[Record], position: Position | None, part: tuple[int, int]
+    ) -> ScanPage:
+        """A page of ``scan()``, its cursor resuming after ``position`` (``None``: the last)."""
+        cursor = None if position is None else encode_cursor(self.name, part, position)
+        return ScanPage(tuple(records), cursor)
 
     def records(self, *, include: Iterable[str] | None = None) -> Iterator[Record]:
         """Every record, one at a time (a flattened :meth:`scan`)."""

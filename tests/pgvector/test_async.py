@@ -81,6 +81,56 @@ def test_async_store_matches_the_sync_one_and_runs_no_thread_per_call(pg_url: Ca
     assert threads == 0  # 80 queries, a count, a get and an upsert: all on the async driver
 
 
+def test_scan_delete_text_and_hybrid_search_run_on_the_async_driver_as_the_sync_store_does(
+    pg_url: Callable[..., str],
+) -> None:
+    url = pg_url(pool_size=3)
+    records = _records(50)
+    probe = records[5].vector
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with await vectorport.aconnect(url, dimension=8) as store:
+            await store.aupsert(records)
+            loop = asyncio.get_running_loop()
+            loop.set_default_executor(CountingExecutor(max_workers=2))
+            CountingExecutor.submitted = 0
+            pages = [page async for page in store.ascan(batch_size=9, include=["metadata"])]
+            out["pages"] = [[r.key for r in page] for page in pages]
+            resumed = [p async for p in store.ascan(batch_size=9, include=[], cursor=pages[1].cursor)]
+            out["resumed"] = [r.key for page in resumed for r in page]
+            halves = [[r.key async for p in store.ascan(segment=(i, 2)) for r in p] for i in range(2)]
+            out["halves"] = halves
+            out["text"] = (await store.atext_query("t12", k=3)).keys
+            out["hybrid"] = (await store.ahybrid_query(probe, "t5", k=4, filter={"even": False})).keys
+            out["deleted_keys"] = await store.adelete(["docs/0.md#chunk0", "docs/1.md#chunk1", "nope"])
+            out["deleted_filter"] = await store.adelete(filter={"n": {"$gte": 40}})
+            out["count"] = await store.acount()
+            out["threads"] = CountingExecutor.submitted
+            with pytest.raises(vectorport.ConfigurationError):
+                await store.adelete(filter={})
+            await store.adrop()
+        return out
+
+    with vectorport.connect(url, dimension=8) as sync:
+        sync.upsert(records)
+        pages = [[r.key for r in page] for page in sync.scan(batch_size=9)]
+        text = sync.text_query("t12", k=3).keys
+        hybrid = sync.hybrid_query(probe, "t5", k=4, filter={"even": False}).keys
+        sync.drop()
+    out = asyncio.run(main())
+    assert out["pages"] == pages and sum(map(len, pages)) == 50
+    assert out["resumed"] == [k for page in pages[2:] for k in page]
+    assert sorted(out["halves"][0] + out["halves"][1]) == sorted(r.key for r in records)
+    assert not set(out["halves"][0]) & set(out["halves"][1])
+    assert out["text"] == text and text[0] == "docs/5.md#chunk12"
+    assert out["hybrid"] == hybrid and hybrid[0] == "docs/5.md#chunk5"
+    assert out["deleted_keys"] == 3 and out["deleted_filter"] == 10 and out["count"] == 38
+    # 4 scans (13 pages), 2 searches, 2 deletes, a count: one thread, the once-only key check
+    # before the store's first scan (the sync store's code, off the loop)
+    assert out["threads"] == 1
+
+
 def test_async_upsert_is_a_full_replace_and_refuses_bad_records_before_writing(
     pg_url: Callable[..., str],
 ) -> None:

@@ -5,9 +5,10 @@ The statements, their parameters and the decoding of rows are the sync store's (
 :func:`vectorport.connect` bound): :meth:`_search_call`, :meth:`_read_sql`, :meth:`_count_sql`,
 :meth:`_write_payload` and the merge statements. Only where they run differs. Each pooled
 connection keeps its own session state (``hnsw.*`` settings sent only when they change, the
-staging table), as the sync store's connections do. Operations that happen once (opening,
-creating, dropping, the first write's catalog preparation) and scans run the sync store's
-code off the event loop.
+staging table), as the sync store's connections do. Every operation of the protocol runs
+there (queries, text and hybrid search, get, count, scan pages, deletes, upserts); what
+happens once (opening, creating, dropping, the first write's catalog preparation, a foreign
+table's key check before its first scan) runs the sync store's code off the event loop.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from psycopg import sql
 
 from ..._async import AsyncStore
 from ..._base import FilterLike
-from ..._models import ALL_INCLUDES, Include, QueryResult, Record
+from ..._models import ALL_INCLUDES, Include, QueryResult, Record, ScanPage
 from ..._validate import validate_keys, validate_records
 from ._codec import aregister_vector_types
 from ._connections import SessionState, connection_defaults
@@ -172,11 +173,85 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         rows = await store.retry.acall(lambda: self._fetch("count", query, params), "pgvector: count")
         return int(rows[0][0]) if rows else 0
 
+    async def atext_query(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        store = self.sync
+        query, values, inc, k = store._text_call(text, k, filter, include, params)
+        fetch = partial(self._fetch, "text query", query, values)
+        return store._text_result(await store.retry.acall(fetch, "pgvector: text query"), inc, k)
+
+    async def ahybrid_query(
+        self,
+        vector: Sequence[float] | Any,
+        text: str,
+        k: int = 10,
+        *,
+        filter: FilterLike = None,
+        weight: float = 0.5,
+        rrf_k: int = 60,
+        include: Iterable[str] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        store = self.sync
+        call, inc, k = store._hybrid_call(vector, text, k, filter, weight, rrf_k, include, params)
+        rows = await store.retry.acall(lambda: self._rows(call), "pgvector: hybrid query")
+        return store._hybrid_result(rows, inc, k)
+
+    async def ascan(
+        self,
+        *,
+        batch_size: int | None = None,
+        include: Iterable[str] | None = None,
+        segment: tuple[int, int] = (0, 1),
+        cursor: str | None = None,
+    ) -> AsyncIterator[ScanPage]:
+        store = self.sync
+        limit, inc, part, position = store._scan_args(batch_size, include, segment, cursor)
+        if position is None and not store._keys_checked:
+            await asyncio.to_thread(store.check_keys)  # once: a table made elsewhere
+        while True:
+            query, params = store._scan_sql(limit, inc, part, position)
+            rows = await store.retry.acall(partial(self._fetch, "scan", query, params), "pgvector: scan")
+            records, position = store._scan_rows(rows, limit, inc)
+            page = store._scan_result(records, position, part)
+            if page.records or page.cursor is None:
+                yield page
+            if page.cursor is None:
+                return
+
+    async def adelete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
+        store = self.sync
+        doomed, where = store._delete_args(keys, filter)
+        await self._ready_to_write()
+        if doomed is None:
+            query, params = store._delete_sql(where)
+            return max(await store.retry.acall(partial(self._run, query, params), "pgvector: delete"), 0)
+        step = store.capabilities.max_delete_batch
+        for start in range(0, len(doomed), step):
+            query, params = store._remove_sql(doomed[start : start + step])
+            await store.retry.acall(partial(self._run, query, params), "pgvector: delete")
+        return len(doomed)
+
+    async def _run(self, query: sql.Composed, params: Mapping[str, Any]) -> int:
+        async with self._borrowed("delete") as (conn, _):
+            return (await conn.execute(query, params)).rowcount
+
+    async def _ready_to_write(self) -> None:
+        store = self.sync
+        if not store._write_ready or store._index_missing:
+            await asyncio.to_thread(store._prepare_writes)  # once: catalog, adopted table, index
+
     async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
         store = self.sync
         batch = validate_records(records, store.spec, store.capabilities, store.name)
-        if not store._write_ready or store._index_missing:
-            await asyncio.to_thread(store._prepare_writes)  # once: catalog, adopted table, index
+        await self._ready_to_write()
         size = store._batch_size(batch_size, store.capabilities.max_write_batch)
         for chunk in batch.chunks(size):
             write = partial(self._write, store._write_payload(chunk), len(chunk))

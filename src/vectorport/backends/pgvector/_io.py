@@ -108,31 +108,38 @@ class ReadWriteMixin(IndexMixin):
             self._check_foreign_rowcount(rowcount, n)
 
     def _remove(self, keys: Sequence[str]) -> None:
+        query, params = self._remove_sql(keys)
+        with self._errors("delete"):
+            conn, _ = self._conn()
+            conn.execute(query, params)
+
+    def _remove_sql(self, keys: Sequence[str]) -> tuple[sql.Composed, dict[str, Any]]:
+        """The statement deleting ``keys`` (run by the sync store or the async one), after the
+        checks and the catalog preparation every write needs."""
         layout = self.layout
         if not layout.columns.own:
             self._check_writable()
         self._prepare_writes()
         match, values = layout.columns.lookup(keys, "t")
         scope = self._scope()
-        with self._errors("delete"):
-            conn, _ = self._conn()
-            conn.execute(
-                sql.SQL("DELETE FROM {} AS t WHERE {} AND {}").format(layout.qualified, scope.sql, match),
-                {**scope.params, "keys": values},
-            )
+        query = sql.SQL("DELETE FROM {} AS t WHERE {} AND {}").format(layout.qualified, scope.sql, match)
+        return query, {**scope.params, "keys": values}
 
     def _delete_matching(self, where: FilterNode | None) -> int:
         # one SQL statement instead of a scan and deletes by key
+        query, params = self._delete_sql(where)
+        with self._errors("delete"):
+            conn, _ = self._conn()
+            cur = conn.execute(query, params)
+        return max(cur.rowcount, 0)
+
+    def _delete_sql(self, where: FilterNode | None) -> tuple[sql.Composed, dict[str, Any]]:
+        """The statement deleting the records matching ``where`` (``None``: all)."""
         if not self.layout.columns.own:
             self._check_writable()
         pred = self._scope() if where is None else self._compile_filter(where)
         self._prepare_writes()
-        with self._errors("delete"):
-            conn, _ = self._conn()
-            cur = conn.execute(
-                sql.SQL("DELETE FROM {} AS t WHERE {}").format(self.layout.qualified, pred.sql), pred.params
-            )
-        return max(cur.rowcount, 0)
+        return sql.SQL("DELETE FROM {} AS t WHERE {}").format(self.layout.qualified, pred.sql), pred.params
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         query, params = self._read_sql(keys, include)
@@ -169,10 +176,20 @@ class ReadWriteMixin(IndexMixin):
     def _scan_page(
         self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
     ) -> tuple[Sequence[Record], Position | None]:
-        index, parts = segment
-        columns = self.layout.columns
         if position is None:
             self.check_keys()
+        query, params = self._scan_sql(limit, include, segment, position)
+        with self._errors("scan"):
+            conn, _ = self._conn()
+            rows = conn.execute(query, params, binary=True).fetchall()
+        return self._scan_rows(rows, limit, include)
+
+    def _scan_sql(
+        self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
+    ) -> tuple[sql.Composed, dict[str, Any]]:
+        """The statement reading one scan page (keyset: the rows after ``position``)."""
+        index, parts = segment
+        columns = self.layout.columns
         order = columns.order_expr("t")  # qualified: an output column may have its name
         scope = self._scope()
         conds: list[sql.Composable] = [scope.sql]
@@ -195,9 +212,12 @@ class ReadWriteMixin(IndexMixin):
         query = sql.SQL("SELECT {} FROM {} AS t WHERE {} ORDER BY {} LIMIT %(limit)s").format(
             cols, self.layout.qualified, where, order
         )
-        with self._errors("scan"):
-            conn, _ = self._conn()
-            rows = conn.execute(query, params, binary=True).fetchall()
+        return query, params
+
+    def _scan_rows(
+        self, rows: Sequence[Any], limit: int, include: frozenset[Include]
+    ) -> tuple[Sequence[Record], Position | None]:
+        """A scan page's records and the position after them (``None``: the last page)."""
         records = tuple(self._record(r, include) for r in rows)
         done = len(records) < limit
         return records, None if done else {"after": str(rows[-1][-1])}

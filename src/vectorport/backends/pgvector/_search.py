@@ -220,6 +220,22 @@ class SearchMixin(StoreState):
         Matches carry ``distance = -ts_rank_cd`` and ``score = ts_rank_cd`` (there is no
         vector), and ``extra = {"text_rank": 1-based position, "text_score": ts_rank_cd}``.
         """
+        query, values, inc, k = self._text_call(text, k, filter, include, params)
+        with self._errors("text query"):
+            conn, _ = self._conn()
+            rows = conn.execute(query, values, binary=True).fetchall()
+        return self._text_result(rows, inc, k)
+
+    def _text_call(
+        self,
+        text: str,
+        k: int,
+        filter: FilterLike,
+        include: Iterable[str] | None,
+        params: Mapping[str, Any] | None,
+    ) -> tuple[sql.Composed, dict[str, Any], frozenset[Include], int]:
+        """:meth:`text_query`'s statement, its parameters, the includes and ``k``, checked
+        before any I/O (run by the sync store or the async one)."""
         text = check_query_text(text, "text_query")
         prep = self._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
         if set(prep.params) - {"text_parser"}:
@@ -243,9 +259,9 @@ class SearchMixin(StoreState):
             tkey=layout.key("t"),
             fts=layout.columns.ident("fts", "t"),
         )
-        with self._errors("text query"):
-            conn, _ = self._conn()
-            rows = conn.execute(query, {**pred.params, "text": text, "k": k}, binary=True).fetchall()
+        return query, {**pred.params, "text": text, "k": k}, inc, k
+
+    def _text_result(self, rows: Sequence[Any], inc: frozenset[Include], k: int) -> QueryResult:
         out = []
         for position, row in enumerate(rows, start=1):
             metadata, body, vec = self._parts(row, inc, offset=2)
@@ -283,6 +299,22 @@ class SearchMixin(StoreState):
         the canonical vector ``distance`` and its ``score``, and ``extra`` =
         ``{"rrf_score", "vector_rank", "text_rank"}`` (ranks are 1-based, ``None`` when absent).
         """
+        call, inc, k = self._hybrid_call(vector, text, k, filter, weight, rrf_k, include, params)
+        return self._hybrid_result(self._run_search(call), inc, k)
+
+    def _hybrid_call(
+        self,
+        vector: Sequence[float] | Any,
+        text: str,
+        k: int,
+        filter: FilterLike,
+        weight: float,
+        rrf_k: int,
+        include: Iterable[str] | None,
+        params: Mapping[str, Any] | None,
+    ) -> tuple[SearchCall, frozenset[Include], int]:
+        """:meth:`hybrid_query`'s search call, the includes and ``k``, checked before any I/O
+        (run by the sync store or the async one)."""
         text = check_query_text(text, "hybrid_query")
         prep = self._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
         weight, rrf_k = check_fusion(weight, rrf_k)
@@ -316,17 +348,19 @@ class SearchMixin(StoreState):
             "wt": 1.0 - weight,
             "rrf_k": rrf_k,
         }
-        rows = self._run_search(
-            self._call(
-                ("hybrid", pred.text, inc, settings.text_parser),
-                build,
-                values,
-                depth,
-                settings,
-                "hybrid query",
-                pred is not TRUE,
-            )
+        call = self._call(
+            ("hybrid", pred.text, inc, settings.text_parser),
+            build,
+            values,
+            depth,
+            settings,
+            "hybrid query",
+            pred is not TRUE,
         )
+        return call, inc, k
+
+    def _hybrid_result(self, rows: Sequence[Any], inc: frozenset[Include], k: int) -> QueryResult:
+        layout = self.layout
         out = []
         ncols = 1 + len(self._columns(inc))
         for row in rows:
