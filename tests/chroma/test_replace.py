@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
 
 import vectorport
 from vectorport import Record
+from vectorport._features import Feature, split_replace_of
 from vectorport.backends.chroma._write import NO_TEXT
 
 from ._plain import collection_name, plain_client
@@ -53,15 +55,29 @@ def test_no_trace_of_the_old_version_in_reads_or_filters(new_url: Callable[[], s
         store.close()
 
 
-def test_a_batch_mixing_new_replaced_and_text_dropping_records(new_url: Callable[[], str]) -> None:
-    store = vectorport.connect(new_url(), dimension=2, metric="euclidean")
+@pytest.mark.parametrize("split", [False, True], ids=["upsert", "split"])
+def test_a_batch_mixing_new_replaced_and_text_dropping_records(
+    new_url: Callable[[], str], split: bool
+) -> None:
+    """The same full replace by Chroma's upsert and, inside ``split_replace`` (what sync uses),
+    by a delete and a write anew."""
+    url = new_url()
+    store = vectorport.connect(url, dimension=2, metric="euclidean")
     try:
+        assert Feature.SPLIT_REPLACE in store.capabilities.features
         store.upsert([Record(f"k{i}", [1, i], {"i": i, "old": True}, f"t{i}") for i in range(6)])
         batch = [
             Record(f"k{i}", [2, i], {"i": -i} if i % 2 else {}, None if i % 3 == 0 else f"new{i}")
             for i in range(9)
         ]
-        assert store.upsert(batch) == 9
+        with split_replace_of(store) if split else nullcontext():
+            assert store.upsert(batch) == 9
+        if split:  # written anew: no text is no document, without the marker an upsert needs
+            with plain_client(url) as client:
+                raw = client.get_collection(collection_name(url)).get(
+                    ids=["k3"], include=["metadatas", "documents"]
+                )
+            assert raw["documents"] == [None] and raw["metadatas"] == [{"i": -3}]
         got = {r.key: r for r in store.get([r.key for r in batch])}
         for want in batch:
             assert got[want.key] == Record(

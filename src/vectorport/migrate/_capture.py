@@ -34,7 +34,7 @@ from typing import Any
 
 from .._changes import ChangeBatch, ChangeFeed
 from .._digest import bin_of, record_digest
-from .._features import Feature, change_capture_of, supports
+from .._features import Feature, change_capture_of, split_replace_of, supports
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
@@ -230,13 +230,15 @@ class CaptureRun:
                 self.target.upsert(list(chunk))
 
         chunks = list(_chunks(records, self.batch_size))
-        if self.concurrency <= 1 or len(chunks) <= 1:
-            for chunk in chunks:
-                one(chunk)
-            return
-        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="vectorport-capture") as pool:
-            for fut in [pool.submit(one, chunk) for chunk in chunks]:
-                fut.result()
+        # the keys are marked in the state before the write, so a target may replace in two steps
+        with split_replace_of(self.target):
+            if self.concurrency <= 1 or len(chunks) <= 1:
+                for chunk in chunks:
+                    one(chunk)
+                return
+            with ThreadPoolExecutor(self.concurrency, thread_name_prefix="vectorport-capture") as pool:
+                for fut in [pool.submit(one, chunk) for chunk in chunks]:
+                    fut.result()
 
 
 def follow_until(
