@@ -4,8 +4,13 @@ store's statements, and no thread per call."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -171,3 +176,58 @@ def test_terminated_sessions_are_replaced_and_the_call_retried(pg_uri: str, admi
 
     keys = asyncio.run(main())
     assert all(k == keys[0] for k in keys) and len(keys[0]) == 3
+
+
+@pytest.fixture
+def own_server() -> Iterator[Path]:
+    """A data directory of its own (its server is killed and stopped here), readable by the
+    server's user when the tests run as root (see ``pg_dir``)."""
+    from vectorport.backends.pgvector import stop_embedded
+
+    root = Path(tempfile.mkdtemp(prefix="vectorport-async-restart-"))
+    root.chmod(0o755)
+    yield root / "pgdata"
+    stop_embedded(root / "pgdata")
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_async_pool_recovers_when_the_embedded_server_restarts(own_server: Path) -> None:
+    from vectorport.backends.pgvector import stop_embedded
+
+    url = f"pgvector://{own_server}?table=docs&index=exact&pool_size=3"
+    records = _records(12)
+
+    async def main() -> list[list[str]]:
+        async with await vectorport.aconnect(url, dimension=8) as store:
+            await store.aupsert(records)
+            first = (await store.aquery(records[0].vector, k=3)).keys
+            pid = int((own_server / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, signal.SIGKILL)  # the server dies under the pool's connections
+            after_kill = await asyncio.gather(*(store.aquery(records[0].vector, k=3) for _ in range(6)))
+            await asyncio.to_thread(stop_embedded, own_server)  # stopped behind its back
+            after_stop = await store.aquery(records[0].vector, k=3)
+            count = await store.acount()
+            await store.adrop()
+            return [first, *(r.keys for r in after_kill), after_stop.keys, [str(count)]]
+
+    keys = asyncio.run(main())
+    assert all(k == keys[0] for k in keys[1:-1]) and len(keys[0]) == 3
+    assert keys[-1] == ["12"]
+
+
+def test_a_server_that_is_gone_is_a_one_line_error(own_server: Path) -> None:
+    from vectorport.backends.pgvector import stop_embedded
+    from vectorport.backends.pgvector._embedded import embedded_conninfo
+
+    uri = embedded_conninfo(own_server)  # a server by its libpq URI: nothing starts it again
+
+    async def main() -> str:
+        async with await vectorport.aconnect(f"{uri}&table=gone&pool_size=2", dimension=3) as store:
+            await store.aupsert([Record("a", [1, 0, 0])])
+            await asyncio.to_thread(stop_embedded, own_server)
+            with pytest.raises(vectorport.BackendUnavailableError) as err:
+                await store.aquery([1, 0, 0], k=1)
+            return str(err.value)
+
+    message = asyncio.run(main())
+    assert "\n" not in message and "no longer answers" in message and "start it again" in message

@@ -14,6 +14,8 @@ table's key check before its first scan) runs the sync store's code off the even
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -27,8 +29,10 @@ from ..._async import AsyncStore
 from ..._base import FilterLike
 from ..._models import ALL_INCLUDES, Include, QueryResult, Record, ScanPage
 from ..._validate import validate_keys, validate_records
+from ...exceptions import BackendError, BackendUnavailableError, TransientError
 from ._codec import aregister_vector_types
-from ._connections import SessionState, connection_defaults
+from ._connections import SessionState, connection_defaults, open_connection
+from ._embedded import connect_embedded
 from ._engine import AsyncEngineConnections, borrows_from
 from ._options import set_gucs_sql
 from ._search import SearchCall
@@ -42,6 +46,9 @@ if TYPE_CHECKING:
 __all__ = ["AsyncPgVectorStore", "asynchronous"]
 
 _IDLE = psycopg.pq.TransactionStatus.IDLE
+_WAIT = 10.0
+"""Seconds a call waits for a pooled connection (then the server is probed, the pool renewed)."""
+log = logging.getLogger("vectorport.pgvector")
 
 
 class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
@@ -61,6 +68,8 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
             else None
         )
         """The application's ``AsyncEngine``, whose pool lends the connections (else our own pool)."""
+        self._recovering: asyncio.Lock | None = None
+        self._recovered = 0.0
 
     async def _connections(self) -> AsyncConnectionPool[Any]:
         if self._pool is not None:
@@ -81,6 +90,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
                     max_size=store.pool_size,
                     configure=partial(_configure, store._session_setup()),
                     name=f"vectorport {store.schema}.{store.table}",
+                    timeout=_WAIT,
                     open=False,
                 )
                 with store._errors("connect"):
@@ -97,21 +107,64 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
     @asynccontextmanager
     async def _borrowed(self, what: str) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], SessionState]]:
         """A pooled connection and its session, with driver errors mapped as the sync store maps
-        them; one that broke (server restarted, session terminated) makes the error transient,
-        so the retry gets another connection (the pool discards a broken one)."""
+        them. One that broke (server restarted, session terminated) makes the error transient
+        after :meth:`_recover` (a new pool, the embedded server started again), so the retry
+        runs on a new connection; a server that is gone is a one-line
+        :class:`~vectorport.exceptions.BackendUnavailableError`."""
         store = self.sync
-        with store._errors(what):
-            if self._lender is not None:
+        if self._lender is not None:
+            with store._errors(what):
                 async with self._lender.borrowed() as (conn, state):
-                    with pg_errors(
-                        what, store._where, store._password, lost=lambda: conn.closed or conn.broken
-                    ):
+                    with pg_errors(what, store._where, store._password, lost=_lost(conn)):
                         yield conn, state
+            return
+        from psycopg_pool import PoolClosed, PoolTimeout
+
+        started = time.monotonic()
+        broken = False
+        pool = await self._connections()
+        try:
+            with store._errors(what):
+                async with pool.connection() as conn:
+                    with pg_errors(what, store._where, store._password, lost=_lost(conn)):
+                        try:
+                            yield conn, self._session(conn)
+                        except psycopg.Error:
+                            broken = conn.closed or conn.broken
+                            raise
+        except TransientError:
+            if broken:
+                await self._recover(what, started)
+            raise
+        except BackendError as exc:
+            # no connection came (the server is down) or the pool was replaced while waiting
+            if not isinstance(exc.__cause__, PoolTimeout | PoolClosed):
+                raise
+            await self._recover(what, started)
+            raise TransientError(
+                f"pgvector {what} on {store._where}: no pooled connection came (the server restarted); "
+                "the call is retried on the renewed pool"
+            ) from exc
+
+    async def _recover(self, what: str, since: float) -> None:
+        """After a lost connection: start the embedded server again (or check that the server
+        answers), then replace the pool, whose other connections died too. Once for the many
+        calls that lose their connections at the same time."""
+        if self._recovering is None:
+            self._recovering = asyncio.Lock()
+        async with self._recovering:
+            if self._recovered > since:
                 return
-            pool = await self._connections()
-            async with pool.connection() as conn:
-                with pg_errors(what, store._where, store._password, lost=lambda: conn.closed or conn.broken):
-                    yield conn, self._session(conn)
+            store = self.sync
+            if store.data_dir is not None:
+                store._conninfo = await asyncio.to_thread(_revive, store)
+            else:
+                await _probe(store, what)
+            pool, self._pool = self._pool, None
+            self._recovered = time.monotonic()
+            log.info("pgvector: %s lost its connections; the async pool is opened again", store._where)
+        if pool is not None:
+            await pool.close(timeout=1.0)
 
     async def _rows(self, call: SearchCall) -> list[Any]:
         store = self.sync
@@ -282,6 +335,33 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         if pool is not None:
             await pool.close()
         await super().aclose()
+
+
+def _revive(store: PgVectorStore) -> str:
+    """The embedded server's URI, the server started again when it is down (what the sync
+    store's next connection does); a server that does not come back raises
+    :class:`~vectorport.exceptions.BackendUnavailableError`."""
+    assert store.data_dir is not None
+    conn, uri = connect_embedded(
+        store.data_dir, open_connection, keep=store.keep_server, database=store.database, module=store.server
+    )
+    conn.close()
+    return uri
+
+
+async def _probe(store: PgVectorStore, what: str) -> None:
+    """Whether the server answers a new connection; if not, a one-line error saying so."""
+    conninfo = store._conninfo
+    assert conninfo is not None
+    try:
+        conn = await psycopg.AsyncConnection.connect(conninfo, **connection_defaults(conninfo))
+    except psycopg.OperationalError as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BackendUnavailableError(
+            f"pgvector {what} on {store._where} failed: the server no longer answers ({detail}); "
+            "start it again (the store reconnects on its next call) or check the URL"
+        ) from exc
+    await conn.close()
 
 
 def _lost(conn: psycopg.AsyncConnection[Any]) -> Callable[[], bool]:
