@@ -3,10 +3,11 @@ fetched from the network), suitable as a CI artifact and readable offline."""
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ._table import verdict_text
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["bar_chart", "heatmap", "line_chart", "page", "render_html"]
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
+BAR_H = 14
+"""The height of one bar of a bar chart, with its gap of 2."""
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
 
 
@@ -77,7 +80,7 @@ def bar_chart(
 ) -> str:
     """A horizontal grouped bar chart: one row per category, one bar per series."""
     width, label_w, right = 760, 250, 70
-    bar_h, gap = 14, 12
+    bar_h, gap = BAR_H, 12
     group_h = bar_h * len(series) + gap
     top = 46
     height = top + group_h * len(categories) + 30
@@ -95,6 +98,7 @@ def bar_chart(
             f'<text x="{x:.1f}" y="{height - 12}" font-size="10" text-anchor="middle" fill="#555">'
             f"{vmax * t / 4:g}{_e(unit)}</text>"
         )
+    bar = functools.partial(_bar, x0=label_w, plot_w=plot_w, vmax=vmax, fmt=fmt, unit=unit)
     for ci, cat in enumerate(categories):
         y0 = top + ci * group_h
         parts.append(
@@ -102,22 +106,7 @@ def bar_chart(
             f'dominant-baseline="middle"><title>{_e(cat)}</title>{_e(_short(cat))}</text>'
         )
         for si, (name, vs) in enumerate(series):
-            v = vs[ci]
-            y = y0 + si * bar_h
-            if math.isnan(v):
-                parts.append(f'<text x="{label_w + 4}" y="{y + 11}" font-size="10" fill="#999">n/a</text>')
-                continue
-            w = max(0.0, min(v, vmax)) / vmax * plot_w
-            color = PALETTE[si % len(PALETTE)]
-            parts.append(
-                f'<rect class="bar" x="{label_w}" y="{y}" width="{w:.2f}" height="{bar_h - 2}" '
-                f'fill="{color}">'
-                f"<title>{_e(name)} · {_e(cat)}: {format(v, fmt)}{_e(unit)}</title></rect>"
-            )
-            parts.append(
-                f'<text x="{label_w + w + 4:.1f}" y="{y + 10}" font-size="10" fill="#333">'
-                f"{format(v, fmt)}</text>"
-            )
+            parts += bar(y0 + si * bar_h, vs[ci], PALETTE[si % len(PALETTE)], f"{_e(name)} · {_e(cat)}")
     if threshold is not None and 0 <= threshold <= vmax:
         x = label_w + threshold / vmax * plot_w
         parts.append(
@@ -127,6 +116,20 @@ def bar_chart(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _bar(
+    y: float, v: float, color: str, title: str, *, x0: float, plot_w: float, vmax: float, fmt: str, unit: str
+) -> list[str]:
+    """One bar of a bar chart at ``y`` with its value beside it (``n/a`` for NaN)."""
+    if math.isnan(v):
+        return [f'<text x="{x0 + 4}" y="{y + 11}" font-size="10" fill="#999">n/a</text>']
+    w = max(0.0, min(v, vmax)) / vmax * plot_w
+    return [
+        f'<rect class="bar" x="{x0}" y="{y}" width="{w:.2f}" height="{BAR_H - 2}" fill="{color}">'
+        f"<title>{title}: {format(v, fmt)}{_e(unit)}</title></rect>",
+        f'<text x="{x0 + w + 4:.1f}" y="{y + 10}" font-size="10" fill="#333">{format(v, fmt)}</text>',
+    ]
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -153,24 +156,7 @@ def line_chart(
     width, height, left, bottom, top, right = 760, 300, 60, 40, 46, 20
     values = [v for _, vs in series for v in vs if not math.isnan(v)]
     pw, ph = width - left - right, height - top - bottom
-    positive = [v for v in values if v > 0]
-    if log_x and positive:
-        lo = 10.0 ** math.floor(math.log10(min(positive)))
-        hi = 10.0 ** math.ceil(math.log10(max(positive)))
-        hi = hi if hi > lo else lo * 10
-        span = math.log10(hi) - math.log10(lo)
-
-        def to_x(v: float) -> float:
-            return left + (math.log10(min(max(v, lo), hi)) - math.log10(lo)) / span * pw
-
-        x_ticks = [(to_x(t), t) for t in _log_ticks(lo, hi)]
-    else:
-        xmax = _nice_max(max(values, default=1.0))
-
-        def to_x(v: float) -> float:
-            return left + min(v, xmax) / xmax * pw
-
-        x_ticks = [(left + pw * t / 4, xmax * t / 4) for t in range(5)]
+    to_x, x_ticks = _x_scale(values, log_x, left, pw)
     parts = [
         *_svg_open(plot_id, title, width, height),
         *_legend([name for name, _ in series], left, 36),
@@ -196,12 +182,9 @@ def line_chart(
         f'transform="rotate(-90 12 {top + ph / 2})">{_e(y_label)}</text>'
     )
     for si, (name, vs) in enumerate(series):
-        clean = sorted(v for v in vs if not math.isnan(v))
-        if not clean:
+        pts = _cdf(vs)
+        if not pts:
             continue
-        n = len(clean)
-        step = max(1, n // 400)  # a few hundred points draw the same curve
-        pts = [*[(v, (i + 1) / n) for i, v in enumerate(clean)][::step], (clean[-1], 1.0)]
         coords = " ".join(f"{to_x(v):.1f},{top + ph - f * ph:.1f}" for v, f in pts)
         parts.append(
             f'<polyline class="line" fill="none" stroke="{PALETTE[si % len(PALETTE)]}" stroke-width="2" '
@@ -209,6 +192,40 @@ def line_chart(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _x_scale(
+    values: Sequence[float], log_x: bool, left: float, pw: float
+) -> tuple[Callable[[float], float], list[tuple[float, float]]]:
+    """Value → x over ``pw`` pixels from ``left``, and the ticks (x, value): whole decades on a
+    log scale (when asked and there are positive values), else four steps up to a round maximum."""
+    positive = [v for v in values if v > 0]
+    if log_x and positive:
+        lo = 10.0 ** math.floor(math.log10(min(positive)))
+        hi = 10.0 ** math.ceil(math.log10(max(positive)))
+        hi = hi if hi > lo else lo * 10
+        span = math.log10(hi) - math.log10(lo)
+
+        def to_log_x(v: float) -> float:
+            return left + (math.log10(min(max(v, lo), hi)) - math.log10(lo)) / span * pw
+
+        return to_log_x, [(to_log_x(t), t) for t in _log_ticks(lo, hi)]
+    xmax = _nice_max(max(values, default=1.0))
+
+    def to_x(v: float) -> float:
+        return left + min(v, xmax) / xmax * pw
+
+    return to_x, [(left + pw * t / 4, xmax * t / 4) for t in range(5)]
+
+
+def _cdf(values: Sequence[float]) -> list[tuple[float, float]]:
+    """The points (value, fraction of values up to it) of a cumulative distribution curve."""
+    clean = sorted(v for v in values if not math.isnan(v))
+    if not clean:
+        return []
+    n = len(clean)
+    step = max(1, n // 400)  # a few hundred points draw the same curve
+    return [*[(v, (i + 1) / n) for i, v in enumerate(clean)][::step], (clean[-1], 1.0)]
 
 
 def heatmap(plot_id: str, title: str, labels: Sequence[str], matrix: Sequence[Sequence[float]]) -> str:

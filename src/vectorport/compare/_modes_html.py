@@ -193,22 +193,7 @@ def render_modes_html(result: ModeComparison) -> str:
         + " · ".join(f"{_e(s)}: best MRR with {_e(b.label)} ({b.mrr:.3f})" for s, b in best if b is not None)
         + "</p>"
     )
-
-    def figure(store: str, label: str, name: str) -> float:
-        row = next((r for r in result.rows if r.store == store and r.label == label), None)
-        return math.nan if row is None else float(getattr(row, name))
-
-    charts = [
-        bar_chart(
-            f"plot-{name}",
-            f"{title} per search mode",
-            labels,
-            [(s, [figure(s, lb, name) for lb in labels]) for s in stores],
-            max_value=1.0,
-        )
-        for name, title in (("mrr", "MRR"), ("hit_at_1", "hit@1"))
-    ]
-    body.append('<h2>Charts</h2><div class="plots">' + "".join(charts) + "</div>")
+    body.append('<h2>Charts</h2><div class="plots">' + "".join(_charts(result, stores, labels)) + "</div>")
 
     rows = [[(_e(c), "l" if i < 4 else "") for i, c in enumerate(row)] for row in result.threshold_rows()]
     body.append(
@@ -219,6 +204,32 @@ def render_modes_html(result: ModeComparison) -> str:
         "scale belongs to one model and mode: re-tune min_score when either changes. A scores cell "
         "reads n: p10 / median / p90.</p>" + _table(result.threshold_headers(), rows)
     )
+    body.append('<div class="plots">' + "".join(_score_charts(result)) + "</div>")
+    title = f"vectorport compare --mode: {', '.join(stores)}"
+    return page(title, body)
+
+
+def _charts(result: ModeComparison, stores: list[str], labels: list[str]) -> list[str]:
+    """MRR and hit@1 per search mode, a bar per store."""
+
+    def figure(store: str, label: str, name: str) -> float:
+        row = next((r for r in result.rows if r.store == store and r.label == label), None)
+        return math.nan if row is None else float(getattr(row, name))
+
+    return [
+        bar_chart(
+            f"plot-{name}",
+            f"{title} per search mode",
+            labels,
+            [(s, [figure(s, lb, name) for lb in labels]) for s in stores],
+            max_value=1.0,
+        )
+        for name, title in (("mrr", "MRR"), ("hit_at_1", "hit@1"))
+    ]
+
+
+def _score_charts(result: ModeComparison) -> list[str]:
+    """The score distributions of each row that has scores, with its threshold."""
     plots = []
     for i, row in enumerate(result.rows):
         t = row.scores
@@ -235,6 +246,4 @@ def render_modes_html(result: ModeComparison) -> str:
                 _note(row) if t.threshold is not None else "",
             )
         )
-    body.append('<div class="plots">' + "".join(plots) + "</div>")
-    title = f"vectorport compare --mode: {', '.join(stores)}"
-    return page(title, body)
+    return plots
