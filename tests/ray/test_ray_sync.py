@@ -219,7 +219,7 @@ def test_killed_worker_loses_nothing(ray_cluster: Any, url_for: Callable[..., st
     assert "error" not in result, result.get("error")
     assert killed is not None, "the pass finished before a worker could be killed"
     report = result["report"]
-    assert report.write_rate_per_worker == 600 and report.status == "synced", report.to_json()
+    assert report.engine["write_rate_per_worker"] == 600 and report.status == "synced", report.to_json()
     assert int((pids / "shard-0.pid").read_text()) != killed  # shard 0 ran again, elsewhere
     assert report.shards[0].sync.resumed and not report.shards[1].sync.resumed
     assert report.to_dict()["per_worker"][0]["resumed"] is True

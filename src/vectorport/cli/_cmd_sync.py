@@ -15,8 +15,10 @@ With ``--every``, the command runs a pass, waits, and runs the next until stoppe
 that fails is reported and the next one runs on time. The exit code is the last pass's. ``--json``
 writes JSON Lines: one compact report per pass.
 
-With ``--engine ray`` each pass runs as ``--workers`` Ray tasks (:func:`vectorport.ray.sync_on_ray`),
-one per shard of the source, each with its state beside ``--state``; same exit codes.
+The flags of the sync options are derived from :class:`vectorport.migrate.SyncOptions`
+(:mod:`._options`). With ``--engine ray`` each pass runs as ``--workers`` Ray tasks
+(:class:`vectorport.ray.RayRunner`), one per shard of the source, each with its state beside
+``--state``; same options, report and exit codes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,16 +34,15 @@ import typer
 
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError, VectorportError
-from ..migrate import MetadataPolicy, SyncOptions, SyncReport, default_state, shard_path
+from ..migrate import SyncOptions, SyncReport, default_state, parse_shard, shard_path
 from ..migrate import sync as run_sync
 from ..migrate._capture import Lag
-from ..migrate._engine import refuse_options
 from ..migrate._progress import ProgressMode, emit_progress
 from ..migrate._sync import committed
 from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
 from ._common import JsonOption, emit_json, err_console, fail, out_console, writable_path
-from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
-from ._options import ProgressOption
+from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
+from ._options import with_options
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -80,8 +82,8 @@ def _print_report(report: SyncReport) -> None:
     out_console.print(f"status: [bold]{report.status}[/bold] (exit {int(report.exit_code)})")
 
 
-def _interrupted(state: Path, shards: int) -> None:
-    paths = [shard_path(state, (i, shards)) for i in range(shards)] if shards > 1 else [state]
+def _interrupted(state: Path, shards: list[tuple[int, int]]) -> None:
+    paths = [shard_path(state, shard) for shard in shards]
     running = [r for r in map(committed, paths) if r is not None]
     if running:
         done = sum(int(r.get("committed_read") or 0) for r in running)
@@ -100,85 +102,110 @@ def _interrupted(state: Path, shards: int) -> None:
     err_console.print(f"resume: {command}", highlight=False, markup=False, soft_wrap=True)
 
 
+SYNC_FLAGS = {"sample_queries": "--queries", "k": "-k"}
+"""The flags whose name is not the option's own (``batch_size`` is ``--batch-size``)."""
+
+
+@dataclass
+class _Command:
+    """What the command line adds around the library's passes: where they run, how often, and
+    where the reports go."""
+
+    source: str
+    target: str
+    engine: Engine
+    workers: int
+    address: str | None
+    report_path: Path | None
+    as_json: bool
+
+    def once(self, options: dict[str, Any]) -> ExitCode:
+        """One pass (Ctrl-C: what it committed and how to resume); its exit code."""
+        follow, mode = options["follow"], options["progress"]
+        on_lag = _LagPrinter(self.as_json, follow, mode) if follow or mode is ProgressMode.JSON else None
+        try:
+            run = runner(self.engine, self.workers, self.address)
+            report = run_sync(self.source, self.target, runner=run, on_lag=on_lag, **options)
+        except KeyboardInterrupt:
+            n = self.workers if self.engine is Engine.ray else 1
+            shards = [(i, n) for i in range(n)] if n > 1 else [parse_shard(options["shard"])]
+            _interrupted(Path(options["state"]), shards)
+            raise typer.Exit(130) from None
+        _write_report(self.report_path, report.to_dict())
+        if self.as_json:  # JSON Lines: one line per pass, so `sync --json >> log` stays parseable
+            emit_json(report.to_dict(), line=True)
+        else:
+            _print_report(report)
+        return report.exit_code
+
+    def every(self, interval: float | None, runs: int | None, options: dict[str, Any]) -> ExitCode:
+        """The passes: one, or one every ``interval`` seconds (``runs`` of them, or until
+        stopped); a pass that fails operationally is reported and the next one runs on time."""
+        passes, code = 0, ExitCode.OK
+        while True:
+            passes += 1
+            started = time.monotonic()
+            try:
+                code = self.once({**options, "full": options["full"] and passes == 1})
+            except VectorportError as exc:
+                error = fail(exc)
+                # a bad URL or option fails every pass alike: stop; a backend failure may pass
+                if interval is None or error.exit_code == ExitCode.USAGE:
+                    raise error from None
+                code = ExitCode(error.exit_code)
+            if interval is None or (runs is not None and passes >= runs):
+                return code
+            wait = max(0.0, interval - (time.monotonic() - started))
+            err_console.print(f"next sync in {wait:.0f}s (Ctrl-C to stop)", highlight=False)
+            try:
+                time.sleep(wait)
+            except KeyboardInterrupt:
+                return code
+
+
+EveryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--every", metavar="DURATION", help="Run again every DURATION (30s, 10m, 2h) until stopped."
+    ),
+]
+RunsOption = Annotated[
+    int | None, typer.Option("--runs", min=1, help="With --every: stop after this many passes.")
+]
+ReportOption = Annotated[
+    Path | None,
+    typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
+]
+SetupOption = Annotated[
+    bool, typer.Option("--setup-capture", help="Install change capture on SOURCE (pgvector) and exit.")
+]
+TeardownOption = Annotated[
+    bool,
+    typer.Option("--teardown-capture", help="Remove SOURCE's change capture (slot, publication, trigger)."),
+]
+MethodOption = Annotated[
+    str, typer.Option("--capture", metavar="METHOD", help="With --setup-capture: auto, slot or outbox.")
+]
+
+
+@with_options(SyncOptions, SYNC_FLAGS, {"progress": None})
 def sync(
     source: Annotated[str, typer.Argument(help="Source store URL (the live store).")],
     target: Annotated[
-        str | None,
-        typer.Argument(help="Target store URL (created with the source's spec if missing)."),
+        str | None, typer.Argument(help="Target store URL (created with the source's spec if missing).")
     ] = None,
-    delete: Annotated[
-        bool,
-        typer.Option("--delete", help="Delete target records that are not in the source (else: counted)."),
-    ] = False,
-    full: Annotated[
-        bool, typer.Option("--full", help="Read and compare the whole target instead of trusting the state.")
-    ] = False,
-    state: Annotated[
-        Path | None, typer.Option("--state", help="Sync state file (default: one per URL pair, see below).")
-    ] = None,
-    every: Annotated[
-        str | None,
-        typer.Option(
-            "--every", metavar="DURATION", help="Run again every DURATION (30s, 10m, 2h) until stopped."
-        ),
-    ] = None,
-    runs: Annotated[
-        int | None, typer.Option("--runs", min=1, help="With --every: stop after this many passes.")
-    ] = None,
-    verify: Annotated[
-        bool, typer.Option("--verify", help="Verify the whole target afterwards (reads both stores).")
-    ] = False,
-    batch_size: Annotated[
-        int | None,
-        typer.Option("--batch-size", min=1, help="Records per write (default 1000, capped by the target)."),
-    ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Write batches in flight.")] = 4,
-    metadata_policy: Annotated[
-        MetadataPolicy,
-        typer.Option(
-            "--metadata-policy",
-            case_sensitive=False,
-            metavar="POLICY",
-            help="Metadata the target cannot hold: error (not written, exit 1), flatten, stringify, drop.",
-        ),
-    ] = MetadataPolicy.ERROR,
-    text_key: Annotated[
-        str | None, typer.Option("--text-key", help="Source metadata key holding the chunk text.")
-    ] = None,
-    queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries with --verify.")] = 20,
-    report_path: Annotated[
-        Path | None,
-        typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
-    ] = None,
-    progress: ProgressOption = None,
+    every: EveryOption = None,
+    runs: RunsOption = None,
+    report_path: ReportOption = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
     workers: WorkersOption = 2,
-    follow: Annotated[
-        bool,
-        typer.Option(
-            "--follow", help="Then apply the source's captured changes as they come, until stopped."
-        ),
-    ] = False,
-    until_equal: Annotated[
-        bool,
-        typer.Option("--until-equal", help="Exit once the target is caught up and verifies equal (exit 0)."),
-    ] = False,
-    setup_capture: Annotated[
-        bool,
-        typer.Option("--setup-capture", help="Install change capture on SOURCE (pgvector) and exit."),
-    ] = False,
-    teardown_capture: Annotated[
-        bool,
-        typer.Option(
-            "--teardown-capture", help="Remove SOURCE's change capture (slot, publication, trigger)."
-        ),
-    ] = False,
-    capture_method: Annotated[
-        str,
-        typer.Option("--capture", metavar="METHOD", help="With --setup-capture: auto, slot or outbox."),
-    ] = "auto",
+    setup_capture: SetupOption = False,
+    teardown_capture: TeardownOption = False,
+    capture_method: MethodOption = "auto",
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Bring TARGET to SOURCE's current state: copy new and changed records (--delete: delete gone ones).
 
@@ -200,70 +227,15 @@ def sync(
         return
     if target is None:
         raise typer.BadParameter("give the TARGET store URL", param_hint="TARGET")
-    if follow and (every is not None or engine is Engine.ray):
-        raise typer.BadParameter("--follow runs continuously: it takes neither --every nor --engine ray")
+    if options["follow"] and every is not None:
+        raise typer.BadParameter("--follow runs continuously: it takes no --every")
     interval = parse_every(every) if every is not None else None
-    path = state if state is not None else default_state(source, target)
-    passes = 0
-    code = ExitCode.OK
-    while True:
-        passes += 1
-        started = time.monotonic()
-        try:
-            report: SyncReport
-            common: dict[str, Any] = {
-                "delete": delete,
-                "full": full and passes == 1,
-                "state": path,
-                "batch_size": batch_size,
-                "concurrency": concurrency,
-                "verify": verify,
-                "metadata_policy": metadata_policy,
-                "text_key": text_key,
-                "sample_queries": queries,
-            }
-            if engine is Engine.ray:
-                from ..ray import sync_on_ray
-
-                refuse_options(SyncOptions(progress=ProgressMode.parse(progress)), "ray")
-
-                report = sync_on_ray(source, target, workers=workers, address=address, **common)
-            else:
-                mode = ProgressMode.parse(sys.stderr.isatty() if progress is None else progress)
-                lag = _LagPrinter(as_json, follow, mode) if follow or mode is ProgressMode.JSON else None
-                report = run_sync(
-                    source,
-                    target,
-                    progress=mode,
-                    follow=follow,
-                    until_equal=until_equal,
-                    on_lag=lag,
-                    **common,
-                )
-        except KeyboardInterrupt:
-            _interrupted(path, workers if engine is Engine.ray else 1)
-            raise typer.Exit(130) from None
-        except VectorportError as exc:
-            error = fail(exc)
-            # a bad URL or option fails every pass alike: stop; a backend failure may pass
-            if interval is None or error.exit_code == ExitCode.USAGE:
-                raise error from None
-            code = ExitCode(error.exit_code)
-        else:
-            _write_report(report_path, report.to_dict())
-            if as_json:  # JSON Lines: one line per pass, so `sync --json >> log` stays parseable
-                emit_json(report.to_dict(), line=True)
-            else:
-                _print_report(report)
-            code = report.exit_code
-        if interval is None or (runs is not None and passes >= runs):
-            break
-        wait = max(0.0, interval - (time.monotonic() - started))
-        err_console.print(f"next sync in {wait:.0f}s (Ctrl-C to stop)", highlight=False)
-        try:
-            time.sleep(wait)
-        except KeyboardInterrupt:
-            raise typer.Exit(code) from None
+    options["state"] = options["state"] or default_state(source, target)
+    options["progress"] = ProgressMode.parse(
+        sys.stderr.isatty() if options["progress"] is None else options["progress"]
+    )
+    command = _Command(source, target, engine, workers, address, report_path, as_json)
+    code = command.every(interval, runs, options)
     if code != ExitCode.OK:
         raise typer.Exit(code)
 

@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._digest import BinSums, bin_count
 from .._embedder import Embedder
@@ -42,6 +42,7 @@ from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
 from ._options import MigrateOptions, RunOptions
 from ._plan import PlanChecker, PlanRefusedError, build_plan
+from ._progress import ProgressMode
 from ._readback import ReadBack
 from ._reembed import load_embedder
 from ._report import MigrationReport
@@ -50,7 +51,12 @@ from ._transform import Transformer
 from ._verify import VerifyReport, verify_stores
 from ._verify_queries import SampledQueries, sampled_queries
 
-__all__ = ["DEFAULT_BATCH", "LocalRunner", "RunContext", "Runner", "migrate", "open_pair"]
+if TYPE_CHECKING:
+    from .._models import JSON
+    from ._sync import SyncContext
+    from ._syncreport import SyncReport
+
+__all__ = ["DEFAULT_BATCH", "LocalRunner", "RunContext", "Runner", "migrate", "open_pair", "verify_pair"]
 
 log = logging.getLogger("vectorport.migrate")
 
@@ -96,8 +102,11 @@ class Runner(Protocol):
     name: str
     shards: int
     """How many shards the copy is split into (1: this process writes every record)."""
+    here: bool
+    """Whether a sync pass runs in this process (on the run's own state), not in workers that
+    each keep their shard's state."""
 
-    def check(self, options: MigrateOptions, source: StoreLike, target: StoreLike) -> None:
+    def check(self, options: RunOptions, source: StoreLike, target: StoreLike) -> None:
         """Refuse, before any I/O, what this runner cannot honour (options, stores)."""
 
     def delegate(
@@ -110,6 +119,16 @@ class Runner(Protocol):
 
     def verify(self, ctx: RunContext) -> VerifyReport:
         """Compare the target with the source after the copy."""
+
+    def sync_passes(
+        self, ctx: SyncContext, transform: JSON, why: str | None, position: JSON | None
+    ) -> list[SyncReport]:
+        """Run a sync's scan pass (:func:`~._sync.scan_pass`) over every shard: here on
+        ``ctx`` (returns ``[]``), or as shards that return their own reports, which the stage
+        merges (:func:`~._sync.merge_shards`)."""
+
+    def sync_verify(self, ctx: SyncContext, progress: ProgressMode) -> VerifyReport:
+        """Compare a sync's target with its source."""
 
     def describe(self) -> dict[str, Any]:
         """The report's ``engine`` section."""
@@ -131,8 +150,9 @@ class LocalRunner:
 
     name = "local"
     shards = 1
+    here = True
 
-    def check(self, options: MigrateOptions, source: StoreLike, target: StoreLike) -> None:
+    def check(self, options: RunOptions, source: StoreLike, target: StoreLike) -> None:
         refuse_options(options, self.name)
 
     def delegate(
@@ -179,13 +199,25 @@ class LocalRunner:
     def verify(self, ctx: RunContext) -> VerifyReport:
         return verify_here(ctx)
 
+    def sync_passes(
+        self, ctx: SyncContext, transform: JSON, why: str | None, position: JSON | None
+    ) -> list[SyncReport]:
+        from ._sync import scan_pass
+
+        scan_pass(ctx, transform, why, position)
+        return []
+
+    def sync_verify(self, ctx: SyncContext, progress: ProgressMode) -> VerifyReport:
+        return verify_pair(ctx, progress=progress)
+
     def describe(self) -> dict[str, Any]:
         return {"engine": self.name}
 
 
-def verify_here(ctx: RunContext) -> VerifyReport:
-    """The verification in this process (threads), from the copy's digests when it kept them."""
-    o, report = ctx.options, ctx.report
+def verify_pair(ctx: RunContext | SyncContext, *, progress: ProgressMode, **known: Any) -> VerifyReport:
+    """The verification of a run's pair (its shard) in this process (threads), with the run's
+    options; ``known``: what the run already knows (the copy's digests, a read-back)."""
+    o = ctx.options
     return verify_stores(
         ctx.src.store,
         ctx.dst.store,
@@ -193,13 +225,23 @@ def verify_here(ctx: RunContext) -> VerifyReport:
         source_label=ctx.src.label,
         target_label=ctx.dst.label,
         shard=ctx.segment,
-        compare_vectors=ctx.embedder is None,
         sample_queries=o.sample_queries,
         k=o.k,
         cap=o.cap,
         concurrency=o.concurrency,
-        progress=o.progress,
-        total_hint=report.plan.records if report.plan else None,
+        progress=progress,
+        **known,
+    )
+
+
+def verify_here(ctx: RunContext) -> VerifyReport:
+    """The verification in this process (threads), from the copy's digests when it kept them."""
+    plan = ctx.report.plan
+    return verify_pair(
+        ctx,
+        progress=ctx.options.progress,
+        compare_vectors=ctx.embedder is None,
+        total_hint=plan.records if plan else None,
         copied=ctx.digests,
         read_back=ctx.read_back,
         queries=ctx.queries,

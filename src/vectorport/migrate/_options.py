@@ -215,25 +215,59 @@ class MigrateOptions(RunOptions):
 
 @dataclass(frozen=True)
 class SyncOptions(RunOptions):
-    """How :func:`vectorport.sync` runs (its keyword arguments)."""
+    """How :func:`vectorport.sync` runs (its keyword arguments).
+
+    For sync, ``resume="fixed"`` options are recorded in the sync state: a pass with other
+    values reads the whole target again (a full pass) instead of trusting the state.
+    """
 
     COMMAND: ClassVar[str] = "sync"
 
     delete: bool = option(False, "Delete target records that are not in the source (else: counted).")
     full: bool = option(False, "Read and compare the whole target instead of trusting the state.")
-    state: str | os.PathLike[str] | None = option(None, "Sync state file.")
+    state: str | os.PathLike[str] | None = option(
+        None, "Sync state file (default: one per URL pair; one per shard beside it)."
+    )
+    shard: tuple[int, int] = option(
+        (0, 1),
+        "Sync only shard I of N (0-based) of the source, with its own state; run N processes.",
+        runners=("local",),
+        metavar="I/N",
+    )
     verify: bool = option(False, "Verify the whole target afterwards (reads both stores).")
-    batch_size: int | None = option(None, "Records per write (default 1000, capped by the target).")
-    concurrency: int = option(4, "Write batches in flight.")
+    batch_size: int | None = option(
+        None, "Records per write (default 1000, capped by the target).", minimum=1
+    )
+    concurrency: int = option(4, "Write batches in flight (threads; per worker under Ray).", minimum=1)
     metadata_policy: MetadataPolicy = option(
         MetadataPolicy.ERROR,
         "Metadata the target cannot hold: error (not written, exit 1), flatten, stringify, drop.",
         resume="fixed",
     )
     text_key: str | None = option(None, "Source metadata key holding the chunk text.", resume="fixed")
-    sample_queries: int = option(20, "Sampled queries with verify.")
+    sample_queries: int = option(20, "Sampled queries with --verify (0: none).", minimum=0)
+    k: int = option(10, "Top-k of the sampled queries.", minimum=1)
     progress: ProgressMode = option(
         ProgressMode.NONE,
-        "Progress on stderr: bar, json (JSON Lines, with the lag under --follow) or none.",
+        "Progress on stderr: bar, json (JSON Lines, with the lag under --follow) or none; a bare "
+        "--progress is bar, --no-progress none (CLI default: bar when stderr is a terminal).",
+        metavar="MODE",
+    )
+    follow: bool = option(
+        False,
+        "Then apply the source's captured changes as they come, until stopped.",
+        # a change feed is one stream, read by one process: Ray's shards scan instead
         runners=("local",),
     )
+    until_equal: bool = option(False, "Exit once the target is caught up and verifies equal (exit 0).")
+    poll: float = option(0.5, "Seconds between reads of an idle change feed, or between passes.", cli=False)
+    cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
+    retry: RetryPolicy | None = option(None, "Backoff for the target's writes.", cli=False)
+    source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)
+    target_options: Mapping[str, Any] = option(dict, "Options of the target store.", cli=False, factory=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "shard", parse_shard(self.shard))
+        if self.poll < 0:
+            raise ConfigurationError(f"poll must not be negative, got {self.poll}")

@@ -51,18 +51,25 @@ from ._api import state_dir
 from ._capture import CaptureRun, Lag, check_follow, feed_of, follow_until, mark, ready
 from ._checkpoint import shard_path
 from ._endpoints import Endpoint, StoreLike
-from ._engine import DEFAULT_BATCH, open_pair
-from ._options import parse_shard
+from ._engine import DEFAULT_BATCH, LocalRunner, Runner, open_pair
+from ._options import SyncOptions
 from ._plan import planned_target_spec
 from ._progress import Progress, ProgressMode
-from ._report import DEFAULT_CAP
 from ._run import IndexBar
 from ._syncreport import SyncReport, SyncStats
-from ._syncstate import SyncState
-from ._transform import MetadataPolicy, Transformer
-from ._verify import VECTOR_TOLERANCE, same_content, verify_stores
+from ._syncstate import SyncState, recorded
+from ._transform import Transformer
+from ._verify import VECTOR_TOLERANCE, same_content
 
-__all__ = ["default_state", "sync"]
+__all__ = [
+    "SyncContext",
+    "default_state",
+    "merge_shards",
+    "outside_shards",
+    "scan_pass",
+    "sync",
+    "sync_shard",
+]
 
 log = logging.getLogger("vectorport.migrate")
 
@@ -373,6 +380,25 @@ def _outside(state: SyncState, dst: Endpoint, shard: tuple[int, int]) -> str | N
     )
 
 
+def outside_shards(state: str | os.PathLike[str], dst: Endpoint, parts: int) -> str | None:
+    """Why each of the ``parts`` shards of a sync must run a full pass: the target's count
+    differs from the records all the shards' states hold (it was written outside sync). ``None``
+    when it matches, when counting is not cheap (no ``native_count``), or when a shard has a
+    first sync to run or a pass to continue (it decides for itself then)."""
+    held = [recorded(shard_path(state, (i, parts))) for i in range(parts)]
+    if any(h is None for h in held) or not dst.exists:
+        return None
+    if Feature.NATIVE_COUNT not in dst.capabilities.features:
+        return None
+    count, total = dst.store.count(), sum(h for h in held if h is not None)
+    if count == total:
+        return None
+    return (
+        f"the target holds {count} records, the sync states of its {parts} shards {total}: it was "
+        "changed outside sync, so it is read again"
+    )
+
+
 def _start(
     state: SyncState,
     src: Endpoint,
@@ -414,29 +440,62 @@ def _start(
 
 
 @dataclass
-class _Job:
-    """One call of :func:`sync`: its endpoints, state, report and options."""
+class SyncContext:
+    """One sync run (or one shard's pass of it, in a Ray task): its endpoints, options, state
+    and the report being built. The driver's context has no state when the runner's shards keep
+    their own (:attr:`~._engine.Runner.here` is false)."""
 
+    source: StoreLike
+    target: StoreLike
+    options: SyncOptions
     src: Endpoint
     dst: Endpoint
-    state: SyncState
     transformer: Transformer
     report: SyncReport
-    segment: tuple[int, int]
-    delete: bool
-    batch_size: int
-    concurrency: int
-    retry: RetryPolicy | None
-    progress: ProgressMode | bool
+    started: float
+    state: SyncState | None = None
+    segment: tuple[int, int] = (0, 1)
+    batch: int = DEFAULT_BATCH
 
 
-def _scan_pass(job: _Job, transform: JSON, why: str | None, feed: ChangeFeed | None) -> None:
-    """A pass that reads the source (see the module docstring); with a change feed, its
-    position is noted first, so the changes the scan may miss are applied after it."""
-    st, report = job.state, job.report
-    info, reason, resumed = _start(st, job.src, job.dst, transform, why, job.segment)
-    if feed is not None and not resumed:
-        info["capture"] = mark(feed)
+def _context(
+    source: StoreLike,
+    target: StoreLike,
+    options: SyncOptions,
+    pair: tuple[Endpoint, Endpoint],
+    segment: tuple[int, int],
+    *,
+    here: bool,
+) -> SyncContext:
+    """The context of a run over the opened ``pair``: with ``here``, the state of ``segment`` is
+    opened in this process (else the report names the state every shard's file sits beside)."""
+    src, dst = pair
+    transformer = Transformer(dst.capabilities.metadata, options.metadata_policy, options.text_key)
+    path = _state_path(options.state, source, target, src, dst)
+    report = SyncReport(src.label, dst.label, delete=options.delete, options=options.to_dict())
+    report.sync.unwritable.cap = options.cap
+    ctx = SyncContext(source, target, options, src, dst, transformer, report, time.monotonic())
+    ctx.segment = segment
+    ctx.batch = min(options.batch_size or DEFAULT_BATCH, dst.capabilities.max_write_batch)
+    report.state = str(path)
+    if here:
+        identity: dict[str, JSON] = {"source": src.label, "target": dst.label}
+        if segment[1] > 1:
+            identity["shard"] = list(segment)
+        report.state = str(shard_path(path, segment))
+        ctx.state = SyncState(shard_path(path, segment), identity)
+    return ctx
+
+
+def scan_pass(ctx: SyncContext, transform: JSON, why: str | None, position: JSON | None) -> None:
+    """A pass over ``ctx``'s shard that reads the source (see the module docstring), under
+    every runner; ``position``: the change feed's, noted before the pass, so the changes the
+    scan may miss are applied after it."""
+    st, report = ctx.state, ctx.report
+    assert st is not None
+    info, reason, resumed = _start(st, ctx.src, ctx.dst, transform, why, ctx.segment)
+    if position is not None and not resumed:
+        info["capture"] = position
         st.put("pass", info)
         st.commit()
     stats = report.sync
@@ -446,20 +505,32 @@ def _scan_pass(job: _Job, transform: JSON, why: str | None, feed: ChangeFeed | N
         report.notes.append(f"full pass: {reason}")
     if resumed:
         report.notes.append("continued the pass an earlier run left unfinished")
+    o = ctx.options
     run = _Pass(
-        job.src,
-        job.dst,
+        ctx.src,
+        ctx.dst,
         st,
-        job.transformer,
+        ctx.transformer,
         stats,
-        delete=job.delete,
-        batch_size=job.batch_size,
-        concurrency=job.concurrency,
-        retry=job.retry,
-        progress=job.progress,
-        shard=job.segment,
+        delete=o.delete,
+        batch_size=ctx.batch,
+        concurrency=o.concurrency,
+        retry=o.retry,
+        progress=o.progress,
+        shard=ctx.segment,
     )
     run.info = info
+    _phases(run, report)
+    st.put("transform", transform)
+    st.put("capture", info.get("capture"))
+    st.put("pass", None)
+    st.put("last", {"finished": time.time(), **stats.to_dict()})
+    st.commit()
+
+
+def _phases(run: _Pass, report: SyncReport) -> None:
+    """scan (→ extras, a full pass) → gone, each continued where an interrupted pass stopped."""
+    info = run.info
     t0 = time.monotonic()
     if info["phase"] == "scan":
         run.scan()
@@ -473,123 +544,102 @@ def _scan_pass(job: _Job, transform: JSON, why: str | None, feed: ChangeFeed | N
     t0 = time.monotonic()
     run.gone()
     report.timings["gone"] = time.monotonic() - t0
-    st.put("transform", transform)
-    st.put("capture", info.get("capture"))
-    st.put("pass", None)
-    st.put("last", {"finished": time.time(), **stats.to_dict()})
-    st.commit()
 
 
-def _capture_run(job: _Job, feed: ChangeFeed) -> CaptureRun:
+def sync_shard(
+    source: StoreLike, target: StoreLike, shard: tuple[int, int], options: SyncOptions, why: str | None
+) -> SyncReport:
+    """One shard's scan pass in this process, with the shard's own state file: the work of one
+    of a runner's shards (a Ray task). The runner created the target and decided ``why``."""
+    pair = _pair(source, target, options.source_options, options.target_options)
+    ctx: SyncContext | None = None
+    try:
+        ctx = _context(source, target, options, pair, shard, here=True)
+        scan_pass(ctx, ctx.transformer.describe(), why, None)
+        ctx.report.sync.seconds = time.monotonic() - ctx.started
+        return ctx.report
+    finally:
+        if ctx is not None and ctx.state is not None:
+            ctx.state.close()
+        pair[1].close()
+        pair[0].close()
+
+
+def merge_shards(report: SyncReport, shards: list[SyncReport], seconds: float) -> None:
+    """Fold the passes a runner's shards ran side by side into the run's report: counts summed
+    (over every pass of the run), notes worded as one process words them."""
+    report.shards = shards
+    report.sync = SyncStats.merged([report.sync, *(r.sync for r in shards)], seconds)
+    full = [r for r in shards if r.sync.mode == "full"]
+    if full:
+        which = "" if len(full) == len(shards) else f" ({len(full)} of {len(shards)} shards)"
+        report.notes.append(f"full pass{which}: {full[0].sync.reason}")
+    resumed = sum(r.sync.resumed for r in shards)
+    if resumed:
+        report.notes.append(
+            f"{resumed} of {len(shards)} shards continued the pass an earlier run left unfinished"
+        )
+    report.timings["sync"] = seconds
+
+
+def _capture_run(ctx: SyncContext, feed: ChangeFeed) -> CaptureRun:
+    assert ctx.state is not None
+    o = ctx.options
     return CaptureRun(
-        job.src.store,
-        job.dst.store,
-        job.state,
-        job.transformer,
-        job.report.sync,
+        ctx.src.store,
+        ctx.dst.store,
+        ctx.state,
+        ctx.transformer,
+        ctx.report.sync,
         feed,
-        delete=job.delete,
-        batch_size=job.batch_size,
-        retry=job.retry,
-        concurrency=job.concurrency,
+        delete=o.delete,
+        batch_size=ctx.batch,
+        retry=o.retry,
+        concurrency=o.concurrency,
     )
 
 
-def _capture_pass(job: _Job, feed: ChangeFeed, on_lag: Callable[[Lag], None] | None) -> CaptureRun:
+def _capture_pass(ctx: SyncContext, feed: ChangeFeed, on_lag: Callable[[Lag], None] | None) -> CaptureRun:
     """A pass that applies what the source captured since the last one (no scan)."""
-    stats = job.report.sync
-    stats.mode, stats.bins = "capture", job.state.parts or 0
-    job.report.notes.append(f"applied the changes captured by the source ({feed.kind} {feed.name})")
+    assert ctx.state is not None
+    stats = ctx.report.sync
+    stats.mode, stats.bins = "capture", ctx.state.parts or 0
+    ctx.report.notes.append(f"applied the changes captured by the source ({feed.kind} {feed.name})")
     t0 = time.monotonic()
-    run = _capture_run(job, feed)
+    run = _capture_run(ctx, feed)
     run.drain(on_lag)
-    job.report.timings["capture"] = time.monotonic() - t0
-    job.state.put("last", {"finished": time.time(), **stats.to_dict()})
-    job.state.commit()
+    ctx.report.timings["capture"] = time.monotonic() - t0
+    ctx.state.put("last", {"finished": time.time(), **stats.to_dict()})
+    ctx.state.commit()
     return run
-
-
-def _equal(job: _Job, sample_queries: int, k: int, cap: int) -> bool:
-    """``--until-equal``: verify the target; whether the data is equal (the report keeps the
-    verification)."""
-    job.report.verification = verify_stores(
-        job.src.store,
-        job.dst.store,
-        job.transformer,
-        source_label=job.src.label,
-        target_label=job.dst.label,
-        sample_queries=sample_queries,
-        k=k,
-        cap=cap,
-        concurrency=job.concurrency,
-        progress=False,
-    )
-    return job.report.verification.status != Status.DIFFERENCES
 
 
 def sync(
     source: StoreLike,
     target: StoreLike,
     *,
-    delete: bool = False,
-    full: bool | str = False,
-    state: str | os.PathLike[str] | None = None,
-    shard: str | tuple[int, int] | None = None,
-    batch_size: int | None = None,
-    concurrency: int = 4,
-    verify: bool = False,
-    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
-    text_key: str | None = None,
-    progress: ProgressMode | bool = False,
-    sample_queries: int = 20,
-    k: int = 10,
-    cap: int = DEFAULT_CAP,
-    retry: RetryPolicy | None = None,
-    source_options: Mapping[str, Any] | None = None,
-    target_options: Mapping[str, Any] | None = None,
-    follow: bool = False,
-    until_equal: bool = False,
-    poll: float = 0.5,
+    runner: Runner | None = None,
     on_lag: Callable[[Lag], None] | None = None,
+    **options: Any,
 ) -> SyncReport:
     """Bring ``target`` to ``source``'s current state: copy new and changed records and, with
     ``delete=True``, delete the records gone from the source. Return a report.
 
-    Parameters
-    ----------
-    source, target:
-        Store URLs or stores, as for :func:`vectorport.migrate`. The target is created with
-        the source's spec when missing.
-    delete:
-        Delete from the target the records that are not in the source (without it they are
-        only counted, as ``report.sync.gone``).
-    full:
-        Read and compare the whole target instead of trusting the state (as the first sync of
-        a pair does); a string is the reason reported (a runner of shards that found the
-        target changed outside sync, see :func:`~._syncshards.changed_outside`).
-    state:
-        The sync state file (SQLite). Default: one per URL pair under the state folder
-        (:func:`default_state`). An interrupted pass continues from it at the next call.
-    shard:
-        ``(i, n)`` or ``"i/n"``: sync only the source's scan segment ``i`` of ``n``, with the
-        state file ``<state>.shard-i-of-n.sqlite``; see the module docstring.
-    verify:
-        Verify the whole target afterwards, as ``migrate`` does (reads both stores in full;
-        with ``shard``, that shard's records only).
-    metadata_policy, text_key, batch_size, concurrency, retry, progress, sample_queries, k:
-        As for :func:`vectorport.migrate`.
-    follow:
-        After the pass, apply the source's captured changes as they come, until interrupted
-        (or ``until_equal``). Needs change capture on the source (``setup_capture``, pgvector).
-    until_equal:
-        Return once the target is caught up and verifies equal to the source (the report holds
-        that verification): with ``follow`` checked each time the feed is drained, without it
-        after each pass, passes repeating every ``poll`` seconds until then.
-    poll:
-        Seconds between reads of the change feed when it had nothing (``follow``), or between
-        passes (``until_equal``).
-    on_lag:
-        Called with a :class:`~._capture.Lag` after each read of the change feed.
+    ``source``, ``target``: store URLs or stores, as for :func:`vectorport.migrate.run`; the
+    target is created with the source's spec when missing. ``options`` are the fields of
+    :class:`~vectorport.migrate.SyncOptions` (each documented there): ``delete``, ``full`` (read
+    and compare the whole target instead of trusting the state, as the first sync of a pair
+    does), ``state`` (the SQLite state file; default: one per URL pair, :func:`default_state`;
+    an interrupted pass continues from it at the next call), ``shard`` (``"i/n"``: the source's
+    scan segment ``i`` of ``n``, with the state ``<state>.shard-i-of-n.sqlite``), ``verify``,
+    ``metadata_policy``, ``text_key``, ``batch_size``, ``concurrency``, ``retry``, ``progress``,
+    ``sample_queries``, ``k``, ``follow`` (after the pass, apply the source's captured changes as
+    they come, until interrupted or ``until_equal``; needs ``setup_capture`` on a pgvector
+    source), ``until_equal`` (return once the target is caught up and verifies equal; passes
+    repeat every ``poll`` seconds until then) and ``poll``. ``runner``: where the passes run
+    (default: threads in this process; :class:`vectorport.ray.RayRunner`: one Ray task per
+    shard, each with its own state). ``on_lag`` is called with a :class:`~._capture.Lag` after
+    each read of the change feed.
 
     A source with change capture installed (see :mod:`._capture`) is not scanned: a pass
     applies what it captured since the last pass, once a first pass recorded the target.
@@ -607,116 +657,127 @@ def sync(
     ('incremental', 1, 1, 0, <ExitCode.OK: 0>)
     >>> src.drop(); vectorport.connect("memory://doctest-sync-dst").drop()
     """
-    started = time.monotonic()
-    if concurrency < 1:
-        raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
-    if batch_size is not None and batch_size < 1:
-        raise ConfigurationError(f"batch_size must be positive, got {batch_size}")
-    segment = parse_shard(shard)
-    src, dst = _pair(source, target, source_options, target_options)
-    st: SyncState | None = None
+    opts = SyncOptions(**options)
+    run = runner if runner is not None else LocalRunner()
+    run.check(opts, source, target)
+    pair = _pair(source, target, opts.source_options, opts.target_options)
+    ctx: SyncContext | None = None
     try:
-        transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
-        path = _state_path(state, source, target, src, dst, segment)
-        identity: dict[str, JSON] = {"source": src.label, "target": dst.label}
-        if segment[1] > 1:
-            identity["shard"] = list(segment)
-        st = SyncState(path, identity)
-        report = SyncReport(src.label, dst.label, state=str(path), delete=delete)
-        report.sync.unwritable.cap = cap
-        size = min(batch_size or DEFAULT_BATCH, dst.capabilities.max_write_batch)
-        _check_spec(src, dst)
-        why = full if isinstance(full, str) else ("asked for (full)" if full else None)
-        job = _Job(src, dst, st, transformer, report, segment, delete, size, concurrency, retry, progress)
-        until = (lambda: _equal(job, sample_queries, k, cap)) if until_equal else None
-        _passes(job, why, follow=follow, until=until, poll=poll, on_lag=on_lag)
-        report.sync.seconds = time.monotonic() - started
-        report.conclude()
-        if verify and report.verification is None:
-            t0 = time.monotonic()
-            verification = verify_stores(
-                src.store,
-                dst.store,
-                transformer,
-                source_label=src.label,
-                target_label=dst.label,
-                shard=segment,
-                sample_queries=sample_queries,
-                k=k,
-                cap=cap,
-                concurrency=concurrency,
-                progress=progress,
-            )
-            report.verified(verification)
-            report.timings["verify"] = time.monotonic() - t0
-        elif report.verification is not None and report.status == Status.SYNCED:
-            report.status = report.verification.status
-        report.timings["total"] = time.monotonic() - started
-        return report
+        ctx = _context(source, target, opts, pair, opts.shard, here=run.here)
+        ctx.report.engine = run.describe()
+        _check_spec(*pair)
+        _passes(ctx, run, on_lag)
+        _finish(ctx, run)
+        return ctx.report
     finally:
-        if st is not None:
-            st.close()
-        dst.close()
-        src.close()
+        if ctx is not None and ctx.state is not None:
+            ctx.state.close()
+        pair[1].close()
+        pair[0].close()
+
+
+def _finish(ctx: SyncContext, runner: Runner) -> None:
+    """Status and notes, then the verification asked for: the end of every run, under every runner."""
+    report = ctx.report
+    report.sync.seconds = time.monotonic() - ctx.started
+    report.conclude()
+    if ctx.options.verify and report.verification is None:
+        t0 = time.monotonic()
+        report.verified(runner.sync_verify(ctx, progress=ctx.options.progress))
+        report.timings["verify"] = time.monotonic() - t0
+    elif report.verification is not None and report.status == Status.SYNCED:
+        report.status = report.verification.status
+    report.engine = runner.describe()
+    report.timings["total"] = time.monotonic() - ctx.started
 
 
 def _state_path(
-    state: str | os.PathLike[str] | None,
-    source: StoreLike,
-    target: StoreLike,
-    src: Endpoint,
-    dst: Endpoint,
-    segment: tuple[int, int],
+    state: str | os.PathLike[str] | None, source: StoreLike, target: StoreLike, src: Endpoint, dst: Endpoint
 ) -> Path:
+    """The run's state file (a shard's sits beside it: :func:`~._checkpoint.shard_path`)."""
     if state is not None:
-        path = Path(state)
-    elif isinstance(source, str) and isinstance(target, str):
-        path = default_state(source, target)
-    else:
-        path = default_state(src.label, dst.label)
-    return shard_path(path, segment)
+        return Path(state)
+    if isinstance(source, str) and isinstance(target, str):
+        return default_state(source, target)
+    return default_state(src.label, dst.label)
 
 
-def _passes(
-    job: _Job,
-    why: str | None,
-    *,
-    follow: bool,
-    until: Callable[[], bool] | None,
-    poll: float,
-    on_lag: Callable[[Lag], None] | None,
-) -> None:
-    """The pass (or passes) one call runs: a capture pass when the source captures its changes
-    and the state can go on from them, else a scan pass; then, with ``follow``, changes as they
-    come, and with ``until``, passes until it says the target is equal."""
-    transform = job.transformer.describe()
-    feed = feed_of(job.src.store, job.segment)
-    if follow:
-        check_follow(job.src.store, job.src.label)
+def _feed(ctx: SyncContext) -> ChangeFeed | None:
+    """The source's change feed when this process runs the whole pass (one reader of one
+    stream); ``follow`` needs one."""
+    feed = feed_of(ctx.src.store, ctx.segment) if ctx.state is not None else None
+    if ctx.options.follow:
+        check_follow(ctx.src.store, ctx.src.label)
         if feed is None:
             raise ConfigurationError(
-                f"{job.src.label} has no change capture installed, so --follow has nothing to read: "
-                f"run vectorport sync --setup-capture {job.src.label} first"
+                f"{ctx.src.label} has no change capture installed, so --follow has nothing to read: "
+                f"run vectorport sync --setup-capture {ctx.src.label} first"
             )
+    return feed
+
+
+def _passes(ctx: SyncContext, runner: Runner, on_lag: Callable[[Lag], None] | None) -> None:
+    """The pass (or passes) one call runs: a capture pass when the source captures its changes
+    and the state can go on from them, else a scan pass by every shard of the runner; then, with
+    ``follow``, changes as they come, and with ``until_equal``, passes until the target
+    verifies equal."""
+    o = ctx.options
+    transform = ctx.transformer.describe()
+    feed = _feed(ctx)
+    why = "asked for (full)" if o.full else None
+    until = (lambda: _equal(ctx, runner)) if o.until_equal else None
     try:
         while True:
-            outside = None if why else _outside(job.state, job.dst, job.segment)
-            capture: CaptureRun | None = None
-            fresh = why is None and outside is None and job.state.get("transform") == transform
-            if feed is not None and fresh and ready(job.state, feed):
-                capture = _capture_pass(job, feed, on_lag)
+            capture = _capture_if_ready(ctx, feed, transform, why, on_lag)
             if capture is None:
-                _scan_pass(job, transform, why or outside, feed)
+                _scan_passes(ctx, runner, transform, why, feed)
             why = None
-            if follow and feed is not None:
-                follow_until(capture or _capture_run(job, feed), poll=poll, on_lag=on_lag, caught_up=until)
+            if o.follow and feed is not None:
+                follow_until(capture or _capture_run(ctx, feed), poll=o.poll, on_lag=on_lag, caught_up=until)
                 return
             if until is None or until():
                 return
-            time.sleep(poll)
+            time.sleep(o.poll)
     finally:
         if feed is not None:
             feed.close()
+
+
+def _capture_if_ready(
+    ctx: SyncContext,
+    feed: ChangeFeed | None,
+    transform: JSON,
+    why: str | None,
+    on_lag: Callable[[Lag], None] | None,
+) -> CaptureRun | None:
+    """The capture pass, when the state can go on from the feed (else ``None``: scan)."""
+    if feed is None or why is not None or ctx.state is None:
+        return None
+    if _outside(ctx.state, ctx.dst, ctx.segment) is not None or ctx.state.get("transform") != transform:
+        return None
+    if not ready(ctx.state, feed):
+        return None
+    return _capture_pass(ctx, feed, on_lag)
+
+
+def _scan_passes(
+    ctx: SyncContext, runner: Runner, transform: JSON, why: str | None, feed: ChangeFeed | None
+) -> None:
+    """A scan pass by each of the runner's shards. Whether the target was changed outside sync
+    is judged here over every shard's state when there are several (none can alone)."""
+    if why is None and runner.shards > 1 and ctx.report.state is not None:
+        why = outside_shards(ctx.report.state, ctx.dst, runner.shards)
+    t0 = time.monotonic()
+    shards = runner.sync_passes(ctx, transform, why, mark(feed) if feed is not None else None)
+    if shards:
+        merge_shards(ctx.report, shards, time.monotonic() - t0)
+
+
+def _equal(ctx: SyncContext, runner: Runner) -> bool:
+    """``until_equal``: verify the target; whether the data is equal (the report keeps the
+    verification)."""
+    ctx.report.verification = runner.sync_verify(ctx, progress=ProgressMode.NONE)
+    return ctx.report.verification.status != Status.DIFFERENCES
 
 
 def committed(state: str | os.PathLike[str]) -> dict[str, JSON] | None:

@@ -145,6 +145,13 @@ class SyncReport(Report):
     verification: VerifyReport | None = None
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    options: dict[str, JSON] = field(default_factory=dict)
+    """The run's options (:meth:`~._options.SyncOptions.to_dict`): the same under every runner."""
+    engine: dict[str, Any] = field(default_factory=dict)
+    """Where it ran: ``engine`` (``local`` or ``ray``) and, on Ray, ``workers``, the write cap
+    each worker got and each task's node, pid, records and rate."""
+    shards: list[SyncReport] = field(default_factory=list)
+    """Each shard's own report, when the runner ran the pass as several shards (Ray)."""
 
     def conclude(self) -> None:
         """Status and notes from the counts, once the pass is over (before any verification)."""
@@ -184,4 +191,7 @@ class SyncReport(Report):
             "sync": self.sync.to_dict(),
             "verification": self.verification.to_dict() if self.verification else None,
             "notes": list(self.notes),
+            "options": dict(self.options),
+            "shards": [r.to_dict() for r in self.shards],
+            **self.engine,
         }

@@ -12,11 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .._features import Feature
-from ._checkpoint import shard_path
 from ._endpoints import StoreLike, probe_target
-from ._sync import _check_spec, _pair
-from ._syncstate import recorded
+from ._sync import _check_spec, _pair, outside_shards
 
 __all__ = ["changed_outside", "prepare_target"]
 
@@ -46,24 +43,10 @@ def changed_outside(
     *,
     target_options: Mapping[str, Any] | None = None,
 ) -> str | None:
-    """Why each of the ``parts`` shards of a sync must run a full pass: the target's count
-    differs from the records all the shards' states hold (it was written outside sync). ``None``
-    when it matches, when counting is not cheap (no ``native_count``), or when a shard has a
-    first sync to run or a pass to continue (it decides for itself then)."""
-    held = [recorded(shard_path(state, (i, parts))) for i in range(parts)]
-    if any(h is None for h in held):
-        return None
+    """Why each of the ``parts`` shards of a sync must run a full pass (see
+    :func:`~._sync.outside_shards`), with ``target`` opened here."""
     dst = probe_target(target, **dict(target_options or {}))
     try:
-        if not dst.exists or Feature.NATIVE_COUNT not in dst.capabilities.features:
-            return None
-        count = dst.store.count()
+        return outside_shards(state, dst, parts)
     finally:
         dst.close()
-    total = sum(h for h in held if h is not None)
-    if count == total:
-        return None
-    return (
-        f"the target holds {count} records, the sync states of its {parts} shards {total}: it was "
-        "changed outside sync, so it is read again"
-    )

@@ -9,8 +9,9 @@ Ray cluster (the ``ray`` extra).
 * :class:`RayRunner` and :func:`migrate_on_ray` — ``vectorport migrate --engine ray``:
   :func:`vectorport.migrate` itself (the same options, plan, checkpoints and report) with its
   copy run as one Ray task per shard and its verification by :func:`verify_on_ray`;
-* :func:`sync_on_ray` — ``vectorport sync --engine ray``: the same passes, states and report as
-  :func:`vectorport.sync`, one Ray task per shard of the source, each with its own state file;
+* :func:`sync_on_ray` — ``vectorport sync --engine ray``: :func:`vectorport.sync` itself (the
+  same options, passes, states and report) with :class:`RayRunner` placing its pass as one Ray
+  task per shard of the source, each with its own state file;
 * :func:`export_on_ray` — ``vectorport export --engine ray``: each task writes its segment's
   Parquet parts, the driver the manifest (``import --engine ray`` is ``migrate --engine ray``
   from ``parquet://DIR``);
@@ -38,11 +39,10 @@ if _missing is not None:
 from ._data import StoreDatasink, StoreDatasource, read_store, write_store  # noqa: E402
 from ._engine import RayRunner, migrate_on_ray  # noqa: E402
 from ._snapshot import export_on_ray  # noqa: E402
-from ._sync import ClusterSyncReport, sync_on_ray  # noqa: E402
+from ._sync import sync_on_ray  # noqa: E402
 from ._verify import verify_on_ray  # noqa: E402
 
 __all__ = [
-    "ClusterSyncReport",
     "RayRunner",
     "StoreDatasink",
     "StoreDatasource",

@@ -20,28 +20,38 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import ray
 
 from .._features import write_cap_of
+from .._protocol import VectorStore
 from ..exceptions import ConfigurationError
 from ..migrate import MigrateOptions, MigrationReport
 from ..migrate import run as migrate
 from ..migrate._checkpoint import Checkpoint, shard_path
-from ..migrate._endpoints import StoreLike, probe_target
+from ..migrate._endpoints import StoreLike
 from ..migrate._engine import DEFAULT_BATCH, RunContext, open_pair, refuse_options, verify_here
 from ..migrate._merged import worker_info
-from ..migrate._progress import Progress
+from ..migrate._options import RunOptions, SyncOptions
+from ..migrate._progress import Progress, ProgressMode
 from ..migrate._reembed import load_embedder
 from ..migrate._run import CopyStats, copy_records
 from ..migrate._transform import Transformer
 from ..migrate._verify import VerifyReport
 from ._verify import ensure_ray, reachable, verify_on_ray
 
-__all__ = ["RayRunner", "engine_fields", "migrate_on_ray", "note_pid", "write_cap"]
+if TYPE_CHECKING:
+    from .._models import JSON
+    from ..migrate._sync import SyncContext
+    from ..migrate._syncreport import SyncReport
+
+Opts = TypeVar("Opts", MigrateOptions, SyncOptions)
+
+__all__ = ["RayRunner", "engine_fields", "gather", "migrate_on_ray", "note_pid"]
 
 
 def engine_fields(
@@ -71,15 +81,6 @@ def note_pid(shard: tuple[int, int]) -> None:
         Path(pid_dir, f"shard-{shard[0]}.pid").write_text(str(os.getpid()))
 
 
-def write_cap(target: str, options: dict[str, Any]) -> float | None:
-    """The target's per-index write cap in records/s (``write_rate`` of a bucket), if any."""
-    dst = probe_target(target, **dict(options))
-    try:
-        return write_cap_of(dst.store)
-    finally:
-        dst.close()
-
-
 class RayRunner:
     """Ray tasks: ``workers`` copy shards and verification segments (see the module docstring).
 
@@ -88,6 +89,7 @@ class RayRunner:
     """
 
     name = "ray"
+    here = False
 
     def __init__(self, workers: int = 2, address: str | None = None, max_retries: int = 3) -> None:
         if workers < 1:
@@ -99,7 +101,7 @@ class RayRunner:
         self.copy_seconds = 0.0
         self.copied = 0
 
-    def check(self, options: MigrateOptions, source: StoreLike, target: StoreLike) -> None:
+    def check(self, options: RunOptions, source: StoreLike, target: StoreLike) -> None:
         refuse_options(options, self.name)
         if not (isinstance(source, str) and isinstance(target, str)):
             raise ConfigurationError(
@@ -107,6 +109,12 @@ class RayRunner:
                 "(nothing was read or written)"
             )
         self.one_process = reachable(source, target)
+        if self.one_process and options.COMMAND == "sync":
+            raise ConfigurationError(
+                f"{', '.join(self.one_process)} can be opened by one process at a time, and sync "
+                "--engine ray writes from several workers; use a server (e.g. chroma+http://) or "
+                "engine local (nothing was read or written)"
+            )
 
     def delegate(
         self, source: StoreLike, target: StoreLike, options: MigrateOptions
@@ -129,16 +137,18 @@ class RayRunner:
         )
         return report
 
+    def capped(self, store: VectorStore, options: Opts) -> Opts:
+        """The options each worker writes with: a per-index write cap divided among them."""
+        cap = write_cap_of(store)
+        if cap is None:
+            return options
+        self.write_rate_per_worker = cap / self.workers
+        return replace(options, target_options={**options.target_options, "write_rate": cap / self.workers})
+
     def copy(self, ctx: RunContext) -> CopyStats:
         assert isinstance(ctx.source, str) and isinstance(ctx.target, str)  # see check()
         ensure_ray(self.address)
-        options = ctx.options
-        cap = write_cap_of(ctx.dst.store)
-        if cap is not None:
-            self.write_rate_per_worker = cap / self.workers
-            options = replace(
-                options, target_options={**options.target_options, "write_rate": cap / self.workers}
-            )
+        options = self.capped(ctx.dst.store, ctx.options)
         if ctx.ck is not None and not options.resume:
             for i in range(self.workers):  # start over, as one process does without resume
                 shard_path(ctx.ck.path, (i, self.workers)).unlink(missing_ok=True)
@@ -162,6 +172,20 @@ class RayRunner:
     def verify(self, ctx: RunContext) -> VerifyReport:
         if ctx.embedder is not None:  # re-embedded vectors: record by record, as in one process
             return verify_here(ctx)
+        return self._verify(ctx)
+
+    def sync_passes(
+        self, ctx: SyncContext, transform: JSON, why: str | None, position: JSON | None
+    ) -> list[SyncReport]:
+        from ._sync import shard_passes
+
+        return shard_passes(self, ctx, why)
+
+    def sync_verify(self, ctx: SyncContext, progress: ProgressMode) -> VerifyReport:
+        return self._verify(ctx)
+
+    def _verify(self, ctx: RunContext | SyncContext) -> VerifyReport:
+        """Merged segment digests from Ray tasks (:func:`~._verify.verify_on_ray`)."""
         o = ctx.options
         assert isinstance(ctx.source, str) and isinstance(ctx.target, str)
         return verify_on_ray(
@@ -189,15 +213,23 @@ def _gather(
     pending: list[Any], ctx: RunContext, base: str | None, workers: int
 ) -> list[tuple[CopyStats, dict[str, Any]]]:
     """Wait for the shard tasks; with ``progress``, the bar follows the shards' checkpoints."""
-    results: list[tuple[CopyStats, dict[str, Any]]] = []
-    with Progress("copy", ctx.total or None, enabled=ctx.options.progress) as bar:
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
-            results.extend(ray.get(done))
-            if base is not None:
-                bar.update(
-                    sum(_copied(shard_path(base, (i, workers))) for i in range(workers)), ctx.total or None
-                )
+    total = ctx.total or None
+    with Progress("copy", total, enabled=ctx.options.progress) as bar:
+        if base is None:
+            return gather(pending, bar, total, None)
+        paths = [shard_path(base, (i, workers)) for i in range(workers)]
+        return gather(pending, bar, total, lambda: sum(map(_copied, paths)))
+
+
+def gather(pending: list[Any], bar: Progress, total: int | None, done: Callable[[], int] | None) -> list[Any]:
+    """The results of Ray tasks as they finish; the bar follows ``done()``, what the tasks
+    committed so far (read from their checkpoints or states)."""
+    results: list[Any] = []
+    while pending:
+        finished, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+        results.extend(ray.get(finished))
+        if done is not None:
+            bar.update(done(), total)
     return results
 
 

@@ -1,100 +1,74 @@
-"""``sync --engine ray``: one Ray task per shard, each the ordinary single-process sync of that
-shard (``sync(shard=(i, n))``: the source's scan segment ``i`` of ``n``) with its own state
-file, so Ray's retry of a task whose worker died continues that shard's pass from what the
-target acknowledged; writes and deletes are idempotent, so a batch sent twice leaves one record.
+"""``sync --engine ray``: the placement of a sync's scan pass on a Ray cluster.
 
-Before the tasks run, the driver creates the target when missing and compares the target's
-count with every shard's state (:mod:`vectorport.migrate._syncshards`). A target with a
-per-index write cap (buckets: ``write_rate``) gets the cap divided among the workers, as
-``migrate --engine ray`` does. ``verify=True`` adds the merged-digest verification of
-:func:`~._verify.verify_on_ray` over the whole pair.
+Everything a sync means (options, target creation, the full-pass decision over every shard's
+state, notes, status, verification, the report) is :func:`vectorport.sync`'s own, run on the
+driver; :class:`~._engine.RayRunner` only places the pass: one Ray task per shard of the source
+(:func:`~vectorport.migrate._sync.sync_shard`: the source's scan segment ``i`` of ``n`` with its
+own state file beside ``state``), so Ray's retry of a task whose worker died continues that
+shard's pass from what the target acknowledged; writes and deletes are idempotent, so a batch
+sent twice leaves one record. A per-index write cap is divided among the workers; with
+``progress`` the driver's bar follows what the shards' states committed.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
-from .._exit import Status
-from ..exceptions import ConfigurationError
+from ..migrate._checkpoint import shard_path
 from ..migrate._merged import worker_info
-from ..migrate._sync import sync
-from ..migrate._syncreport import SyncReport, SyncStats
-from ..migrate._syncshards import changed_outside, prepare_target
-from ..migrate._transform import MetadataPolicy
-from ._engine import engine_fields, note_pid, write_cap
-from ._verify import ensure_ray, reachable, verify_on_ray
+from ..migrate._options import SyncOptions
+from ..migrate._progress import Progress
+from ..migrate._sync import committed, sync, sync_shard
+from ..migrate._syncreport import SyncReport
+from ._engine import RayRunner, gather, note_pid
+from ._verify import ensure_ray
 
-__all__ = ["ClusterSyncReport", "sync_on_ray"]
+if TYPE_CHECKING:
+    from ..migrate._sync import SyncContext
 
-
-@dataclass
-class ClusterSyncReport(SyncReport):
-    """A sync pass run as ``workers`` Ray tasks: the single-process :class:`SyncReport` of the
-    whole pair (``sync`` holds the shards' counts summed) plus ``engine``, ``workers``, the
-    write cap each worker got, each task's rate and each shard's own report."""
-
-    workers: int = 1
-    shards: list[SyncReport] = field(default_factory=list)
-    per_worker: list[dict[str, Any]] = field(default_factory=list)
-    write_rate_per_worker: float | None = None
-
-    def sections(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(super().sections())
-        compared = sum(w["records"] for w in self.per_worker)
-        out.update(
-            engine_fields(
-                self.workers,
-                compared,
-                self.timings.get("sync", 0.0),
-                self.write_rate_per_worker,
-                self.per_worker,
-            )
-        )
-        out["shards"] = [r.to_dict() for r in self.shards]
-        return out
+__all__ = ["shard_passes", "sync_on_ray"]
 
 
-def _sync_shard(source: str, target: str, shard: tuple[int, int], options: dict[str, Any]) -> dict[str, Any]:
+def _shard_task(
+    source: str, target: str, shard: tuple[int, int], options: SyncOptions, why: str | None
+) -> tuple[SyncReport, dict[str, Any]]:
+    """One Ray task: one shard's pass, and where and how fast it ran."""
     started = time.monotonic()
     note_pid(shard)
-    report = sync(source, target, shard=shard, **options)
+    report = sync_shard(source, target, shard, options, why)
     s = report.sync
     worker = worker_info(f"sync {shard[0]}/{shard[1]}", s.source_read, started)
     worker.update(shard=shard[0], written=s.written, deleted=s.deleted, resumed=s.resumed)
-    return {"report": report, "worker": worker}
+    return report, worker
 
 
-def _notes(report: ClusterSyncReport) -> None:
-    shards, stats = report.shards, report.sync
-    full = [r for r in shards if r.sync.mode == "full"]
-    if full:  # worded as one process words it when every shard ran one
-        which = "" if len(full) == len(shards) else f" ({len(full)} of {len(shards)} shards)"
-        report.notes.append(f"full pass{which}: {stats.reason}")
-    resumed = sum(r.sync.resumed for r in shards)
-    if resumed:
-        report.notes.append(
-            f"{resumed} of {len(shards)} shards continued the pass an earlier run left unfinished"
-        )
-    report.conclude()
+def shard_passes(runner: RayRunner, ctx: SyncContext, why: str | None) -> list[SyncReport]:
+    """:meth:`RayRunner.sync_passes`: one task per shard; the shards' reports, in shard order."""
+    assert isinstance(ctx.source, str) and isinstance(ctx.target, str)  # see RayRunner.check
+    assert ctx.report.state is not None
+    ensure_ray(runner.address)
+    options = runner.capped(ctx.dst.store, ctx.options)
+    task = ray.remote(max_retries=runner.max_retries, retry_exceptions=False)(_shard_task)
+    n, base = runner.workers, ctx.report.state
+    started = time.monotonic()
+    pending = [task.remote(ctx.source, ctx.target, (i, n), options, why) for i in range(n)]
+    with Progress("sync", None, enabled=ctx.options.progress) as bar:
+        results = gather(pending, bar, None, lambda: _compared(base, n))
+    results.sort(key=lambda r: r[1]["shard"])
+    runner.copy_seconds = time.monotonic() - started
+    runner.per_worker = [w for _, w in results]
+    runner.copied = sum(w["records"] for w in runner.per_worker)
+    return [r for r, _ in results]
 
 
-def _check(source: str, target: str, workers: int) -> None:
-    """Refuse, before any I/O, what the shards cannot do."""
-    if workers < 1:
-        raise ConfigurationError(f"workers must be at least 1, got {workers}")
-    one = reachable(source, target)
-    if one:
-        raise ConfigurationError(
-            f"{', '.join(one)} can be opened by one process at a time, and sync --engine ray writes "
-            "from several workers; use a server (e.g. chroma+http://) or engine local (nothing was "
-            "read or written)"
-        )
+def _compared(base: str, parts: int) -> int:
+    """Source records the shards' running passes committed (for the progress bar)."""
+    running = (committed(shard_path(base, (i, parts))) for i in range(parts))
+    return sum(int(r.get("committed_read") or 0) for r in running if r is not None)
 
 
 def sync_on_ray(
@@ -104,78 +78,21 @@ def sync_on_ray(
     state: str | os.PathLike[str],
     workers: int = 2,
     address: str | None = None,
-    delete: bool = False,
-    full: bool = False,
-    verify: bool = False,
-    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
-    text_key: str | None = None,
-    batch_size: int | None = None,
-    concurrency: int = 4,
-    sample_queries: int = 20,
-    k: int = 10,
     max_retries: int = 3,
-    source_options: Mapping[str, Any] | None = None,
-    target_options: Mapping[str, Any] | None = None,
-) -> ClusterSyncReport:
-    """:func:`vectorport.sync` of ``source`` into ``target`` (URLs) as ``workers`` Ray tasks,
-    one per shard; the same semantics and report, plus ``engine``, ``workers`` and per-worker
-    rates.
+    **options: Any,
+) -> SyncReport:
+    """:func:`vectorport.sync` of ``source`` into ``target`` (URLs) with its pass run as
+    ``workers`` Ray tasks, one per shard (:class:`RayRunner`); ``options`` are the same keyword
+    arguments, meaning the same; the report adds ``engine``, ``workers``, per-worker rates and
+    each shard's report (``shards``).
 
-    ``state`` is required and must be on storage every worker sees (a shared file system on a
-    real cluster): each shard keeps ``<state>.shard-I-of-N.sqlite`` and continues its
-    interrupted pass from it (a retried task, or the next run). ``--workers`` is part of those
-    names: another number of workers starts with a first (full) sync of its own shards.
-    ``address`` is passed to ``ray.init`` (``"auto"``: the running cluster; ``None``: a local
-    one when Ray is not initialised yet). Stores must be reachable from every worker (a server,
-    a shared directory): ``memory://`` is not.
+    ``state`` must be on storage every worker sees (a shared file system on a real cluster):
+    each shard keeps ``<state>.shard-I-of-N.sqlite`` and continues its interrupted pass from it
+    (a retried task, or the next run). ``workers`` is part of those names: another number of
+    workers starts with a first (full) sync of its own shards. ``address`` is passed to
+    ``ray.init`` (``"auto"``: the running cluster; ``None``: a local one when Ray is not
+    initialised yet). Stores must be reachable from every worker (a server, a shared
+    directory): ``memory://`` is not.
     """
-    _check(source, target, workers)
-    ensure_ray(address)
-    started = time.monotonic()
-    dst_options = dict(target_options or {})
-    src_label, dst_label = prepare_target(
-        source, target, source_options=source_options, target_options=dst_options
-    )
-    report = ClusterSyncReport(src_label, dst_label, state=str(state), delete=delete, workers=workers)
-    cap = write_cap(target, dst_options)
-    if cap is not None:
-        report.write_rate_per_worker = dst_options["write_rate"] = cap / workers
-    why: bool | str = full or changed_outside(state, target, workers, target_options=dst_options) or False
-    options: dict[str, Any] = {
-        "delete": delete,
-        "full": why,
-        "state": str(state),
-        "batch_size": batch_size,
-        "concurrency": concurrency,
-        "metadata_policy": metadata_policy,
-        "text_key": text_key,
-        "source_options": source_options,
-        "target_options": dst_options,
-    }
-    task = ray.remote(max_retries=max_retries, retry_exceptions=False)(_sync_shard)
-    t0 = time.monotonic()
-    runs = ray.get([task.remote(source, target, (i, workers), options) for i in range(workers)])
-    report.timings["sync"] = time.monotonic() - t0
-    report.shards = [r["report"] for r in runs]
-    report.per_worker = [r["worker"] for r in runs]
-    report.sync = SyncStats.merged([r.sync for r in report.shards], time.monotonic() - started)
-    _notes(report)
-    if verify:
-        t0 = time.monotonic()
-        report.verification = verify_on_ray(
-            source,
-            target,
-            workers=workers,
-            metadata_policy=metadata_policy,
-            text_key=text_key,
-            sample_queries=sample_queries,
-            k=k,
-            max_retries=max_retries,
-            source_options=source_options,
-            target_options=dst_options,
-        )
-        report.timings["verify"] = time.monotonic() - t0
-        if report.status == Status.SYNCED:
-            report.status = report.verification.status
-    report.timings["total"] = time.monotonic() - started
-    return report
+    runner = RayRunner(workers, address, max_retries)
+    return sync(source, target, runner=runner, state=state, **options)
