@@ -18,10 +18,16 @@ kill never leaves a record the state believes and the target does not hold.
 
 ``shard=(i, n)`` restricts a pass to the source's native scan segment ``i`` of ``n`` (as
 ``migrate --shard``), with its own state file (:func:`~._checkpoint.shard_path`): n shards run
-side by side (``sync --engine ray``) and each keeps, resumes and finds deletions in its part of
-the key space alone. Two things a shard cannot judge alone are decided by whoever runs the
-shards (:mod:`._syncshards`): creating the target, and whether the target was changed outside
-sync (over every shard's state).
+side by side and each keeps, resumes and finds deletions in its part of the key space alone.
+
+:func:`sync` is stages over one :class:`SyncContext`, written once for every runner (the seam
+of :mod:`._engine`): open and create the target → decide the pass (capture or scan, full or
+incremental) → the pass → status, notes and verification. The runner only places the scan
+pass (:meth:`~._engine.Runner.sync_passes`): :func:`scan_pass` here on the run's state, or one
+:func:`sync_shard` per shard (Ray tasks), whose reports :func:`merge_shards` folds into the
+run's. Two things a shard cannot judge alone are decided before the shards run: creating the
+target, and whether the target was changed outside sync (:func:`outside_shards`, over every
+shard's state).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""What the runner of a sharded ``sync`` decides once for all its shards (``sync --engine ray``).
-
-Each shard is the ordinary :func:`~._sync.sync` of one source scan segment with its own state
-file; two things no shard can judge alone happen before any runs: the target is created (so
+"""For shards of a sync run side by side by hand (``sync --shard I/N`` in N processes): what
+no shard can judge alone, done once before and between the runs. The target is created (so
 shards never race to create it), and the target's count is compared with the records of every
-shard's state (a shard holds only part of the target, so its own count proves nothing).
+shard's state (:func:`~._sync.outside_shards`, which a runner of shards calls itself).
 """
 
 from __future__ import annotations
