@@ -300,24 +300,24 @@ def _compare_modes(
 
 def _print_modes(result: Any, console: Console, k: int, keep: float) -> None:
     """The relevance table per store and mode, each store's best, then the score thresholds."""
-    table = Table(title=f"retrieval quality by search mode (k={k})")
-    for header in result.headers():
-        table.add_column(header, overflow="fold")
-    for row in result.table_rows():
-        table.add_row(*row)
-    console.print(table)
+    console.print(
+        _rich_table(f"retrieval quality by search mode (k={k})", result.headers(), result.table_rows())
+    )
     for label in dict.fromkeys(r.store for r in result.rows):
         best = result.best(label)
         if best is not None:
             console.print(f"{label}: best MRR with {best.label} ({best.mrr:.3f})")
-    thresholds = Table(
-        title=f"score thresholds keeping {keep:.0%} of the relevant results (scores: n: p10 / median / p90)"
-    )
-    for header in result.threshold_headers():
-        thresholds.add_column(header, overflow="fold")
-    for row in result.threshold_rows():
-        thresholds.add_row(*row)
-    console.print(thresholds)
+    title = f"score thresholds keeping {keep:.0%} of the relevant results (scores: n: p10 / median / p90)"
+    console.print(_rich_table(title, result.threshold_headers(), result.threshold_rows()))
+
+
+def _rich_table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def register(app: typer.Typer) -> None:
