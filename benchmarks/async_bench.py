@@ -16,7 +16,9 @@ which goes first:
 
 Both sides get the same number of connections; each first runs the whole query set once
 untimed (connections opened, statements prepared). Reported: queries per second of each side
-(the best and the median round), their ratio, and whether both returned the same keys.
+(the best and the median round), their ratio, the client process's CPU time per query (median
+round: what the client side costs, whatever else the machine runs), and whether both returned
+the same keys.
 """
 
 from __future__ import annotations
@@ -59,20 +61,22 @@ def _filters(queries: int) -> list[dict[str, Any] | None]:
     return [None if i % 2 == 0 else {"lang": "fr"} for i in range(queries)]
 
 
-async def _async_round(store: Any, qs: list[np.ndarray], filters: list[Any]) -> tuple[float, list[list[str]]]:
-    start = time.perf_counter()
+async def _async_round(
+    store: Any, qs: list[np.ndarray], filters: list[Any]
+) -> tuple[float, float, list[list[str]]]:
+    start, cpu = time.perf_counter(), time.process_time()
     results = await asyncio.gather(
         *(store.aquery(q, k=K, filter=f) for q, f in zip(qs, filters, strict=True))
     )
-    return time.perf_counter() - start, [r.keys for r in results]
+    return time.perf_counter() - start, time.process_time() - cpu, [r.keys for r in results]
 
 
 def _thread_round(
     store: Any, pool: ThreadPoolExecutor, qs: list[np.ndarray], filters: list[Any]
-) -> tuple[float, list[list[str]]]:
-    start = time.perf_counter()
+) -> tuple[float, float, list[list[str]]]:
+    start, cpu = time.perf_counter(), time.process_time()
     results = list(pool.map(lambda a: store.query(a[0], k=K, filter=a[1]), zip(qs, filters, strict=True)))
-    return time.perf_counter() - start, [r.keys for r in results]
+    return time.perf_counter() - start, time.process_time() - cpu, [r.keys for r in results]
 
 
 async def _run(url: str, qs: list[np.ndarray], rounds: int, connections: int) -> dict[str, Any]:
@@ -81,6 +85,7 @@ async def _run(url: str, qs: list[np.ndarray], rounds: int, connections: int) ->
     sync = vectorport.connect(url)
     pool = ThreadPoolExecutor(max_workers=connections)
     times: dict[str, list[float]] = {"async": [], "threads": []}
+    cpus: dict[str, list[float]] = {"async": [], "threads": []}
     same = True
     try:
         await _async_round(astore, qs, filters)  # warm: pool filled, statements prepared
@@ -90,10 +95,11 @@ async def _run(url: str, qs: list[np.ndarray], rounds: int, connections: int) ->
             keys: dict[str, list[list[str]]] = {}
             for side in order:
                 if side == "async":
-                    elapsed, keys[side] = await _async_round(astore, qs, filters)
+                    elapsed, cpu, keys[side] = await _async_round(astore, qs, filters)
                 else:
-                    elapsed, keys[side] = _thread_round(sync, pool, qs, filters)
+                    elapsed, cpu, keys[side] = _thread_round(sync, pool, qs, filters)
                 times[side].append(elapsed)
+                cpus[side].append(cpu)
             same = same and keys["async"] == keys["threads"]
     finally:
         pool.shutdown()
@@ -105,6 +111,7 @@ async def _run(url: str, qs: list[np.ndarray], rounds: int, connections: int) ->
         out[side] = {
             "qps_best": round(n / min(values), 1),
             "qps_median": round(n / statistics.median(values), 1),
+            "client_cpu_ms_per_query": round(1000 * statistics.median(cpus[side]) / n, 3),
         }
     out["ratio_best"] = round(out["async"]["qps_best"] / out["threads"]["qps_best"], 2)
     out["ratio_median"] = round(out["async"]["qps_median"] / out["threads"]["qps_median"], 2)
@@ -142,7 +149,11 @@ def main() -> None:
         file=sys.stderr,
     )
     for side in ("async", "threads"):
-        print(f"  {side:8} {result[side]['qps_best']:8.1f} q/s  {result[side]['qps_median']:8.1f} q/s")
+        r = result[side]
+        print(
+            f"  {side:8} {r['qps_best']:8.1f} q/s  {r['qps_median']:8.1f} q/s"
+            f"  client CPU {r['client_cpu_ms_per_query']:.3f} ms/query"
+        )
     ratios = f"{result['ratio_best']:8.2f}x    {result['ratio_median']:8.2f}x"
     print(f"  ratio    {ratios}   same keys: {result['same_keys']}")
 

@@ -118,25 +118,30 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
                     with pg_errors(what, store._where, store._password, lost=_lost(conn)):
                         yield conn, state
             return
-        from psycopg_pool import PoolClosed, PoolTimeout
-
         started = time.monotonic()
         broken = False
-        pool = await self._connections()
+        pool = self._pool or await self._connections()
+        held: list[psycopg.AsyncConnection[Any]] = []
         try:
-            with store._errors(what):
-                async with pool.connection() as conn:
-                    with pg_errors(what, store._where, store._password, lost=_lost(conn)):
-                        try:
-                            yield conn, self._session(conn)
-                        except psycopg.Error:
-                            broken = conn.closed or conn.broken
-                            raise
+            # one mapping for the checkout and the use (getconn/putconn, not connection(): its
+            # commit on exit has nothing to do on an autocommit connection)
+            with pg_errors(what, store._where, store._password, lost=lambda: any(map(_broken, held))):
+                conn = await pool.getconn()
+                held.append(conn)
+                try:
+                    yield conn, self._session(conn)
+                except psycopg.Error:
+                    broken = _broken(conn)
+                    raise
+                finally:
+                    await pool.putconn(conn)
         except TransientError:
             if broken:
                 await self._recover(what, started)
             raise
         except BackendError as exc:
+            from psycopg_pool import PoolClosed, PoolTimeout
+
             # no connection came (the server is down) or the pool was replaced while waiting
             if not isinstance(exc.__cause__, PoolTimeout | PoolClosed):
                 raise
@@ -167,19 +172,27 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
             await pool.close(timeout=1.0)
 
     async def _rows(self, call: SearchCall) -> list[Any]:
+        """The rows of a search. When the connection's ``hnsw.*`` settings must change first,
+        the settings and the search go out in one pipeline: one round trip instead of two (a
+        mix of filtered and plain searches changes them on most calls). The pipeline is one
+        implicit transaction, so a failed search undoes the settings too: the session's
+        record is settled only after both succeeded."""
         store = self.sync
         async with self._borrowed(call.what) as (conn, state):
-            if call.gucs:
-                changed = state.changes(call.gucs)
-                if changed:
+            query = store._statement(conn, call.key, call.build)
+            changed = state.changes(call.gucs) if call.gucs else []
+            if not changed:
+                cur = await conn.execute(query, call.params, binary=True, prepare=True)
+            else:
+                async with conn.pipeline():
                     await conn.execute(
                         set_gucs_sql([n for n, _ in changed]).encode("ascii"),
                         [x for pair in changed for x in pair],
                         prepare=True,
                     )
-                    state.settled(call.gucs, changed, conn.info.transaction_status == _IDLE)
-            query = store._statement(conn, call.key, call.build)
-            cur = await conn.execute(query, call.params, binary=True, prepare=True)
+                    cur = await conn.execute(query, call.params, binary=True, prepare=True)
+                assert call.gucs is not None
+                state.settled(call.gucs, changed, conn.info.transaction_status == _IDLE)
             rows: list[Any] = await cur.fetchall()
             return rows
 
@@ -365,7 +378,11 @@ async def _probe(store: PgVectorStore, what: str) -> None:
 
 
 def _lost(conn: psycopg.AsyncConnection[Any]) -> Callable[[], bool]:
-    return lambda: conn.closed or conn.broken
+    return lambda: _broken(conn)
+
+
+def _broken(conn: psycopg.AsyncConnection[Any]) -> bool:
+    return conn.closed or conn.broken
 
 
 def asynchronous(store: PgVectorStore) -> AsyncStore[PgVectorStore]:
