@@ -26,15 +26,7 @@ def load(data: bytes, source: str, doc_hash: str) -> Document:
     >>> doc.title, [(b.kind.value, b.section) for b in doc.blocks]
     ('Guide', [('heading', 'Guide'), ('paragraph', 'Guide'), ('heading', 'Setup'), ('paragraph', 'Setup')])
     """
-    text = decode(data)
-    title: str | None = None
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            front = text[4:end]
-            found = _FRONT_TITLE.search(front)
-            title = found.group(1).strip() if found else None
-            text = text[end + 4 :].lstrip("\n")
+    title, text = _front_matter(decode(data))
     text = _COMMENT.sub("", text)
 
     blocks: list[Block] = []
@@ -54,16 +46,8 @@ def load(data: bytes, source: str, doc_hash: str) -> Document:
         fence = _FENCE.match(line)
         if fence:
             flush()
-            marker = fence.group(1)
-            body = [line]
-            i += 1
-            while i < len(lines) and not lines[i].strip().startswith(marker[0] * len(marker)):
-                body.append(lines[i].rstrip())
-                i += 1
-            if i < len(lines):
-                body.append(lines[i].rstrip())
-            blocks.append(Block("\n".join(body), BlockKind.CODE, section))
-            i += 1
+            code, i = _fenced(lines, i, fence.group(1))
+            blocks.append(Block(code, BlockKind.CODE, section))
             continue
         heading = _ATX.match(line)
         setext = _SETEXT.match(line) if len(para) == 1 else None
@@ -91,3 +75,27 @@ def load(data: bytes, source: str, doc_hash: str) -> Document:
         i += 1
     flush()
     return Document(source, tuple(blocks), doc_hash, title, "markdown")
+
+
+def _front_matter(text: str) -> tuple[str | None, str]:
+    """The title of a YAML front matter block (if any) and the text after it."""
+    if not text.startswith("---\n"):
+        return None, text
+    end = text.find("\n---", 4)
+    if end == -1:
+        return None, text
+    found = _FRONT_TITLE.search(text[4:end])
+    return (found.group(1).strip() if found else None), text[end + 4 :].lstrip("\n")
+
+
+def _fenced(lines: list[str], i: int, marker: str) -> tuple[str, int]:
+    """The code block opened by ``marker`` on line ``i`` (to its closing fence, or the end of the
+    text when it has none), and the index of the line after it."""
+    body = [lines[i].rstrip()]
+    i += 1
+    while i < len(lines) and not lines[i].strip().startswith(marker[0] * len(marker)):
+        body.append(lines[i].rstrip())
+        i += 1
+    if i < len(lines):
+        body.append(lines[i].rstrip())
+    return "\n".join(body), i + 1
