@@ -12,7 +12,7 @@ import typer
 import vectorport
 from vectorport.cli import app
 from vectorport.exceptions import ConfigurationError
-from vectorport.migrate import MigrateOptions
+from vectorport.migrate import MigrateOptions, SyncOptions
 
 pytestmark = pytest.mark.memory
 
@@ -55,3 +55,30 @@ def test_every_cli_option_is_a_flag_of_migrate() -> None:
     offered = {f.name for f in dataclasses.fields(MigrateOptions) if f.metadata["cli"]}
     assert offered <= params
     assert {"cap", "retry", "source_options", "target_options"}.isdisjoint(params)
+
+
+def test_sync_options_are_one_declaration_too(tmp_path: Path) -> None:
+    names = {f.name for f in dataclasses.fields(SyncOptions)}
+    command = typer.main.get_command(app).commands["sync"]  # type: ignore[attr-defined]
+    params = {p.name for p in command.params}
+    assert {f.name for f in dataclasses.fields(SyncOptions) if f.metadata["cli"]} <= params
+    assert {"cap", "retry", "poll", "source_options", "target_options"}.isdisjoint(params)
+    # what Ray's shards cannot honour is named before any I/O; everything else means the same
+    assert SyncOptions(follow=True, shard="0/2", delete=True, until_equal=True).refused_by("ray") == [
+        "shard",
+        "follow",
+    ]
+    _source("opt-sync-src")
+    try:
+        report = vectorport.sync(
+            "memory://opt-sync-src", "memory://opt-sync-dst", state=tmp_path / "s.sqlite", concurrency=2
+        )
+        assert set(report.options) == names and report.options["concurrency"] == 2
+        assert report.to_dict()["engine"] == "local" and report.sync.new == 20
+        with pytest.raises(TypeError):
+            vectorport.sync("memory://opt-sync-src", "memory://opt-sync-dst", no_such_option=True)
+        with pytest.raises(ConfigurationError, match="concurrency must be at least 1"):
+            vectorport.sync("memory://opt-sync-src", "memory://opt-sync-dst", concurrency=0)
+    finally:
+        for name in ("opt-sync-src", "opt-sync-dst"):
+            vectorport.connect(f"memory://{name}").drop()
