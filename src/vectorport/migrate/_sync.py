@@ -712,6 +712,11 @@ def _feed(ctx: SyncContext) -> ChangeFeed | None:
     """The source's change feed when this process runs the whole pass (one reader of one
     stream); ``follow`` needs one."""
     feed = feed_of(ctx.src.store, ctx.segment) if ctx.state is not None else None
+    if ctx.state is None and _captures(ctx.src.store):
+        ctx.report.notes.append(
+            "the source captures its changes, but a change feed is one stream read by one process: "
+            "the runner's shards scanned the source instead (engine local applies the captured changes)"
+        )
     if ctx.options.follow:
         check_follow(ctx.src.store, ctx.src.label)
         if feed is None:
@@ -720,6 +725,15 @@ def _feed(ctx: SyncContext) -> ChangeFeed | None:
                 f"run vectorport sync --setup-capture {ctx.src.label} first"
             )
     return feed
+
+
+def _captures(store: VectorStore) -> bool:
+    """Whether the source has change capture installed."""
+    feed = feed_of(store)
+    if feed is None:
+        return False
+    feed.close()
+    return True
 
 
 def _passes(ctx: SyncContext, runner: Runner, on_lag: Callable[[Lag], None] | None) -> None:
