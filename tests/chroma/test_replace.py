@@ -89,6 +89,44 @@ def test_a_batch_mixing_new_replaced_and_text_dropping_records(
         store.close()
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["upsert", "split"])
+def test_metadata_only_and_identical_rewrites(new_url: Callable[[], str], split: bool) -> None:
+    """Records whose vector and text Chroma holds are written by a metadata update (or not at
+    all): the result is the same full replace, a type change (1 to True) included."""
+    url = new_url()
+    store = vectorport.connect(url, dimension=2, metric="euclidean")
+    try:
+        old = [
+            Record(f"k{i}", [1, i], {"i": i, "flag": 1, "gone": "x"}, f"t{i}" if i % 2 else None)
+            for i in range(6)
+        ]
+        store.upsert(old)
+        new = [
+            Record("k0", [1, 0], {"i": 0, "flag": True, "gone": "x"}, None),  # a bool for an int, only
+            Record("k1", [1, 1], {}, "t1"),  # every metadata key removed
+            Record("k2", [1, 2], {"i": 2, "flag": 1, "gone": "x"}, None),  # identical
+            Record("k3", [1, 3], {"i": 3, "flag": 1, "gone": "x"}, None),  # the text removed
+            Record("k4", [1, 4.5], {"i": 4, "flag": 1, "gone": "x"}, None),  # the vector changed
+            Record("k5", [1, 5], {"i": 5.0}, "t5"),  # an int for a float
+        ]
+        with split_replace_of(store) if split else nullcontext():
+            assert store.upsert(new) == 6
+        got = {r.key: r for r in store.get([r.key for r in new])}
+        for want in new:
+            have = got[want.key]
+            assert (have.metadata, have.text) == (want.metadata, want.text)
+            assert {k: type(v) for k, v in have.metadata.items()} == {
+                k: type(v) for k, v in want.metadata.items()
+            }
+            assert np.array_equal(have.vector, np.asarray(want.vector, dtype=np.float32))
+        assert _keys(store, {"gone": "x"}) == ["k0", "k2", "k3", "k4"]
+        assert _keys(store, {"flag": True}) == ["k0"]
+        assert store.count() == 6
+    finally:
+        store.drop()
+        store.close()
+
+
 def test_replacing_records_keeps_their_scan_position(embedded_url: Callable[[], str]) -> None:
     store = vectorport.connect(embedded_url(), dimension=2)
     try:
