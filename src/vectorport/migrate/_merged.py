@@ -40,7 +40,7 @@ from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._registry import connect
 from ..exceptions import ConfigurationError
-from ._endpoints import open_source, probe_target
+from ._endpoints import Endpoint, open_source, probe_target
 from ._report import DEFAULT_CAP, Capped
 from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page
@@ -245,37 +245,55 @@ def detail_task(
         target = connect(target_url, **dict(target_options))
         try:
             if side == "source":
-                for keys in _wanted_keys(source, segment, parts, wanted):
-                    detail.keys += len(keys)
-                    page = source.get(keys, include=["vector", "metadata", "text"])
-                    res = _compare_page(page, target, transformer, True, tolerance, float_ulps)
-                    detail.compared += res.compared
-                    for key in res.missing:
-                        detail.missing.add(key)
-                    for group, items in (
-                        (detail.vectors, res.vectors),
-                        (detail.metadata, res.metadata),
-                        (detail.text, res.text),
-                    ):
-                        for item in items:
-                            group.add(item)
+                _detail_source(detail, source, target, parts, wanted, transformer, tolerance, float_ulps)
             else:
-                seen: set[str] = set()
-                for keys in _wanted_keys(target, segment, parts, wanted):
-                    detail.keys += len(keys)
-                    fresh = [k for k in keys if k not in seen]
-                    detail.duplicates += len(keys) - len(fresh)
-                    seen.update(fresh)
-                    known = {r.key for r in source.get(list(dict.fromkeys(fresh)), include=[])}
-                    for key in fresh:
-                        if key not in known:
-                            detail.extra.add(key)
+                _detail_target(detail, source, target, parts, wanted)
         finally:
             target.close()
     finally:
         source.close()
     detail.worker = worker_info(f"detail {side} {segment[0]}/{segment[1]}", detail.keys, started)
     return detail
+
+
+def _detail_source(
+    detail: SegmentDetail,
+    source: VectorStore,
+    target: VectorStore,
+    parts: int,
+    wanted: frozenset[int],
+    transformer: Transformer,
+    tolerance: float,
+    float_ulps: int,
+) -> None:
+    """Each wanted source record against the target's record of its key."""
+    for keys in _wanted_keys(source, detail.segment, parts, wanted):
+        detail.keys += len(keys)
+        page = source.get(keys, include=["vector", "metadata", "text"])
+        res = _compare_page(page, target, transformer, True, tolerance, float_ulps)
+        detail.compared += res.compared
+        for key in res.missing:
+            detail.missing.add(key)
+        pairs = ((detail.vectors, res.vectors), (detail.metadata, res.metadata), (detail.text, res.text))
+        for group, items in pairs:
+            for item in items:
+                group.add(item)
+
+
+def _detail_target(
+    detail: SegmentDetail, source: VectorStore, target: VectorStore, parts: int, wanted: frozenset[int]
+) -> None:
+    """The wanted target keys the source lacks (extra), and keys scanned twice (duplicates)."""
+    seen: set[str] = set()
+    for keys in _wanted_keys(target, detail.segment, parts, wanted):
+        detail.keys += len(keys)
+        fresh = [k for k in keys if k not in seen]
+        detail.duplicates += len(keys) - len(fresh)
+        seen.update(fresh)
+        known = {r.key for r in source.get(list(dict.fromkeys(fresh)), include=[])}
+        for key in fresh:
+            if key not in known:
+                detail.extra.add(key)
 
 
 @dataclass
@@ -328,6 +346,27 @@ def _count(store: VectorStore, scanned: int) -> int:
     return store.count() if Feature.NATIVE_COUNT in store.capabilities.features else scanned
 
 
+@dataclass
+class _Merge:
+    """One merged verification: the URLs and options each task opens, the driver's endpoints,
+    the key segments and the report being filled."""
+
+    source: str
+    target: str
+    src_opts: dict[str, Any]
+    dst_opts: dict[str, Any]
+    runner: Runner
+    native: list[tuple[int, int]]
+    src: Endpoint
+    dst: Endpoint
+    transformer: Transformer
+    report: MergedVerifyReport
+    parts: int = 0
+    top_k: int = 0
+    queries: list[Record] = field(default_factory=list)
+    wanted: frozenset[int] = frozenset()
+
+
 def verify_merged(
     source: str,
     target: str,
@@ -345,7 +384,7 @@ def verify_merged(
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
 ) -> MergedVerifyReport:
-    """Compare ``target`` with ``source`` (URLs) by merged key-bin digests (module docstring),
+    """Compare ``target`` with ``source`` (URLs) by merged segment digests (module docstring),
     each store read as ``segments`` native scan segments by ``runner``'s tasks. Same verdict,
     counts and difference lists as :func:`vectorport.verify`."""
     if segments < 1:
@@ -354,95 +393,22 @@ def verify_merged(
     src_opts, dst_opts = dict(source_options or {}), dict(target_options or {})
     src = open_source(source, **src_opts)
     try:
-        dst = probe_target(target, src.store.spec.name, **dst_opts)
+        dst = _existing_target(target, src, dst_opts)
         try:
-            if dst.naming is not None and dst.naming.refused:
-                raise ConfigurationError(f"the target cannot exist: {dst.naming.reason()}")
-            if not dst.exists:
-                raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
-            if "collection" not in dst_opts and dst.naming is not None:
-                dst_opts["collection"] = dst.naming.name
-            report = MergedVerifyReport(
-                src.label,
-                dst.label,
-                (0, 1),
-                missing=Capped(cap),
-                extra=Capped(cap),
-                vectors=Capped(cap),
-                metadata=Capped(cap),
-                text=Capped(cap),
-                engine=engine,
-                workers=workers,
-                scan_segments=segments,
-            )
+            report = MergedVerifyReport(src.label, dst.label, (0, 1), engine=engine, workers=workers)
+            report.missing, report.extra = Capped(cap), Capped(cap)
+            report.vectors, report.metadata, report.text = Capped(cap), Capped(cap), Capped(cap)
+            report.scan_segments, report.method = segments, "digest"
             transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
-            float_ulps = src.capabilities.metadata.float_ulps + dst.capabilities.metadata.float_ulps
-            source_count = src.store.count() if Feature.NATIVE_COUNT in src.capabilities.features else None
-            # without a count (buckets), the most bins: a differing one then costs the fewest reads
-            parts = MAX_BINS if source_count is None else bin_count(source_count)
-            report.key_bins = parts
-            report.method = "digest"
-            limits = [t for t in (src.capabilities.max_top_k, dst.capabilities.max_top_k) if t]
-            top_k = min([k, *limits])
-            queries: list[Record] = pick_queries(src.store, (0, 1), sample_queries)
-            qmatrix = (
-                np.stack([np.asarray(r.vector, dtype=np.float32) for r in queries])
-                if queries
-                else np.empty((0, src.store.spec.dimension), dtype=np.float32)
-            )
             native = [(i, segments) for i in range(segments)]
-            t0 = time.monotonic()
-            calls: list[tuple[Any, ...]] = [
-                (source, src_opts, "source", s, parts, transformer, qmatrix, top_k + 5) for s in native
-            ]
-            calls += [(target, dst_opts, "target", s, parts, None) for s in native]
-            merged = {side: KeySegments.empty(parts) for side in ("source", "target")}
-            scanned = {"source": 0, "target": 0}
-            exact = StreamingTopK(src.store.spec.metric, qmatrix, top_k + 5)
-            scan: SegmentScan
-            for scan in runner(scan_task, calls):  # folded as they finish: one result held at a time
-                merged[scan.side].fold(scan.sums)
-                scanned[scan.side] += scan.records
-                report.per_worker.append(scan.worker)
-                if scan.side == "source" and queries:
-                    _merge_top(exact, scan)
-            report.timings["digest"] = time.monotonic() - t0
-            src_scanned, tgt_scanned = scanned["source"], scanned["target"]
-            report.source_count = source_count if source_count is not None else src_scanned
-            report.target_count = _count(dst.store, tgt_scanned)
-            report.target_scanned = tgt_scanned
-            differing = merged["source"].differing(merged["target"])
-            report.differing_bins = len(differing)
-            report.bins = {"parts": parts, "differing": len(differing)}
-            equal = set(range(parts)) - set(differing)
-            report.compared = int(sum(int(merged["source"].counts[s]) for s in equal))
-            if differing:
+            m = _Merge(source, target, src_opts, dst_opts, runner, native, src, dst, transformer, report)
+            exact = _digest_pass(m, sample_queries, k)
+            if m.wanted:
+                _detail_pass(m, tolerance, cap)
+            if m.queries:
                 t0 = time.monotonic()
-                wanted = frozenset(differing)
-                common = (parts, wanted, transformer, tolerance, float_ulps, cap)
-                detail_calls = [
-                    (source, target, src_opts, dst_opts, side, s, *common)
-                    for side in ("source", "target")
-                    for s in native
-                ]
-                d: SegmentDetail
-                for d in runner(detail_task, detail_calls):
-                    report.per_worker.append(d.worker)
-                    report.compared += d.compared
-                    report.duplicates += d.duplicates
-                    for mine, theirs in (
-                        (report.missing, d.missing),
-                        (report.extra, d.extra),
-                        (report.vectors, d.vectors),
-                        (report.metadata, d.metadata),
-                        (report.text, d.text),
-                    ):
-                        _merge_capped(mine, theirs)
-                report.timings["detail"] = time.monotonic() - t0
-            if queries:
-                t0 = time.monotonic()
-                answers = ask_queries(src.store, dst.store, queries, top_k)()
-                report.queries = query_check(dst.store, queries, exact, top_k, cap, answers)
+                answers = ask_queries(src.store, dst.store, m.queries, m.top_k)()
+                report.queries = query_check(dst.store, m.queries, exact, m.top_k, cap, answers)
                 report.timings["queries"] = time.monotonic() - t0
         finally:
             dst.close()
@@ -452,6 +418,93 @@ def verify_merged(
     report.seconds = time.monotonic() - started
     report.timings["total"] = report.seconds
     return report
+
+
+def _existing_target(target: str, src: Endpoint, dst_opts: dict[str, Any]) -> Endpoint:
+    """The target, which must exist; ``dst_opts`` gains the collection name the tasks open."""
+    dst = probe_target(target, src.store.spec.name, **dst_opts)
+    try:
+        if dst.naming is not None and dst.naming.refused:
+            raise ConfigurationError(f"the target cannot exist: {dst.naming.reason()}")
+        if not dst.exists:
+            raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
+    except BaseException:
+        dst.close()
+        raise
+    if "collection" not in dst_opts and dst.naming is not None:
+        dst_opts["collection"] = dst.naming.name
+    return dst
+
+
+def _digest_pass(m: _Merge, sample_queries: int, k: int) -> StreamingTopK:
+    """Every native segment of both stores digested by the runner's tasks and merged; the
+    report's counts and differing key segments; the sampled queries' exact top-k."""
+    src, dst, report = m.src, m.dst, m.report
+    source_count = src.store.count() if Feature.NATIVE_COUNT in src.capabilities.features else None
+    # without a count (buckets), the most bins: a differing one then costs the fewest reads
+    m.parts = MAX_BINS if source_count is None else bin_count(source_count)
+    report.key_bins = m.parts
+    limits = [t for t in (src.capabilities.max_top_k, dst.capabilities.max_top_k) if t]
+    m.top_k = min([k, *limits])
+    m.queries = pick_queries(src.store, (0, 1), sample_queries)
+    qmatrix = (
+        np.stack([np.asarray(r.vector, dtype=np.float32) for r in m.queries])
+        if m.queries
+        else np.empty((0, src.store.spec.dimension), dtype=np.float32)
+    )
+    t0 = time.monotonic()
+    calls: list[tuple[Any, ...]] = [
+        (m.source, m.src_opts, "source", s, m.parts, m.transformer, qmatrix, m.top_k + 5) for s in m.native
+    ]
+    calls += [(m.target, m.dst_opts, "target", s, m.parts, None) for s in m.native]
+    merged = {side: KeySegments.empty(m.parts) for side in ("source", "target")}
+    scanned = {"source": 0, "target": 0}
+    exact = StreamingTopK(src.store.spec.metric, qmatrix, m.top_k + 5)
+    scan: SegmentScan
+    for scan in m.runner(scan_task, calls):  # folded as they finish: one result held at a time
+        merged[scan.side].fold(scan.sums)
+        scanned[scan.side] += scan.records
+        report.per_worker.append(scan.worker)
+        if scan.side == "source" and m.queries:
+            _merge_top(exact, scan)
+    report.timings["digest"] = time.monotonic() - t0
+    report.source_count = source_count if source_count is not None else scanned["source"]
+    report.target_count = _count(dst.store, scanned["target"])
+    report.target_scanned = scanned["target"]
+    differing = merged["source"].differing(merged["target"])
+    report.differing_bins = len(differing)
+    report.bins = {"parts": m.parts, "differing": len(differing)}
+    m.wanted = frozenset(differing)
+    equal = set(range(m.parts)) - m.wanted
+    report.compared = int(sum(int(merged["source"].counts[s]) for s in equal))
+    return exact
+
+
+def _detail_pass(m: _Merge, tolerance: float, cap: int) -> None:
+    """The differing key segments compared record by record by the runner's tasks."""
+    report = m.report
+    t0 = time.monotonic()
+    float_ulps = m.src.capabilities.metadata.float_ulps + m.dst.capabilities.metadata.float_ulps
+    common = (m.parts, m.wanted, m.transformer, tolerance, float_ulps, cap)
+    calls = [
+        (m.source, m.target, m.src_opts, m.dst_opts, side, s, *common)
+        for side in ("source", "target")
+        for s in m.native
+    ]
+    d: SegmentDetail
+    for d in m.runner(detail_task, calls):
+        report.per_worker.append(d.worker)
+        report.compared += d.compared
+        report.duplicates += d.duplicates
+        for mine, theirs in (
+            (report.missing, d.missing),
+            (report.extra, d.extra),
+            (report.vectors, d.vectors),
+            (report.metadata, d.metadata),
+            (report.text, d.text),
+        ):
+            _merge_capped(mine, theirs)
+    report.timings["detail"] = time.monotonic() - t0
 
 
 def _merge_capped(into: Capped[Any], part: Capped[Any]) -> None:

@@ -274,6 +274,123 @@ def _write(
         target.upsert(records)
 
 
+class _Copy:
+    """The writing side of one :func:`copy_records` run: each page checked (or transformed),
+    cut into batches and handed to the pool, at most ``2 * concurrency`` batches in flight."""
+
+    def __init__(
+        self,
+        target: VectorStore,
+        transformer: Transformer,
+        state: _State,
+        pool: ThreadPoolExecutor,
+        *,
+        batch_size: int,
+        concurrency: int,
+        retry: RetryPolicy | None,
+        embedder: Embedder | None,
+        checker: PlanChecker | None,
+        on_written: Callable[[list[str]], None] | None,
+    ) -> None:
+        self.target, self.transformer, self.state, self.pool = target, transformer, state, pool
+        self.batch_size, self.retry, self.embedder = batch_size, retry, embedder
+        self.checker, self.on_written = checker, on_written
+        self.slots = threading.BoundedSemaphore(max(2, 2 * concurrency))
+
+    def drive(self, pages: Iterable[ScanPage], started: float) -> None:
+        """Write ``pages``, wait for the batches in flight, keep the checkpoint; raise the first
+        write error, or :class:`_Refused` (inside the bulk load: neither a failed nor a refused
+        copy builds indexes; the caller rolls a refused target back)."""
+        state, stats = self.state, self.state.stats
+        try:
+            self.run(pages)
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()  # stops the prefetching reader
+            self.pool.shutdown(wait=True)
+            stats.seconds = time.monotonic() - started
+            state.flush()
+        if state.error is not None:
+            raise _said_what_was_written(state.error, stats)
+        if stats.refused:
+            raise _Refused
+
+    def run(self, pages: Iterable[ScanPage]) -> None:
+        """Write every page until the scan ends or a batch fails (``state.error``)."""
+        for page in pages:
+            self.page(page)
+            if self.state.error is not None:
+                return
+        self.state.finished_scan = True
+
+    def page(self, page: ScanPage) -> None:
+        """Check or transform one page and submit its batches (after a refusal: only check)."""
+        stats = self.state.stats
+        if self.checker is not None:
+            outs = self.checker.observe(page)
+            stats.refused = stats.refused or self.checker.plan.refused
+        else:
+            outs = [self.transformer.apply(rec.metadata, rec.text) for rec in page]
+        if stats.refused:
+            return  # nothing more is written; the rest is only checked
+        records = [Record(r.key, r.vector, o.metadata, o.text) for r, o in zip(page, outs, strict=True)]
+        texts = [o.text or "" for o in outs]
+        starts = range(0, len(records), self.batch_size)
+        slot = _Slot(page.cursor, len(records), len(starts))
+        digests = self.state.digests
+        if digests is not None:
+            slot.digests = page_digests(records, None, digests.parts)
+        self.state.add(slot)
+        for start in starts:
+            if not self.acquire():
+                return
+            end = start + self.batch_size
+            self.submit(slot, records[start:end], texts[start:end] if self.embedder is not None else None)
+
+    def submit(self, slot: _Slot, chunk: list[Record], texts: list[str] | None) -> None:
+        fut = self.pool.submit(_write, self.target, chunk, texts, self.embedder, self.retry, self.state)
+        fut.add_done_callback(functools.partial(self.done, slot=slot, keys=[r.key for r in chunk]))
+
+    def acquire(self) -> bool:
+        """Wait for room for one more batch in flight; False once a batch has failed."""
+        state = self.state
+        while not self.slots.acquire(timeout=0.5):
+            if state.error is not None:
+                return False
+        if state.error is not None:
+            self.slots.release()
+            return False
+        return True
+
+    def done(self, fut: Future[None], slot: _Slot, keys: list[str]) -> None:
+        self.slots.release()
+        exc = fut.exception()
+        if exc is not None:
+            with self.state.lock:
+                self.state.error = self.state.error or exc
+            return
+        self.state.acknowledge(slot, len(keys))
+        if self.on_written is not None:
+            self.on_written(keys)
+
+
+def _pages(
+    source: VectorStore,
+    checkpoint: Checkpoint | None,
+    shard: tuple[int, int],
+    batch_size: int | None,
+    include: list[str],
+) -> Iterable[ScanPage]:
+    """The source's pages from the checkpoint's cursor on, read ahead by a thread. None when
+    every record was acknowledged before a kill that came during the target's final work (an
+    index build): only that work is left, redone on leaving the bulk load."""
+    if checkpoint is not None and checkpoint.scanned:
+        return ()
+    cursor = checkpoint.cursor if checkpoint is not None else None
+    return prefetched(source.scan(batch_size=batch_size, include=include, segment=shard, cursor=cursor))
+
+
 def copy_records(
     source: VectorStore,
     target: VectorStore,
@@ -288,7 +405,6 @@ def copy_records(
     progress: ProgressMode | bool = False,
     total: int | None = None,
     scan_batch_size: int | None = None,
-    on_batch: Callable[[int], None] | None = None,
     checker: PlanChecker | None = None,
     digests: BinSums | None = None,
     on_written: Callable[[list[str]], None] | None = None,
@@ -306,13 +422,10 @@ def copy_records(
     ``on_written`` is called with the keys of each batch the target acknowledged (from the
     writer threads), e.g. to read them back while the copy goes on (:mod:`._readback`).
     """
-    stats = CopyStats(batch_size=batch_size, concurrency=concurrency)
-    start_cursor = checkpoint.cursor if checkpoint is not None else None
+    stats = CopyStats(batch_size=batch_size, concurrency=concurrency, digests=digests)
     if checkpoint is not None:
-        stats.resumed_from = checkpoint.copied
-        stats.resumed_cursor = start_cursor
+        stats.resumed_from, stats.resumed_cursor = checkpoint.copied, checkpoint.cursor
     include = ["metadata", "text"] if embedder is not None else ["vector", "metadata", "text"]
-    slots = threading.BoundedSemaphore(max(2, 2 * concurrency))
     started = time.monotonic()
     index_bar = IndexBar(progress)
     try:
@@ -324,99 +437,30 @@ def copy_records(
             ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vectorport-migrate") as pool,
         ):
             state = _State(checkpoint, bar, stats, digests)
-            stats.digests = digests
-
-            def acquire() -> bool:
-                """Wait for room for one more batch in flight; False once a batch has failed."""
-                while not slots.acquire(timeout=0.5):
-                    if state.error is not None:
-                        return False
-                if state.error is not None:
-                    slots.release()
-                    return False
-                return True
-
-            def done(fut: Future[None], slot: _Slot, keys: list[str]) -> None:
-                slots.release()
-                exc = fut.exception()
-                if exc is not None:
-                    with state.lock:
-                        state.error = state.error or exc
-                    return
-                state.acknowledge(slot, len(keys))
-                if on_batch is not None:
-                    on_batch(len(keys))
-                if on_written is not None:
-                    on_written(keys)
-
-            # every record was acknowledged before a kill that came during the target's final work
-            # (an index build): nothing to copy, only that work to redo on leaving the bulk load
-            pages: Iterable[ScanPage] = (
-                ()
-                if checkpoint is not None and checkpoint.scanned
-                else prefetched(
-                    source.scan(
-                        batch_size=scan_batch_size, include=include, segment=shard, cursor=start_cursor
-                    )
-                )
+            copy = _Copy(
+                target,
+                transformer,
+                state,
+                pool,
+                batch_size=batch_size,
+                concurrency=concurrency,
+                retry=retry,
+                embedder=embedder,
+                checker=checker,
+                on_written=on_written,
             )
-            try:
-                for page in pages:
-                    if checker is not None:
-                        outs = checker.observe(page)
-                        if checker.plan.refused:
-                            stats.refused = True
-                    else:
-                        outs = [transformer.apply(rec.metadata, rec.text) for rec in page]
-                    if stats.refused:
-                        continue  # nothing more is written; the rest is only checked
-                    records: list[Record] = []
-                    texts: list[str] = []
-                    for rec, out in zip(page, outs, strict=True):
-                        records.append(Record(rec.key, rec.vector, out.metadata, out.text))
-                        texts.append(out.text or "")
-                    starts = range(0, len(records), batch_size)
-                    slot = _Slot(page.cursor, len(records), len(starts))
-                    if digests is not None:
-                        slot.digests = page_digests(records, None, digests.parts)
-                    state.add(slot)
-                    for start in starts:
-                        if not acquire():
-                            break
-                        chunk = records[start : start + batch_size]
-                        fut = pool.submit(
-                            _write,
-                            target,
-                            chunk,
-                            texts[start : start + batch_size] if embedder is not None else None,
-                            embedder,
-                            retry,
-                            state,
-                        )
-                        fut.add_done_callback(functools.partial(done, slot=slot, keys=[r.key for r in chunk]))
-                    if state.error is not None:
-                        break
-                else:
-                    state.finished_scan = True
-            finally:
-                close = getattr(pages, "close", None)
-                if close is not None:
-                    close()  # stops the prefetching reader
-                pool.shutdown(wait=True)
-                stats.seconds = time.monotonic() - started
-                state.flush()
-            if state.error is not None:
-                # inside the bulk load: a failed copy does not build indexes
-                raise _said_what_was_written(state.error, stats)
-            if stats.refused:
-                raise _Refused  # nor does a refused one: the caller rolls the target back
+            copy.drive(_pages(source, checkpoint, shard, scan_batch_size, include), started)
             copied_at = time.monotonic()
     except _Refused:
         return stats
     # leaving the bulk load: the target's deferred work (an index build) ran just now
     stats.index_seconds = time.monotonic() - copied_at
+    _completed(stats, state, checkpoint)
+    return stats
+
+
+def _completed(stats: CopyStats, state: _State, checkpoint: Checkpoint | None) -> None:
     stats.complete = state.finished_scan and not state.pending and not stats.refused
     if checkpoint is not None and stats.complete and not checkpoint.complete:
         checkpoint.complete = True
         checkpoint.save()
-    return stats
