@@ -17,25 +17,24 @@ import typer
 
 from .._exit import ExitCode
 from ..exceptions import VectorportError
+from ..snapshot._options import ExportOptions
 from ._cmd_migrate import ExpectDigestOption, _print_verification, _write_report
 from ._cmd_migrate import migrate as migrate_command
 from ._common import JsonOption, emit_json, fail, out_console, writable_path
-from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers
+from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
+from ._options import with_options
+
+EXPORT_FLAGS = {"sample_queries": "--queries", "k": "-k"}
+"""The flags whose name is not the option's own (``batch_size`` is ``--batch-size``)."""
 
 
+@with_options(ExportOptions, EXPORT_FLAGS, {"progress": None})
 def export(
     source: Annotated[str, typer.Argument(help="Store URL to export (must exist).")],
     directory: Annotated[Path, typer.Argument(help="Directory for the Parquet parts and _manifest.json.")],
     part_mb: Annotated[
         int, typer.Option("--part-mb", min=1, help="Approximate size of one Parquet part, in MiB.")
     ] = 128,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace a snapshot already in DIR.")
-    ] = False,
-    no_verify: Annotated[
-        bool, typer.Option("--no-verify", help="Do not read the snapshot back and compare it.")
-    ] = False,
-    queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries in verification.")] = 20,
     report_path: Annotated[
         Path | None,
         typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
@@ -44,6 +43,8 @@ def export(
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
     workers: WorkersOption = 2,
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Write a store as Parquet parts plus a manifest (a backup DuckDB or pandas read as is). Exit 0/1/3.
 
@@ -51,39 +52,40 @@ def export(
     every worker can write: a shared file system on a real cluster) and the manifest is written
     last, by the driver.
     """
+    from ..snapshot import export as run_export
+
+    if options["progress"] is None:
+        options["progress"] = sys.stderr.isatty()
     try:
-        common: dict[str, Any] = {
-            "max_part_bytes": part_mb * 1024 * 1024,
-            "overwrite": overwrite,
-            "verify": not no_verify,
-            "sample_queries": queries,
-        }
-        if engine is Engine.ray:
-            from ..ray import export_on_ray
-
-            report = export_on_ray(source, directory, workers=workers, address=address, **common)
-        else:
-            from ..snapshot import export as run_export
-
-            report = run_export(source, directory, progress=sys.stderr.isatty(), **common)
+        report = run_export(
+            source,
+            directory,
+            runner=runner(engine, workers, address),
+            max_part_bytes=part_mb * 1024 * 1024,
+            **options,
+        )
     except VectorportError as exc:
         raise fail(exc) from None
     _write_report(report_path, report.to_dict())
     if as_json:
         emit_json(report.to_dict())
-    else:
-        out_console.print(
-            f"exported {report.count:,} records to {report.directory}: {report.parts} parts, "
-            f"{report.bytes / 1e6:,.1f} MB, {report.rate:,.0f} rec/s\n"
-            f"snapshot digest: {report.snapshot_digest} (import with --expect-digest to refuse "
-            "any other or altered snapshot)",
-            highlight=False,
-            markup=False,
-        )
-        print_workers(report.to_dict())
-        if report.verification is not None:
-            _print_verification(report.verification)
-        out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")
+        if report.exit_code != ExitCode.OK:
+            raise typer.Exit(report.exit_code)
+        return
+    out_console.print(
+        f"exported {report.count:,} records to {report.directory}: {report.parts} parts, "
+        f"{report.bytes / 1e6:,.1f} MB, {report.rate:,.0f} rec/s\n"
+        f"snapshot digest: {report.snapshot_digest} (import with --expect-digest to refuse "
+        "any other or altered snapshot)",
+        highlight=False,
+        markup=False,
+    )
+    print_workers(report.to_dict())
+    if report.verification is not None:
+        _print_verification(report.verification)
+    for note in report.notes:
+        out_console.print(f"note: {note}", highlight=False, markup=False)
+    out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")
     if report.exit_code != ExitCode.OK:
         raise typer.Exit(report.exit_code)
 

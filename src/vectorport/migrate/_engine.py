@@ -42,7 +42,7 @@ from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
 from ._options import MigrateOptions, RunOptions
 from ._plan import PlanChecker, PlanRefusedError, build_plan
-from ._progress import ProgressMode
+from ._progress import Progress, ProgressMode
 from ._readback import ReadBack
 from ._reembed import load_embedder
 from ._report import MigrationReport
@@ -53,6 +53,9 @@ from ._verify_queries import SampledQueries, sampled_queries
 
 if TYPE_CHECKING:
     from .._models import JSON
+    from .._report import Report
+    from ..backends.parquet._format import PartInfo
+    from ..snapshot._export import ExportContext
     from ._sync import SyncContext
     from ._syncreport import SyncReport
 
@@ -109,13 +112,16 @@ class Runner(Protocol):
     def check(self, options: RunOptions, source: StoreLike, target: StoreLike) -> None:
         """Refuse, before any I/O, what this runner cannot honour (options, stores)."""
 
-    def delegate(
-        self, source: StoreLike, target: StoreLike, options: MigrateOptions
-    ) -> MigrationReport | None:
-        """Run the whole migration elsewhere and return its report, or ``None`` to run here."""
+    def delegate(self, source: StoreLike, target: StoreLike, options: RunOptions) -> Report | None:
+        """Run the whole command (``options.COMMAND``: migrate, export) elsewhere and return its
+        report, or ``None`` to run it here."""
 
     def copy(self, ctx: RunContext) -> CopyStats:
         """Copy every record of the run (after the plan, into the created target)."""
+
+    def export(self, ctx: ExportContext) -> list[PartInfo]:
+        """Write every scan segment of an export's source as Parquet parts (the manifest is the
+        export stage's)."""
 
     def verify(self, ctx: RunContext) -> VerifyReport:
         """Compare the target with the source after the copy."""
@@ -155,10 +161,15 @@ class LocalRunner:
     def check(self, options: RunOptions, source: StoreLike, target: StoreLike) -> None:
         refuse_options(options, self.name)
 
-    def delegate(
-        self, source: StoreLike, target: StoreLike, options: MigrateOptions
-    ) -> MigrationReport | None:
+    def delegate(self, source: StoreLike, target: StoreLike, options: RunOptions) -> Report | None:
         return None
+
+    def export(self, ctx: ExportContext) -> list[PartInfo]:
+        from ..snapshot._export import write_parts
+
+        total = _count_or_none(ctx.src.store)
+        with Progress("export", total, enabled=ctx.options.progress) as bar:
+            return write_parts(ctx, on_page=bar.advance)
 
     def copy(self, ctx: RunContext) -> CopyStats:
         o = ctx.options
@@ -301,6 +312,7 @@ def migrate(
     run.check(opts, source, target)
     delegated = run.delegate(source, target, opts)
     if delegated is not None:
+        assert isinstance(delegated, MigrationReport)
         return delegated
     started = time.monotonic()
     embedder, model_id = load_embedder(opts.reembed) if opts.reembed else (None, None)

@@ -12,9 +12,10 @@ Ray cluster (the ``ray`` extra).
 * :func:`sync_on_ray` — ``vectorport sync --engine ray``: :func:`vectorport.sync` itself (the
   same options, passes, states and report) with :class:`RayRunner` placing its pass as one Ray
   task per shard of the source, each with its own state file;
-* :func:`export_on_ray` — ``vectorport export --engine ray``: each task writes its segment's
-  Parquet parts, the driver the manifest (``import --engine ray`` is ``migrate --engine ray``
-  from ``parquet://DIR``);
+* :func:`export_on_ray` — ``vectorport export --engine ray``: :func:`vectorport.snapshot.export`
+  (the same options, manifest, verification and report) with each scan segment's Parquet parts
+  written by a Ray task (``import --engine ray`` is ``migrate --engine ray`` from
+  ``parquet://DIR``);
 * :func:`verify_on_ray` — ``vectorport verify --engine ray``: per-key-bin digests merged on the
   driver, only the differing key bins compared record by record.
 
@@ -37,8 +38,7 @@ if _missing is not None:
     raise _exc
 
 from ._data import StoreDatasink, StoreDatasource, read_store, write_store  # noqa: E402
-from ._engine import RayRunner, migrate_on_ray  # noqa: E402
-from ._snapshot import export_on_ray  # noqa: E402
+from ._engine import RayRunner, export_on_ray, migrate_on_ray  # noqa: E402
 from ._sync import sync_on_ray  # noqa: E402
 from ._verify import verify_on_ray  # noqa: E402
 

@@ -1,5 +1,5 @@
-"""``migrate --engine ray``: :class:`RayRunner`, the runner that puts a migration's copy and
-verification on a Ray cluster. Every other stage (options, checkpoint, plan, target creation,
+"""``--engine ray``: :class:`RayRunner`, the runner that puts a migration's (or an export's) copy
+and verification on a Ray cluster. Every other stage (options, checkpoint, plan, target creation,
 status, notes, the report) is :func:`vectorport.migrate`'s own, run on the driver: a runner
 decides placement and parallelism, never meaning.
 
@@ -11,9 +11,12 @@ decides placement and parallelism, never meaning.
   per-index write cap (buckets: ``write_rate``) gets the cap divided among the workers.
 * verify: the merged-digest verification of :func:`~._verify.verify_on_ray` (re-embedded
   records are compared record by record on the driver, as in one process).
+* export: one Ray task per scan segment of the source, each writing its segment's Parquet
+  parts (:func:`~vectorport.snapshot._export.write_segment`); the manifest and the
+  verification are :func:`vectorport.snapshot.export`'s own stages, as in one process.
 * a store only one process may open (an embedded Chroma directory) is never opened by several
-  workers: the whole migration runs as one Ray task; a ``memory://`` store, which no other
-  process can see, is refused before any I/O.
+  workers: the whole migration (or export) runs as one Ray task; a ``memory://`` store, which no
+  other process can see, is refused before any I/O.
 """
 
 from __future__ import annotations
@@ -29,12 +32,21 @@ import ray
 
 from .._features import write_cap_of
 from .._protocol import VectorStore
+from .._report import Report
+from ..backends.parquet._format import PartInfo
 from ..exceptions import ConfigurationError
 from ..migrate import MigrateOptions, MigrationReport
 from ..migrate import run as migrate
 from ..migrate._checkpoint import Checkpoint, shard_path
-from ..migrate._endpoints import StoreLike
-from ..migrate._engine import DEFAULT_BATCH, RunContext, open_pair, refuse_options, verify_here
+from ..migrate._endpoints import StoreLike, open_source
+from ..migrate._engine import (
+    DEFAULT_BATCH,
+    RunContext,
+    _count_or_none,
+    open_pair,
+    refuse_options,
+    verify_here,
+)
 from ..migrate._merged import worker_info
 from ..migrate._options import RunOptions, SyncOptions
 from ..migrate._progress import Progress, ProgressMode
@@ -42,6 +54,8 @@ from ..migrate._reembed import load_embedder
 from ..migrate._run import CopyStats, copy_records
 from ..migrate._transform import Transformer
 from ..migrate._verify import VerifyReport
+from ..snapshot._export import ExportContext, ExportReport, export, write_segment
+from ..snapshot._options import ExportOptions
 from ._verify import ensure_ray, reachable, verify_on_ray
 
 if TYPE_CHECKING:
@@ -51,7 +65,7 @@ if TYPE_CHECKING:
 
 Opts = TypeVar("Opts", MigrateOptions, SyncOptions)
 
-__all__ = ["RayRunner", "engine_fields", "gather", "migrate_on_ray", "note_pid"]
+__all__ = ["RayRunner", "engine_fields", "export_on_ray", "gather", "migrate_on_ray", "note_pid"]
 
 
 def engine_fields(
@@ -116,25 +130,28 @@ class RayRunner:
                 "engine local (nothing was read or written)"
             )
 
-    def delegate(
-        self, source: StoreLike, target: StoreLike, options: MigrateOptions
-    ) -> MigrationReport | None:
-        """A store only one process may open: the whole migration as one Ray task."""
+    def delegate(self, source: StoreLike, target: StoreLike, options: RunOptions) -> Report | None:
+        """A store only one process may open: the whole command (a migration, an export) as
+        one Ray task."""
         if not self.one_process:
             return None
         assert isinstance(source, str) and isinstance(target, str)  # check() refused store objects
         ensure_ray(self.address)
         started = time.monotonic()
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_whole)
-        report: MigrationReport = ray.get(task.remote(source, target, options))
-        self.workers = 1
-        self.per_worker = [report.engine.pop("worker")]
-        self.copy_seconds, self.copied = time.monotonic() - started, report.copy.records if report.copy else 0
-        report.engine = self.describe()
-        report.notes.append(
+        report, worker = ray.get(task.remote(source, target, options))
+        self.workers, self.per_worker = 1, [worker]
+        self.copy_seconds, self.copied = time.monotonic() - started, worker["records"]
+        note = (
             f"{', '.join(self.one_process)} can be opened by one process at a time: the whole "
-            "migration ran as one Ray task"
+            f"{options.COMMAND} ran as one Ray task"
         )
+        if isinstance(report, MigrationReport):
+            report.engine = self.describe()
+            report.notes.append(note)
+        elif isinstance(report, ExportReport):
+            report.engine, report.workers, report.per_worker = self.name, 1, [worker]
+            report.notes.append(note)
         return report
 
     def capped(self, store: VectorStore, options: Opts) -> Opts:
@@ -144,6 +161,28 @@ class RayRunner:
             return options
         self.write_rate_per_worker = cap / self.workers
         return replace(options, target_options={**options.target_options, "write_rate": cap / self.workers})
+
+    def export(self, ctx: ExportContext) -> list[PartInfo]:
+        """One Ray task per scan segment, each writing its segment's parts into the directory
+        (which every worker must reach: a shared file system on a real cluster)."""
+        assert isinstance(ctx.source, str)  # see check()
+        ensure_ray(self.address)
+        o, n = ctx.options, ctx.segments
+        task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_export_segment)
+        started = time.monotonic()
+        pending = [task.remote(ctx.source, o, str(ctx.directory), (i, n)) for i in range(n)]
+        parts: list[PartInfo] = []
+        self.per_worker = []
+        with Progress("export", _count_or_none(ctx.src.store), enabled=o.progress) as bar:
+            while pending:  # the bar follows the tasks as they finish
+                done, pending = ray.wait(pending, num_returns=1)
+                got, worker = ray.get(done[0])
+                parts += got
+                self.per_worker.append(worker)
+                bar.advance(worker["records"])
+        self.per_worker.sort(key=lambda w: str(w["task"]))
+        self.copy_seconds, self.copied = time.monotonic() - started, sum(p.records for p in parts)
+        return parts
 
     def copy(self, ctx: RunContext) -> CopyStats:
         assert isinstance(ctx.source, str) and isinstance(ctx.target, str)  # see check()
@@ -292,14 +331,50 @@ def _copy_shard(
     return stats, worker
 
 
-def _whole(source: str, target: str, options: MigrateOptions) -> MigrationReport:
-    """One Ray task: the whole migration in one process (for a store only one process may open)."""
+def _whole(source: str, target: str, options: RunOptions) -> tuple[Report, dict[str, Any]]:
+    """One Ray task: the whole migration or export in one process (for a store only one
+    process may open); its report and where it ran."""
     started = time.monotonic()
     note_pid((0, 1))
-    report = migrate(source, target, **{f.name: getattr(options, f.name) for f in options.declared()})
-    records = report.copy.records if report.copy else 0
-    report.engine["worker"] = worker_info("migrate 0/1", records, started) | {"shard": 0}
-    return report
+    fields = {f.name: getattr(options, f.name) for f in options.declared()}
+    report: Report
+    if isinstance(options, ExportOptions):
+        report = export(source, target, **fields)
+        records = report.count
+    else:
+        report = migrate(source, target, **fields)
+        records = report.copy.records if report.copy else 0
+    worker = worker_info(f"{options.COMMAND} 0/1", records, started) | {"shard": 0}
+    return report, worker
+
+
+def _export_segment(
+    source: str, options: ExportOptions, directory: str, segment: tuple[int, int]
+) -> tuple[list[PartInfo], dict[str, Any]]:
+    """One Ray task: the parts of one scan segment of an export's source."""
+    started = time.monotonic()
+    note_pid(segment)
+    folder = Path(directory)
+    # a retried task starts its segment again: the parts of a lost attempt go first, so none of
+    # them stays beside the manifest for DuckDB to read
+    for stale in [
+        *folder.glob(f"part-{segment[0]:05d}-*.parquet"),
+        *folder.glob(f".part-{segment[0]:05d}-*"),
+    ]:
+        stale.unlink(missing_ok=True)
+    src = open_source(source, **dict(options.source_options))
+    try:
+        parts = write_segment(
+            src.store,
+            folder,
+            segment,
+            max_part_bytes=options.max_part_bytes,
+            batch_size=options.batch_size,
+        )
+    finally:
+        src.close()
+    records = sum(p.records for p in parts)
+    return parts, worker_info(f"export {segment[0]}/{segment[1]}", records, started)
 
 
 def migrate_on_ray(
@@ -317,3 +392,21 @@ def migrate_on_ray(
     ``checkpoint`` must be on storage every worker sees (a shared file system on a real cluster).
     """
     return migrate(source, target, runner=RayRunner(workers, address, max_retries), **options)
+
+
+def export_on_ray(
+    source: str,
+    directory: str | os.PathLike[str],
+    *,
+    workers: int = 2,
+    address: str | None = None,
+    max_retries: int = 3,
+    **options: Any,
+) -> ExportReport:
+    """:func:`vectorport.snapshot.export` with each scan segment's parts written by a Ray task
+    (:class:`RayRunner`); ``options`` are the same keyword arguments, meaning the same.
+
+    ``directory`` must be one every worker writes and the driver reads (a shared file system on
+    a real cluster).
+    """
+    return export(source, directory, runner=RayRunner(workers, address, max_retries), **options)

@@ -15,8 +15,9 @@ from ..migrate import MigrationReport
 from ..migrate import run as migrate
 from ..migrate._endpoints import StoreLike
 from ._export import ExportReport, export, snapshot_url
+from ._options import ExportOptions
 
-__all__ = ["ExportReport", "export", "import_snapshot", "snapshot_url"]
+__all__ = ["ExportOptions", "ExportReport", "export", "import_snapshot", "snapshot_url"]
 
 
 def import_snapshot(

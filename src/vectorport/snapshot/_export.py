@@ -1,5 +1,18 @@
-"""``export(URL, DIR)``: a store's records as Parquet parts plus a manifest; verified by reading
-the snapshot back through ``parquet://DIR`` and comparing it with the source."""
+"""``export(URL, DIR)``: a store's records as Parquet parts plus a manifest, checked by reading
+the snapshot back through ``parquet://DIR`` and comparing it with the source.
+
+The export is stages over one context, as a migration is (:mod:`vectorport.migrate._engine`),
+and the same runners place its work::
+
+    export(source, DIR, runner=…, **options)       options: ExportOptions (typed, frozen)
+      │ runner.check(options, source, DIR)         refuse what the runner cannot honour
+      │ runner.delegate(…)                         a store one process may open: one Ray task
+      ▼
+    ExportContext ── directory ── write ───────────── manifest ── verify
+                     (empty, or   runner.export():    (driver)    runner.verify(): the
+                     overwrite)   segments here, or               migration's verification of
+                                  one Ray task each               source against parquet://DIR
+"""
 
 from __future__ import annotations
 
@@ -7,10 +20,10 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from .._exit import Status
@@ -19,14 +32,26 @@ from .._protocol import VectorStore
 from .._report import Report
 from .._url import mask_url
 from ..exceptions import ConfigurationError
-from ..migrate._endpoints import StoreLike, open_source
-from ..migrate._progress import ProgressMode
+from ..migrate._endpoints import Endpoint, StoreLike, open_source, probe_target
+from ..migrate._engine import LocalRunner, RunContext, Runner
+from ..migrate._options import MigrateOptions
+from ..migrate._report import MigrationReport
 from ..migrate._transform import Transformer
-from ..migrate._verify import VerifyReport, verify_stores
+from ..migrate._verify import VerifyReport
+from ._options import SCAN_BATCH, ExportOptions
 
-__all__ = ["ExportReport", "expecting", "export", "snapshot_url", "write_segment"]
+if TYPE_CHECKING:
+    from ..backends.parquet._format import PartInfo
 
-SCAN_BATCH = 1000
+__all__ = [
+    "ExportContext",
+    "ExportReport",
+    "expecting",
+    "export",
+    "snapshot_url",
+    "write_parts",
+    "write_segment",
+]
 
 
 def snapshot_url(directory: str | os.PathLike[str], expect_digest: str | None = None) -> str:
@@ -70,6 +95,7 @@ def write_segment(
     *,
     max_part_bytes: int | None = None,
     batch_size: int = SCAN_BATCH,
+    on_page: Callable[[int], None] | None = None,
 ) -> list[Any]:
     """Write segment ``segment`` of ``store`` as parts named ``part-<i>-<nnnnn>.parquet``; the
     :class:`~vectorport.backends.parquet._format.PartInfo` of each. Workers of a parallel export
@@ -85,6 +111,8 @@ def write_segment(
     )
     for page in store.scan(batch_size=batch_size, segment=segment):
         writer.add(page.records)
+        if on_page is not None:
+            on_page(len(page.records))
     writer.flush()
     return list(writer.parts)
 
@@ -111,6 +139,9 @@ class ExportReport(Report):
     verification: VerifyReport | None = None
     per_worker: list[dict[str, Any]] = field(default_factory=list)
     """Each Ray task's segment, node, records and rate (``engine`` ``ray``)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The run's :class:`~._options.ExportOptions`, as JSON values."""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> Status:
@@ -137,6 +168,8 @@ class ExportReport(Report):
             "per_worker": list(self.per_worker),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "verification": None if self.verification is None else self.verification.to_dict(),
+            "options": dict(self.options),
+            "notes": list(self.notes),
         }
 
 
@@ -191,43 +224,39 @@ def finish_snapshot(report: ExportReport, store: VectorStore, directory: Path, p
     report.snapshot_digest = SHA256_PREFIX + hashlib.sha256(written.read_bytes()).hexdigest()
 
 
-def verify_snapshot(
-    store: VectorStore,
-    source_label: str,
-    directory: Path,
-    *,
-    sample_queries: int,
-    progress: ProgressMode | bool,
-) -> VerifyReport:
-    """Compare the snapshot, read back as ``parquet://DIR``, with its source."""
-    from .._registry import connect
+@dataclass
+class ExportContext:
+    """One export run: the source, the typed options, the directory, the report being built."""
 
-    snap = connect(snapshot_url(directory))
-    try:
-        return verify_stores(
-            store,
-            snap,
-            Transformer(snap.capabilities.metadata),
-            source_label=source_label,
-            target_label=snapshot_url(directory),
-            sample_queries=sample_queries,
-            progress=progress,
+    source: StoreLike
+    options: ExportOptions
+    src: Endpoint
+    directory: Path
+    report: ExportReport
+    started: float
+    segments: int = 1
+    """Scan segments of the source, each written as its own series of parts."""
+
+
+def write_parts(ctx: ExportContext, on_page: Callable[[int], None] | None = None) -> list[PartInfo]:
+    """Every segment of the export written in this process, one after the other."""
+    from ..backends.parquet._format import DEFAULT_PART_BYTES
+
+    o, parts = ctx.options, []
+    for i in range(ctx.segments):
+        parts += write_segment(
+            ctx.src.store,
+            ctx.directory,
+            (i, ctx.segments),
+            max_part_bytes=o.max_part_bytes or DEFAULT_PART_BYTES,
+            batch_size=o.batch_size,
+            on_page=on_page,
         )
-    finally:
-        snap.close()
+    return parts
 
 
 def export(
-    source: StoreLike,
-    directory: str | os.PathLike[str],
-    *,
-    max_part_bytes: int | None = None,
-    batch_size: int = SCAN_BATCH,
-    overwrite: bool = False,
-    verify: bool = True,
-    sample_queries: int = 20,
-    progress: ProgressMode | bool = False,
-    source_options: Mapping[str, Any] | None = None,
+    source: StoreLike, directory: str | os.PathLike[str], *, runner: Runner | None = None, **options: Any
 ) -> ExportReport:
     """Write every record of ``source`` to ``directory`` as a portable snapshot.
 
@@ -236,35 +265,70 @@ def export(
     SHA-256 and content digests). DuckDB, pandas and Spark read the parts as they are;
     ``vectorport import DIR URL`` (or ``migrate parquet://DIR URL``) loads it into any backend.
     With ``verify`` the snapshot is read back and compared with the source, record by record.
+    ``options`` are the fields of :class:`~vectorport.snapshot.ExportOptions`; ``runner``:
+    where the work runs (default: this process; :class:`vectorport.ray.RayRunner`: Ray tasks,
+    each writing the parts of its scan segments).
     """
-    from ..backends.parquet._format import DEFAULT_PART_BYTES
-
+    opts = ExportOptions(**options)
+    run = runner if runner is not None else LocalRunner()
+    run.check(opts, source, snapshot_url(directory))
+    delegated = run.delegate(source, str(directory), opts)
+    if delegated is not None:
+        assert isinstance(delegated, ExportReport)
+        return delegated
     started = time.monotonic()
-    if max_part_bytes is not None and max_part_bytes < 1:
-        raise ConfigurationError(f"max_part_bytes must be positive, got {max_part_bytes}")
-    src = open_source(source, **dict(source_options or {}))
+    src = open_source(source, **dict(opts.source_options))
     try:
-        path = prepare_directory(directory, overwrite)
-        report = ExportReport(src.label, str(path.resolve()))
-        parts = write_segment(
-            src.store,
-            path,
-            (0, 1),
-            max_part_bytes=max_part_bytes or DEFAULT_PART_BYTES,
-            batch_size=batch_size,
-        )
-        finish_snapshot(report, src.store, path, parts)
-        report.timings["export"] = time.monotonic() - started
-        if verify:
-            t0 = time.monotonic()
-            report.verification = verify_snapshot(
-                src.store, src.label, path, sample_queries=sample_queries, progress=progress
-            )
-            report.timings["verify"] = time.monotonic() - t0
-        report.timings["total"] = time.monotonic() - started
-        return report
+        path = prepare_directory(directory, opts.overwrite).resolve()
+        report = ExportReport(src.label, str(path), options=opts.to_dict())
+        segments = opts.segments or run.shards
+        ctx = ExportContext(source, opts, src, path, report, started, segments)
+        return _stages(ctx, run)
     finally:
         src.close()
+
+
+def _stages(ctx: ExportContext, runner: Runner) -> ExportReport:
+    """write (placed by the runner) → manifest → verify (the migration's, placed by the runner)."""
+    report = ctx.report
+    parts = runner.export(ctx)
+    _describe(report, runner)
+    finish_snapshot(report, ctx.src.store, ctx.directory, parts)
+    report.timings["export"] = time.monotonic() - ctx.started
+    if ctx.options.verify:
+        t0 = time.monotonic()
+        report.verification = _verify(ctx, runner)
+        report.timings["verify"] = time.monotonic() - t0
+    report.timings["total"] = time.monotonic() - ctx.started
+    return report
+
+
+def _describe(report: ExportReport, runner: Runner) -> None:
+    engine = runner.describe()
+    report.engine = str(engine.get("engine", runner.name))
+    report.workers = int(engine.get("workers", 1))
+    report.per_worker = list(engine.get("per_worker", []))
+
+
+def _verify(ctx: ExportContext, runner: Runner) -> VerifyReport:
+    """The snapshot, read back as ``parquet://DIR``, against its source: the migration's
+    verification stage (:meth:`Runner.verify`) over a run context whose target is the snapshot."""
+    o, url = ctx.options, snapshot_url(ctx.directory)
+    dst = probe_target(url, ctx.src.store.spec.name)
+    try:
+        check = MigrateOptions(
+            sample_queries=o.sample_queries,
+            k=o.k,
+            progress=o.progress,
+            cap=o.cap,
+            source_options=o.source_options,
+        )
+        report = MigrationReport(ctx.src.label, dst.label, (0, 1), Status.COPIED)
+        transformer = Transformer(dst.capabilities.metadata)
+        run = RunContext(ctx.source, url, check, ctx.src, dst, transformer, report, ctx.started)
+        return runner.verify(run)
+    finally:
+        dst.close()
 
 
 def label(directory: str | os.PathLike[str]) -> str:
