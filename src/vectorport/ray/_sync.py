@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -51,7 +52,8 @@ def shard_passes(runner: RayRunner, ctx: SyncContext, why: str | None) -> list[S
     assert isinstance(ctx.source, str) and isinstance(ctx.target, str)  # see RayRunner.check
     assert ctx.report.state is not None
     ensure_ray(runner.address)
-    options = runner.capped(ctx.dst.store, ctx.options)
+    # every task keeps its state beside the driver's, not under its own node's default folder
+    options = replace(runner.capped(ctx.dst.store, ctx.options), state=ctx.report.state)
     task = ray.remote(max_retries=runner.max_retries, retry_exceptions=False)(_shard_task)
     n, base = runner.workers, ctx.report.state
     started = time.monotonic()
