@@ -286,3 +286,59 @@ def test_the_cli_migrates_into_the_composite_table_by_its_sqlalchemy_url(
             select(DocChunk.file_path, DocChunk.chunk_index).order_by(DocChunk.chunk_index)
         )
         assert [tuple(r) for r in rows] == [(f"cli/{i % 2}.md", i) for i in range(9)]
+
+
+APP_MODULE = """
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import BigInteger, Identity, Integer, String, Text, UniqueConstraint
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class DocChunk(Base):
+    __tablename__ = "doc_chunks"
+    __table_args__ = (UniqueConstraint("file_path", "chunk_index"),)
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    file_path: Mapped[str] = mapped_column(String(500))
+    chunk_index: Mapped[int] = mapped_column(Integer)
+    content: Mapped[str] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    embedding: Mapped[Any] = mapped_column(Vector(384))
+"""
+
+
+def test_info_shows_what_it_inferred_from_an_applications_model(engine: Any, tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "appmodels.py").write_text(APP_MODULE)
+    url = engine.url.render_as_string(hide_password=False)
+
+    def info(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "vectorport", "info", url, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+
+    out = info("--model", "appmodels:DocChunk", "--json")
+    assert out.returncode == 0, out.stderr
+    layout = json.loads(out.stdout)["layout"]
+    assert layout["inferred_from"] == "SQLAlchemy model appmodels.DocChunk"
+    roles = layout["roles"]
+    assert roles["key"]["template"] == "{file_path}#chunk{chunk_index}"
+    assert roles["text"]["column"] == "content" and roles["metadata"]["column"] == "metadata"
+    assert roles["embedding"]["column"] == "embedding" and layout["writable"]
+    human = info("--model", "appmodels:DocChunk")
+    assert human.returncode == 0 and "inferred from" in human.stdout and "appmodels.DocChunk" in human.stdout
+    bad = info("--model", "appmodels:Nope")
+    assert bad.returncode == 2 and "--model 'appmodels:Nope': cannot import it" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

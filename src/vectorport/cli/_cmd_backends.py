@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from .._registry import available_backends, broken_backends, connect
+from ..exceptions import ConfigurationError
 from ._common import JsonOption, emit_json, out_console, reported_errors
 
 
@@ -66,11 +67,20 @@ def backends(as_json: bool = JsonOption) -> None:
 
 def info(
     url: str = typer.Argument(..., help="Store URL, e.g. memory://docs or chroma:///data?collection=docs"),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="A SQLAlchemy mapped class, module:Class (importable from here): open its table at URL "
+        "with the roles its columns say, as connect(Model, bind=URL) does.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Show a collection: backend, dimension, metric, record count and capabilities."""
-    with reported_errors(), connect(url) as store:
-        data = store.info()
+    """Show a collection: backend, dimension, metric, record count and capabilities (and, for a
+    table made elsewhere, its layout: what each role maps to, inferred from --model if given)."""
+    with reported_errors():
+        target, bind = (url, None) if model is None else (_import_model(model), url)
+        with connect(target, bind=bind) as store:
+            data = store.info()
     if as_json:
         # a PostgreSQL schema is the collection's "db_schema": "schema" names the document's
         doc = {("db_schema" if k == "schema" else k): v for k, v in data.items()}
@@ -97,7 +107,32 @@ def info(
             table.add_row("writable", "yes" if layout["writable"] else f"no: {reason}" if reason else "no")
         if layout.get("url"):
             table.add_row("url to use", str(layout["url"]))
+        for key in ("inferred_from", "connections"):
+            if layout.get(key):
+                table.add_row(key.replace("_", " "), str(layout[key]))
     out_console.print(table)
+
+
+def _import_model(spec: str) -> Any:
+    """The class ``module:Class`` names, imported with the current directory on the path (as
+    an application's own modules are run)."""
+    import importlib
+    import os
+    import sys
+
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise ConfigurationError(f"--model {spec!r}: give module:Class, e.g. --model app.models:Chunk")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"--model {spec!r}: cannot import it ({exc}); run from the directory its module is "
+            "found from, or set PYTHONPATH"
+        ) from None
+    return found
 
 
 def register(app: typer.Typer) -> None:

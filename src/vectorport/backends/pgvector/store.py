@@ -233,5 +233,7 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
             "read_only_reason": mapping["read_only_reason"],
             "url": mapping["url"],
             "roles": mapping["mapping"],
+            "inferred_from": f"SQLAlchemy model {self.sqlalchemy_model}" if self.sqlalchemy_model else None,
+            "connections": mapping["connections"],
         }
         return out
