@@ -55,61 +55,12 @@ class ForeignMixin(StoreState):
         self, conn: psycopg.Connection[Any], facts: TableFacts, columns: Columns
     ) -> CollectionSpec | None:
         if self.layout_name == "langchain":
-            collections = sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
-            known = conn.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)
-            ).fetchone()
-            if not (known and known[0]):
-                raise ConfigurationError(
-                    f"{self._where} has LangChain's columns but there is no {LANGCHAIN_COLLECTIONS} table "
-                    f"in schema {self.schema!r} naming its collections; pass layout= (or the column "
-                    "options) to map it otherwise"
-                )
-            row = conn.execute(
-                sql.SQL("SELECT uuid FROM {} WHERE name = %s").format(
-                    sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
-                ),
-                (self.collection,),
-            ).fetchone()
-            if row is None and self.mapping.layout != "langchain":
-                names = [
-                    str(n[0])
-                    for n in conn.execute(sql.SQL("SELECT name FROM {} ORDER BY name").format(collections))
-                ]
-                # the whole URL: table= would still name the shared table, not the collection
-                url = rewritten_url(
-                    self,
-                    drop=("table", "collection", "layout"),
-                    add=(("layout", "langchain"), ("collection", names[0] if names else "NAME")),
-                )
-                raise ConfigurationError(
-                    f"{self._where} is LangChain's table of every collection; name one: {url} "
-                    f"(its collections: {', '.join(map(repr, names)) or 'none'})"
-                )
-            if row is None:
+            scoped = self._langchain_collection(conn, columns)
+            if scoped is None:
                 return None  # the collection can be created: a row in langchain_pg_collection
-            scope = f"collection_id = %({_SCOPE_PARAM})s"
-            if columns.scope:
-                scope = f"{scope} AND ({columns.scope})"
-            columns = replace(
-                columns,
-                scope=scope,
-                scope_params=((_SCOPE_PARAM, row[0]),),
-                fixed=(("collection_id", _SCOPE_PARAM),),
-            )
+            columns = scoped
         if self.mapping.where:
-            found = conn.execute(
-                sql.SQL("SELECT EXISTS (SELECT 1 FROM {} AS t WHERE {})").format(
-                    sql.Identifier(self.schema, self.table),
-                    sql.SQL(columns.scope_sql(with_null_vectors=True)),
-                ),
-                columns.scope_values,
-            ).fetchone()
-            if not (found and found[0]):
-                raise ConfigurationError(
-                    f"{self._where}: where={self.mapping.where} matches no row of the table; check the "
-                    f"condition (its columns: {facts.describe()})"
-                )
+            self._check_where(conn, facts, columns)
         dim = facts.dimension(columns.embedding) or self._data_dimension(conn, columns)
         if dim is None:
             raise NotFoundError(
@@ -151,6 +102,65 @@ class ForeignMixin(StoreState):
             "; read-only: " + columns.read_only if columns.read_only else "",
         )
         return CollectionSpec(self.collection, dim, metric, None)
+
+    def _langchain_collection(self, conn: psycopg.Connection[Any], columns: Columns) -> Columns | None:
+        """The columns scoped to the LangChain collection's rows of the shared table (``None``:
+        the collection has no row yet, and may be created)."""
+        collections = sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+        known = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)).fetchone()
+        if not (known and known[0]):
+            raise ConfigurationError(
+                f"{self._where} has LangChain's columns but there is no {LANGCHAIN_COLLECTIONS} table "
+                f"in schema {self.schema!r} naming its collections; pass layout= (or the column "
+                "options) to map it otherwise"
+            )
+        row = conn.execute(
+            sql.SQL("SELECT uuid FROM {} WHERE name = %s").format(
+                sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+            ),
+            (self.collection,),
+        ).fetchone()
+        if row is None and self.mapping.layout != "langchain":
+            names = [
+                str(n[0])
+                for n in conn.execute(sql.SQL("SELECT name FROM {} ORDER BY name").format(collections))
+            ]
+            # the whole URL: table= would still name the shared table, not the collection
+            url = rewritten_url(
+                self,
+                drop=("table", "collection", "layout"),
+                add=(("layout", "langchain"), ("collection", names[0] if names else "NAME")),
+            )
+            raise ConfigurationError(
+                f"{self._where} is LangChain's table of every collection; name one: {url} "
+                f"(its collections: {', '.join(map(repr, names)) or 'none'})"
+            )
+        if row is None:
+            return None
+        scope = f"collection_id = %({_SCOPE_PARAM})s"
+        if columns.scope:
+            scope = f"{scope} AND ({columns.scope})"
+        return replace(
+            columns,
+            scope=scope,
+            scope_params=((_SCOPE_PARAM, row[0]),),
+            fixed=(("collection_id", _SCOPE_PARAM),),
+        )
+
+    def _check_where(self, conn: psycopg.Connection[Any], facts: TableFacts, columns: Columns) -> None:
+        """``where=`` must select some row: a condition that matches none is a mistake."""
+        found = conn.execute(
+            sql.SQL("SELECT EXISTS (SELECT 1 FROM {} AS t WHERE {})").format(
+                sql.Identifier(self.schema, self.table),
+                sql.SQL(columns.scope_sql(with_null_vectors=True)),
+            ),
+            columns.scope_values,
+        ).fetchone()
+        if not (found and found[0]):
+            raise ConfigurationError(
+                f"{self._where}: where={self.mapping.where} matches no row of the table; check the "
+                f"condition (its columns: {facts.describe()})"
+            )
 
     def _langchain_not_found(self) -> NotFoundError | None:
         """The error for a LangChain collection that has no row in ``langchain_pg_collection``

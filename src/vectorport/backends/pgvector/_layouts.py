@@ -237,10 +237,22 @@ def _options_hint() -> str:
     )
 
 
-def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) -> tuple[str, Columns]:
-    """``(layout name, Columns)`` of a table, or a :class:`ConfigurationError` naming every
-    column that is missing or of the wrong type and the option to pass."""
-    layout = options.layout or detect(facts, table) or "custom"
+@dataclass
+class _Picked:
+    """The columns a table gives each role, how its key is made, and what is wrong."""
+
+    key: Column | None
+    embedding: Column | None
+    metadata: Column | None
+    text: Column | None
+    kind: str | None
+    """``text``, ``uuid``, ``integer`` (the key column's), ``expression`` or ``field``."""
+    problems: list[str]
+
+
+def _pick(facts: TableFacts, layout: str, options: MappingOptions) -> _Picked:
+    """The role columns of a table (the preset's or guessed, then the options'), with the
+    problems of each missing column and of the key."""
     preset_shape = shape(layout)
     roles = preset_shape.roles() if preset_shape is not None else _guess(facts)
     roles.update(dict(options.columns))
@@ -279,7 +291,16 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
             f"column {key.name!r} (key) is {key.type}: a key column is text, varchar, uuid or an "
             "integer; pass key_expression=SQL to make the key from it (e.g. {key.name}::text)"
         )
-    if emb is None and not roles.get("embedding"):
+    picked = _Picked(key, emb, meta, text, kind, problems)
+    problems += _type_problems(facts, picked, bool(roles.get("embedding")))
+    return picked
+
+
+def _type_problems(facts: TableFacts, picked: _Picked, embedding_named: bool) -> list[str]:
+    """What is wrong with the types of the embedding, metadata and text columns."""
+    emb, meta, text = picked.embedding, picked.metadata, picked.text
+    problems: list[str] = []
+    if emb is None and not embedding_named:
         vectors = [c.name for c in facts.columns.values() if _VECTOR.match(c.type)]
         problems.append(
             f"{len(vectors)} vector columns ({', '.join(vectors)}): pass embedding_column=NAME"
@@ -300,38 +321,54 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
         problems.append(
             f"column {text.name!r} (text) is {text.type}, not text or varchar; pass text_column=NAME"
         )
-    if problems:
-        raise ConfigurationError(
-            f"{where} cannot be used as a collection: " + "; ".join(problems) + f". Its columns: "
-            f"{facts.describe()}. " + _options_hint()[0].upper() + _options_hint()[1:]
-        )
-    assert emb is not None
-    used = {c.name for c in (key, emb, meta, text) if c is not None} | set(
-        template.fields if template else ()
-    )
+    return problems
+
+
+def _is_own(facts: TableFacts, layout: str, picked: _Picked, options: MappingOptions, used: set[str]) -> bool:
+    """A table of vectorport's shape (whatever its column names) is adopted as vectorport's own:
+    recorded in its catalog at the first write, its index managed. Anything more (other
+    columns, other key types, a scope) is mapped and left as its owner made it."""
+    key, emb, meta, text = picked.key, picked.embedding, picked.metadata, picked.text
     extra = [
         c.name
         for c in facts.columns.values()
         if c.name not in used and c.generated is None and c.name not in ("fts", "updated_at")
     ]
-    # A table of vectorport's shape (whatever its column names) is adopted as vectorport's own:
-    # recorded in its catalog at the first write, its index managed. Anything more (other
-    # columns, other key types, a scope) is mapped and left as its owner made it.
-    own = (
+    return (
         layout in ("vectorport", "custom")
         and not extra
         and not options.key_expression
         and not options.where
         and options.metadata_columns is None
-        and kind == "text"
+        and picked.kind == "text"
         and key is not None
         and key.name in facts.unique
         and meta is not None
         and meta.type == "jsonb"
         and text is not None
+        and emb is not None
         and emb.type.startswith("vector(")
         and facts.kind in ("r", "p")
     )
+
+
+def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) -> tuple[str, Columns]:
+    """``(layout name, Columns)`` of a table, or a :class:`ConfigurationError` naming every
+    column that is missing or of the wrong type and the option to pass."""
+    layout = options.layout or detect(facts, table) or "custom"
+    picked = _pick(facts, layout, options)
+    if picked.problems:
+        raise ConfigurationError(
+            f"{where} cannot be used as a collection: " + "; ".join(picked.problems) + f". Its columns: "
+            f"{facts.describe()}. " + _options_hint()[0].upper() + _options_hint()[1:]
+        )
+    key, emb, meta, text = picked.key, picked.embedding, picked.metadata, picked.text
+    assert emb is not None
+    template = options.key_template
+    used = {c.name for c in (key, emb, meta, text) if c is not None} | set(
+        template.fields if template else ()
+    )
+    own = _is_own(facts, layout, picked, options, used)
     fts = facts.columns.get("fts")
     updated = facts.columns.get("updated_at")
     base = Columns(
@@ -351,7 +388,7 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
             base = replace(base, fts=None)
         return layout, _skip_null_vectors(base, options)
     return layout, _skip_null_vectors(
-        _foreign(facts, layout, base, key, kind or "text", options, used), options
+        _foreign(facts, layout, base, key, picked.kind or "text", options, used), options
     )
 
 
@@ -411,55 +448,8 @@ def _foreign(
     skip = set(used) | {order or ""}
     found = shape(layout)
     skip.update(found.ignored_columns if found is not None else ())
-    listed = options.metadata_columns
-    if listed is None:
-        listed = tuple(
-            c.name
-            for c in facts.columns.values()
-            if c.name not in skip
-            and c.generated is None
-            and c.type != "tsvector"
-            and c.type not in _UNHELD
-            and not _VECTOR.match(c.type)
-            and not (
-                layout in ("llamaindex", "langchain") or (layout == "vectorport" and c.name == "updated_at")
-            )
-        )
-    missing = [c for c in listed if c not in facts.columns]
-    if missing:
-        raise ConfigurationError(
-            f"metadata_columns names {', '.join(map(repr, missing))}, which the table does not have; "
-            f"its columns: {facts.describe()}"
-        )
-    reasons = []
+    listed = _metadata_columns(facts, layout, options, skip)
     template = options.key_template
-    if template is not None and not _template_unique(facts, template):
-        reasons.append(
-            f"no unique constraint on ({', '.join(template.fields)}), the columns of key_template=, "
-            "for INSERT … ON CONFLICT: add one"
-        )
-    elif kind == "expression" and template is None:
-        reasons.append("its key is an expression over columns")
-    elif kind == "integer":
-        natural = next((c for c in facts.composite_unique if all(_kind(facts.columns[n]) for n in c)), None)
-        offer = (
-            f" (its unique key ({', '.join(natural)}) can be the key: pass key_template="
-            + "#".join("{" + n + "}" for n in natural)
-            + ")"
-            if natural
-            else ""
-        )
-        reasons.append(
-            f"it is keyed by the integer column {base.key!r}, which vectorport cannot choose{offer}"
-        )
-    if base.embedding and facts.columns[base.embedding].type.startswith("halfvec"):
-        reasons.append("its vectors are halfvec (writing float32 vectors there would round them)")
-    if options.where:
-        reasons.append("where= selects its rows")
-    if facts.kind not in ("r", "p"):
-        reasons.append("it is a view")
-    if any(facts.columns[c].type.endswith("[]") for c in listed):
-        reasons.append("a metadata column is an SQL array")
     # user SQL goes into statements with psycopg placeholders: a literal % is %%
     scope = options.where.replace("%", "%%") if options.where else None
     fts = facts.columns.get(base.fts) if base.fts else None
@@ -492,5 +482,69 @@ def _foreign(
         text_key=options.text_key if base.text is None else None,
         text_required=base.text is not None and facts.columns[base.text].notnull,
         own=False,
-        read_only="; ".join(reasons) or None,
+        read_only="; ".join(_read_only_reasons(facts, base, kind, options, listed)) or None,
     )
+
+
+def _metadata_columns(
+    facts: TableFacts, layout: str, options: MappingOptions, skip: set[str]
+) -> tuple[str, ...]:
+    """The plain columns read as metadata fields: ``metadata_columns=``, else every column no
+    role, bookkeeping or generated value takes (none for LlamaIndex's and LangChain's tables)."""
+    listed = options.metadata_columns
+    if listed is None:
+        listed = tuple(
+            c.name
+            for c in facts.columns.values()
+            if c.name not in skip
+            and c.generated is None
+            and c.type != "tsvector"
+            and c.type not in _UNHELD
+            and not _VECTOR.match(c.type)
+            and not (
+                layout in ("llamaindex", "langchain") or (layout == "vectorport" and c.name == "updated_at")
+            )
+        )
+    missing = [c for c in listed if c not in facts.columns]
+    if missing:
+        raise ConfigurationError(
+            f"metadata_columns names {', '.join(map(repr, missing))}, which the table does not have; "
+            f"its columns: {facts.describe()}"
+        )
+    return listed
+
+
+def _read_only_reasons(
+    facts: TableFacts, base: Columns, kind: str, options: MappingOptions, listed: tuple[str, ...]
+) -> list[str]:
+    """Why vectorport cannot write a mapped table (none: it can)."""
+    reasons = []
+    template = options.key_template
+    if template is not None and not _template_unique(facts, template):
+        reasons.append(
+            f"no unique constraint on ({', '.join(template.fields)}), the columns of key_template=, "
+            "for INSERT … ON CONFLICT: add one"
+        )
+    elif kind == "expression" and template is None:
+        reasons.append("its key is an expression over columns")
+    elif kind == "integer":
+        natural = next((c for c in facts.composite_unique if all(_kind(facts.columns[n]) for n in c)), None)
+        offer = (
+            f" (its unique key ({', '.join(natural)}) can be the key: pass key_template="
+            + "#".join("{" + n + "}" for n in natural)
+            + ")"
+            if natural
+            else ""
+        )
+        reasons.append(
+            f"it is keyed by the integer column {base.key!r}, which vectorport cannot choose{offer}"
+        )
+    if base.embedding and facts.columns[base.embedding].type.startswith("halfvec"):
+        reasons.append("its vectors are halfvec (writing float32 vectors there would round them)")
+    if options.where:
+        reasons.append("where= selects its rows")
+    if facts.kind not in ("r", "p"):
+        reasons.append("it is a view")
+    if any(facts.columns[c].type.endswith("[]") for c in listed):
+        reasons.append("a metadata column is an SQL array")
+    return reasons

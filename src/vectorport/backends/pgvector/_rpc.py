@@ -37,19 +37,25 @@ RPC_PREFIXES = ("match_", "text_match_", "hybrid_match_")
 def rpc_functions(layout: Layout) -> list[sql.Composed]:
     """``match_<table>``, ``text_match_<table>`` and ``hybrid_match_<table>`` (see the module
     docstring), in that order."""
-    vtype = layout.vector_type
     tag = dollar_tag(layout)
+    return [_match_function(layout, tag), _text_function(layout, tag), _hybrid_function(layout, tag)]
+
+
+_SETTINGS = sql.SQL(
+    "  SET hnsw.ef_search = 40\n  SET hnsw.iterative_scan = strict_order\n"
+    "  SET hnsw.max_scan_tuples = 20000\n"
+)
+"""The HNSW settings of the vector and hybrid functions (the body raises ef_search to k)."""
+
+
+def _match_function(layout: Layout, tag: sql.Composable) -> sql.Composed:
     q = sql.SQL("query_embedding")
     emb = layout.embedding("t")
     cols = layout.columns
-    settings = sql.SQL(
-        "  SET hnsw.ef_search = 40\n  SET hnsw.iterative_scan = strict_order\n"
-        "  SET hnsw.max_scan_tuples = 20000\n"
-    )
     set_ef = sql.SQL(
         "  PERFORM set_config('hnsw.ef_search', greatest(40, least(1000, match_count))::text, true);\n"
     )
-    match = sql.SQL(
+    return sql.SQL(
         "CREATE OR REPLACE FUNCTION {fn}(\n"
         "  query_embedding {vtype},\n"
         "  match_count integer DEFAULT 10,\n"
@@ -76,8 +82,8 @@ def rpc_functions(layout: Layout) -> list[sql.Composed]:
     ).format(
         fn=layout._qualified_name("", "match_"),
         tag=tag,
-        vtype=vtype,
-        settings=settings,
+        vtype=layout.vector_type,
+        settings=_SETTINGS,
         set_ef=set_ef,
         score=layout._score_sql(sql.SQL("hits.distance")),
         dist=layout.distance(emb, q),
@@ -88,7 +94,11 @@ def rpc_functions(layout: Layout) -> list[sql.Composed]:
         ttext=cols.ident("text", "t"),
         notnull=layout._embedding_present("t", " AND "),
     )
-    hybrid = sql.SQL(
+
+
+def _hybrid_function(layout: Layout, tag: sql.Composable) -> sql.Composed:
+    cols = layout.columns
+    return sql.SQL(
         "CREATE OR REPLACE FUNCTION {fn}(\n"
         "  query_text text,\n"
         "  query_embedding {vtype},\n"
@@ -112,10 +122,10 @@ def rpc_functions(layout: Layout) -> list[sql.Composed]:
     ).format(
         fn=layout._qualified_name("", "hybrid_match_"),
         tag=tag,
-        vtype=vtype,
-        settings=settings,
+        vtype=layout.vector_type,
+        settings=_SETTINGS,
         body=layout.hybrid_sql(
-            query=q,
+            query=sql.SQL("query_embedding"),
             text=sql.SQL("query_text"),
             where=sql.SQL("{} @> filter").format(cols.metadata_expr("t")),
             candidates=sql.SQL("2 * match_count"),
@@ -128,7 +138,6 @@ def rpc_functions(layout: Layout) -> list[sql.Composed]:
             ),
         ),
     )
-    return [match, _text_function(layout, tag), hybrid]
 
 
 def dollar_tag(layout: Layout) -> sql.SQL:
