@@ -267,6 +267,38 @@ def test_cli_json_carries_engine_and_workers(
     ] * 2
 
 
+@pytest.mark.chroma
+def test_embedded_chroma_syncs_through_one_task(ray_cluster: Any, tmp_path: Path) -> None:
+    """A store only one process may open is read and written by one Ray task, with the same
+    counts as one process (read back with chromadb)."""
+    import chromadb
+
+    from vectorport.ray import sync_on_ray
+
+    source = f"chroma://{tmp_path / 'src'}?collection=docs"
+    target = f"chroma://{tmp_path / 'dst'}?collection=docs"
+    store = vectorport.connect(source, dimension=DIM)
+    vectors = np.random.default_rng(7).standard_normal((300, DIM)).astype(np.float32)
+    store.upsert([Record(f"k{i:04d}", vectors[i], {"i": i}, f"chunk {i}") for i in range(300)])
+    state = tmp_path / "s.sqlite"
+    first = sync_on_ray(source, target, workers=2, state=state)
+    assert (first.sync.mode, first.sync.new, first.status) == ("full", 300, "synced"), first.to_json()
+    assert first.engine["workers"] == 1 and any("one process" in note for note in first.notes)
+    store.delete(["k0000"])
+    store.upsert([Record("k0001", vectors[1], {"i": -1}, "changed")])
+    store.close()
+    second = sync_on_ray(source, target, workers=2, state=state, delete=True, verify=True, sample_queries=3)
+    counts = (second.sync.mode, second.sync.changed, second.sync.deleted, second.status)
+    assert counts == ("incremental", 1, 1, "verified"), second.to_json()
+    got = (
+        chromadb.PersistentClient(path=str(tmp_path / "dst"))
+        .get_collection("docs")
+        .get(include=["metadatas"])
+    )
+    assert len(got["ids"]) == 299 and "k0000" not in got["ids"]
+    assert {m["i"] for k, m in zip(got["ids"], got["metadatas"], strict=True) if k == "k0001"} == {-1}
+
+
 def test_memory_store_is_refused(ray_cluster: Any, tmp_path: Path) -> None:
     from vectorport.ray import sync_on_ray
 

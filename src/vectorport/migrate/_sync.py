@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -666,6 +666,12 @@ def sync(
     opts = SyncOptions(**options)
     run = runner if runner is not None else LocalRunner()
     run.check(opts, source, target)
+    if opts.state is None and isinstance(source, str) and isinstance(target, str):
+        opts = replace(opts, state=default_state(source, target))  # the same file wherever it runs
+    delegated = run.delegate(source, target, opts)
+    if delegated is not None:
+        assert isinstance(delegated, SyncReport)
+        return delegated
     pair = _pair(source, target, opts.source_options, opts.target_options)
     ctx: SyncContext | None = None
     try:

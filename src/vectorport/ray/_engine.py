@@ -52,6 +52,8 @@ from ..migrate._options import RunOptions, SyncOptions
 from ..migrate._progress import Progress, ProgressMode
 from ..migrate._reembed import load_embedder
 from ..migrate._run import CopyStats, copy_records
+from ..migrate._sync import sync
+from ..migrate._syncreport import SyncReport
 from ..migrate._transform import Transformer
 from ..migrate._verify import VerifyReport
 from ..snapshot._export import ExportContext, ExportReport, export, write_segment
@@ -61,7 +63,6 @@ from ._verify import ensure_ray, reachable, verify_on_ray
 if TYPE_CHECKING:
     from .._models import JSON
     from ..migrate._sync import SyncContext
-    from ..migrate._syncreport import SyncReport
 
 Opts = TypeVar("Opts", MigrateOptions, SyncOptions)
 
@@ -123,16 +124,10 @@ class RayRunner:
                 "(nothing was read or written)"
             )
         self.one_process = reachable(source, target)
-        if self.one_process and options.COMMAND == "sync":
-            raise ConfigurationError(
-                f"{', '.join(self.one_process)} can be opened by one process at a time, and sync "
-                "--engine ray writes from several workers; use a server (e.g. chroma+http://) or "
-                "engine local (nothing was read or written)"
-            )
 
     def delegate(self, source: StoreLike, target: StoreLike, options: RunOptions) -> Report | None:
-        """A store only one process may open: the whole command (a migration, an export) as
-        one Ray task."""
+        """A store only one process may open: the whole command (a migration, an export, a
+        sync) as one Ray task."""
         if not self.one_process:
             return None
         assert isinstance(source, str) and isinstance(target, str)  # check() refused store objects
@@ -146,7 +141,7 @@ class RayRunner:
             f"{', '.join(self.one_process)} can be opened by one process at a time: the whole "
             f"{options.COMMAND} ran as one Ray task"
         )
-        if isinstance(report, MigrationReport):
+        if isinstance(report, MigrationReport | SyncReport):
             report.engine = self.describe()
             report.notes.append(note)
         elif isinstance(report, ExportReport):
@@ -332,7 +327,7 @@ def _copy_shard(
 
 
 def _whole(source: str, target: str, options: RunOptions) -> tuple[Report, dict[str, Any]]:
-    """One Ray task: the whole migration or export in one process (for a store only one
+    """One Ray task: the whole migration, export or sync in one process (for a store only one
     process may open); its report and where it ran."""
     started = time.monotonic()
     note_pid((0, 1))
@@ -341,6 +336,9 @@ def _whole(source: str, target: str, options: RunOptions) -> tuple[Report, dict[
     if isinstance(options, ExportOptions):
         report = export(source, target, **fields)
         records = report.count
+    elif isinstance(options, SyncOptions):
+        report = sync(source, target, **fields)
+        records = report.sync.source_read
     else:
         report = migrate(source, target, **fields)
         records = report.copy.records if report.copy else 0
