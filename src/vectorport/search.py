@@ -101,6 +101,10 @@ def search(
     """
     if mode not in SEARCH_MODES:
         raise ConfigurationError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigurationError(f"k (results to return) must be at least 1, got {k!r}")
+    if not text.strip():
+        raise ConfigurationError("the query text is empty: give the words to search for")
     fetch = k * overfetch if collapse else k
     cap = store.capabilities.max_top_k
     if cap is not None:

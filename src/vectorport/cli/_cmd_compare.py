@@ -28,7 +28,15 @@ from .._embedder import Embedder
 from .._exit import ExitCode
 from ..compare import CompareOptions
 from ..exceptions import ConfigurationError
-from ._common import emit_json, err_console, note_json, out_console, parse_json_arg, reported_errors
+from ._common import (
+    emit_json,
+    err_console,
+    note_json,
+    out_console,
+    parse_json_arg,
+    reported_errors,
+    writable_path,
+)
 from ._options import with_options
 
 _LABELLED = re.compile(r"^(?P<label>[A-Za-z0-9_.@+-]{1,64})=(?P<url>[A-Za-z][A-Za-z0-9+.-]*://.*)$")
@@ -101,7 +109,13 @@ AsJson = Annotated[
 ]
 Output = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Also write the JSON document to this file.", dir_okay=False),
+    typer.Option(
+        "--output",
+        "-o",
+        help="Also write the JSON document to this file.",
+        dir_okay=False,
+        callback=writable_path,
+    ),
 ]
 Report = Annotated[
     Path | None,
@@ -109,12 +123,16 @@ Report = Annotated[
         "--report",
         help="Write a self-contained HTML report with plots (a PATH ending in .md: Markdown).",
         dir_okay=False,
+        callback=writable_path,
     ),
 ]
 Markdown = Annotated[
     Path | None,
     typer.Option(
-        "--markdown", help="Write the tables as Markdown, e.g. to $GITHUB_STEP_SUMMARY.", dir_okay=False
+        "--markdown",
+        help="Write the tables as Markdown, e.g. to $GITHUB_STEP_SUMMARY.",
+        dir_okay=False,
+        callback=writable_path,
     ),
 ]
 EmbedderSpec = Annotated[
@@ -279,6 +297,8 @@ def _compare_modes(
             weights = [float(w) for w in weight.split(",") if w.strip()]
         except ValueError:
             raise ConfigurationError(f"--weight takes numbers separated by commas, got {weight!r}") from None
+        if not weights or any(not 0.0 <= w <= 1.0 for w in weights):
+            raise ConfigurationError(f"--weight takes fusion weights between 0 and 1, got {weight!r}")
         query_set = load_queries(queries)
         needs_vectors = any(m != "text" for m in modes) and any(q.vector is None for q in query_set)
         embed = _embedder(embedder, _first(stores)) if needs_vectors else None

@@ -79,12 +79,14 @@ def doctor(
     embedding drift and canaries. Exits 1 when anything is found."""
     from ..ingest import CanarySet, diagnose
     from ..ingest import record_canaries as record
+    from ..ingest.doctor import source_root_of
 
     _check_skips(skip or [])
     with reported_errors(), connect(url) as store:
+        source_root_of(source_root)  # these before an embedder is loaded
+        recorded = CanarySet.load(canaries) if canaries else None
         needed = embedder is not None or bool(record_canaries or canaries)
         emb = None if no_embedder else _embedder(store, embedder, needed)
-        recorded = CanarySet.load(canaries) if canaries else None
         report = diagnose(
             store,
             embedder=emb,
@@ -127,7 +129,13 @@ def _embedder(store: VectorStore, spec: str | None, needed: bool) -> Embedder | 
     from ..ingest import embedder_for
 
     try:
-        return embedder_for(store, spec)
+        emb = embedder_for(store, spec)
+        if spec is None and emb.dimension != store.spec.dimension:
+            raise ConfigurationError(  # the default model, not the collection's
+                f"the default embedder {emb.model_id!r} makes {emb.dimension}-dimensional vectors, "
+                f"the collection holds {store.spec.dimension}; pass its --embedder"
+            )
+        return emb
     except ConfigurationError as exc:
         if needed:
             raise

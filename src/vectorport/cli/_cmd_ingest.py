@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from .._exit import ExitCode
+from ..exceptions import ConfigurationError
 from ._common import JsonOption, emit_json, err_console, out_console, reported_errors
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ def ingest(
     from ..ingest import ingest as run_ingest
 
     with reported_errors():
+        if batch_size is not None and batch_size < 1:
+            raise ConfigurationError(f"--batch-size takes a positive number of texts, got {batch_size}")
         emb = resolve_embedder(embedder, **({"batch_size": batch_size} if batch_size else {}))
         try:
             chunking = ChunkingConfig(target_tokens, overlap_tokens, min_tokens)

@@ -306,6 +306,7 @@ def migrate(
             emit_json(data, MigrationReport.SCHEMA)
         else:
             _print_plan(exc.plan)
+        print_error(exc)  # the plan on stdout; why it was refused, like every error, on stderr
         raise typer.Exit(ExitCode.REFUSED) from None
     except VectorportError as exc:
         raise fail(exc, {UnsupportedFeatureError: ExitCode.REFUSED}) from None

@@ -38,6 +38,7 @@ __all__ = [
     "parse_json_arg",
     "print_error",
     "reported_errors",
+    "usage_error",
     "writable_path",
 ]
 
@@ -101,15 +102,17 @@ def _show_activity(event: _activity.Activity) -> None:
         err_console.print(event.message, highlight=False, markup=False)
 
 
-def writable_path(value: Path | None) -> Path | None:
-    """A ``typer`` callback for an output file option (``--report``): refuses, before any work, a
-    path that cannot be written (exit 2, one line), instead of a traceback once the work is done."""
+def writable_path(param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """A ``typer`` callback for an output file option (``--report``, ``--output``): refuses,
+    before any work, a path that cannot be written (exit 2, one line), instead of a traceback
+    once the work is done."""
     if value is None:
         return None
     from .._paths import writable_file
 
+    what = param.opts[0].lstrip("-") if param.opts else "output"
     try:
-        return writable_file(value, "report")
+        return writable_file(value, what)
     except ConfigurationError as exc:
         print_error(exc)
         raise typer.Exit(ExitCode.USAGE) from None
@@ -139,6 +142,9 @@ def parse_json_arg(value: str | None, what: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError as exc:
         err_console.print(f"[red]error:[/red] {what} is not valid JSON: {exc}")
+        raise typer.Exit(ExitCode.USAGE) from None
+    except RecursionError:
+        err_console.print(f"[red]error:[/red] {what} is nested too deeply to read; flatten it")
         raise typer.Exit(ExitCode.USAGE) from None
 
 
@@ -178,6 +184,25 @@ def print_error(exc: BaseException) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+def usage_error(exc: Any, *, as_json: bool) -> int:
+    """Print a command-line usage error (a click ``ClickException``: an unknown flag, a bad
+    value, a missing argument) as one ``error:`` line naming the command and where its help is;
+    under ``--json`` also its ``vectorport.error/1`` document. Its exit code (2 for usage)."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "vectorport"
+    message = " ".join(str(exc.format_message()).split())
+    kind = "UsageError" if int(exc.exit_code) == ExitCode.USAGE else type(exc).__name__
+    err_console.print(
+        f"[red]error:[/red] {kind}: {escape(command)}: {escape(message)} (see `{escape(command)} --help`)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if as_json:
+        doc = {"error": f"{command}: {message}", "kind": kind, "exit_code": int(exc.exit_code)}
+        emit_json(doc, "vectorport.error/1")
+    return int(exc.exit_code)
 
 
 ERROR_CODES: dict[type[BaseException], ExitCode] = {

@@ -6,14 +6,16 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
+from typer._click.exceptions import ClickException, NoArgsIsHelpError  # vendored click: no public names
 from typer.core import TyperCommand, TyperGroup
 
-from ._common import configure_logging, logging_options
+from ._common import configure_logging, err_console, logging_options, usage_error
 from ._options import OPTIONAL_VALUES, expand_optional_values
 
 __all__ = ["finish_commands", "tidy_help"]
@@ -67,6 +69,33 @@ class _Group(TyperGroup):
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _flags_without_type(super().get_params(ctx))
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """typer's own, except that a usage error (an unknown flag, a value of the wrong type, a
+        missing argument) is one ``error:`` line on stderr like every other error (and a
+        ``vectorport.error/1`` document on stdout under ``--json``), not a framed usage panel."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
+        except NoArgsIsHelpError as exc:  # a bare group name: its help, as typer shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except ClickException as exc:
+            sys.exit(usage_error(exc, as_json="--json" in argv))
+        except typer.Abort:
+            err_console.print("aborted", highlight=False)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 def _with_log_options(func: Callable[..., Any]) -> Callable[..., Any]:

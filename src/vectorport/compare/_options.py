@@ -66,6 +66,14 @@ class CompareOptions(RunOptions):
         super().__post_init__()
         if self.warmup < 0:
             raise ConfigurationError(f"warmup must be >= 0, got {self.warmup}")
+        for name in ("min_recall", "min_overlap", "max_underfill"):  # fractions
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ConfigurationError(f"{name} is a fraction between 0 and 1, got {value}")
+        for name in ("max_violations", "max_missing"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigurationError(f"{name} is a count (0 or more), got {value}")
 
     def gates(self) -> Gates:
         """The thresholds these options set."""

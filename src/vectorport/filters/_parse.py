@@ -43,14 +43,18 @@ def _check_size(spec: Mapping[str, Any]) -> None:
     strings that are not Unicode, without recursion (a hostile filter must not exhaust the
     stack)."""
     stack: list[tuple[Any, int]] = [(spec, 1)]
-    items = 0
+    items = 1
     while stack:
         value, depth = stack.pop()
-        items += 1
-        if items > MAX_ITEMS:
-            raise FilterError(f"the filter holds more than {MAX_ITEMS:,} objects, lists and values; split it")
         if depth > MAX_DEPTH:
             raise FilterError(f"the filter is nested more than {MAX_DEPTH} levels deep; flatten it")
+        if isinstance(value, Mapping | list | tuple):
+            # counted before they are walked: a filter of millions of values is refused at once
+            items += 2 * len(value) if isinstance(value, Mapping) else len(value)
+            if items > MAX_ITEMS:
+                raise FilterError(
+                    f"the filter holds more than {MAX_ITEMS:,} objects, lists and values; split it"
+                )
         if isinstance(value, Mapping):
             stack.extend((v, depth + 1) for v in value.values())
             stack.extend((k, depth + 1) for k in value if isinstance(k, str))

@@ -41,12 +41,14 @@ from .._exit import Status
 from .._models import Record
 from .._protocol import VectorStore
 from .._report import Report
+from ..exceptions import ConfigurationError
 from .canaries import CanaryResult, CanarySet, check_canaries
+from .compat import ModelMismatchError
 from .documents import sha256_hex
 from .embedders import same_model
 from .indexer import ProgressFn
 
-__all__ = ["CHECKS", "DoctorReport", "Finding", "diagnose"]
+__all__ = ["CHECKS", "DoctorReport", "Finding", "diagnose", "source_root_of"]
 
 CHECKS = (
     "dimension",
@@ -107,6 +109,17 @@ def _finding(check: str, message: str, keys: list[str], shown: int) -> Finding:
     return Finding(check, message, tuple(sorted(keys)[:shown]), len(keys))
 
 
+def source_root_of(source_root: str | os.PathLike[str] | None) -> Path | None:
+    """``source_root`` as a directory that exists (the ``orphan`` check reads it), else refused."""
+    root = Path(source_root) if source_root is not None else None
+    if root is not None and not root.is_dir():
+        raise ConfigurationError(
+            f"the source root {root} is not a directory; give the folder the documents were ingested "
+            "from (the PATH of `vectorport ingest PATH URL`)"
+        )
+    return root
+
+
 def diagnose(
     store: VectorStore,
     *,
@@ -135,6 +148,13 @@ def diagnose(
     spec = store.spec
     report = DoctorReport(store.url.masked, spec.embedding_model, spec.dimension)
     wanted = [c for c in CHECKS if c not in skip]
+    root = source_root_of(source_root)
+    if embedder is not None and embedder.dimension != spec.dimension:
+        raise ModelMismatchError(
+            f"collection {spec.name!r} at {store.url.masked} holds {spec.dimension}-dimensional vectors, "
+            f"but {embedder.model_id!r} makes {embedder.dimension}-dimensional ones; pass the "
+            "collection's embedder (--embedder) or --no-embedder"
+        )
     scan = _Scan(spec.dimension, sample if embedder is not None and "embedding-drift" in wanted else None)
     scan.read(store, progress)
     report.records = scan.seen
@@ -144,10 +164,10 @@ def diagnose(
     d.run("norm", lambda: d.norm(norm_tolerance))
     d.run("stale-model", lambda: d.stale_model(embedder))
     d.run("duplicate-content", d.duplicate_content)
-    if source_root is None:
+    if root is None:
         report.checks_skipped["orphan"] = "no source root given (--source-root)"
     else:
-        d.run("orphan", lambda: d.orphan(Path(source_root)))
+        d.run("orphan", lambda: d.orphan(root))
     d.run("torn-document", d.torn_document)
     if embedder is None:
         report.checks_skipped["embedding-drift"] = "no embedder"

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from ..._activity import report
+from ..._paths import writable_dir
 from ...exceptions import BackendUnavailableError, ConfigurationError
 from ._watchdog import KEEP_FILE, WATCHDOG_FILE, alive, kept, postmaster_pid, prune_handles
 
@@ -115,6 +116,24 @@ def embedded_data_dir(raw: str) -> Path:
     return Path(raw).expanduser().resolve()
 
 
+def _creatable(data_dir: Path) -> None:
+    """Refuse (exit 2) a data directory that cannot be made or written, before the server is
+    started: the layer would report it as a failed start. A missing one is made and removed
+    again (the layer creates it itself, with the owner it needs)."""
+    if data_dir.is_dir():
+        writable_dir(data_dir, "PostgreSQL data directory")
+        return
+    writable_dir(data_dir.parent, "PostgreSQL data directory", data_dir)
+    try:
+        data_dir.mkdir()
+        data_dir.rmdir()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot create the PostgreSQL data directory {data_dir} ({exc.strerror or exc}); name a "
+            "directory this user may create"
+        ) from None
+
+
 def embedded_conninfo(
     data_dir: Path, *, keep: bool = False, database: str = "postgres", module: str | None = None
 ) -> str:
@@ -129,7 +148,7 @@ def embedded_conninfo(
         was_running = postmaster_pid(data_dir) is not None
         server = _SERVERS.get(data_dir)
         if server is None:
-            data_dir.parent.mkdir(parents=True, exist_ok=True)
+            _creatable(data_dir)
             log.info("pgvector: opening the embedded server in %s", data_dir)
             report("server_start", f"pgvector: starting the embedded PostgreSQL server in {data_dir}")
             started = time.monotonic()

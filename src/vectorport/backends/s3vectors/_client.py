@@ -104,7 +104,13 @@ def boto_client(
                 kwargs.update(aws_access_key_id="vectorport", aws_secret_access_key="vectorport")
         if session.region_name is None:
             kwargs["region_name"] = "us-east-1"
-        return session.client("s3vectors", **kwargs)
+        try:
+            return session.client("s3vectors", **kwargs)
+        except ValueError as exc:  # botocore's "Invalid endpoint": one from the environment
+            raise ConfigurationError(
+                f"the s3vectors endpoint set by AWS_ENDPOINT_URL_S3VECTORS, AWS_ENDPOINT_URL or the AWS "
+                f"config file is not a URL ({exc}); fix it, unset it, or pass endpoint_url= in the URL"
+            ) from None
 
 
 def supabase_client(endpoint: str, key: str, max_attempts: int, workers: int) -> Any:

@@ -24,6 +24,7 @@ module is imported by ``vectorport.ingest``; torch and voyageai load on first us
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ...exceptions import ConfigurationError
@@ -126,6 +127,15 @@ def resolve_embedder(spec: str | Embedder | None = None, **options: Any) -> Embe
         if text.startswith(prefix):
             text = text.removeprefix(prefix)
             break
+    else:
+        provider, colon, _ = text.partition(":")
+        # a model name holds no ``:`` (Hugging Face ids cannot): ``openai:…`` names a provider
+        # vectorport does not run, refused at once rather than looked up on the Hub
+        if colon and provider.replace("-", "").replace("_", "").isalnum() and not Path(text).exists():
+            raise ConfigurationError(
+                f"unknown embedder {spec!r}: vectorport runs hash:DIM, sentence-transformers:NAME|PATH "
+                "(st:NAME), voyage:MODEL and chroma:default"
+            )
     if not text:
         raise ConfigurationError(f"no model named in the embedder spec {spec!r}")
     return SentenceTransformerEmbedder(text, **options)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...exceptions import ConfigurationError
 from .base import BaseEmbedder, InputType, Matrix
 
 __all__ = ["HashEmbedder"]
@@ -40,7 +41,9 @@ class HashEmbedder(BaseEmbedder):
     def __init__(self, dimension: int = 64, *, seed: int = 0, batch_size: int = 256) -> None:
         super().__init__(batch_size)
         if dimension < 2:
-            raise ValueError(f"dimension must be at least 2, got {dimension}")
+            raise ConfigurationError(
+                f"hash embedder dimension must be at least 2, got {dimension} (hash:DIM)"
+            )
         self._dimension = dimension
         self.seed = seed
         self._cache: dict[str, tuple[int, float]] = {}
