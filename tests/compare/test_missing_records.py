@@ -98,14 +98,17 @@ def test_the_cli_fails_and_counts_records(pair: tuple[str, str, list[str]], tmp_
 def test_filter_labels_survive_in_gate_lines() -> None:
     store = vectorport.connect("memory://miss-labels", dimension=DIM)
     store.upsert(RECORDS)
+    half = vectorport.connect("memory://miss-labels-half", dimension=DIM)
+    half.upsert(RECORDS[::2])  # a store lacking records: its recall gate fails per filter
     try:
         result = CliRunner().invoke(
             app,
-            ["compare", "memory://miss-labels", "--sample", "4", "--filter", '{"lang": "en"}',
-             "--filter", "null", "--min-recall", "1.01"],
+            ["compare", "memory://miss-labels", "memory://miss-labels-half", "--sample", "4",
+             "--filter", '{"lang": "en"}', "--filter", "null", "--min-recall", "1.0"],
         )  # fmt: skip
     finally:
         store.drop()
+        half.drop()
     assert result.exit_code == 1
     assert '[filter {"lang": "en"}]' in " ".join(result.stderr.split())
 
