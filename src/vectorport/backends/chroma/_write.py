@@ -88,6 +88,20 @@ def _stored(
     }
 
 
+def _same_vector(stored: Any, new: Any, ulps: int) -> bool:
+    """Whether Chroma holds ``new`` already: within the ``ulps`` float32 units in the last place
+    its reads may move a vector by (``capabilities.vector_ulps``: writing it again would store
+    the same value)."""
+    if stored is None:
+        return False
+    got = np.asarray(stored, dtype=np.float64)
+    want = np.asarray(new, dtype=np.float32)
+    if got.shape != want.shape:
+        return False
+    off = np.abs(got - want) / np.spacing(np.maximum(np.abs(want), np.finfo(np.float32).tiny))
+    return bool(off.max(initial=0.0) <= ulps)
+
+
 def _canonical(meta: Metadata) -> str:
     # type-strict: True == 1 and 1.0 == 1 in Python, not in a store
     return json.dumps({k: v for k, v in (meta or {}).items() if v is not None}, sort_keys=True)
@@ -100,6 +114,7 @@ def replace(
     request_bytes: int | None,
     *,
     split: bool = False,
+    vector_ulps: int = 0,
 ) -> None:
     """Full replace of ``part``'s records, each in one call: ``upsert`` (``add`` when none is
     stored yet), sending as ``None`` every metadata key the stored record has and the new one
@@ -113,8 +128,9 @@ def replace(
     its metadata is the same too.
 
     ``request_bytes`` caps the estimated JSON size of one call (HTTP); ``None`` for embedded.
-    With ``split``, the other stored records are deleted first and written anew (see the module
-    docstring): a crash between the two calls leaves them missing, never merged.
+    ``vector_ulps``: how far a read vector may be from the written one. With ``split``, the
+    other stored records are deleted first and written anew (see the module docstring): a crash
+    between the two calls leaves them missing, never merged.
     """
     fresh = [chroma_metadata(m) for m in part.metadatas]
     stored = _stored(coll, part.keys, op)
@@ -131,11 +147,7 @@ def replace(
     metadata_only: list[int] = []
     for i, key in enumerate(part.keys):
         old = stored.get(key)
-        if (
-            old is None
-            or old.doc != texts[i]
-            or not np.array_equal(np.asarray(old.vector, np.float32), part.vectors[i])
-        ):
+        if old is None or old.doc != texts[i] or not _same_vector(old.vector, part.vectors[i], vector_ulps):
             full.append(i)
         elif _canonical(merged[i]) != _canonical(old.meta):
             metadata_only.append(i)

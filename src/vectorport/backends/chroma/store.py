@@ -416,7 +416,14 @@ class ChromaStore(BaseStore[Where]):
         # request bodies up to a size (replace() cuts requests below it).
         request_bytes = None if self._path is not None else REQUEST_BYTES
         for part in batch.chunks(self._batch):
-            replace(coll, part, self._op, request_bytes, split=self._split > 0)
+            replace(
+                coll,
+                part,
+                self._op,
+                request_bytes,
+                split=self._split > 0,
+                vector_ulps=self.capabilities.vector_ulps,
+            )
 
     @contextmanager
     def split_replace(self) -> Iterator[None]:

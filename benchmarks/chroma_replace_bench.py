@@ -1,0 +1,107 @@
+"""What a replace costs in embedded Chroma: one ``upsert`` of stored ids against vectorport's
+writes (metadata-only changes as one ``update``; inside ``split_replace``, a delete and a
+write anew of the records whose vector or text changed).
+
+    python benchmarks/chroma_replace_bench.py [--n 10000] [--dim 128] [--batch 900] [--rounds 3]
+
+One collection of ``--n`` records; each batch is a third new records, a third stored records
+with a new vector, a third stored records with new metadata only (the mix ``sync --follow``
+applies under the follow benchmark's writes). The three ways take turns, a new batch each, so
+a machine's changing load falls on all three alike:
+
+- ``upsert``: chromadb's own ``collection.upsert`` of the batch (what a full replace was before:
+  Chroma repairs the HNSW neighbours of every stored id it upserts);
+- ``vectorport``: ``store.upsert`` (the metadata-only third is one ``update`` without vectors);
+- ``split_replace``: ``store.upsert`` inside ``store.split_replace()`` (what sync uses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import vectorport
+from vectorport import Record
+
+
+def run(n: int, dim: int, batch: int, rounds: int) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="vectorport-chroma-replace-"))
+    rng = np.random.default_rng(0)
+    try:
+        store = vectorport.connect(f"chroma://{root}?collection=bench", dimension=dim)
+        vectors = rng.standard_normal((n, dim)).astype(np.float32)
+        for start in range(0, n, 2000):
+            store.upsert(
+                Record(f"k{i}", vectors[i], {"i": i}, f"text {i}") for i in range(start, min(n, start + 2000))
+            )
+        coll = store._collection()  # chromadb's own collection, for the baseline
+        third = batch // 3
+        fresh = n
+        seconds = {"upsert": 0.0, "vectorport": 0.0, "split_replace": 0.0}
+        turn = 0
+        for _ in range(rounds):
+            for way in seconds:
+                base = (turn * 2 * third) % (n - 2 * third)
+                turn += 1
+                records = [
+                    Record(f"new{fresh + i}", rng.standard_normal(dim), {"r": turn}, "new")
+                    for i in range(third)
+                ]
+                fresh += third
+                records += [
+                    Record(f"k{i}", rng.standard_normal(dim), {"i": i}, f"text {i}")
+                    for i in range(base, base + third)
+                ]
+                records += [
+                    Record(f"k{i}", vectors[i], {"i": i, "touched": turn}, f"text {i}")
+                    for i in range(base + third, base + 2 * third)
+                ]
+                t0 = time.monotonic()
+                if way == "upsert":
+                    coll.upsert(
+                        ids=[r.key for r in records],
+                        embeddings=np.stack([np.asarray(r.vector, dtype=np.float32) for r in records]),
+                        metadatas=[r.metadata for r in records],
+                        documents=[r.text for r in records],
+                    )
+                elif way == "vectorport":
+                    store.upsert(records)
+                else:
+                    with store.split_replace():
+                        store.upsert(records)
+                seconds[way] += time.monotonic() - t0
+        written = rounds * 3 * third
+        store.close()
+        return {
+            "records": n,
+            "dim": dim,
+            "batch": 3 * third,
+            "rounds": rounds,
+            "seconds": {k: round(v, 2) for k, v in seconds.items()},
+            "records_per_second": {k: round(written / v) for k, v in seconds.items()},
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=900)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    print(json.dumps(run(args.n, args.dim, args.batch, args.rounds), indent=2))
+
+
+if __name__ == "__main__":
+    main()
