@@ -11,6 +11,10 @@ float64 distance and key, at the cost of one matrix product.
 :class:`SearchMatrix` ranks a fixed set of rows (batched queries); :class:`StreamingTopK` keeps
 the best rows of a stream of pages (a scan) for a few queries, in bounded memory;
 :class:`ExactIndex` adds keys' metadata and the filter oracle.
+
+A row without a defined distance (a NaN or infinite component, or all zeros under cosine) is
+never an answer, and a query without one has no answers: writes refuse such vectors, so they come
+from storage written by other tools or corrupted, and must neither crash a search nor rank.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ __all__ = ["ExactIndex", "SearchMatrix", "StreamingTopK", "TopK"]
 
 _UNIT = 2.0**-24  # float32 unit roundoff
 _SAFETY = 4.0  # the bound below is a worst case already; the factor covers BLAS summation order
+_WIDE = 1e37  # |q| * max |x| (or max |x|^2) beyond this, a float32 score may overflow (max 3.4e38)
 
 
 @dataclass(frozen=True)
@@ -68,25 +73,32 @@ class SearchMatrix:
             self.vectors = self.vectors.reshape(len(self.keys), -1)
         self._base: npt.NDArray[np.float32] | None = None
         self._sqnorms: npt.NDArray[np.float32] | None = None
+        self._rankable: npt.NDArray[np.bool_] | None = None
+        self._all_rankable = True
         self._max_norm = 0.0
 
     def __len__(self) -> int:
         return int(self.vectors.shape[0])
 
-    def _prepared(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-        """The matrix candidates are ranked against (unit rows under cosine), squared norms."""
-        if self._base is None or self._sqnorms is None:
-            sqnorms = np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64)
-            base = self.vectors
+    def _prepared(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
+        """The matrix candidates are ranked against (unit rows under cosine, unrankable rows
+        zeroed), squared norms, and which rows have a distance at all."""
+        if self._base is None or self._sqnorms is None or self._rankable is None:
+            with np.errstate(over="ignore", invalid="ignore"):  # non-finite rows, dropped below
+                sqnorms = np.einsum("ij,ij->i", self.vectors, self.vectors, dtype=np.float64)
+            rankable = _rankable_rows(self.metric, sqnorms)
+            base = self.vectors if rankable.all() else np.where(rankable[:, None], self.vectors, 0)
+            sqnorms = np.where(rankable, sqnorms, 0.0)
             if self.metric is Metric.COSINE:
                 norms = np.sqrt(sqnorms)[:, None]
                 base = (base / np.where(norms == 0, 1, norms)).astype(np.float32)
                 self._max_norm = 1.0
             else:
                 self._max_norm = float(np.sqrt(sqnorms.max())) if len(sqnorms) else 0.0
-            self._base = np.ascontiguousarray(base)
+            self._base = np.ascontiguousarray(base, dtype=np.float32)
             self._sqnorms = sqnorms.astype(np.float32)
-        return self._base, self._sqnorms
+            self._rankable, self._all_rankable = rankable, bool(rankable.all())
+        return self._base, self._sqnorms, self._rankable
 
     def _slack(self, qnorm: npt.NDArray[np.float64], dim: int) -> npt.NDArray[np.float64]:
         """Per query, twice a bound on the float32 error of a candidate score."""
@@ -106,37 +118,66 @@ class SearchMatrix:
         dim = self.vectors.shape[1] if self.vectors.ndim == 2 else 0
         q = np.asarray(queries, dtype=np.float32).reshape(-1, dim)
         nq = q.shape[0]
+        base, sqnorms, rankable = self._prepared()
+        every = rows is None and self._all_rankable
         allowed = np.arange(len(self), dtype=np.int64) if rows is None else rows
-        n = int(allowed.size)
-        kk = min(k, n)
-        out_rows = np.full((nq, k), -1, dtype=np.int64)
-        out_dist = np.full((nq, k), np.inf, dtype=np.float64)
-        counts = np.full(nq, kk, dtype=np.int64)
-        if kk == 0 or nq == 0:
-            return TopK(out_rows, out_dist, counts)
-        base, sqnorms = self._prepared()
-        every = rows is None
+        if not self._all_rankable:
+            allowed = allowed[rankable[allowed]]
+        with np.errstate(over="ignore", invalid="ignore"):  # NaN and inf queries are dropped here
+            qnorm = np.linalg.norm(q.astype(np.float64), axis=1)
+        answerable = np.isfinite(qnorm) & ((qnorm > 0) if self.metric is Metric.COSINE else True)
+        kk = min(k, int(allowed.size))
+        out = TopK(
+            np.full((nq, k), -1, dtype=np.int64),
+            np.full((nq, k), np.inf, dtype=np.float64),
+            np.where(answerable, kk, 0).astype(np.int64),
+        )
+        if kk == 0 or not answerable.any():
+            return out
+        q = np.where(answerable[:, None], q, np.float32(0))
         sub = base if every else base[allowed]
         subnorms = sqnorms if every else sqnorms[allowed]
-        slack = self._slack(np.linalg.norm(q.astype(np.float64), axis=1), dim)
+        slack = self._slack(qnorm, dim)
+        # float32 scores that may overflow rank every row in float64 instead
+        exhaustive = ~np.isfinite(slack) | (qnorm * self._max_norm > _WIDE) | (self._max_norm**2 > _WIDE)
         for start in range(0, nq, batch_size):
             qb = q[start : start + batch_size]
-            score = qb @ sub.T  # larger is nearer (cosine: unit rows, |q| does not change the order)
-            if self.metric is Metric.EUCLIDEAN:
-                # -(|x|^2 - 2 q.x): |q|^2 is the same for every row; in place, no copy
-                score *= 2.0
-                score -= subnorms[None, :]
-            if kk < n:
-                kth = np.partition(score, n - kk, axis=1)[:, n - kk]
+            part = slice(start, start + qb.shape[0])
+            with np.errstate(over="ignore", invalid="ignore"):  # such queries are ranked exhaustively
+                score = qb @ sub.T  # larger is nearer (cosine: unit rows, |q| does not change the order)
+                if self.metric is Metric.EUCLIDEAN:
+                    # -(|x|^2 - 2 q.x): |q|^2 is the same for every row; in place, no copy
+                    score *= 2.0
+                    score -= subnorms[None, :]
+            cut = np.full(qb.shape[0], -np.inf)
+            if kk < allowed.size:  # every row within rounding of the k-th best score, ties included
+                kth = np.partition(score, allowed.size - kk, axis=1)[:, allowed.size - kk]
+                cut = np.where(exhaustive[part], -np.inf, kth - slack[part])
             for i in range(qb.shape[0]):
-                cand = allowed
-                if kk < n:  # every row within rounding of the k-th best score, ties included
-                    cand = allowed[np.flatnonzero(score[i] >= kth[i] - slack[start + i])]
-                dist = canonical_distances(self.metric, qb[i], self.vectors[cand])
-                order = np.lexsort((self.keys[cand], dist))[:kk]
-                out_rows[start + i, :kk] = cand[order]
-                out_dist[start + i, :kk] = dist[order]
-        return TopK(out_rows, out_dist, counts)
+                if answerable[start + i]:
+                    cand = allowed[np.flatnonzero(score[i] >= cut[i])]
+                    self._rank(out, start + i, qb[i], allowed if cand.size < kk else cand, kk)
+        return out
+
+    def _rank(
+        self,
+        out: TopK,
+        qi: int,
+        query: npt.NDArray[np.float32],
+        cand: npt.NDArray[np.int64],
+        kk: int,
+    ) -> None:
+        """Order ``cand`` by exact distance and key into row ``qi`` of ``out``."""
+        dist = canonical_distances(self.metric, query, self.vectors[cand])
+        order = np.lexsort((self.keys[cand], dist))[:kk]
+        out.rows[qi, :kk] = cand[order]
+        out.distances[qi, :kk] = dist[order]
+
+
+def _rankable_rows(metric: Metric, sqnorms: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """Rows with a distance: finite (so is the float64 squared norm), and not zero under cosine."""
+    ok = np.isfinite(sqnorms)
+    return ok & (sqnorms > 0) if metric is Metric.COSINE else ok
 
 
 class StreamingTopK:
@@ -265,10 +306,11 @@ class ExactIndex:
         where: FilterNode | None = None,
         mask: npt.NDArray[np.bool_] | None = None,
     ) -> tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Best-first keys and distances among matching rows, plus all distances."""
+        """Best-first keys and distances among matching rows that have a distance, plus all
+        distances (NaN or infinite for rows and queries without one)."""
         dist = self.distances(query)
         allowed = self.mask(where) if mask is None else mask
-        rows = np.flatnonzero(allowed)
+        rows = np.flatnonzero(allowed & np.isfinite(dist))
         order = rows[np.lexsort((self.keys[rows], dist[rows]))][:k]
         return [str(k_) for k_ in self.keys[order]], dist[order], dist
 

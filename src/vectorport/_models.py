@@ -79,20 +79,23 @@ def score_from_distance(metric: Metric, distance: float) -> float:
 
 
 def canonical_distances(metric: Metric, query: Vector, matrix: Vector) -> npt.NDArray[np.float64]:
-    """Exact canonical distances from ``query`` to every row of ``matrix`` (float64 maths)."""
+    """Exact canonical distances from ``query`` to every row of ``matrix`` (float64 maths).
+
+    A row or query without a distance (non-finite components; all zeros under cosine) gets a
+    NaN or infinite one, silently: callers drop it (:mod:`vectorport._exact`)."""
     q = query.astype(np.float64, copy=False)
     m = matrix.astype(np.float64, copy=False)
-    if metric is Metric.COSINE:
-        norms = np.linalg.norm(m, axis=1) * np.linalg.norm(q)
-        with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if metric is Metric.COSINE:
+            norms = np.linalg.norm(m, axis=1) * np.linalg.norm(q)
             cos = (m @ q) / norms
-        # Rounding puts cos a hair outside [-1, 1] (a vector against itself gave -2e-16 about a
-        # third of the time); a distance is never negative.
-        return np.asarray(np.clip(1.0 - cos, 0.0, 2.0), dtype=np.float64)
-    if metric is Metric.EUCLIDEAN:
-        diff = m - q
-        return np.asarray(np.sqrt(np.einsum("ij,ij->i", diff, diff)), dtype=np.float64)
-    return np.asarray(-(m @ q), dtype=np.float64)
+            # Rounding puts cos a hair outside [-1, 1] (a vector against itself gave -2e-16
+            # about a third of the time); a distance is never negative.
+            return np.asarray(np.clip(1.0 - cos, 0.0, 2.0), dtype=np.float64)
+        if metric is Metric.EUCLIDEAN:
+            diff = m - q
+            return np.asarray(np.sqrt(np.einsum("ij,ij->i", diff, diff)), dtype=np.float64)
+        return np.asarray(-(m @ q), dtype=np.float64)
 
 
 @dataclass(frozen=True)

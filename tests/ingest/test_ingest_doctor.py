@@ -128,3 +128,23 @@ def test_canaries_catch_a_silently_changed_embedder(
     assert "canary-drift" in checks(report) and not report.ok
     with pytest.raises(vectorport.ConfigurationError):
         CanarySet.load(tmp_path / "nope.json")
+
+
+def test_canaries_still_run_when_a_stored_vector_is_corrupt(
+    tree: Callable[[dict[str, str]], Path], memory_url: str
+) -> None:
+    """The write path refuses NaN, so a NaN vector comes from storage corruption: the doctor
+    must report it and still run the canaries (whose queries rank over that row)."""
+    root = tree({f"d{i}.md": long_markdown(f"Doc{i}", 2) for i in range(3)})
+    emb = HashEmbedder(32)
+    store = build(root, memory_url, emb)
+    key = sorted(r.key for r in store.records())[0]
+    with pytest.raises(vectorport.ValidationError, match=r"index 3"):
+        store.upsert([vectorport.Record(key, [0.0] * 3 + [float("nan")] + [1.0] * 28)])
+    coll = memory_backend._NAMESPACE[store.collection]
+    coll.vectors[coll.rows[key], 3] = np.nan
+    recorded = record_canaries(store, emb, k=5, n=3)
+    report = diagnose(store, embedder=emb, canaries=recorded)
+    assert report.findings[0].check == "non-finite" and report.findings[0].keys == (key,)
+    assert len(report.canaries) == 3 and "canary-drift" in report.checks_run
+    assert all(key not in store.query(c.vector, 5).keys for c in recorded.canaries)
