@@ -47,6 +47,7 @@ __all__ = [
     "Fused",
     "TextIndex",
     "analyze",
+    "canonical_language",
     "check_fusion",
     "check_query_text",
     "fuse",
@@ -62,6 +63,44 @@ HYBRID_DEPTH = 2
 
 _WORD = re.compile("\\w+(?:['\\u2019.]\\w+)*")
 _SINGLE = re.compile("([\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f])")
+
+
+ANALYZER_LANGUAGES: dict[str, str] = {
+    "da": "danish",
+    "de": "german",
+    "en": "english",
+    "es": "spanish",
+    "fi": "finnish",
+    "fr": "french",
+    "hu": "hungarian",
+    "it": "italian",
+    "nl": "dutch",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sv": "swedish",
+    "tr": "turkish",
+}
+"""A language's ISO 639-1 code (a bucket index's text analyzer, ``textSearchConfigurations``'
+``language``) → the PostgreSQL text search configuration that stems it."""
+
+
+def canonical_language(name: str | None) -> str | None:
+    """One name per text search language, so stores that spell it differently compare equal:
+    PostgreSQL's configuration name (``pg_catalog.spanish`` and a bucket analyzer's ``es`` are
+    ``spanish``); the standard analyzer (no language, no stemming) is PostgreSQL's ``simple``; a
+    code PostgreSQL has no configuration for (``ja``) stays as it is.
+
+    >>> canonical_language("pg_catalog.Spanish"), canonical_language("es"), canonical_language("")
+    ('spanish', 'spanish', 'simple')
+    """
+    if name is None:
+        return None
+    text = name.strip().strip('"').lower().removeprefix("pg_catalog.")
+    if not text:
+        return "simple"
+    return ANALYZER_LANGUAGES.get(text, text)
 
 
 def analyze(text: str) -> list[str]:

@@ -128,3 +128,34 @@ def test_an_existing_index_is_not_changed(
     finally:
         plain.drop()
         plain.close()
+
+
+def test_a_new_index_follows_the_source_language_and_verify_compares_it(
+    endpoint: str, s3v: Any, unique: Any
+) -> None:
+    """A Spanish index migrated into a new one made with ``text_search=true`` analyzes in Spanish
+    too (as the raw client reads the index); into one analyzing French, ``verify`` reports the
+    language difference: the same records searched in another language are not the same store."""
+    base = f"s3vectors://text-option/{{}}?endpoint_url={endpoint}"
+    src_name, same, other = unique("ts-src"), unique("ts-same"), unique("ts-fr")
+    src = vectorport.connect(base.format(src_name), dimension=2, text_search="es")
+    src.upsert([vectorport.Record("a", [1, 0], {}, "los zorros corren"), *RECORDS])
+    french = vectorport.connect(base.format(other), dimension=2, text_search="fr")
+    try:
+        assert src.text_language == "spanish"  # type: ignore[attr-defined]
+        assert src.info()["s3vectors"]["text_search_language"] == "spanish"
+        report = vectorport.migrate.run(src.url.raw, base.format(same) + "&text_search=true")
+        assert report.ok, report
+        assert configs(s3v, "text-option", same) == [
+            {"metadataKey": TEXT_KEY, "language": "es", "status": "ACTIVE"}
+        ]
+        assert any("language" in note for note in report.plan.notes), report.plan.notes
+        french.upsert(list(src.get(["a", "tea", "bread", "bees"])))
+        checked = vectorport.migrate.verify(src.url.raw, french.url.raw, sample_queries=0)
+        assert not checked.ok
+        assert "text search language: source spanish, target french" in checked.collection, checked.collection
+        assert vectorport.migrate.verify(src.url.raw, base.format(same), sample_queries=0).ok
+    finally:
+        for name in (src_name, same, other):
+            with vectorport.connect(base.format(name)) as s:
+                s.drop()

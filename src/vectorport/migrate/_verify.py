@@ -40,6 +40,7 @@ from .._json import json_equal
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._report import Report
+from .._textsearch import canonical_language
 from ..exceptions import ConfigurationError
 from ._digestscan import scan_digests
 from ._progress import Progress, ProgressMode
@@ -423,7 +424,12 @@ def collection_differences(source: VectorStore, target: VectorStore, same_vector
     if same_vectors and a.dimension != b.dimension:
         out.append(f"dimension: source {a.dimension}, target {b.dimension}")
     lang_a, lang_b = getattr(source, "text_language", None), getattr(target, "text_language", None)
-    if isinstance(lang_a, str) and isinstance(lang_b, str) and lang_a != lang_b:
+    # compared as one vocabulary: a table's ``spanish`` is a bucket analyzer's ``es``
+    if (
+        isinstance(lang_a, str)
+        and isinstance(lang_b, str)
+        and canonical_language(lang_a) != canonical_language(lang_b)
+    ):
         out.append(f"text search language: source {lang_a}, target {lang_b}")
     return out
 

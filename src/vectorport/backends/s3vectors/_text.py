@@ -31,7 +31,15 @@ from ..._base import BaseStore, FilterLike
 from ..._capabilities import Capabilities
 from ..._features import Feature
 from ..._models import Include, Match, QueryResult, canonical_distances, score_from_distance
-from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, fuse, text_match
+from ..._textsearch import (
+    ANALYZER_LANGUAGES,
+    HYBRID_DEPTH,
+    canonical_language,
+    check_fusion,
+    check_query_text,
+    fuse,
+    text_match,
+)
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
@@ -71,17 +79,19 @@ def text_search_option(value: Any) -> str | None:
     )
 
 
-def searchable_keys(index: Mapping[str, Any]) -> frozenset[str]:
-    """The full-text searchable metadata keys of a ``GetIndex`` description."""
+def searchable_keys(index: Mapping[str, Any]) -> dict[str, str]:
+    """The full-text searchable metadata keys of a ``GetIndex`` description, each with its
+    analyzer's language (``""``: the standard analyzer)."""
     configs = (index.get("metadataConfiguration") or {}).get("textSearchConfigurations") or []
-    return frozenset(str(c["metadataKey"]) for c in configs)
+    return {str(c["metadataKey"]): str(c.get("language") or "") for c in configs}
 
 
 class TextSearchMixin(BaseStore[dict[str, Any]]):
     """``text_query`` and ``hybrid_query`` of :class:`~.store.S3VectorsStore`."""
 
-    _searchable: frozenset[str] = frozenset()
-    """The index's full-text searchable keys (known once the index is opened)."""
+    _searchable: Mapping[str, str] = {}
+    """The index's full-text searchable keys and their analyzer languages (known once the index
+    is opened)."""
     _text_search: str | None = None
     """``text_search=``: configure the text key full-text searchable when creating the index
     (``None``: no; ``""``: the standard analyzer; else a language code)."""
@@ -123,7 +133,30 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
     def _created_searchable(self) -> None:
         """After ``CreateIndex``: the text key is searchable when it was configured so."""
         if self._text_search is not None:
-            self._searchable = frozenset({self.layout.text_key})
+            self._searchable = {self.layout.text_key: self._text_search}
+
+    @property
+    def text_language(self) -> str | None:
+        """The language the index's text search analyzes its text key in, named as PostgreSQL
+        names it (:func:`~vectorport._textsearch.canonical_language`: ``es`` is ``spanish``, the
+        standard analyzer ``simple``); ``None`` without text search. ``verify`` compares it with
+        the source's."""
+        if not self._has_text_search():
+            return None
+        return canonical_language(self._searchable.get(self.layout.text_key, ""))
+
+    def follow_text_language(self, language: str) -> bool:
+        """Before the index is created with ``text_search=true`` (the standard analyzer): analyze
+        its text in ``language`` (a migration's source's) when the service has an analyzer for
+        it. A language named in ``text_search=`` stays. Whether the index will search so."""
+        wanted = canonical_language(language)
+        if self._text_search == "":
+            code = next((c for c, name in ANALYZER_LANGUAGES.items() if name == wanted), None)
+            if code is not None and code in TEXT_LANGUAGES:
+                self._text_search = code
+        if self._text_search is None:
+            return False
+        return canonical_language(self._text_search) == wanted
 
     def _opened_searchable(self, where: str) -> None:
         """After opening an index: say when ``text_search=`` asked for what the index lacks

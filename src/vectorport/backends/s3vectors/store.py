@@ -588,6 +588,7 @@ class S3VectorsStore(TextSearchMixin):
         out["s3vectors"] = {
             "non_filterable_keys": sorted(self._non_filterable),
             "text_search_keys": sorted(self._searchable),
+            "text_search_language": self.text_language,
         }
         return out
 
