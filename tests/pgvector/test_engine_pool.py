@@ -169,3 +169,31 @@ def test_aconnect_on_an_async_engine_borrows_its_pool(pg_uri: str, admin: Any) -
     assert [k[0] for k in keys] == [r.key for r in records[:12]]
     assert count == 30 and out == 0
     assert set(new.values()) <= {APP} and len(new) <= 3, new
+
+
+def test_an_engine_whose_pool_the_application_holds_is_a_clear_transient_error(pg_uri: str) -> None:
+    engine = sqlalchemy.create_engine(_url(pg_uri), pool_size=1, max_overflow=0, pool_timeout=0.2)
+    try:
+        with vectorport.connect(engine, table="engine_pool_held", dimension=DIM) as store:
+            store.retry = vectorport.RetryPolicy(attempts=2, base=0.01)
+            # the application holds the engine's only connection
+            with engine.connect(), pytest.raises(vectorport.TransientError) as err:
+                store.count()
+            assert "\n" not in str(err.value) and "larger pool_size or max_overflow" in str(err.value)
+            assert store.count() == 0  # given back: the store borrows it again
+            store.drop()
+    finally:
+        engine.dispose()
+
+
+def test_an_engine_whose_server_does_not_answer_is_a_one_line_error(tmp_path: Any) -> None:
+    url = sqlalchemy.engine.URL.create(
+        "postgresql+psycopg", username="postgres", database="postgres", query={"host": str(tmp_path)}
+    )
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with pytest.raises(vectorport.BackendUnavailableError) as err:
+            vectorport.connect(engine, table="nowhere", dimension=DIM)
+        assert "\n" not in str(err.value) and "pgvector open" in str(err.value)
+    finally:
+        engine.dispose()

@@ -29,6 +29,7 @@ from typing import Any
 
 import psycopg
 
+from ...exceptions import TransientError
 from ._codec import aregister_vector_types, register_vector_types
 from ._connections import Connections, Session, SessionState, usable
 
@@ -67,6 +68,25 @@ def connections_said(engine: Any) -> str:
         return "the SQLAlchemy engine's pool (aconnect's operations); its own for the sync API"
     driver = getattr(engine, "sync_engine", engine).dialect.driver
     return f"its own, from the engine's URL (the engine's driver, {driver}, is not psycopg 3)"
+
+
+@contextmanager
+def _engine_errors(engine: Any) -> Iterator[None]:
+    """SQLAlchemy's errors of a checkout as the store's: the driver's error it wraps (mapped
+    like any psycopg error by the caller), or the pool's timeout as a transient error."""
+    try:
+        yield
+    except Exception as exc:
+        orig = getattr(exc, "orig", None)
+        if isinstance(orig, psycopg.Error):
+            raise orig from exc
+        if type(exc).__module__.startswith("sqlalchemy") and type(exc).__name__ == "TimeoutError":
+            pool = getattr(engine, "sync_engine", engine).pool
+            raise TransientError(
+                f"pgvector: the SQLAlchemy engine's pool lent no connection in time ({pool.status()}); "
+                "the application holds them all: give the engine a larger pool_size or max_overflow"
+            ) from exc
+        raise
 
 
 def _take_back(session: SessionState, setup: list[str]) -> list[bytes]:
@@ -113,7 +133,8 @@ class EngineConnections(Connections):
             return session
         if not getattr(self._local, "depth", 0):
             self._refuse()
-        fairy = self.engine.raw_connection()
+        with _engine_errors(self.engine):
+            fairy = self.engine.raw_connection()
         try:
             conn = fairy.driver_connection
             if not isinstance(conn, psycopg.Connection):
@@ -174,7 +195,9 @@ class AsyncEngineConnections:
 
     @asynccontextmanager
     async def borrowed(self) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], SessionState]]:
-        async with self.engine.connect() as handle:
+        with _engine_errors(self.engine):
+            handle = await self.engine.connect()
+        try:
             fairy = await handle.get_raw_connection()
             conn = fairy.driver_connection
             if not isinstance(conn, psycopg.AsyncConnection):
@@ -190,12 +213,19 @@ class AsyncEngineConnections:
                     await conn.execute(setup.encode())
                 yield conn, session
             finally:
-                if not conn.closed and not conn.broken:
-                    try:
-                        for statement in _take_back(session, self._setup):
-                            await conn.execute(statement)
-                        await conn.set_autocommit(before)
-                    except psycopg.Error as exc:
-                        log.info("pgvector: a borrowed connection could not be reset (%s)", exc)
-                if conn.closed or conn.broken:
-                    await handle.invalidate()
+                await self._give_back(handle, conn, session, before)
+        finally:
+            await handle.close()
+
+    async def _give_back(
+        self, handle: Any, conn: psycopg.AsyncConnection[Any], session: SessionState, autocommit: bool
+    ) -> None:
+        if not conn.closed and not conn.broken:
+            try:
+                for statement in _take_back(session, self._setup):
+                    await conn.execute(statement)
+                await conn.set_autocommit(autocommit)
+            except psycopg.Error as exc:
+                log.info("pgvector: a borrowed connection could not be reset (%s)", exc)
+        if conn.closed or conn.broken:
+            await handle.invalidate()
