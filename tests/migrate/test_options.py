@@ -10,9 +10,13 @@ import pytest
 import typer
 
 import vectorport
+from vectorport._options import RunOptions
 from vectorport.cli import app
+from vectorport.compare import CompareOptions
 from vectorport.exceptions import ConfigurationError
 from vectorport.migrate import MigrateOptions, SyncOptions
+from vectorport.migrate._progress import ProgressMode
+from vectorport.snapshot import ExportOptions
 
 pytestmark = pytest.mark.memory
 
@@ -82,3 +86,15 @@ def test_sync_options_are_one_declaration_too(tmp_path: Path) -> None:
     finally:
         for name in ("opt-sync-src", "opt-sync-dst"):
             vectorport.connect(f"memory://{name}").drop()
+
+
+def test_one_options_mechanism_for_every_command() -> None:
+    """migrate, sync, export and compare declare their options on the one neutral base; its
+    checks and enum parsing apply to each."""
+    for cls in (MigrateOptions, SyncOptions, ExportOptions, CompareOptions):
+        assert issubclass(cls, RunOptions)
+        name = "batch_size" if "batch_size" in cls.__dataclass_fields__ else "concurrency"
+        with pytest.raises(vectorport.ConfigurationError, match=f"{name} must be"):
+            cls(**{name: 0})
+    assert ExportOptions(progress=True).progress is ProgressMode.BAR
+    assert SyncOptions(metadata_policy="Drop").to_dict()["metadata_policy"] == "drop"

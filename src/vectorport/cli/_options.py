@@ -1,4 +1,4 @@
-"""A command's flags derived from its run options (:mod:`vectorport.migrate._options`).
+"""A command's flags derived from its run options (:mod:`vectorport._options`).
 
 Each field of a run-options dataclass that the command line offers becomes one typer option:
 ``--`` plus the field name with dashes (``batch_size`` → ``--batch-size``) unless the command
@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..migrate._options import RunOptions
+from .._options import RunOptions
 from ..migrate._progress import ProgressMode
 from ..migrate._transform import MetadataPolicy
 

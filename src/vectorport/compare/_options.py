@@ -1,6 +1,6 @@
 """How a comparison runs and what it gates: one frozen declaration, :class:`CompareOptions`.
 
-Like the migration's options (:mod:`vectorport.migrate._options`), each field says its help
+Like the migration's options (the mechanism of :mod:`vectorport._options`), each field says its help
 text; the keyword arguments of :func:`vectorport.compare`, the flags of ``vectorport compare``
 (named by the CLI from the field names) and the :class:`Gates` of a run derive from it.
 
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from .._options import RunOptions, option
 from ..exceptions import ConfigurationError
-from ..migrate._options import RunOptions, option
 from ._gates import Gates
 
 __all__ = ["CompareOptions"]

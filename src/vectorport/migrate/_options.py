@@ -19,14 +19,12 @@ vectorport.exceptions.ConfigurationError: concurrency must be at least 1, got 0
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import Enum
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .._options import RunOptions, option
 from .._retry import RetryPolicy
 from ..exceptions import ConfigurationError
 from ._progress import ProgressMode
@@ -34,43 +32,6 @@ from ._report import DEFAULT_CAP
 from ._transform import MetadataPolicy
 
 __all__ = ["MigrateOptions", "RunOptions", "SyncOptions", "option", "parse_shard"]
-
-RUNNERS = ("local", "ray")
-
-
-def option(
-    default: Any,
-    help: str,
-    *,
-    resume: str = "free",
-    runners: tuple[str, ...] = RUNNERS,
-    cli: bool = True,
-    factory: bool = False,
-    minimum: int | None = None,
-    metavar: str | None = None,
-    only: Mapping[str, tuple[Any, ...]] | None = None,
-) -> Any:
-    """A field of a run-options declaration.
-
-    ``resume``: ``free`` (may change when a run is resumed) or ``fixed`` (recorded in the
-    checkpoint; a resume with another value is refused). ``runners``: the runners that honour
-    it; under any other a value other than the default is refused before any I/O. ``cli``:
-    whether the command line offers it (objects such as a retry policy are Python only).
-    ``minimum``: the smallest value (checked by the command line's parser too); ``metavar``: how
-    help shows the value. ``only``: per runner, the only values it honours.
-    """
-    meta = {
-        "help": help,
-        "resume": resume,
-        "runners": runners,
-        "cli": cli,
-        "minimum": minimum,
-        "metavar": metavar,
-        "only": dict(only or {}),
-    }
-    if factory:
-        return field(default_factory=default, metadata=meta)
-    return field(default=default, metadata=meta)
 
 
 def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
@@ -89,69 +50,6 @@ def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
     if not (isinstance(index, int) and isinstance(parts, int) and parts >= 1 and 0 <= index < parts):
         raise ConfigurationError(f"shard must be I/N with 0 <= I < N, got {index}/{parts}")
     return (index, parts)
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What every command's options share: the checks, the resume rule, the report section."""
-
-    COMMAND: ClassVar[str]
-
-    def __post_init__(self) -> None:
-        concurrency = getattr(self, "concurrency", 1)
-        if concurrency < 1:
-            raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
-        batch = getattr(self, "batch_size", None)
-        if batch is not None and batch < 1:
-            raise ConfigurationError(f"batch_size must be positive, got {batch}")
-        policy = getattr(self, "metadata_policy", None)
-        if policy is not None:
-            object.__setattr__(self, "metadata_policy", MetadataPolicy.parse(policy))
-        if hasattr(self, "progress"):  # a bool is still taken: True is a bar, False none
-            object.__setattr__(self, "progress", ProgressMode.parse(self.progress))
-
-    @classmethod
-    def declared(cls) -> tuple[dataclasses.Field[Any], ...]:
-        """The declaration: each field with its ``help``, ``resume``, ``runners`` and ``cli``."""
-        return dataclasses.fields(cls)
-
-    def fixed(self) -> dict[str, Any]:
-        """The options a resumed run must share with the run it continues (JSON values)."""
-        return {
-            f.name: _json(getattr(self, f.name)) for f in self.declared() if f.metadata["resume"] == "fixed"
-        }
-
-    def refused_by(self, runner: str) -> list[str]:
-        """The options set away from their default that ``runner`` cannot honour."""
-        out = []
-        for f in self.declared():
-            allowed = f.metadata["only"].get(runner)
-            if allowed is not None and getattr(self, f.name) not in allowed:
-                out.append(f.name)
-            if runner in f.metadata["runners"]:
-                continue
-            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            if getattr(self, f.name) != default:
-                out.append(f.name)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report's ``options`` section (the same under every runner)."""
-        return {f.name: _json(getattr(self, f.name)) for f in self.declared()}
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, os.PathLike | Path):
-        return str(value)
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, Mapping):
-        return {str(k): _json(v) for k, v in value.items()}
-    if isinstance(value, RetryPolicy):
-        return dataclasses.asdict(value)
-    return value
 
 
 @dataclass(frozen=True)

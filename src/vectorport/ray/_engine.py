@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import ray
 
 from .._features import write_cap_of
+from .._options import RunOptions
 from .._protocol import VectorStore
 from .._report import Report
 from ..backends.parquet._format import PartInfo
@@ -48,7 +49,7 @@ from ..migrate._engine import (
     verify_here,
 )
 from ..migrate._merged import worker_info
-from ..migrate._options import RunOptions, SyncOptions
+from ..migrate._options import SyncOptions
 from ..migrate._progress import Progress, ProgressMode
 from ..migrate._reembed import load_embedder
 from ..migrate._run import CopyStats, copy_records

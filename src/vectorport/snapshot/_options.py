@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .._options import RunOptions, option
 from ..exceptions import ConfigurationError
-from ..migrate._options import RunOptions, option
 from ..migrate._progress import ProgressMode
 from ..migrate._report import DEFAULT_CAP
 
