@@ -90,3 +90,34 @@ def test_euclidean_langchain_chroma_into_langchain_pgvector(
     out = CliRunner().invoke(app, ["verify", source, f"{target}&metric=cosine", "--json"])
     assert out.exit_code == 1, out.output
     assert json.loads(out.stdout)["collection"] == ["metric: source euclidean, target cosine"]
+
+
+def test_a_llamaindex_halfvec_table_opens_with_the_metric_llamaindex_searches_by(
+    pg_tables: Any, interop_uri: str, plain: Any
+) -> None:
+    """LlamaIndex's ``use_halfvec=True`` makes a ``halfvec_l2_ops`` HNSW index by default, but its
+    queries order by ``cosine_distance`` whatever the index: the table opens as cosine, as
+    LlamaIndex searches it, not as the index's euclidean."""
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+    from .pg_tables import _sa_url
+
+    li = PGVectorStore.from_params(
+        connection_string=_sa_url(interop_uri, "psycopg2"),
+        async_connection_string=_sa_url(interop_uri, "psycopg"),
+        table_name="li_half",
+        embed_dim=4,
+        use_halfvec=True,
+        hnsw_kwargs={"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 40},
+    )
+    li.add([])  # the first use creates the table and its index
+    row = plain.execute(
+        "SELECT opc.opcname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "JOIN pg_opclass opc ON opc.oid = i.indclass[0] WHERE c.relname = 'data_li_half_embedding_idx'"
+    ).fetchone()
+    assert row == ("halfvec_l2_ops",)
+    try:
+        with vectorport.connect(f"{pg_tables.url}&layout=llamaindex&table=data_li_half") as store:
+            assert store.spec.metric.value == "cosine"
+    finally:
+        plain.execute("DROP TABLE IF EXISTS data_li_half")

@@ -275,9 +275,12 @@ class CatalogMixin(ForeignMixin):
     def _create_collection(self, spec: CollectionSpec) -> None:
         if self.mapping.layout not in (None, "vectorport"):
             self._create_foreign(spec)
-            if self.layout_name != "langchain" and not self.layout.hnsw_index:
+            if self.layout_name != "langchain" and (
+                not self.layout.hnsw_index or self.layout_name == "llamaindex"
+            ):
                 # a framework table whose shape tells no metric (vecs, Supabase and LangChain v2
-                # make no index): the catalog records the one it was made for, so it reopens so
+                # make no index; a LlamaIndex table's index is not what LlamaIndex searches by):
+                # the catalog records the one it was made for, so it reopens so
                 with self._errors("create collection"):
                     conn, _ = self._conn()
                     apply_migrations(conn, self.schema)

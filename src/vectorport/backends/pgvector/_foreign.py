@@ -201,8 +201,8 @@ class ForeignMixin(StoreState):
         return int(row[0])
 
     def _foreign_metric(self, facts: TableFacts, columns: Columns, conn: psycopg.Connection[Any]) -> Metric:
-        """The metric: the asked one, else the HNSW index's, else the one vectorport recorded when
-        it created the table (or LangChain collection), else the framework's default."""
+        """The metric: the asked one, else the one vectorport recorded when it created the table
+        (or LangChain collection), else the HNSW index's, else the framework's default."""
         asked = self._requested_metric or self._url_metric
         indexed = [
             ix
@@ -211,12 +211,14 @@ class ForeignMixin(StoreState):
         ]
         if asked is not None:
             return asked
-        if indexed:
-            assert indexed[0].metric is not None
-            return indexed[0].metric
         recorded = self._recorded_metric(conn)
         if recorded is not None:
             return recorded
+        if indexed and not (self.layout_name == "llamaindex" and indexed[0].opclass == "halfvec_l2_ops"):
+            assert indexed[0].metric is not None
+            return indexed[0].metric
+        # (LlamaIndex makes a halfvec_l2_ops index by default with use_halfvec=True, yet searches
+        # by cosine_distance whatever its index: the table's metric is the one LlamaIndex uses)
         if self.layout_name in ("custom", None):
             raise ConfigurationError(
                 f"{self._where} has no vector index on {columns.embedding!r} telling its metric: pass "
