@@ -90,3 +90,15 @@ def test_typer_itself_is_left_alone() -> None:
 
     assert not hasattr(typer.core.TyperOption.display_type_rich, "__wrapped__")
     assert typer.core.TyperOption.display_type_rich.__module__ == "typer.core"
+
+
+def test_report_is_one_option_wherever_a_command_writes_its_json_report() -> None:
+    """``--report`` is declared once (``ReportOption``): the same flag, help and check of the
+    path on every command that writes its JSON report to a file."""
+    found = {}
+    for path, command in COMMANDS:
+        for param in getattr(command, "params", []):
+            if "--report" in param.opts and path[-1] != "compare":  # compare's is its HTML report
+                found[path] = (param.help, param.callback.__name__ if param.callback else None)
+    assert {p[-1] for p in found} >= {"migrate", "verify", "sync", "export"}
+    assert set(found.values()) == {("Also write the JSON report to this file.", "writable_path")}

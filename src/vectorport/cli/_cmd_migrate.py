@@ -41,7 +41,16 @@ from ..migrate import (
 )
 from ..migrate import run as run_migration
 from ..migrate import verify as run_verify
-from ._common import JsonOption, emit_json, err_console, fail, out_console, print_error, writable_path
+from ._common import (
+    JsonOption,
+    ReportOption,
+    emit_json,
+    err_console,
+    fail,
+    out_console,
+    print_error,
+    write_report,
+)
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
 from ._options import ProgressOption, with_options
 
@@ -229,21 +238,6 @@ def _print_report(report: MigrationReport) -> None:
     out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")
 
 
-def _write_report(path: Path | None, data: Any) -> None:
-    if path is not None:
-        import json
-
-        from .._paths import unwritable
-
-        try:
-            path.write_text(
-                json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
-            )
-        except OSError as exc:  # checked before the work (writable_path); a disk full since
-            print_error(unwritable("report", path, exc))
-            raise typer.Exit(ExitCode.FAILURE) from None
-
-
 ExpectDigestOption = Annotated[
     str | None,
     typer.Option(
@@ -270,10 +264,7 @@ def migrate(
     target: Annotated[
         str, typer.Argument(help="Target store URL (created with the source's spec if missing).")
     ],
-    report_path: Annotated[
-        Path | None,
-        typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
-    ] = None,
+    report_path: ReportOption = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
@@ -301,7 +292,7 @@ def migrate(
     except PlanRefusedError as exc:
         refused = exc.report if isinstance(exc.report, MigrationReport) else None
         data = refused.to_dict() if refused else {"status": "refused", "plan": exc.plan.to_dict()}
-        _write_report(report_path, data)
+        write_report(report_path, data)
         if as_json:
             emit_json(data, MigrationReport.SCHEMA)
         else:
@@ -310,7 +301,7 @@ def migrate(
         raise typer.Exit(ExitCode.REFUSED) from None
     except VectorportError as exc:
         raise fail(exc, {UnsupportedFeatureError: ExitCode.REFUSED}) from None
-    _write_report(report_path, report.to_dict())
+    write_report(report_path, report.to_dict())
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -341,10 +332,7 @@ def verify(
     queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries (0: none).")] = 20,
     k: Annotated[int, typer.Option("-k", min=1, help="Top-k of the sampled queries.")] = 10,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Pages compared in parallel.")] = 4,
-    report_path: Annotated[
-        Path | None,
-        typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
-    ] = None,
+    report_path: ReportOption = None,
     progress: ProgressOption = None,
     expect_digest: ExpectDigestOption = None,
     as_json: bool = JsonOption,
@@ -359,44 +347,55 @@ def verify(
     each store is read by Ray tasks that return per-key-bin digests, merged on the driver;
     only the bins that differ are compared record by record.
     """
+    common: dict[str, Any] = {
+        "metadata_policy": metadata_policy,
+        "text_key": text_key,
+        "sample_queries": queries,
+        "k": k,
+    }
     try:
-        if expect_digest is not None:  # the snapshot among the two (the source when both are)
-            from ..snapshot._export import expecting
-
-            if source.lower().startswith("parquet:"):
-                source = expecting(source, expect_digest)
-            else:
-                target = expecting(target, expect_digest)
+        source, target = _expecting(source, target, expect_digest)
         if engine is Engine.ray:
-            if shard is not None:
-                raise ConfigurationError("--shard is for --engine local; --engine ray splits the work itself")
-            from ..ray import verify_on_ray
-
-            result: VerifyReport = verify_on_ray(
-                source,
-                target,
-                workers=workers,
-                address=address,
-                metadata_policy=metadata_policy,
-                text_key=text_key,
-                sample_queries=queries,
-                k=k,
-            )
+            result = _verify_on_ray(source, target, shard, workers, address, common)
         else:
             result = run_verify(
                 source,
                 target,
-                metadata_policy=metadata_policy,
-                text_key=text_key,
                 shard=shard,
-                sample_queries=queries,
-                k=k,
                 concurrency=concurrency,
                 progress=sys.stderr.isatty() if progress is None else progress,
+                **common,
             )
     except VectorportError as exc:
         raise fail(exc) from None
-    _write_report(report_path, result.to_dict())
+    _show_verification(result, report_path, as_json)
+
+
+def _expecting(source: str, target: str, digest: str | None) -> tuple[str, str]:
+    """``--expect-digest``: the snapshot among the two (the source when both are) must be it."""
+    if digest is None:
+        return source, target
+    from ..snapshot._export import expecting
+
+    if source.lower().startswith("parquet:"):
+        return expecting(source, digest), target
+    return source, expecting(target, digest)
+
+
+def _verify_on_ray(
+    source: str, target: str, shard: str | None, workers: int, address: str | None, common: dict[str, Any]
+) -> VerifyReport:
+    """``verify --engine ray``: Ray tasks read each store (``--shard`` is refused: Ray splits the work)."""
+    if shard is not None:
+        raise ConfigurationError("--shard is for --engine local; --engine ray splits the work itself")
+    from ..ray import verify_on_ray
+
+    return verify_on_ray(source, target, workers=workers, address=address, **common)
+
+
+def _show_verification(result: VerifyReport, report_path: Path | None, as_json: bool) -> None:
+    """The report to ``--report``, then to stdout (JSON or text); the exit code when not ok."""
+    write_report(report_path, result.to_dict())
     if as_json:
         emit_json(result.to_dict())
     else:

@@ -18,9 +18,9 @@ import typer
 from .._exit import ExitCode
 from ..exceptions import VectorportError
 from ..snapshot._options import ExportOptions
-from ._cmd_migrate import ExpectDigestOption, _print_verification, _write_report
+from ._cmd_migrate import ExpectDigestOption, _print_verification
 from ._cmd_migrate import migrate as migrate_command
-from ._common import JsonOption, emit_json, fail, out_console, writable_path
+from ._common import JsonOption, ReportOption, emit_json, fail, out_console, write_report
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
 from ._options import with_options
 
@@ -35,10 +35,7 @@ def export(
     part_mb: Annotated[
         int, typer.Option("--part-mb", min=1, help="Approximate size of one Parquet part, in MiB.")
     ] = 128,
-    report_path: Annotated[
-        Path | None,
-        typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
-    ] = None,
+    report_path: ReportOption = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
@@ -66,7 +63,7 @@ def export(
         )
     except VectorportError as exc:
         raise fail(exc) from None
-    _write_report(report_path, report.to_dict())
+    write_report(report_path, report.to_dict())
     if as_json:
         emit_json(report.to_dict())
         if report.exit_code != ExitCode.OK:

@@ -39,8 +39,8 @@ from ..migrate import sync as run_sync
 from ..migrate._capture import Lag
 from ..migrate._progress import ProgressMode, emit_progress
 from ..migrate._sync import committed
-from ._cmd_migrate import SHOWN, _print_verification, _write_report, resume_command
-from ._common import JsonOption, emit_json, err_console, fail, out_console, writable_path
+from ._cmd_migrate import SHOWN, _print_verification, resume_command
+from ._common import JsonOption, ReportOption, emit_json, err_console, fail, out_console, write_report
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
 from ._options import with_options
 
@@ -131,7 +131,7 @@ class _Command:
             shards = [(i, n) for i in range(n)] if n > 1 else [parse_shard(options["shard"])]
             _interrupted(Path(options["state"]), shards)
             raise typer.Exit(130) from None
-        _write_report(self.report_path, report.to_dict())
+        write_report(self.report_path, report.to_dict())
         if self.as_json:  # JSON Lines: one line per pass, so `sync --json >> log` stays parseable
             emit_json(report.to_dict(), line=True)
         else:
@@ -171,10 +171,6 @@ EveryOption = Annotated[
 ]
 RunsOption = Annotated[
     int | None, typer.Option("--runs", min=1, help="With --every: stop after this many passes.")
-]
-ReportOption = Annotated[
-    Path | None,
-    typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
 ]
 SetupOption = Annotated[
     bool, typer.Option("--setup-capture", help="Install change capture on SOURCE (pgvector) and exit.")

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -116,6 +116,28 @@ def writable_path(param: typer.CallbackParam, value: Path | None) -> Path | None
     except ConfigurationError as exc:
         print_error(exc)
         raise typer.Exit(ExitCode.USAGE) from None
+
+
+ReportOption = Annotated[
+    Path | None,
+    typer.Option("--report", help="Also write the JSON report to this file.", callback=writable_path),
+]
+"""``--report PATH`` of the commands that run work (``migrate``, ``verify``, ``sync``, ``export``):
+the ``--json`` document, also written to a file (see :func:`write_report`)."""
+
+
+def write_report(path: Path | None, data: Any) -> None:
+    """Write ``data`` as the JSON report to ``path`` (``--report``; nothing when ``None``)."""
+    if path is not None:
+        from .._paths import unwritable
+
+        try:
+            path.write_text(
+                json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+            )
+        except OSError as exc:  # checked before the work (writable_path); a disk full since
+            print_error(unwritable("report", path, exc))
+            raise typer.Exit(ExitCode.FAILURE) from None
 
 
 def emit_json(data: Mapping[str, Any], schema: str | None = None, *, line: bool = False) -> None:
