@@ -633,19 +633,12 @@ def sync(
 
     ``source``, ``target``: store URLs or stores, as for :func:`vectorport.migrate.run`; the
     target is created with the source's spec when missing. ``options`` are the fields of
-    :class:`~vectorport.migrate.SyncOptions` (each documented there): ``delete``, ``full`` (read
-    and compare the whole target instead of trusting the state, as the first sync of a pair
-    does), ``state`` (the SQLite state file; default: one per URL pair, :func:`default_state`;
-    an interrupted pass continues from it at the next call), ``shard`` (``"i/n"``: the source's
-    scan segment ``i`` of ``n``, with the state ``<state>.shard-i-of-n.sqlite``), ``verify``,
-    ``metadata_policy``, ``text_key``, ``batch_size``, ``concurrency``, ``retry``, ``progress``,
-    ``sample_queries``, ``k``, ``follow`` (after the pass, apply the source's captured changes as
-    they come, until interrupted or ``until_equal``; needs ``setup_capture`` on a pgvector
-    source), ``until_equal`` (return once the target is caught up and verifies equal; passes
-    repeat every ``poll`` seconds until then) and ``poll``. ``runner``: where the passes run
-    (default: threads in this process; :class:`vectorport.ray.RayRunner`: one Ray task per
-    shard, each with its own state). ``on_lag`` is called with a :class:`~._capture.Lag` after
-    each read of the change feed.
+    :class:`~vectorport.migrate.SyncOptions`, each documented there (``delete``, ``full``,
+    ``state``: the SQLite state file an interrupted pass continues from, default
+    :func:`default_state`; ``shard``, ``verify``, ``follow``, ``until_equal``, …). ``runner``:
+    where the passes run (default: threads in this process; :class:`vectorport.ray.RayRunner`:
+    one Ray task per shard, each with its own state). ``on_lag`` is called with a
+    :class:`~._capture.Lag` after each read of the change feed.
 
     A source with change capture installed (see :mod:`._capture`) is not scanned: a pass
     applies what it captured since the last pass, once a first pass recorded the target.
