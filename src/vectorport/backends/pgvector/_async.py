@@ -312,7 +312,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
     async def _ready_to_write(self) -> None:
         store = self.sync
         if not store._write_ready or store._index_missing:
-            await asyncio.to_thread(store._prepare_writes)  # once: catalog, adopted table, index
+            await asyncio.to_thread(store.indexing.prepare_writes)  # once: catalog, adopted table, index
 
     async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
         store = self.sync

@@ -1,7 +1,7 @@
 """Change capture on a pgvector collection's table: what ``sync`` reads instead of scanning.
 
-Two ways, installed by :meth:`CaptureMixin.setup_capture` and removed by
-:meth:`CaptureMixin.teardown_capture` (nothing stays on the server otherwise):
+Two ways, installed by :meth:`Capture.setup_capture` and removed by
+:meth:`Capture.teardown_capture` (nothing stays on the server otherwise):
 
 ``slot``
     A publication on the table and a logical replication slot with the ``pgoutput`` plugin,
@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -43,10 +43,12 @@ from ..._changes import CaptureSetup, ChangeBatch
 from ...exceptions import ConfigurationError
 from ._connections import usable
 from ._pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate, decode, lsn_int, lsn_text
-from ._state import StoreState
 from .errors import pg_errors
 
-__all__ = ["CaptureMixin", "OutboxFeed", "SlotFeed"]
+if TYPE_CHECKING:
+    from .store import PgVectorStore
+
+__all__ = ["Capture", "OutboxFeed", "SlotFeed"]
 
 _JSON_TYPES = frozenset({114, 3802})  # json, jsonb: passed to jsonb_populate_recordset as JSON
 _REPLICA_IDENTITY = {"d": "DEFAULT", "n": "NOTHING", "i": "USING INDEX"}
@@ -59,24 +61,28 @@ class _Names:
     trigger: str
 
 
-class CaptureMixin(StoreState):
-    """``setup_capture``, ``teardown_capture`` and ``change_feed`` of a pgvector store."""
+class Capture:
+    """Change capture on the store's table: ``setup_capture``, ``teardown_capture`` and
+    ``change_feed`` (the store forwards them), on connections of their own."""
+
+    def __init__(self, store: PgVectorStore) -> None:
+        self.store = store
 
     def _capture_names(self) -> _Names:
-        scope = json.dumps(sorted(self.layout.columns.scope_params), default=str)
-        digest = hashlib.sha256(f"{self.schema}.{self.table}\n{scope}".encode()).hexdigest()[:12]
+        scope = json.dumps(sorted(self.store.layout.columns.scope_params), default=str)
+        digest = hashlib.sha256(f"{self.store.schema}.{self.store.table}\n{scope}".encode()).hexdigest()[:12]
         base = f"vectorport_capture_{digest}"
         return _Names(slot=base, outbox=f"vectorport_outbox_{digest}", trigger=base)
 
-    def _capture_conn(self) -> psycopg.Connection[Any]:
-        _ = self.spec  # binds the layout (opens the collection)
-        return self._new_connection()
+    def connection(self) -> psycopg.Connection[Any]:
+        _ = self.store.spec  # binds the layout (opens the collection)
+        return self.store._new_connection()
 
     def _check_capturable(self, conn: psycopg.Connection[Any]) -> None:
         row = conn.execute(
             "SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s AND c.relname = %s",
-            (self.schema, self.table),
+            (self.store.schema, self.store.table),
         ).fetchone()
         kind = row[0] if row else None
         if kind not in ("r", "p"):
@@ -84,13 +90,14 @@ class CaptureMixin(StoreState):
                 str(kind), "not a table"
             )
             raise ConfigurationError(
-                f"{self._where}: {self.schema}.{self.table} is {what}; change capture reads a table's "
-                "writes: capture the table it reads from, or sync this one without capture (a scan)"
+                f"{self.store._where}: {self.store.schema}.{self.store.table} is {what}; change capture "
+                "reads a table's writes: capture the table it reads from, or sync this one without "
+                "capture (a scan)"
             )
 
     def capture_method(self) -> tuple[str, str]:
         """The way :meth:`setup_capture` would choose here, and why."""
-        with self._errors("capture"), self._capture_conn() as conn:
+        with self.store._errors("capture"), self.connection() as conn:
             self._check_capturable(conn)
             return _choose(conn)
 
@@ -100,15 +107,15 @@ class CaptureMixin(StoreState):
         if method not in ("auto", "slot", "outbox"):
             raise ConfigurationError(f"capture method must be auto, slot or outbox, got {method!r}")
         names = self._capture_names()
-        with self._errors("capture setup"), self._capture_conn() as conn:
+        with self.store._errors("capture setup"), self.connection() as conn:
             self._check_capturable(conn)
-            installed = _installed(conn, names, self.schema)
+            installed = _installed(conn, names, self.store.schema)
             if installed:
                 return CaptureSetup(installed, names.slot, "already installed", [])
             chosen, why = _choose(conn)
             if method != "auto":
                 if method == "slot" and chosen != "slot":
-                    raise ConfigurationError(f"{self._where}: cannot capture with a slot: {why}")
+                    raise ConfigurationError(f"{self.store._where}: cannot capture with a slot: {why}")
                 chosen, why = method, "asked for"
             install = self._install_slot if chosen == "slot" else self._install_outbox
             made = install(conn, names)
@@ -119,7 +126,7 @@ class CaptureMixin(StoreState):
         identity change, trigger, function, outbox table. Returns what was removed."""
         names = self._capture_names()
         removed: list[str] = []
-        with self._errors("capture teardown"), self._capture_conn() as conn:
+        with self.store._errors("capture teardown"), self.connection() as conn:
             if conn.execute(
                 "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (names.slot,)
             ).fetchone():
@@ -132,13 +139,12 @@ class CaptureMixin(StoreState):
             if row is not None:
                 restore = json.loads(row[0] or "{}")
                 before = restore.get("restore_replica_identity")
-                if before in _REPLICA_IDENTITY and self._relation_exists(conn):
+                if before in _REPLICA_IDENTITY and self.table_exists(conn):
                     clause: sql.Composable = sql.SQL(_REPLICA_IDENTITY[before])
                     if before == "i":
                         clause = sql.SQL("{} {}").format(clause, sql.Identifier(str(restore.get("index"))))
-                    conn.execute(
-                        sql.SQL("ALTER TABLE {} REPLICA IDENTITY {}").format(self.layout.qualified, clause)
-                    )
+                    table = self.store.layout.qualified
+                    conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY {}").format(table, clause))
                     removed.append(f"replica identity FULL (back to {_REPLICA_IDENTITY[before]})")
                 conn.execute(sql.SQL("DROP PUBLICATION {}").format(sql.Identifier(names.slot)))
                 removed.append(f"publication {names.slot}")
@@ -148,47 +154,50 @@ class CaptureMixin(StoreState):
     def change_feed(self) -> SlotFeed | OutboxFeed | None:
         """The installed capture's feed (``None`` when none is installed)."""
         names = self._capture_names()
-        conn = self._capture_conn()
+        conn = self.connection()
         try:
-            with self._errors("capture"):
-                kind = _installed(conn, names, self.schema)
+            with self.store._errors("capture"):
+                kind = _installed(conn, names, self.store.schema)
         except BaseException:
             conn.close()
             raise
         if kind == "slot":
-            return SlotFeed(self, conn, names)
+            return SlotFeed(self.store, conn, names)
         if kind == "outbox":
-            return OutboxFeed(self, conn, names)
+            return OutboxFeed(self.store, conn, names)
         conn.close()
         return None
 
-    def _relation_exists(self, conn: psycopg.Connection[Any]) -> bool:
-        row = conn.execute("SELECT to_regclass(%s)", (self.layout.qualified.as_string(conn),)).fetchone()
+    def table_exists(self, conn: psycopg.Connection[Any]) -> bool:
+        table = self.store.layout.qualified
+        row = conn.execute("SELECT to_regclass(%s)", (table.as_string(conn),)).fetchone()
         return bool(row and row[0] is not None)
 
     def _install_slot(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
         made: list[str] = []
         identity = conn.execute(
             "SELECT relreplident FROM pg_class WHERE oid = %s::regclass",
-            (self.layout.qualified.as_string(conn),),
+            (self.store.layout.qualified.as_string(conn),),
         ).fetchone()
         before = str(identity[0]) if identity else "d"
         with conn.transaction():
             conn.execute(
                 sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(
-                    sql.Identifier(names.slot), self.layout.qualified
+                    sql.Identifier(names.slot), self.store.layout.qualified
                 )
             )
             made.append(f"publication {names.slot}")
             restore = None
             if before != "f" and not self._key_in_identity(conn, before):
-                conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(self.layout.qualified))
+                conn.execute(
+                    sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(self.store.layout.qualified)
+                )
                 made.append("replica identity FULL (the key is not in the table's replica identity)")
                 restore = before
             index = conn.execute(
                 "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                 "WHERE i.indrelid = %s::regclass AND i.indisreplident",
-                (self.layout.qualified.as_string(conn),),
+                (self.store.layout.qualified.as_string(conn),),
             ).fetchone()
             note = {"restore_replica_identity": restore, "index": index[0] if index else None}
             conn.execute(
@@ -203,22 +212,22 @@ class CaptureMixin(StoreState):
 
     def _key_in_identity(self, conn: psycopg.Connection[Any], identity: str) -> bool:
         """Whether a delete's old tuple (replica identity columns only) holds the chunk key."""
-        cols = self.layout.columns
+        cols = self.store.layout.columns
         if cols.key_kind in ("expression", "field") or cols.keep_key or identity == "n":
             return False
         flag = "indisprimary" if identity == "d" else "indisreplident"
         rows = conn.execute(
             f"SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
             f"AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.{flag}",
-            (self.layout.qualified.as_string(conn),),
+            (self.store.layout.qualified.as_string(conn),),
         ).fetchall()
         return [r[0] for r in rows] == [cols.key]
 
     def _install_outbox(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
-        schema = sql.Identifier(self.schema)
-        outbox = sql.Identifier(self.schema, names.outbox)
-        function = sql.Identifier(self.schema, names.trigger)
-        key = self.layout.columns.key_expr("t")
+        schema = sql.Identifier(self.store.schema)
+        outbox = sql.Identifier(self.store.schema, names.outbox)
+        function = sql.Identifier(self.store.schema, names.trigger)
+        key = self.store.layout.columns.key_expr("t")
         body = sql.SQL(
             "BEGIN\n"
             "  IF TG_OP = 'TRUNCATE' THEN\n"
@@ -249,42 +258,42 @@ class CaptureMixin(StoreState):
                 sql.SQL(
                     "CREATE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE ON {} "
                     "FOR EACH ROW EXECUTE FUNCTION {}()"
-                ).format(sql.Identifier(names.trigger), self.layout.qualified, function)
+                ).format(sql.Identifier(names.trigger), self.store.layout.qualified, function)
             )
             conn.execute(
                 sql.SQL(
                     "CREATE TRIGGER {} AFTER TRUNCATE ON {} FOR EACH STATEMENT EXECUTE FUNCTION {}()"
-                ).format(sql.Identifier(names.trigger + "_t"), self.layout.qualified, function)
+                ).format(sql.Identifier(names.trigger + "_t"), self.store.layout.qualified, function)
             )
         return [
-            f"table {self.schema}.{names.outbox}",
-            f"function {self.schema}.{names.trigger}()",
-            f"triggers {names.trigger}, {names.trigger}_t on {self.schema}.{self.table}",
+            f"table {self.store.schema}.{names.outbox}",
+            f"function {self.store.schema}.{names.trigger}()",
+            f"triggers {names.trigger}, {names.trigger}_t on {self.store.schema}.{self.store.table}",
         ]
 
     def _drop_outbox(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
         removed: list[str] = []
-        if self._relation_exists(conn):
+        if self.table_exists(conn):
             for trigger in (names.trigger, names.trigger + "_t"):
                 found = conn.execute(
                     "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
-                    (trigger, self.layout.qualified.as_string(conn)),
+                    (trigger, self.store.layout.qualified.as_string(conn)),
                 ).fetchone()
                 if found:
                     conn.execute(
                         sql.SQL("DROP TRIGGER {} ON {}").format(
-                            sql.Identifier(trigger), self.layout.qualified
+                            sql.Identifier(trigger), self.store.layout.qualified
                         )
                     )
                     removed.append(f"trigger {trigger}")
-        function = sql.Identifier(self.schema, names.trigger)
+        function = sql.Identifier(self.store.schema, names.trigger)
         if conn.execute("SELECT to_regprocedure(%s)", (f"{function.as_string(conn)}()",)).fetchone()[0]:  # type: ignore[index]
             conn.execute(sql.SQL("DROP FUNCTION {}() CASCADE").format(function))
-            removed.append(f"function {self.schema}.{names.trigger}()")
-        outbox = sql.Identifier(self.schema, names.outbox)
+            removed.append(f"function {self.store.schema}.{names.trigger}()")
+        outbox = sql.Identifier(self.store.schema, names.outbox)
         if conn.execute("SELECT to_regclass(%s)", (outbox.as_string(conn),)).fetchone()[0]:  # type: ignore[index]
             conn.execute(sql.SQL("DROP TABLE {}").format(outbox))
-            removed.append(f"table {self.schema}.{names.outbox}")
+            removed.append(f"table {self.store.schema}.{names.outbox}")
         return removed
 
 
@@ -330,7 +339,7 @@ class _Feed:
 
     kind = ""
 
-    def __init__(self, store: CaptureMixin, conn: psycopg.Connection[Any], names: _Names) -> None:
+    def __init__(self, store: PgVectorStore, conn: psycopg.Connection[Any], names: _Names) -> None:
         self.store = store
         self.conn = conn
         self.names = names
@@ -342,14 +351,14 @@ class _Feed:
         with pg_errors("capture", self.store._where, self.store._password, lost=self._lost):
             if not usable(self.conn):
                 self.conn.close()
-                self.conn = self.store._capture_conn()
+                self.conn = self.store.capture.connection()
             yield self.conn
 
     def _lost(self) -> bool:
         return not usable(self.conn)
 
     def _check_table(self) -> None:
-        if not self.store._relation_exists(self.conn):
+        if not self.store.capture.table_exists(self.conn):
             raise ConfigurationError(
                 f"{self.store._where}: the source table was dropped; the sync position is kept: "
                 "restore the table, or remove the capture (sync --teardown-capture) and sync a new source"
@@ -490,7 +499,7 @@ class OutboxFeed(_Feed):
 
     kind = "outbox"
 
-    def __init__(self, store: CaptureMixin, conn: psycopg.Connection[Any], names: _Names) -> None:
+    def __init__(self, store: PgVectorStore, conn: psycopg.Connection[Any], names: _Names) -> None:
         super().__init__(store, conn, names)
         row = conn.execute("SELECT %s::regclass::oid", (self._table.as_string(conn),)).fetchone()
         # the table's oid: an outbox made again (after a teardown) is another feed

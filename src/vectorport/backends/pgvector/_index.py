@@ -1,6 +1,6 @@
 """The HNSW index of a pgvector collection: deferred during a bulk load and built after it,
 built before the first write when an interrupted load left it missing, built on request
-(:meth:`IndexMixin.build_index`), and reported by ``info()``.
+(:meth:`Indexing.build_index`), and reported by ``info()``.
 
 Loaders hold a session-level advisory lock shared for the whole load and whoever builds the
 index holds it exclusive, so concurrent loaders (sharded migrations) share one deferral and the
@@ -13,17 +13,19 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
 
 from ...exceptions import ConfigurationError, VectorportError
 from ._build_progress import watch_index_build
-from ._catalog import CatalogMixin
 from ._schema import Layout
 
-__all__ = ["BULK_SMALL", "IndexMixin"]
+if TYPE_CHECKING:
+    from .store import PgVectorStore
+
+__all__ = ["BULK_SMALL", "Indexing"]
 
 log = logging.getLogger("vectorport.pgvector")
 
@@ -39,11 +41,15 @@ _HNSW_INDEXES = (
 )
 
 
-class IndexMixin(CatalogMixin):
-    """Bulk loads, index builds and repairs, and the writes' preparation."""
+class Indexing:
+    """The table's HNSW index: bulk loads (the index deferred), builds and repairs, and the
+    writes' preparation (the catalog migrated, a missing index rebuilt)."""
+
+    def __init__(self, store: PgVectorStore) -> None:
+        self.store = store
 
     def _hnsw_indexes(self, conn: psycopg.Connection[Any]) -> list[tuple[str, bool]]:
-        qualified = self.layout.qualified.as_string(conn)
+        qualified = self.store.layout.qualified.as_string(conn)
         return [(str(n), bool(v)) for n, v in conn.execute(_HNSW_INDEXES, (qualified,)).fetchall()]
 
     @contextmanager
@@ -63,7 +69,7 @@ class IndexMixin(CatalogMixin):
         until the next write through vectorport, the next bulk load's end, or
         :meth:`build_index`; opening the collection builds nothing.
         """
-        layout = self.layout
+        layout = self.store.layout
         if expected is not None and (
             isinstance(expected, bool) or not isinstance(expected, int) or expected < 0
         ):
@@ -71,36 +77,40 @@ class IndexMixin(CatalogMixin):
         if layout.index != "hnsw" or not layout.columns.own:
             yield  # a table made elsewhere keeps its indexes as its owner made them
             return
-        self._loading += 1
+        self.store._loading += 1
         try:
-            self._prepare_writes()
-            with self._errors("bulk load"):
-                conn = self._new_connection()  # its own session: it holds the lock throughout
+            self.prepare_writes()
+            with self.store._errors("bulk load"):
+                conn = self.store._new_connection()  # its own session: it holds the lock throughout
         except BaseException:
-            self._loading -= 1
+            self.store._loading -= 1
             raise
         try:
-            with self._errors("bulk load"):
-                conn.execute("SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (self._index_lock,))
-                deferred = self.deferred_index and self._defer_index(conn, layout, expected)
+            with self.store._errors("bulk load"):
+                conn.execute(
+                    "SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (self.store._index_lock,)
+                )
+                deferred = self.store.deferred_index and self._defer_index(conn, layout, expected)
             try:
                 yield
             except BaseException:
                 if deferred:
-                    self._index_missing = True
+                    self.store._index_missing = True
                     log.warning(
                         "pgvector: %s: bulk load interrupted; the table has no HNSW index (searches "
                         "are exact scans) until the next write through vectorport, the next bulk "
                         "load or `vectorport pgvector build-index URL` builds it",
-                        self._where,
+                        self.store._where,
                     )
                 raise
-            with self._errors("build the HNSW index"):
-                conn.execute("SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))", (self._index_lock,))
+            with self.store._errors("build the HNSW index"):
+                conn.execute(
+                    "SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))", (self.store._index_lock,)
+                )
                 self._ensure_index(conn)
-                self._index_missing = False
+                self.store._index_missing = False
         finally:
-            self._loading -= 1
+            self.store._loading -= 1
             conn.close()
 
     def _defer_index(self, conn: psycopg.Connection[Any], layout: Layout, expected: int | None) -> bool:
@@ -119,7 +129,9 @@ class IndexMixin(CatalogMixin):
         rows = int(row[0]) if row else 0
         if rows >= limit:
             log.info(
-                "pgvector: %s holds %s+ rows: bulk load keeps the HNSW index maintained", self._where, rows
+                "pgvector: %s holds %s+ rows: bulk load keeps the HNSW index maintained",
+                self.store._where,
+                rows,
             )
             return False
         conn.execute(
@@ -127,7 +139,7 @@ class IndexMixin(CatalogMixin):
         )
         log.info(
             "pgvector: %s: HNSW index dropped for a bulk load into %d rows; it is built after",
-            self._where,
+            self.store._where,
             rows,
         )
         return True
@@ -135,15 +147,17 @@ class IndexMixin(CatalogMixin):
     def _ensure_index(self, conn: psycopg.Connection[Any]) -> bool:
         """Build the HNSW index if it is missing and no bulk load is running, then ANALYZE.
         Returns False when a load is running (the last loader to finish builds it)."""
-        if self._layout is None:
+        if self.store._layout is None:
             return True  # the collection was dropped meanwhile
-        key = (self._index_lock,)
+        key = (self.store._index_lock,)
         row = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", key).fetchone()
         if not (row and row[0]):
-            log.info("pgvector: %s: another bulk load is running; it builds the HNSW index", self._where)
+            log.info(
+                "pgvector: %s: another bulk load is running; it builds the HNSW index", self.store._where
+            )
             return False
         try:
-            layout = self.layout
+            layout = self.store.layout
             qualified = layout.qualified.as_string(conn)
             found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
             if not (found and found[0]):
@@ -176,20 +190,22 @@ class IndexMixin(CatalogMixin):
         # The graph must fit in maintenance_work_mem or the build slows several-fold (pgvector
         # NOTICE "hnsw graph no longer fits"); never lower what the server already allows.
         needed_kb = layout.hnsw_build_bytes(rows) * 5 // 4 // 1024 + 1024
-        memory_kb = max(current_kb, min(needed_kb, self.build_memory_kb))
+        memory_kb = max(current_kb, min(needed_kb, self.store.build_memory_kb))
         log.info(
             "pgvector: %s: building the HNSW index over %d rows (m=%d, ef_construction=%d, "
             "maintenance_work_mem=%dMB)",
-            self._where,
+            self.store._where,
             rows,
             layout.m,
             layout.ef_construction,
             memory_kb // 1024,
         )
         started = time.monotonic()
-        workers = self.build_workers
+        workers = self.store.build_workers
         # progress from pg_stat_progress_create_index, read on a second connection
-        with watch_index_build(getattr(self, "_conninfo", None), conn.info.backend_pid, self._where, rows):
+        with watch_index_build(
+            getattr(self, "_conninfo", None), conn.info.backend_pid, self.store._where, rows
+        ):
             while True:
                 try:
                     with conn.transaction():
@@ -209,24 +225,28 @@ class IndexMixin(CatalogMixin):
                     if workers == 0 or not (exc.sqlstate or "").startswith("53"):
                         raise
                     log.warning(
-                        "pgvector: %s: parallel index build failed (%s); building serially", self._where, exc
+                        "pgvector: %s: parallel index build failed (%s); building serially",
+                        self.store._where,
+                        exc,
                     )
                     workers = 0
-        log.info("pgvector: %s: HNSW index built in %.1f s", self._where, time.monotonic() - started)
+        log.info("pgvector: %s: HNSW index built in %.1f s", self.store._where, time.monotonic() - started)
 
     def _repair_index(self) -> None:
         """Build a missing HNSW index before the first write after an interrupted bulk load;
         on failure the write goes ahead and searches stay correct (exact scans)."""
-        log.info("pgvector: %s: its HNSW index is missing; building it before the first write", self._where)
+        log.info(
+            "pgvector: %s: its HNSW index is missing; building it before the first write", self.store._where
+        )
         try:
-            with self._errors("build the HNSW index"):
-                conn, _ = self._conn()
+            with self.store._errors("build the HNSW index"):
+                conn, _ = self.store._conn()
                 self._ensure_index(conn)
         except VectorportError as exc:
             log.warning(
                 "pgvector: %s: could not build the HNSW index (%s); searches are exact scans until "
                 "it is built (`vectorport pgvector build-index URL`, or the next bulk load)",
-                self._where,
+                self.store._where,
                 exc,
             )
 
@@ -239,36 +259,36 @@ class IndexMixin(CatalogMixin):
         running elsewhere; its end builds the index) or ``"exact"`` (a collection without a
         vector index by design). Errors are raised, not logged.
         """
-        layout = self.layout
+        layout = self.store.layout
         if layout.index != "hnsw":
             return "exact"
-        self._prepare_catalog()
-        with self._errors("build the HNSW index"):
-            conn, _ = self._conn()
+        self.store._prepare_catalog()
+        with self.store._errors("build the HNSW index"):
+            conn, _ = self.store._conn()
             before = any(valid for _, valid in self._hnsw_indexes(conn))
-            if before and not self._index_missing:
+            if before and not self.store._index_missing:
                 return "present"
             if not self._ensure_index(conn):
                 return "loading"
-        self._index_missing = False
+        self.store._index_missing = False
         return "present" if before else "built"
 
-    def _prepare_writes(self) -> None:
+    def prepare_writes(self) -> None:
         """Before the first write through this store: the catalog's migrations, the catalog
         row of an adopted table, and a missing HNSW index (unless a bulk load of this store is
         running: its end builds it). Opening a collection does none of this."""
-        if self._write_ready and not self._index_missing:
+        if self.store._write_ready and not self.store._index_missing:
             return
-        self._prepare_catalog()
-        with self._write_lock:
-            if self._index_missing and not self._loading:
-                self._index_missing = False
+        self.store._prepare_catalog()
+        with self.store._write_lock:
+            if self.store._index_missing and not self.store._loading:
+                self.store._index_missing = False
                 self._repair_index()
 
-    def _index_state(self) -> str | None:
+    def state(self) -> str | None:
         """``valid`` or ``missing`` for an HNSW collection (``None``: exact by design)."""
-        if self.layout.index != "hnsw":
+        if self.store.layout.index != "hnsw":
             return None
-        with self._errors("info"):
-            conn, _ = self._conn()
+        with self.store._errors("info"):
+            conn, _ = self.store._conn()
             return "valid" if any(valid for _, valid in self._hnsw_indexes(conn)) else "missing"

@@ -14,13 +14,13 @@ from ..._cursor import Position, position_field
 from ..._models import Include, Record
 from ..._validate import Batch
 from ...filters import FilterNode
+from ._catalog import CatalogMixin
 from ._codec import copy_binary
-from ._index import IndexMixin
 
 __all__ = ["ReadWriteMixin"]
 
 
-class ReadWriteMixin(IndexMixin):
+class ReadWriteMixin(CatalogMixin):
     """Upsert, delete, get, count and scan."""
 
     def _stage(self, conn: psycopg.Connection[Any], staged: set[str]) -> sql.Identifier:
@@ -88,7 +88,7 @@ class ReadWriteMixin(IndexMixin):
         if not self.layout.columns.own:
             self._check_writable()
             keys, metadatas = self._foreign_batch(batch)
-        self._prepare_writes()
+        self.indexing.prepare_writes()
         return copy_binary(keys, batch.vectors, metadatas, batch.texts)
 
     @staticmethod
@@ -119,7 +119,7 @@ class ReadWriteMixin(IndexMixin):
         layout = self.layout
         if not layout.columns.own:
             self._check_writable()
-        self._prepare_writes()
+        self.indexing.prepare_writes()
         match, values = layout.columns.lookup(keys, "t")
         scope = self._scope()
         query = sql.SQL("DELETE FROM {} AS t WHERE {} AND {}").format(layout.qualified, scope.sql, match)
@@ -138,7 +138,7 @@ class ReadWriteMixin(IndexMixin):
         if not self.layout.columns.own:
             self._check_writable()
         pred = self._scope() if where is None else self._compile_filter(where)
-        self._prepare_writes()
+        self.indexing.prepare_writes()
         return sql.SQL("DELETE FROM {} AS t WHERE {}").format(self.layout.qualified, pred.sql), pred.params
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:

@@ -1,8 +1,9 @@
 """What every part of a pgvector store shares: its options and state, its connections, the
 bound table's layout, the filter compiler, and the shape of result rows.
 
-:class:`StoreState` is the base of the mixins that make up
-:class:`~vectorport.backends.pgvector.PgVectorStore` (catalog, index, reads/writes, search).
+:class:`StoreState` is the base of :class:`~vectorport.backends.pgvector.PgVectorStore` (and of
+the concerns not yet made collaborators: catalog, reads/writes, search); the collaborators
+(:mod:`._parts`) hold the store instead.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -33,12 +34,21 @@ from ._schema import DEFAULT_COLUMNS, Layout, check_identifier
 from .errors import pg_errors
 from .filters import TRUE, PgFilterCompiler, Predicate
 
+if TYPE_CHECKING:
+    from ._capture import Capture
+    from ._index import Indexing
+
 __all__ = ["StoreState"]
 
 
 class StoreState(BaseStore[Predicate]):
     """Options, connections and the bound layout of a pgvector store, and the helpers the
     statements of every concern share."""
+
+    indexing: Indexing
+    """The HNSW index: bulk loads, builds, repairs (:mod:`._index`)."""
+    capture: Capture
+    """Change capture on the table (:mod:`._capture`)."""
 
     def __init__(
         self,

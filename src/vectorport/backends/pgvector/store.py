@@ -4,14 +4,19 @@ local data directory, ``pgvector:///abs/dir?table=docs`` / ``pgvector://./dir?ta
 One table per collection (see :mod:`._schema`), a catalog table recording each collection's
 spec, and the filter compiled into the same SQL statement that ranks by distance.
 
-:class:`PgVectorStore` is made of one mixin per concern over a shared state
-(:mod:`._state`: options, connections, the bound layout, row shapes): :mod:`._catalog`
-(open, adopt, create, drop, list) ← :mod:`._index` (bulk loads, HNSW builds) ← :mod:`._io`
-(writes and reads), and :mod:`._search` (vector, text and hybrid search).
+:class:`PgVectorStore` holds a shared state (:mod:`._state`: options, connections, the bound
+layout, row shapes) and is being taken apart into collaborators, each one small class holding
+the store (:mod:`._parts`): :class:`~._index.Indexing` (bulk loads, HNSW builds and repairs)
+and :class:`~._capture.Capture` (change capture), whose feature methods the store forwards.
+The concerns still written as classes the store derives from: :mod:`._catalog` (open, adopt,
+create, drop, list, over :mod:`._foreign` for tables made elsewhere) ← :mod:`._io` (writes and
+reads), and :mod:`._search` (vector, text and hybrid search).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import unquote, urlsplit
 
@@ -20,7 +25,7 @@ from ..._features import Feature
 from ..._models import Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError
-from ._capture import CaptureMixin
+from ._capture import Capture
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
 from ._describe import describe_mapping
@@ -28,6 +33,7 @@ from ._dsn import connection_params, conninfo
 from ._embedded import embedded_data_dir
 from ._engine import connections_said
 from ._index import BULK_SMALL as BULK_SMALL
+from ._index import Indexing
 from ._io import ReadWriteMixin
 from ._layouts import LANGCHAIN_TABLE
 from ._options import BUILD_MEMORY_CAP_KB as BUILD_MEMORY_CAP_KB
@@ -35,6 +41,7 @@ from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
 from ._options import OWN_OPTIONS, check_names
 from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
+from ._parts import Forward
 from ._schema import TABLE_NAMES, VECTOR_MAX_DIM
 from ._schema import render_schema as render_schema
 from ._search import SearchMixin
@@ -54,7 +61,7 @@ _PARSER_SEMANTICS = {
 __all__ = ["PgVectorStore"]
 
 
-class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
+class PgVectorStore(SearchMixin, ReadWriteMixin):
     """A collection in PostgreSQL + pgvector: one table, HNSW (or exact) search, JSONB filters
     inside the ranking query, ``COPY`` bulk upserts, keyset scans and hybrid search.
 
@@ -110,6 +117,25 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
         collection_names=TABLE_NAMES,
         text_ranking="ts_rank_cd",
     )
+
+    def __init__(
+        self,
+        url: StoreURL,
+        table: str,
+        *,
+        conninfo: str | None = None,
+        data_dir: Path | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(url, table, conninfo=conninfo, data_dir=data_dir, options=options)
+        self.indexing = Indexing(self)
+        self.capture = Capture(self)
+
+    bulk_load = Forward("indexing", Indexing.bulk_load)
+    build_index = Forward("indexing", Indexing.build_index)
+    setup_capture = Forward("capture", Capture.setup_capture)
+    teardown_capture = Forward("capture", Capture.teardown_capture)
+    change_feed = Forward("capture", Capture.change_feed)
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
@@ -207,7 +233,7 @@ class PgVectorStore(SearchMixin, ReadWriteMixin, CaptureMixin):
             "m": layout.m if layout.index == "hnsw" else None,
             "ef_construction": layout.ef_construction if layout.index == "hnsw" else None,
             "halfvec_index": layout.halfvec_index,
-            "hnsw_index": self._index_state(),
+            "hnsw_index": self.indexing.state(),
             **self._versions(),
             "layout": self.layout_name,
             "columns": {
