@@ -302,8 +302,14 @@ def follow(
                 break
             time.sleep(0.2)
         caught_up = time.time() - t1
+        t2 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # not left behind retrying against the server stopped below
+            proc.wait()
+        out["stop_seconds"] = round(time.monotonic() - t2, 2)
         reader.join(timeout=10)
         # from the first write until caught up: a follower that falls behind shows it after t1
         lags = sorted(
