@@ -63,6 +63,16 @@ class SearchResult:
         }
 
 
+def _check_request(mode: str, k: int, text: str) -> None:
+    """Refuse a search that cannot mean anything, before any I/O."""
+    if mode not in SEARCH_MODES:
+        raise ConfigurationError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigurationError(f"k (results to return) must be at least 1, got {k!r}")
+    if not text.strip():
+        raise ConfigurationError("the query text is empty: give the words to search for")
+
+
 def search(
     store: VectorStore,
     embedder: Embedder | None,
@@ -99,12 +109,7 @@ def search(
     ['a.md#chunk0']
     >>> s.drop()
     """
-    if mode not in SEARCH_MODES:
-        raise ConfigurationError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ConfigurationError(f"k (results to return) must be at least 1, got {k!r}")
-    if not text.strip():
-        raise ConfigurationError("the query text is empty: give the words to search for")
+    _check_request(mode, k, text)
     fetch = k * overfetch if collapse else k
     cap = store.capabilities.max_top_k
     if cap is not None:
