@@ -71,6 +71,11 @@ def test_ingest_search_doctor_cycle(
     assert report["ok"] and report["canaries_recorded"] == str(canaries) and canaries.exists()
     code, out = run("doctor", memory_url, "--canaries", str(canaries))
     assert code == 0 and "steady" in out
+    code, out = run("doctor", memory_url, "--json")  # the library names keywords, the CLI its flags
+    assert json.loads(out)["checks_skipped"] == {
+        "orphan": "no source root given (--source-root)",
+        "canary-drift": "no canary file (--canaries)",
+    }
 
     (root / "rocks.txt").unlink()
     code, out = run("doctor", memory_url, "--source-root", str(root), "--json")

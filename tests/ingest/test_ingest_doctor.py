@@ -46,6 +46,12 @@ def test_healthy_collection_has_no_findings(tree: Callable[[dict[str, str]], Pat
     assert report.records == store.count() and report.stats["norm"]["normalised"]
     assert report.stats["embedding_drift"]["min_similarity"] > 0.999
     assert "orphan" in report.checks_run and "canary-drift" in report.checks_skipped
+    # a skipped check names the keyword argument that enables it, not a command-line flag
+    assert diagnose(store).checks_skipped == {
+        "orphan": "no source root given (source_root)",
+        "embedding-drift": "no embedder",
+        "canary-drift": "no canaries given (canaries)",
+    }
 
 
 def test_document_reembedded_with_another_model_is_flagged(

@@ -95,6 +95,7 @@ def doctor(
             sample=sample,
             skip=tuple(skip or ()),
         )
+        _name_flags(report)
         saved = None
         if record_canaries is not None:
             if emb is None:
@@ -108,6 +109,19 @@ def doctor(
     else:
         _print_report(report, saved)
     raise typer.Exit(report.exit_code)
+
+
+def _name_flags(report: DoctorReport) -> None:
+    """The skip reasons name the flags a user of the command line passes, not ``diagnose``'s
+    keyword arguments."""
+    from ..ingest.doctor import NO_CANARIES, NO_SOURCE_ROOT
+
+    flags = {
+        NO_SOURCE_ROOT: "no source root given (--source-root)",
+        NO_CANARIES: "no canary file (--canaries)",
+    }
+    for check, why in report.checks_skipped.items():
+        report.checks_skipped[check] = flags.get(why, why)
 
 
 def _check_skips(skip: list[str]) -> None:

@@ -48,7 +48,7 @@ from .documents import sha256_hex
 from .embedders import same_model
 from .indexer import ProgressFn
 
-__all__ = ["CHECKS", "DoctorReport", "Finding", "diagnose", "source_root_of"]
+__all__ = ["CHECKS", "NO_CANARIES", "NO_SOURCE_ROOT", "DoctorReport", "Finding", "diagnose", "source_root_of"]
 
 CHECKS = (
     "dimension",
@@ -61,6 +61,11 @@ CHECKS = (
     "embedding-drift",
     "canary-drift",
 )
+
+NO_SOURCE_ROOT = "no source root given (source_root)"
+"""Why ``orphan`` was skipped: :func:`diagnose` had no ``source_root``."""
+NO_CANARIES = "no canaries given (canaries)"
+"""Why ``canary-drift`` was skipped: :func:`diagnose` had no ``canaries``."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,7 @@ def diagnose(
     d.run("stale-model", lambda: d.stale_model(embedder))
     d.run("duplicate-content", d.duplicate_content)
     if root is None:
-        report.checks_skipped["orphan"] = "no source root given (--source-root)"
+        report.checks_skipped["orphan"] = NO_SOURCE_ROOT
     else:
         d.run("orphan", lambda: d.orphan(root))
     d.run("torn-document", d.torn_document)
@@ -174,7 +179,7 @@ def diagnose(
     else:
         d.run("embedding-drift", lambda: d.embedding_drift(embedder, drift_threshold))
     if canaries is None:
-        report.checks_skipped["canary-drift"] = "no canary file (--canaries)"
+        report.checks_skipped["canary-drift"] = NO_CANARIES
     elif embedder is None:
         report.checks_skipped["canary-drift"] = "no embedder"
     else:
