@@ -37,9 +37,9 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -557,13 +557,22 @@ def sync_shard(
 ) -> SyncReport:
     """One shard's scan pass in this process, with the shard's own state file: the work of one
     of a runner's shards (a Ray task). The runner created the target and decided ``why``."""
-    pair = _pair(source, target, options.source_options, options.target_options)
-    ctx: SyncContext | None = None
-    try:
-        ctx = _context(source, target, options, pair, shard, here=True)
+    with _opened(source, target, options, shard, here=True) as ctx:
         scan_pass(ctx, ctx.transformer.describe(), why, None)
         ctx.report.sync.seconds = time.monotonic() - ctx.started
         return ctx.report
+
+
+@contextmanager
+def _opened(
+    source: StoreLike, target: StoreLike, options: SyncOptions, segment: tuple[int, int], *, here: bool
+) -> Iterator[SyncContext]:
+    """The run's context over the opened pair (see :func:`_context`); everything closed after."""
+    pair = _pair(source, target, options.source_options, options.target_options)
+    ctx: SyncContext | None = None
+    try:
+        ctx = _context(source, target, options, pair, segment, here=here)
+        yield ctx
     finally:
         if ctx is not None and ctx.state is not None:
             ctx.state.close()
@@ -665,20 +674,12 @@ def sync(
     if delegated is not None:
         assert isinstance(delegated, SyncReport)
         return delegated
-    pair = _pair(source, target, opts.source_options, opts.target_options)
-    ctx: SyncContext | None = None
-    try:
-        ctx = _context(source, target, opts, pair, opts.shard, here=run.here)
+    with _opened(source, target, opts, opts.shard, here=run.here) as ctx:
         ctx.report.engine = run.describe()
-        _check_spec(*pair)
+        _check_spec(ctx.src, ctx.dst)
         _passes(ctx, run, on_lag)
         _finish(ctx, run)
         return ctx.report
-    finally:
-        if ctx is not None and ctx.state is not None:
-            ctx.state.close()
-        pair[1].close()
-        pair[0].close()
 
 
 def _finish(ctx: SyncContext, runner: Runner) -> None:
