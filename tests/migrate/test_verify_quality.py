@@ -100,3 +100,31 @@ def test_random_vectors_into_a_weak_hnsw_index(url_for: Callable[..., str], tmp_
     assert check["queries"]["target_recall"] < 0.85  # the weak index is really weak
     assert check["quality"]["verdict"].startswith("passed: as good as the source"), check["quality"]
     vectorport.connect(exact).drop()
+
+
+@pytest.mark.memory
+def test_a_corrupt_source_vector_is_a_data_difference_not_a_crash() -> None:
+    """A NaN that reached the source's storage (writes refuse it) differs from the target's
+    copy; verification reports it as data and does not send it as a sampled query."""
+    from vectorport.backends.memory import store as memory_backend
+
+    rng = np.random.default_rng(1)
+    recs = [vectorport.Record(f"k{i:03d}", rng.normal(size=8).tolist()) for i in range(60)]
+    src = vectorport.connect("memory://verify-nan-src", dimension=8)
+    dst = vectorport.connect("memory://verify-nan-dst", dimension=8)
+    try:
+        src.upsert(recs)
+        dst.upsert(recs)
+        coll = memory_backend._NAMESPACE[src.collection]
+        bad = [f"k{i:03d}" for i in range(0, 60, 3)]
+        for key in bad:
+            coll.vectors[coll.rows[key], 2] = np.nan
+        coll._matrix = None  # the search matrix is rebuilt from storage, as after a restart
+        report = vectorport.migrate.verify(src.url.raw, dst.url.raw, sample_queries=30, k=5)
+        assert report.status == "differences" and report.exit_code == ExitCode.PROBLEM
+        assert sorted(item["key"] for item in report.vectors.items) == bad
+        assert "NaN" in report.vectors.items[0]["problem"]
+        assert report.queries is not None and report.queries.queries == 30  # of the 40 usable
+    finally:
+        src.drop()
+        dst.drop()

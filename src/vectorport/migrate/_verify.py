@@ -246,8 +246,14 @@ def vector_difference(expected: object, actual: object, tolerance: float) -> dic
     b = None if actual is None else np.asarray(actual, dtype=np.float32)
     if b is None or a.shape != b.shape:
         return {"problem": "missing or wrong shape"}
-    diff = float(np.max(np.abs(a - b))) if a.size else 0.0
-    if diff > tolerance * max(1.0, float(np.max(np.abs(a))) if a.size else 1.0):
+    if np.array_equal(a, b, equal_nan=True):
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf: judged below
+        diff = float(np.max(np.abs(a - b))) if a.size else 0.0
+        scale = max(1.0, float(np.max(np.abs(a))) if a.size else 1.0)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return {"problem": "NaN or infinite components that the other side does not hold"}
+    if diff > tolerance * scale:
         return {"max_abs_diff": diff}
     return None
 

@@ -14,6 +14,7 @@ from .._exact import StreamingTopK
 from .._judge import tie_tolerance
 from .._models import JSON, Record
 from .._protocol import VectorStore
+from .._validate import check_vector
 from ._report import Capped
 
 __all__ = [
@@ -129,11 +130,14 @@ def _near_tie_recall(exact: StreamingTopK, i: int, returned: Sequence[str], k: i
 
 
 def pick_queries(source: VectorStore, shard: tuple[int, int], n: int) -> list[Record]:
-    """Up to ``n`` records spread over the source's first scan page (the queries)."""
+    """Up to ``n`` records spread over the source's first scan page (the queries). A vector no
+    store takes as a query (NaN or inf, all zeros under cosine: stored by another tool, or
+    corrupted) is not picked; the data checks report it."""
     if n <= 0:
         return []
+    spec = source.spec
     for page in source.scan(include=["vector"], segment=shard):
-        recs = list(page)
+        recs = [r for r in page if check_vector(r.vector, spec.dimension, spec.metric)[1] is None]
         if not recs:
             continue
         idx = np.unique(np.linspace(0, len(recs) - 1, num=min(n, len(recs))).astype(int))
