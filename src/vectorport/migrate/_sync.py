@@ -48,7 +48,7 @@ from .._activity import listening
 from .._changes import ChangeFeed
 from .._digest import bin_count, bin_of, record_digest
 from .._exit import Status
-from .._features import Feature, bulk_load_of
+from .._features import Feature, bulk_load_of, split_replace_of
 from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
@@ -228,7 +228,14 @@ class _Pass:
             bulk_load_of(self.target, total) if self.info.get("bulk") else nullcontext()
         )
         index_bar = IndexBar(self.progress)
-        with listening(index_bar), index_bar, load, Progress("sync", total, enabled=self.progress) as bar:
+        # every record is marked in the state before it is written: a target may replace in two steps
+        with (
+            listening(index_bar),
+            index_bar,
+            load,
+            split_replace_of(self.target),
+            Progress("sync", total, enabled=self.progress) as bar,
+        ):
             while True:
                 try:
                     self._scan_once(bar)
