@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -457,47 +458,47 @@ def test_follow_outlives_a_dropped_connection_and_a_restart_and_stops_on_a_dropp
     root = Path(tempfile.mkdtemp(prefix="vectorport-follow-outage-"))
     root.chmod(0o755)
     err_path = tmp_path / "err.txt"
-    with local_server(root) as data, err_path.open("w") as err:
-        source, target = f"pgvector://{data}?table=chunks&index=exact", url_for("s3vectors")
-        store = vectorport.connect(source, dimension=DIM)
-        store.upsert([_record(i, 0) for i in range(60)])
-        store.setup_capture("slot")
-        store.close()
-        state = tmp_path / "s.sqlite"
-        proc = subprocess.Popen(
-            _follow_cmd(source, target, state), stdout=subprocess.DEVNULL, stderr=err, env=_env()
-        )
-        try:
-            _writes(source, 30, seed=21)
-            _until_equal(source, target)
-            with _admin(data) as conn:  # every session but this one: the follower's and the store's
-                ended = conn.execute(
-                    "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
-                    "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
-                ).fetchone()[0]
-            assert ended >= 1
-            _writes(source, 30, seed=22, start=100)
-            _until_equal(source, target)
-            assert proc.poll() is None
-            assert stop_embedded(data)  # the next connection starts it again
-            _writes(source, 30, seed=23, start=200)
-            _until_equal(source, target)
-            assert proc.poll() is None
-            with _admin(data) as conn:
-                conn.execute("DROP TABLE chunks")
-            assert proc.wait(timeout=40) != 0
-        finally:
-            proc.kill()
-            proc.wait()
-        lines = err_path.read_text().splitlines()
-        retries = [line for line in lines if "follow:" in line and "retry" in line]
-        assert retries, lines
-        assert any("answers again" in line for line in lines), lines
-        assert "the source table was dropped; the sync position is kept" in lines[-1], lines
-        from vectorport.backends.pgvector._pgoutput import lsn_int
+    try:
+        with local_server(root) as data, err_path.open("w") as err:
+            source, target = f"pgvector://{data}?table=chunks&index=exact", url_for("s3vectors")
+            store = vectorport.connect(source, dimension=DIM)
+            store.upsert([_record(i, 0) for i in range(60)])
+            store.setup_capture("slot")
+            store.close()
+            state = tmp_path / "s.sqlite"
+            proc = subprocess.Popen(
+                _follow_cmd(source, target, state), stdout=subprocess.DEVNULL, stderr=err, env=_env()
+            )
+            try:
+                _writes(source, 30, seed=21)
+                _until_equal(source, target)
+                with _admin(data) as conn:  # every session but this one: the follower's and the store's
+                    ended = conn.execute(
+                        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                    ).fetchone()[0]
+                assert ended >= 1
+                _writes(source, 30, seed=22, start=100)
+                _until_equal(source, target)
+                assert proc.poll() is None
+                assert stop_embedded(data)  # the next connection starts it again
+                _writes(source, 30, seed=23, start=200)
+                _until_equal(source, target)
+                assert proc.poll() is None
+                with _admin(data) as conn:
+                    conn.execute("DROP TABLE chunks")
+                assert proc.wait(timeout=40) != 0
+            finally:
+                proc.kill()
+                proc.wait()
+            lines = err_path.read_text().splitlines()
+            retries = [line for line in lines if "follow:" in line and "retry" in line]
+            assert retries, lines
+            assert any("answers again" in line for line in lines), lines
+            assert "the source table was dropped; the sync position is kept" in lines[-1], lines
+            from vectorport.backends.pgvector._pgoutput import lsn_int
 
-        assert lsn_int(_stored_position(state)) == _confirmed(data)
-    _on(target, "drop")
-    import shutil
-
-    shutil.rmtree(root, ignore_errors=True)
+            assert lsn_int(_stored_position(state)) == _confirmed(data)
+        _on(target, "drop")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
