@@ -58,3 +58,13 @@ def writable_file(path: Path, what: str) -> Path:
     if path.exists() and not os.access(path, os.W_OK):
         raise unwritable(what, path)
     return path
+
+
+def state_dir() -> Path:
+    """``$VECTORPORT_STATE_DIR``, else ``$XDG_STATE_HOME/vectorport``, else
+    ``~/.local/state/vectorport``: where the command line keeps migrations' checkpoints and
+    syncs' states when it is not given a path."""
+    base = os.environ.get("VECTORPORT_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "vectorport"
+    )
+    return Path(base)

@@ -93,11 +93,11 @@ def test_lossy_plan_names_records_and_paths(source: str) -> None:
     assert nested.records == len([i for i in range(N) if i % 5 == 0])
     first = nested.occurrences.items[0]
     assert first["path"] == "metadata.author" and first["key"].startswith("docs/")
-    assert "--metadata-policy flatten" in (p.suggestion() or "")
+    assert "metadata_policy='flatten'" in (p.suggestion() or "")  # the CLI says --metadata-policy
     assert p.policy_outcomes == {"flatten": 0, "stringify": 0, "drop": 0}
     with pytest.raises(PlanRefusedError) as info:
         vectorport.migrate.run(source, target)
-    assert "--metadata-policy" in str(info.value)
+    assert "metadata_policy=" in str(info.value)
     assert not target.list_collections().count(target.collection)  # nothing written, not created
 
 

@@ -39,7 +39,7 @@ def test_pair_plans_copies_and_verifies(
         assert probe.records_with_problems == len(expected_problems)
         named = {o["key"] for g in probe.metadata_problems.values() for o in g.occurrences.items}
         assert named and named <= expected_problems
-        assert "--metadata-policy" in (probe.suggestion() or "")
+        assert "metadata_policy=" in (probe.suggestion() or "")
         assert probe.policy_outcomes["flatten"] == 0
         with pytest.raises(vectorport.NotFoundError):
             vectorport.connect(target_url).close()  # nothing written, not even created

@@ -44,7 +44,7 @@ def test_single_pass_refuses_like_the_plan_and_verifies_by_digest(
         assert plan.records == N and plan.records_with_problems == len(expected_problems)
         named = {o["key"] for g in plan.metadata_problems.values() for o in g.occurrences.items}
         assert named and named <= expected_problems
-        assert "--metadata-policy" in (plan.suggestion() or "")
+        assert "metadata_policy=" in (plan.suggestion() or "")
         with pytest.raises(vectorport.NotFoundError):
             vectorport.connect(target_url).close()  # the target it created is gone
         assert not ck.exists()

@@ -157,7 +157,7 @@ def test_snapshot_is_read_only_and_checked(memory_source: Any, tmp_path: Path) -
     with pytest.raises(vectorport.ConfigurationError, match=m.parts[1].file):
         list(fresh.scan())
     # a directory that holds something else is refused; a snapshot is replaced only on request
-    with pytest.raises(vectorport.ConfigurationError, match="--overwrite"):
+    with pytest.raises(vectorport.ConfigurationError, match="overwrite=True"):
         export("memory://snapshot-src", tmp_path)
     assert export("memory://snapshot-src", tmp_path, overwrite=True).status == "verified"
     (tmp_path / "notes.txt").write_text("mine")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from .._exit import ExitCode
@@ -35,7 +36,6 @@ from ..migrate import (
     MigrationReport,
     PlanRefusedError,
     VerifyReport,
-    default_checkpoint,
     parse_shard,
     shard_path,
 )
@@ -44,6 +44,8 @@ from ..migrate import verify as run_verify
 from ._common import (
     JsonOption,
     ReportOption,
+    cli_text,
+    cli_words,
     emit_json,
     err_console,
     fail,
@@ -53,6 +55,7 @@ from ._common import (
 )
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
 from ._options import ProgressOption, with_options
+from ._state import default_checkpoint
 
 SHOWN = 5
 """Examples printed per group in human output (``--json`` has up to 100 per group)."""
@@ -146,13 +149,13 @@ def _print_plan(plan: MigrationPlan) -> None:
         for occ in plan.key_problems.occurrences.items[:SHOWN]:
             out_console.print(f"    {occ['key']!r}", highlight=False, markup=False)
     for note in plan.notes:
-        out_console.print(f"note: {note}", highlight=False)
+        out_console.print(f"note: {escape(cli_text(note))}", highlight=False)
     if plan.refused:
         for reason in plan.reasons():
-            out_console.print(f"[red]refused:[/red] {reason}", highlight=False)
+            out_console.print(f"[red]refused:[/red] {escape(cli_text(reason))}", highlight=False)
         hint = plan.suggestion()
         if hint:
-            out_console.print(f"[yellow]to proceed:[/yellow] {hint}", highlight=False)
+            out_console.print(f"[yellow]to proceed:[/yellow] {escape(cli_text(hint))}", highlight=False)
 
 
 FAIL = "[red]✗[/red]"
@@ -231,7 +234,7 @@ def _print_report(report: MigrationReport) -> None:
     if report.verification is not None:
         _print_verification(report.verification)
     for note in report.notes:
-        out_console.print(f"note: {note}", highlight=False, markup=False)
+        out_console.print(f"note: {cli_text(note)}", highlight=False, markup=False)
     if report.checkpoint:
         out_console.print(f"checkpoint: {report.checkpoint}", highlight=False, markup=False)
     print_workers(report.to_dict())
@@ -291,7 +294,7 @@ def migrate(
         raise typer.Exit(130) from None
     except PlanRefusedError as exc:
         refused = exc.report if isinstance(exc.report, MigrationReport) else None
-        data = refused.to_dict() if refused else {"status": "refused", "plan": exc.plan.to_dict()}
+        data = cli_words(refused.to_dict() if refused else {"status": "refused", "plan": exc.plan.to_dict()})
         write_report(report_path, data)
         if as_json:
             emit_json(data, MigrationReport.SCHEMA)
@@ -301,9 +304,10 @@ def migrate(
         raise typer.Exit(ExitCode.REFUSED) from None
     except VectorportError as exc:
         raise fail(exc, {UnsupportedFeatureError: ExitCode.REFUSED}) from None
-    write_report(report_path, report.to_dict())
+    data = cli_words(report.to_dict())
+    write_report(report_path, data)
     if as_json:
-        emit_json(report.to_dict())
+        emit_json(data)
     else:
         _print_report(report)
     if report.exit_code != ExitCode.OK:

@@ -20,7 +20,7 @@ from ..exceptions import VectorportError
 from ..snapshot._options import ExportOptions
 from ._cmd_migrate import ExpectDigestOption, _print_verification
 from ._cmd_migrate import migrate as migrate_command
-from ._common import JsonOption, ReportOption, emit_json, fail, out_console, write_report
+from ._common import JsonOption, ReportOption, cli_text, cli_words, emit_json, fail, out_console, write_report
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
 from ._options import with_options
 
@@ -63,9 +63,10 @@ def export(
         )
     except VectorportError as exc:
         raise fail(exc) from None
-    write_report(report_path, report.to_dict())
+    data = cli_words(report.to_dict())
+    write_report(report_path, data)
     if as_json:
-        emit_json(report.to_dict())
+        emit_json(data)
         if report.exit_code != ExitCode.OK:
             raise typer.Exit(report.exit_code)
         return
@@ -81,7 +82,7 @@ def export(
     if report.verification is not None:
         _print_verification(report.verification)
     for note in report.notes:
-        out_console.print(f"note: {note}", highlight=False, markup=False)
+        out_console.print(f"note: {cli_text(note)}", highlight=False, markup=False)
     out_console.print(f"status: [bold]{report.status}[/bold] (exit {report.exit_code})")
     if report.exit_code != ExitCode.OK:
         raise typer.Exit(report.exit_code)

@@ -194,9 +194,32 @@ def cli_text(message: str) -> str:
     >>> cli_text("x is missing; pass dimension= (and metric=) to create it")[:47]
     'x is missing; create it with `vectorport ingest'
     """
+    from ._options import option_wording
+
     for pattern, replacement in _CLI_ADVICE:
         message = pattern.sub(replacement, message)
-    return message
+    return option_wording(message)
+
+
+_ADVICE_KEYS = frozenset({"suggestion", "reasons", "notes"})
+
+
+def cli_words(doc: Any) -> Any:
+    """A report's JSON as the command line says it: its advice (``suggestion``, ``reasons``,
+    ``notes``, at any depth) through :func:`cli_text`; the data as it is."""
+    if isinstance(doc, dict):
+        return {k: (_advice(v) if k in _ADVICE_KEYS else cli_words(v)) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [cli_words(v) for v in doc]
+    return doc
+
+
+def _advice(value: Any) -> Any:
+    if isinstance(value, str):
+        return cli_text(value)
+    if isinstance(value, list):
+        return [cli_text(v) if isinstance(v, str) else v for v in value]
+    return value
 
 
 def print_error(exc: BaseException) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +22,14 @@ from .._options import RunOptions
 from ..migrate._progress import ProgressMode
 from ..migrate._transform import MetadataPolicy
 
-__all__ = ["OPTIONAL_VALUES", "ProgressOption", "expand_optional_values", "option_parameters", "with_options"]
+__all__ = [
+    "OPTIONAL_VALUES",
+    "ProgressOption",
+    "expand_optional_values",
+    "option_parameters",
+    "option_wording",
+    "with_options",
+]
 
 _TYPES: dict[str, Any] = {
     "bool": bool,
@@ -36,6 +44,40 @@ _TYPES: dict[str, Any] = {
     "tuple[int, int]": str | None,
 }
 """A field's declared type → the type the command line parses (a shard is parsed by the options)."""
+
+
+_FLAGS: dict[str, tuple[str, str | None]] = {}
+"""Each option field the command line offers → its flag and, for a switch, the flag that turns
+it off, as the commands derived them (filled as each command is declared)."""
+
+_CALL = re.compile(r"vectorport\.(\w+)\('([^']*)', '([^']*)'\)")
+
+
+def option_wording(message: str) -> str:
+    """A library message as the command line says it: an option named by its Python keyword
+    (``metadata_policy='flatten'``, ``resume=True``, ``checkpoint=``) becomes its flag
+    (``--metadata-policy flatten``, ``--resume``, ``--checkpoint``), and a call of a command's
+    function (``vectorport.sync('a', 'b')``) the command line (``vectorport sync a b``).
+
+    >>> _FLAGS.update({"metadata_policy": ("--metadata-policy", None), "verify": ("--verify", "--no-verify")})
+    >>> option_wording("pass metadata_policy='flatten', or verify=False")
+    'pass --metadata-policy flatten, or --no-verify'
+    """
+    if _FLAGS:
+        names = "|".join(sorted(map(re.escape, _FLAGS), key=len, reverse=True))
+        pattern = re.compile(rf"(?<![\w.?&])({names})=(True|False|'[^']*'|[\w.:/-]+)?")
+        message = pattern.sub(_flag, message)
+    return _CALL.sub(r"vectorport \1 \2 \3", message)
+
+
+def _flag(match: re.Match[str]) -> str:
+    on, off = _FLAGS[match.group(1)]
+    value = match.group(2)
+    if value is None or value == "True":
+        return on
+    if value == "False":
+        return off or f"no {on}"
+    return f"{on} {value.strip(chr(39))}"
 
 
 def option_parameters(
@@ -56,6 +98,8 @@ def option_parameters(
             kind = bool | None  # tri-state: the command decides when neither flag is given
         if kind in (bool, bool | None) and "/" not in flag and default is not False:
             flag = f"{flag}/--no-{flag[2:]}"
+        on, _, off = flag.partition("/")
+        _FLAGS.setdefault(f.name, (on, off or None))
         extra: dict[str, Any] = {}
         if meta.get("minimum") is not None:
             extra["min"] = meta["minimum"]

@@ -26,8 +26,8 @@ import warnings
 from typing import Any
 
 from .._exit import ExitCode
-from ._api import default_checkpoint, parse_shard, plan, verify
 from ._api import migrate as run
+from ._api import parse_shard, plan, verify
 from ._checkpoint import Checkpoint, shard_path
 from ._engine import LocalRunner, RunContext, Runner
 from ._options import MigrateOptions, SyncOptions
@@ -74,7 +74,6 @@ __all__ = [
     "Transformed",
     "Transformer",
     "VerifyReport",
-    "default_checkpoint",
     "default_state",
     "parse_shard",
     "plan",

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigurationError
@@ -17,7 +15,7 @@ from ._report import DEFAULT_CAP
 from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, verify_stores
 
-__all__ = ["default_checkpoint", "migrate", "parse_shard", "plan", "state_dir", "verify"]
+__all__ = ["migrate", "parse_shard", "plan", "verify"]
 
 
 def plan(
@@ -104,23 +102,3 @@ def verify(
     finally:
         dst.close()
         src.close()
-
-
-def default_checkpoint(source: str, target: str) -> Path:
-    """Where the CLI keeps a migration's checkpoint when ``--checkpoint`` is not given:
-    ``$VECTORPORT_STATE_DIR`` (default ``$XDG_STATE_HOME/vectorport`` or
-    ``~/.local/state/vectorport``) ``/migrations/<hash of the two URLs>.json`` (plus the shard
-    suffix of :func:`shard_path`)."""
-    import hashlib
-
-    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
-    return state_dir() / "migrations" / f"{digest}.json"
-
-
-def state_dir() -> Path:
-    """``$VECTORPORT_STATE_DIR``, else ``$XDG_STATE_HOME/vectorport``, else
-    ``~/.local/state/vectorport``: where the CLI keeps checkpoints and sync states."""
-    base = os.environ.get("VECTORPORT_STATE_DIR") or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "vectorport"
-    )
-    return Path(base)

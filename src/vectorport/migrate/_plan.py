@@ -164,7 +164,7 @@ class MigrationPlan:
             kinds = ", ".join(f"{g.kind} ({g.records} records)" for g in self.unresolved.values())
             out.append(
                 f"{self.records_unresolved} records hold metadata {self.target_backend} cannot hold "
-                f"under --metadata-policy {self.policy.value}: {kinds}"
+                f"under metadata_policy={self.policy.value!r}: {kinds}"
             )
         return out
 
@@ -184,15 +184,12 @@ class MigrationPlan:
         fixes = [p for p, left in self.policy_outcomes.items() if left == 0]
         if not fixes:
             return (
-                "no --metadata-policy makes every record fit; change these records in the source "
+                "no metadata_policy makes every record fit; change these records in the source "
                 "(they are listed under 'unresolved')"
             )
         first = MetadataPolicy(fixes[0])
         others = f" (or {', '.join(fixes[1:])})" if len(fixes) > 1 else ""
-        return (
-            f"pass --metadata-policy {first.value}{others} (metadata_policy={first.value!r} in Python): "
-            f"{_POLICY_EFFECT[first]}"
-        )
+        return f"pass metadata_policy={first.value!r}{others}: {_POLICY_EFFECT[first]}"
 
     def to_dict(self) -> dict[str, JSON]:
         """A JSON-ready dict."""
@@ -452,5 +449,5 @@ class PlanChecker:
         if plan.records_with_problems and self.transformer.policy is not MetadataPolicy.ERROR:
             plan.notes.append(
                 f"{plan.records_with_problems} records hold metadata {plan.target_backend} cannot hold; "
-                f"--metadata-policy {self.transformer.policy.value} transforms it (see 'transforms')"
+                f"metadata_policy={self.transformer.policy.value!r} transforms it (see 'transforms')"
             )

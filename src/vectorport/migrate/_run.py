@@ -149,7 +149,9 @@ def _said_what_was_written(error: BaseException, stats: CopyStats) -> BaseExcept
             f"that batch was not written, but {written} records of this migration were "
             f"({stats.records} in this run, in {stats.batches} batches); the target holds them"
         ),
-        hint="fix the records named and run the migration again (with --checkpoint, --resume continues it)",
+        hint=(
+            "fix the records named and run the migration again (with a checkpoint=, resume=True continues it)"
+        ),
     )
     again.__cause__ = error
     return again

@@ -50,10 +50,10 @@ from .._digest import bin_count, bin_of, record_digest
 from .._exit import Status
 from .._features import Feature, bulk_load_of, split_replace_of
 from .._models import JSON, Record, ScanPage
+from .._paths import state_dir
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import ConfigurationError, ConflictError, TransientError
-from ._api import state_dir
 from ._capture import CaptureRun, Lag, check_follow, feed_of, follow_until, mark, ready
 from ._checkpoint import shard_path
 from ._endpoints import Endpoint, StoreLike
@@ -87,7 +87,7 @@ MAX_RESTARTS = 5
 
 def default_state(source: str, target: str) -> Path:
     """Where the CLI keeps a sync's state when ``--state`` is not given: the migration state
-    folder (see :func:`~._api.default_checkpoint`) ``/syncs/<hash of the two URLs>.sqlite``."""
+    folder (:func:`vectorport._paths.state_dir`) ``/syncs/<hash of the two URLs>.sqlite``."""
     import hashlib
 
     digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]

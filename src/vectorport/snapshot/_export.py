@@ -188,7 +188,7 @@ def prepare_directory(directory: str | os.PathLike[str], overwrite: bool) -> Pat
     ours = [n for n in present if n == MANIFEST or (n.lstrip(".").startswith("part") and ".parquet" in n)]
     if not overwrite or len(ours) != len(present):
         what = "a snapshot" if MANIFEST in present else f"{len(present)} files, e.g. {present[0]!r}"
-        hint = "pass --overwrite to replace it" if len(ours) == len(present) else "name an empty directory"
+        hint = "pass overwrite=True to replace it" if len(ours) == len(present) else "name an empty directory"
         raise ConfigurationError(f"{path} is not empty (it holds {what}); {hint}")
     for name in ours:
         target = path / name
