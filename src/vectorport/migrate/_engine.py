@@ -493,17 +493,24 @@ def _read_back_applies(ctx: RunContext) -> bool:
 
 def _one_pass_allowed(ctx: RunContext, runner: Runner) -> bool:
     """Whether this run checks the records as it copies them (else, when one pass was asked
-    for explicitly, a note says why not)."""
+    for explicitly, or when only the runner stands in its way, a note says why not)."""
     asked, ck = ctx.options.single_pass, ctx.ck
     if asked is False:
         return False
     why = None
-    if ctx.segment[1] > 1 or runner.shards > 1:
+    if ctx.segment[1] > 1:
         why = "a shard shares its target with the other shards, which a refusal could not roll back"
     elif ctx.dst.exists and not (ck is not None and ck.single_pass and ck.cursor is not None):
         why = "the target exists: a refusal found mid-copy could not be rolled back by dropping it"
     elif ctx.embedder is not None:
         why = "re-embedded vectors are verified record by record"
+    elif runner.shards > 1:
+        # the one place where the runner changes how the run reads: said in every report
+        asked = True
+        why = (
+            f"the {runner.name} runner copies in {runner.shards} shards, each of which could check "
+            "only its own records, so a refusal in one could not stop the others' writes"
+        )
     if why is None:
         return True
     if asked:
@@ -583,6 +590,6 @@ def _source_changed(ctx: RunContext) -> None:
     src_url, dst_url = (mask_url(e.url_string) if e.url_string else e.label for e in (src, dst))
     report.notes.append(
         f"the source changed since this migration finished{where}: {what}. migrate does not copy a "
-        f"finished migration again; to bring the target up to date run: vectorport sync {src_url} "
-        f"{dst_url} (add --delete to delete the records gone from the source)"
+        f"finished migration again; to bring the target up to date run: vectorport.sync({src_url!r}, "
+        f"{dst_url!r}) (delete=True also deletes the records gone from the source)"
     )
