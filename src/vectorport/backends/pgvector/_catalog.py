@@ -16,12 +16,12 @@ from ..._features import Feature
 from ..._models import CollectionSpec, Metric
 from ..._suggest import what_exists
 from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
-from ._foreign import ForeignMixin
 from ._inspect import TableFacts, fts_language
 from ._layouts import LANGCHAIN_COLLECTIONS, ROLE_OPTION, resolve
 from ._migrations import apply_migrations
 from ._rpc import RPC_PREFIXES
 from ._schema import Columns, Layout
+from ._state import StoreState
 
 __all__ = ["CATALOG_TABLE", "CatalogMixin"]
 
@@ -30,7 +30,7 @@ log = logging.getLogger("vectorport.pgvector")
 CATALOG_TABLE = "vectorport_collections"
 
 
-class CatalogMixin(ForeignMixin):
+class CatalogMixin(StoreState):
     """Catalog, open (describe or adopt), create, drop and list."""
 
     def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
@@ -108,7 +108,7 @@ class CatalogMixin(ForeignMixin):
             facts = TableFacts.read(conn, qualified)
             self.layout_name, columns = resolve(facts, self.table, self.mapping, self._where)
             if not columns.own:
-                return self._open_foreign(conn, facts, columns)
+                return self.foreign.open(conn, facts, columns)
             row = self._catalog_row(conn)
             if row is None:
                 return self._adopt(conn, facts, columns)
@@ -274,7 +274,7 @@ class CatalogMixin(ForeignMixin):
 
     def _create_collection(self, spec: CollectionSpec) -> None:
         if self.mapping.layout not in (None, "vectorport"):
-            self._create_foreign(spec)
+            self.foreign.create(spec)
             if self.layout_name != "langchain" and (
                 not self.layout.hnsw_index or self.layout_name == "llamaindex"
             ):
@@ -397,7 +397,7 @@ class CatalogMixin(ForeignMixin):
         return bool(row and row[0])
 
     def _not_found(self) -> NotFoundError:
-        langchain = self._langchain_not_found()
+        langchain = self.foreign.langchain_not_found()
         if langchain is not None:
             return langchain
         # Name every table of the schema with a vector column, not only those in vectorport's

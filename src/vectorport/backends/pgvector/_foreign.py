@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -36,10 +36,12 @@ from ._inspect import TableFacts
 from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE, shape
 from ._mapping import KEEP_KEY, KEY_PARTS, NO_TEXT, Columns, row_id
 from ._schema import Layout
-from ._state import StoreState
 from .filters import Predicate
 
-__all__ = ["ForeignMixin"]
+if TYPE_CHECKING:
+    from .store import PgVectorStore
+
+__all__ = ["ForeignTables"]
 
 log = logging.getLogger("vectorport.pgvector")
 
@@ -47,24 +49,27 @@ _SCOPE_PARAM = "vp_collection"
 _SCALAR_CAST = {"json": "{}::json", "jsonb": "{}"}
 
 
-class ForeignMixin(StoreState):
+class ForeignTables:
     """Open, check and write tables vectorport did not create."""
 
+    def __init__(self, store: PgVectorStore) -> None:
+        self.store = store
+
     # ------------------------------------------------------------------ open
-    def _open_foreign(
+    def open(
         self, conn: psycopg.Connection[Any], facts: TableFacts, columns: Columns
     ) -> CollectionSpec | None:
-        if self.layout_name == "langchain":
+        if self.store.layout_name == "langchain":
             scoped = self._langchain_collection(conn, columns)
             if scoped is None:
                 return None  # the collection can be created: a row in langchain_pg_collection
             columns = scoped
-        if self.mapping.where:
+        if self.store.mapping.where:
             self._check_where(conn, facts, columns)
         dim = facts.dimension(columns.embedding) or self._data_dimension(conn, columns)
         if dim is None:
             raise NotFoundError(
-                f"{self._where}: the collection holds no vectors and its column "
+                f"{self.store._where}: the collection holds no vectors and its column "
                 f"{columns.embedding!r} declares no dimension; pass dimension= (--dimension) to write to it"
             )
         metric = self._foreign_metric(facts, columns, conn)
@@ -79,8 +84,8 @@ class ForeignMixin(StoreState):
             and ix.definition.strip('"') == columns.embedding
         ]
         layout = Layout(
-            self.schema,
-            self.table,
+            self.store.schema,
+            self.store.table,
             dim,
             metric,
             "hnsw" if hnsw else "exact",
@@ -90,49 +95,49 @@ class ForeignMixin(StoreState):
             columns,
             hnsw[0].name if hnsw else None,
         )
-        self._bind_layout(layout)
-        self._write_ready = True  # nothing of vectorport's own to prepare in such a table
+        self.store._bind_layout(layout)
+        self.store._write_ready = True  # nothing of vectorport's own to prepare in such a table
         log.info(
             "pgvector: opened %s as a %s table (%d dims, %s, %s%s)",
-            self._where,
-            self.layout_name,
+            self.store._where,
+            self.store.layout_name,
             dim,
             metric.value,
             f"HNSW index {hnsw[0].name}" if hnsw else "exact search",
             "; read-only: " + columns.read_only if columns.read_only else "",
         )
-        return CollectionSpec(self.collection, dim, metric, None)
+        return CollectionSpec(self.store.collection, dim, metric, None)
 
     def _langchain_collection(self, conn: psycopg.Connection[Any], columns: Columns) -> Columns | None:
         """The columns scoped to the LangChain collection's rows of the shared table (``None``:
         the collection has no row yet, and may be created)."""
-        collections = sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+        collections = sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
         known = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)).fetchone()
         if not (known and known[0]):
             raise ConfigurationError(
-                f"{self._where} has LangChain's columns but there is no {LANGCHAIN_COLLECTIONS} table "
-                f"in schema {self.schema!r} naming its collections; pass layout= (or the column "
+                f"{self.store._where} has LangChain's columns but there is no {LANGCHAIN_COLLECTIONS} table "
+                f"in schema {self.store.schema!r} naming its collections; pass layout= (or the column "
                 "options) to map it otherwise"
             )
         row = conn.execute(
             sql.SQL("SELECT uuid FROM {} WHERE name = %s").format(
-                sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+                sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
             ),
-            (self.collection,),
+            (self.store.collection,),
         ).fetchone()
-        if row is None and self.mapping.layout != "langchain":
+        if row is None and self.store.mapping.layout != "langchain":
             names = [
                 str(n[0])
                 for n in conn.execute(sql.SQL("SELECT name FROM {} ORDER BY name").format(collections))
             ]
             # the whole URL: table= would still name the shared table, not the collection
             url = rewritten_url(
-                self,
+                self.store,
                 drop=("table", "collection", "layout"),
                 add=(("layout", "langchain"), ("collection", names[0] if names else "NAME")),
             )
             raise ConfigurationError(
-                f"{self._where} is LangChain's table of every collection; name one: {url} "
+                f"{self.store._where} is LangChain's table of every collection; name one: {url} "
                 f"(its collections: {', '.join(map(repr, names)) or 'none'})"
             )
         if row is None:
@@ -151,26 +156,26 @@ class ForeignMixin(StoreState):
         """``where=`` must select some row: a condition that matches none is a mistake."""
         found = conn.execute(
             sql.SQL("SELECT EXISTS (SELECT 1 FROM {} AS t WHERE {})").format(
-                sql.Identifier(self.schema, self.table),
+                sql.Identifier(self.store.schema, self.store.table),
                 sql.SQL(columns.scope_sql(with_null_vectors=True)),
             ),
             columns.scope_values,
         ).fetchone()
         if not (found and found[0]):
             raise ConfigurationError(
-                f"{self._where}: where={self.mapping.where} matches no row of the table; check the "
-                f"condition (its columns: {facts.describe()})"
+                f"{self.store._where}: where={self.store.mapping.where} matches no row of the table; "
+                f"check the condition (its columns: {facts.describe()})"
             )
 
-    def _langchain_not_found(self) -> NotFoundError | None:
+    def langchain_not_found(self) -> NotFoundError | None:
         """The error for a LangChain collection that has no row in ``langchain_pg_collection``
         (``None``: not the LangChain layout, or no such table), naming the collections there."""
-        if self.mapping.layout != "langchain":
+        if self.store.mapping.layout != "langchain":
             return None
-        collections = sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+        collections = sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
         try:
-            with self._errors("list LangChain collections"):
-                conn, _ = self._conn()
+            with self.store._errors("list LangChain collections"):
+                conn, _ = self.store._conn()
                 known = conn.execute(
                     "SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)
                 ).fetchone()
@@ -180,10 +185,10 @@ class ForeignMixin(StoreState):
                 names: list[str] | None = [str(r[0]) for r in rows]
         except VectorportError:
             names = None
-        where = f"in {self.schema}.{LANGCHAIN_COLLECTIONS}"
+        where = f"in {self.store.schema}.{LANGCHAIN_COLLECTIONS}"
         return NotFoundError(
-            f"{self.url.masked}: LangChain collection {self.collection!r} does not exist"
-            f"{what_exists('collections', self.collection, names, where)}; name one with "
+            f"{self.store.url.masked}: LangChain collection {self.store.collection!r} does not exist"
+            f"{what_exists('collections', self.store.collection, names, where)}; name one with "
             "collection=NAME, or pass dimension= (and metric=) to create it"
         )
 
@@ -192,18 +197,18 @@ class ForeignMixin(StoreState):
         emb = columns.ident("embedding")
         row = conn.execute(
             sql.SQL("SELECT vector_dims({}) FROM {} AS t WHERE {} AND {} IS NOT NULL LIMIT 1").format(
-                emb, sql.Identifier(self.schema, self.table), sql.SQL(columns.scope_sql()), emb
+                emb, sql.Identifier(self.store.schema, self.store.table), sql.SQL(columns.scope_sql()), emb
             ),
             columns.scope_values,
         ).fetchone()
         if row is None:
-            return self._requested_dimension
+            return self.store._requested_dimension
         return int(row[0])
 
     def _foreign_metric(self, facts: TableFacts, columns: Columns, conn: psycopg.Connection[Any]) -> Metric:
         """The metric: the asked one, else the one vectorport recorded when it created the table
         (or LangChain collection), else the HNSW index's, else the framework's default."""
-        asked = self._requested_metric or self._url_metric
+        asked = self.store._requested_metric or self.store._url_metric
         indexed = [
             ix
             for ix in facts.indexes_on(columns.embedding)
@@ -214,14 +219,16 @@ class ForeignMixin(StoreState):
         recorded = self._recorded_metric(conn)
         if recorded is not None:
             return recorded
-        if indexed and not (self.layout_name == "llamaindex" and indexed[0].opclass == "halfvec_l2_ops"):
+        if indexed and not (
+            self.store.layout_name == "llamaindex" and indexed[0].opclass == "halfvec_l2_ops"
+        ):
             assert indexed[0].metric is not None
             return indexed[0].metric
         # (LlamaIndex makes a halfvec_l2_ops index by default with use_halfvec=True, yet searches
         # by cosine_distance whatever its index: the table's metric is the one LlamaIndex uses)
-        if self.layout_name in ("custom", None):
+        if self.store.layout_name in ("custom", None):
             raise ConfigurationError(
-                f"{self._where} has no vector index on {columns.embedding!r} telling its metric: pass "
+                f"{self.store._where} has no vector index on {columns.embedding!r} telling its metric: pass "
                 "metric= (cosine, euclidean or dot; searches are then exact)"
             )
         # LangChain, LlamaIndex, vecs and Supabase's match_documents all default to cosine
@@ -231,21 +238,17 @@ class ForeignMixin(StoreState):
         """The metric vectorport recorded when it created this framework table, whose own shape
         keeps none (no index yet): in its catalog row, or for a LangChain collection (a row of a
         shared table) under ``vectorport_metric`` in the collection's ``cmetadata``."""
-        if self.layout_name == "langchain":
+        if self.store.layout_name == "langchain":
             row = conn.execute(
                 sql.SQL("SELECT cmetadata::jsonb ->> 'vectorport_metric' FROM {} WHERE name = %s").format(
-                    sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)
+                    sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
                 ),
-                (self.collection,),
+                (self.store.collection,),
             ).fetchone()
             name = row[0] if row else None
         else:
-            return self._catalog_metric(conn)
+            return self.store._catalog_metric(conn)
         return Metric.parse(str(name)) if name else None
-
-    def _catalog_metric(self, conn: psycopg.Connection[Any]) -> Metric | None:
-        """The metric of the table's catalog row (the catalog's concern: :mod:`._catalog`)."""
-        return None
 
     def _foreign_language(self, facts: TableFacts, columns: Columns) -> str:
         """The text search configuration of the ``tsvector`` column: ``language=`` when given,
@@ -253,67 +256,69 @@ class ForeignMixin(StoreState):
         layout's convention searches with, else ``english``."""
         col = facts.columns.get(columns.fts) if columns.fts else None
         source = (col.generated or "") if col else ""
-        if col and not source and self._explicit_language is None:
+        if col and not source and self.store._explicit_language is None:
             source = facts.trigger_source
         found = re.search(r"to_tsvector\(\s*'([A-Za-z_][\w.]*)'", source) or re.search(
             r"tsvector_update_trigger\(\s*'?\w+'?\s*,\s*'(?:pg_catalog\.)?([A-Za-z_]\w*)'", source
         )
-        if self._explicit_language is not None:
-            return self.language
+        if self.store._explicit_language is not None:
+            return self.store.language
         if found:
             return found.group(1)
-        preset = shape(self.layout_name)
-        return (preset.text_search.language if preset is not None else None) or self.language
+        preset = shape(self.store.layout_name)
+        return (preset.text_search.language if preset is not None else None) or self.store.language
 
     def check_keys(self) -> None:
         """Refuse a table whose keys are not unique or are NULL, or that has rows without a
         vector, before any record is read from it (scans walk the keys in order, so each key
         must name one row; a migration's plan scans first, so it stops before any write)."""
-        cols = self.layout.columns
-        if self._keys_checked:
+        cols = self.store.layout.columns
+        if self.store._keys_checked:
             return
         self._check_vectors()
         if not cols.ordered_by_key and cols.key_unique:
-            self._keys_checked = True
+            self.store._keys_checked = True
             return
         key = cols.key_expr()
-        with self._errors("check keys"):
-            conn, _ = self._conn()
+        with self.store._errors("check keys"):
+            conn, _ = self.store._conn()
             dup = conn.execute(
                 sql.SQL(
                     "SELECT k, n FROM (SELECT {key} AS k, count(*) AS n FROM {table} AS t WHERE {scope} "
                     "GROUP BY 1 HAVING count(*) > 1 OR {key} IS NULL) AS d "
                     "ORDER BY k NULLS FIRST, n DESC LIMIT 5"
-                ).format(key=key, table=self.layout.qualified, scope=sql.SQL(cols.scope_sql())),
+                ).format(key=key, table=self.store.layout.qualified, scope=sql.SQL(cols.scope_sql())),
                 cols.scope_values,
             ).fetchall()
         if dup and dup[0][0] is None:
             raise ConfigurationError(
-                f"{self._where}: the key ({self._key_source()}) is NULL in {dup[0][1]} rows; give every "
+                f"{self.store._where}: the key ({self.store._key_source()}) is NULL in {dup[0][1]} rows; "
+                "give every "
                 "row a key (e.g. coalesce(...) in key_expression=), or leave such rows out with where="
             )
         if dup:
             named = ", ".join(f"{k!r} ({n} rows)" if k is not None else f"NULL ({n} rows)" for k, n in dup)
             raise ConfigurationError(
-                f"{self._where}: the key ({self._key_source()}) is not unique: {named}; vectorport needs "
+                f"{self.store._where}: the key ({self.store._key_source()}) is not unique: {named}; "
+                "vectorport needs "
                 "one row per key: pass a key_expression= that tells the rows apart (e.g. add a "
                 "column: file_path || '#' || chunk_index), or a where= that leaves the duplicates out"
             )
-        self._keys_checked = True
+        self.store._keys_checked = True
 
     def _check_vectors(self) -> None:
-        cols = self.layout.columns
+        cols = self.store.layout.columns
         if not cols.embedding_nullable:
             return
         emb = cols.ident("embedding", "t")
         scope = Predicate(cols.scope_sql(with_null_vectors=True), cols.scope_values)
-        with self._errors("check vectors"):
-            conn, _ = self._conn()
+        with self.store._errors("check vectors"):
+            conn, _ = self.store._conn()
             row = conn.execute(
                 sql.SQL(
                     "SELECT count(*), (array_agg(k ORDER BY k))[1:5] FROM (SELECT {} AS k FROM {} AS t "
                     "WHERE {} AND {} IS NULL) AS n"
-                ).format(cols.key_expr("t"), self.layout.qualified, scope.sql, emb),
+                ).format(cols.key_expr("t"), self.store.layout.qualified, scope.sql, emb),
                 scope.params,
             ).fetchone()
         if row and row[0]:
@@ -321,43 +326,43 @@ class ForeignMixin(StoreState):
             if cols.skip_null_vectors:
                 log.warning(
                     "pgvector: %s: %d rows without a vector are left out (null_vectors=skip), e.g. %s",
-                    self._where,
+                    self.store._where,
                     row[0],
                     examples,
                 )
                 return
             raise ConfigurationError(
-                f"{self._where}: {row[0]} rows have no vector (their {cols.embedding!r} is NULL), e.g. "
+                f"{self.store._where}: {row[0]} rows have no vector (their {cols.embedding!r} is NULL), e.g. "
                 f"{examples}; a vectorport record needs one: fill or delete them, or add "
                 "null_vectors=skip to the URL to leave them out"
             )
 
     # ------------------------------------------------------------------ write
-    def _check_writable(self) -> None:
-        cols = self.layout.columns
+    def check_writable(self) -> None:
+        cols = self.store.layout.columns
         if cols.read_only:
             raise UnsupportedFeatureError(
-                f"{self._where} is a read-only source for vectorport: {cols.read_only}; nothing was "
+                f"{self.store._where} is a read-only source for vectorport: {cols.read_only}; nothing was "
                 "written. Migrate it into a table vectorport (or a framework's layout) can write"
             )
 
     def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
         """What keeps a record from this table before any write (a migration's plan asks): a
         key that does not fit the table's ``key_template``. Reads nothing."""
-        if self._layout is None:
+        if self.store._layout is None:
             return []  # a table to create: vectorport's own layout takes any key
-        cols = self._layout.columns
+        cols = self.store._layout.columns
         template = cols.key_template
         if template is not None and template.split(key, [kind for _, kind, _ in cols.key_parts]) is None:
             return [("key", f"key {key!r} does not fit key_template={template.text}")]
         return []
 
-    def _foreign_batch(self, batch: Batch) -> tuple[list[str], list[dict[str, Any]]]:
+    def batch(self, batch: Batch) -> tuple[list[str], list[dict[str, Any]]]:
         """Keys and metadata as the table's owner stores them; refuses the whole batch (nothing
         written) when a record does not fit."""
         from ...conventions.llamaindex import to_node_metadata
 
-        cols = self.layout.columns
+        cols = self.store.layout.columns
         plain = {name for name, _ in cols.metadata_columns}
         problems: list[Problem] = []
         keys: list[str] = []
@@ -412,7 +417,7 @@ class ForeignMixin(StoreState):
         """Add to ``meta`` what the table's key needs (the columns a key template splits the key
         into, the key in its field, a key kept beside its uuid5 row id); the problem when the
         key cannot be written in this table."""
-        cols = self.layout.columns
+        cols = self.store.layout.columns
         template = cols.key_template
         if template is not None:
             parts = template.split(key, [kind for _, kind, _ in cols.key_parts])
@@ -434,10 +439,10 @@ class ForeignMixin(StoreState):
             meta[KEEP_KEY] = key
         return None
 
-    def _foreign_merge(self, stage: sql.Identifier) -> list[sql.Composed]:
+    def merge_statements(self, stage: sql.Identifier) -> list[sql.Composed]:
         """The statements merging the staged rows into the table."""
-        cols = self.layout.columns
-        table = self.layout.qualified
+        cols = self.store.layout.columns
+        table = self.store.layout.qualified
         targets, values = self._key_targets()
         conflict = sql.SQL(", ").join(targets)
         keys = len(targets)
@@ -464,7 +469,7 @@ class ForeignMixin(StoreState):
             targets.append(cols.ident("fts"))
             values.append(
                 sql.SQL("to_tsvector({}::regconfig, coalesce(s.text, ''))").format(
-                    sql.Literal(self.layout.language)
+                    sql.Literal(self.store.layout.language)
                 )
             )
         for column, param in cols.fixed:
@@ -491,7 +496,7 @@ class ForeignMixin(StoreState):
     def _key_targets(self) -> tuple[list[sql.Composable], list[sql.Composable]]:
         """The key's columns and their values from a staged row: the key column, or the columns
         a key template split the key into (carried in the staged metadata)."""
-        cols = self.layout.columns
+        cols = self.store.layout.columns
         if cols.key_field is not None:
             return [], []  # the database numbers the rows; the key is in the metadata
         if cols.key_template is None:
@@ -512,11 +517,11 @@ class ForeignMixin(StoreState):
         """Those of ``keys`` another collection of LangChain's shared table holds (its primary
         key is the row id across collections, so they cannot be written to this one); empty for
         any other table."""
-        if (self.mapping.layout or self.layout_name) != "langchain" or not keys:
+        if (self.store.mapping.layout or self.store.layout_name) != "langchain" or not keys:
             return []
-        embeddings = sql.Identifier(self.schema, LANGCHAIN_TABLE)
-        with self._errors("plan"):
-            conn, _ = self._conn()
+        embeddings = sql.Identifier(self.store.schema, LANGCHAIN_TABLE)
+        with self.store._errors("plan"):
+            conn, _ = self.store._conn()
             found = conn.execute(
                 "SELECT to_regclass(%s) IS NOT NULL", (embeddings.as_string(conn),)
             ).fetchone()
@@ -526,45 +531,47 @@ class ForeignMixin(StoreState):
                 sql.SQL(
                     "SELECT e.id FROM {} AS e JOIN {} AS c ON c.uuid = e.collection_id "
                     "WHERE e.id = ANY(%s) AND c.name <> %s"
-                ).format(embeddings, sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)),
-                (list(keys), self.collection),
+                ).format(embeddings, sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
+                (list(keys), self.store.collection),
             ).fetchall()
         return [str(r[0]) for r in rows]
 
-    def _check_foreign_rowcount(self, rowcount: int, n: int) -> None:
+    def check_rowcount(self, rowcount: int, n: int) -> None:
         """After the merge: every staged row was written (a shared table refuses a key that
         belongs to another collection, and the transaction rolls back)."""
         if rowcount != n:
             raise ConfigurationError(
-                f"{self._where}: {n - max(rowcount, 0)} of {n} keys belong to another collection of "
+                f"{self.store._where}: {n - max(rowcount, 0)} of {n} keys belong to another collection of "
                 "this shared table (its primary key is the row id across collections); nothing was "
                 "written: give those records other keys, or write them to that collection"
             )
 
     # ------------------------------------------------------------------ create
-    def _create_foreign(self, spec: CollectionSpec) -> None:
+    def create(self, spec: CollectionSpec) -> None:
         """A framework layout's table that does not exist yet, made as its framework makes it
         (a LangChain collection is a row of ``langchain_pg_collection``)."""
-        layout = self.mapping.layout or "custom"
+        layout = self.store.mapping.layout or "custom"
         plain = not (
-            self.mapping.columns
-            or self.mapping.key_expression
-            or self.mapping.where
-            or self.mapping.metadata_columns is not None
+            self.store.mapping.columns
+            or self.store.mapping.key_expression
+            or self.store.mapping.where
+            or self.store.mapping.metadata_columns is not None
         )
-        if not plain or not framework_ddl(layout, self.schema, self.table, spec.dimension, spec.metric):
+        if not plain or not framework_ddl(
+            layout, self.store.schema, self.store.table, spec.dimension, spec.metric
+        ):
             raise NotFoundError(
-                f"{self._where} does not exist; vectorport writes into a {layout} table with a mapping "
+                f"{self.store._where} does not exist; vectorport writes into a {layout} table with a mapping "
                 "but does not create one: create it first (or drop the column options to create a "
                 "vectorport table)"
             )
-        with self._errors("create collection"):
-            conn, _ = self._conn()
-            found = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (self.schema,)).fetchone()
+        with self.store._errors("create collection"):
+            conn, _ = self.store._conn()
+            found = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (self.store.schema,)).fetchone()
             statements = framework_ddl(
                 layout,
-                self.schema,
-                self.table,
+                self.store.schema,
+                self.store.table,
                 spec.dimension,
                 spec.metric,
                 new_schema=not (found and found[0]),
@@ -572,7 +579,7 @@ class ForeignMixin(StoreState):
             with conn.transaction():
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                    (f"vectorport.pgvector.table:{self.schema}.{self.table}",),
+                    (f"vectorport.pgvector.table:{self.store.schema}.{self.store.table}",),
                 )
                 for statement in statements:
                     conn.execute(statement)
@@ -583,11 +590,11 @@ class ForeignMixin(StoreState):
                         sql.SQL(
                             "INSERT INTO {} (uuid, name, cmetadata) VALUES (gen_random_uuid(), %s, %s) "
                             "ON CONFLICT (name) DO NOTHING"
-                        ).format(sql.Identifier(self.schema, LANGCHAIN_COLLECTIONS)),
-                        (self.collection, Json({"vectorport_metric": spec.metric.value})),
+                        ).format(sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
+                        (self.store.collection, Json({"vectorport_metric": spec.metric.value})),
                     )
-        log.info("pgvector: created %s as %s creates it", self._where, layout)
-        self._created_foreign = True
-        self._requested_dimension, self._requested_metric = spec.dimension, spec.metric
-        if self._describe_collection() is None:  # pragma: no cover - created just above
-            raise NotFoundError(f"{self._where} was created but cannot be opened")
+        log.info("pgvector: created %s as %s creates it", self.store._where, layout)
+        self.store._created_foreign = True
+        self.store._requested_dimension, self.store._requested_metric = spec.dimension, spec.metric
+        if self.store._describe_collection() is None:  # pragma: no cover - created just above
+            raise NotFoundError(f"{self.store._where} was created but cannot be opened")

@@ -204,7 +204,7 @@ class Indexing:
         workers = self.store.build_workers
         # progress from pg_stat_progress_create_index, read on a second connection
         with watch_index_build(
-            getattr(self, "_conninfo", None), conn.info.backend_pid, self.store._where, rows
+            getattr(self.store, "_conninfo", None), conn.info.backend_pid, self.store._where, rows
         ):
             while True:
                 try:

@@ -86,8 +86,8 @@ class ReadWriteMixin(CatalogMixin):
         owner's shape, checked before any write), after the first write's preparations."""
         keys, metadatas = batch.keys, batch.metadatas
         if not self.layout.columns.own:
-            self._check_writable()
-            keys, metadatas = self._foreign_batch(batch)
+            self.foreign.check_writable()
+            keys, metadatas = self.foreign.batch(batch)
         self.indexing.prepare_writes()
         return copy_binary(keys, batch.vectors, metadatas, batch.texts)
 
@@ -97,7 +97,7 @@ class ReadWriteMixin(CatalogMixin):
 
     def _merge_statements(self, stage: sql.Identifier) -> list[sql.Composed]:
         """The statements merging the staged rows into the table (parameters: the scope's)."""
-        return [self._merge_sql(stage)] if self.layout.columns.own else self._foreign_merge(stage)
+        return [self._merge_sql(stage)] if self.layout.columns.own else self.foreign.merge_statements(stage)
 
     def _merge_params(self) -> dict[str, Any] | None:
         cols = self.layout.columns
@@ -105,7 +105,7 @@ class ReadWriteMixin(CatalogMixin):
 
     def _check_merged(self, rowcount: int | None, n: int) -> None:
         if not self.layout.columns.own and rowcount is not None:
-            self._check_foreign_rowcount(rowcount, n)
+            self.foreign.check_rowcount(rowcount, n)
 
     def _remove(self, keys: Sequence[str]) -> None:
         query, params = self._remove_sql(keys)
@@ -118,7 +118,7 @@ class ReadWriteMixin(CatalogMixin):
         checks and the catalog preparation every write needs."""
         layout = self.layout
         if not layout.columns.own:
-            self._check_writable()
+            self.foreign.check_writable()
         self.indexing.prepare_writes()
         match, values = layout.columns.lookup(keys, "t")
         scope = self._scope()
@@ -136,7 +136,7 @@ class ReadWriteMixin(CatalogMixin):
     def _delete_sql(self, where: FilterNode | None) -> tuple[sql.Composed, dict[str, Any]]:
         """The statement deleting the records matching ``where`` (``None``: all)."""
         if not self.layout.columns.own:
-            self._check_writable()
+            self.foreign.check_writable()
         pred = self._scope() if where is None else self._compile_filter(where)
         self.indexing.prepare_writes()
         return sql.SQL("DELETE FROM {} AS t WHERE {}").format(self.layout.qualified, pred.sql), pred.params
@@ -177,7 +177,7 @@ class ReadWriteMixin(CatalogMixin):
         self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
     ) -> tuple[Sequence[Record], Position | None]:
         if position is None:
-            self.check_keys()
+            self.foreign.check_keys()
         query, params = self._scan_sql(limit, include, segment, position)
         with self._errors("scan"):
             conn, _ = self._conn()

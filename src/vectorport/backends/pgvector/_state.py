@@ -36,6 +36,7 @@ from .filters import TRUE, PgFilterCompiler, Predicate
 
 if TYPE_CHECKING:
     from ._capture import Capture
+    from ._foreign import ForeignTables
     from ._index import Indexing
 
 __all__ = ["StoreState"]
@@ -49,6 +50,8 @@ class StoreState(BaseStore[Predicate]):
     """The HNSW index: bulk loads, builds, repairs (:mod:`._index`)."""
     capture: Capture
     """Change capture on the table (:mod:`._capture`)."""
+    foreign: ForeignTables
+    """Tables vectorport did not create: open, check, write, create (:mod:`._foreign`)."""
 
     def __init__(
         self,

@@ -6,11 +6,13 @@ spec, and the filter compiled into the same SQL statement that ranks by distance
 
 :class:`PgVectorStore` holds a shared state (:mod:`._state`: options, connections, the bound
 layout, row shapes) and is being taken apart into collaborators, each one small class holding
-the store (:mod:`._parts`): :class:`~._index.Indexing` (bulk loads, HNSW builds and repairs)
-and :class:`~._capture.Capture` (change capture), whose feature methods the store forwards.
-The concerns still written as classes the store derives from: :mod:`._catalog` (open, adopt,
-create, drop, list, over :mod:`._foreign` for tables made elsewhere) ← :mod:`._io` (writes and
-reads), and :mod:`._search` (vector, text and hybrid search).
+the store (:mod:`._parts`): :class:`~._foreign.ForeignTables` (tables made elsewhere: open,
+check, write, create),
+:class:`~._index.Indexing` (bulk loads, HNSW builds and repairs) and
+:class:`~._capture.Capture` (change capture), whose feature methods the store forwards. The
+concerns still written as classes the store derives from: :mod:`._catalog` (open, adopt,
+create, drop, list) ← :mod:`._io` (writes and reads), and :mod:`._search` (vector, text and
+hybrid search).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ._describe import describe_mapping
 from ._dsn import connection_params, conninfo
 from ._embedded import embedded_data_dir
 from ._engine import connections_said
+from ._foreign import ForeignTables
 from ._index import BULK_SMALL as BULK_SMALL
 from ._index import Indexing
 from ._io import ReadWriteMixin
@@ -129,8 +132,12 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
     ) -> None:
         super().__init__(url, table, conninfo=conninfo, data_dir=data_dir, options=options)
         self.indexing = Indexing(self)
+        self.foreign = ForeignTables(self)
         self.capture = Capture(self)
 
+    check_keys = Forward("foreign", ForeignTables.check_keys)
+    layout_problems = Forward("foreign", ForeignTables.layout_problems)
+    taken_keys = Forward("foreign", ForeignTables.taken_keys)
     bulk_load = Forward("indexing", Indexing.bulk_load)
     build_index = Forward("indexing", Indexing.build_index)
     setup_capture = Forward("capture", Capture.setup_capture)
