@@ -37,7 +37,7 @@ for line in sys.stdin:
 
 def alive(pid: int | None) -> bool:
     try:
-        return bool(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(pid) and pid > 0 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 
@@ -187,3 +187,20 @@ def test_a_kept_server_outlives_its_killed_users_until_stop(
     assert postmaster_pid(data) == pid
     assert stop_embedded(data)
     assert not alive(pid)
+
+
+def test_a_standalone_backends_lock_file_is_no_server(tmp_path: Path) -> None:
+    # initdb's bootstrap and single-user backends write their pid negated into postmaster.pid;
+    # a process reading it then (a second user, the watchdog, an exit handler) sees no server
+    # instead of failing on psutil's "pid must be a positive integer"
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = [f"-{os.getpid()}", str(data), "1700000000", "5432", "/tmp", "", "0 0", "starting"]
+    (data / "postmaster.pid").write_text("\n".join(lines) + "\n")
+    from vectorport.backends.pgvector import _embedded, _watchdog
+
+    assert not _watchdog.alive(-os.getpid())
+    assert _watchdog.postmaster_pid(data) is None
+    assert _embedded._postmaster_info(_embedded.provider(None), data) is None
+    (data / "postmaster.pid").write_text("\n".join(lines[:3]))  # half written
+    assert _embedded._postmaster_info(_embedded.provider(None), data) is None

@@ -174,7 +174,7 @@ def embedded_conninfo(
             (data_dir / KEEP_FILE).write_text(str(pid))
         elif not kept(data_dir, pid):
             _ensure_watchdog(data_dir, module)
-        info = _module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir)
+        info = _postmaster_info(module, data_dir)
         if info is None:
             raise BackendUnavailableError(f"the embedded PostgreSQL in {data_dir} stopped as it was reached")
         server._postmaster_info = info  # the layer stops this one at exit, not a dead one
@@ -243,6 +243,16 @@ def _uri(info: Any, database: str) -> str:
     return uri
 
 
+def _postmaster_info(module: str, data_dir: Path) -> Any:
+    """The layer's view of ``postmaster.pid`` (``None``: no server runs). A file an initdb's
+    standalone backend holds (a negative pid, which psutil refuses) or one half written is no
+    server either."""
+    try:
+        return _module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir)
+    except (ValueError, IndexError, OSError, AssertionError):  # the layer asserts its 8 lines
+        return None
+
+
 def _layer_call(fn: Callable[[], T], data_dir: Path) -> T:
     try:
         return fn()
@@ -263,7 +273,7 @@ def _logical_decoding(layer: Any, module: str, server: Any, data_dir: Path) -> N
     one made by an older vectorport). A server another process started is left as it is."""
     import psycopg
 
-    info = _module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir)
+    info = _postmaster_info(module, data_dir)
     if info is None:
         return  # not up: the caller reports it
     uri = _uri(info, "postgres")
@@ -354,7 +364,7 @@ def _at_exit(data_dir: Path, module: str) -> None:
             if pid is None:
                 server._postmaster_info = None  # nothing to stop
                 return
-            server._postmaster_info = _module(f"{module}.utils").PostmasterInfo.read_from_pgdata(data_dir)
+            server._postmaster_info = _postmaster_info(module, data_dir)
             server.cleanup_mode = None if kept(data_dir, pid) else "stop"
     except Exception as exc:  # never fail an interpreter's exit; the watchdog remains
         log.debug("pgvector: exit handler of %s: %s", data_dir, exc)

@@ -46,7 +46,9 @@ def alive(pid: int | None) -> bool:
     """Whether ``pid`` is a live process (a zombie is dead: it only waits to be reaped)."""
     import psutil
 
-    if not pid:
+    if not pid or pid < 0:
+        # PostgreSQL writes a negative pid into postmaster.pid for a standalone backend (initdb's
+        # bootstrap and single-user runs): no server runs yet
         return False
     try:
         return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
