@@ -179,7 +179,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         record is settled only after both succeeded."""
         store = self.sync
         async with self._borrowed(call.what) as (conn, state):
-            query = store._statement(conn, call.key, call.build)
+            query = store.searcher._statement(conn, call.key, call.build)
             changed = state.changes(call.gucs) if call.gucs else []
             if not changed:
                 cur = await conn.execute(query, call.params, binary=True, prepare=True)
@@ -215,9 +215,9 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         store = self.sync
         q = store._prepare_query(vector, k, filter, include, params)
         assert q.vector is not None
-        call = store._search_call(q.vector, q.k, q.where, q.include, q.params)
+        call = store.searcher._search_call(q.vector, q.k, q.where, q.include, q.params)
         rows = await store.retry.acall(lambda: self._rows(call), f"{store.name}: query")
-        return QueryResult(tuple(store._matches(rows, q.include)[: q.k]), q.k)
+        return QueryResult(tuple(store.searcher._matches(rows, q.include)[: q.k]), q.k)
 
     async def aget(self, keys: Iterable[str], *, include: Iterable[str] | None = None) -> list[Record]:
         store = self.sync
@@ -249,9 +249,9 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         params: Mapping[str, Any] | None = None,
     ) -> QueryResult:
         store = self.sync
-        query, values, inc, k = store._text_call(text, k, filter, include, params)
+        query, values, inc, k = store.searcher._text_call(text, k, filter, include, params)
         fetch = partial(self._fetch, "text query", query, values)
-        return store._text_result(await store.retry.acall(fetch, "pgvector: text query"), inc, k)
+        return store.searcher._text_result(await store.retry.acall(fetch, "pgvector: text query"), inc, k)
 
     async def ahybrid_query(
         self,
@@ -266,9 +266,9 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         params: Mapping[str, Any] | None = None,
     ) -> QueryResult:
         store = self.sync
-        call, inc, k = store._hybrid_call(vector, text, k, filter, weight, rrf_k, include, params)
+        call, inc, k = store.searcher._hybrid_call(vector, text, k, filter, weight, rrf_k, include, params)
         rows = await store.retry.acall(lambda: self._rows(call), "pgvector: hybrid query")
-        return store._hybrid_result(rows, inc, k)
+        return store.searcher._hybrid_result(rows, inc, k)
 
     async def ascan(
         self,

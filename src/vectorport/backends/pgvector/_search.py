@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -27,10 +27,12 @@ from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._connections import Session
 from ._options import SearchSettings, set_gucs_sql
 from ._schema import tsquery_sql
-from ._state import StoreState
 from .filters import TRUE, Predicate
 
-__all__ = ["SearchCall", "SearchMixin"]
+if TYPE_CHECKING:
+    from .store import PgVectorStore
+
+__all__ = ["SearchCall", "Searcher"]
 
 _STATEMENT_CACHE = 256  # composed statements kept per store (one per filter shape and include)
 
@@ -49,11 +51,16 @@ class SearchCall:
     what: str
 
 
-class SearchMixin(StoreState):
+class Searcher:
     """Vector, text and hybrid search."""
 
+    def __init__(self, store: PgVectorStore) -> None:
+        self.store = store
+
     def _settings(self, params: Mapping[str, Any]) -> SearchSettings:
-        return SearchSettings.parse(params, self.search_defaults) if params else self.search_defaults
+        return (
+            SearchSettings.parse(params, self.store.search_defaults) if params else self.store.search_defaults
+        )
 
     def _statement(
         self,
@@ -66,13 +73,13 @@ class SearchMixin(StoreState):
         Composing and quoting a :mod:`psycopg.sql` tree costs more than the rest of a query's
         Python; a filter's shape is its predicate text, so equal keys are equal statements.
         """
-        text = self._statements.get(key)
+        text = self.store._statements.get(key)
         if text is None:
             composed: sql.Composable = build()
             text = composed.as_bytes(conn)
-            if len(self._statements) >= _STATEMENT_CACHE:
-                self._statements.clear()
-            self._statements[key] = text
+            if len(self.store._statements) >= _STATEMENT_CACHE:
+                self.store._statements.clear()
+            self.store._statements[key] = text
         return text
 
     def _apply_gucs(self, session: Session, wanted: tuple[tuple[str, str], ...]) -> None:
@@ -95,8 +102,8 @@ class SearchMixin(StoreState):
         session.settled(wanted, changed, conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
 
     def _run_search(self, call: SearchCall) -> list[tuple[Any, ...]]:
-        with self._errors(call.what):
-            session = self._session()
+        with self.store._errors(call.what):
+            session = self.store._session()
             conn = session.conn
             if call.gucs:
                 self._apply_gucs(session, call.gucs)
@@ -116,15 +123,15 @@ class SearchMixin(StoreState):
         what: str,
         filtered: bool,
     ) -> SearchCall:
-        gucs = settings.gucs(k, filtered) if self.layout.index == "hnsw" else None
+        gucs = settings.gucs(k, filtered) if self.store.layout.index == "hnsw" else None
         return SearchCall(key, build, params, gucs, what)
 
     def _search_sql(self, where: str, include: frozenset[Include]) -> sql.Composed:
-        layout = self.layout
+        layout = self.store.layout
         q = sql.Placeholder("q")
         emb = layout.embedding()
         dist = layout.distance(emb, q)
-        cols = self._columns(include)
+        cols = self.store._columns(include)
         key = layout.key()
         select = sql.SQL(", ").join(
             [
@@ -146,7 +153,7 @@ class SearchMixin(StoreState):
         # filter is inside, before the LIMIT: rows are ranked among those that match.
         ordering = sql.SQL("distance") if not layout.halfvec_index else layout.index_distance(emb, q)
         outer = sql.SQL(", ").join(
-            [sql.Identifier("key"), sql.Identifier("distance"), *self._aliases(include)]
+            [sql.Identifier("key"), sql.Identifier("distance"), *self.store._aliases(include)]
         )
         return sql.SQL(
             "SELECT {outer} FROM (SELECT {select} FROM {table} AS t WHERE {where} ORDER BY {ordering} "
@@ -173,7 +180,7 @@ class SearchMixin(StoreState):
     ) -> SearchCall:
         """The vector search statement and its parameters (run by the sync store or the async one)."""
         settings = self._settings(params)
-        pred = where or self._scope()
+        pred = where or self.store._scope()
         return self._call(
             ("query", pred.text, include),
             lambda: self._search_sql(pred.text, include),
@@ -186,10 +193,10 @@ class SearchMixin(StoreState):
 
     def _matches(self, rows: Sequence[Sequence[Any]], include: frozenset[Include]) -> list[Match]:
         """The matches of a vector search's result rows."""
-        metric = self.layout.metric
+        metric = self.store.layout.metric
         out = []
         for row in rows:
-            metadata, text, vec = self._parts(row, include, offset=2)
+            metadata, text, vec = self.store._parts(row, include, offset=2)
             d = float(row[1])
             out.append(
                 Match(
@@ -221,8 +228,8 @@ class SearchMixin(StoreState):
         vector), and ``extra = {"text_rank": 1-based position, "text_score": ts_rank_cd}``.
         """
         query, values, inc, k = self._text_call(text, k, filter, include, params)
-        with self._errors("text query"):
-            conn, _ = self._conn()
+        with self.store._errors("text query"):
+            conn, _ = self.store._conn()
             rows = conn.execute(query, values, binary=True).fetchall()
         return self._text_result(rows, inc, k)
 
@@ -237,22 +244,24 @@ class SearchMixin(StoreState):
         """:meth:`text_query`'s statement, its parameters, the includes and ``k``, checked
         before any I/O (run by the sync store or the async one)."""
         text = check_query_text(text, "text_query")
-        prep = self._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
+        prep = self.store._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
         if set(prep.params) - {"text_parser"}:
             raise ConfigurationError(
                 f"text_query takes only the text_parser param, got {sorted(prep.params)}"
             )
         parser = self._settings(prep.params).text_parser
-        k, inc, pred = prep.k, prep.include, prep.where or self._scope()
+        k, inc, pred = prep.k, prep.include, prep.where or self.store._scope()
         self._require_fts("text_query")
-        layout = self.layout
+        layout = self.store.layout
         query = sql.SQL(
             "SELECT {cols} FROM (SELECT {tkey} AS key, ts_rank_cd({fts}, q.q)::double precision AS rank "
             "FROM {table} AS t, (SELECT {tsquery} AS q) AS q "
             "WHERE {fts} @@ q.q AND {where} ORDER BY rank DESC, {tkey} LIMIT %(k)s) AS hits "
             "JOIN {table} AS t ON {tkey} = hits.key ORDER BY hits.rank DESC, hits.key"
         ).format(
-            cols=sql.SQL(", ").join([sql.SQL("hits.key"), sql.SQL("hits.rank"), *self._columns(inc, "t")]),
+            cols=sql.SQL(", ").join(
+                [sql.SQL("hits.key"), sql.SQL("hits.rank"), *self.store._columns(inc, "t")]
+            ),
             table=layout.qualified,
             tsquery=tsquery_sql(parser, layout.language, sql.Placeholder("text")),
             where=pred.sql,
@@ -264,7 +273,7 @@ class SearchMixin(StoreState):
     def _text_result(self, rows: Sequence[Any], inc: frozenset[Include], k: int) -> QueryResult:
         out = []
         for position, row in enumerate(rows, start=1):
-            metadata, body, vec = self._parts(row, inc, offset=2)
+            metadata, body, vec = self.store._parts(row, inc, offset=2)
             rank = float(row[1])
             out.append(
                 text_match(row[0], rank, position, metadata if Include.METADATA in inc else None, body, vec)
@@ -272,9 +281,9 @@ class SearchMixin(StoreState):
         return QueryResult(tuple(out), k)
 
     def _require_fts(self, what: str) -> None:
-        if self.layout.columns.fts is None:
+        if self.store.layout.columns.fts is None:
             raise UnsupportedFeatureError(
-                f"{self._where}: {what} needs the generated tsvector column fts, which this table "
+                f"{self.store._where}: {what} needs the generated tsvector column fts, which this table "
                 "(made outside vectorport) lacks; add it as `vectorport pgvector schema` prints it"
             )
 
@@ -316,13 +325,13 @@ class SearchMixin(StoreState):
         """:meth:`hybrid_query`'s search call, the includes and ``k``, checked before any I/O
         (run by the sync store or the async one)."""
         text = check_query_text(text, "hybrid_query")
-        prep = self._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
+        prep = self.store._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
         weight, rrf_k = check_fusion(weight, rrf_k)
-        vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or self._scope()
+        vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or self.store._scope()
         settings = self._settings(prep.params)
         depth = HYBRID_DEPTH * k
         self._require_fts("hybrid_query")
-        layout = self.layout
+        layout = self.store.layout
 
         def build() -> sql.Composed:
             return layout.hybrid_sql(
@@ -334,7 +343,7 @@ class SearchMixin(StoreState):
                 vector_weight=sql.Placeholder("wv"),
                 text_weight=sql.Placeholder("wt"),
                 rrf_k=sql.Placeholder("rrf_k"),
-                outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self._columns(inc, "t")]),
+                outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self.store._columns(inc, "t")]),
                 parser=settings.text_parser,
             )
 
@@ -360,11 +369,11 @@ class SearchMixin(StoreState):
         return call, inc, k
 
     def _hybrid_result(self, rows: Sequence[Any], inc: frozenset[Include], k: int) -> QueryResult:
-        layout = self.layout
+        layout = self.store.layout
         out = []
-        ncols = 1 + len(self._columns(inc))
+        ncols = 1 + len(self.store._columns(inc))
         for row in rows:
-            metadata, body, found = self._parts(row, inc)
+            metadata, body, found = self.store._parts(row, inc)
             d, rrf, vrank, trank = row[ncols:]
             out.append(
                 Match(

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ._capture import Capture
     from ._foreign import ForeignTables
     from ._index import Indexing
+    from ._search import Searcher
 
 __all__ = ["StoreState"]
 
@@ -50,6 +51,8 @@ class StoreState(BaseStore[Predicate]):
     """The HNSW index: bulk loads, builds, repairs (:mod:`._index`)."""
     capture: Capture
     """Change capture on the table (:mod:`._capture`)."""
+    searcher: Searcher
+    """Vector, text and hybrid search (:mod:`._search`)."""
     foreign: ForeignTables
     """Tables vectorport did not create: open, check, write, create (:mod:`._foreign`)."""
 

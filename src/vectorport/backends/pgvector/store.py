@@ -9,10 +9,10 @@ layout, row shapes) and is being taken apart into collaborators, each one small 
 the store (:mod:`._parts`): :class:`~._foreign.ForeignTables` (tables made elsewhere: open,
 check, write, create),
 :class:`~._index.Indexing` (bulk loads, HNSW builds and repairs) and
-:class:`~._capture.Capture` (change capture), whose feature methods the store forwards. The
-concerns still written as classes the store derives from: :mod:`._catalog` (open, adopt,
-create, drop, list) ← :mod:`._io` (writes and reads), and :mod:`._search` (vector, text and
-hybrid search).
+:class:`~._capture.Capture` (change capture) and :class:`~._search.Searcher` (vector, text
+and hybrid search), whose methods the store forwards. The concerns still written as classes
+the store derives from: :mod:`._catalog` (open, adopt, create, drop, list) ← :mod:`._io`
+(writes and reads).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from ._options import set_gucs_sql as set_gucs_sql
 from ._parts import Forward
 from ._schema import TABLE_NAMES, VECTOR_MAX_DIM
 from ._schema import render_schema as render_schema
-from ._search import SearchMixin
+from ._search import Searcher
 from .filters import PgFilterCompiler
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ _PARSER_SEMANTICS = {
 __all__ = ["PgVectorStore"]
 
 
-class PgVectorStore(SearchMixin, ReadWriteMixin):
+class PgVectorStore(ReadWriteMixin):
     """A collection in PostgreSQL + pgvector: one table, HNSW (or exact) search, JSONB filters
     inside the ranking query, ``COPY`` bulk upserts, keyset scans and hybrid search.
 
@@ -115,7 +115,7 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
         # jsonb holds any JSON (numbers as exact numeric) but no U+0000, nor does text.
         metadata=MetadataRules(nul_characters=False),
         filter_operators=PgFilterCompiler.supported_operators(),
-        # text search and hybrid are derived from the methods (SearchMixin), not declared
+        # text search and hybrid are derived from the methods (Searcher's, forwarded), not declared
         features=frozenset({Feature.NATIVE_COUNT, Feature.NATIVE_SEGMENTS, Feature.WRITE}),
         collection_names=TABLE_NAMES,
         text_ranking="ts_rank_cd",
@@ -131,10 +131,14 @@ class PgVectorStore(SearchMixin, ReadWriteMixin):
         options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(url, table, conninfo=conninfo, data_dir=data_dir, options=options)
+        self.searcher = Searcher(self)
         self.indexing = Indexing(self)
         self.foreign = ForeignTables(self)
         self.capture = Capture(self)
 
+    _search = Forward("searcher", Searcher._search)
+    text_query = Forward("searcher", Searcher.text_query)
+    hybrid_query = Forward("searcher", Searcher.hybrid_query)
     check_keys = Forward("foreign", ForeignTables.check_keys)
     layout_problems = Forward("foreign", ForeignTables.layout_problems)
     taken_keys = Forward("foreign", ForeignTables.taken_keys)
