@@ -148,3 +148,95 @@ def test_memory_store_is_refused(ray_cluster: Any) -> None:
 
     with pytest.raises(vectorport.ConfigurationError, match="no Ray worker"):
         verify_on_ray("memory://a", "memory://b")
+
+
+def _two_snapshots(tmp_path: Path, n: int) -> tuple[str, str]:
+    """Two parquet:// snapshots of the same ``n`` records (every Ray worker reads a directory)."""
+    from vectorport.snapshot import export, snapshot_url
+
+    store = vectorport.connect("memory://ray-verify-runner", dimension=DIM)
+    store.upsert(tricky_records(n, DIM))
+    urls = []
+    for name in ("a", "b"):
+        export("memory://ray-verify-runner", tmp_path / name, verify=False)
+        urls.append(snapshot_url(tmp_path / name))
+    store.drop()
+    return urls[0], urls[1]
+
+
+def _progress_lines(err: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    return [d for d in lines if d.get("schema") == "vectorport.progress/1"]
+
+
+def test_standalone_verify_is_the_library_verify_with_the_ray_runner(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``verify(..., runner=RayRunner)`` gives the local findings, and its progress (json) is the
+    local one's: the ``verify`` stage counting the source's records up to all of them."""
+    from vectorport.ray import RayRunner
+
+    n = 300
+    source, target = _two_snapshots(tmp_path, n)
+    capsys.readouterr()
+    local = vectorport.verify(source, target, sample_queries=3, k=5, progress="json")
+    local_lines = _progress_lines(capsys.readouterr().err)
+    clustered = vectorport.verify(source, target, runner=RayRunner(2), sample_queries=3, k=5, progress="json")
+    ray_lines = _progress_lines(capsys.readouterr().err)
+    assert clustered.status == local.status == "verified", clustered.to_dict()
+    assert _findings(clustered) == _findings(local) and clustered.compared == n
+    assert clustered.queries is not None and local.queries is not None
+    assert clustered.queries.k == local.queries.k == 5
+    assert clustered.to_dict()["engine"] == "ray"
+    for lines in (local_lines, ray_lines):
+        assert lines and {d["stage"] for d in lines} == {"verify"}, lines
+        assert lines[-1]["done"] == n and lines[-1]["total"] in (n, None), lines
+    # progress off: nothing on stderr
+    vectorport.verify(source, target, runner=RayRunner(2), sample_queries=0, progress="none")
+    assert _progress_lines(capsys.readouterr().err) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "flag"),
+    [
+        ("shard", "0/2", ["--shard", "0/2"]),
+        ("concurrency", 8, ["--concurrency", "8"]),
+        ("method", "keyed", None),
+    ],
+)
+def test_what_ray_cannot_honour_is_refused_before_io(
+    ray_cluster: Any, tmp_path: Path, option: str, value: Any, flag: list[str] | None
+) -> None:
+    """Refused by name (option and runner) before any store is opened: the URLs do not exist."""
+    from vectorport.ray import RayRunner
+
+    source, target = (f"parquet://{tmp_path / 'nowhere' / s}" for s in ("a", "b"))
+    with pytest.raises(vectorport.ConfigurationError, match=rf"^{option}: not supported by the ray runner"):
+        vectorport.verify(source, target, runner=RayRunner(2), **{option: value})
+    assert not (tmp_path / "nowhere").exists()
+    if flag is not None:
+        out = CliRunner().invoke(vectorport_cli(), ["verify", source, target, "--engine", "ray", *flag])
+        assert out.exit_code != 0 and "Traceback" not in out.output, out.output
+        assert f"{option}: not supported by the ray runner" in out.stderr, out.stderr
+
+
+def test_cli_verify_ray_report_and_progress(ray_cluster: Any, tmp_path: Path) -> None:
+    """``verify --engine ray --json --report --progress json``: the local command's report (apart
+    from timings and the engine's fields), and the same progress lines on stderr."""
+    n = 200
+    source, target = _two_snapshots(tmp_path, n)
+    reports = {}
+    for engine in ("local", "ray"):
+        path = tmp_path / f"{engine}.json"
+        args = ["verify", source, target, "--engine", engine, "--queries", "4", "-k", "3", "--json"]
+        out = CliRunner().invoke(vectorport_cli(), [*args, "--report", str(path), "--progress", "json"])
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.stdout) == json.loads(path.read_text())
+        lines = _progress_lines(out.stderr)
+        assert lines and lines[-1]["stage"] == "verify" and lines[-1]["done"] == n, out.stderr
+        reports[engine] = json.loads(out.stdout)
+    local, ray_ = reports["local"], reports["ray"]
+    assert ray_["engine"] == "ray" and ray_["workers"] == 2
+    for key in ("status", "ok", "counts", "missing", "extra", "vectors", "metadata", "text", "duplicates"):
+        assert ray_[key] == local[key], key
+    assert ray_["queries"]["k"] == local["queries"]["k"] == 3

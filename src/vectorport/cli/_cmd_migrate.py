@@ -27,7 +27,7 @@ from rich.table import Table
 from .._exit import ExitCode
 from .._registry import available_backends
 from .._url import mask_url
-from ..exceptions import ConfigurationError, UnsupportedFeatureError, VectorportError
+from ..exceptions import UnsupportedFeatureError, VectorportError
 from ..migrate import (
     Checkpoint,
     MetadataPolicy,
@@ -335,7 +335,10 @@ def verify(
     ] = None,
     queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries (0: none).")] = 20,
     k: Annotated[int, typer.Option("-k", min=1, help="Top-k of the sampled queries.")] = 10,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Pages compared in parallel.")] = 4,
+    concurrency: Annotated[
+        int | None,
+        typer.Option("--concurrency", min=1, help="Pages compared in parallel (threads; default 4)."),
+    ] = None,
     report_path: ReportOption = None,
     progress: ProgressOption = None,
     expect_digest: ExpectDigestOption = None,
@@ -349,27 +352,23 @@ def verify(
     Data differences exit 1; equal data with search quality below both the source's (same
     queries) and the target's declared recall against exact truth exits 5. With --engine ray
     each store is read by Ray tasks that return per-key-bin digests, merged on the driver;
-    only the bins that differ are compared record by record.
+    only the bins that differ are compared record by record (--shard and --concurrency are
+    refused there: Ray splits the work).
     """
-    common: dict[str, Any] = {
-        "metadata_policy": metadata_policy,
-        "text_key": text_key,
-        "sample_queries": queries,
-        "k": k,
-    }
     try:
         source, target = _expecting(source, target, expect_digest)
-        if engine is Engine.ray:
-            result = _verify_on_ray(source, target, shard, workers, address, common)
-        else:
-            result = run_verify(
-                source,
-                target,
-                shard=shard,
-                concurrency=concurrency,
-                progress=sys.stderr.isatty() if progress is None else progress,
-                **common,
-            )
+        result = run_verify(
+            source,
+            target,
+            runner=runner(engine, workers, address),
+            metadata_policy=metadata_policy,
+            text_key=text_key,
+            sample_queries=queries,
+            k=k,
+            progress=sys.stderr.isatty() if progress is None else progress,
+            shard=shard,
+            **({} if concurrency is None else {"concurrency": concurrency}),
+        )
     except VectorportError as exc:
         raise fail(exc) from None
     _show_verification(result, report_path, as_json)
@@ -384,17 +383,6 @@ def _expecting(source: str, target: str, digest: str | None) -> tuple[str, str]:
     if source.lower().startswith("parquet:"):
         return expecting(source, digest), target
     return source, expecting(target, digest)
-
-
-def _verify_on_ray(
-    source: str, target: str, shard: str | None, workers: int, address: str | None, common: dict[str, Any]
-) -> VerifyReport:
-    """``verify --engine ray``: Ray tasks read each store (``--shard`` is refused: Ray splits the work)."""
-    if shard is not None:
-        raise ConfigurationError("--shard is for --engine local; --engine ray splits the work itself")
-    from ..ray import verify_on_ray
-
-    return verify_on_ray(source, target, workers=workers, address=address, **common)
 
 
 def _show_verification(result: VerifyReport, report_path: Path | None, as_json: bool) -> None:

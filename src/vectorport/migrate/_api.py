@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..exceptions import ConfigurationError
 from ._endpoints import StoreLike
-from ._engine import migrate, open_pair
-from ._options import parse_shard
+from ._engine import LocalRunner, Runner, migrate, open_pair
+from ._options import VerifyOptions, parse_shard
 from ._plan import MigrationPlan, build_plan
 from ._progress import ProgressMode
 from ._report import DEFAULT_CAP
 from ._transform import MetadataPolicy, Transformer
-from ._verify import VECTOR_TOLERANCE, VerifyReport, verify_stores
+from ._verify import VerifyReport
 
 __all__ = ["migrate", "parse_shard", "plan", "verify"]
 
@@ -52,53 +51,22 @@ def plan(
 
 
 def verify(
-    source: StoreLike,
-    target: StoreLike,
-    *,
-    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
-    text_key: str | None = None,
-    shard: str | tuple[int, int] | None = None,
-    sample_queries: int = 20,
-    k: int = 10,
-    tolerance: float = VECTOR_TOLERANCE,
-    cap: int = DEFAULT_CAP,
-    concurrency: int = 4,
-    progress: ProgressMode | bool = False,
-    method: str = "auto",
-    source_options: Mapping[str, Any] | None = None,
-    target_options: Mapping[str, Any] | None = None,
+    source: StoreLike, target: StoreLike, *, runner: Runner | None = None, **options: Any
 ) -> VerifyReport:
     """Compare ``target`` with ``source`` after the declared transforms; see :class:`VerifyReport`.
 
-    Pass the ``metadata_policy`` and ``text_key`` the migration used, so the expected metadata
-    is what that migration wrote. ``method``: ``digest`` (both stores read once, in parallel
-    segments where the backend has them, then only differing key bins compared record by
-    record), ``keyed`` (every source record fetched from the target by key) or ``auto``
-    (digest, except for shards and targets that may round metadata floats).
+    ``options`` are the fields of :class:`~._options.VerifyOptions`: pass the
+    ``metadata_policy`` and ``text_key`` the migration used, so the expected metadata is what
+    that migration wrote; ``shard``, ``sample_queries``, ``k``, ``tolerance``, ``cap``,
+    ``concurrency``, ``progress``, ``source_options``, ``target_options``. ``method``:
+    ``digest`` (both stores read once, in parallel segments where the backend has them, then
+    only differing key bins compared record by record), ``keyed`` (every source record fetched
+    from the target by key) or ``auto`` (digest, except for shards and targets that may round
+    metadata floats). ``runner``: where the reads run (default: threads in this process;
+    :class:`vectorport.ray.RayRunner`: Ray tasks); an option it cannot honour is refused before
+    any I/O.
     """
-    segment = parse_shard(shard)
-    src, dst = open_pair(source, target, source_options, target_options)
-    try:
-        if dst.naming is not None and dst.naming.refused:
-            raise ConfigurationError(f"the target cannot exist: {dst.naming.reason()}")
-        if not dst.exists:
-            raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
-        transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
-        return verify_stores(
-            src.store,
-            dst.store,
-            transformer,
-            source_label=src.label,
-            target_label=dst.label,
-            shard=segment,
-            sample_queries=sample_queries,
-            k=k,
-            tolerance=tolerance,
-            cap=cap,
-            concurrency=concurrency,
-            progress=progress,
-            method=method,
-        )
-    finally:
-        dst.close()
-        src.close()
+    opts = VerifyOptions(**options)
+    run = runner if runner is not None else LocalRunner()
+    run.check(opts, source, target)
+    return run.compare(source, target, opts)

@@ -40,7 +40,7 @@ from .._features import write_cap_of
 from ..exceptions import ConfigurationError, VectorportError
 from ._checkpoint import Checkpoint, shard_path
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
-from ._options import MigrateOptions, RunOptions
+from ._options import MigrateOptions, RunOptions, VerifyOptions
 from ._plan import PlanChecker, PlanRefusedError, build_plan
 from ._progress import Progress, ProgressMode
 from ._readback import ReadBack
@@ -136,6 +136,9 @@ class Runner(Protocol):
     def sync_verify(self, ctx: SyncContext, progress: ProgressMode) -> VerifyReport:
         """Compare a sync's target with its source."""
 
+    def compare(self, source: StoreLike, target: StoreLike, options: VerifyOptions) -> VerifyReport:
+        """The standalone verification (:func:`vectorport.migrate.verify`) of two stores."""
+
     def describe(self) -> dict[str, Any]:
         """The report's ``engine`` section."""
 
@@ -220,6 +223,34 @@ class LocalRunner:
 
     def sync_verify(self, ctx: SyncContext, progress: ProgressMode) -> VerifyReport:
         return verify_pair(ctx, progress=progress)
+
+    def compare(self, source: StoreLike, target: StoreLike, options: VerifyOptions) -> VerifyReport:
+        o = options
+        src, dst = open_pair(source, target, o.source_options, o.target_options)
+        try:
+            if dst.naming is not None and dst.naming.refused:
+                raise ConfigurationError(f"the target cannot exist: {dst.naming.reason()}")
+            if not dst.exists:
+                raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
+            transformer = Transformer(dst.capabilities.metadata, o.metadata_policy, o.text_key)
+            return verify_stores(
+                src.store,
+                dst.store,
+                transformer,
+                source_label=src.label,
+                target_label=dst.label,
+                shard=o.shard,
+                sample_queries=o.sample_queries,
+                k=o.k,
+                tolerance=o.tolerance,
+                cap=o.cap,
+                concurrency=o.concurrency,
+                progress=o.progress,
+                method=o.method,
+            )
+        finally:
+            dst.close()
+            src.close()
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.name}

@@ -41,6 +41,7 @@ from .._protocol import VectorStore
 from .._registry import connect
 from ..exceptions import ConfigurationError
 from ._endpoints import Endpoint, open_source, probe_target
+from ._progress import Progress, ProgressMode
 from ._report import DEFAULT_CAP, Capped
 from ._transform import MetadataPolicy, Transformer
 from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page
@@ -383,10 +384,12 @@ def verify_merged(
     cap: int = DEFAULT_CAP,
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    progress: ProgressMode | bool = False,
 ) -> MergedVerifyReport:
     """Compare ``target`` with ``source`` (URLs) by merged segment digests (module docstring),
     each store read as ``segments`` native scan segments by ``runner``'s tasks. Same verdict,
-    counts and difference lists as :func:`vectorport.verify`."""
+    counts and difference lists as :func:`vectorport.verify`; ``progress`` as there (the
+    ``verify`` stage counts the source's records, here as each segment's task finishes)."""
     if segments < 1:
         raise ConfigurationError(f"segments must be at least 1, got {segments}")
     started = time.monotonic()
@@ -402,7 +405,7 @@ def verify_merged(
             transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
             native = [(i, segments) for i in range(segments)]
             m = _Merge(source, target, src_opts, dst_opts, runner, native, src, dst, transformer, report)
-            exact = _digest_pass(m, sample_queries, k)
+            exact = _digest_pass(m, sample_queries, k, progress)
             if m.wanted:
                 _detail_pass(m, tolerance, cap)
             if m.queries:
@@ -436,7 +439,7 @@ def _existing_target(target: str, src: Endpoint, dst_opts: dict[str, Any]) -> En
     return dst
 
 
-def _digest_pass(m: _Merge, sample_queries: int, k: int) -> StreamingTopK:
+def _digest_pass(m: _Merge, sample_queries: int, k: int, progress: ProgressMode | bool) -> StreamingTopK:
     """Every native segment of both stores digested by the runner's tasks and merged; the
     report's counts and differing key segments; the sampled queries' exact top-k."""
     src, dst, report = m.src, m.dst, m.report
@@ -461,12 +464,15 @@ def _digest_pass(m: _Merge, sample_queries: int, k: int) -> StreamingTopK:
     scanned = {"source": 0, "target": 0}
     exact = StreamingTopK(src.store.spec.metric, qmatrix, m.top_k + 5)
     scan: SegmentScan
-    for scan in m.runner(scan_task, calls):  # folded as they finish: one result held at a time
-        merged[scan.side].fold(scan.sums)
-        scanned[scan.side] += scan.records
-        report.per_worker.append(scan.worker)
-        if scan.side == "source" and m.queries:
-            _merge_top(exact, scan)
+    with Progress("verify", source_count, enabled=progress) as bar:
+        for scan in m.runner(scan_task, calls):  # folded as they finish: one result held at a time
+            merged[scan.side].fold(scan.sums)
+            scanned[scan.side] += scan.records
+            report.per_worker.append(scan.worker)
+            if scan.side == "source":
+                bar.advance(scan.records)
+                if m.queries:
+                    _merge_top(exact, scan)
     report.timings["digest"] = time.monotonic() - t0
     report.source_count = source_count if source_count is not None else scanned["source"]
     report.target_count = _count(dst.store, scanned["target"])

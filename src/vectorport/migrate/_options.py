@@ -30,8 +30,9 @@ from ..exceptions import ConfigurationError
 from ._progress import ProgressMode
 from ._report import DEFAULT_CAP
 from ._transform import MetadataPolicy
+from ._verify import VECTOR_TOLERANCE
 
-__all__ = ["MigrateOptions", "RunOptions", "SyncOptions", "option", "parse_shard"]
+__all__ = ["MigrateOptions", "RunOptions", "SyncOptions", "VerifyOptions", "option", "parse_shard"]
 
 
 def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
@@ -109,6 +110,43 @@ class MigrateOptions(RunOptions):
         object.__setattr__(self, "shard", parse_shard(self.shard))
         if self.resume and self.checkpoint is None:
             raise ConfigurationError("resume needs a checkpoint (the file of the interrupted run)")
+
+
+@dataclass(frozen=True)
+class VerifyOptions(RunOptions):
+    """How :func:`vectorport.migrate.verify` runs (its keyword arguments)."""
+
+    COMMAND: ClassVar[str] = "verify"
+
+    metadata_policy: MetadataPolicy = option(
+        MetadataPolicy.ERROR,
+        "The policy the migration used: the expected metadata is the source's, transformed.",
+    )
+    text_key: str | None = option(None, "The text_key the migration used.")
+    shard: tuple[int, int] = option(
+        (0, 1), "Verify only shard I of N (0-based) of the source.", runners=("local",), metavar="I/N"
+    )
+    sample_queries: int = option(20, "Sampled queries (0: none).", minimum=0)
+    k: int = option(10, "Top-k of the sampled queries.", minimum=1)
+    tolerance: float = option(VECTOR_TOLERANCE, "Vector tolerance (relative, float32 ulps).", cli=False)
+    cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
+    # Ray's parallelism is its workers, each reading one native scan segment
+    concurrency: int = option(4, "Pages compared in parallel (threads).", runners=("local",), minimum=1)
+    progress: ProgressMode = option(
+        ProgressMode.NONE, "Progress on stderr: bar, json or none.", metavar="MODE"
+    )
+    method: str = option(
+        "auto",
+        "digest, keyed or auto (digest, except for shards and float-rounding targets).",
+        # Ray merges per-segment digests: it has no keyed pass
+        only={"ray": ("auto", "digest")},
+    )
+    source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)
+    target_options: Mapping[str, Any] = option(dict, "Options of the target store.", cli=False, factory=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "shard", parse_shard(self.shard))
 
 
 @dataclass(frozen=True)

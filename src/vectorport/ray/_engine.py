@@ -9,7 +9,8 @@ decides placement and parallelism, never meaning.
   ``resume`` after the whole run was killed — continues from the last acknowledged batch;
   writes are idempotent upserts, so a batch written twice leaves one record. A target with a
   per-index write cap (buckets: ``write_rate``) gets the cap divided among the workers.
-* verify: the merged-digest verification of :func:`~._verify.verify_on_ray` (re-embedded
+* verify: the merged-digest verification (:func:`~vectorport.migrate._merged.verify_merged`),
+  each native scan segment read by a Ray task, with the run's progress (re-embedded
   records are compared record by record on the driver, as in one process).
 * export: one Ray task per scan segment of the source, each writing its segment's Parquet
   parts (:func:`~vectorport.snapshot._export.write_segment`); the manifest and the
@@ -48,18 +49,18 @@ from ..migrate._engine import (
     refuse_options,
     verify_here,
 )
-from ..migrate._merged import worker_info
-from ..migrate._options import SyncOptions
+from ..migrate._merged import verify_merged, worker_info
+from ..migrate._options import SyncOptions, VerifyOptions
 from ..migrate._progress import Progress, ProgressMode
 from ..migrate._reembed import load_embedder
 from ..migrate._run import CopyStats, copy_records
 from ..migrate._sync import sync
 from ..migrate._syncreport import SyncReport
 from ..migrate._transform import Transformer
-from ..migrate._verify import VerifyReport
+from ..migrate._verify import VECTOR_TOLERANCE, VerifyReport
 from ..snapshot._export import ExportContext, ExportReport, export, write_segment
 from ..snapshot._options import ExportOptions
-from ._verify import ensure_ray, reachable, verify_on_ray
+from ._verify import ensure_ray, ray_runner, reachable
 
 if TYPE_CHECKING:
     from .._models import JSON
@@ -107,10 +108,16 @@ class RayRunner:
     name = "ray"
     here = False
 
-    def __init__(self, workers: int = 2, address: str | None = None, max_retries: int = 3) -> None:
+    def __init__(
+        self, workers: int = 2, address: str | None = None, max_retries: int = 3, segments: int | None = None
+    ) -> None:
         if workers < 1:
             raise ConfigurationError(f"workers must be at least 1, got {workers}")
+        if segments is not None and segments < 1:
+            raise ConfigurationError(f"segments must be at least 1, got {segments}")
         self.workers, self.address, self.max_retries = workers, address, max_retries
+        self.segments = segments
+        """Native scan segments each store is read in by a verification (default ``workers``)."""
         self.shards = workers
         self.per_worker: list[dict[str, Any]] = []
         self.write_rate_per_worker: float | None = None
@@ -217,25 +224,46 @@ class RayRunner:
         return shard_passes(self, ctx, why)
 
     def sync_verify(self, ctx: SyncContext, progress: ProgressMode) -> VerifyReport:
-        return self._verify(ctx)
+        assert isinstance(ctx.source, str) and isinstance(ctx.target, str)  # see check()
+        return self._merged(ctx.source, ctx.target, ctx.options, progress)
 
-    def _verify(self, ctx: RunContext | SyncContext) -> VerifyReport:
-        """Merged segment digests from Ray tasks (:func:`~._verify.verify_on_ray`)."""
-        o = ctx.options
-        assert isinstance(ctx.source, str) and isinstance(ctx.target, str)
-        return verify_on_ray(
-            ctx.source,
-            ctx.target,
+    def compare(self, source: StoreLike, target: StoreLike, options: VerifyOptions) -> VerifyReport:
+        """The standalone verification: merged segment digests from Ray tasks (``check`` has
+        refused what they cannot honour: a shard, threads, the keyed method, store objects)."""
+        assert isinstance(source, str) and isinstance(target, str)  # see check()
+        return self._merged(source, target, options, options.progress)
+
+    def _verify(self, ctx: RunContext) -> VerifyReport:
+        assert isinstance(ctx.source, str) and isinstance(ctx.target, str)  # see check()
+        return self._merged(ctx.source, ctx.target, ctx.options, ctx.options.progress)
+
+    def _merged(
+        self,
+        source: str,
+        target: str,
+        o: MigrateOptions | SyncOptions | VerifyOptions,
+        progress: ProgressMode,
+    ) -> VerifyReport:
+        """Merged segment digests (:func:`~vectorport.migrate._merged.verify_merged`), each
+        native scan segment of both stores read by a Ray task; the ``verify`` progress counts
+        the source's records as those tasks finish."""
+        ensure_ray(self.address)
+        return verify_merged(
+            source,
+            target,
+            runner=ray_runner(self.max_retries),
+            segments=self.segments or self.workers,
             workers=self.workers,
-            address=self.address,
+            engine=self.name,
             metadata_policy=o.metadata_policy,
             text_key=o.text_key,
             sample_queries=o.sample_queries,
             k=o.k,
+            tolerance=o.tolerance if isinstance(o, VerifyOptions) else VECTOR_TOLERANCE,
             cap=o.cap,
-            max_retries=self.max_retries,
             source_options=o.source_options,
             target_options=o.target_options,
+            progress=progress,
         )
 
     def describe(self) -> dict[str, Any]:

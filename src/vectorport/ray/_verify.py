@@ -1,5 +1,6 @@
 """``verify --engine ray``: merged-digest verification (:mod:`vectorport.migrate._merged`) with
-each store's native scan segments read by Ray tasks.
+each store's native scan segments read by Ray tasks (:meth:`RayRunner.compare
+<vectorport.ray.RayRunner.compare>`, the runner of :func:`vectorport.migrate.verify`).
 
 No task returns keys: a digest task returns its segment's per-key-bin digests and counts,
 a detail task (run only for the key bins whose digests differ) the capped difference lists.
@@ -8,7 +9,7 @@ Every task only reads, so Ray may retry one whose worker died.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import ray
@@ -16,10 +17,7 @@ import ray
 from .._registry import resolve
 from .._url import StoreURL
 from ..exceptions import ConfigurationError
-from ..migrate._merged import MergedVerifyReport, Runner, verify_merged
-from ..migrate._report import DEFAULT_CAP
-from ..migrate._transform import MetadataPolicy
-from ..migrate._verify import VECTOR_TOLERANCE
+from ..migrate._merged import MergedVerifyReport, Runner
 
 __all__ = ["ensure_ray", "ray_runner", "reachable", "verify_on_ray"]
 
@@ -71,40 +69,21 @@ def verify_on_ray(
     workers: int = 2,
     address: str | None = None,
     segments: int | None = None,
-    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
-    text_key: str | None = None,
-    sample_queries: int = 20,
-    k: int = 10,
-    tolerance: float = VECTOR_TOLERANCE,
-    cap: int = DEFAULT_CAP,
     max_retries: int = 3,
-    source_options: Mapping[str, Any] | None = None,
-    target_options: Mapping[str, Any] | None = None,
+    **options: Any,
 ) -> MergedVerifyReport:
-    """Compare ``target`` with ``source`` (URLs) on a Ray cluster; the report of
-    :func:`vectorport.verify` plus ``engine``, ``workers`` and each task's rate.
+    """:func:`vectorport.migrate.verify` with its reads run as Ray tasks (:class:`RayRunner`);
+    ``options`` are the same keyword arguments, meaning the same (what Ray cannot honour, such
+    as ``shard``, is refused before any I/O). The report adds ``engine``, ``workers`` and each
+    task's rate.
 
     Each store is read as ``segments`` native scan segments (default ``workers``), one Ray task
-    each; pass the ``metadata_policy`` and ``text_key`` the migration used. Stores must be
-    reachable from every worker (a server, a shared directory): ``memory://`` is not.
+    each. Stores must be reachable from every worker (a server, a shared directory):
+    ``memory://`` is not.
     """
-    if workers < 1:
-        raise ConfigurationError(f"workers must be at least 1, got {workers}")
-    reachable(source, target)
-    ensure_ray(address)
-    return verify_merged(
-        source,
-        target,
-        runner=ray_runner(max_retries),
-        segments=segments or workers,
-        workers=workers,
-        engine="ray",
-        metadata_policy=metadata_policy,
-        text_key=text_key,
-        sample_queries=sample_queries,
-        k=k,
-        tolerance=tolerance,
-        cap=cap,
-        source_options=source_options,
-        target_options=target_options,
-    )
+    from ..migrate import verify
+    from ._engine import RayRunner
+
+    report = verify(source, target, runner=RayRunner(workers, address, max_retries, segments), **options)
+    assert isinstance(report, MergedVerifyReport)  # the Ray runner's verification is merged
+    return report
