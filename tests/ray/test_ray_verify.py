@@ -240,3 +240,23 @@ def test_cli_verify_ray_report_and_progress(ray_cluster: Any, tmp_path: Path) ->
     for key in ("status", "ok", "counts", "missing", "extra", "vectors", "metadata", "text", "duplicates"):
         assert ray_[key] == local[key], key
     assert ray_["queries"]["k"] == local["queries"]["k"] == 3
+
+
+def test_export_on_ray_verification_reports_progress(
+    ray_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An export's verification (the migration's, placed by the Ray runner) reports its
+    ``verify`` stage with ``progress`` as the local runner does; without it, nothing."""
+    from vectorport.ray import export_on_ray
+
+    n = 250
+    source, _ = _two_snapshots(tmp_path, n)
+    capsys.readouterr()
+    report = export_on_ray(source, tmp_path / "out", workers=2, sample_queries=0, progress="json")
+    assert report.verification is not None and report.verification.ok, report.to_dict()
+    lines = _progress_lines(capsys.readouterr().err)
+    stages = [d["stage"] for d in lines]
+    assert "export" in stages and "verify" in stages, lines
+    assert [d for d in lines if d["stage"] == "verify"][-1]["done"] == n, lines
+    export_on_ray(source, tmp_path / "quiet", workers=2, sample_queries=0)
+    assert _progress_lines(capsys.readouterr().err) == []

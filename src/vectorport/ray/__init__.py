@@ -8,7 +8,7 @@ Ray cluster (the ``ray`` extra).
   (idempotent: a retried task rewrites the same records);
 * :class:`RayRunner` and :func:`migrate_on_ray` — ``vectorport migrate --engine ray``:
   :func:`vectorport.migrate` itself (the same options, plan, checkpoints and report) with its
-  copy run as one Ray task per shard and its verification by :func:`verify_on_ray`;
+  copy run as one Ray task per shard and its verification by Ray tasks (as :func:`verify_on_ray`);
 * :func:`sync_on_ray` — ``vectorport sync --engine ray``: :func:`vectorport.sync` itself (the
   same options, passes, states and report) with :class:`RayRunner` placing its pass as one Ray
   task per shard of the source, each with its own state file;
@@ -16,8 +16,10 @@ Ray cluster (the ``ray`` extra).
   (the same options, manifest, verification and report) with each scan segment's Parquet parts
   written by a Ray task (``import --engine ray`` is ``migrate --engine ray`` from
   ``parquet://DIR``);
-* :func:`verify_on_ray` — ``vectorport verify --engine ray``: per-key-bin digests merged on the
-  driver, only the differing key bins compared record by record.
+* :func:`verify_on_ray` — ``vectorport verify --engine ray``: :func:`vectorport.migrate.verify`
+  itself (the same options, report and progress) with :class:`RayRunner` reading each store's
+  scan segments as Ray tasks: per-key-bin digests merged on the driver, only the differing key
+  bins compared record by record.
 
 ``import vectorport`` never imports this package, so Ray stays out of a plain install.
 """
