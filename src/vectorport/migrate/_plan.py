@@ -365,13 +365,20 @@ def build_plan(
 
 def _follow_text_language(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
     """A target created by the migration searches text in the source's language (a Spanish
-    table's copy is not stemmed as English), where both stores have one (``text_language``)."""
+    table's copy is not stemmed as English), where both stores have one (``text_language``);
+    where it will not (a language named on the target, one it has no analyzer for), the plan
+    says what it does instead. A target that cannot refuses here, before any write."""
     language = getattr(source.store, "text_language", None)
     follow = getattr(target.store, "follow_text_language", None)
     if not isinstance(language, str) or target.exists or not callable(follow):
         return
-    if follow(language) is True:
-        plan.notes.append(f"the target's text search uses the source's language, {language!r}")
+    outcome = follow(language)
+    if outcome is True:
+        plan.notes.append(
+            f"the target is created with full-text search in the source's language, {language!r}"
+        )
+    elif isinstance(outcome, str):
+        plan.notes.append(outcome)
 
 
 class PlanChecker:

@@ -227,12 +227,34 @@ class PgVectorStore(ReadWriteMixin):
         records do not carry; a migration's plan names them."""
         return self.layout.columns.left_out
 
-    def follow_text_language(self, language: str) -> bool:
+    def follow_text_language(self, language: str) -> bool | str:
         """Before the collection is created: make its ``tsvector`` in ``language`` (a migration's
-        source's), unless the URL named one (``language=``). Whether it will."""
+        source's), unless the URL named one (``language=``). ``True`` when it will; else what it
+        does instead, for the plan's notes. A language this server has no text search
+        configuration for (a bucket's ``ja``) is refused here, before any write."""
         if self._explicit_language is None and self._layout is None:
+            with self._errors("plan"):
+                conn, _ = self._conn()
+                row = conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM pg_ts_config c JOIN pg_namespace n ON n.oid ="
+                    " c.cfgnamespace WHERE %s::text IN (c.cfgname::text, n.nspname || '.' || c.cfgname))",
+                    (language,),
+                ).fetchone()
+            if not (row and row[0]):
+                raise ConfigurationError(
+                    f"{self._where}: the source searches its text in {language!r}, and this PostgreSQL "
+                    "server has no text search configuration of that name (SELECT cfgname FROM "
+                    "pg_ts_config lists them): name one with language= on the target (language=simple "
+                    "splits words at spaces and punctuation and stems nothing, so text without spaces, "
+                    "as Chinese and Japanese are written, is not split into words)"
+                )
             self.language = language
-        return self.language == language
+        if self.language == language:
+            return True
+        return (
+            f"the target's text search uses {self.language!r} (language=), the source's "
+            f"{language!r}: text queries rank differently, and verify reports the difference"
+        )
 
     def info(self) -> dict[str, Any]:
         out = super().info()

@@ -95,6 +95,8 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
     _text_search: str | None = None
     """``text_search=``: configure the text key full-text searchable when creating the index
     (``None``: no; ``""``: the standard analyzer; else a language code)."""
+    _text_search_said: bool = False
+    """Whether ``text_search=`` was given (``false`` included): a migration then leaves it be."""
 
     if TYPE_CHECKING:
 
@@ -145,18 +147,39 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
             return None
         return canonical_language(self._searchable.get(self.layout.text_key, ""))
 
-    def follow_text_language(self, language: str) -> bool:
-        """Before the index is created with ``text_search=true`` (the standard analyzer): analyze
-        its text in ``language`` (a migration's source's) when the service has an analyzer for
-        it. A language named in ``text_search=`` stays. Whether the index will search so."""
+    def follow_text_language(self, language: str) -> bool | str:
+        """Before the index is created (a migration's target): the source searches its text in
+        ``language``, so the index's text key is made full-text searchable too, unless
+        ``text_search=`` said otherwise (``false``: off; a language: that one), and its analyzer
+        is the service's for ``language`` where it has one, else the standard analyzer (the
+        ``CreateIndex`` model's ``textSearchConfigurations``). ``True`` when the index will
+        search in ``language``; else what it does instead, for the plan's notes."""
         wanted = canonical_language(language)
+        said = self._text_search_said
+        if self._text_search is None and not said and not self.layout.node:
+            self._text_search = ""
+        if self._text_search is None:
+            if not said:
+                return False
+            return (
+                f"the target index is created without full-text search (text_search=false); the "
+                f"source searches its text in {wanted!r}"
+            )
         if self._text_search == "":
             code = next((c for c, name in ANALYZER_LANGUAGES.items() if name == wanted), None)
             if code is not None and code in TEXT_LANGUAGES:
                 self._text_search = code
-        if self._text_search is None:
-            return False
-        return canonical_language(self._text_search) == wanted
+            elif wanted in TEXT_LANGUAGES:
+                self._text_search = wanted
+        got = canonical_language(self._text_search)
+        if got == wanted:
+            return True
+        why = "text_search= names it" if said and self._text_search else "the service has no analyzer for it"
+        return (
+            f"the target index analyzes its text in {got!r} ({why}; the service's analyzers: "
+            f"{', '.join(TEXT_LANGUAGES)} and the standard one, 'simple'), the source in "
+            f"{wanted!r}: text queries rank differently, and verify reports the difference"
+        )
 
     def _opened_searchable(self, where: str) -> None:
         """After opening an index: say when ``text_search=`` asked for what the index lacks

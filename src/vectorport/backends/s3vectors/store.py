@@ -141,6 +141,7 @@ class S3VectorsStore(TextSearchMixin):
         retry: RetryPolicy | None = None,
         layout: BucketLayout | None = None,
         text_search: str | None = None,
+        text_search_said: bool = False,
     ) -> None:
         super().__init__(url, index, retry=retry)
         self.bucket = bucket
@@ -150,6 +151,7 @@ class S3VectorsStore(TextSearchMixin):
         self._requested = layout
         self._layout: BucketLayout | None = None
         self._text_search = text_search
+        self._text_search_said = text_search_said or text_search is not None
         self._check_text_search_option()
         self._non_filterable: frozenset[str] = frozenset()
         self.limiter: WriteRateLimiter | None = (
@@ -225,11 +227,13 @@ class S3VectorsStore(TextSearchMixin):
 
     @staticmethod
     def _store_options(opts: dict[str, Any]) -> dict[str, Any]:
+        said = opts.get("text_search") is not None
         out: dict[str, Any] = {
             "write_rate": float(opts.pop("write_rate", 2500.0)),
             "workers": int(opts.pop("workers", 8)),
             "layout": layout_option(opts.pop("layout", None), opts.pop("text_key", None)),
             "text_search": text_search_option(opts.pop("text_search", None)),
+            "text_search_said": said,
         }
         retry = opts.pop("retry", None)
         if retry is not None:
