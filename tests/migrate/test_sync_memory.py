@@ -79,7 +79,9 @@ def test_changes_new_and_deletions_only_with_the_flag(pair: tuple[str, str, Path
     r = sync(src, dst, state=state)
     s = r.sync
     assert (s.changed, s.new, s.written, s.gone, s.deleted, s.target_read) == (3, 2, 5, 4, 0, 0)
-    assert any("--delete" in n for n in r.notes)
+    # the library names the option by its keyword; the command line words it as its flag
+    assert any("pass delete=True to delete them" in n for n in r.notes), r.notes
+    assert not any("--" in n for n in r.notes), r.notes
     assert vectorport.connect(dst).count() == 1002  # nothing deleted without --delete
     # a few segments, not all, were looked at for gone records
     assert 1 <= s.bins_checked <= 4 < s.bins
@@ -185,6 +187,39 @@ def test_cli_every_needs_a_duration(pair: tuple[str, str, Path]) -> None:
     src, dst, state = pair
     res = runner.invoke(app, ["sync", src, dst, "--state", str(state), "--every", "soon"])
     assert res.exit_code == 2 and "30s, 10m or 2h" in res.output
+
+
+def test_the_library_names_options_and_the_command_line_its_flags(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    sync(src, dst, state=state)
+    vectorport.connect(src).delete(["doc00001#c"])
+    for args in (["--json"], []):
+        res = runner.invoke(app, ["sync", src, dst, "--state", str(state), *args])
+        assert res.exit_code == 0, res.output
+        text = " ".join(res.stdout.split())
+        assert "pass --delete to delete them" in text and "delete=True" not in text, text
+    # the library picks no state path: the command line does (under VECTORPORT_STATE_DIR)
+    with pytest.raises(ConfigurationError, match=r"sync needs state="):
+        sync(src, dst)
+    assert vectorport.connect(dst).count() == 1000  # refused before anything was written
+    # advice naming the Python calls is worded as the command's flags
+    from vectorport.cli._common import cli_text
+    from vectorport.migrate._capture import check_follow
+
+    with pytest.raises(ConfigurationError) as refused:
+        check_follow(vectorport.connect(src), src)
+    assert "follow=True has nothing to follow: call sync again on a schedule" in str(refused.value)
+    worded = cli_text(str(refused.value))
+    assert "--follow has nothing to follow: run sync --every 30s instead, which scans" in worded, worded
+    missing = (
+        f"{src} has no change capture installed, so follow=True has nothing to read: "
+        "install it first with the source store's setup_capture()"
+    )
+    assert cli_text(missing).endswith(
+        f"--follow has nothing to read: run vectorport sync --setup-capture {src} first"
+    )
+    state_msg = "the sync state s.sqlite belongs to another sync (...); pass another state= path"
+    assert cli_text(state_msg).endswith("; pass another --state path")
 
 
 def test_migrate_on_a_finished_checkpoint_points_at_sync(pair: tuple[str, str, Path], tmp_path: Path) -> None:

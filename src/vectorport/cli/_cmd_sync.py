@@ -34,15 +34,26 @@ import typer
 
 from .._exit import ExitCode
 from ..exceptions import ConfigurationError, VectorportError
-from ..migrate import SyncOptions, SyncReport, default_state, parse_shard, shard_path
+from ..migrate import SyncOptions, SyncReport, parse_shard, shard_path
 from ..migrate import sync as run_sync
 from ..migrate._capture import Lag
 from ..migrate._progress import ProgressMode, emit_progress
 from ..migrate._sync import committed
 from ._cmd_migrate import SHOWN, _print_verification, resume_command
-from ._common import JsonOption, ReportOption, emit_json, err_console, fail, out_console, write_report
+from ._common import (
+    JsonOption,
+    ReportOption,
+    cli_text,
+    cli_words,
+    emit_json,
+    err_console,
+    fail,
+    out_console,
+    write_report,
+)
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
 from ._options import with_options
+from ._state import default_state
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -74,7 +85,7 @@ def _print_report(report: SyncReport) -> None:
             f"  not written: {item['key']!r}: {item['problems']}", highlight=False, markup=False
         )
     for note in report.notes:
-        out_console.print(f"note: {note}", highlight=False, markup=False)
+        out_console.print(f"note: {cli_text(note)}", highlight=False, markup=False)
     if report.verification is not None:
         _print_verification(report.verification)
     print_workers(report.to_dict())
@@ -131,9 +142,10 @@ class _Command:
             shards = [(i, n) for i in range(n)] if n > 1 else [parse_shard(options["shard"])]
             _interrupted(Path(options["state"]), shards)
             raise typer.Exit(130) from None
-        write_report(self.report_path, report.to_dict())
+        data = cli_words(report.to_dict())
+        write_report(self.report_path, data)
         if self.as_json:  # JSON Lines: one line per pass, so `sync --json >> log` stays parseable
-            emit_json(report.to_dict(), line=True)
+            emit_json(data, line=True)
         else:
             _print_report(report)
         return report.exit_code

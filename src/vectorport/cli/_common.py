@@ -184,6 +184,14 @@ _CLI_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"pass dimension= to adopt it"), f"write its first vectors with {_CREATE}"),
     (re.compile(r"pass metric= \(cosine, euclidean or dot; searches are then exact\)"),
      "add metric=cosine (or euclidean, dot) to the URL (searches are then exact)"),
+    # sync's change capture and schedule: the Python calls become the command's own flags
+    (re.compile(r"(\S+) has no change capture installed, so (\S+) has nothing to read: "
+                r"install it first with the source store's setup_capture\(\)"),
+     r"\1 has no change capture installed, so \2 has nothing to read: "
+     r"run vectorport sync --setup-capture \1 first"),
+    (re.compile(r"call sync again on a schedule instead"), "run sync --every 30s instead"),
+    (re.compile(r"remove the capture \(teardown_capture\(\)\)"),
+     "remove the capture (sync --teardown-capture)"),
 )  # fmt: skip
 
 

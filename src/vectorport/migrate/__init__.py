@@ -42,7 +42,7 @@ from ._report import (
     MigrationReport,
 )
 from ._run import CopyStats
-from ._sync import default_state, sync
+from ._sync import sync
 from ._syncreport import SyncReport, SyncStats
 from ._transform import Change, MetadataPolicy, Transformed, Transformer
 from ._verify import QueryCheck, VerifyReport
@@ -74,7 +74,6 @@ __all__ = [
     "Transformed",
     "Transformer",
     "VerifyReport",
-    "default_state",
     "parse_shard",
     "plan",
     "run",

@@ -50,7 +50,7 @@ READ_LIMIT = 5_000
 READ_BACK = 1_000
 """Keys read back from the source per ``get``."""
 OUTAGE = RetryPolicy(base=1.0, cap=30.0)
-"""Backoff of ``--follow`` while the source (or the target) fails with a transient error: waits
+"""Backoff of ``follow`` while the source (or the target) fails with a transient error: waits
 up to 1, 2, 4 … 30 seconds, without a limit on the attempts (a follower outlives an outage)."""
 
 log = logging.getLogger("vectorport.migrate")
@@ -249,7 +249,7 @@ def follow_until(
     caught_up: Callable[[], bool] | None,
 ) -> None:
     """Apply changes continuously; each time the feed is drained, ``caught_up()`` may end the
-    run (``--until-equal``: the target verifies equal). Runs until then or until interrupted.
+    run (``until_equal``: the target verifies equal). Runs until then or until interrupted.
 
     A transient error (the source restarted, a connection dropped, throttling that outlasted
     the store's own retries) does not end the run: it is logged on stderr and the run goes on
@@ -280,6 +280,6 @@ def check_follow(source: VectorStore, label: str) -> None:
     """Refuse ``follow`` on a source that cannot capture (before any I/O)."""
     if not supports(source, Feature.CHANGE_FEED):
         raise ConfigurationError(
-            f"{label} cannot capture its changes (only PostgreSQL sources can), so --follow has nothing "
-            "to follow: run sync --every 30s instead, which scans"
+            f"{label} cannot capture its changes (only PostgreSQL sources can), so follow=True has "
+            "nothing to follow: call sync again on a schedule instead, which scans"
         )

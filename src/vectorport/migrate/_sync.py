@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,6 @@ from .._digest import bin_count, bin_of, record_digest
 from .._exit import Status
 from .._features import Feature, bulk_load_of, split_replace_of
 from .._models import JSON, Record, ScanPage
-from .._paths import state_dir
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import ConfigurationError, ConflictError, TransientError
@@ -69,7 +68,6 @@ from ._verify import VECTOR_TOLERANCE, same_content
 
 __all__ = [
     "SyncContext",
-    "default_state",
     "merge_shards",
     "outside_shards",
     "scan_pass",
@@ -83,15 +81,6 @@ COMMIT_INTERVAL = 0.5
 """Seconds between state commits while nothing is written (always committed before a write)."""
 MAX_RESTARTS = 5
 """Source scans started again because the source moved under a positional cursor (Chroma)."""
-
-
-def default_state(source: str, target: str) -> Path:
-    """Where the CLI keeps a sync's state when ``--state`` is not given: the migration state
-    folder (:func:`vectorport._paths.state_dir`) ``/syncs/<hash of the two URLs>.sqlite``."""
-    import hashlib
-
-    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
-    return state_dir() / "syncs" / f"{digest}.sqlite"
 
 
 class _SourceMoved(Exception):
@@ -484,7 +473,7 @@ def _context(
     opened in this process (else the report names the state every shard's file sits beside)."""
     src, dst = pair
     transformer = Transformer(dst.capabilities.metadata, options.metadata_policy, options.text_key)
-    path = _state_path(options.state, source, target, src, dst)
+    path = _state_path(options.state)
     report = SyncReport(src.label, dst.label, delete=options.delete, options=options.to_dict())
     report.sync.unwritable.cap = options.cap
     ctx = SyncContext(source, target, options, src, dst, transformer, report, time.monotonic())
@@ -650,8 +639,9 @@ def sync(
     ``source``, ``target``: store URLs or stores, as for :func:`vectorport.migrate.run`; the
     target is created with the source's spec when missing. ``options`` are the fields of
     :class:`~vectorport.migrate.SyncOptions`, each documented there (``delete``, ``full``,
-    ``state``: the SQLite state file an interrupted pass continues from, default
-    :func:`default_state`; ``shard``, ``verify``, ``follow``, ``until_equal``, …). ``runner``:
+    ``state`` (required): the SQLite state file that records what the target holds and that an
+    interrupted pass continues from, one per source and target (the library picks no path, as
+    ``migrate``'s ``checkpoint``); ``shard``, ``verify``, ``follow``, ``until_equal``, …). ``runner``:
     where the passes run (default: threads in this process; :class:`vectorport.ray.RayRunner`:
     one Ray task per shard, each with its own state). ``on_lag`` is called with a
     :class:`~._capture.Lag` after each read of the change feed.
@@ -675,8 +665,11 @@ def sync(
     opts = SyncOptions(**options)
     run = runner if runner is not None else LocalRunner()
     run.check(opts, source, target)
-    if opts.state is None and isinstance(source, str) and isinstance(target, str):
-        opts = replace(opts, state=default_state(source, target))  # the same file wherever it runs
+    if opts.state is None:  # the caller chooses where (the command line: cli/_state.py)
+        raise ConfigurationError(
+            "sync needs state= (the SQLite file recording what the target holds, so that a pass "
+            "writes only the changes): pass the same path to every sync of this source and target"
+        )
     delegated = run.delegate(source, target, opts)
     if delegated is not None:
         assert isinstance(delegated, SyncReport)
@@ -704,15 +697,11 @@ def _finish(ctx: SyncContext, runner: Runner) -> None:
     report.timings["total"] = time.monotonic() - ctx.started
 
 
-def _state_path(
-    state: str | os.PathLike[str] | None, source: StoreLike, target: StoreLike, src: Endpoint, dst: Endpoint
-) -> Path:
+def _state_path(state: str | os.PathLike[str] | None) -> Path:
     """The run's state file (a shard's sits beside it: :func:`~._checkpoint.shard_path`)."""
-    if state is not None:
-        return Path(state)
-    if isinstance(source, str) and isinstance(target, str):
-        return default_state(source, target)
-    return default_state(src.label, dst.label)
+    if state is None:
+        raise ConfigurationError("sync needs state= (the SQLite file recording what the target holds)")
+    return Path(state)
 
 
 def _feed(ctx: SyncContext) -> ChangeFeed | None:
@@ -728,8 +717,8 @@ def _feed(ctx: SyncContext) -> ChangeFeed | None:
         check_follow(ctx.src.store, ctx.src.label)
         if feed is None:
             raise ConfigurationError(
-                f"{ctx.src.label} has no change capture installed, so --follow has nothing to read: "
-                f"run vectorport sync --setup-capture {ctx.src.label} first"
+                f"{ctx.src.label} has no change capture installed, so follow=True has nothing to read: "
+                "install it first with the source store's setup_capture()"
             )
     return feed
 

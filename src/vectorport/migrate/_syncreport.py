@@ -30,7 +30,7 @@ class SyncStats:
 
     mode: str = "incremental"
     """``incremental`` (the state says what the target holds) or ``full`` (the target is read
-    and compared record by record: the first sync of a pair, ``--full``, or the target changed
+    and compared record by record: the first sync of a pair, ``full=True``, or the target changed
     outside sync)."""
     reason: str | None = None
     """Why the pass is ``full``."""
@@ -158,13 +158,13 @@ class SyncReport(Report):
         stats = self.sync
         if stats.gone and not self.delete:
             self.notes.append(
-                f"{stats.gone} records in the target are not in the source; pass --delete to delete them"
+                f"{stats.gone} records in the target are not in the source; pass delete=True to delete them"
             )
         if stats.unwritable:
             self.status = Status.UNWRITABLE
             self.notes.append(
                 f"{stats.unwritable.total} source records have metadata the target cannot hold and were "
-                "not written; pass --metadata-policy flatten, stringify or drop"
+                "not written; pass metadata_policy='flatten' (or stringify, drop)"
             )
 
     def verified(self, verification: VerifyReport) -> None:
@@ -177,7 +177,7 @@ class SyncReport(Report):
         if verification.status == Status.DIFFERENCES and self.sync.mode != "full":
             self.notes.append(
                 "verification found differences this incremental sync did not see (the target was "
-                "changed outside the sync, which trusts its state); run sync again with --full to "
+                "changed outside the sync, which trusts its state); run sync again with full=True to "
                 "compare the whole target and repair them"
             )
 

@@ -68,7 +68,7 @@ class SyncState:
             self.db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise ConfigurationError(
-                f"cannot open the sync state {self.path}: {exc}; pass another --state path"
+                f"cannot open the sync state {self.path}: {exc}; pass another state= path"
             ) from exc
         self.db.execute("BEGIN")
         stored = self._meta("identity")
@@ -83,7 +83,7 @@ class SyncState:
                     self.db.execute("ROLLBACK")
                     raise ConfigurationError(
                         f"the sync state {self.path} belongs to another sync (it records {name} "
-                        f"{stored.get(name)!r}, this run has {value!r}); pass another --state path"
+                        f"{stored.get(name)!r}, this run has {value!r}); pass another state= path"
                     )
         self.db.execute("COMMIT")
         self.db.execute("BEGIN")

@@ -361,7 +361,7 @@ class _Feed:
         if not self.store.capture.table_exists(self.conn):
             raise ConfigurationError(
                 f"{self.store._where}: the source table was dropped; the sync position is kept: "
-                "restore the table, or remove the capture (sync --teardown-capture) and sync a new source"
+                "restore the table, or remove the capture (teardown_capture()) and sync a new source"
             )
 
     def close(self) -> None:
