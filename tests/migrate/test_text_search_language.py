@@ -29,17 +29,20 @@ def _unique(prefix: str) -> str:
     return f"{prefix}-{next(_names)}"
 
 
-def _configs(bucket_server: Any, bucket: str, index: str) -> list[dict[str, str]]:
+def _client(bucket_server: Any) -> Any:
     import boto3
 
-    client = boto3.client(
+    return boto3.client(
         "s3vectors",
         endpoint_url=bucket_server.url,
         region_name="us-east-1",
         aws_access_key_id="x",
         aws_secret_access_key="x",
     )
-    found = client.get_index(vectorBucketName=bucket, indexName=index)["index"]
+
+
+def _configs(bucket_server: Any, bucket: str, index: str) -> list[dict[str, str]]:
+    found = _client(bucket_server).get_index(vectorBucketName=bucket, indexName=index)["index"]
     return list((found.get("metadataConfiguration") or {}).get("textSearchConfigurations") or [])
 
 
@@ -102,6 +105,20 @@ def test_a_table_with_full_text_search_gives_a_new_index_full_text_search(
         assert any("text_search=false" in note for note in report.plan.notes), report.plan.notes
         planned = vectorport.migrate.plan(russian, base.format(ru))
         assert any("'russian'" in note and "'simple'" in note for note in planned.notes), planned.notes
+        # a bucket that makes CLASSIC indexes cannot have full-text search: none is asked for
+        client = _client(bucket_server)
+        client.create_vector_bucket(vectorBucketName="lang-classic")
+        client.put_vector_bucket_default_index_mode(
+            vectorBucketName="lang-classic", defaultIndexMode="CLASSIC"
+        )
+        classic = f"s3vectors://lang-classic/{_unique('cl')}?endpoint_url={bucket_server.url}"
+        report = vectorport.migrate.run(spanish, classic)
+        assert report.ok, report
+        assert _configs(bucket_server, "lang-classic", classic.split("/")[3].split("?")[0]) == []
+        assert any("CLASSIC" in note for note in report.plan.notes), report.plan.notes
+        with vectorport.connect(classic) as s:
+            s.drop()
+        client.delete_vector_bucket(vectorBucketName="lang-classic")
     finally:
         for name in (es, off):
             with vectorport.connect(base.format(name)) as s:

@@ -40,7 +40,7 @@ from ..._textsearch import (
     fuse,
     text_match,
 )
-from ...exceptions import ConfigurationError, UnsupportedFeatureError
+from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
 
 if TYPE_CHECKING:
     from ._layout import BucketLayout
@@ -99,6 +99,7 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
     """Whether ``text_search=`` was given (``false`` included): a migration then leaves it be."""
 
     if TYPE_CHECKING:
+        bucket: str
 
         @property
         def layout(self) -> BucketLayout: ...
@@ -157,6 +158,14 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         wanted = canonical_language(language)
         said = self._text_search_said
         if self._text_search is None and not said and not self.layout.node:
+            mode = self._new_index_mode()
+            if mode != "ENHANCED":
+                makes = f"makes {mode} indexes" if mode else "does not say which mode its indexes have"
+                return (
+                    f"the source searches its text in {wanted!r}, but the bucket {self.bucket!r} {makes} "
+                    "and full-text search needs an ENHANCED index: the target index is created without "
+                    "it (PutVectorBucketDefaultIndexMode ENHANCED, then text_search=true, gives it)"
+                )
             self._text_search = ""
         if self._text_search is None:
             if not said:
@@ -180,6 +189,19 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
             f"{', '.join(TEXT_LANGUAGES)} and the standard one, 'simple'), the source in "
             f"{wanted!r}: text queries rank differently, and verify reports the difference"
         )
+
+    def _new_index_mode(self) -> str | None:
+        """The mode of an index created in the bucket now (``GetVectorBucket``'s
+        ``defaultIndexMode``); a bucket not made yet is made ENHANCED, the service's default since
+        2026-09-30. ``None``: the service does not say (or the bucket cannot be read)."""
+        try:
+            got = self._call("GetVectorBucket", vectorBucketName=self.bucket)
+        except NotFoundError:
+            return "ENHANCED"
+        except VectorportError:
+            return None
+        mode = (got.get("vectorBucket") or {}).get("defaultIndexMode")
+        return str(mode) if mode else None
 
     def _opened_searchable(self, where: str) -> None:
         """After opening an index: say when ``text_search=`` asked for what the index lacks
