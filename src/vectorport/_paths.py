@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .exceptions import ConfigurationError
 
-__all__ = ["unwritable", "writable_dir", "writable_file"]
+__all__ = ["default_state", "state_dir", "unwritable", "writable_dir", "writable_file"]
 
 
 def unwritable(
@@ -68,3 +68,14 @@ def state_dir() -> Path:
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "vectorport"
     )
     return Path(base)
+
+
+def default_state(source: str, target: str) -> Path:
+    """A sync's state file when none is given (``vectorport.sync`` without ``state=``, the command
+    without ``--state``): :func:`state_dir` ``/syncs/<hash of the two URLs>.sqlite`` (a shard's
+    beside it, :func:`~vectorport.migrate.shard_path`), so that every pass of the same two stores
+    continues the same record of what the target holds."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
+    return state_dir() / "syncs" / f"{digest}.sqlite"

@@ -189,7 +189,9 @@ def test_cli_every_needs_a_duration(pair: tuple[str, str, Path]) -> None:
     assert res.exit_code == 2 and "30s, 10m or 2h" in res.output
 
 
-def test_the_library_names_options_and_the_command_line_its_flags(pair: tuple[str, str, Path]) -> None:
+def test_the_library_names_options_and_the_command_line_its_flags(
+    pair: tuple[str, str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src, dst, state = pair
     sync(src, dst, state=state)
     vectorport.connect(src).delete(["doc00001#c"])
@@ -198,10 +200,14 @@ def test_the_library_names_options_and_the_command_line_its_flags(pair: tuple[st
         assert res.exit_code == 0, res.output
         text = " ".join(res.stdout.split())
         assert "pass --delete to delete them" in text and "delete=True" not in text, text
-    # the library picks no state path: the command line does (under VECTORPORT_STATE_DIR)
-    with pytest.raises(ConfigurationError, match=r"sync needs state="):
-        sync(src, dst)
-    assert vectorport.connect(dst).count() == 1000  # refused before anything was written
+    # without state= the library keeps the file the command line keeps for the same two URLs
+    monkeypatch.setenv("VECTORPORT_STATE_DIR", str(tmp_path / "states"))
+    first = sync(src, dst)
+    assert first.state is not None and Path(first.state).is_relative_to(tmp_path / "states")
+    res = runner.invoke(app, ["sync", src, dst, "--json"])
+    assert res.exit_code == 0, res.output
+    again = json.loads(res.stdout)
+    assert again["state"] == first.state and again["sync"]["mode"] == "incremental"
     # advice naming the Python calls is worded as the command's flags
     from vectorport.cli._common import cli_text
     from vectorport.migrate._capture import check_follow

@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .._paths import state_dir
+from .._paths import default_state, state_dir
 
-__all__ = ["default_checkpoint", "default_state"]
+__all__ = ["default_checkpoint", "default_state"]  # default_state: the library's own (sync's default)
 
 
 def default_checkpoint(source: str, target: str) -> Path:
@@ -17,11 +17,3 @@ def default_checkpoint(source: str, target: str) -> Path:
     shard suffix of :func:`~vectorport.migrate.shard_path`)."""
     digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
     return state_dir() / "migrations" / f"{digest}.json"
-
-
-def default_state(source: str, target: str) -> Path:
-    """A sync's state when ``--state`` is not given: the state folder
-    (:func:`vectorport._paths.state_dir`) ``/syncs/<hash of the two URLs>.sqlite`` (a shard's
-    beside it, :func:`~vectorport.migrate.shard_path`)."""
-    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
-    return state_dir() / "syncs" / f"{digest}.sqlite"

@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from .._digest import bin_count, bin_of, record_digest
 from .._exit import Status
 from .._features import Feature, bulk_load_of, split_replace_of
 from .._models import JSON, Record, ScanPage
+from .._paths import default_state
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import ConfigurationError, ConflictError, TransientError
@@ -473,7 +474,7 @@ def _context(
     opened in this process (else the report names the state every shard's file sits beside)."""
     src, dst = pair
     transformer = Transformer(dst.capabilities.metadata, options.metadata_policy, options.text_key)
-    path = _state_path(options.state)
+    path = _state_path(options.state, src, dst)
     report = SyncReport(src.label, dst.label, delete=options.delete, options=options.to_dict())
     report.sync.unwritable.cap = options.cap
     ctx = SyncContext(source, target, options, src, dst, transformer, report, time.monotonic())
@@ -639,9 +640,10 @@ def sync(
     ``source``, ``target``: store URLs or stores, as for :func:`vectorport.migrate.run`; the
     target is created with the source's spec when missing. ``options`` are the fields of
     :class:`~vectorport.migrate.SyncOptions`, each documented there (``delete``, ``full``,
-    ``state`` (required): the SQLite state file that records what the target holds and that an
-    interrupted pass continues from, one per source and target (the library picks no path, as
-    ``migrate``'s ``checkpoint``); ``shard``, ``verify``, ``follow``, ``until_equal``, …). ``runner``:
+    ``state``: the SQLite state file that records what the target holds and that an
+    interrupted pass continues from, one per source and target; default
+    :func:`vectorport._paths.default_state`, the file ``vectorport sync`` uses for the same
+    URLs; ``shard``, ``verify``, ``follow``, ``until_equal``, …). ``runner``:
     where the passes run (default: threads in this process; :class:`vectorport.ray.RayRunner`:
     one Ray task per shard, each with its own state). ``on_lag`` is called with a
     :class:`~._capture.Lag` after each read of the change feed.
@@ -665,11 +667,8 @@ def sync(
     opts = SyncOptions(**options)
     run = runner if runner is not None else LocalRunner()
     run.check(opts, source, target)
-    if opts.state is None:  # the caller chooses where (the command line: cli/_state.py)
-        raise ConfigurationError(
-            "sync needs state= (the SQLite file recording what the target holds, so that a pass "
-            "writes only the changes): pass the same path to every sync of this source and target"
-        )
+    if opts.state is None and isinstance(source, str) and isinstance(target, str):
+        opts = replace(opts, state=default_state(source, target))  # the same file wherever it runs
     delegated = run.delegate(source, target, opts)
     if delegated is not None:
         assert isinstance(delegated, SyncReport)
@@ -697,11 +696,10 @@ def _finish(ctx: SyncContext, runner: Runner) -> None:
     report.timings["total"] = time.monotonic() - ctx.started
 
 
-def _state_path(state: str | os.PathLike[str] | None) -> Path:
-    """The run's state file (a shard's sits beside it: :func:`~._checkpoint.shard_path`)."""
-    if state is None:
-        raise ConfigurationError("sync needs state= (the SQLite file recording what the target holds)")
-    return Path(state)
+def _state_path(state: str | os.PathLike[str] | None, src: Endpoint, dst: Endpoint) -> Path:
+    """The run's state file (a shard's sits beside it: :func:`~._checkpoint.shard_path`); by
+    default the one the command line uses for the same two stores."""
+    return Path(state) if state is not None else default_state(src.label, dst.label)
 
 
 def _feed(ctx: SyncContext) -> ChangeFeed | None:
