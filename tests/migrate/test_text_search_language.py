@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import vectorport
 from vectorport import ConfigurationError, Record
+from vectorport._exit import ExitCode
 from vectorport.backends.s3vectors.store import TEXT_KEY
+from vectorport.cli import app
 
 pytestmark = [pytest.mark.pgvector, pytest.mark.s3vectors]
 
@@ -69,6 +72,12 @@ def test_a_japanese_index_into_a_new_table_is_refused_before_any_write(
         assert not shipped & {"ja", "japanese"}
         with pytest.raises(ConfigurationError, match=r"'ja'.*language=simple"):
             vectorport.migrate.run(source, f"pgvector://{pg_dir}?table={table}")
+        # the command line: its one-line error and the usage exit code, no traceback
+        result = CliRunner().invoke(
+            app, ["migrate", source, f"pgvector://{pg_dir}?table={table}", "--no-progress"]
+        )
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert "'ja'" in result.output and "Traceback" not in result.output, result.output
         assert conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,)
     chosen = vectorport.migrate.plan(source, f"pgvector://{pg_dir}?table={table}&language=simple")
     assert any("'simple'" in note and "'ja'" in note for note in chosen.notes), chosen.notes
