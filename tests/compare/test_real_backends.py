@@ -158,12 +158,21 @@ def test_cli_on_real_backends(stores: dict[str, str], url_for: Callable[..., str
         first_scheme = next(iter(urls.values())).split("://", 1)[0]
         assert data["config"]["truth"]["source"].startswith(f"{first_scheme}://")
         assert "<svg" in (tmp_path / "r.html").read_text()
-        # an impossible gate: exit 1, the gate named
-        bad = subprocess.run(
-            [*cmd, "--min-recall", "1.01"], capture_output=True, text=True, env=env, timeout=300
-        )
+        # a store that lost one record: the default max-missing gate fails (exit 1) and says so
+        # (the last store: the first is the truth's source)
+        assert len(urls) > 1
+        lossy = RECORDS[len(RECORDS) // 2]
+        with vectorport.connect(list(urls.values())[-1]) as last:
+            last.delete([lossy.key])
+        try:
+            bad = subprocess.run(
+                [*cmd, "--min-recall", "0.5"], capture_output=True, text=True, env=env, timeout=300
+            )
+        finally:
+            with vectorport.connect(list(urls.values())[-1]) as last:
+                last.upsert([lossy])  # the stores may be shared with other tests
         assert bad.returncode == 1, bad.stdout + bad.stderr
-        assert "gate failed: min-recall FAILED" in bad.stderr
+        assert "gate failed: max-missing FAILED" in bad.stderr, bad.stderr
     finally:
         for url in made:
             with vectorport.connect(url) as remote:
