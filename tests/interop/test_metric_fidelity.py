@@ -49,7 +49,11 @@ def test_euclidean_langchain_chroma_into_langchain_pgvector(
     )
     chunks = corpus(long_text=False)
     source_store.add_texts(
-        [c.text for c in chunks], [c.metadata for c in chunks], ids=[c.key for c in chunks]
+        # keys of its own: LangChain's embedding table is shared by every collection of the
+        # session's database, and its ids are unique across them
+        [c.text for c in chunks],
+        [c.metadata for c in chunks],
+        ids=[f"{name}/{c.key}" for c in chunks],
     )
     source = f"chroma://{chroma_dir}?collection={name}"
     target = f"{pg_tables.url}&table={name}&layout=langchain"
