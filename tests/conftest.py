@@ -15,6 +15,7 @@ The backend markers are registered by the vectorport pytest plugin, from the sam
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +28,11 @@ from vectorport.exceptions import NotInstalledError
 from vectorport.testing.backends import ServerPool
 
 SUPABASE_KEY = TEST_SUPABASE_KEY
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # a pytest-xdist worker starts with COLUMNS=80, which the CLI honours as the user's terminal
+    # width; the tests judge the CLI as a CI log sees it (no COLUMNS: 200 columns)
+    os.environ.pop("COLUMNS", None)
 
 
 def free_port() -> int:
