@@ -4,10 +4,12 @@ report's ``options`` all come from :class:`MigrateOptions`."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 import typer
+from typer.testing import CliRunner
 
 import vectorport
 from vectorport._options import RunOptions
@@ -15,6 +17,7 @@ from vectorport.cli import app
 from vectorport.compare import CompareOptions
 from vectorport.exceptions import ConfigurationError
 from vectorport.migrate import MigrateOptions, SyncOptions
+from vectorport.migrate._options import VerifyOptions
 from vectorport.migrate._progress import ProgressMode
 from vectorport.snapshot import ExportOptions
 
@@ -98,3 +101,42 @@ def test_one_options_mechanism_for_every_command() -> None:
             cls(**{name: 0})
     assert ExportOptions(progress=True).progress is ProgressMode.BAR
     assert SyncOptions(metadata_policy="Drop").to_dict()["metadata_policy"] == "drop"
+
+
+@pytest.mark.parametrize(
+    ("command", "cls"),
+    [
+        ("migrate", MigrateOptions),
+        ("sync", SyncOptions),
+        ("export", ExportOptions),
+        ("verify", VerifyOptions),
+    ],
+)
+def test_every_command_line_option_is_a_derived_flag(command: str, cls: type[RunOptions]) -> None:
+    """Each command's flags are its declaration's command-line fields (no hand-declared copy):
+    the same help text, the Python-only fields absent."""
+    params = {p.name: p for p in typer.main.get_command(app).commands[command].params}  # type: ignore[attr-defined]
+    for f in dataclasses.fields(cls):
+        if f.metadata["cli"]:
+            assert params[f.name].help == f.metadata["help"], f.name
+        else:
+            assert f.name not in params, f.name
+
+
+def test_verify_flags_are_its_options(tmp_path: Path) -> None:
+    _source("opt-verify-src")
+    _source("opt-verify-dst")
+    try:
+        args = ["verify", "memory://opt-verify-src", "memory://opt-verify-dst", "--json"]
+        out = CliRunner().invoke(
+            app, [*args, "--method", "keyed", "--queries", "2", "-k", "3", "--concurrency", "1"]
+        )
+        assert out.exit_code == 0, out.output
+        report = json.loads(out.stdout)
+        assert report["method"] == "keyed" and report["status"] == "verified", report
+        bad = CliRunner().invoke(app, [*args, "--method", "fastest"])
+        assert bad.exit_code == 2 and "verification method must be auto, digest or keyed" in bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    finally:
+        for name in ("opt-verify-src", "opt-verify-dst"):
+            vectorport.connect(f"memory://{name}").drop()

@@ -201,7 +201,7 @@ def test_standalone_verify_is_the_library_verify_with_the_ray_runner(
     [
         ("shard", "0/2", ["--shard", "0/2"]),
         ("concurrency", 8, ["--concurrency", "8"]),
-        ("method", "keyed", None),
+        ("method", "keyed", ["--method", "keyed"]),
     ],
 )
 def test_what_ray_cannot_honour_is_refused_before_io(

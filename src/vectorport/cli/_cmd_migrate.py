@@ -41,6 +41,7 @@ from ..migrate import (
 )
 from ..migrate import run as run_migration
 from ..migrate import verify as run_verify
+from ..migrate._options import VerifyOptions
 from ._common import (
     JsonOption,
     ReportOption,
@@ -54,7 +55,7 @@ from ._common import (
     write_report,
 )
 from ._engine import AddressOption, Engine, EngineOption, WorkersOption, print_workers, runner
-from ._options import ProgressOption, with_options
+from ._options import with_options
 from ._state import default_checkpoint
 
 SHOWN = 5
@@ -314,38 +315,22 @@ def migrate(
         raise typer.Exit(report.exit_code)
 
 
+VERIFY_FLAGS = {"sample_queries": "--queries", "k": "-k"}
+"""The flags whose name is not the option's own (``text_key`` is ``--text-key``)."""
+
+
+@with_options(VerifyOptions, VERIFY_FLAGS, {"progress": None})
 def verify(
     source: Annotated[str, typer.Argument(help="Source store URL.")],
     target: Annotated[str, typer.Argument(help="Target store URL.")],
-    metadata_policy: Annotated[
-        MetadataPolicy,
-        typer.Option(
-            "--metadata-policy",
-            case_sensitive=False,
-            metavar="POLICY",
-            help="The policy the migration used (error, flatten, stringify or drop): the expected "
-            "metadata is the source's, transformed.",
-        ),
-    ] = MetadataPolicy.ERROR,
-    text_key: Annotated[
-        str | None, typer.Option("--text-key", help="The --text-key the migration used.")
-    ] = None,
-    shard: Annotated[
-        str | None, typer.Option("--shard", metavar="I/N", help="Verify only shard I of N.")
-    ] = None,
-    queries: Annotated[int, typer.Option("--queries", min=0, help="Sampled queries (0: none).")] = 20,
-    k: Annotated[int, typer.Option("-k", min=1, help="Top-k of the sampled queries.")] = 10,
-    concurrency: Annotated[
-        int | None,
-        typer.Option("--concurrency", min=1, help="Pages compared in parallel (threads; default 4)."),
-    ] = None,
     report_path: ReportOption = None,
-    progress: ProgressOption = None,
     expect_digest: ExpectDigestOption = None,
     as_json: bool = JsonOption,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
     workers: WorkersOption = 2,
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Compare two stores: data (counts, keys, vectors, metadata, text), then search quality. Exit 0/1/3/5.
 
@@ -355,20 +340,11 @@ def verify(
     only the bins that differ are compared record by record (--shard and --concurrency are
     refused there: Ray splits the work).
     """
+    if options["progress"] is None:
+        options["progress"] = sys.stderr.isatty()
     try:
         source, target = _expecting(source, target, expect_digest)
-        result = run_verify(
-            source,
-            target,
-            runner=runner(engine, workers, address),
-            metadata_policy=metadata_policy,
-            text_key=text_key,
-            sample_queries=queries,
-            k=k,
-            progress=sys.stderr.isatty() if progress is None else progress,
-            shard=shard,
-            **({} if concurrency is None else {"concurrency": concurrency}),
-        )
+        result = run_verify(source, target, runner=runner(engine, workers, address), **options)
     except VectorportError as exc:
         raise fail(exc) from None
     _show_verification(result, report_path, as_json)

@@ -24,7 +24,6 @@ from ..migrate._transform import MetadataPolicy
 
 __all__ = [
     "OPTIONAL_VALUES",
-    "ProgressOption",
     "expand_optional_values",
     "option_parameters",
     "option_wording",
@@ -37,6 +36,7 @@ _TYPES: dict[str, Any] = {
     "int": int,
     "int | None": int | None,
     "float | None": float | None,
+    "str": str,
     "str | None": str | None,
     "str | os.PathLike[str] | None": Path | None,
     "MetadataPolicy": MetadataPolicy,
@@ -144,16 +144,6 @@ def with_options(
 
     return wrap
 
-
-_PROGRESS_HELP = (
-    "Progress on stderr: bar, json (JSON Lines: stage, done, total, rate, eta) or none; a bare "
-    "--progress is bar, --no-progress none (default: bar when stderr is a terminal)."
-)
-ProgressOption = Annotated[
-    ProgressMode | None,
-    typer.Option("--progress", case_sensitive=False, metavar="MODE", help=_PROGRESS_HELP),
-]
-"""``--progress [bar|json|none]`` / ``--no-progress`` of a command's own (not derived) flags."""
 
 OPTIONAL_VALUES: dict[str, tuple[str, str]] = {"--progress": ("bar", "--no-progress")}
 """Options whose value may be left out: flag → (its value when bare, the flag meaning ``none``).

@@ -120,9 +120,10 @@ class VerifyOptions(RunOptions):
 
     metadata_policy: MetadataPolicy = option(
         MetadataPolicy.ERROR,
-        "The policy the migration used: the expected metadata is the source's, transformed.",
+        "The policy the migration used (error, flatten, stringify or drop): the expected "
+        "metadata is the source's, transformed.",
     )
-    text_key: str | None = option(None, "The text_key the migration used.")
+    text_key: str | None = option(None, "The source metadata key holding the text, as the migration used it.")
     shard: tuple[int, int] = option(
         (0, 1), "Verify only shard I of N (0-based) of the source.", runners=("local",), metavar="I/N"
     )
@@ -133,11 +134,16 @@ class VerifyOptions(RunOptions):
     # Ray's parallelism is its workers, each reading one native scan segment
     concurrency: int = option(4, "Pages compared in parallel (threads).", runners=("local",), minimum=1)
     progress: ProgressMode = option(
-        ProgressMode.NONE, "Progress on stderr: bar, json or none.", metavar="MODE"
+        ProgressMode.NONE,
+        "Progress on stderr: bar, json (JSON Lines) or none (CLI default: bar when stderr is a terminal).",
+        metavar="MODE",
     )
     method: str = option(
         "auto",
-        "digest, keyed or auto (digest, except for shards and float-rounding targets).",
+        "digest (both stores read once, then only differing key bins record by record), keyed "
+        "(each source record fetched from the target by key) or auto (digest, except for shards "
+        "and float-rounding targets).",
+        metavar="METHOD",
         # Ray merges per-segment digests: it has no keyed pass
         only={"ray": ("auto", "digest")},
     )
