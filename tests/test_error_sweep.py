@@ -185,6 +185,16 @@ CASES: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("info: NUL in collection", ["info", "memory://a\x00b"], {}, 2, None),
     ("info: postgres password masked", ["info", "postgresql://u:SECRET@127.0.0.1:9/db?table=t&connect_timeout=1"], {}, 3, None),
     ("migrate: report is a directory", ["migrate", "memory://sweep-src", "memory://sweep-dst2", "--report", "{tmp}"], {}, 2, None),
+    ("unknown URL parameter: memory target", ["migrate", "memory://sweep-src", "memory://sweep-dst?colection=docs"], {}, 2, "unknown memory URL parameter 'colection' (did you mean 'collection'?) in memory://sweep-dst?colection=docs; known: collection"),
+    ("unknown URL parameter: memory source", ["info", "memory://sweep-src?bogus=1"], {}, 2, "unknown memory URL parameter 'bogus' in"),
+    ("unknown URL parameter: ingest target", ["ingest", "{tmp}/docs", "memory://sweep-ing?dimension=8", "-e", "hash:8"], {}, 2, "unknown memory URL parameter 'dimension'"),
+    ("unknown URL parameter: parquet", ["info", "parquet://{tmp}/snap?digest=sha256:00"], {}, 2, "unknown parquet URL parameter 'digest' (did you mean 'expect_digest'?)"),
+    ("unknown URL parameter: chroma", ["info", "chroma://{tmp}/no-chroma?collection=docs&tenant=t"], {}, 2, "unknown chroma URL parameter 'tenant' in"),
+    ("unknown URL parameter: chroma server", ["info", "chroma+http://127.0.0.1:9?collection=docs&databse=d"], {}, 2, "'databse' (did you mean 'database'?)"),
+    ("unknown URL parameter: bucket", ["info", f"{S3}?endpoint_url={DEAD}&regoin=us-east-1"], {}, 2, "unknown s3vectors URL parameter 'regoin' (did you mean 'region'?)"),
+    ("unknown URL parameter: supabase", ["info", "supabase://abc.supabase.co/bucket-a/index?key=k&profile=p"], {}, 2, "unknown s3vectors URL parameter 'profile'"),
+    ("unknown URL parameter: pgvector", ["info", "pgvector://{tmp}/pgdata?table=t&ef_serach=80"], {}, 2, "'ef_serach' (did you mean 'ef_search'?)"),
+    ("unknown URL parameter: postgres", ["info", "postgresql://u@127.0.0.1:9/db?table=t&conect_timeout=1"], {}, 2, "'conect_timeout' (did you mean 'connect_timeout'?)"),
 ]  # fmt: skip
 
 

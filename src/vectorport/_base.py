@@ -102,6 +102,10 @@ class BaseStore(ABC, Generic[N]):
 
     name: ClassVar[str]
     capabilities: ClassVar[Capabilities]
+    url_params: ClassVar[frozenset[str]] = frozenset()
+    """The query parameters this backend's URLs may carry. Every store is made through
+    :func:`vectorport._registry.open_url`, which refuses any other (a typo would otherwise be
+    ignored) before the store is made; see :meth:`url_parameters`."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -135,6 +139,13 @@ class BaseStore(ABC, Generic[N]):
         embedded database directory) or ``this`` (it lives in this process only). A runner
         that spreads work over processes reads this before any I/O."""
         return "any"
+
+    @classmethod
+    def url_parameters(cls, url: StoreURL) -> tuple[frozenset[str], str]:
+        """``(known, listed)``: the query parameters ``url`` may carry, and how an error lists
+        them (empty: by name). By default :attr:`url_params` for every scheme; a backend whose
+        schemes differ, or whose driver reads parameters of its own (libpq), overrides this."""
+        return cls.url_params, ""
 
     @classmethod
     @abstractmethod

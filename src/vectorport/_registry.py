@@ -26,10 +26,19 @@ from typing import Any
 
 from ._base import BaseStore
 from ._models import Metric
+from ._suggest import refuse_unknown
 from ._url import StoreURL, application_target
 from .exceptions import ConfigurationError, NotInstalledError
 
-__all__ = ["ENTRY_POINT_GROUP", "Backend", "TestTarget", "available_backends", "connect", "resolve"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Backend",
+    "TestTarget",
+    "available_backends",
+    "connect",
+    "open_url",
+    "resolve",
+]
 
 ENTRY_POINT_GROUP = "vectorport.backends"
 
@@ -183,6 +192,22 @@ def resolve(scheme: str) -> Backend:
     raise ConfigurationError(f"no backend for the URL scheme {scheme!r}; known schemes: {', '.join(schemes)}")
 
 
+def open_url(url: StoreURL, options: dict[str, Any]) -> BaseStore[Any]:
+    """The unbound store of a parsed URL (its collection not opened yet): every store made from
+    a URL is made here, after one check that the URL carries only parameters its backend reads.
+
+    >>> open_url(StoreURL.parse("memory://docs?colection=x"), {})  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    vectorport.exceptions.ConfigurationError: unknown memory URL parameter 'colection'
+    (did you mean 'collection'?) in memory://docs?colection=x; known: collection
+    """
+    cls = resolve(url.scheme).load()
+    known, listed = cls.url_parameters(url)
+    refuse_unknown(url.params, known, f"{cls.name} URL parameter", listed, where=url.masked)
+    return cls.from_url(url, **options)
+
+
 def connect(
     url: Any,
     *,
@@ -209,9 +234,7 @@ def connect(
     >>> store.drop()
     """
     url, options = application_target(url, bind, options)
-    parsed = StoreURL.parse(url)
-    cls = resolve(parsed.scheme).load()
-    store = cls.from_url(parsed, **options)
+    store = open_url(StoreURL.parse(url), options)
     try:
         store.bind(dimension, metric, embedding_model)
     except BaseException:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 
-__all__ = ["nearest", "what_exists"]
+from .exceptions import ConfigurationError
+
+__all__ = ["nearest", "refuse_unknown", "what_exists"]
 
 SHOWN = 10
 """Names listed at most; the rest are counted."""
@@ -45,3 +47,30 @@ def what_exists(kind: str, wanted: str, names: Sequence[str] | None, where: str 
     if guess is None:
         return f"; the {kind} {where}: {shown}"
     return f"; did you mean {guess!r}? (the {kind} {where}: {shown})"
+
+
+def refuse_unknown(
+    given: Iterable[str], known: Collection[str], what: str, listed: str = "", where: str = ""
+) -> None:
+    """Refuse the names of ``given`` not in ``known`` (a typo such as ``ef_serach``): a
+    :class:`~vectorport.exceptions.ConfigurationError` naming each with the nearest known one,
+    where it was (``where``), and every known name (or ``listed``, a description of them).
+
+    >>> refuse_unknown(["colection", "tabel"], ["collection", "table"], "option")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    vectorport.exceptions.ConfigurationError: unknown options 'colection' (did you mean
+    'collection'?), 'tabel' (did you mean 'table'?); known: collection, table
+    """
+    unknown = sorted(set(given) - set(known))
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        close = nearest(name, sorted(known))
+        parts.append(f"{name!r}" + (f" (did you mean {close!r}?)" if close else ""))
+    plural = "s" if len(unknown) > 1 else ""
+    at = f" in {where}" if where else ""
+    takes = listed or ", ".join(sorted(known)) or "none"
+    raise ConfigurationError(f"unknown {what}{plural} {', '.join(parts)}{at}; known: {takes}")

@@ -334,8 +334,10 @@ def test_bad_urls_fail_clearly(chroma_dir: str) -> None:
         vectorport.connect(f"chroma://{chroma_dir}")
     with pytest.raises(ConfigurationError, match="3-512 characters"):
         vectorport.connect(f"chroma://{chroma_dir}?collection=x")
-    with pytest.raises(ConfigurationError, match="unknown options"):
+    with pytest.raises(ConfigurationError, match="unknown chroma URL parameter 'bogus'"):
         vectorport.connect(f"chroma://{chroma_dir}?collection=docs&bogus=1")
+    with pytest.raises(ConfigurationError, match="unknown options"):
+        vectorport.connect(f"chroma://{chroma_dir}?collection=docs", bogus=1)
 
 
 def test_relative_path_and_hnsw_options(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -189,7 +189,7 @@ def test_relevance_metrics_and_text_queries(loaded: str) -> None:
 
 def test_json_has_every_figure_and_masks_secrets(loaded: str, tmp_path: pytest.TempPathFactory) -> None:
     result = vectorport.compare(
-        {"a": f"memory://{loaded}?token=sekrit"}, 5, k=3, filter=[None, {"lang": "en"}], min_recall=0.5
+        {"a": f"memory://reader:sekrit@{loaded}"}, 5, k=3, filter=[None, {"lang": "en"}], min_recall=0.5
     )
     path = result.write_json(tmp_path / "r.json")  # type: ignore[operator]
     text = path.read_text()
@@ -197,7 +197,7 @@ def test_json_has_every_figure_and_masks_secrets(loaded: str, tmp_path: pytest.T
     data = json.loads(text)
     assert data["schema"] == "vectorport.compare/1" and data["passed"] is True
     store = data["stores"][0]
-    assert store["url"] == f"memory://{loaded}?token=***"
+    assert store["url"] == f"memory://reader:***@{loaded}"
     for key in ("recall", "underfill", "violations", "wrong", "distance_error_max", "latency", "qps"):
         assert key in store["overall"], key
     assert set(store["by_filter"]) == {"none", '{"lang": "en"}'}

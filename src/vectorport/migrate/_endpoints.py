@@ -10,7 +10,7 @@ from .._base import BaseStore
 from .._capabilities import Capabilities
 from .._models import CollectionSpec
 from .._protocol import VectorStore
-from .._registry import connect, resolve
+from .._registry import connect, open_url, resolve
 from .._url import StoreURL
 from ..exceptions import ConfigurationError, InvalidNameError, NotFoundError
 from ._names import TargetName, target_name
@@ -133,7 +133,7 @@ def probe_target(target: StoreLike, source_name: str | None = None, **options: A
                 pass
         return Endpoint(target, owned=False, exists=exists)
     parsed = StoreURL.parse(target)
-    store = resolve(parsed.scheme).load().from_url(parsed, **options)
+    store = open_url(parsed, options)
     try:
         store.bind()
     except NotFoundError:

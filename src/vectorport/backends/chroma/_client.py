@@ -23,6 +23,7 @@ from .errors import map_errors
 __all__ = [
     "COLLECTION_NAMES",
     "DATABASE_FILE",
+    "HNSW_KEYS",
     "Target",
     "close_client",
     "databases_in",
@@ -42,7 +43,7 @@ def databases_in(folder: str) -> list[str] | None:
     return sorted(n for n in names if os.path.isfile(os.path.join(folder, n, DATABASE_FILE)))
 
 
-_HNSW_KEYS = (
+HNSW_KEYS = (
     "batch_size",
     "ef_construction",
     "ef_search",
@@ -135,7 +136,7 @@ def resolve(url: StoreURL, options: Mapping[str, Any]) -> Target:
 def _hnsw(params: dict[str, Any], options: dict[str, Any]) -> dict[str, int | float]:
     """HNSW settings from URL parameters and options (both consumed)."""
     hnsw: dict[str, int | float] = dict(options.pop("hnsw", None) or {})
-    for key in _HNSW_KEYS:
+    for key in HNSW_KEYS:
         raw = params.pop(key, None)
         if key in options:
             raw = options.pop(key)
@@ -144,7 +145,7 @@ def _hnsw(params: dict[str, Any], options: dict[str, Any]) -> dict[str, int | fl
                 hnsw[key] = float(raw) if key in _HNSW_FLOATS else int(raw)
             except (TypeError, ValueError):
                 raise ConfigurationError(f"chroma: {key} must be a number, got {raw!r}") from None
-    unknown_hnsw = set(hnsw) - set(_HNSW_KEYS)
+    unknown_hnsw = set(hnsw) - set(HNSW_KEYS)
     if unknown_hnsw:
         raise ConfigurationError(f"chroma: unknown HNSW settings {sorted(unknown_hnsw)}")
     return hnsw

@@ -56,7 +56,15 @@ from ..._url import StoreURL
 from ..._validate import Batch
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
 from ...filters import FilterNode
-from ._client import COLLECTION_NAMES, DATABASE_FILE, close_client, databases_in, embedded_client, resolve
+from ._client import (
+    COLLECTION_NAMES,
+    DATABASE_FILE,
+    HNSW_KEYS,
+    close_client,
+    databases_in,
+    embedded_client,
+    resolve,
+)
 from ._layout import ChromaLayout, detect, layout_option
 from ._write import NO_TEXT, REQUEST_BYTES, replace, split_text
 from .errors import map_errors
@@ -143,6 +151,8 @@ class ChromaStore(BaseStore[Where]):
     """
 
     name: ClassVar[str] = "chroma"
+    url_params = frozenset({"collection", "layout", *HNSW_KEYS})
+    """An embedded store's; a server's also take ``tenant`` and ``database``."""
     capabilities: ClassVar[Capabilities] = Capabilities(
         metrics=frozenset(Metric),
         max_dimension=65_536,
@@ -222,6 +232,11 @@ class ChromaStore(BaseStore[Where]):
         # PersistentClient keeps the HNSW segments in memory and flushes them to the directory:
         # two processes writing one directory corrupt each other ("Error executing plan")
         return "one" if url.scheme == "chroma" else "any"
+
+    @classmethod
+    def url_parameters(cls, url: StoreURL) -> tuple[frozenset[str], str]:
+        server = frozenset({"tenant", "database"}) if url.scheme != "chroma" else frozenset()
+        return cls.url_params | server, ""
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:

@@ -154,6 +154,7 @@ class MemoryStore(BaseStore[FilterNode]):
     """
 
     name: ClassVar[str] = "memory"
+    url_params = frozenset({"collection"})
     capabilities: ClassVar[Capabilities] = Capabilities(
         metrics=frozenset(Metric),
         max_dimension=65_536,

@@ -73,6 +73,7 @@ class ParquetStore(BaseStore[FilterNode]):
     """
 
     name: ClassVar[str] = "parquet"
+    url_params = frozenset({"expect_digest"})
     capabilities: ClassVar[Capabilities] = Capabilities(
         metrics=frozenset(Metric),
         max_dimension=65_536,

@@ -23,10 +23,10 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, NotInstalledError
-from ._options import OWN_OPTIONS, check_names, libpq_keywords
+from ._options import OWN_OPTIONS, libpq_keywords
 from ._schemes import LIBPQ_SCHEMES, SQLALCHEMY_SCHEMES
 
-__all__ = ["LIBPQ_SCHEMES", "SQLALCHEMY_SCHEMES", "connection_params", "conninfo"]
+__all__ = ["LIBPQ_SCHEMES", "SQLALCHEMY_SCHEMES", "connection_params", "conninfo", "url_parameters"]
 
 
 # asyncpg's ssl= takes libpq's sslmode words, and true/false
@@ -40,9 +40,16 @@ def _hint() -> str:
     )
 
 
+def url_parameters(url: StoreURL) -> tuple[frozenset[str], str]:
+    """The parameters a ``postgresql://`` or ``postgresql+DRIVER://`` URL may carry (vectorport's
+    options and libpq's; asyncpg's ``ssl``, read as ``sslmode``), and how an error lists them."""
+    known = OWN_OPTIONS | libpq_keywords()
+    return (known | {"ssl"} if url.scheme.endswith("+asyncpg") else known), _hint()
+
+
 def connection_params(url: StoreURL) -> tuple[dict[str, str], dict[str, str]]:
     """``(libpq connection parameters, vectorport options)`` of a ``postgresql://`` or
-    ``postgresql+DRIVER://`` URL. Parameters libpq would not take are refused, named."""
+    ``postgresql+DRIVER://`` URL whose parameters are all :func:`url_parameters`."""
     if url.scheme in LIBPQ_SCHEMES:
         return _from_libpq_uri(url)
     if url.scheme in SQLALCHEMY_SCHEMES:
@@ -82,12 +89,6 @@ def _from_libpq_uri(url: StoreURL) -> tuple[dict[str, str], dict[str, str]]:
         if pair:
             # the raw pair goes to libpq unchanged: it decodes %XX itself and leaves "+" alone
             (own if unquote(pair.partition("=")[0]) in OWN_OPTIONS else rest).append(pair)
-    check_names(
-        [unquote(p.partition("=")[0]) for p in rest],
-        OWN_OPTIONS | libpq_keywords(),
-        "URL parameter",
-        _hint(),
-    )
     try:
         params = conninfo_to_dict(base + ("?" + "&".join(rest) if rest else ""))
     except ProgrammingError as exc:
@@ -121,7 +122,6 @@ def _from_sqlalchemy_url(url: StoreURL) -> tuple[dict[str, str], dict[str, str]]
         rest = rest.difference_update_query(["ssl"]).update_query_dict(
             {"sslmode": _ASYNCPG_SSL.get(ssl.lower(), ssl.lower())}
         )
-    check_names(rest.query, OWN_OPTIONS | libpq_keywords(), "URL parameter", _hint())
     # what SQLAlchemy's psycopg dialect hands psycopg.connect() for this URL
     _, kwargs = PGDialect_psycopg().create_connect_args(rest)  # type: ignore[no-untyped-call]
     params: dict[str, str] = {}

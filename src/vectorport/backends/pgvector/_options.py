@@ -3,13 +3,13 @@ checks, and the per-query HNSW settings (:class:`SearchSettings`)."""
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from ..._suggest import refuse_unknown
 from ...exceptions import ConfigurationError
 from ._layouts import MAPPING_OPTIONS
 
@@ -76,17 +76,7 @@ def libpq_keywords() -> frozenset[str]:
 def check_names(given: Iterable[str], known: Collection[str], what: str, listed: str = "") -> None:
     """Refuse names not in ``known`` (a typo such as ``ef_serach``), naming each with the
     closest known one and listing ``listed`` (default: every known name)."""
-    unknown = sorted(set(given) - set(known))
-    if not unknown:
-        return
-    parts = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, sorted(known), n=1)
-        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    plural = "s" if len(unknown) > 1 else ""
-    raise ConfigurationError(
-        f"unknown pgvector {what}{plural} {', '.join(parts)}; known: {listed or ', '.join(sorted(known))}"
-    )
+    refuse_unknown(given, known, f"pgvector {what}", listed)
 
 
 def as_int(name: str, value: Any, low: int, high: int) -> int:

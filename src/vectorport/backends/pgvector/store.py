@@ -31,7 +31,7 @@ from ._capture import Capture
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
 from ._describe import describe_mapping
-from ._dsn import connection_params, conninfo
+from ._dsn import connection_params, conninfo, url_parameters
 from ._embedded import embedded_data_dir
 from ._engine import connections_said
 from ._foreign import ForeignTables
@@ -47,6 +47,7 @@ from ._options import set_gucs_sql as set_gucs_sql
 from ._parts import Forward
 from ._schema import TABLE_NAMES, VECTOR_MAX_DIM
 from ._schema import render_schema as render_schema
+from ._schemes import EMBEDDED_SCHEME
 from ._search import Searcher
 from .filters import PgFilterCompiler
 
@@ -102,6 +103,8 @@ class PgVectorStore(ReadWriteMixin):
     """
 
     name: ClassVar[str] = "pgvector"
+    url_params = OWN_OPTIONS
+    """A ``pgvector://`` URL's; a ``postgresql://`` URL also takes libpq's connection parameters."""
     capabilities: ClassVar[Capabilities] = Capabilities(
         metrics=frozenset(Metric),
         max_dimension=VECTOR_MAX_DIM,
@@ -149,6 +152,12 @@ class PgVectorStore(ReadWriteMixin):
     change_feed = Forward("capture", Capture.change_feed)
 
     @classmethod
+    def url_parameters(cls, url: StoreURL) -> tuple[frozenset[str], str]:
+        if url.scheme == EMBEDDED_SCHEME:
+            return cls.url_params, ""
+        return url_parameters(url)
+
+    @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         check_names(options, OWN_OPTIONS, "option")
         if "#" in url.raw.partition("?")[2]:
@@ -158,8 +167,7 @@ class PgVectorStore(ReadWriteMixin):
                 "key_template=%7Bfile_path%7D%23chunk%7Bchunk_index%7D), or pass the option to connect()"
             )
         params: dict[str, str] | None = None
-        if url.scheme == "pgvector":
-            check_names(url.params, OWN_OPTIONS, "URL parameter")
+        if url.scheme == EMBEDDED_SCHEME:
             opts: dict[str, Any] = dict(url.params)
         else:
             # libpq's (or SQLAlchemy's) own reading of the URL; vectorport's options taken out

@@ -99,6 +99,11 @@ class S3VectorsStore(TextSearchMixin):
     """
 
     name: ClassVar[str] = "s3vectors"
+    url_params = frozenset(
+        {"collection", "endpoint_url", "layout", "max_attempts", "region", "text_key", "text_search"}
+        | {"workers", "write_rate"}
+    )
+    """Of every scheme; ``s3vectors://`` also takes ``profile``, ``supabase://`` its ``key``."""
     capabilities: ClassVar[Capabilities] = Capabilities(
         metrics=frozenset({Metric.COSINE, Metric.EUCLIDEAN}),
         max_dimension=4096,
@@ -163,6 +168,10 @@ class S3VectorsStore(TextSearchMixin):
         self._fast_puts = install(client)
 
     # ----------------------------------------------------------------- construction
+    @classmethod
+    def url_parameters(cls, url: StoreURL) -> tuple[frozenset[str], str]:
+        return cls.url_params | {"key" if url.scheme == "supabase" else "profile"}, ""
+
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         opts: dict[str, Any] = {**url.params, **options}
