@@ -185,6 +185,9 @@ CASES: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("info: NUL in collection", ["info", "memory://a\x00b"], {}, 2, None),
     ("info: postgres password masked", ["info", "postgresql://u:SECRET@127.0.0.1:9/db?table=t&connect_timeout=1"], {}, 3, None),
     ("migrate: report is a directory", ["migrate", "memory://sweep-src", "memory://sweep-dst2", "--report", "{tmp}"], {}, 2, None),
+    ("ingest: empty folder", ["ingest", "{tmp}/empty", "memory://sweep-ing", "-e", "hash:8"], {}, 2, "nothing to ingest in"),
+    ("ingest: no readable file", ["ingest", "{tmp}/pictures", "memory://sweep-ing", "-e", "hash:8"], {}, 2, "of a type vectorport reads (.eml, .htm, .html"),
+    ("ingest: globs match nothing", ["ingest", "{tmp}/docs", "memory://sweep-ing", "-e", "hash:8", "--include", "*.pdf"], {}, 2, "matching the include/exclude patterns"),
     ("unknown URL parameter: memory target", ["migrate", "memory://sweep-src", "memory://sweep-dst?colection=docs"], {}, 2, "unknown memory URL parameter 'colection' (did you mean 'collection'?) in memory://sweep-dst?colection=docs; known: collection"),
     ("unknown URL parameter: memory source", ["info", "memory://sweep-src?bogus=1"], {}, 2, "unknown memory URL parameter 'bogus' in"),
     ("unknown URL parameter: ingest target", ["ingest", "{tmp}/docs", "memory://sweep-ing?dimension=8", "-e", "hash:8"], {}, 2, "unknown memory URL parameter 'dimension'"),
@@ -203,6 +206,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("sweep")
     (tmp / "docs").mkdir()
     (tmp / "docs" / "a.md").write_text("# A\n\nSome text.\n")
+    (tmp / "empty").mkdir()
+    (tmp / "pictures").mkdir()
+    (tmp / "pictures" / "a.png").write_bytes(b"\x89PNG\r\n")
     (tmp / "bad.jsonl").write_text("{not json\n")
     (tmp / "empty.jsonl").write_text("")
     (tmp / "q.jsonl").write_text(json.dumps({"text": "some text", "relevant": ["a.md#0"]}) + "\n")

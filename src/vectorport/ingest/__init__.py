@@ -18,7 +18,7 @@ Import cost is small: embedders load torch / voyageai on first use only.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._models import Metric
@@ -88,18 +88,28 @@ __all__ = [
 ]
 
 
-def connect_for(url: str, embedder: Embedder, *, metric: str | Metric | None = None, **options: Any) -> Any:
+def connect_for(
+    url: str,
+    embedder: Embedder,
+    *,
+    metric: str | Metric | None = None,
+    before_create: Callable[[], None] | None = None,
+    **options: Any,
+) -> Any:
     """Open (or create) the collection at ``url`` for ``embedder``: its dimension and model id
     are recorded on creation and checked on open. ``metric`` is the new collection's (default
-    cosine); an existing collection keeps its own unless ``metric`` names another."""
+    cosine); an existing collection keeps its own unless ``metric`` names another.
+    ``before_create`` runs when the collection is missing, before it is made: it may refuse."""
     model = embedder.model_id
     recorded: str | None = None
     try:
         with connect(url, **options) as existing:
             recorded = existing.spec.embedding_model or ""
     except NotFoundError:
-        # about to create the collection: an embedder that cannot embed (no key, endpoint down)
-        # must fail first, not leave an empty collection behind
+        # about to create the collection: nothing to ingest, or an embedder that cannot embed
+        # (no key, endpoint down), must fail first, not leave an empty collection behind
+        if before_create is not None:
+            before_create()
         check = getattr(embedder, "check_ready", None)
         if check is not None:
             check()
@@ -130,12 +140,14 @@ def ingest(
 
     See :class:`Indexer` for what is skipped, replaced and removed. ``root`` names sources
     relative to another folder (default: ``path`` itself, or its folder for a file). ``metric``
-    applies when the collection is created (default cosine).
+    applies when the collection is created (default cosine). A path holding no file to read is
+    refused before a missing collection is created; into an existing one it removes the
+    documents its files had put there (``prune``).
     """
     emb = resolve_embedder(embedder)
     paths = [path, *extra_paths]
     corpus = Corpus(root, paths, include=include, exclude=exclude)
     if isinstance(store, str):
-        with connect_for(store, emb, metric=metric) as opened:
+        with connect_for(store, emb, metric=metric, before_create=corpus.require_files) as opened:
             return Indexer(opened, emb, chunking=chunking).run(corpus, prune=prune, progress=progress)
     return Indexer(store, emb, chunking=chunking).run(corpus, prune=prune, progress=progress)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exceptions import ConfigurationError
-from .loaders import loader_for
+from .loaders import LOADERS, loader_for
 
 __all__ = ["Corpus", "SourceFile"]
 
@@ -103,3 +103,16 @@ class Corpus:
                 if self._wanted(source):
                     found.setdefault(source, SourceFile(source, file))
         return [found[s] for s in sorted(found)]
+
+    def require_files(self) -> None:
+        """Refuse a corpus without a file to read (an empty folder, the wrong one, patterns that
+        match nothing): ingesting it into a new collection would only make an empty one."""
+        if self.files():
+            return
+        where = ", ".join(str(p) for p in self.paths)
+        patterns = " matching the include/exclude patterns" if self.include or self.exclude else ""
+        raise ConfigurationError(
+            f"nothing to ingest in {where}: no file{patterns} of a type vectorport reads "
+            f"({', '.join(sorted(LOADERS))}); point at the folder that holds the documents "
+            "(nothing was created)"
+        )
