@@ -121,6 +121,8 @@ CASES: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("migrate: batch size not a number", ["migrate", "memory://sweep-src", "memory://sweep-dst", "--batch-size", "many"], {}, 2, None),
     ("migrate: concurrency 0", ["migrate", "memory://sweep-src", "memory://sweep-dst", "--concurrency", "0"], {}, 2, None),
     ("migrate: unknown policy", ["migrate", "memory://sweep-src", "memory://sweep-dst", "--metadata-policy", "bogus"], {}, 2, None),
+    ("migrate: resume without a checkpoint", ["migrate", "memory://sweep-src", "memory://sweep-dst", "--resume", "--checkpoint", "{tmp}/no-checkpoint.json"], {}, 2, "--resume, but there is no checkpoint at"),
+    ("migrate: resume, no run to resume", ["migrate", "memory://sweep-src", "memory://sweep-dst", "--resume"], {}, 2, "or run without --resume to start from the beginning"),
     ("migrate: corrupt checkpoint", ["migrate", "memory://sweep-src", "memory://sweep-dst", "--resume", "--checkpoint", "{tmp}/corrupt.json"], {}, 2, None),
     ("migrate: unknown reembed model", ["migrate", "memory://sweep-src", "memory://sweep-dst", "--reembed", "nosuch:x"], {}, 2, None),
     ("migrate: shard out of range", ["migrate", "memory://sweep-src", "memory://sweep-dst", "--shard", "4/4"], {}, 2, None),

@@ -407,6 +407,12 @@ def _open_checkpoint(ctx: RunContext) -> bool:
     ctx.ck = Checkpoint(path, ctx.src.label, ctx.dst.label, ctx.segment, o.fixed())
     previous = Checkpoint.load(path)
     if previous is None:
+        if o.resume:  # a mistyped path must not start over as if resumed
+            raise ConfigurationError(
+                f"resume=True, but there is no checkpoint at {path}: no run of this migration saved "
+                "its progress there; give checkpoint= the file of the interrupted run, or run without "
+                "resume=True to start from the beginning"
+            )
         return False
     why = previous.mismatch(ctx.ck)
     if why:
