@@ -5,7 +5,8 @@
 A field's metadata says its help text, whether it may change between a run and its resume, and
 the runners that can honour it. Everything else derives from the declaration: the command's
 Python keyword arguments, the CLI's flags (:mod:`vectorport.cli._options` names them from the
-field names), the resume-compatibility check (:meth:`RunOptions.fixed`), the refusal of what a
+field names), the resume-compatibility check (:meth:`RunOptions.fixed` recorded in a migration's
+checkpoint or a sync's state, :meth:`RunOptions.check_fixed` when it is used again), the refusal of what a
 runner cannot honour (:meth:`RunOptions.refused_by`) and the report's ``options`` section
 (:meth:`RunOptions.to_dict`). The library knows no flag names and no state-file paths.
 
@@ -106,6 +107,23 @@ class RunOptions:
         return {
             f.name: _json(getattr(self, f.name)) for f in self.declared() if f.metadata["resume"] == "fixed"
         }
+
+    def check_fixed(self, recorded: Mapping[str, Any], kept_in: str, path: object, remedy: str) -> None:
+        """Refuse this run when an option fixed between a run and the next over the same
+        ``kept_in`` (``"checkpoint"``, ``"sync state"``) at ``path`` differs from what that run
+        recorded there (``recorded``: its :meth:`fixed`; a name it lacks is not compared). The
+        error names each changed option with both values, then ``remedy``: what to do instead.
+        """
+        now = self.fixed()
+        changed = [name for name in now if name in recorded and recorded[name] != now[name]]
+        if not changed:
+            return
+        was = ", ".join(f"{name}={recorded[name]!r}" for name in changed)
+        has = ", ".join(f"{name}={now[name]!r}" for name in changed)
+        raise ConfigurationError(
+            f"the {kept_in} {path} records {was}, this run has {has}: {', '.join(changed)} cannot "
+            f"change between a {self.COMMAND} run and the next over the same {kept_in}; {remedy}"
+        )
 
     def refused_by(self, runner: str) -> list[str]:
         """The options set away from their default that ``runner`` cannot honour."""

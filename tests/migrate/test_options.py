@@ -40,10 +40,21 @@ def test_a_resume_may_change_the_free_options_not_the_fixed_ones(tmp_path: Path)
             "memory://opt-src", "memory://opt-dst", checkpoint=ck, resume=True, concurrency=1, progress=False
         )
         assert again.already_complete and again.ok
-        with pytest.raises(ConfigurationError, match="metadata_policy"):
+        with pytest.raises(ConfigurationError) as refused:
             vectorport.migrate.run(
                 "memory://opt-src", "memory://opt-dst", checkpoint=ck, resume=True, metadata_policy="drop"
             )
+        assert str(refused.value).startswith(
+            f"the checkpoint {ck} records metadata_policy='error', this run has metadata_policy='drop': "
+            "metadata_policy cannot change between a migrate run and the next over the same checkpoint; "
+        )
+        # the command line words the same rule (one check) as its flags
+        args = ["migrate", "memory://opt-src", "memory://opt-dst", "--checkpoint", str(ck), "--resume"]
+        out = CliRunner().invoke(app, [*args, "--reembed", "hash:2"])
+        assert out.exit_code == 2, out.output
+        line = " ".join(out.stderr.split())
+        assert "records no --reembed, this run has --reembed hash:2" in line, line
+        assert "(--resume), or pass another --checkpoint path" in line, line
     finally:
         for name in ("opt-src", "opt-dst"):
             vectorport.connect(f"memory://{name}").drop()

@@ -304,3 +304,73 @@ def test_shards_side_by_side_sync_the_whole_pair(pair: tuple[str, str, Path]) ->
     assert "changed outside sync" in (changed_outside(state, dst, 3) or "")
     with pytest.raises(ConfigurationError, match="belongs to another sync"):
         sync(src, f"{dst}-other", state=state, shard=(0, 3))
+
+
+def test_a_changed_fixed_option_is_refused_before_any_write(pair: tuple[str, str, Path]) -> None:
+    """The options that shape what the target holds (the metadata policy, the text key) may not
+    change between a sync and the next over the same state, as between a migration and its
+    resume: refused naming each with both values (not a silent full pass); ``full`` may."""
+    src, dst, state = pair
+    sync(src, dst, state=state)
+    vectorport.connect(src).upsert(_records(5, start=5000))
+    with pytest.raises(ConfigurationError) as refused:
+        sync(src, dst, state=state, metadata_policy="drop", delete=True)
+    message = str(refused.value)
+    assert message.startswith(
+        f"the sync state {state} records metadata_policy='error', this run has metadata_policy='drop': "
+        "metadata_policy cannot change between a sync run and the next over the same sync state; "
+    ), message
+    assert "full=True" in message and "another state= path" in message
+    assert vectorport.connect(dst).count() == 1000  # nothing written
+    res = runner.invoke(
+        app, ["sync", src, dst, "--state", str(state), "--metadata-policy", "flatten", "--text-key", "t"]
+    )
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    (line,) = res.stderr.strip().splitlines()
+    worded = (
+        "records --metadata-policy error, no --text-key, this run has --metadata-policy flatten, --text-key t"
+    )
+    assert worded in " ".join(line.split()) and "pass --full to rewrite" in line, line
+    assert vectorport.connect(dst).count() == 1000
+    # the other options may change from one pass to the next
+    again = sync(src, dst, state=state, delete=True, concurrency=1, batch_size=7)
+    assert again.sync.mode == "incremental" and again.sync.new == 5
+    # full=True changes them: a full pass with the new values, which later passes keep
+    full = sync(src, dst, state=state, metadata_policy="drop", full=True)
+    assert full.sync.mode == "full" and full.status == "synced"
+    after = sync(src, dst, state=state, metadata_policy="drop")
+    assert after.sync.mode == "incremental" and after.sync.written == 0
+    with pytest.raises(
+        ConfigurationError, match="records metadata_policy='drop', this run has metadata_policy='error'"
+    ):
+        sync(src, dst, state=state)
+
+
+def test_an_unfinished_pass_goes_on_only_with_its_own_fixed_options(pair: tuple[str, str, Path]) -> None:
+    src, dst, state = pair
+    sync(src, dst, state=state)
+    st = SyncState(state, {})  # a pass an earlier run (text_key='i') left unfinished
+    try:
+        transform = {"metadata_policy": "error", "text_key": "v"}
+        st.put(
+            "pass",
+            {
+                "mode": "full",
+                "reason": "asked for (full)",
+                "phase": "scan",
+                "cursor": None,
+                "expected": 1000,
+                "started": 0.0,
+                "transform": transform,
+            },
+        )
+        st.restart_source()
+        st.commit()
+    finally:
+        st.close()
+    with pytest.raises(ConfigurationError, match="records text_key='v', this run has text_key=None"):
+        sync(src, dst, state=state)
+    # full=True starts a new pass with its own values instead of continuing that one
+    report = sync(src, dst, state=state, full=True)
+    assert report.sync.mode == "full" and not report.sync.resumed and report.sync.written == 0
+    _equal(src, dst)

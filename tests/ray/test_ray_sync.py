@@ -240,7 +240,7 @@ def test_cli_json_carries_engine_and_workers(
     from vectorport.cli import app
 
     n = 1_000
-    source, _ = _source(url_for, n)
+    source, keys = _source(url_for, n)
     target = url_for("s3vectors", write_rate=0)
     state = str(tmp_path / "s.sqlite")
     args = ["sync", source, target, "--engine", "ray", "--workers", "2", "--state", state]
@@ -265,6 +265,19 @@ def test_cli_json_carries_engine_and_workers(
     assert [(p["engine"], p["sync"]["mode"], p["sync"]["written"]) for p in passes] == [
         ("ray", "incremental", 0)
     ] * 2
+    # a fixed option changed since the shards' passes: refused before any write, naming the
+    # option with both values and a shard's state, as one process refuses it
+    gone = vectorport.connect(source)
+    gone.delete([keys[0]])
+    gone.close()
+    out = CliRunner().invoke(app, [*args, "--metadata-policy", "drop", "--delete", "--json"])
+    assert out.exit_code == 2, out.output
+    error = json.loads(out.stdout)["error"]
+    assert error.startswith(
+        f"the sync state {shard_path(state, (0, 2))} records --metadata-policy error, "
+    ), error
+    assert "this run has --metadata-policy drop" in error and "--full" in error, error
+    assert len(raw_metadata(target)) == n  # the record deleted is still there: nothing was written
 
 
 @pytest.mark.chroma

@@ -62,6 +62,9 @@ def option_wording(message: str) -> str:
     >>> _FLAGS.update({"metadata_policy": ("--metadata-policy", None), "verify": ("--verify", "--no-verify")})
     >>> option_wording("pass metadata_policy='flatten', or verify=False")
     'pass --metadata-policy flatten, or --no-verify'
+    >>> _FLAGS.update({"text_key": ("--text-key", None)})
+    >>> option_wording("it records text_key=None, this run has text_key='title'")
+    'it records no --text-key, this run has --text-key title'
     """
     if _FLAGS:
         names = "|".join(sorted(map(re.escape, _FLAGS), key=len, reverse=True))
@@ -77,6 +80,8 @@ def _flag(match: re.Match[str]) -> str:
         return on
     if value == "False":
         return off or f"no {on}"
+    if value == "None":
+        return f"no {on}"
     return f"{on} {value.strip(chr(39))}"
 
 

@@ -46,6 +46,7 @@ class Checkpoint:
     target: str
     shard: tuple[int, int]
     transform: dict[str, JSON]
+    """The run's fixed options (:meth:`~vectorport._options.RunOptions.fixed`)."""
     cursor: str | None = None
     copied: int = 0
     """Records acknowledged by the target up to ``cursor``."""
@@ -72,12 +73,9 @@ class Checkpoint:
         writable_file(self.path, "checkpoint")
 
     def identity(self) -> dict[str, JSON]:
-        return {
-            "source": self.source,
-            "target": self.target,
-            "shard": list(self.shard),
-            "transform": self.transform,
-        }
+        """Which migration this is: its stores and shard. (Its ``transform``, the run's fixed
+        options, may not change either: :meth:`~vectorport._options.RunOptions.check_fixed`.)"""
+        return {"source": self.source, "target": self.target, "shard": list(self.shard)}
 
     def mismatch(self, other: Checkpoint) -> str | None:
         """Why ``other`` (this run's identity) is not the migration this checkpoint records."""

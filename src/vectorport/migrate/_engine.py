@@ -419,6 +419,13 @@ def _open_checkpoint(ctx: RunContext) -> bool:
         raise ConfigurationError(
             f"the checkpoint {path} belongs to another migration ({why}); use another checkpoint path"
         )
+    o.check_fixed(
+        previous.transform,
+        "checkpoint",
+        path,
+        "run with the values it records to continue it (resume=True), or pass another checkpoint= "
+        "path to start a new migration",
+    )
     if previous.complete and not o.plan_only:
         log.info("%s: this migration finished earlier; verifying only", path)
         ctx.ck = previous

@@ -159,8 +159,10 @@ class VerifyOptions(RunOptions):
 class SyncOptions(RunOptions):
     """How :func:`vectorport.sync` runs (its keyword arguments).
 
-    For sync, ``resume="fixed"`` options are recorded in the sync state: a pass with other
-    values reads the whole target again (a full pass) instead of trusting the state.
+    For sync, ``resume="fixed"`` options are recorded in the sync state, as a migration's are
+    in its checkpoint: a later run over the same state with other values is refused before
+    anything is written, unless it asks for ``full=True`` (a full pass compares and rewrites
+    every record with the new values).
     """
 
     COMMAND: ClassVar[str] = "sync"

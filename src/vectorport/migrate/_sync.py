@@ -63,7 +63,7 @@ from ._plan import planned_target_spec
 from ._progress import Progress, ProgressMode
 from ._run import IndexBar
 from ._syncreport import SyncReport, SyncStats
-from ._syncstate import SyncState, recorded
+from ._syncstate import SyncState, recorded, recorded_fixed
 from ._transform import Transformer
 from ._verify import VECTOR_TOLERANCE, same_content
 
@@ -413,15 +413,15 @@ def _start(
     """The pass to run: the interrupted one (resumed), or a new one (``full`` and why, or
     incremental)."""
     running = state.get("pass")
-    if isinstance(running, dict) and not (full and running.get("mode") != "full"):
+    # a pass goes on only with the fixed options it started with (a full pass may change them)
+    same = isinstance(running, dict) and running.get("transform", transform) == transform
+    if isinstance(running, dict) and same and not (full and running.get("mode") != "full"):
         return dict(running), running.get("reason"), True
     reason: str | None = None
     if full:
         reason = full
     elif state.parts is None:
         reason = "first sync of this pair: the target is read once to record what it holds"
-    elif state.get("transform") != transform:
-        reason = "the metadata policy or text key changed since the last sync"
     else:
         reason = _outside(state, dst, shard)
     info: dict[str, Any] = {
@@ -431,6 +431,7 @@ def _start(
         "cursor": None,
         "expected": state.records,
         "started": time.time(),
+        "transform": transform,
     }
     if reason:
         count = -(-src.store.count() // shard[1])
@@ -555,7 +556,7 @@ def sync_shard(
     """One shard's scan pass in this process, with the shard's own state file: the work of one
     of a runner's shards (a Ray task). The runner created the target and decided ``why``."""
     with _opened(source, target, options, shard, here=True) as ctx:
-        scan_pass(ctx, ctx.transformer.describe(), why, None)
+        scan_pass(ctx, options.fixed(), why, None)
         ctx.report.sync.seconds = time.monotonic() - ctx.started
         return ctx.report
 
@@ -675,6 +676,7 @@ def sync(
         return delegated
     with _opened(source, target, opts, opts.shard, here=run.here) as ctx:
         ctx.report.engine = run.describe()
+        _check_fixed(ctx, run)
         _check_spec(ctx.src, ctx.dst)
         _passes(ctx, run, on_lag)
         _finish(ctx, run)
@@ -694,6 +696,27 @@ def _finish(ctx: SyncContext, runner: Runner) -> None:
         report.status = report.verification.status
     report.engine = runner.describe()
     report.timings["total"] = time.monotonic() - ctx.started
+
+
+def _check_fixed(ctx: SyncContext, runner: Runner) -> None:
+    """Refuse, before anything is written, a run whose fixed options (the metadata policy, the
+    text key) differ from those the target was synced with, as recorded in the state of each of
+    the runner's shards: the rule a migration's checkpoint keeps. ``full`` may change them (its
+    pass compares and rewrites every record)."""
+    if ctx.options.full or ctx.report.state is None:
+        return
+    base = Path(ctx.report.state)
+    paths = [base] if runner.here else [shard_path(base, (i, runner.shards)) for i in range(runner.shards)]
+    for path in paths:
+        recorded = recorded_fixed(path)
+        if recorded is not None:
+            ctx.options.check_fixed(
+                recorded,
+                "sync state",
+                path,
+                "sync with the values it records, or pass full=True to rewrite the target with the "
+                "new ones (a full pass), or another state= path",
+            )
 
 
 def _state_path(state: str | os.PathLike[str] | None, src: Endpoint, dst: Endpoint) -> Path:
@@ -736,7 +759,7 @@ def _passes(ctx: SyncContext, runner: Runner, on_lag: Callable[[Lag], None] | No
     ``follow``, changes as they come, and with ``until_equal``, passes until the target
     verifies equal."""
     o = ctx.options
-    transform = ctx.transformer.describe()
+    transform = o.fixed()
     feed = _feed(ctx)
     why = "asked for (full)" if o.full else None
     until = (lambda: _equal(ctx, runner)) if o.until_equal else None

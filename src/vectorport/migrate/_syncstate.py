@@ -30,7 +30,7 @@ from .._models import JSON
 from .._paths import writable_file
 from ..exceptions import ConfigurationError
 
-__all__ = ["SyncState", "recorded"]
+__all__ = ["SyncState", "recorded", "recorded_fixed"]
 
 FORMAT = 1
 TARGET, SOURCE = 0, 1
@@ -231,3 +231,24 @@ def recorded(path: str | os.PathLike[str]) -> int | None:
     except sqlite3.Error:
         return None
     return int(row[0])
+
+
+def recorded_fixed(path: str | os.PathLike[str]) -> dict[str, JSON] | None:
+    """The fixed options (:meth:`~vectorport._options.RunOptions.fixed`) of what the target
+    holds by the state at ``path``, read without writing: those of the pass an earlier run left
+    unfinished, else of the last finished pass; ``None`` when there is neither."""
+    if not Path(path).exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            meta = dict(db.execute("SELECT name, value FROM meta WHERE name IN ('transform', 'pass')"))
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    running = json.loads(meta.get("pass", "null"))
+    if isinstance(running, dict) and isinstance(running.get("transform"), dict):
+        return dict(running["transform"])
+    last = json.loads(meta.get("transform", "null"))
+    return dict(last) if isinstance(last, dict) else None
