@@ -99,8 +99,10 @@ class RunOptions:
 
     @classmethod
     def declared(cls) -> tuple[dataclasses.Field[Any], ...]:
-        """The declaration: each field with its ``help``, ``resume``, ``runners`` and ``cli``."""
-        return dataclasses.fields(cls)
+        """The declaration: each field with its ``help``, ``resume``, ``runners`` and ``cli``;
+        the keyword-only fields a base declares for several commands last, where the keyword
+        arguments have them too."""
+        return tuple(sorted(dataclasses.fields(cls), key=lambda f: bool(f.kw_only)))
 
     def fixed(self) -> dict[str, Any]:
         """The options a resumed run must share with the run it continues (JSON values)."""

@@ -4,6 +4,7 @@ report's ``options`` all come from :class:`MigrateOptions`."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from pathlib import Path
 
@@ -151,3 +152,16 @@ def test_verify_flags_are_its_options(tmp_path: Path) -> None:
     finally:
         for name in ("opt-verify-src", "opt-verify-dst"):
             vectorport.connect(f"memory://{name}").drop()
+
+
+def test_what_migrate_and_sync_share_is_declared_once() -> None:
+    """The Python-only fields of a run between two stores are one declaration, after each
+    command's own fields in its keyword arguments and its report's ``options``."""
+    from vectorport.migrate._options import TransferOptions
+
+    shared = ["cap", "retry", "source_options", "target_options"]
+    assert [f.name for f in dataclasses.fields(TransferOptions)] == shared
+    for cls in (MigrateOptions, SyncOptions):
+        assert issubclass(cls, TransferOptions) and set(shared).isdisjoint(vars(cls)["__annotations__"])
+        assert list(cls().to_dict())[-4:] == shared
+        assert list(inspect.signature(cls).parameters)[-4:] == shared

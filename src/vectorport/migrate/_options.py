@@ -32,7 +32,15 @@ from ._report import DEFAULT_CAP
 from ._transform import MetadataPolicy
 from ._verify import VECTOR_TOLERANCE
 
-__all__ = ["MigrateOptions", "RunOptions", "SyncOptions", "VerifyOptions", "option", "parse_shard"]
+__all__ = [
+    "MigrateOptions",
+    "RunOptions",
+    "SyncOptions",
+    "TransferOptions",
+    "VerifyOptions",
+    "option",
+    "parse_shard",
+]
 
 
 def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
@@ -53,8 +61,20 @@ def parse_shard(value: str | tuple[int, int] | None) -> tuple[int, int]:
     return (index, parts)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TransferOptions(RunOptions):
+    """What the commands that read one store and write another (:class:`MigrateOptions`,
+    :class:`SyncOptions`) take from Python only, declared once. Keyword-only, so in each
+    command's keyword arguments and report ``options`` they follow the command's own fields."""
+
+    cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
+    retry: RetryPolicy | None = option(None, "Backoff for the target's writes.", cli=False)
+    source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)
+    target_options: Mapping[str, Any] = option(dict, "Options of the target store.", cli=False, factory=True)
+
+
 @dataclass(frozen=True)
-class MigrateOptions(RunOptions):
+class MigrateOptions(TransferOptions):
     """How :func:`vectorport.migrate` runs (its keyword arguments)."""
 
     COMMAND: ClassVar[str] = "migrate"
@@ -100,10 +120,6 @@ class MigrateOptions(RunOptions):
     )
     sample_queries: int = option(20, "Sampled queries in verification (0: none).", minimum=0)
     k: int = option(10, "Top-k of the sampled queries.", minimum=1)
-    cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
-    retry: RetryPolicy | None = option(None, "Backoff for the target's writes.", cli=False)
-    source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)
-    target_options: Mapping[str, Any] = option(dict, "Options of the target store.", cli=False, factory=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -156,7 +172,7 @@ class VerifyOptions(RunOptions):
 
 
 @dataclass(frozen=True)
-class SyncOptions(RunOptions):
+class SyncOptions(TransferOptions):
     """How :func:`vectorport.sync` runs (its keyword arguments).
 
     For sync, ``resume="fixed"`` options are recorded in the sync state, as a migration's are
@@ -205,10 +221,6 @@ class SyncOptions(RunOptions):
     )
     until_equal: bool = option(False, "Exit once the target is caught up and verifies equal (exit 0).")
     poll: float = option(0.5, "Seconds between reads of an idle change feed, or between passes.", cli=False)
-    cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
-    retry: RetryPolicy | None = option(None, "Backoff for the target's writes.", cli=False)
-    source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)
-    target_options: Mapping[str, Any] = option(dict, "Options of the target store.", cli=False, factory=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
