@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,23 +25,20 @@ __all__ = ["LangChainStore"]
 
 
 def _euclidean_relevance(distance: float) -> float:
-    # LangChain's own scale for L2 between unit vectors (0 … sqrt(2) → 1 … 0)
+    # LangChain's own scale for L2 between unit vectors (0 … sqrt(2) → 1 … 0): 1 + score / sqrt(2)
     return 1.0 - distance / math.sqrt(2)
-
-
-def _dot_relevance(distance: float) -> float:
-    # LangChain's max-inner-product scale, applied to vectorport's canonical -dot
-    return 1.0 - distance if distance > 0 else -distance
 
 
 _RELEVANCE: Mapping[Metric, Callable[[float], float]] = {
     Metric.COSINE: lambda d: score_from_distance(Metric.COSINE, d),
-    Metric.DOT: _dot_relevance,
+    Metric.DOT: lambda d: score_from_distance(Metric.DOT, d),
     Metric.EUCLIDEAN: _euclidean_relevance,
 }
-"""Metric → relevance in [0, 1] of a canonical distance. Cosine: vectorport's score ``1 - d``
-(= cos); the others have unbounded scores, so LangChain's own normalisation of the same
-distance is used (exact for unit vectors)."""
+"""Metric → relevance of a canonical distance, a function of vectorport's score that keeps its
+order. Cosine and dot: the score itself (the cosine; for dot, the cosine of the unit vectors
+LangChain's [0, 1] scale assumes). LangChain's max-inner-product scale is not used: on a
+canonical ``-dot`` it maps a slightly negative product to nearly 1, above an orthogonal one.
+Euclidean: LangChain's own normalisation of the distance (exact for unit vectors)."""
 
 
 class LangChainStore(LangChainVectorStore):
@@ -340,14 +338,36 @@ class LangChainStore(LangChainVectorStore):
         'hi'
         >>> lc.store.drop()
         """
-        if "store" not in kwargs:
-            raise ConfigurationError(
-                "from_texts needs store= (a vectorport URL such as 'memory://docs', or a store)"
-            )
-        target = kwargs.pop("store")
-        out = cls(target, embedding, **kwargs)
+        out = cls(_target(kwargs, "from_texts"), embedding, **kwargs)
         out.add_texts(texts, metadatas, ids=ids)
         return out
+
+    @classmethod
+    async def afrom_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """:meth:`from_texts`, awaitable: the texts are embedded and written by
+        :meth:`aadd_texts` (on the store's async connections when it came from
+        :func:`vectorport.aconnect`); a URL is opened off the event loop."""
+        target = _target(kwargs, "afrom_texts")
+        out = await asyncio.to_thread(lambda: cls(target, embedding, **kwargs))
+        await out.aadd_texts(texts, metadatas, ids=ids)
+        return out
+
+
+def _target(kwargs: dict[str, Any], method: str) -> Any:
+    """The ``store=`` a constructor method was given (taken out of ``kwargs``)."""
+    if "store" not in kwargs:
+        raise ConfigurationError(
+            f"{method} needs store= (a vectorport URL such as 'memory://docs', or a store)"
+        )
+    return kwargs.pop("store")
 
 
 _READ = ("metadata", "text")
