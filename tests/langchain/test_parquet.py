@@ -1,10 +1,13 @@
 """Both adapters on a ``parquet://`` snapshot, which is read-only: LangChain's standard suite
 cannot run there (every one of its tests writes), so this checks what a snapshot offers. The
 adapters read a snapshot exactly as they read the store it was exported from (documents,
-searches, filters, MMR, LlamaIndex nodes), and a write is refused before anything happens."""
+searches, filters, MMR, LlamaIndex nodes), the filter of ``test_same_filter`` and the LlamaIndex
+pipeline's queries give the same answers there (sync and async), and a write is refused before
+anything happens."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,12 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
 
+from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters, VectorStoreQuery
 
+import tests.langchain.test_same_filter as same
+import tests.llamaindex.test_pipeline as pipeline
+from vectorport.filters import evaluate, parse_filter
 from vectorport.langchain import LangChainEmbeddings, LangChainStore
 from vectorport.llamaindex import LlamaIndexStore
 from vectorport.snapshot import export
@@ -63,3 +70,65 @@ def test_a_snapshot_reads_as_its_source(tmp_path: Path) -> None:
     finally:
         snap.close()
         source.store.drop()
+
+
+def test_the_same_filter_through_both_adapters_on_a_snapshot(tmp_path: Path) -> None:
+    """The filter of ``test_same_filter`` on a snapshot: both adapters, sync and async, return
+    the documents the filter oracle selects; a non-portable filter is refused before any I/O."""
+    emb = LangChainEmbeddings("hash:32")
+    source = LangChainStore.from_texts(
+        same.TEXTS,
+        emb,
+        same.METAS,
+        ids=[f"d{i:02d}" for i in range(30)],
+        store="memory://frameworks-pq-filter",
+    )
+    export("memory://frameworks-pq-filter", tmp_path / "snap")
+    lc = LangChainStore(f"parquet://{tmp_path / 'snap'}", embedding=emb)
+    li = LlamaIndexStore(lc.store)
+    try:
+        want = {f"d{i:02d}" for i in range(30) if evaluate(parse_filter(same.PORTABLE), same.METAS[i])}
+        query = VectorStoreQuery(
+            query_embedding=emb.embed_query("tables"), similarity_top_k=20, filters=same.LLAMA
+        )
+        ours, theirs = lc.similarity_search("tables", k=20, filter=same.PORTABLE), li.query(query)
+        assert {d.id for d in ours} == want and [d.id for d in ours] == theirs.ids
+        assert ours == source.similarity_search("tables", k=20, filter=same.PORTABLE)
+
+        async def both() -> tuple[list[str | None], list[str]]:
+            found = await lc.asimilarity_search("tables", k=20, filter=same.PORTABLE)
+            return [d.id for d in found], (await li.aquery(query)).ids or []
+
+        assert asyncio.run(both()) == ([d.id for d in ours], theirs.ids)
+        with pytest.raises(vectorport.FilterError, match=r"unknown operator '\$like'"):
+            lc.similarity_search("tables", k=3, filter={"lang": {"$like": "e%"}})
+    finally:
+        lc.close()
+        source.store.drop()
+
+
+def _snapshot_of_the_pipeline(tmp_path: Path) -> tuple[LlamaIndexStore, list[TextNode]]:
+    nodes = pipeline._nodes()
+    source = LlamaIndexStore("memory://frameworks-pq-pipeline")
+    try:
+        source.add(nodes)
+        export("memory://frameworks-pq-pipeline", tmp_path / "snap")
+    finally:
+        source.client.drop()
+    return LlamaIndexStore(f"parquet://{tmp_path / 'snap'}"), nodes
+
+
+def test_the_llamaindex_pipeline_reads_a_snapshot_as_simplevectorstore(tmp_path: Path) -> None:
+    """The pipeline's 1,000 nodes exported: a ``VectorStoreIndex`` over the snapshot answers every
+    filter as ``SimpleVectorStore`` does, sync and async; ``delete_ref_doc`` is refused."""
+    snap, nodes = _snapshot_of_the_pipeline(tmp_path)
+    try:
+        index = pipeline._index(snap)
+        ref = pipeline.Reference(nodes)
+        assert pipeline._check_all(index, ref) > 0
+        asyncio.run(pipeline._acheck_all(index, ref, pipeline.QUERIES[2]))
+        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only"):
+            index.delete_ref_doc("doc-2")
+        assert snap.client.count() == pipeline.N
+    finally:
+        snap.close()
