@@ -100,6 +100,21 @@ def test_the_same_filter_returns_the_same_documents(
     assert [d.metadata for d in ours] == [n.metadata for n in theirs.nodes]
 
 
+async def test_the_same_filter_returns_the_same_documents_async(
+    stores: tuple[LangChainStore, LlamaIndexStore, Counting],
+) -> None:
+    lc, li, emb = stores
+    query = "notes on buckets"
+    ours = await lc.asimilarity_search(query, k=20, filter=PORTABLE)
+    theirs = await li.aquery(
+        VectorStoreQuery(query_embedding=emb.embed_query(query), similarity_top_k=20, filters=LLAMA)
+    )
+    want = {f"d{i:02d}" for i in range(30) if evaluate(parse_filter(PORTABLE), METAS[i])}
+    assert {d.id for d in ours} == want
+    assert [d.id for d in ours] == theirs.ids
+    assert ours == lc.similarity_search(query, k=20, filter=PORTABLE)
+
+
 def test_what_the_backend_cannot_run_is_refused_before_any_io(
     stores: tuple[LangChainStore, LlamaIndexStore, Counting],
 ) -> None:
