@@ -170,6 +170,8 @@ CASES: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("pgvector schema: unknown index", ["pgvector", "schema", "--table", "t", "--dim", "3", "--index", "bogus"], {}, 2, None),
     ("pgvector schema: NUL in table", ["pgvector", "schema", "--table", "a\x00b", "--dim", "3"], {}, 2, None),
     ("pgvector schema: unknown language", ["pgvector", "schema", "--table", "t", "--dim", "3", "--language", "klingon;drop"], {}, 2, None),
+    ("pgvector stop: empty directory", ["pgvector", "stop", "{tmp}/empty"], {}, 2, "is not a PostgreSQL data directory (it holds no PG_VERSION): no embedded server runs there"),
+    ("pgvector stop: no directory", ["pgvector", "stop", "{tmp}/no-pgdata"], {}, 2, "no-pgdata does not exist: no embedded server runs there"),
     ("pgvector start: unusable dir", ["pgvector", "start", "/proc/nope"], {}, 2, None),
     ("pgvector build-index: postgres down", ["pgvector", "build-index", PG_DEAD], {}, 3, None),
     ("search: filter 40 levels deep", ["search", "memory://sweep-src", "hi", "-e", "hash:8", "--filter", '{"$not": ' * 40 + '{"a": 1}' + "}" * 40], {}, 2, "nested"),

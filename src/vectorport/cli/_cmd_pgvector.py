@@ -92,12 +92,14 @@ def stop(
     as_json: bool = JsonOption,
 ) -> None:
     """Stop the embedded server running in DATA, kept or not (a fast shutdown: open sessions
-    are ended; a process still using it starts it again on its next call)."""
+    are ended; a process still using it starts it again on its next call). A data directory
+    whose server is not running is left as it is; a directory that is no server's data
+    directory is an error (exit 2)."""
     with reported_errors():
         from ..backends.pgvector import embedded_data_dir, stop_embedded
 
         data_dir = embedded_data_dir(data)
-        stopped = stop_embedded(data_dir)
+        stopped = stop_embedded(data_dir, strict=True)
     if as_json:
         emit_json({"data_dir": str(data_dir), "stopped": stopped}, "vectorport.pgvector-stop/1")
         return

@@ -40,7 +40,7 @@ from urllib.parse import quote
 
 from ..._activity import report
 from ..._paths import writable_dir
-from ...exceptions import BackendUnavailableError, ConfigurationError
+from ...exceptions import BackendUnavailableError, ConfigurationError, NotFoundError
 from ._watchdog import KEEP_FILE, WATCHDOG_FILE, alive, kept, postmaster_pid, prune_handles
 
 __all__ = [
@@ -378,13 +378,18 @@ def start_embedded(data_dir: str | Path, *, database: str = "postgres") -> str:
     return embedded_conninfo(embedded_data_dir(str(data_dir)), keep=True, database=database)
 
 
-def stop_embedded(data_dir: str | Path, module: str | None = None) -> bool:
+def stop_embedded(data_dir: str | Path, module: str | None = None, *, strict: bool = False) -> bool:
     """Stop the server running in ``data_dir`` (whoever started it, kept or not; a fast
     shutdown: open sessions are ended). Returns whether one was running.
 
-    A process still using it starts it again when it next connects."""
-    module = provider(module)
+    A process still using it starts it again when it next connects. With ``strict``, a
+    directory that is no server's data directory (missing, empty, another folder) is a
+    :class:`~vectorport.exceptions.NotFoundError` rather than ``False``: a mistyped path must
+    not look like a server already stopped."""
     data_dir = embedded_data_dir(str(data_dir))
+    if strict:
+        _require_data_dir(data_dir)
+    module = provider(module)
     pid = postmaster_pid(data_dir) if (data_dir / "PG_VERSION").exists() else None
     with _LOCK:
         _SERVERS.pop(data_dir, None)
@@ -396,6 +401,20 @@ def stop_embedded(data_dir: str | Path, module: str | None = None) -> bool:
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return True
+
+
+def _require_data_dir(data_dir: Path) -> None:
+    if (data_dir / "PG_VERSION").exists():
+        return
+    what = (
+        "does not exist"
+        if not data_dir.exists()
+        else "is not a PostgreSQL data directory (it holds no PG_VERSION)"
+    )
+    raise NotFoundError(
+        f"{data_dir} {what}: no embedded server runs there; give the data directory of the "
+        "pgvector:// URL (pgvector://DIR?table=…), the one the server was started in"
+    )
 
 
 @contextlib.contextmanager
