@@ -524,3 +524,70 @@ def test_follow_outlives_a_dropped_connection_and_a_restart_and_stops_on_a_dropp
         _on(target, "drop")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _settled(state: Path, data: Path, seconds: float = 20.0) -> str:
+    """The follower's stored position once the slot is confirmed up to it (a batch between its
+    state commit and its confirmation is not a position to judge by)."""
+    from vectorport.backends.pgvector._pgoutput import lsn_int
+
+    deadline = time.monotonic() + seconds
+    while lsn_int(position := _stored_position(state)) != _confirmed(data):
+        assert time.monotonic() < deadline, "the follower did not confirm its position"
+        time.sleep(0.2)
+    return position
+
+
+@pytest.mark.pgvector
+@pytest.mark.s3vectors
+def test_follow_gives_up_after_max_outage_with_its_position_kept(
+    url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    """A source reached by a plain DSN (nothing starts it again) that stops and stays down:
+    ``--follow --max-outage 3`` retries, then ends with one error line and exit 3, its stored
+    position and the slot's where they were."""
+    import tempfile
+
+    from vectorport._exit import ExitCode
+    from vectorport.backends.pgvector._embedded import embedded_conninfo, local_server, stop_embedded
+    from vectorport.backends.pgvector._pgoutput import lsn_int
+
+    root = Path(tempfile.mkdtemp(prefix="vectorport-follow-gone-"))
+    root.chmod(0o755)
+    err_path = tmp_path / "err.txt"
+    try:
+        with local_server(root) as data, err_path.open("w") as err:
+            dsn = embedded_conninfo(data)
+            source = f"{dsn}{'&' if '?' in dsn else '?'}table=chunks&index=exact"
+            target = url_for("s3vectors")
+            store = vectorport.connect(source, dimension=DIM)
+            store.upsert([_record(i, 0) for i in range(60)])
+            store.setup_capture("slot")
+            store.close()
+            state = tmp_path / "s.sqlite"
+            cmd = _follow_cmd(source, target, state, "--max-outage", "3")
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=_env())
+            try:
+                _writes(source, 20, seed=31)
+                _until_equal(source, target)
+                kept = _settled(state, data)
+                assert stop_embedded(data)
+                began = time.monotonic()
+                code = proc.wait(timeout=60)
+            finally:
+                proc.kill()
+                proc.wait()
+            assert code == ExitCode.FAILURE
+            assert time.monotonic() - began >= 2.5  # it retried for about --max-outage seconds
+            lines = err_path.read_text().splitlines()
+            assert any("follow:" in line and "retry" in line for line in lines), lines
+            last = lines[-1]
+            assert "gave up after an outage" in last and "--max-outage 3" in last, lines
+            assert f"the sync position {kept} is kept" in last, lines
+            assert "Traceback" not in err_path.read_text()
+            assert _stored_position(state) == kept
+            assert lsn_int(kept) == _confirmed(data)  # starts the server again to look
+            _assert_equal(source, target)
+        _on(target, "drop")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -35,6 +35,7 @@ _TYPES: dict[str, Any] = {
     "bool | None": bool | None,
     "int": int,
     "int | None": int | None,
+    "float": float,
     "float | None": float | None,
     "str": str,
     "str | None": str | None,

@@ -51,7 +51,8 @@ READ_BACK = 1_000
 """Keys read back from the source per ``get``."""
 OUTAGE = RetryPolicy(base=1.0, cap=30.0)
 """Backoff of ``follow`` while the source (or the target) fails with a transient error: waits
-up to 1, 2, 4 … 30 seconds, without a limit on the attempts (a follower outlives an outage)."""
+up to 1, 2, 4 … 30 seconds, for up to ``max_outage`` seconds in all (a follower outlives an
+outage of that length)."""
 
 log = logging.getLogger("vectorport.migrate")
 
@@ -247,33 +248,60 @@ def follow_until(
     poll: float,
     on_lag: Callable[[Lag], None] | None,
     caught_up: Callable[[], bool] | None,
+    max_outage: float = 0.0,
 ) -> None:
     """Apply changes continuously; each time the feed is drained, ``caught_up()`` may end the
     run (``until_equal``: the target verifies equal). Runs until then or until interrupted.
 
     A transient error (the source restarted, a connection dropped, throttling that outlasted
     the store's own retries) does not end the run: it is logged on stderr and the run goes on
-    from the stored position after a backoff (:data:`OUTAGE`), for as long as it lasts. Any
-    other error (a dropped table, a dimension change) ends it, the position kept."""
-    failures = 0
+    from the stored position after a backoff (:data:`OUTAGE`), for up to ``max_outage``
+    seconds (0: for as long as it lasts); then :class:`~vectorport.exceptions.BackendUnavailableError`
+    ends the run, the position kept. Any other error (a dropped table, a dimension change)
+    ends it at once, the position kept."""
+    outage = _Outage(max_outage)
     while True:
         try:
             run.drain(on_lag)
             done = caught_up is not None and caught_up()
         except (TransientError, BackendUnavailableError) as exc:
-            wait = OUTAGE.delay(min(failures, 16))
-            failures += 1
-            log.warning(
-                "follow: %s; retry %d in %.1fs from position %s", exc, failures, wait, run.position or "start"
-            )
+            where = run.position
+            wait = outage.failed(exc, where)
+            tries = outage.failures
+            log.warning("follow: %s; retry %d in %.1fs from position %s", exc, tries, wait, where or "start")
             time.sleep(wait)
             continue
-        if failures:
-            log.warning("follow: the source answers again after %d retries; following", failures)
-            failures = 0
+        if outage.failures:
+            log.warning("follow: the source answers again after %d retries; following", outage.failures)
+            outage = _Outage(max_outage)
         if done:
             return
         time.sleep(poll)
+
+
+class _Outage:
+    """The failures in a row of one outage, and when it began."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.failures = 0
+        self.began = time.monotonic()
+
+    def failed(self, exc: Exception, position: str | None) -> float:
+        """Count a failure: the wait before the next attempt, or raise once the outage has
+        lasted ``limit`` seconds (the last attempt is made at the limit)."""
+        if not self.failures:
+            self.began = time.monotonic()
+        lasted = time.monotonic() - self.began
+        if self.limit and lasted >= self.limit:
+            raise BackendUnavailableError(
+                f"follow: gave up after an outage of {lasted:.0f}s ({self.failures} retries, "
+                f"max_outage={self.limit:g}): {exc}; the sync position {position or '(none yet)'} is "
+                "kept: run the same command again once the store answers"
+            ) from exc
+        wait = OUTAGE.delay(min(self.failures, 16))
+        self.failures += 1
+        return min(wait, self.limit - lasted) if self.limit else wait
 
 
 def check_follow(source: VectorStore, label: str) -> None:

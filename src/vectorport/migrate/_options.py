@@ -219,6 +219,14 @@ class SyncOptions(TransferOptions):
         # a change feed is one stream, read by one process: Ray's shards scan instead
         runners=("local",),
     )
+    max_outage: float = option(
+        600.0,
+        "Seconds --follow retries a source or target that keeps failing (an outage) before it "
+        "stops with an error (exit 3), its position kept; 0: retry for as long as it lasts.",
+        # a change feed is followed by one process (see follow)
+        runners=("local",),
+        metavar="SECONDS",
+    )
     until_equal: bool = option(False, "Exit once the target is caught up and verifies equal (exit 0).")
     poll: float = option(0.5, "Seconds between reads of an idle change feed, or between passes.", cli=False)
 
@@ -227,3 +235,7 @@ class SyncOptions(TransferOptions):
         object.__setattr__(self, "shard", parse_shard(self.shard))
         if self.poll < 0:
             raise ConfigurationError(f"poll must not be negative, got {self.poll}")
+        if not self.max_outage >= 0:
+            raise ConfigurationError(
+                f"max_outage must be seconds, 0 or more (0: no limit), got {self.max_outage}"
+            )

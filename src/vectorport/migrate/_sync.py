@@ -770,7 +770,13 @@ def _passes(ctx: SyncContext, runner: Runner, on_lag: Callable[[Lag], None] | No
                 _scan_passes(ctx, runner, transform, why, feed)
             why = None
             if o.follow and feed is not None:
-                follow_until(capture or _capture_run(ctx, feed), poll=o.poll, on_lag=on_lag, caught_up=until)
+                follow_until(
+                    capture or _capture_run(ctx, feed),
+                    poll=o.poll,
+                    on_lag=on_lag,
+                    caught_up=until,
+                    max_outage=o.max_outage,
+                )
                 return
             if until is None or until():
                 return
