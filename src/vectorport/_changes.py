@@ -73,6 +73,12 @@ class ChangeFeed(Protocol):
         """The target holds ``batch``: the feed may forget it."""
         ...
 
+    def covered(self, position: str) -> ChangeBatch:
+        """The changes a scan of the source that began after ``position`` (read from
+        :meth:`position` before it) has read already: a scan pass confirms them, so they are
+        not read again (empty when the feed cannot tell which)."""
+        ...
+
     def behind(self) -> int:
         """How far the feed is behind the source (WAL bytes for a slot, rows for an outbox)."""
         ...

@@ -591,3 +591,63 @@ def test_follow_gives_up_after_max_outage_with_its_position_kept(
         _on(target, "drop")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.pgvector
+def test_a_scan_pass_trims_the_outbox_rows_its_scan_covered(tmp_path: Path) -> None:
+    """A server of its own (another test's open transaction holds back what may be trimmed):
+    the first, full, pass of an outbox-captured source trims the rows committed before it
+    began, so the next pass reads nothing; a row written by a transaction still running at
+    the mark stays, even when it commits before the trim with an id below the mark's."""
+    import tempfile
+
+    import psycopg
+
+    from vectorport.backends.pgvector._embedded import embedded_conninfo, local_server
+
+    root = Path(tempfile.mkdtemp(prefix="vectorport-outbox-trim-"))
+    root.chmod(0o755)
+    try:
+        with local_server(root) as data:
+            source, target = (f"pgvector://{data}?table={t}&index=exact" for t in ("chunks", "copy"))
+            store = vectorport.connect(source, dimension=DIM)
+            store.upsert([_record(i, 0) for i in range(60)])
+            assert store.setup_capture("outbox").method == "outbox"
+            _writes(source, 30, seed=41)  # before the first pass: all in the outbox
+            feed = store.change_feed()
+            assert feed is not None and feed.kind == "outbox"
+            outbox = feed.name.split("@")[0]  # the table's name, @ its oid
+            first = sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+            assert first.sync.mode == "full"
+            with _admin(data) as conn:
+                assert conn.execute(f"SELECT count(*) FROM {outbox}").fetchone()[0] == 0
+            second = sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+            assert second.sync.mode == "capture" and second.sync.source_read == 0
+            # a row drawn below the mark by a transaction running when the mark was taken
+            _writes(source, 5, seed=42, start=50)
+            with psycopg.connect(embedded_conninfo(data)) as held:
+                held.execute(
+                    "INSERT INTO chunks (key, embedding, metadata) VALUES ('held#c', %s, '{}')",
+                    ("[" + ",".join(["0.25"] * DIM) + "]",),
+                )
+                held_id = held.execute(f"SELECT max(id) FROM {outbox}").fetchone()[0]
+                _writes(source, 5, seed=43, start=60)  # committed after it: higher ids
+                at = feed.position()
+                held.commit()
+            assert int(at.split(":")[0]) > held_id
+            feed.confirm(feed.covered(at))
+            with _admin(data) as conn:
+                left = [r[0] for r in conn.execute(f"SELECT id FROM {outbox} ORDER BY id")]
+            assert held_id in left  # committed after the mark: its change may be unseen
+            assert min(left) == held_id  # everything committed before the transaction began is trimmed
+            feed.close()
+            store.close()
+            # (the trim above had no scan behind it: a full pass brings the target up, and trims)
+            third = sync(source, target, state=tmp_path / "s.sqlite", delete=True, full=True)
+            assert third.sync.mode == "full"
+            with _admin(data) as conn:
+                assert conn.execute(f"SELECT count(*) FROM {outbox}").fetchone()[0] == 0
+            _assert_equal(source, target)
+            _on(source, "teardown_capture")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -43,7 +43,7 @@ from ._syncreport import SyncStats
 from ._syncstate import SyncState
 from ._transform import Transformer
 
-__all__ = ["CaptureRun", "Lag", "feed_of", "mark", "ready"]
+__all__ = ["CaptureRun", "Lag", "feed_of", "mark", "ready", "trim_scanned"]
 
 READ_LIMIT = 5_000
 """Row changes read from the feed at a time (whole transactions: a batch may hold more)."""
@@ -81,6 +81,16 @@ def ready(state: SyncState, feed: ChangeFeed) -> bool:
     if (got.get("kind"), got.get("name")) != (feed.kind, feed.name):
         return False
     return feed.covers(str(got.get("position")))
+
+
+def trim_scanned(state: SyncState, feed: ChangeFeed) -> None:
+    """After a scan pass: confirm the changes its scan read already (those committed before the
+    mark it recorded, :meth:`~vectorport._changes.ChangeFeed.covered`), as a capture pass
+    confirms a batch once the target holds it, so the next pass does not read them again."""
+    got = state.get("capture")
+    if not isinstance(got, dict) or (got.get("kind"), got.get("name")) != (feed.kind, feed.name):
+        return
+    feed.confirm(feed.covered(str(got.get("position"))))
 
 
 @dataclass

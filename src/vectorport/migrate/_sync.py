@@ -54,7 +54,7 @@ from .._paths import default_state
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..exceptions import ConfigurationError, ConflictError, TransientError
-from ._capture import CaptureRun, Lag, check_follow, feed_of, follow_until, mark, ready
+from ._capture import CaptureRun, Lag, check_follow, feed_of, follow_until, mark, ready, trim_scanned
 from ._checkpoint import shard_path
 from ._endpoints import Endpoint, StoreLike
 from ._engine import DEFAULT_BATCH, LocalRunner, Runner, open_pair
@@ -814,6 +814,8 @@ def _scan_passes(
     shards = runner.sync_passes(ctx, transform, why, mark(feed) if feed is not None else None)
     if shards:
         merge_shards(ctx.report, shards, time.monotonic() - t0)
+    if feed is not None and ctx.state is not None:
+        trim_scanned(ctx.state, feed)
 
 
 def _equal(ctx: SyncContext, runner: Runner) -> bool:

@@ -384,6 +384,11 @@ class SlotFeed(_Feed):
             raise ConfigurationError(f"{self.store._where}: the replication slot {self.name} is gone")
         return str(row[0])
 
+    def covered(self, position: str) -> ChangeBatch:
+        """Nothing: the slot is read again from its confirmed position after a scan (the
+        changes the scan saw are applied again, harmlessly)."""
+        return ChangeBatch(position=None)
+
     def covers(self, position: str) -> bool:
         """Whether the slot holds every change after ``position`` (its confirmed position is
         not past it: a slot created again later starts later)."""
@@ -514,12 +519,38 @@ class OutboxFeed(_Feed):
         return sql.Identifier(self.store.schema, self.names.outbox)
 
     def position(self) -> str:
-        """The highest outbox id read so far (rows are deleted once applied)."""
+        """``ID:XID``: the highest outbox id committed, and the oldest transaction still running
+        (its 32-bit id, the snapshot's ``xmin``), read in one snapshot (:meth:`covered`)."""
         with self._session():
             row = self.conn.execute(
-                sql.SQL("SELECT coalesce(max(id), 0) FROM {}").format(self._table)
+                sql.SQL(
+                    "SELECT coalesce(max(id), 0), "
+                    "mod(pg_snapshot_xmin(pg_current_snapshot())::text::bigint, 4294967296) FROM {}"
+                ).format(self._table)
             ).fetchone()
-        return str(row[0] if row else 0)
+        return f"{row[0]}:{row[1]}" if row else "0"
+
+    def covered(self, position: str) -> ChangeBatch:
+        """The rows whose changes a scan of the source that began after ``position`` (a
+        :meth:`position`) read: the rows up to its id written by transactions that had ended
+        when it was taken (an id is drawn at insert, not at commit: a row with a lower id may
+        commit later, after the scan read its key, and stays to be applied). Confirming the
+        batch trims them, as after a capture pass."""
+        top, _, horizon = position.partition(":")
+        if not (top.isdigit() and horizon.isdigit()):
+            return ChangeBatch(position=None)  # a position without its horizon: trim nothing
+        # xmin precedes the horizon in the 32-bit circular order of transaction ids (below 3:
+        # the permanent ids of frozen and bootstrap rows, older than any)
+        with self._session():
+            rows = self.conn.execute(
+                sql.SQL(
+                    "SELECT id FROM {} WHERE id <= %s AND (xmin::text::bigint < 3 OR "
+                    "mod(%s - xmin::text::bigint + 4294967296, 4294967296) BETWEEN 1 AND 2147483647) "
+                    "ORDER BY id"
+                ).format(self._table),
+                (int(top), int(horizon)),
+            ).fetchall()
+        return ChangeBatch(position=None, ids=[int(r[0]) for r in rows], changes=len(rows))
 
     def read(self, limit: int, after: str | None = None) -> ChangeBatch:
         """Up to ``limit`` committed outbox rows, oldest first (``after`` is not needed: an
