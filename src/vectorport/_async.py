@@ -1,7 +1,7 @@
 """The protocol with awaitable methods: :func:`aconnect` and :class:`AsyncStore`.
 
 One wrapper serves every backend: each call of the bound (sync) store runs off the event loop
-(:func:`asyncio.to_thread`), so a slow backend never blocks the loop. A backend with an async
+(:func:`off_loop`), so a slow backend never blocks the loop. A backend with an async
 driver subclasses it and runs its hot paths natively (pgvector: psycopg's async connections
 from a pool, no thread per call), reusing the sync store's statements and decoding.
 
@@ -19,8 +19,10 @@ from a pool, no thread per call), reusing the sync store's statements and decodi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+import contextvars
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Self, TypeVar
 
 from ._capabilities import Capabilities
 from ._models import CollectionSpec, Metric, QueryResult, Record, ScanPage
@@ -29,9 +31,38 @@ from ._url import StoreURL
 if TYPE_CHECKING:
     from ._base import BaseStore, FilterLike
 
-__all__ = ["AsyncStore", "aconnect"]
+__all__ = ["AsyncStore", "aconnect", "calling_loop", "off_loop"]
 
 S = TypeVar("S", bound="BaseStore[Any]")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_CALLER: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "vectorport_calling_loop", default=None
+)
+
+
+async def off_loop(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """``fn(*args, **kwargs)`` in a worker thread, as :func:`asyncio.to_thread` runs it (the
+    caller's context variables included), and telling it the event loop that awaits it
+    (:func:`calling_loop`): sync code lent an ``AsyncEngine``'s connection borrows it there."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    context.run(_CALLER.set, loop)
+    return await loop.run_in_executor(None, partial(context.run, fn, *args, **kwargs))
+
+
+def calling_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop awaiting this thread's work (:func:`off_loop`), or ``None``: a
+    plain sync call, or one made on the loop's own thread (which must not wait on the loop)."""
+    loop = _CALLER.get()
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return None
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return loop
+    return None if running is loop else loop
 
 
 class AsyncStore(Generic[S]):
@@ -65,14 +96,14 @@ class AsyncStore(Generic[S]):
         return self.sync.spec
 
     async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
-        return await asyncio.to_thread(self.sync.upsert, list(records), batch_size=batch_size)
+        return await off_loop(self.sync.upsert, list(records), batch_size=batch_size)
 
     async def aget(self, keys: Iterable[str], *, include: Iterable[str] | None = None) -> list[Record]:
-        return await asyncio.to_thread(self.sync.get, list(keys), include=include)
+        return await off_loop(self.sync.get, list(keys), include=include)
 
     async def adelete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
         listed = None if keys is None else list(keys)
-        return await asyncio.to_thread(self.sync.delete, listed, filter=filter)
+        return await off_loop(self.sync.delete, listed, filter=filter)
 
     async def aquery(
         self,
@@ -83,12 +114,10 @@ class AsyncStore(Generic[S]):
         include: Iterable[str] | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> QueryResult:
-        return await asyncio.to_thread(
-            self.sync.query, vector, k, filter=filter, include=include, params=params
-        )
+        return await off_loop(self.sync.query, vector, k, filter=filter, include=include, params=params)
 
     async def acount(self) -> int:
-        return await asyncio.to_thread(self.sync.count)
+        return await off_loop(self.sync.count)
 
     async def atext_query(
         self,
@@ -101,7 +130,7 @@ class AsyncStore(Generic[S]):
     ) -> QueryResult:
         """``text_query`` of a store with text search (:class:`~vectorport.SupportsTextSearch`)."""
         search = self._feature("text_query")
-        return await asyncio.to_thread(search, text, k, filter=filter, include=include, params=params)
+        return await off_loop(search, text, k, filter=filter, include=include, params=params)
 
     async def ahybrid_query(
         self,
@@ -117,7 +146,7 @@ class AsyncStore(Generic[S]):
     ) -> QueryResult:
         """``hybrid_query`` of a store with hybrid search (:class:`~vectorport.SupportsHybridSearch`)."""
         search = self._feature("hybrid_query")
-        return await asyncio.to_thread(
+        return await off_loop(
             search, vector, text, k, filter=filter, weight=weight, rrf_k=rrf_k, include=include, params=params
         )
 
@@ -139,22 +168,22 @@ class AsyncStore(Generic[S]):
     ) -> AsyncIterator[ScanPage]:
         pages = self.sync.scan(batch_size=batch_size, include=include, segment=segment, cursor=cursor)
         while True:
-            page = await asyncio.to_thread(next, pages, None)
+            page = await off_loop(next, pages, None)
             if page is None:
                 return
             yield page
 
     async def adrop(self) -> None:
-        await asyncio.to_thread(self.sync.drop)
+        await off_loop(self.sync.drop)
 
     async def alist_collections(self) -> list[str]:
-        return await asyncio.to_thread(self.sync.list_collections)
+        return await off_loop(self.sync.list_collections)
 
     async def ainfo(self) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.info)
+        return await off_loop(self.sync.info)
 
     async def aclose(self) -> None:
-        await asyncio.to_thread(self.sync.close)
+        await off_loop(self.sync.close)
 
     async def __aenter__(self) -> Self:
         return self
@@ -180,7 +209,7 @@ async def aconnect(
     loop; pgvector then serves reads and writes on psycopg's async connections."""
     from ._registry import connect
 
-    store = await asyncio.to_thread(
+    store = await off_loop(
         connect,
         url,
         dimension=dimension,
@@ -192,5 +221,5 @@ async def aconnect(
     try:
         return store.asynchronous()
     except BaseException:
-        await asyncio.to_thread(store.close)
+        await off_loop(store.close)
         raise

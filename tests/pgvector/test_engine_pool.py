@@ -142,33 +142,75 @@ def test_an_engine_on_another_driver_opens_its_own_connections(pg_uri: str) -> N
         other.dispose()
 
 
-def test_aconnect_on_an_async_engine_borrows_its_pool(pg_uri: str, admin: Any) -> None:
+def test_aconnect_on_an_async_engine_runs_everything_on_its_pool(pg_uri: str, admin: Any) -> None:
+    """Opening, creating, the first write's catalog preparation and dropping included: the
+    application sees no connection but its engine's."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
     records = _records(30)
+    events = dict.fromkeys(EVENTS, 0)
 
-    async def main() -> tuple[list[list[str]], int, int, dict[int, str]]:
+    async def main() -> tuple[list[list[str]], int, int, dict[str, Any]]:
         engine = create_async_engine(_url(pg_uri), pool_size=3, max_overflow=0)
+        for name in events:
+            sqlalchemy.event.listen(
+                engine.sync_engine, name, lambda *a, _n=name: events.__setitem__(_n, events[_n] + 1)
+            )
         try:
             store = await vectorport.aconnect(engine, table="engine_pool_async", dimension=DIM)
-            before = _backends(admin)
+            assert events["checkout"] >= 1 and events["checkout"] == events["checkin"]  # the open's
             await store.aupsert(records)
             found = await asyncio.gather(*(store.aquery(r.vector, k=3) for r in records[:12]))
             count = await store.acount()
-            new = {pid: name for pid, name in _backends(admin).items() if pid not in before}
+            info = await store.ainfo()
             out = engine.sync_engine.pool.checkedout()
             await store.adrop()
             await store.aclose()
             async with engine.connect() as conn:  # the engine is still the application's
                 assert (await conn.execute(sqlalchemy.text("SELECT 2"))).scalar() == 2
-            return [r.keys for r in found], count, out, new
+            return [r.keys for r in found], count, out, info
         finally:
             await engine.dispose()
 
-    keys, count, out, new = asyncio.run(main())
+    before = _backends(admin)
+    keys, count, out, info = asyncio.run(main())
     assert [k[0] for k in keys] == [r.key for r in records[:12]]
     assert count == 30 and out == 0
-    assert set(new.values()) <= {APP} and len(new) <= 3, new
+    assert info["pgvector"]["connections"].startswith("the SQLAlchemy engine's pool")
+    # every connection opened was the engine's own (pg_stat_activity cannot tell the store's
+    # from the engine's by name: both come from the engine's URL, hence the pool's events)
+    assert 1 <= events["connect"] <= 3 and events["checkout"] == events["checkin"] >= 20, events
+    assert not _backends(admin).keys() - before.keys()  # and the engine's were closed on dispose
+
+
+_LEFT_BEHIND = (
+    "SELECT current_setting('hnsw.ef_search', true), "
+    "(SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema())"
+)
+
+
+def test_an_async_engines_connections_go_back_as_they_were_lent(pg_uri: str) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def main() -> list[tuple[Any, ...]]:
+        engine = create_async_engine(_url(pg_uri), pool_size=1, max_overflow=0)
+        try:
+            store = await vectorport.aconnect(engine, table="engine_pool_async_lent", dimension=DIM)
+            await store.aupsert(_records(12))  # a staging table in the session
+            await store.aquery(_records(1)[0].vector, k=5, params={"ef_search": 77})
+            async with engine.connect() as conn:
+                raw = (await conn.get_raw_connection()).driver_connection
+                found = await conn.exec_driver_sql(_LEFT_BEHIND)
+                seen = [(raw.autocommit, raw.prepare_threshold), tuple(found.one())]
+            await store.adrop()
+            await store.aclose()
+            return seen
+        finally:
+            await engine.dispose()
+
+    (autocommit, threshold), (ef_search, temp) = asyncio.run(main())
+    assert autocommit is False and threshold == 5  # the application's settings
+    assert ef_search in {None, "40"} and temp == 0
 
 
 def test_an_engine_whose_pool_the_application_holds_is_a_clear_transient_error(pg_uri: str) -> None:

@@ -8,7 +8,8 @@ connection keeps its own session state (``hnsw.*`` settings sent only when they 
 staging table), as the sync store's connections do. Every operation of the protocol runs
 there (queries, text and hybrid search, get, count, scan pages, deletes, upserts); what
 happens once (opening, creating, dropping, the first write's catalog preparation, a foreign
-table's key check before its first scan) runs the sync store's code off the event loop.
+table's key check before its first scan) runs the sync store's code off the event loop
+(:func:`~vectorport._async.off_loop`; on an ``AsyncEngine``'s connection when it has one).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from ..._async import AsyncStore
+from ..._async import AsyncStore, off_loop
 from ..._base import FilterLike
 from ..._models import ALL_INCLUDES, Include, QueryResult, Record, ScanPage
 from ..._validate import validate_keys, validate_records
@@ -33,7 +34,7 @@ from ...exceptions import BackendError, BackendUnavailableError, TransientError
 from ._codec import aregister_vector_types
 from ._connections import SessionState, connection_defaults, open_connection
 from ._embedded import connect_embedded
-from ._engine import AsyncEngineConnections, borrows_from
+from ._engine import AsyncEngineBridge, borrows_from
 from ._options import set_gucs_sql
 from ._search import SearchCall
 from .errors import pg_errors
@@ -62,11 +63,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         self._sessions: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], SessionState] = (
             weakref.WeakKeyDictionary()
         )
-        self._lender = (
-            AsyncEngineConnections(store.engine, store._session_setup())
-            if store.engine is not None and borrows_from(store.engine) == "async"
-            else None
-        )
+        self._lender = store._pool.lender if isinstance(store._pool, AsyncEngineBridge) else None
         """The application's ``AsyncEngine``, whose pool lends the connections (else our own pool)."""
         self._recovering: asyncio.Lock | None = None
         self._recovered = 0.0
@@ -281,7 +278,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         store = self.sync
         limit, inc, part, position = store._scan_args(batch_size, include, segment, cursor)
         if position is None and not store._keys_checked:
-            await asyncio.to_thread(store.check_keys)  # once: a table made elsewhere
+            await off_loop(store.check_keys)  # once: a table made elsewhere
         while True:
             query, params = store._scan_sql(limit, inc, part, position)
             rows = await store.retry.acall(partial(self._fetch, "scan", query, params), "pgvector: scan")
@@ -312,7 +309,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
     async def _ready_to_write(self) -> None:
         store = self.sync
         if not store._write_ready or store._index_missing:
-            await asyncio.to_thread(store.indexing.prepare_writes)  # once: catalog, adopted table, index
+            await off_loop(store.indexing.prepare_writes)  # once: catalog, adopted table, index
 
     async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
         store = self.sync

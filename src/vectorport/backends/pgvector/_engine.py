@@ -14,26 +14,39 @@ A borrowed connection is the application's, so it is handed back as it was lent:
 - the engine is never disposed: closing the store gives nothing back but what it holds.
 
 vectorport's ``vector``/``halfvec`` loaders are registered on each borrowed connection once
-(they load float32 numpy arrays, as pgvector-python's do). An engine on another driver
+(they load float32 numpy arrays, as pgvector-python's do). The sync store of an ``AsyncEngine``
+runs its rare operations (opening, creating, the first write's catalog preparation, dropping)
+on the engine's connections too (:class:`AsyncEngineBridge`). An engine on another driver
 (``+psycopg2``, ``+asyncpg``) holds connections vectorport cannot drive: the store then opens
 its own from the engine's URL and credentials (:func:`borrows_from`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import psycopg
 
+from ..._async import calling_loop
 from ...exceptions import TransientError
 from ._codec import aregister_vector_types, register_vector_types
 from ._connections import Connections, Session, SessionState, usable
 
-__all__ = ["AsyncEngineConnections", "EngineConnections", "borrows_from", "connections_said"]
+__all__ = [
+    "AsyncEngineBridge",
+    "AsyncEngineConnections",
+    "EngineConnections",
+    "borrows_from",
+    "connections_said",
+]
+
+R = TypeVar("R")
 
 log = logging.getLogger("vectorport.pgvector")
 
@@ -65,7 +78,7 @@ def connections_said(engine: Any) -> str:
     if lent == "sync":
         return "the SQLAlchemy engine's pool"
     if lent == "async":
-        return "the SQLAlchemy engine's pool (aconnect's operations); its own for the sync API"
+        return "the SQLAlchemy engine's pool (aconnect's operations); its own for the sync API outside them"
     driver = getattr(engine, "sync_engine", engine).dialect.driver
     return f"its own, from the engine's URL (the engine's driver, {driver}, is not psycopg 3)"
 
@@ -133,6 +146,12 @@ class EngineConnections(Connections):
             return session
         if not getattr(self._local, "depth", 0):
             self._refuse()
+        conn, self._local.back = self._lend()
+        session = self._local.session = Session(conn=conn)
+        return session
+
+    def _lend(self) -> tuple[psycopg.Connection[Any], Callable[[Session | None], None]]:
+        """A connection of the engine's, set up for vectorport, and how to give it back."""
         with _engine_errors(self.engine):
             fairy = self.engine.raw_connection()
         try:
@@ -150,20 +169,18 @@ class EngineConnections(Connections):
         except BaseException:
             self._return(fairy, None)
             raise
-        self._local.fairy = fairy
-        session = self._local.session = Session(conn=conn)
-        return session
+        return conn, partial(self._return, fairy)
 
     def lost(self) -> bool:
         session: Session | None = getattr(self._local, "session", None)
         return session is not None and not usable(session.conn)
 
     def _give_back(self) -> None:
-        fairy = getattr(self._local, "fairy", None)
+        back: Callable[[Session | None], None] | None = getattr(self._local, "back", None)
         session: Session | None = getattr(self._local, "session", None)
-        self._local.fairy = self._local.session = None
-        if fairy is not None:
-            self._return(fairy, session)
+        self._local.back = self._local.session = None
+        if back is not None:
+            back(session)
 
     def _return(self, fairy: Any, session: Session | None) -> None:
         conn = fairy.driver_connection
@@ -227,5 +244,80 @@ class AsyncEngineConnections:
                 await conn.set_autocommit(autocommit)
             except psycopg.Error as exc:
                 log.info("pgvector: a borrowed connection could not be reset (%s)", exc)
-        if conn.closed or conn.broken:
+        if conn.closed or conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             await handle.invalidate()
+
+
+class _Bridge(psycopg.Connection[Any]):
+    """A sync psycopg connection over the libpq connection of an async one borrowed from an
+    ``AsyncEngine``: the store's sync code (opening, creating, the first write's catalog
+    preparation, dropping) runs on it in a worker thread while the event loop awaits that
+    thread, so nothing else uses the connection meanwhile. It never closes the connection (the
+    pool owns it), prepares nothing (``_pg3_N`` statement names are the async connection's),
+    and leaves the async connection its notice and notification handlers."""
+
+    def __init__(self, owner: psycopg.AsyncConnection[Any]) -> None:
+        pgconn = owner.pgconn
+        handlers = pgconn.notice_handler, pgconn.notify_handler
+        super().__init__(pgconn)
+        pgconn.notice_handler, pgconn.notify_handler = handlers
+        self.prepare_threshold = None
+        self.autocommit = True
+
+    def __del__(self, *args: Any) -> None:
+        """Dropped without closing: the connection is the async one's (psycopg warns of an
+        unclosed connection otherwise)."""
+
+
+class AsyncEngineBridge(EngineConnections):
+    """The sync store of an ``AsyncEngine``: its code run by the async store off the event loop
+    (:func:`~vectorport._async.off_loop`) borrows the engine's connections on that loop, one per
+    operation as :class:`EngineConnections` does, so the application sees no connection outside
+    its pool. The sync API called outside that (no event loop awaits it; the engine's pool
+    belongs to one loop) runs on connections of its own from the engine's URL."""
+
+    def __init__(
+        self,
+        engine: Any,
+        first: Callable[[psycopg.Connection[Any]], None],
+        setup: list[str],
+        own: Callable[[], psycopg.Connection[Any]],
+    ) -> None:
+        super().__init__(engine, first, setup)
+        self.lender = AsyncEngineConnections(engine, setup)
+        """Lends the async store's connections too: one lender per store."""
+        self._own = Connections(own)
+
+    def get(self) -> Session:
+        return super().get() if calling_loop() is not None else self._own.get()
+
+    def lost(self) -> bool:
+        return super().lost() if calling_loop() is not None else self._own.lost()
+
+    def _lend(self) -> tuple[psycopg.Connection[Any], Callable[[Session | None], None]]:
+        loop = calling_loop()
+        assert loop is not None  # get() lends only then
+
+        def on_loop(step: Coroutine[Any, Any, R]) -> R:
+            return asyncio.run_coroutine_threadsafe(step, loop).result()
+
+        lending = self.lender.borrowed()
+        owner, state = on_loop(lending.__aenter__())
+        try:
+            conn = _Bridge(owner)
+            self._first(conn)
+            register_vector_types(conn)
+        except BaseException as exc:
+            on_loop(lending.__aexit__(type(exc), exc, exc.__traceback__))
+            raise
+
+        def back(session: Session | None) -> None:
+            if session is not None:  # what the sync code left in the session is taken back too
+                state.staged |= session.staged
+                state.gucs.update(session.gucs)
+            on_loop(lending.__aexit__(None, None, None))
+
+        return conn, back
+
+    def close(self) -> None:
+        self._own.close()

@@ -27,7 +27,7 @@ from ...filters import FilterNode
 from ._codec import register_vector_types
 from ._connections import Connections, Session, check_extension, conninfo_password, open_connection
 from ._embedded import connect_embedded, hnsw_unsafe, provider
-from ._engine import EngineConnections, borrows_from
+from ._engine import AsyncEngineBridge, EngineConnections, borrows_from
 from ._layouts import MappingOptions, relation, shape
 from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
 from ._schema import DEFAULT_COLUMNS, Layout, check_identifier
@@ -133,10 +133,16 @@ class StoreState(BaseStore[Predicate]):
         return f"{self.url.masked} (table {self.schema}.{self.table})"
 
     def _connections(self) -> Connections:
-        """The engine's pool lent one connection per operation (a sync psycopg ``Engine``), or
-        this store's own connections (one per thread)."""
-        if self.engine is not None and borrows_from(self.engine) == "sync":
+        """The engine's pool lent one connection per operation (a psycopg ``Engine``, or an
+        ``AsyncEngine`` for the code the async store runs off its loop), or this store's own
+        connections (one per thread)."""
+        lent = borrows_from(self.engine) if self.engine is not None else None
+        if lent == "sync":
             return EngineConnections(self.engine, self._check_once, self._session_setup())
+        if lent == "async":
+            return AsyncEngineBridge(
+                self.engine, self._check_once, self._session_setup(), self._new_connection
+            )
         return Connections(self._new_connection)
 
     @contextmanager
