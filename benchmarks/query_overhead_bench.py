@@ -1,7 +1,7 @@
 """Query overhead: ``store.query`` latency over the raw driver doing the same search, same run.
 
     python benchmarks/query_overhead_bench.py [--n 20000] [--dim 384] [--queries 200]
-        [--backends memory,pgvector,chroma,s3vectors] [--warmup 10] [--json]
+        [--backends memory,pgvector,chroma,s3vectors[,pgvector-engine]] [--warmup 10] [--json]
 
 One dataset (clustered float32 vectors, cosine, metadata ``{"lang": one of 5, "n": i}``, a short
 text) is loaded through vectorport into each backend; then, for every query vector, unfiltered
@@ -16,6 +16,9 @@ client doing the same search are timed one after the other, alternating which go
   metadata, text FROM bench [WHERE metadata @> filter] ORDER BY embedding <=> q LIMIT 10``,
   prepared and binary, with the ``hnsw.*`` session settings vectorport uses by default. The
   table is ANALYZEd after the load so autovacuum cannot change the plans mid-run;
+* pgvector-engine: the same, with the store opened from a SQLAlchemy ``Engine`` on psycopg
+  (``vectorport.connect(engine, table=...)``): each query borrows a pooled connection and gives
+  it back as it was lent (the raw side keeps its own connection and session settings);
 * chroma (embedded): ``PersistentClient(path).get_collection(name).query(...)`` with the same
   ``include`` as vectorport (distances, metadatas, documents);
 * s3vectors (vectorport's local server, in this process): boto3 ``query_vectors`` with
@@ -39,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +64,8 @@ PG_GUCS = {
     "hnsw.scan_mem_multiplier": "4",
 }
 ALL_BACKENDS = ("memory", "pgvector", "chroma", "s3vectors")
+OTHER_BACKENDS = ("pgvector-engine",)
+"""Run when named in ``--backends`` only."""
 
 Query = Callable[[np.ndarray, dict[str, Any] | None], list[str]]
 
@@ -141,7 +147,9 @@ def _cli(*args: str) -> dict[str, Any]:
     return result
 
 
-def open_pgvector(data: Dataset, root: Path, cleanup: list[Callable[[], Any]]) -> tuple[Any, Query]:
+def open_pgvector(
+    data: Dataset, root: Path, cleanup: list[Callable[[], Any]], engine: bool = False
+) -> tuple[Any, Query]:
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
@@ -149,8 +157,19 @@ def open_pgvector(data: Dataset, root: Path, cleanup: list[Callable[[], Any]]) -
     pgdir = root / "pg"
     uri = _cli("pgvector", "start", str(pgdir))["uri"]
     cleanup.append(lambda: _cli("pgvector", "stop", str(pgdir)))
+    target: Any = f"pgvector://{pgdir}?table=bench"
+    if engine:
+        import sqlalchemy
+        from psycopg.conninfo import conninfo_to_dict
+
+        given = {k: str(v) for k, v in conninfo_to_dict(uri).items()}
+        user, db = given.pop("user", None), given.pop("dbname", None)
+        target = sqlalchemy.create_engine(
+            sqlalchemy.engine.URL.create("postgresql+psycopg", username=user, database=db, query=given)
+        )
+        cleanup.append(target.dispose)
     store = vectorport.connect(
-        f"pgvector://{pgdir}?table=bench", dimension=data.vectors.shape[1], metric="cosine"
+        target, dimension=data.vectors.shape[1], metric="cosine", **({"table": "bench"} if engine else {})
     )
     cleanup.append(store.close)
     data.load(store)
@@ -249,9 +268,10 @@ def open_s3vectors(data: Dataset, root: Path, cleanup: list[Callable[[], Any]]) 
     return store, raw
 
 
-OPENERS = {
+OPENERS: dict[str, Callable[[Dataset, Path, list[Callable[[], Any]]], tuple[Any, Query]]] = {
     "memory": open_memory,
     "pgvector": open_pgvector,
+    "pgvector-engine": partial(open_pgvector, engine=True),
     "chroma": open_chroma,
     "s3vectors": open_s3vectors,
 }
@@ -295,16 +315,16 @@ def measure(
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
-        f"{'backend':<10} {'filter':<15} {'vp p50':>8} {'vp p95':>8} {'raw p50':>8} {'raw p95':>8} "
+        f"{'backend':<15} {'filter':<15} {'vp p50':>8} {'vp p95':>8} {'raw p50':>8} {'raw p95':>8} "
         f"{'p50 ratio':>9} {'p95 ratio':>9} {'p99 ratio':>9} {'agree':>6}"
     )
     lines = [head, "-" * len(head)]
     for row in rows:
         if "error" in row:
-            lines.append(f"{row['backend']:<10} {row.get('filter', ''):<15} error: {row['error']}")
+            lines.append(f"{row['backend']:<15} {row.get('filter', ''):<15} error: {row['error']}")
             continue
         lines.append(
-            f"{row['backend']:<10} {row['filter']:<15} {row['vectorport_p50_ms']:>8.2f} "
+            f"{row['backend']:<15} {row['filter']:<15} {row['vectorport_p50_ms']:>8.2f} "
             f"{row['vectorport_p95_ms']:>8.2f} {row['raw_p50_ms']:>8.2f} {row['raw_p95_ms']:>8.2f} "
             f"{row['ratio_p50']:>9.3f} {row['ratio_p95']:>9.3f} {row['ratio_p99']:>9.3f} "
             f"{row['agreement']:>6.3f}"
@@ -322,9 +342,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="JSON on stdout, the table on stderr")
     args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = sorted(set(backends) - set(ALL_BACKENDS))
+    unknown = sorted(set(backends) - set(ALL_BACKENDS) - set(OTHER_BACKENDS))
     if unknown:
-        parser.error(f"unknown backends {unknown}; choose among {', '.join(ALL_BACKENDS)}")
+        parser.error(f"unknown backends {unknown}; choose among {', '.join(ALL_BACKENDS + OTHER_BACKENDS)}")
 
     data = Dataset(args.n, args.dim, args.queries)
     warm = (

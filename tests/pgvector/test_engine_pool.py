@@ -92,7 +92,7 @@ def test_every_operation_runs_on_the_engines_pool_and_opens_no_connection(engine
 def test_a_borrowed_connection_goes_back_as_it_was_lent(engine: Any) -> None:
     with vectorport.connect(engine, table="engine_pool_lent", dimension=DIM) as store:
         store.upsert(_records(20))  # a staging table in the session, during the write
-        store.query(_records(1)[0].vector, k=5, params={"ef_search": 77})  # session settings
+        store.query(_records(1)[0].vector, k=5, params={"ef_search": 77})  # search settings
         try:
             for _ in range(2):  # each of the pool's connections
                 raw = engine.raw_connection()
@@ -110,6 +110,29 @@ def test_a_borrowed_connection_goes_back_as_it_was_lent(engine: Any) -> None:
                     raw.close()
         finally:
             store.drop()
+
+
+def test_a_search_on_a_borrowed_connection_runs_with_its_settings(pg_uri: str) -> None:
+    """The ``hnsw.*`` settings, local to the search's one round trip, hold for the search:
+    past pgvector's default ``ef_search`` of 40 an HNSW scan (forced here: the table is small)
+    returns k rows only with them, filtered (an iterative scan) or not."""
+    forced = sqlalchemy.create_engine(
+        _url(pg_uri), pool_size=1, max_overflow=0, connect_args={"options": "-c enable_seqscan=off"}
+    )
+    try:
+        with vectorport.connect(forced, table="engine_pool_gucs", dimension=DIM) as store:
+            records = _records(150)
+            store.upsert(records)
+            assert store.query(records[0].vector, k=70).k_returned == 70
+            assert store.query(records[0].vector, k=60, filter={"even": True}).k_returned == 60
+            narrow = {"ef_search": 20, "iterative_scan": "off"}
+            assert store.query(records[0].vector, k=60, params=narrow).k_returned <= 20
+            with forced.connect() as conn:  # and they are gone from the session afterwards
+                setting = conn.exec_driver_sql("SELECT current_setting('hnsw.ef_search')").scalar()
+                assert setting == "40"
+            store.drop()
+    finally:
+        forced.dispose()
 
 
 def test_a_killed_engine_connection_is_replaced_in_the_pool_and_the_call_retried(

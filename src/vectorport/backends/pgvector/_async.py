@@ -35,7 +35,7 @@ from ._codec import aregister_vector_types
 from ._connections import SessionState, connection_defaults, open_connection
 from ._embedded import connect_embedded
 from ._engine import AsyncEngineBridge, borrows_from
-from ._options import set_gucs_sql
+from ._options import local_gucs_sql, set_gucs_sql
 from ._search import SearchCall
 from .errors import pg_errors
 
@@ -177,6 +177,12 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         store = self.sync
         async with self._borrowed(call.what) as (conn, state):
             query = store.searcher._statement(conn, call.key, call.build)
+            if call.gucs and state.lent:  # as the sync store's search on a lent connection
+                async with conn.pipeline():
+                    await conn.execute(*local_gucs_sql(call.gucs), prepare=True)
+                    cur = await conn.execute(query, call.params, binary=True, prepare=True)
+                lent: list[Any] = await cur.fetchall()
+                return lent
             changed = state.changes(call.gucs) if call.gucs else []
             if not changed:
                 cur = await conn.execute(query, call.params, binary=True, prepare=True)

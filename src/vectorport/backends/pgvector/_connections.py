@@ -82,6 +82,9 @@ class SessionState:
     """``hnsw.*`` settings this session holds (set at session level, outside transactions)."""
     applied: tuple[tuple[str, str], ...] | None = None
     """The last settings tuple brought about, for an identity check before comparing."""
+    lent: bool = False
+    """The connection is an application's, lent for one operation: a search's settings are
+    local to its own round trip (:func:`~._options.local_gucs_sql`), none is left to take back."""
     _before: dict[str, str] = field(default_factory=dict, repr=False)
 
     def changes(self, wanted: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:

@@ -6,9 +6,9 @@ A borrowed connection is the application's, so it is handed back as it was lent:
 
 - autocommit as vectorport's statements need it during the operation, the application's
   setting again before the pool takes it back (the pool's reset-on-return then runs as usual);
-- the ``hnsw.*`` search settings a query changed are ``RESET`` and the session's staging
-  table dropped, so nothing of vectorport's lingers in the application's sessions (a query
-  therefore sends its settings again on its next borrow);
+- a search's ``hnsw.*`` settings are local to its own round trip (settings and search in one
+  pipeline, one implicit transaction: :func:`~._options.local_gucs_sql`) and the session's
+  staging table is dropped, so nothing of vectorport's lingers in the application's sessions;
 - a connection that broke during the operation is invalidated in the pool (the pool opens a
   new one), and the error is transient so the retry borrows another;
 - the engine is never disposed: closing the store gives nothing back but what it holds.
@@ -50,13 +50,6 @@ R = TypeVar("R")
 
 log = logging.getLogger("vectorport.pgvector")
 
-_SEARCH_SETTINGS = (
-    "hnsw.ef_search",
-    "hnsw.iterative_scan",
-    "hnsw.max_scan_tuples",
-    "hnsw.scan_mem_multiplier",
-)
-_RESET = "; ".join(f"RESET {name}" for name in _SEARCH_SETTINGS).encode("ascii")
 _UNDO = {"SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY": "RESET default_transaction_read_only"}
 """How to take back each statement of a store's session setup."""
 
@@ -103,12 +96,11 @@ def _engine_errors(engine: Any) -> Iterator[None]:
 
 
 def _take_back(session: SessionState, setup: list[str]) -> list[bytes]:
-    """Statements returning a borrowed session to the application as it was lent."""
+    """What returns a borrowed session to the application as it was lent: one string of
+    statements (no parameters: sent in one round trip), or none."""
     out = [_UNDO[s].encode("ascii") for s in setup if s in _UNDO]
-    if session.gucs:  # a fresh session per borrow: whatever it holds was sent by vectorport
-        out.append(_RESET)
     out += [b"DROP TABLE IF EXISTS pg_temp." + name.encode() for name in sorted(session.staged)]
-    return out
+    return [b"; ".join(out)] if out else []
 
 
 class EngineConnections(Connections):
@@ -147,7 +139,7 @@ class EngineConnections(Connections):
         if not getattr(self._local, "depth", 0):
             self._refuse()
         conn, self._local.back = self._lend()
-        session = self._local.session = Session(conn=conn)
+        session = self._local.session = Session(conn=conn, lent=True)
         return session
 
     def _lend(self) -> tuple[psycopg.Connection[Any], Callable[[Session | None], None]]:
@@ -221,7 +213,7 @@ class AsyncEngineConnections:
                 raise TypeError(f"the engine's connection is a {type(conn).__name__}, not psycopg's")
             before = conn.autocommit
             await conn.set_autocommit(True)
-            session = SessionState()
+            session = SessionState(lent=True)
             try:
                 if conn not in self._registered:
                     await aregister_vector_types(conn)
@@ -314,7 +306,6 @@ class AsyncEngineBridge(EngineConnections):
         def back(session: Session | None) -> None:
             if session is not None:  # what the sync code left in the session is taken back too
                 state.staged |= session.staged
-                state.gucs.update(session.gucs)
             on_loop(lending.__aexit__(None, None, None))
 
         return conn, back

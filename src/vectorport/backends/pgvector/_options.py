@@ -26,6 +26,7 @@ __all__ = [
     "as_memory_kb",
     "check_names",
     "libpq_keywords",
+    "local_gucs_sql",
     "set_gucs_sql",
 ]
 
@@ -125,7 +126,8 @@ def as_bool(name: str, value: Any) -> bool:
 @dataclass(frozen=True)
 class SearchSettings:
     """Per-query HNSW settings. Each connection's session holds the last values sent
-    (``set_config(…, false)``); a query whose settings differ sends the changed ones first.
+    (``set_config(…, false)``); a query whose settings differ sends the changed ones first (on
+    an application's lent connection they are local to the query's round trip instead).
 
     ``ef_search`` defaults to ``max(100, 2k)`` without a filter and to pgvector's maximum,
     1,000, with one (iterative scans go on past it). Measured on 20k clustered rows with a 1 %
@@ -187,7 +189,15 @@ class SearchSettings:
         )
 
 
-def set_gucs_sql(names: Sequence[str]) -> str:
-    """One statement setting ``names`` for the session (``set_config(name, value, false)``);
-    parameters: name, value, name, value …"""
-    return "SELECT " + ", ".join("set_config(%s, %s, false)" for _ in names)
+def set_gucs_sql(names: Sequence[str], *, local: bool = False) -> str:
+    """One statement setting ``names`` for the session (``set_config(name, value, false)``), or
+    with ``local`` for the current transaction only; parameters: name, value, name, value …"""
+    scope = "true" if local else "false"
+    return "SELECT " + ", ".join(f"set_config(%s, %s, {scope})" for _ in names)
+
+
+def local_gucs_sql(gucs: Sequence[tuple[str, str]]) -> tuple[bytes, list[str]]:
+    """The statement and parameters setting ``gucs`` for the current transaction only: sent in
+    one pipeline with a search on a lent connection (the pipeline is one implicit transaction),
+    they end with it, so the connection goes back with its own settings and no ``RESET``."""
+    return set_gucs_sql([n for n, _ in gucs], local=True).encode("ascii"), [x for pair in gucs for x in pair]

@@ -25,7 +25,7 @@ from ..._models import Include, Match, QueryResult, Vector, score_from_distance
 from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, text_match
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._connections import Session
-from ._options import SearchSettings, set_gucs_sql
+from ._options import SearchSettings, local_gucs_sql, set_gucs_sql
 from ._schema import tsquery_sql
 from .filters import TRUE, Predicate
 
@@ -105,12 +105,18 @@ class Searcher:
         with self.store._errors(call.what):
             session = self.store._session()
             conn = session.conn
-            if call.gucs:
-                self._apply_gucs(session, call.gucs)
             query = self._statement(conn, call.key, call.build)
-            rows: list[tuple[Any, ...]] = conn.execute(
-                query, call.params, binary=True, prepare=True
-            ).fetchall()
+            if call.gucs and session.lent:
+                # an application's connection, lent for this search: its settings, local to the
+                # pipeline's implicit transaction, and the search in one round trip (no RESET)
+                with conn.pipeline():
+                    conn.execute(*local_gucs_sql(call.gucs), prepare=True)
+                    cur = conn.execute(query, call.params, binary=True, prepare=True)
+            else:
+                if call.gucs:
+                    self._apply_gucs(session, call.gucs)
+                cur = conn.execute(query, call.params, binary=True, prepare=True)
+            rows: list[tuple[Any, ...]] = cur.fetchall()
             return rows
 
     def _call(
