@@ -89,6 +89,57 @@ def test_every_operation_runs_on_the_engines_pool_and_opens_no_connection(engine
         assert conn.execute(sqlalchemy.text("SELECT 1")).scalar() == 1
 
 
+@pytest.mark.parametrize("method", ["slot", "outbox"])
+def test_change_capture_and_its_feed_borrow_the_engines_connections(
+    engine: Any, admin: Any, method: str
+) -> None:
+    """Setup, teardown and a feed's reads run on the engine's pool: the feed keeps one of its
+    connections until closed (a replication slot is read through SQL, on any connection)."""
+    before = _backends(admin)
+    records = _records(8)
+    with vectorport.connect(engine, table=f"engine_pool_capture_{method}", dimension=DIM) as store:
+        try:
+            store.upsert(records[:5])
+            assert store.setup_capture(method).method == method
+            feed = store.change_feed()
+            assert feed is not None
+            try:
+                assert engine.pool.checkedout() == 1  # the feed's, kept between reads
+                store.upsert(records[5:])  # on the pool's other connection
+                assert set(feed.read(100).keys) == {"k5", "k6", "k7"}
+            finally:
+                feed.close()
+            assert engine.pool.checkedout() == 0
+            assert store.teardown_capture()
+            new = {pid: name for pid, name in _backends(admin).items() if pid not in before}
+        finally:
+            store.drop()
+    assert set(new.values()) <= {APP} and 1 <= len(new) <= 2, new
+    assert EVENTS["connect"] == len(new) and EVENTS["checkout"] == EVENTS["checkin"]
+
+
+def test_a_bulk_load_and_its_index_build_borrow_the_engines_connections(engine: Any, admin: Any) -> None:
+    """The load's lock holder is one of the engine's connections for the load's span, and the
+    index build's progress reads on another only when the pool has one to spare."""
+    before = _backends(admin)
+    with vectorport.connect(engine, table="engine_pool_bulk", dimension=DIM) as store:
+        try:
+            with store.bulk_load(expected=60):
+                assert engine.pool.checkedout() == 1  # the load's, holding its shared lock
+                store.upsert(_records(60), batch_size=25)
+            assert engine.pool.checkedout() == 0
+            built = admin.execute(
+                "SELECT count(*) FROM pg_indexes WHERE tablename = 'engine_pool_bulk' "
+                "AND indexdef LIKE '%%USING hnsw%%'"
+            ).fetchone()
+            assert built == (1,)  # built after the load
+            new = {pid: name for pid, name in _backends(admin).items() if pid not in before}
+        finally:
+            store.drop()
+    assert set(new.values()) <= {APP} and 1 <= len(new) <= 2, new
+    assert EVENTS["connect"] == len(new) and EVENTS["checkout"] == EVENTS["checkin"]
+
+
 def test_a_borrowed_connection_goes_back_as_it_was_lent(engine: Any) -> None:
     with vectorport.connect(engine, table="engine_pool_lent", dimension=DIM) as store:
         store.upsert(_records(20))  # a staging table in the session, during the write

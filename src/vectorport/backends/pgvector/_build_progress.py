@@ -1,5 +1,6 @@
 """Progress of a running ``CREATE INDEX``, read from ``pg_stat_progress_create_index`` on a
-second connection while the build runs, reported through :mod:`vectorport._activity`.
+second connection while the build runs (the store's own, or one its SQLAlchemy engine's pool
+has idle), reported through :mod:`vectorport._activity`.
 
 pgvector's HNSW build reports the phase ``building index: loading tuples`` with the heap blocks
 scanned (``blocks_done`` of ``blocks_total``) and the tuples added; the bar follows the blocks.
@@ -10,11 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
+
+import psycopg
 
 from ..._activity import report
-from ._connections import open_connection
 
 __all__ = ["POLL_SECONDS", "watch_index_build"]
 
@@ -28,12 +31,10 @@ _QUERY = (
 )
 
 
-def _poll(conninfo: str, pid: int, where: str, stop: threading.Event) -> None:
-    try:
-        conn = open_connection(conninfo)
-    except Exception:  # progress only: the build goes on without it
-        log.debug("pgvector: %s: no connection for index build progress", where, exc_info=True)
-        return
+def _poll(
+    spare: tuple[psycopg.Connection[Any], Callable[[], None]], pid: int, where: str, stop: threading.Event
+) -> None:
+    conn, give_back = spare
     try:
         while not stop.wait(POLL_SECONDS):
             row = conn.execute(_QUERY, (pid,)).fetchone()
@@ -48,20 +49,32 @@ def _poll(conninfo: str, pid: int, where: str, stop: threading.Event) -> None:
     except Exception:
         log.debug("pgvector: %s: index build progress stopped", where, exc_info=True)
     finally:
-        conn.close()
+        give_back()
 
 
 @contextmanager
-def watch_index_build(conninfo: str | None, pid: int, where: str, rows: int) -> Iterator[None]:
+def watch_index_build(
+    spare: Callable[[], tuple[psycopg.Connection[Any], Callable[[], None]] | None],
+    pid: int,
+    where: str,
+    rows: int,
+) -> Iterator[None]:
     """Report the build running in backend ``pid`` while the block runs: a line when it starts
-    and ends, and progress every :data:`POLL_SECONDS` in between."""
+    and ends, and progress every :data:`POLL_SECONDS` in between, read on the connection
+    ``spare`` gives (the store's :meth:`~._connections.Connections.spare`: one of its own, or
+    an engine's idle one; none, no progress: the build goes on without it)."""
     started = time.monotonic()
     report("index_build", f"pgvector: {where}: building the HNSW index over {rows:,} rows")
     stop = threading.Event()
     thread = None
-    if conninfo is not None:
+    try:
+        second = spare()
+    except Exception:  # progress only: the build goes on without it
+        log.debug("pgvector: %s: no connection for index build progress", where, exc_info=True)
+        second = None
+    if second is not None:
         thread = threading.Thread(
-            target=_poll, args=(conninfo, pid, where, stop), name="vectorport-index-progress", daemon=True
+            target=_poll, args=(second, pid, where, stop), name="vectorport-index-progress", daemon=True
         )
         thread.start()
     try:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -63,7 +63,8 @@ class _Names:
 
 class Capture:
     """Change capture on the store's table: ``setup_capture``, ``teardown_capture`` and
-    ``change_feed`` (the store forwards them), on connections of their own."""
+    ``change_feed`` (the store forwards them), on the store's connections (its engine's when
+    it has one)."""
 
     def __init__(self, store: PgVectorStore) -> None:
         self.store = store
@@ -74,9 +75,18 @@ class Capture:
         base = f"vectorport_capture_{digest}"
         return _Names(slot=base, outbox=f"vectorport_outbox_{digest}", trigger=base)
 
-    def connection(self) -> psycopg.Connection[Any]:
+    def _conn(self) -> psycopg.Connection[Any]:
+        """The operation's connection (inside :meth:`~.PgVectorStore._errors`): the thread's
+        own, or one lent by the store's SQLAlchemy engine for the operation."""
         _ = self.store.spec  # binds the layout (opens the collection)
-        return self.store._new_connection()
+        return self.store._session().conn
+
+    def hold(self) -> tuple[psycopg.Connection[Any], Callable[[], None]]:
+        """A feed's connection, kept until the returned callable (a new one of the store's, or
+        one lent by its engine's pool: a long ``sync --follow`` keeps one borrowed)."""
+        _ = self.store.spec
+        with self.store._errors("capture"):
+            return self.store._pool.hold()
 
     def _check_capturable(self, conn: psycopg.Connection[Any]) -> None:
         row = conn.execute(
@@ -97,7 +107,8 @@ class Capture:
 
     def capture_method(self) -> tuple[str, str]:
         """The way :meth:`setup_capture` would choose here, and why."""
-        with self.store._errors("capture"), self.connection() as conn:
+        with self.store._errors("capture"):
+            conn = self._conn()
             self._check_capturable(conn)
             return _choose(conn)
 
@@ -107,7 +118,8 @@ class Capture:
         if method not in ("auto", "slot", "outbox"):
             raise ConfigurationError(f"capture method must be auto, slot or outbox, got {method!r}")
         names = self._capture_names()
-        with self.store._errors("capture setup"), self.connection() as conn:
+        with self.store._errors("capture setup"):
+            conn = self._conn()
             self._check_capturable(conn)
             installed = _installed(conn, names, self.store.schema)
             if installed:
@@ -126,7 +138,8 @@ class Capture:
         identity change, trigger, function, outbox table. Returns what was removed."""
         names = self._capture_names()
         removed: list[str] = []
-        with self.store._errors("capture teardown"), self.connection() as conn:
+        with self.store._errors("capture teardown"):
+            conn = self._conn()
             if conn.execute(
                 "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (names.slot,)
             ).fetchone():
@@ -154,18 +167,18 @@ class Capture:
     def change_feed(self) -> SlotFeed | OutboxFeed | None:
         """The installed capture's feed (``None`` when none is installed)."""
         names = self._capture_names()
-        conn = self.connection()
+        conn, give_back = self.hold()
         try:
             with self.store._errors("capture"):
                 kind = _installed(conn, names, self.store.schema)
+                if kind == "slot":
+                    return SlotFeed(self.store, (conn, give_back), names)
+                if kind == "outbox":
+                    return OutboxFeed(self.store, (conn, give_back), names)
         except BaseException:
-            conn.close()
+            give_back()
             raise
-        if kind == "slot":
-            return SlotFeed(self.store, conn, names)
-        if kind == "outbox":
-            return OutboxFeed(self.store, conn, names)
-        conn.close()
+        give_back()
         return None
 
     def table_exists(self, conn: psycopg.Connection[Any]) -> bool:
@@ -331,7 +344,9 @@ def _installed(conn: psycopg.Connection[Any], names: _Names, schema: str) -> str
 
 
 class _Feed:
-    """A feed reads on its own connection. When that connection is lost (the server restarted,
+    """A feed reads on a connection it keeps (the store's own, or one its SQLAlchemy engine's
+    pool lends until :meth:`close`: a replication slot is read through SQL, so an ordinary
+    pooled connection serves). When that connection is lost (the server restarted,
     the backend was terminated, a network drop) the call fails once with a
     :class:`~vectorport.exceptions.TransientError` and the next call opens a new one (starting
     the embedded server again when it is down): ``sync --follow`` backs off and goes on from
@@ -339,9 +354,11 @@ class _Feed:
 
     kind = ""
 
-    def __init__(self, store: PgVectorStore, conn: psycopg.Connection[Any], names: _Names) -> None:
+    def __init__(
+        self, store: PgVectorStore, held: tuple[psycopg.Connection[Any], Callable[[], None]], names: _Names
+    ) -> None:
         self.store = store
-        self.conn = conn
+        self.conn, self._give_back = held
         self.names = names
         self.name = names.slot
 
@@ -350,8 +367,8 @@ class _Feed:
         """The feed's connection (a new one when the last was lost), its errors mapped."""
         with pg_errors("capture", self.store._where, self.store._password, lost=self._lost):
             if not usable(self.conn):
-                self.conn.close()
-                self.conn = self.store.capture.connection()
+                self._give_back()  # an engine's pool drops a lost connection
+                self.conn, self._give_back = self.store.capture.hold()
             yield self.conn
 
     def _lost(self) -> bool:
@@ -365,7 +382,7 @@ class _Feed:
             )
 
     def close(self) -> None:
-        self.conn.close()
+        self._give_back()
 
 
 class SlotFeed(_Feed):
@@ -504,8 +521,11 @@ class OutboxFeed(_Feed):
 
     kind = "outbox"
 
-    def __init__(self, store: PgVectorStore, conn: psycopg.Connection[Any], names: _Names) -> None:
-        super().__init__(store, conn, names)
+    def __init__(
+        self, store: PgVectorStore, held: tuple[psycopg.Connection[Any], Callable[[], None]], names: _Names
+    ) -> None:
+        super().__init__(store, held, names)
+        conn = self.conn
         row = conn.execute("SELECT %s::regclass::oid", (self._table.as_string(conn),)).fetchone()
         # the table's oid: an outbox made again (after a teardown) is another feed
         self.name = f"{names.outbox}@{row[0] if row else 0}"

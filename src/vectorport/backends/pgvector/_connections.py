@@ -156,6 +156,18 @@ class Connections:
         :mod:`._engine`) is given back at its end; this store's own stay open."""
         return nullcontext()
 
+    def hold(self) -> tuple[psycopg.Connection[Any], Callable[[], None]]:
+        """A connection for a part that keeps one beyond an operation (a change feed, a bulk
+        load's lock): a new one of the store's, closed by the returned callable (an engine's
+        store lends one of the engine's, given back by it)."""
+        conn = self._connect()
+        return conn, conn.close
+
+    def spare(self) -> tuple[psycopg.Connection[Any], Callable[[], None]] | None:
+        """A second connection for a helper that can go without (an index build's progress):
+        :meth:`hold`, or ``None`` when none can be had without waiting."""
+        return self.hold()
+
     def lost(self) -> bool:
         """Whether this thread's connection is broken (the last error was the connection's)."""
         session: Session | None = getattr(self._local, "session", None)

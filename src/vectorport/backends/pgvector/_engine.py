@@ -146,11 +146,12 @@ class EngineConnections(Connections):
         """A connection of the engine's, set up for vectorport, and how to give it back."""
         with _engine_errors(self.engine):
             fairy = self.engine.raw_connection()
+        before = False
         try:
             conn = fairy.driver_connection
             if not isinstance(conn, psycopg.Connection):
                 raise TypeError(f"the engine's connection is a {type(conn).__name__}, not psycopg's")
-            self._local.autocommit = conn.autocommit
+            before = conn.autocommit
             conn.autocommit = True
             if conn not in self._registered:
                 self._first(conn)
@@ -159,9 +160,23 @@ class EngineConnections(Connections):
             for statement in self._setup:
                 conn.execute(statement.encode())
         except BaseException:
-            self._return(fairy, None)
+            self._return(fairy, before, None)
             raise
-        return conn, partial(self._return, fairy)
+        return conn, partial(self._return, fairy, before)
+
+    def hold(self) -> tuple[psycopg.Connection[Any], Callable[[], None]]:
+        """One of the engine's connections, lent until the returned callable gives it back."""
+        conn, back = self._lend()
+        return conn, partial(back, None)
+
+    def spare(self) -> tuple[psycopg.Connection[Any], Callable[[], None]] | None:
+        """:meth:`hold`, only when the pool lends one at once (one idle, or fewer out than its
+        size): a helper that can go without never waits for one the application needs."""
+        pool = getattr(self.engine, "sync_engine", self.engine).pool
+        sized = all(callable(getattr(pool, name, None)) for name in ("checkedin", "checkedout", "size"))
+        if sized and not pool.checkedin() and pool.checkedout() >= pool.size():
+            return None
+        return self.hold()
 
     def lost(self) -> bool:
         session: Session | None = getattr(self._local, "session", None)
@@ -174,13 +189,13 @@ class EngineConnections(Connections):
         if back is not None:
             back(session)
 
-    def _return(self, fairy: Any, session: Session | None) -> None:
+    def _return(self, fairy: Any, autocommit: bool, session: Session | None) -> None:
         conn = fairy.driver_connection
         try:
             if usable(conn):
                 for statement in _take_back(session or SessionState(), self._setup):
                     conn.execute(statement)
-                conn.autocommit = getattr(self._local, "autocommit", False)
+                conn.autocommit = autocommit
         except psycopg.Error as exc:
             log.info("pgvector: a borrowed connection could not be reset (%s); the pool drops it", exc)
         if usable(conn) and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
@@ -282,6 +297,12 @@ class AsyncEngineBridge(EngineConnections):
 
     def get(self) -> Session:
         return super().get() if calling_loop() is not None else self._own.get()
+
+    def hold(self) -> tuple[psycopg.Connection[Any], Callable[[], None]]:
+        return super().hold() if calling_loop() is not None else self._own.hold()
+
+    def spare(self) -> tuple[psycopg.Connection[Any], Callable[[], None]] | None:
+        return super().spare() if calling_loop() is not None else self._own.spare()
 
     def lost(self) -> bool:
         return super().lost() if calling_loop() is not None else self._own.lost()

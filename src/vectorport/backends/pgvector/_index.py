@@ -81,7 +81,9 @@ class Indexing:
         try:
             self.prepare_writes()
             with self.store._errors("bulk load"):
-                conn = self.store._new_connection()  # its own session: it holds the lock throughout
+                # a session of its own (the store's, or one its engine lends for the load's span):
+                # it holds the shared lock throughout while the writes run on other connections
+                conn, give_back = self.store._pool.hold()
         except BaseException:
             self.store._loading -= 1
             raise
@@ -111,7 +113,7 @@ class Indexing:
                 self.store._index_missing = False
         finally:
             self.store._loading -= 1
-            conn.close()
+            give_back()
 
     def _defer_index(self, conn: psycopg.Connection[Any], layout: Layout, expected: int | None) -> bool:
         """Drop the HNSW index before a load when rebuilding it will be cheaper; whether the
@@ -203,9 +205,7 @@ class Indexing:
         started = time.monotonic()
         workers = self.store.build_workers
         # progress from pg_stat_progress_create_index, read on a second connection
-        with watch_index_build(
-            getattr(self.store, "_conninfo", None), conn.info.backend_pid, self.store._where, rows
-        ):
+        with watch_index_build(self.store._pool.spare, conn.info.backend_pid, self.store._where, rows):
             while True:
                 try:
                     with conn.transaction():
