@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 import vectorport
 from vectorport.cli import app
+from vectorport.migrate import _progress as progress_module
 from vectorport.testing import clustered_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,8 +222,9 @@ def progress_lines(stderr: str) -> list[dict[str, Any]]:
     [("migrate", {"copy", "verify"}), ("sync", {"sync"}), ("verify", {"verify"})],
 )
 def test_progress_json_writes_json_lines_on_stderr_and_the_report_on_stdout(
-    command: str, stages: set[str], tmp_path: Path
+    command: str, stages: set[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(progress_module, "JSON_INTERVAL", 0.0)  # every move is a line
     src = vectorport.connect(f"memory://progress-src-{command}", dimension=8)
     src.upsert(clustered_records(300, 8, seed=3))
     dst = f"memory://progress-dst-{command}"
@@ -239,11 +241,34 @@ def test_progress_json_writes_json_lines_on_stderr_and_the_report_on_stdout(
         for stage in stages:  # each stage's first line says it started, its last that all was done
             mine = [doc for doc in lines if doc["stage"] == stage]
             assert mine[0]["done"] == 0 and mine[-1]["done"] == mine[-1]["total"] == 300, mine
+            assert [doc["done"] for doc in mine].count(0) == 1, mine  # one start line
             assert mine[-1]["rate"] > 0 and mine[-1]["eta"] == 0
     finally:
         for url in (src.url.raw, dst):
             with contextlib.suppress(vectorport.VectorportError):
                 vectorport.connect(url).drop()
+
+
+@pytest.mark.memory
+@pytest.mark.parametrize("stall", ["advance", "update"])
+def test_a_stage_that_stalls_writes_its_start_line_once(
+    stall: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Work that reports no records for a while (Ray tasks not done yet, a scan segment with
+    none) writes no line repeating the last one: one start line, one per move, one end line."""
+    monkeypatch.setattr(progress_module, "JSON_INTERVAL", 0.0)
+    with progress_module.Progress("verify", 10, enabled="json") as bar:
+        for _ in range(3):
+            if stall == "advance":
+                bar.advance(0)
+            else:
+                bar.update(0, 10)
+        bar.advance(4)
+        bar.advance(0)
+        bar.advance(6)
+    lines = progress_lines(capsys.readouterr().err)
+    assert [d["done"] for d in lines] == [0, 4, 10, 10]  # start, two moves, end
+    assert {d["stage"] for d in lines} == {"verify"}
 
 
 @pytest.mark.memory

@@ -3,7 +3,9 @@
 :class:`ProgressMode` is the ``progress`` option of every run (``none``, ``bar``, ``json``;
 ``True``/``False`` mean ``bar``/``none``). In ``json`` mode each phase writes one compact
 ``vectorport.progress/1`` document per line on stderr, when it starts, at most once a second
-while it runs, and when it ends::
+while it runs and moves (a line repeating the last one's ``done`` and ``total`` is not written,
+so a stage's start line is written once however long its first records take), and when it
+ends::
 
     {"schema": "vectorport.progress/1", "stage": "copy", "done": 4000, "total": 10000,
      "rate": 2012.5, "eta": 2.98, "elapsed": 1.99}
@@ -108,6 +110,7 @@ class Progress:
         self._started = time.monotonic()
         self._start_done = completed
         self._last_line = 0.0
+        self._last_shown: tuple[int, int | None] | None = None
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
@@ -152,12 +155,13 @@ class Progress:
         self._task = self._bar.add_task(self.description, total=self.total, completed=self.completed)
 
     def _line(self, *, force: bool = False) -> None:
-        """A JSON line, at most once per :data:`JSON_INTERVAL` unless ``force`` (call under the lock
-        or before threads start)."""
+        """A JSON line, at most once per :data:`JSON_INTERVAL` and only when ``done`` or ``total``
+        moved, unless ``force`` (call under the lock or before threads start)."""
         now = time.monotonic()
-        if not force and now - self._last_line < JSON_INTERVAL:
+        shown = (self.completed, self.total)
+        if not force and (now - self._last_line < JSON_INTERVAL or shown == self._last_shown):
             return
-        self._last_line = now
+        self._last_line, self._last_shown = now, shown
         elapsed = now - self._started
         moved = self.completed - self._start_done
         rate = moved / elapsed if moved > 0 and elapsed > 0 else None
