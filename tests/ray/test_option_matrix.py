@@ -156,8 +156,9 @@ SYNC_CASES: dict[str, list[str]] = {
     "until-equal": ["--until-equal", "--queries", "3"],
     "shard": ["--shard", "0/2"],
     "follow": ["--follow"],
+    "max-outage": ["--max-outage", "5"],
 }
-SYNC_REFUSED_BY = {"ray": {"shard", "follow"}}
+SYNC_REFUSED_BY = {"ray": {"shard", "follow", "max-outage"}}
 SYNC_VOLATILE = {"state", "shards", "target_read", "source_read", "bins", "bins_checked"}
 
 
