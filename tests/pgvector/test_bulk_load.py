@@ -33,7 +33,7 @@ def _records(n: int, start: int = 0) -> list[vectorport.Record]:
 
 
 def _index_names(store: vectorport.VectorStore) -> set[str]:
-    conn, _ = store._conn()  # type: ignore[attr-defined]
+    conn, _ = store.server.conn()  # type: ignore[attr-defined]
     rows = conn.execute(
         "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND tablename = %s",
         (store.collection,),  # type: ignore[attr-defined]
@@ -59,7 +59,7 @@ def _assert_exact(store: vectorport.VectorStore, flt: dict[str, object] | None =
 
 def _wait_lock_free(store: vectorport.VectorStore) -> None:
     """A SIGKILLed client's server session ends (and drops its advisory locks) asynchronously."""
-    conn, _ = store._conn()  # type: ignore[attr-defined]
+    conn, _ = store.server.conn()  # type: ignore[attr-defined]
     key = store._index_lock  # type: ignore[attr-defined]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -81,7 +81,7 @@ def test_bulk_load_defers_the_index_and_builds_it_after(pg_url: Callable[..., st
             _assert_exact(store, {"odd": True})  # no index: exact scans, still correct
             store.upsert(_records(1500, 1500))
         assert _hnsw(store)
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
         (analyzed,) = conn.execute(
             "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = %s",
             (store.collection,),
@@ -240,7 +240,7 @@ def test_first_ingest_is_a_bulk_load(pg_url: Callable[..., str], tmp_path: Path)
     assert report.added == 6
     with vectorport.connect(url) as store:
         assert _hnsw(store) and store.count() == report.chunks_written
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
         hnsw_oid, gin_oid = (
             conn.execute("SELECT %s::regclass::oid", (f"{store.collection}_{suffix}",)).fetchone()[0]  # type: ignore[index]
             for suffix in ("embedding_hnsw", "metadata_gin")

@@ -21,7 +21,7 @@ def test_dropped_table_is_not_found(pg_url: Callable[..., str]) -> None:
     store = vectorport.connect(pg_url(), dimension=2)
     try:
         store.upsert([vectorport.Record("a", [1, 0])])
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
         conn.execute(f'DROP TABLE "{store.collection}"')  # behind the store's back
         with pytest.raises(vectorport.NotFoundError, match="does not exist"):
             store.query([1, 0], k=1)
@@ -50,7 +50,7 @@ def test_connection_refused_is_unavailable_without_password() -> None:
 def test_server_sqlstates_map(pg_url: Callable[..., str], sqlstate: str, error: type[Exception]) -> None:
     store = vectorport.connect(pg_url(), dimension=2)
     try:
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
         with pytest.raises(error) as info, pg_errors("probe", "test"):
             conn.execute(f"DO $$ BEGIN RAISE EXCEPTION 'boom' USING ERRCODE = '{sqlstate}'; END $$")
         assert isinstance(info.value.__cause__, Exception) and sqlstate in str(info.value)
@@ -68,8 +68,8 @@ def test_real_deadlock_is_transient_and_retried(pg_url: Callable[..., str]) -> N
     try:
         store.upsert([vectorport.Record("a", [1, 0]), vectorport.Record("b", [0, 1])])
         table = store.collection
-        conn, _ = store._conn()  # type: ignore[attr-defined]
-        other = psycopg.connect(store._conninfo, autocommit=True)  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
+        other = psycopg.connect(store.server.conninfo, autocommit=True)  # type: ignore[attr-defined]
         barrier = threading.Barrier(2)
         errors: list[BaseException] = []
 

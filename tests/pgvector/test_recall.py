@@ -36,7 +36,7 @@ def loaded(pg_url: Callable[..., str]) -> Iterator[tuple[vectorport.BaseStore, E
 def test_hnsw_index_is_used(loaded: tuple[vectorport.BaseStore, ExactIndex]) -> None:
     store, _ = loaded
     assert not store.capabilities.exact
-    conn, _ = store._conn()  # type: ignore[attr-defined]
+    conn, _ = store.server.conn()  # type: ignore[attr-defined]
     plan = conn.execute(
         f"EXPLAIN SELECT key FROM {store.collection} ORDER BY embedding <=> %s LIMIT 10",
         (np.ones(DIM, dtype=np.float32),),

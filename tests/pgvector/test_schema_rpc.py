@@ -31,7 +31,7 @@ def test_schema_sql_functions_match_library(pg_url: Callable[..., str], metric: 
 
     # apply the printed SQL with a plain connection, as a Supabase user would in the SQL editor
     probe = vectorport.connect(pg_url("probe_rpc"), dimension=2)
-    conn, _ = probe._conn()  # type: ignore[attr-defined]
+    conn, _ = probe.server.conn()  # type: ignore[attr-defined]
     conn.execute(ddl.encode())
     probe.drop()
     probe.close()
@@ -40,7 +40,7 @@ def test_schema_sql_functions_match_library(pg_url: Callable[..., str], metric: 
     try:
         assert store.spec.dimension == 8 and store.spec.metric.value == metric
         store.upsert(clustered_records(300, 8, clusters=6, seed=4))
-        sconn, _ = store._conn()  # type: ignore[attr-defined]
+        sconn, _ = store.server.conn()  # type: ignore[attr-defined]
         for q in query_vectors(5, 8, clusters=6, seed=5):
             for flt in ({}, {"lang": "en"}, {"draft": True}):
                 want = store.query(q, k=7, filter=flt)
@@ -115,7 +115,7 @@ def test_rpc_functions_answer_as_the_store_on_real_text(
             vectorport.Record(k, v, {"topic": TOPIC[k]}, PASSAGES[k])
             for k, v in zip(keys, vectors, strict=True)
         )
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
         texts_found = hybrid_checked = 0
         # the labelled questions, and words several passages share (more rows per answer)
         for text in [q for q, _ in QUERIES] + ["tea leaves", "bread", "moon earth", "bee", "two squares"]:

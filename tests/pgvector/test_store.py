@@ -19,7 +19,7 @@ pytestmark = pytest.mark.pgvector
 def test_catalog_and_migrations_recorded(pg_url: Callable[..., str]) -> None:
     store = vectorport.connect(pg_url(index="exact"), dimension=5, metric="euclidean", embedding_model="m1")
     try:
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
         assert conn.execute("SELECT version, name FROM vectorport_migrations").fetchall() == [(1, "catalog")]
         row = conn.execute(
             "SELECT dimension, metric, embedding_model, index_kind FROM vectorport_collections"
@@ -48,7 +48,7 @@ def test_halfvec_index_above_2000_dims_keeps_full_precision(pg_url: Callable[...
         rng = np.random.default_rng(0)
         vecs = rng.normal(size=(50, dim)).astype(np.float32)
         store.upsert(vectorport.Record(f"k{i}", v) for i, v in enumerate(vecs))
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
         (indexdef,) = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (f"{store.collection}_embedding_hnsw",)
         ).fetchone()
@@ -142,7 +142,8 @@ def test_info_and_repr_hide_password(pg_dir: object) -> None:
 
     store = PgVectorStore.from_url(url)
     assert "hunter2" not in repr(store) and "hunter2" not in store.url.masked
-    assert "table=" not in (store._conninfo or "") and "sslmode=require" in (store._conninfo or "")  # type: ignore[attr-defined]
+    conninfo = store.server.conninfo or ""
+    assert "table=" not in conninfo and "sslmode=require" in conninfo
 
 
 def test_query_settings_per_query_in_one_round_trip(pg_url: Callable[..., str], tmp_path: Path) -> None:
@@ -151,7 +152,7 @@ def test_query_settings_per_query_in_one_round_trip(pg_url: Callable[..., str], 
     store = vectorport.connect(pg_url(), dimension=2)
     try:
         store.upsert([vectorport.Record(f"k{i}", [1, i / 10], {"x": i % 3}) for i in range(30)])
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
 
         def show(name: str) -> str:
             return str(conn.execute(f"SHOW hnsw.{name}").fetchone()[0])

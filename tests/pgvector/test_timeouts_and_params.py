@@ -98,7 +98,7 @@ def test_libpq_parameters_pass_through_a_postgresql_url(pg_uri: str, pg_url: Cal
         ef_search="50",
     )
     with vectorport.connect(url) as store:
-        conn, _ = store._conn()  # type: ignore[attr-defined]
+        conn, _ = store.server.conn()  # type: ignore[attr-defined]
         row = conn.execute(
             "SELECT current_setting('application_name'), current_setting('work_mem')"
         ).fetchone()

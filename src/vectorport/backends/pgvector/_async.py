@@ -42,6 +42,7 @@ from .errors import pg_errors
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
+    from ._server import Server
     from .store import PgVectorStore
 
 __all__ = ["AsyncPgVectorStore", "asynchronous"]
@@ -63,7 +64,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         self._sessions: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], SessionState] = (
             weakref.WeakKeyDictionary()
         )
-        self._lender = store._pool.lender if isinstance(store._pool, AsyncEngineBridge) else None
+        self._lender = store.server.pool.lender if isinstance(store.server.pool, AsyncEngineBridge) else None
         """The application's ``AsyncEngine``, whose pool lends the connections (else our own pool)."""
         self._recovering: asyncio.Lock | None = None
         self._recovered = 0.0
@@ -78,19 +79,19 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
                 from psycopg_pool import AsyncConnectionPool
 
                 store = self.sync
-                conninfo = store._conninfo
+                conninfo = store.server.conninfo
                 assert conninfo is not None  # the store connected when it was bound
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                     conninfo,
                     kwargs={"autocommit": True, **connection_defaults(conninfo)},
-                    min_size=store.pool_size,
-                    max_size=store.pool_size,
-                    configure=partial(_configure, store._session_setup()),
+                    min_size=store.server.pool_size,
+                    max_size=store.server.pool_size,
+                    configure=partial(_configure, store.server.session_setup()),
                     name=f"vectorport {store.schema}.{store.table}",
                     timeout=_WAIT,
                     open=False,
                 )
-                with store._errors("connect"):
+                with store.server.errors("connect"):
                     await pool.open(wait=True)
                 self._pool = pool
         return self._pool
@@ -110,9 +111,9 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         :class:`~vectorport.exceptions.BackendUnavailableError`."""
         store = self.sync
         if self._lender is not None:
-            with store._errors(what):
+            with store.server.errors(what):
                 async with self._lender.borrowed() as (conn, state):
-                    with pg_errors(what, store._where, store._password, lost=_lost(conn)):
+                    with pg_errors(what, store._where, store.server.password, lost=_lost(conn)):
                         yield conn, state
             return
         started = time.monotonic()
@@ -122,7 +123,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         try:
             # one mapping for the checkout and the use (getconn/putconn, not connection(): its
             # commit on exit has nothing to do on an autocommit connection)
-            with pg_errors(what, store._where, store._password, lost=lambda: any(map(_broken, held))):
+            with pg_errors(what, store._where, store.server.password, lost=lambda: any(map(_broken, held))):
                 conn = await pool.getconn()
                 held.append(conn)
                 try:
@@ -158,8 +159,8 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
             if self._recovered > since:
                 return
             store = self.sync
-            if store.data_dir is not None:
-                store._conninfo = await asyncio.to_thread(_revive, store)
+            if store.server.data_dir is not None:
+                store.server.conninfo = await asyncio.to_thread(_revive, store.server)
             else:
                 await _probe(store, what)
             pool, self._pool = self._pool, None
@@ -353,13 +354,13 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         await super().aclose()
 
 
-def _revive(store: PgVectorStore) -> str:
+def _revive(server: Server) -> str:
     """The embedded server's URI, the server started again when it is down (what the sync
     store's next connection does); a server that does not come back raises
     :class:`~vectorport.exceptions.BackendUnavailableError`."""
-    assert store.data_dir is not None
+    assert server.data_dir is not None
     conn, uri = connect_embedded(
-        store.data_dir, open_connection, keep=store.keep_server, database=store.database, module=store.server
+        server.data_dir, open_connection, keep=server.keep, database=server.database, module=server.provider
     )
     conn.close()
     return uri
@@ -367,7 +368,7 @@ def _revive(store: PgVectorStore) -> str:
 
 async def _probe(store: PgVectorStore, what: str) -> None:
     """Whether the server answers a new connection; if not, a one-line error saying so."""
-    conninfo = store._conninfo
+    conninfo = store.server.conninfo
     assert conninfo is not None
     try:
         conn = await psycopg.AsyncConnection.connect(conninfo, **connection_defaults(conninfo))
@@ -392,7 +393,7 @@ def asynchronous(store: PgVectorStore) -> AsyncStore[PgVectorStore]:
     """``store`` with awaitable methods: on psycopg's async connections (a pool of its own, or
     an ``AsyncEngine``'s), or off the event loop when it borrows a sync ``Engine``'s
     connections (they are not async ones)."""
-    if store.engine is not None and borrows_from(store.engine) == "sync":
+    if store.server.engine is not None and borrows_from(store.server.engine) == "sync":
         return AsyncStore(store)
     return AsyncPgVectorStore(store)
 

@@ -76,17 +76,17 @@ class Capture:
         return _Names(slot=base, outbox=f"vectorport_outbox_{digest}", trigger=base)
 
     def _conn(self) -> psycopg.Connection[Any]:
-        """The operation's connection (inside :meth:`~.PgVectorStore._errors`): the thread's
+        """The operation's connection (inside :meth:`~._server.Server.errors`): the thread's
         own, or one lent by the store's SQLAlchemy engine for the operation."""
         _ = self.store.spec  # binds the layout (opens the collection)
-        return self.store._session().conn
+        return self.store.server.session().conn
 
     def hold(self) -> tuple[psycopg.Connection[Any], Callable[[], None]]:
         """A feed's connection, kept until the returned callable (a new one of the store's, or
         one lent by its engine's pool: a long ``sync --follow`` keeps one borrowed)."""
         _ = self.store.spec
-        with self.store._errors("capture"):
-            return self.store._pool.hold()
+        with self.store.server.errors("capture"):
+            return self.store.server.pool.hold()
 
     def _check_capturable(self, conn: psycopg.Connection[Any]) -> None:
         row = conn.execute(
@@ -107,7 +107,7 @@ class Capture:
 
     def capture_method(self) -> tuple[str, str]:
         """The way :meth:`setup_capture` would choose here, and why."""
-        with self.store._errors("capture"):
+        with self.store.server.errors("capture"):
             conn = self._conn()
             self._check_capturable(conn)
             return _choose(conn)
@@ -118,7 +118,7 @@ class Capture:
         if method not in ("auto", "slot", "outbox"):
             raise ConfigurationError(f"capture method must be auto, slot or outbox, got {method!r}")
         names = self._capture_names()
-        with self.store._errors("capture setup"):
+        with self.store.server.errors("capture setup"):
             conn = self._conn()
             self._check_capturable(conn)
             installed = _installed(conn, names, self.store.schema)
@@ -138,7 +138,7 @@ class Capture:
         identity change, trigger, function, outbox table. Returns what was removed."""
         names = self._capture_names()
         removed: list[str] = []
-        with self.store._errors("capture teardown"):
+        with self.store.server.errors("capture teardown"):
             conn = self._conn()
             if conn.execute(
                 "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (names.slot,)
@@ -169,7 +169,7 @@ class Capture:
         names = self._capture_names()
         conn, give_back = self.hold()
         try:
-            with self.store._errors("capture"):
+            with self.store.server.errors("capture"):
                 kind = _installed(conn, names, self.store.schema)
                 if kind == "slot":
                     return SlotFeed(self.store, (conn, give_back), names)
@@ -365,7 +365,7 @@ class _Feed:
     @contextmanager
     def _session(self) -> Iterator[psycopg.Connection[Any]]:
         """The feed's connection (a new one when the last was lost), its errors mapped."""
-        with pg_errors("capture", self.store._where, self.store._password, lost=self._lost):
+        with pg_errors("capture", self.store._where, self.store.server.password, lost=self._lost):
             if not usable(self.conn):
                 self._give_back()  # an engine's pool drops a lost connection
                 self.conn, self._give_back = self.store.capture.hold()

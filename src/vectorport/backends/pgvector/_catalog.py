@@ -59,7 +59,7 @@ class CatalogMixin(StoreState):
             metric = self._url_metric  # ?metric= in the URL, as on the command line
         self._requested_metric = None if metric is None else Metric.parse(metric)
         self._requested_dimension = dimension
-        data_dir = self.data_dir
+        data_dir = self.server.data_dir
         if data_dir is not None and dimension is None and not (data_dir / "PG_VERSION").exists():
             # Opening must not initialise a 40 MB cluster at a mistyped path (`vectorport info`,
             # `migrate --plan`): only a call that may create the collection starts one there.
@@ -99,8 +99,8 @@ class CatalogMixin(StoreState):
 
     def _describe_collection(self) -> CollectionSpec | None:
         """Open the table: reads only (catalog row, columns, indexes), never a write."""
-        with self._errors("open"):
-            conn, _ = self._conn()
+        with self.server.errors("open"):
+            conn, _ = self.server.conn()
             qualified = sql.Identifier(self.schema, self.table).as_string(conn)
             found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
             if not (found and found[0]):
@@ -229,8 +229,8 @@ class CatalogMixin(StoreState):
             if self._write_ready:
                 return
             try:
-                with self._errors("prepare the catalog"):
-                    conn, _ = self._conn()
+                with self.server.errors("prepare the catalog"):
+                    conn, _ = self.server.conn()
                     apply_migrations(conn, self.schema)
                     if self._unrecorded and self._layout is not None:
                         self._record_layout(conn, self._layout, None)
@@ -281,8 +281,8 @@ class CatalogMixin(StoreState):
                 # a framework table whose shape tells no metric (vecs, Supabase and LangChain v2
                 # make no index; a LlamaIndex table's index is not what LlamaIndex searches by):
                 # the catalog records the one it was made for, so it reopens so
-                with self._errors("create collection"):
-                    conn, _ = self._conn()
+                with self.server.errors("create collection"):
+                    conn, _ = self.server.conn()
                     apply_migrations(conn, self.schema)
                     with conn.transaction():  # a row left by a table of that name dropped by hand
                         conn.execute(
@@ -310,8 +310,8 @@ class CatalogMixin(StoreState):
             self.language,
         )
         self._bind_layout(layout)  # refuses before any DDL what this server cannot index
-        with self._errors("create collection"):
-            conn, _ = self._conn()
+        with self.server.errors("create collection"):
+            conn, _ = self.server.conn()
             apply_migrations(conn, self.schema)
             with conn.transaction():
                 conn.execute(
@@ -343,8 +343,8 @@ class CatalogMixin(StoreState):
                 f"{self._where} was made by {self.layout_name or 'another tool'}, not vectorport: vectorport "
                 "does not drop it; delete its records (delete with a filter) or drop it yourself"
             )
-        with self._errors("drop"):
-            conn, _ = self._conn()
+        with self.server.errors("drop"):
+            conn, _ = self.server.conn()
             with conn.transaction():
                 conn.execute(
                     sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(self.schema, self.table))
@@ -367,8 +367,8 @@ class CatalogMixin(StoreState):
     def _drop_created_foreign(self) -> None:
         """Drop the framework table this store object created (for LangChain, the collection's
         row, whose embeddings go with it: the shared table is every collection's)."""
-        with self._errors("drop"):
-            conn, _ = self._conn()
+        with self.server.errors("drop"):
+            conn, _ = self.server.conn()
             with conn.transaction():
                 if self.layout_name == "langchain":
                     conn.execute(
@@ -403,8 +403,8 @@ class CatalogMixin(StoreState):
         # Name every table of the schema with a vector column, not only those in vectorport's
         # catalog: the table the user meant was often made elsewhere.
         try:
-            with self._errors("list tables"):
-                conn, _ = self._conn()
+            with self.server.errors("list tables"):
+                conn, _ = self.server.conn()
                 rows = conn.execute(
                     "SELECT DISTINCT c.relname FROM pg_class c "
                     "JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -426,8 +426,8 @@ class CatalogMixin(StoreState):
     def list_collections(self) -> list[str]:
         """The collections recorded in the schema's catalog whose tables exist (a table made
         elsewhere is listed once vectorport has written to it)."""
-        with self._errors("list collections"):
-            conn, _ = self._conn()
+        with self.server.errors("list collections"):
+            conn, _ = self.server.conn()
             if not self._has_catalog(conn):
                 return []
             rows = conn.execute(

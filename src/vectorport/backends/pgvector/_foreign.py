@@ -174,8 +174,8 @@ class ForeignTables:
             return None
         collections = sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
         try:
-            with self.store._errors("list LangChain collections"):
-                conn, _ = self.store._conn()
+            with self.store.server.errors("list LangChain collections"):
+                conn, _ = self.store.server.conn()
                 known = conn.execute(
                     "SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)
                 ).fetchone()
@@ -280,8 +280,8 @@ class ForeignTables:
             self.store._keys_checked = True
             return
         key = cols.key_expr()
-        with self.store._errors("check keys"):
-            conn, _ = self.store._conn()
+        with self.store.server.errors("check keys"):
+            conn, _ = self.store.server.conn()
             dup = conn.execute(
                 sql.SQL(
                     "SELECT k, n FROM (SELECT {key} AS k, count(*) AS n FROM {table} AS t WHERE {scope} "
@@ -312,8 +312,8 @@ class ForeignTables:
             return
         emb = cols.ident("embedding", "t")
         scope = Predicate(cols.scope_sql(with_null_vectors=True), cols.scope_values)
-        with self.store._errors("check vectors"):
-            conn, _ = self.store._conn()
+        with self.store.server.errors("check vectors"):
+            conn, _ = self.store.server.conn()
             row = conn.execute(
                 sql.SQL(
                     "SELECT count(*), (array_agg(k ORDER BY k))[1:5] FROM (SELECT {} AS k FROM {} AS t "
@@ -520,8 +520,8 @@ class ForeignTables:
         if (self.store.mapping.layout or self.store.layout_name) != "langchain" or not keys:
             return []
         embeddings = sql.Identifier(self.store.schema, LANGCHAIN_TABLE)
-        with self.store._errors("plan"):
-            conn, _ = self.store._conn()
+        with self.store.server.errors("plan"):
+            conn, _ = self.store.server.conn()
             found = conn.execute(
                 "SELECT to_regclass(%s) IS NOT NULL", (embeddings.as_string(conn),)
             ).fetchone()
@@ -565,8 +565,8 @@ class ForeignTables:
                 "but does not create one: create it first (or drop the column options to create a "
                 "vectorport table)"
             )
-        with self.store._errors("create collection"):
-            conn, _ = self.store._conn()
+        with self.store.server.errors("create collection"):
+            conn, _ = self.store.server.conn()
             found = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (self.store.schema,)).fetchone()
             statements = framework_ddl(
                 layout,

@@ -80,15 +80,15 @@ class Indexing:
         self.store._loading += 1
         try:
             self.prepare_writes()
-            with self.store._errors("bulk load"):
+            with self.store.server.errors("bulk load"):
                 # a session of its own (the store's, or one its engine lends for the load's span):
                 # it holds the shared lock throughout while the writes run on other connections
-                conn, give_back = self.store._pool.hold()
+                conn, give_back = self.store.server.pool.hold()
         except BaseException:
             self.store._loading -= 1
             raise
         try:
-            with self.store._errors("bulk load"):
+            with self.store.server.errors("bulk load"):
                 conn.execute(
                     "SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (self.store._index_lock,)
                 )
@@ -105,7 +105,7 @@ class Indexing:
                         self.store._where,
                     )
                 raise
-            with self.store._errors("build the HNSW index"):
+            with self.store.server.errors("build the HNSW index"):
                 conn.execute(
                     "SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))", (self.store._index_lock,)
                 )
@@ -205,7 +205,7 @@ class Indexing:
         started = time.monotonic()
         workers = self.store.build_workers
         # progress from pg_stat_progress_create_index, read on a second connection
-        with watch_index_build(self.store._pool.spare, conn.info.backend_pid, self.store._where, rows):
+        with watch_index_build(self.store.server.pool.spare, conn.info.backend_pid, self.store._where, rows):
             while True:
                 try:
                     with conn.transaction():
@@ -239,8 +239,8 @@ class Indexing:
             "pgvector: %s: its HNSW index is missing; building it before the first write", self.store._where
         )
         try:
-            with self.store._errors("build the HNSW index"):
-                conn, _ = self.store._conn()
+            with self.store.server.errors("build the HNSW index"):
+                conn, _ = self.store.server.conn()
                 self._ensure_index(conn)
         except VectorportError as exc:
             log.warning(
@@ -263,8 +263,8 @@ class Indexing:
         if layout.index != "hnsw":
             return "exact"
         self.store._prepare_catalog()
-        with self.store._errors("build the HNSW index"):
-            conn, _ = self.store._conn()
+        with self.store.server.errors("build the HNSW index"):
+            conn, _ = self.store.server.conn()
             before = any(valid for _, valid in self._hnsw_indexes(conn))
             if before and not self.store._index_missing:
                 return "present"
@@ -289,6 +289,6 @@ class Indexing:
         """``valid`` or ``missing`` for an HNSW collection (``None``: exact by design)."""
         if self.store.layout.index != "hnsw":
             return None
-        with self.store._errors("info"):
-            conn, _ = self.store._conn()
+        with self.store.server.errors("info"):
+            conn, _ = self.store.server.conn()
             return "valid" if any(valid for _, valid in self._hnsw_indexes(conn)) else "missing"

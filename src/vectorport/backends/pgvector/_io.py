@@ -66,8 +66,8 @@ class ReadWriteMixin(CatalogMixin):
 
     def _write(self, batch: Batch) -> None:
         payload = self._write_payload(batch)
-        with self._errors("upsert"):
-            conn, staged = self._conn()
+        with self.server.errors("upsert"):
+            conn, staged = self.server.conn()
             try:
                 with conn.transaction():
                     stage = self._stage(conn, staged)
@@ -109,8 +109,8 @@ class ReadWriteMixin(CatalogMixin):
 
     def _remove(self, keys: Sequence[str]) -> None:
         query, params = self._remove_sql(keys)
-        with self._errors("delete"):
-            conn, _ = self._conn()
+        with self.server.errors("delete"):
+            conn, _ = self.server.conn()
             conn.execute(query, params)
 
     def _remove_sql(self, keys: Sequence[str]) -> tuple[sql.Composed, dict[str, Any]]:
@@ -128,8 +128,8 @@ class ReadWriteMixin(CatalogMixin):
     def _delete_matching(self, where: FilterNode | None) -> int:
         # one SQL statement instead of a scan and deletes by key
         query, params = self._delete_sql(where)
-        with self._errors("delete"):
-            conn, _ = self._conn()
+        with self.server.errors("delete"):
+            conn, _ = self.server.conn()
             cur = conn.execute(query, params)
         return max(cur.rowcount, 0)
 
@@ -143,8 +143,8 @@ class ReadWriteMixin(CatalogMixin):
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         query, params = self._read_sql(keys, include)
-        with self._errors("get"):
-            conn, _ = self._conn()
+        with self.server.errors("get"):
+            conn, _ = self.server.conn()
             rows = conn.execute(query, params, binary=True).fetchall()
         return [self._record(r, include) for r in rows]
 
@@ -163,8 +163,8 @@ class ReadWriteMixin(CatalogMixin):
 
     def _count(self) -> int:
         query, params = self._count_sql()
-        with self._errors("count"):
-            conn, _ = self._conn()
+        with self.server.errors("count"):
+            conn, _ = self.server.conn()
             row = conn.execute(query, params).fetchone()
         return int(row[0]) if row else 0
 
@@ -179,8 +179,8 @@ class ReadWriteMixin(CatalogMixin):
         if position is None:
             self.foreign.check_keys()
         query, params = self._scan_sql(limit, include, segment, position)
-        with self._errors("scan"):
-            conn, _ = self._conn()
+        with self.server.errors("scan"):
+            conn, _ = self.server.conn()
             rows = conn.execute(query, params, binary=True).fetchall()
         return self._scan_rows(rows, limit, include)
 

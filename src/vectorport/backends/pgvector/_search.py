@@ -102,8 +102,8 @@ class Searcher:
         session.settled(wanted, changed, conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
 
     def _run_search(self, call: SearchCall) -> list[tuple[Any, ...]]:
-        with self.store._errors(call.what):
-            session = self.store._session()
+        with self.store.server.errors(call.what):
+            session = self.store.server.session()
             conn = session.conn
             query = self._statement(conn, call.key, call.build)
             if call.gucs and session.lent:
@@ -234,8 +234,8 @@ class Searcher:
         vector), and ``extra = {"text_rank": 1-based position, "text_score": ts_rank_cd}``.
         """
         query, values, inc, k = self._text_call(text, k, filter, include, params)
-        with self.store._errors("text query"):
-            conn, _ = self.store._conn()
+        with self.store.server.errors("text query"):
+            conn, _ = self.store.server.conn()
             rows = conn.execute(query, values, binary=True).fetchall()
         return self._text_result(rows, inc, k)
 

