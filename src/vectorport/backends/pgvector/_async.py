@@ -230,16 +230,16 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         found: dict[str, Record] = {}
         step = store.capabilities.max_read_batch
         for start in range(0, len(wanted), step):
-            query, params = store._read_sql(wanted[start : start + step], inc)
+            query, params = store.reader.read_sql(wanted[start : start + step], inc)
             rows = await store.retry.acall(partial(self._fetch, "get", query, params), "pgvector: get")
             for row in rows:
-                rec = store._record(row, inc)
+                rec = store.reader.record(row, inc)
                 found[rec.key] = rec
         return [found[k] for k in wanted if k in found]
 
     async def acount(self) -> int:
         store = self.sync
-        query, params = store._count_sql()
+        query, params = store.reader.count_sql()
         rows = await store.retry.acall(lambda: self._fetch("count", query, params), "pgvector: count")
         return int(rows[0][0]) if rows else 0
 
@@ -287,9 +287,9 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         if position is None and not store._keys_checked:
             await off_loop(store.check_keys)  # once: a table made elsewhere
         while True:
-            query, params = store._scan_sql(limit, inc, part, position)
+            query, params = store.reader.scan_sql(limit, inc, part, position)
             rows = await store.retry.acall(partial(self._fetch, "scan", query, params), "pgvector: scan")
-            records, position = store._scan_rows(rows, limit, inc)
+            records, position = store.reader.scan_rows(rows, limit, inc)
             page = store._scan_result(records, position, part)
             if page.records or page.cursor is None:
                 yield page
@@ -301,11 +301,11 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         doomed, where = store._delete_args(keys, filter)
         await self._ready_to_write()
         if doomed is None:
-            query, params = store._delete_sql(where)
+            query, params = store.writer.delete_sql(where)
             return max(await store.retry.acall(partial(self._run, query, params), "pgvector: delete"), 0)
         step = store.capabilities.max_delete_batch
         for start in range(0, len(doomed), step):
-            query, params = store._remove_sql(doomed[start : start + step])
+            query, params = store.writer.remove_sql(doomed[start : start + step])
             await store.retry.acall(partial(self._run, query, params), "pgvector: delete")
         return len(doomed)
 
@@ -324,25 +324,25 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         await self._ready_to_write()
         size = store._batch_size(batch_size, store.capabilities.max_write_batch)
         for chunk in batch.chunks(size):
-            write = partial(self._write, store._write_payload(chunk), len(chunk))
+            write = partial(self._write, store.writer.payload(chunk), len(chunk))
             await store.retry.acall(write, "pgvector: upsert")
         return len(batch)
 
     async def _write(self, payload: bytes, n: int) -> None:
         store = self.sync
-        stage, create = store._stage_sql()
+        stage, create = store.writer.stage_sql()
         async with self._borrowed("upsert") as (conn, state):
             try:
                 async with conn.transaction():
                     if stage.as_string() not in state.staged:
                         await conn.execute(create)
                         state.staged.add(stage.as_string())
-                    async with conn.cursor() as copying, copying.copy(store._copy_sql(stage)) as pipe:
+                    async with conn.cursor() as copying, copying.copy(store.writer.copy_sql(stage)) as pipe:
                         await pipe.write(payload)
                     rowcount = None
-                    for statement in store._merge_statements(stage):
-                        rowcount = (await conn.execute(statement, store._merge_params())).rowcount
-                    store._check_merged(rowcount, n)
+                    for statement in store.writer.merge_statements(stage):
+                        rowcount = (await conn.execute(statement, store.writer.merge_params())).rowcount
+                    store.writer.check_merged(rowcount, n)
             except psycopg.errors.UndefinedTable:
                 state.staged.clear()
                 raise

@@ -292,14 +292,14 @@ class ForeignTables:
             ).fetchall()
         if dup and dup[0][0] is None:
             raise ConfigurationError(
-                f"{self.store._where}: the key ({self.store._key_source()}) is NULL in {dup[0][1]} rows; "
-                "give every "
+                f"{self.store._where}: the key ({self.store.reader.key_source()}) is NULL in "
+                f"{dup[0][1]} rows; give every "
                 "row a key (e.g. coalesce(...) in key_expression=), or leave such rows out with where="
             )
         if dup:
             named = ", ".join(f"{k!r} ({n} rows)" if k is not None else f"NULL ({n} rows)" for k, n in dup)
             raise ConfigurationError(
-                f"{self.store._where}: the key ({self.store._key_source()}) is not unique: {named}; "
+                f"{self.store._where}: the key ({self.store.reader.key_source()}) is not unique: {named}; "
                 "vectorport needs "
                 "one row per key: pass a key_expression= that tells the rows apart (e.g. add a "
                 "column: file_path || '#' || chunk_index), or a where= that leaves the duplicates out"

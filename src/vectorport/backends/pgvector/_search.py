@@ -137,7 +137,7 @@ class Searcher:
         q = sql.Placeholder("q")
         emb = layout.embedding()
         dist = layout.distance(emb, q)
-        cols = self.store._columns(include)
+        cols = self.store.reader.columns(include)
         key = layout.key()
         select = sql.SQL(", ").join(
             [
@@ -159,7 +159,7 @@ class Searcher:
         # filter is inside, before the LIMIT: rows are ranked among those that match.
         ordering = sql.SQL("distance") if not layout.halfvec_index else layout.index_distance(emb, q)
         outer = sql.SQL(", ").join(
-            [sql.Identifier("key"), sql.Identifier("distance"), *self.store._aliases(include)]
+            [sql.Identifier("key"), sql.Identifier("distance"), *self.store.reader.aliases(include)]
         )
         return sql.SQL(
             "SELECT {outer} FROM (SELECT {select} FROM {table} AS t WHERE {where} ORDER BY {ordering} "
@@ -186,7 +186,7 @@ class Searcher:
     ) -> SearchCall:
         """The vector search statement and its parameters (run by the sync store or the async one)."""
         settings = self._settings(params)
-        pred = where or self.store._scope()
+        pred = where or self.store.reader.scope()
         return self._call(
             ("query", pred.text, include),
             lambda: self._search_sql(pred.text, include),
@@ -202,7 +202,7 @@ class Searcher:
         metric = self.store.layout.metric
         out = []
         for row in rows:
-            metadata, text, vec = self.store._parts(row, include, offset=2)
+            metadata, text, vec = self.store.reader.decode(row, include, offset=2)
             d = float(row[1])
             out.append(
                 Match(
@@ -256,7 +256,7 @@ class Searcher:
                 f"text_query takes only the text_parser param, got {sorted(prep.params)}"
             )
         parser = self._settings(prep.params).text_parser
-        k, inc, pred = prep.k, prep.include, prep.where or self.store._scope()
+        k, inc, pred = prep.k, prep.include, prep.where or self.store.reader.scope()
         self._require_fts("text_query")
         layout = self.store.layout
         query = sql.SQL(
@@ -266,7 +266,7 @@ class Searcher:
             "JOIN {table} AS t ON {tkey} = hits.key ORDER BY hits.rank DESC, hits.key"
         ).format(
             cols=sql.SQL(", ").join(
-                [sql.SQL("hits.key"), sql.SQL("hits.rank"), *self.store._columns(inc, "t")]
+                [sql.SQL("hits.key"), sql.SQL("hits.rank"), *self.store.reader.columns(inc, "t")]
             ),
             table=layout.qualified,
             tsquery=tsquery_sql(parser, layout.language, sql.Placeholder("text")),
@@ -279,7 +279,7 @@ class Searcher:
     def _text_result(self, rows: Sequence[Any], inc: frozenset[Include], k: int) -> QueryResult:
         out = []
         for position, row in enumerate(rows, start=1):
-            metadata, body, vec = self.store._parts(row, inc, offset=2)
+            metadata, body, vec = self.store.reader.decode(row, inc, offset=2)
             rank = float(row[1])
             out.append(
                 text_match(row[0], rank, position, metadata if Include.METADATA in inc else None, body, vec)
@@ -333,7 +333,7 @@ class Searcher:
         text = check_query_text(text, "hybrid_query")
         prep = self.store._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
         weight, rrf_k = check_fusion(weight, rrf_k)
-        vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or self.store._scope()
+        vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or self.store.reader.scope()
         settings = self._settings(prep.params)
         depth = HYBRID_DEPTH * k
         self._require_fts("hybrid_query")
@@ -349,7 +349,7 @@ class Searcher:
                 vector_weight=sql.Placeholder("wv"),
                 text_weight=sql.Placeholder("wt"),
                 rrf_k=sql.Placeholder("rrf_k"),
-                outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self.store._columns(inc, "t")]),
+                outer_columns=sql.SQL(", ").join([sql.SQL("f.key"), *self.store.reader.columns(inc, "t")]),
                 parser=settings.text_parser,
             )
 
@@ -377,9 +377,9 @@ class Searcher:
     def _hybrid_result(self, rows: Sequence[Any], inc: frozenset[Include], k: int) -> QueryResult:
         layout = self.store.layout
         out = []
-        ncols = 1 + len(self.store._columns(inc))
+        ncols = 1 + len(self.store.reader.columns(inc))
         for row in rows:
-            metadata, body, found = self.store._parts(row, inc)
+            metadata, body, found = self.store.reader.decode(row, inc)
             d, rrf, vrank, trank = row[ncols:]
             out.append(
                 Match(

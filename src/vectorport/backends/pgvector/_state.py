@@ -9,30 +9,29 @@ the concerns not yet made collaborators: catalog, reads/writes, search); the col
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from psycopg import sql
-
 from ..._base import BaseStore
-from ..._models import Include, Metric, Record, Vector
+from ..._models import Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
-from ...filters import FilterNode
 from ._embedded import hnsw_unsafe
 from ._layouts import MappingOptions, relation, shape
 from ._options import BUILD_MEMORY_CAP_KB, QUERY_OPTIONS, SearchSettings, as_bool, as_int, as_memory_kb
-from ._schema import DEFAULT_COLUMNS, Layout, check_identifier
+from ._schema import Layout, check_identifier
 from ._server import Server
-from .filters import TRUE, PgFilterCompiler, Predicate
+from .filters import Predicate
 
 if TYPE_CHECKING:
     from ._capture import Capture
     from ._foreign import ForeignTables
     from ._index import Indexing
+    from ._read import Reader
     from ._search import Searcher
+    from ._write import Writer
 
 __all__ = ["StoreState"]
 
@@ -41,6 +40,10 @@ class StoreState(BaseStore[Predicate]):
     """Options, connections and the bound layout of a pgvector store, and the helpers the
     statements of every concern share."""
 
+    reader: Reader
+    """The collection's rows as records: scope, filters, reads and scans (:mod:`._read`)."""
+    writer: Writer
+    """Upserts and deletes (:mod:`._write`)."""
     indexing: Indexing
     """The HNSW index: bulk loads, builds, repairs (:mod:`._index`)."""
     capture: Capture
@@ -156,113 +159,3 @@ class StoreState(BaseStore[Predicate]):
         # whoever builds the index holds it exclusive. A killed process's session ends and
         # releases it, so a crash never leaves the index "being handled" forever.
         return f"vectorport.pgvector.index:{self.schema}.{self.table}"
-
-    def _compiler(self, prefix: str | None = None) -> PgFilterCompiler:
-        """A filter compiler over the bound table's metadata column (never SQL NULL)."""
-        columns = self._layout.columns if self._layout is not None else DEFAULT_COLUMNS
-        return PgFilterCompiler(columns.metadata_expr(prefix))
-
-    def _compile_filter(self, where: FilterNode) -> Predicate:
-        # Every statement with a filter (searches, DELETE) names the table ``t``, so one
-        # compilation serves them all. The collection's scope (a shared table) is part of it.
-        pred = self._compiler("t").compile(where)
-        scope = self._scope()
-        if scope is TRUE:
-            return pred
-        return Predicate(f"{scope.text} AND ({pred.text})", {**scope.params, **pred.params})
-
-    def _scope(self) -> Predicate:
-        """The rows of the collection in its table (``TRUE``: all of them)."""
-        layout = self._layout
-        if layout is None or (layout.columns.scope is None and not layout.columns.skip_null_vectors):
-            return TRUE
-        return Predicate(layout.columns.scope_sql(), layout.columns.scope_values)
-
-    def _columns(self, include: frozenset[Include], prefix: str | None = None) -> list[sql.Composable]:
-        """The metadata, text and vector columns ``include`` asks for, named ``metadata``,
-        ``text`` and ``embedding`` whatever the table calls them."""
-        cols = self.layout.columns
-        out: list[sql.Composable] = []
-        for role, inc, expr in (
-            ("metadata", Include.METADATA, cols.metadata_expr),
-            ("text", Include.TEXT, cols.text_expr),
-            ("embedding", Include.VECTOR, cols.embedding_expr),
-        ):
-            if inc not in include:
-                continue
-            value = expr(prefix)
-            plain = value == cols.ident(role, prefix) if getattr(cols, role) else False
-            out.append(
-                value
-                if plain and getattr(cols, role) == role
-                else sql.SQL("{} AS {}").format(value, sql.Identifier(role))
-            )
-        return out
-
-    @staticmethod
-    def _aliases(include: frozenset[Include]) -> list[sql.Composable]:
-        """The output names of :meth:`_columns`."""
-        return [
-            sql.Identifier(name)
-            for name, inc in (
-                ("metadata", Include.METADATA),
-                ("text", Include.TEXT),
-                ("embedding", Include.VECTOR),
-            )
-            if inc in include
-        ]
-
-    def _record(self, row: Sequence[Any], include: frozenset[Include]) -> Record:
-        metadata, text, vector = self._parts(row, include)
-        if vector is None and Include.VECTOR in include:
-            raise ConfigurationError(
-                f"{self._where}: the row with key {row[0]!r} has no vector (its "
-                f"{self.layout.columns.embedding!r} is NULL); a vectorport record needs one: fill or "
-                'delete such rows, or leave them out with where="{self.layout.columns.embedding} IS NOT NULL"'
-            )
-        if row[0] is None:
-            raise ConfigurationError(
-                f"{self._where}: a row's key is NULL ({self._key_source()}); give every row a key, or "
-                "leave such rows out with where="
-            )
-        return Record(row[0], vector, metadata, text)
-
-    def _key_source(self) -> str:
-        cols = self.layout.columns
-        return f"key_expression={cols.key_expression}" if cols.key_expression else f"key_column={cols.key}"
-
-    def _parts(
-        self, row: Sequence[Any], include: frozenset[Include], offset: int = 1
-    ) -> tuple[dict[str, Any], str | None, Vector | None]:
-        """Metadata, text and vector of a result row laid out as :meth:`_columns` says."""
-        i = offset
-        metadata: dict[str, Any] = {}
-        text: str | None = None
-        vector: Vector | None = None
-        cols = self.layout.columns
-        if Include.METADATA in include:
-            metadata = row[i]
-            i += 1
-            if not isinstance(metadata, dict):
-                raise ConfigurationError(
-                    f"{self._where}: the metadata of the row with key {row[0]!r} is a JSON "
-                    f"{type(metadata).__name__}, not an object (column {cols.metadata!r}); "
-                    "vectorport metadata is a JSON object: pass metadata_column= to use another "
-                    "column, or metadata_columns= to read plain columns instead"
-                )
-            if not cols.own:
-                metadata = self._user_metadata(metadata)
-        if Include.TEXT in include:
-            text = row[i]
-            i += 1
-        if Include.VECTOR in include and row[i] is not None:
-            vector = row[i]
-        return metadata, text, vector
-
-    def _user_metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
-        """The user's metadata of a row of a table made elsewhere (framework bookkeeping out)."""
-        if self.layout.columns.node_metadata:
-            from ...conventions.llamaindex import from_node_metadata
-
-            _, metadata = from_node_metadata(metadata)
-        return metadata

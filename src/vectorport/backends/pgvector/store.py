@@ -29,6 +29,7 @@ from ..._url import StoreURL
 from ...exceptions import ConfigurationError
 from ._capture import Capture
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
+from ._catalog import CatalogMixin
 from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
 from ._describe import describe_mapping
 from ._dsn import connection_params, conninfo, url_parameters
@@ -37,7 +38,6 @@ from ._engine import connections_said
 from ._foreign import ForeignTables
 from ._index import BULK_SMALL as BULK_SMALL
 from ._index import Indexing
-from ._io import ReadWriteMixin
 from ._layouts import LANGCHAIN_TABLE
 from ._options import BUILD_MEMORY_CAP_KB as BUILD_MEMORY_CAP_KB
 from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
@@ -45,10 +45,12 @@ from ._options import OWN_OPTIONS, check_names
 from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
 from ._parts import Forward
+from ._read import Reader
 from ._schema import TABLE_NAMES, VECTOR_MAX_DIM
 from ._schema import render_schema as render_schema
 from ._schemes import EMBEDDED_SCHEME
 from ._search import Searcher
+from ._write import Writer
 from .filters import PgFilterCompiler
 
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ _PARSER_SEMANTICS = {
 __all__ = ["PgVectorStore"]
 
 
-class PgVectorStore(ReadWriteMixin):
+class PgVectorStore(CatalogMixin):
     """A collection in PostgreSQL + pgvector: one table, HNSW (or exact) search, JSONB filters
     inside the ranking query, ``COPY`` bulk upserts, keyset scans and hybrid search.
 
@@ -134,11 +136,20 @@ class PgVectorStore(ReadWriteMixin):
         options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(url, table, conninfo=conninfo, data_dir=data_dir, options=options)
+        self.reader = Reader(self)
+        self.writer = Writer(self)
         self.searcher = Searcher(self)
         self.indexing = Indexing(self)
         self.foreign = ForeignTables(self)
         self.capture = Capture(self)
 
+    _compile_filter = Forward("reader", Reader.compile_filter)
+    _read = Forward("reader", Reader.read)
+    _count = Forward("reader", Reader.count)
+    _scan_page = Forward("reader", Reader.scan_page)
+    _write = Forward("writer", Writer.write)
+    _remove = Forward("writer", Writer.remove)
+    _delete_matching = Forward("writer", Writer.delete_matching)
     _search = Forward("searcher", Searcher._search)
     text_query = Forward("searcher", Searcher.text_query)
     hybrid_query = Forward("searcher", Searcher.hybrid_query)
