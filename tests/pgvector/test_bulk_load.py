@@ -60,7 +60,7 @@ def _assert_exact(store: vectorport.VectorStore, flt: dict[str, object] | None =
 def _wait_lock_free(store: vectorport.VectorStore) -> None:
     """A SIGKILLed client's server session ends (and drops its advisory locks) asynchronously."""
     conn, _ = store.server.conn()  # type: ignore[attr-defined]
-    key = store._index_lock  # type: ignore[attr-defined]
+    key = store.indexing.lock_name  # type: ignore[attr-defined]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         (got,) = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (key,)).fetchone()

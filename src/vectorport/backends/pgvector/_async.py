@@ -284,7 +284,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
     ) -> AsyncIterator[ScanPage]:
         store = self.sync
         limit, inc, part, position = store._scan_args(batch_size, include, segment, cursor)
-        if position is None and not store._keys_checked:
+        if position is None and not store.foreign.keys_checked:
             await off_loop(store.check_keys)  # once: a table made elsewhere
         while True:
             query, params = store.reader.scan_sql(limit, inc, part, position)
@@ -315,7 +315,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
 
     async def _ready_to_write(self) -> None:
         store = self.sync
-        if not store._write_ready or store._index_missing:
+        if not store.catalog.write_ready or store.indexing.missing:
             await off_loop(store.indexing.prepare_writes)  # once: catalog, adopted table, index
 
     async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:

@@ -9,13 +9,13 @@ from urllib.parse import parse_qsl, quote, urlencode
 from ._layouts import MAPPING_OPTIONS
 
 if TYPE_CHECKING:
-    from ._state import StoreState
+    from .store import PgVectorStore
 
 __all__ = ["describe_mapping", "rewritten_url", "suggested_url"]
 
 
 def rewritten_url(
-    store: StoreState, *, drop: tuple[str, ...] = (), add: tuple[tuple[str, str], ...] = ()
+    store: PgVectorStore, *, drop: tuple[str, ...] = (), add: tuple[tuple[str, str], ...] = ()
 ) -> str:
     """The store's URL (password masked) without the parameters ``drop`` and with ``add``. What
     comes before ``?`` is kept as given: rebuilt by ``urlunsplit``, an embedded server's
@@ -25,7 +25,7 @@ def rewritten_url(
     return f"{base}?{urlencode([*params, *add], quote_via=quote, safe='/,*')}"
 
 
-def suggested_url(store: StoreState) -> str:
+def suggested_url(store: PgVectorStore) -> str:
     """The store's URL with the layout it was recognised as spelled out (``layout=``), so the
     same table opens the same way without detection; the password stays masked."""
     name = store.layout_name
@@ -33,7 +33,7 @@ def suggested_url(store: StoreState) -> str:
     return rewritten_url(store, drop=("layout",), add=named)
 
 
-def describe_mapping(store: StoreState) -> dict[str, Any]:
+def describe_mapping(store: PgVectorStore) -> dict[str, Any]:
     """The ``mapping`` part of ``info()["pgvector"]``."""
     cols = store.layout.columns
     key: dict[str, Any] = {"kind": cols.key_kind}

@@ -54,6 +54,8 @@ class ForeignTables:
 
     def __init__(self, store: PgVectorStore) -> None:
         self.store = store
+        self.keys_checked = False
+        """The keys of the table were checked (unique, not NULL) before its first scan."""
 
     # ------------------------------------------------------------------ open
     def open(
@@ -95,8 +97,8 @@ class ForeignTables:
             columns,
             hnsw[0].name if hnsw else None,
         )
-        self.store._bind_layout(layout)
-        self.store._write_ready = True  # nothing of vectorport's own to prepare in such a table
+        self.store.catalog.bind_layout(layout)
+        self.store.catalog.write_ready = True  # nothing of vectorport's own to prepare in such a table
         log.info(
             "pgvector: opened %s as a %s table (%d dims, %s, %s%s)",
             self.store._where,
@@ -202,13 +204,13 @@ class ForeignTables:
             columns.scope_values,
         ).fetchone()
         if row is None:
-            return self.store._requested_dimension
+            return self.store.catalog.requested_dimension
         return int(row[0])
 
     def _foreign_metric(self, facts: TableFacts, columns: Columns, conn: psycopg.Connection[Any]) -> Metric:
         """The metric: the asked one, else the one vectorport recorded when it created the table
         (or LangChain collection), else the HNSW index's, else the framework's default."""
-        asked = self.store._requested_metric or self.store._url_metric
+        asked = self.store.catalog.requested_metric or self.store._url_metric
         indexed = [
             ix
             for ix in facts.indexes_on(columns.embedding)
@@ -247,7 +249,7 @@ class ForeignTables:
             ).fetchone()
             name = row[0] if row else None
         else:
-            return self.store._catalog_metric(conn)
+            return self.store.catalog.catalog_metric(conn)
         return Metric.parse(str(name)) if name else None
 
     def _foreign_language(self, facts: TableFacts, columns: Columns) -> str:
@@ -273,11 +275,11 @@ class ForeignTables:
         vector, before any record is read from it (scans walk the keys in order, so each key
         must name one row; a migration's plan scans first, so it stops before any write)."""
         cols = self.store.layout.columns
-        if self.store._keys_checked:
+        if self.keys_checked:
             return
         self._check_vectors()
         if not cols.ordered_by_key and cols.key_unique:
-            self.store._keys_checked = True
+            self.keys_checked = True
             return
         key = cols.key_expr()
         with self.store.server.errors("check keys"):
@@ -304,7 +306,7 @@ class ForeignTables:
                 "one row per key: pass a key_expression= that tells the rows apart (e.g. add a "
                 "column: file_path || '#' || chunk_index), or a where= that leaves the duplicates out"
             )
-        self.store._keys_checked = True
+        self.keys_checked = True
 
     def _check_vectors(self) -> None:
         cols = self.store.layout.columns
@@ -349,9 +351,9 @@ class ForeignTables:
     def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
         """What keeps a record from this table before any write (a migration's plan asks): a
         key that does not fit the table's ``key_template``. Reads nothing."""
-        if self.store._layout is None:
+        if self.store.catalog.bound is None:
             return []  # a table to create: vectorport's own layout takes any key
-        cols = self.store._layout.columns
+        cols = self.store.catalog.bound.columns
         template = cols.key_template
         if template is not None and template.split(key, [kind for _, kind, _ in cols.key_parts]) is None:
             return [("key", f"key {key!r} does not fit key_template={template.text}")]
@@ -594,7 +596,10 @@ class ForeignTables:
                         (self.store.collection, Json({"vectorport_metric": spec.metric.value})),
                     )
         log.info("pgvector: created %s as %s creates it", self.store._where, layout)
-        self.store._created_foreign = True
-        self.store._requested_dimension, self.store._requested_metric = spec.dimension, spec.metric
-        if self.store._describe_collection() is None:  # pragma: no cover - created just above
+        self.store.catalog.created_foreign = True
+        self.store.catalog.requested_dimension, self.store.catalog.requested_metric = (
+            spec.dimension,
+            spec.metric,
+        )
+        if self.store.catalog.describe() is None:  # pragma: no cover - created just above
             raise NotFoundError(f"{self.store._where} was created but cannot be opened")

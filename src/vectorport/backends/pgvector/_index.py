@@ -47,6 +47,18 @@ class Indexing:
 
     def __init__(self, store: PgVectorStore) -> None:
         self.store = store
+        self.missing = False
+        """Opened without its HNSW index (an interrupted bulk load): the next write builds it."""
+        self.loading = 0
+        """Bulk loads running on this store object (their end builds the index)."""
+
+    @property
+    def lock_name(self) -> str:
+        """The advisory lock of the table's index."""
+        # Session-level advisory lock on this name: loaders hold it shared for the whole load,
+        # whoever builds the index holds it exclusive. A killed process's session ends and
+        # releases it, so a crash never leaves the index "being handled" forever.
+        return f"vectorport.pgvector.index:{self.store.schema}.{self.store.table}"
 
     def _hnsw_indexes(self, conn: psycopg.Connection[Any]) -> list[tuple[str, bool]]:
         qualified = self.store.layout.qualified.as_string(conn)
@@ -77,7 +89,7 @@ class Indexing:
         if layout.index != "hnsw" or not layout.columns.own:
             yield  # a table made elsewhere keeps its indexes as its owner made them
             return
-        self.store._loading += 1
+        self.loading += 1
         try:
             self.prepare_writes()
             with self.store.server.errors("bulk load"):
@@ -85,19 +97,17 @@ class Indexing:
                 # it holds the shared lock throughout while the writes run on other connections
                 conn, give_back = self.store.server.pool.hold()
         except BaseException:
-            self.store._loading -= 1
+            self.loading -= 1
             raise
         try:
             with self.store.server.errors("bulk load"):
-                conn.execute(
-                    "SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (self.store._index_lock,)
-                )
+                conn.execute("SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (self.lock_name,))
                 deferred = self.store.deferred_index and self._defer_index(conn, layout, expected)
             try:
                 yield
             except BaseException:
                 if deferred:
-                    self.store._index_missing = True
+                    self.missing = True
                     log.warning(
                         "pgvector: %s: bulk load interrupted; the table has no HNSW index (searches "
                         "are exact scans) until the next write through vectorport, the next bulk "
@@ -106,13 +116,11 @@ class Indexing:
                     )
                 raise
             with self.store.server.errors("build the HNSW index"):
-                conn.execute(
-                    "SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))", (self.store._index_lock,)
-                )
+                conn.execute("SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))", (self.lock_name,))
                 self._ensure_index(conn)
-                self.store._index_missing = False
+                self.missing = False
         finally:
-            self.store._loading -= 1
+            self.loading -= 1
             give_back()
 
     def _defer_index(self, conn: psycopg.Connection[Any], layout: Layout, expected: int | None) -> bool:
@@ -149,9 +157,9 @@ class Indexing:
     def _ensure_index(self, conn: psycopg.Connection[Any]) -> bool:
         """Build the HNSW index if it is missing and no bulk load is running, then ANALYZE.
         Returns False when a load is running (the last loader to finish builds it)."""
-        if self.store._layout is None:
+        if self.store.catalog.bound is None:
             return True  # the collection was dropped meanwhile
-        key = (self.store._index_lock,)
+        key = (self.lock_name,)
         row = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", key).fetchone()
         if not (row and row[0]):
             log.info(
@@ -262,27 +270,27 @@ class Indexing:
         layout = self.store.layout
         if layout.index != "hnsw":
             return "exact"
-        self.store._prepare_catalog()
+        self.store.catalog.prepare()
         with self.store.server.errors("build the HNSW index"):
             conn, _ = self.store.server.conn()
             before = any(valid for _, valid in self._hnsw_indexes(conn))
-            if before and not self.store._index_missing:
+            if before and not self.missing:
                 return "present"
             if not self._ensure_index(conn):
                 return "loading"
-        self.store._index_missing = False
+        self.missing = False
         return "present" if before else "built"
 
     def prepare_writes(self) -> None:
         """Before the first write through this store: the catalog's migrations, the catalog
         row of an adopted table, and a missing HNSW index (unless a bulk load of this store is
         running: its end builds it). Opening a collection does none of this."""
-        if self.store._write_ready and not self.store._index_missing:
+        if self.store.catalog.write_ready and not self.missing:
             return
-        self.store._prepare_catalog()
-        with self.store._write_lock:
-            if self.store._index_missing and not self.store._loading:
-                self.store._index_missing = False
+        self.store.catalog.prepare()
+        with self.store.catalog.write_lock:
+            if self.missing and not self.loading:
+                self.missing = False
                 self._repair_index()
 
     def state(self) -> str | None:

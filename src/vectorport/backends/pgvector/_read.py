@@ -35,7 +35,9 @@ class Reader:
 
     def compiler(self, prefix: str | None = None) -> PgFilterCompiler:
         """A filter compiler over the bound table's metadata column (never SQL NULL)."""
-        columns = self.store._layout.columns if self.store._layout is not None else DEFAULT_COLUMNS
+        columns = (
+            self.store.catalog.bound.columns if self.store.catalog.bound is not None else DEFAULT_COLUMNS
+        )
         return PgFilterCompiler(columns.metadata_expr(prefix))
 
     def compile_filter(self, where: FilterNode) -> Predicate:
@@ -49,7 +51,7 @@ class Reader:
 
     def scope(self) -> Predicate:
         """The rows of the collection in its table (``TRUE``: all of them)."""
-        layout = self.store._layout
+        layout = self.store.catalog.bound
         if layout is None or (layout.columns.scope is None and not layout.columns.skip_null_vectors):
             return TRUE
         return Predicate(layout.columns.scope_sql(), layout.columns.scope_values)

@@ -56,6 +56,8 @@ class Searcher:
 
     def __init__(self, store: PgVectorStore) -> None:
         self.store = store
+        self.statements: dict[tuple[Any, ...], bytes] = {}
+        """Composed statements by shape, for the bound layout (cleared when it changes)."""
 
     def _settings(self, params: Mapping[str, Any]) -> SearchSettings:
         return (
@@ -73,13 +75,13 @@ class Searcher:
         Composing and quoting a :mod:`psycopg.sql` tree costs more than the rest of a query's
         Python; a filter's shape is its predicate text, so equal keys are equal statements.
         """
-        text = self.store._statements.get(key)
+        text = self.statements.get(key)
         if text is None:
             composed: sql.Composable = build()
             text = composed.as_bytes(conn)
-            if len(self.store._statements) >= _STATEMENT_CACHE:
-                self.store._statements.clear()
-            self.store._statements[key] = text
+            if len(self.statements) >= _STATEMENT_CACHE:
+                self.statements.clear()
+            self.statements[key] = text
         return text
 
     def _apply_gucs(self, session: Session, wanted: tuple[tuple[str, str], ...]) -> None:

@@ -4,15 +4,14 @@ local data directory, ``pgvector:///abs/dir?table=docs`` / ``pgvector://./dir?ta
 One table per collection (see :mod:`._schema`), a catalog table recording each collection's
 spec, and the filter compiled into the same SQL statement that ranks by distance.
 
-:class:`PgVectorStore` holds a shared state (:mod:`._state`: options, connections, the bound
-layout, row shapes) and is being taken apart into collaborators, each one small class holding
-the store (:mod:`._parts`): :class:`~._foreign.ForeignTables` (tables made elsewhere: open,
-check, write, create),
-:class:`~._index.Indexing` (bulk loads, HNSW builds and repairs) and
-:class:`~._capture.Capture` (change capture) and :class:`~._search.Searcher` (vector, text
-and hybrid search), whose methods the store forwards. The concerns still written as classes
-the store derives from: :mod:`._catalog` (open, adopt, create, drop, list) ← :mod:`._io`
-(writes and reads).
+:class:`PgVectorStore` holds the store's options and is composed of collaborators, each one
+small class holding the store (:mod:`._parts`), whose methods it forwards:
+:class:`~._server.Server` (the server and the connections to it), :class:`~._catalog.Catalog`
+(open, adopt, create, drop, list; the bound layout), :class:`~._read.Reader` (the rows as
+records: scope, filters, get, count, scan), :class:`~._write.Writer` (upserts and deletes),
+:class:`~._search.Searcher` (vector, text and hybrid search), :class:`~._index.Indexing` (bulk
+loads, HNSW builds and repairs), :class:`~._foreign.ForeignTables` (tables made elsewhere:
+open, check, write, create) and :class:`~._capture.Capture` (change capture).
 """
 
 from __future__ import annotations
@@ -22,14 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import unquote, urlsplit
 
+from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
 from ..._features import Feature
-from ..._models import Metric
+from ..._models import CollectionSpec, Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError
 from ._capture import Capture
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
-from ._catalog import CatalogMixin
+from ._catalog import Catalog
 from ._connections import MIN_PGVECTOR as MIN_PGVECTOR
 from ._describe import describe_mapping
 from ._dsn import connection_params, conninfo, url_parameters
@@ -38,20 +38,21 @@ from ._engine import connections_said
 from ._foreign import ForeignTables
 from ._index import BULK_SMALL as BULK_SMALL
 from ._index import Indexing
-from ._layouts import LANGCHAIN_TABLE
+from ._layouts import LANGCHAIN_TABLE, MappingOptions, relation
 from ._options import BUILD_MEMORY_CAP_KB as BUILD_MEMORY_CAP_KB
 from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
-from ._options import OWN_OPTIONS, check_names
+from ._options import OWN_OPTIONS, QUERY_OPTIONS, as_bool, as_int, as_memory_kb, check_names
 from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
 from ._parts import Forward
 from ._read import Reader
-from ._schema import TABLE_NAMES, VECTOR_MAX_DIM
+from ._schema import TABLE_NAMES, VECTOR_MAX_DIM, Layout, check_identifier
 from ._schema import render_schema as render_schema
 from ._schemes import EMBEDDED_SCHEME
 from ._search import Searcher
+from ._server import Server
 from ._write import Writer
-from .filters import PgFilterCompiler
+from .filters import PgFilterCompiler, Predicate
 
 if TYPE_CHECKING:
     from ..._async import AsyncStore
@@ -67,7 +68,7 @@ _PARSER_SEMANTICS = {
 __all__ = ["PgVectorStore"]
 
 
-class PgVectorStore(CatalogMixin):
+class PgVectorStore(BaseStore[Predicate]):
     """A collection in PostgreSQL + pgvector: one table, HNSW (or exact) search, JSONB filters
     inside the ranking query, ``COPY`` bulk upserts, keyset scans and hybrid search.
 
@@ -135,14 +136,72 @@ class PgVectorStore(CatalogMixin):
         data_dir: Path | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(url, table, conninfo=conninfo, data_dir=data_dir, options=options)
+        super().__init__(url, table)
+        opts = dict(options or {})
+        self._take_options(opts, table)
+        self._where = f"{url.masked} (table {self.schema}.{self.table})"
+        self.catalog = Catalog(self)
+        """The table, its catalog record and the bound layout (:mod:`._catalog`)."""
+        self.server = Server(
+            self._where,
+            conninfo=conninfo,
+            data_dir=data_dir,
+            options=opts,
+            password=url.password,
+            read_only=bool(self.mapping.key_expression or self.mapping.where),
+        )
+        """The PostgreSQL server and the store's connections to it (:mod:`._server`)."""
         self.reader = Reader(self)
+        """The collection's rows as records: scope, filters, reads and scans (:mod:`._read`)."""
         self.writer = Writer(self)
+        """Upserts and deletes (:mod:`._write`)."""
         self.searcher = Searcher(self)
+        """Vector, text and hybrid search (:mod:`._search`)."""
         self.indexing = Indexing(self)
+        """The HNSW index: bulk loads, builds, repairs (:mod:`._index`)."""
         self.foreign = ForeignTables(self)
+        """Tables vectorport did not create: open, check, write, create (:mod:`._foreign`)."""
         self.capture = Capture(self)
+        """Change capture on the table (:mod:`._capture`)."""
 
+    def _take_options(self, opts: Mapping[str, Any], table: str) -> None:
+        """The store's options, each checked before any I/O."""
+        self.index = str(opts.get("index") or "hnsw")
+        self.m = as_int("m", opts.get("m", 16), 2, 100)
+        self.ef_construction = as_int("ef_construction", opts.get("ef_construction", 64), 4, 1000)
+        self.language = str(opts.get("language") or "english")
+        self._explicit_language = str(opts["language"]) if opts.get("language") else None
+        self.sqlalchemy_model = str(opts["sqlalchemy_model"]) if opts.get("sqlalchemy_model") else None
+        """The SQLAlchemy mapped class the table and roles were read from (``connect(Model, bind=)``)."""
+        self.mapping = MappingOptions.parse(opts)
+        """What the options say about the table's layout (a preset, column roles, a scope)."""
+        explicit_schema = str(opts["schema"]) if opts.get("schema") else None
+        schema, self.table = relation(self.mapping, table, explicit_schema)
+        """The table holding the collection (LangChain's shared table, LlamaIndex's data_<name> …)."""
+        self.schema = check_identifier("schema", schema)
+        self._url_metric = Metric.parse(str(opts["metric"])) if opts.get("metric") else None
+        self.search_defaults = SearchSettings.parse({k: opts[k] for k in QUERY_OPTIONS if k in opts})
+        self._explicit_parser = "text_parser" in opts
+        self.build_memory_kb = as_memory_kb(
+            "maintenance_work_mem", opts.get("maintenance_work_mem", f"{BUILD_MEMORY_CAP_KB}kB")
+        )
+        self.deferred_index = as_bool("deferred_index", opts.get("deferred_index", True))
+        workers = opts.get("max_parallel_maintenance_workers")
+        self.build_workers = (
+            None if workers in (None, "") else as_int("max_parallel_maintenance_workers", workers, 0, 1024)
+        )
+        # validates the table name and the creation options before any I/O
+        Layout(
+            self.schema, self.table, 1, Metric.COSINE, self.index, self.m, self.ef_construction, self.language
+        )
+
+    _describe_collection = Forward("catalog", Catalog.describe)
+    _create_collection = Forward("catalog", Catalog.create)
+    _drop_collection = Forward("catalog", Catalog.drop)
+    _not_found = Forward("catalog", Catalog.not_found)
+    _collection_capabilities = Forward("catalog", Catalog.capabilities)
+    list_collections = Forward("catalog", Catalog.list_collections)
+    close = Forward("server", Server.close)
     _compile_filter = Forward("reader", Reader.compile_filter)
     _read = Forward("reader", Reader.read)
     _count = Forward("reader", Reader.count)
@@ -210,6 +269,24 @@ class PgVectorStore(CatalogMixin):
             return cls(url, str(table), data_dir=embedded_data_dir(raw), options=opts)
         return cls(url, str(table), conninfo=conninfo(params), options=opts)
 
+    def bind(
+        self,
+        dimension: int | None = None,
+        metric: str | Metric | None = None,
+        embedding_model: str | None = None,
+    ) -> CollectionSpec:
+        return super().bind(dimension, self.catalog.requested(dimension, metric), embedding_model)
+
+    @property
+    def layout(self) -> Layout:
+        """The bound collection's table layout (the collection opened first when it is not)."""
+        return self.catalog.layout
+
+    @property
+    def layout_name(self) -> str | None:
+        """The layout the table was recognised as (``vectorport``, ``langchain`` …, ``custom``)."""
+        return self.catalog.layout_name
+
     def asynchronous(self) -> AsyncStore[PgVectorStore]:
         """This store on psycopg's async connections (what :func:`vectorport.aconnect` returns):
         its own pool, or an ``AsyncEngine``'s; on a sync ``Engine``'s connections, off the loop."""
@@ -241,7 +318,7 @@ class PgVectorStore(CatalogMixin):
         source's), unless the URL named one (``language=``). ``True`` when it will; else what it
         does instead, for the plan's notes. A language this server has no text search
         configuration for (a bucket's ``ja``) is refused here, before any write."""
-        if self._explicit_language is None and self._layout is None:
+        if self._explicit_language is None and self.catalog.bound is None:
             with self.server.errors("plan"):
                 conn, _ = self.server.conn()
                 row = conn.execute(
