@@ -2,8 +2,9 @@
 connections from a :class:`psycopg_pool.AsyncConnectionPool` (no thread per call).
 
 The statements, their parameters and the decoding of rows are the sync store's (the one
-:func:`vectorport.connect` bound): :meth:`_search_call`, :meth:`_read_sql`, :meth:`_count_sql`,
-:meth:`_write_payload` and the merge statements. Only where they run differs. Each pooled
+:func:`vectorport.connect` bound), built by its collaborators: the searcher's, the reader's
+(``read_sql``, ``count_sql``, ``scan_sql``) and the writer's (``payload``, the merge and delete
+statements). Only where they run differs. Each pooled
 connection keeps its own session state (``hnsw.*`` settings sent only when they change, the
 staging table), as the sync store's connections do. Every operation of the protocol runs
 there (queries, text and hybrid search, get, count, scan pages, deletes, upserts); what

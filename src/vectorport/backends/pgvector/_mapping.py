@@ -7,7 +7,7 @@ any type or an expression over columns, metadata from a ``json``/``jsonb`` colum
 columns, an optional text column, a row scope (LangChain's shared table holds every collection).
 
 Every expression here reads the row as the table alias ``t`` does (or unqualified), so the
-statements of :mod:`._io` and :mod:`._search` stay the same for every table.
+statements of :mod:`._read`, :mod:`._write` and :mod:`._search` stay the same for every table.
 """
 
 from __future__ import annotations
