@@ -32,27 +32,31 @@ def framework_ddl(
     return [*create, *_tables(layout, schema, table, vtype, qualified, metric)]
 
 
+def _langchain_tables(schema: str) -> list[sql.Composed]:
+    collections = sql.Identifier(schema, LANGCHAIN_COLLECTIONS)
+    embeddings = sql.Identifier(schema, LANGCHAIN_TABLE)
+    return [
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (uuid uuid NOT NULL PRIMARY KEY, "
+            "name character varying NOT NULL UNIQUE, cmetadata json)"
+        ).format(collections),
+        # LangChain's default: a vector column without a dimension, shared by every collection
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id character varying NOT NULL PRIMARY KEY, "
+            "collection_id uuid REFERENCES {} (uuid) ON DELETE CASCADE, embedding vector, "
+            "document character varying, cmetadata jsonb)"
+        ).format(embeddings, collections),
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS ix_cmetadata_gin ON {} USING gin (cmetadata jsonb_path_ops)"
+        ).format(embeddings),
+    ]
+
+
 def _tables(
     layout: str, schema: str, table: str, vtype: sql.Composable, qualified: sql.Identifier, metric: Metric
 ) -> list[sql.Composed]:
     if layout == "langchain":
-        collections = sql.Identifier(schema, LANGCHAIN_COLLECTIONS)
-        embeddings = sql.Identifier(schema, LANGCHAIN_TABLE)
-        return [
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} (uuid uuid NOT NULL PRIMARY KEY, "
-                "name character varying NOT NULL UNIQUE, cmetadata json)"
-            ).format(collections),
-            # LangChain's default: a vector column without a dimension, shared by every collection
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} (id character varying NOT NULL PRIMARY KEY, "
-                "collection_id uuid REFERENCES {} (uuid) ON DELETE CASCADE, embedding vector, "
-                "document character varying, cmetadata jsonb)"
-            ).format(embeddings, collections),
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS ix_cmetadata_gin ON {} USING gin (cmetadata jsonb_path_ops)"
-            ).format(embeddings),
-        ]
+        return _langchain_tables(schema)
     if layout == "langchain-v2":
         return [
             sql.SQL(

@@ -22,6 +22,24 @@ __all__ = ["Column", "TableFacts", "VectorIndex", "fts_language"]
 _VECTOR = re.compile(r"^(?:vector|halfvec)\((\d+)\)$")
 
 
+_COMPOSITE_KEYS = (
+    "SELECT array_agg(a.attname ORDER BY k.n) FROM pg_index AS i "
+    "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+    "JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+    "WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indisvalid AND i.indnkeyatts > 1 "
+    "AND i.indpred IS NULL AND i.indexprs IS NULL GROUP BY i.indexrelid ORDER BY i.indexrelid"
+)
+"""The columns of each unique index over several columns (a composite key)."""
+_VECTOR_INDEXES = (
+    "SELECT c.relname, am.amname, opc.opcname, c.reloptions, i.indisvalid, "
+    "pg_get_indexdef(i.indexrelid, 1, false) "
+    "FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid "
+    "JOIN pg_am AS am ON am.oid = c.relam JOIN pg_opclass AS opc ON opc.oid = i.indclass[0] "
+    "WHERE i.indrelid = %s::regclass AND am.amname IN ('hnsw', 'ivfflat') ORDER BY c.relname"
+)
+"""The table's HNSW and IVFFlat indexes."""
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -79,14 +97,7 @@ class TableFacts:
             "AND i.indpred IS NULL AND i.indexprs IS NULL",
             (qualified,),
         ).fetchall()
-        composite = conn.execute(
-            "SELECT array_agg(a.attname ORDER BY k.n) FROM pg_index AS i "
-            "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
-            "JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
-            "WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indisvalid AND i.indnkeyatts > 1 "
-            "AND i.indpred IS NULL AND i.indexprs IS NULL GROUP BY i.indexrelid ORDER BY i.indexrelid",
-            (qualified,),
-        ).fetchall()
+        composite = conn.execute(_COMPOSITE_KEYS, (qualified,)).fetchall()
         kind = conn.execute(
             "SELECT relkind::text FROM pg_class WHERE oid = %s::regclass", (qualified,)
         ).fetchone()
@@ -98,14 +109,7 @@ class TableFacts:
             "JOIN pg_proc AS p ON p.oid = g.tgfoid WHERE g.tgrelid = %s::regclass AND NOT g.tgisinternal",
             (qualified,),
         ).fetchone()
-        indexes = conn.execute(
-            "SELECT c.relname, am.amname, opc.opcname, c.reloptions, i.indisvalid, "
-            "pg_get_indexdef(i.indexrelid, 1, false) "
-            "FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid "
-            "JOIN pg_am AS am ON am.oid = c.relam JOIN pg_opclass AS opc ON opc.oid = i.indclass[0] "
-            "WHERE i.indrelid = %s::regclass AND am.amname IN ('hnsw', 'ivfflat') ORDER BY c.relname",
-            (qualified,),
-        ).fetchall()
+        indexes = conn.execute(_VECTOR_INDEXES, (qualified,)).fetchall()
         return cls(
             {str(n): Column(str(n), str(t), bool(nn), None if g is None else str(g)) for n, t, nn, g in cols},
             frozenset(str(r[0]) for r in unique),

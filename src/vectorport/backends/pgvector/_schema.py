@@ -285,32 +285,7 @@ class Layout:
         emb = self.embedding("t")
         tkey = self.key("t")
         fts = self.columns.ident("fts", "t")
-        return sql.SQL(
-            "  WITH tsq AS MATERIALIZED (SELECT {tsquery} AS q),\n"
-            "  vec AS MATERIALIZED (\n"
-            "    SELECT hits.key, row_number() OVER (ORDER BY hits.ord, hits.key) AS r\n"
-            "    FROM (SELECT {tkey} AS key, {idist} AS ord FROM {table} AS t WHERE {where}{notnull}\n"
-            "          ORDER BY ord LIMIT {candidates}) AS hits\n"
-            "  ),\n"
-            "  txt AS MATERIALIZED (\n"
-            "    SELECT {tkey} AS key,\n"
-            "           row_number() OVER (ORDER BY ts_rank_cd({fts}, tsq.q) DESC, {tkey}) AS r\n"
-            "    FROM {table} AS t, tsq\n"
-            "    WHERE {fts} @@ tsq.q AND {where}\n"
-            "    ORDER BY r LIMIT {candidates}\n"
-            "  ),\n"
-            "  fused AS (\n"
-            "    SELECT coalesce(vec.key, txt.key) AS key, vec.r AS vector_rank, txt.r AS text_rank,\n"
-            "           coalesce({wv} / ({k} + vec.r), 0.0)\n"
-            "           + coalesce({wt} / ({k} + txt.r), 0.0) AS rrf_score\n"
-            "    FROM vec FULL OUTER JOIN txt ON vec.key = txt.key\n"
-            "  )\n"
-            "  SELECT {outer}, {dist}::double precision AS distance, f.rrf_score::double precision,\n"
-            "         f.vector_rank, f.text_rank\n"
-            "  FROM fused AS f JOIN {table} AS t ON {tkey} = f.key\n"
-            "  ORDER BY f.rrf_score DESC, f.key\n"
-            "  LIMIT {limit}"
-        ).format(
+        return sql.SQL(_HYBRID_SQL).format(
             tsquery=tsquery_sql(parser, self.language, text),
             idist=self.index_distance(emb, query),
             dist=self.distance(emb, query),
@@ -326,6 +301,35 @@ class Layout:
             fts=fts,
             notnull=self._embedding_present("t", " AND "),
         )
+
+
+_HYBRID_SQL = (
+    "  WITH tsq AS MATERIALIZED (SELECT {tsquery} AS q),\n"
+    "  vec AS MATERIALIZED (\n"
+    "    SELECT hits.key, row_number() OVER (ORDER BY hits.ord, hits.key) AS r\n"
+    "    FROM (SELECT {tkey} AS key, {idist} AS ord FROM {table} AS t WHERE {where}{notnull}\n"
+    "          ORDER BY ord LIMIT {candidates}) AS hits\n"
+    "  ),\n"
+    "  txt AS MATERIALIZED (\n"
+    "    SELECT {tkey} AS key,\n"
+    "           row_number() OVER (ORDER BY ts_rank_cd({fts}, tsq.q) DESC, {tkey}) AS r\n"
+    "    FROM {table} AS t, tsq\n"
+    "    WHERE {fts} @@ tsq.q AND {where}\n"
+    "    ORDER BY r LIMIT {candidates}\n"
+    "  ),\n"
+    "  fused AS (\n"
+    "    SELECT coalesce(vec.key, txt.key) AS key, vec.r AS vector_rank, txt.r AS text_rank,\n"
+    "           coalesce({wv} / ({k} + vec.r), 0.0)\n"
+    "           + coalesce({wt} / ({k} + txt.r), 0.0) AS rrf_score\n"
+    "    FROM vec FULL OUTER JOIN txt ON vec.key = txt.key\n"
+    "  )\n"
+    "  SELECT {outer}, {dist}::double precision AS distance, f.rrf_score::double precision,\n"
+    "         f.vector_rank, f.text_rank\n"
+    "  FROM fused AS f JOIN {table} AS t ON {tkey} = f.key\n"
+    "  ORDER BY f.rrf_score DESC, f.key\n"
+    "  LIMIT {limit}"
+)
+"""The hybrid statement of :meth:`Layout.hybrid_sql`."""
 
 
 _TSQUERY = {
