@@ -35,6 +35,17 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Checkpoints and sync states of this session only: a state left in the user's state
+    directory by an earlier run (a finished migration of the same two URLs) must not decide
+    what a test's migrate or sync does. A test that sets its own keeps it."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not os.environ.get("VECTORPORT_STATE_DIR"):
+            patch.setenv("VECTORPORT_STATE_DIR", str(tmp_path_factory.mktemp("vectorport-state")))
+        yield
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
