@@ -25,7 +25,7 @@ from ._base import BaseStore
 from ._features import Feature
 from ._models import Metric
 from ._protocol import VectorStore
-from ._registry import connect
+from ._registry import connect, open_unbound
 from ._url import mask_url
 from .exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
 from .filters import parse_filter
@@ -63,6 +63,7 @@ class StoreHandle:
         self._metric = metric
         self._options = dict(options or {})
         self._async: AsyncStore[Any] | None = None
+        self._checker: BaseStore[Any] | None = None
         if isinstance(store, AsyncStore):
             self._async = store
             store = store.sync
@@ -100,7 +101,17 @@ class StoreHandle:
         except NotFoundError:
             if dimension is not None:
                 raise
+            if self._checker is None:
+                # the backend's own filter check, while there is no collection to search
+                self._checker = open_unbound(self._target, **self._options)
+            return None
+        self._close_checker()
         return self._store
+
+    def _close_checker(self) -> None:
+        checker, self._checker = self._checker, None
+        if checker is not None:
+            checker.close()
 
     @property
     def current(self) -> VectorStore | None:
@@ -143,7 +154,9 @@ class StoreHandle:
         :class:`~vectorport.exceptions.UnsupportedFilterError`)."""
         if filter is None:
             return
-        store = self._store
+        # a URL whose collection does not exist yet is checked by its backend all the same, so
+        # a filter is refused whether or not anything was written
+        store = self._store if self._store is not None else self._checker
         if isinstance(store, BaseStore):
             store.check_filter(filter)
         else:
@@ -175,5 +188,6 @@ class StoreHandle:
 
     def close(self) -> None:
         """Close the store when this handle opened it from a URL."""
+        self._close_checker()
         if self.owned and self._store is not None:
             self._store.close()

@@ -36,6 +36,7 @@ __all__ = [
     "TestTarget",
     "available_backends",
     "connect",
+    "open_unbound",
     "open_url",
     "resolve",
 ]
@@ -208,6 +209,13 @@ def open_url(url: StoreURL, options: dict[str, Any]) -> BaseStore[Any]:
     return cls.from_url(url, **options)
 
 
+def open_unbound(url: Any, *, bind: Any = None, **options: Any) -> BaseStore[Any]:
+    """The store :func:`connect` opens, before its collection is looked up (no I/O on the
+    collection): what it takes, made into a URL and options once for both."""
+    url, options = application_target(url, bind, options)
+    return open_url(StoreURL.parse(url), options)
+
+
 def connect(
     url: Any,
     *,
@@ -233,8 +241,7 @@ def connect(
     3
     >>> store.drop()
     """
-    url, options = application_target(url, bind, options)
-    store = open_url(StoreURL.parse(url), options)
+    store = open_unbound(url, bind=bind, **options)
     try:
         store.bind(dimension, metric, embedding_model)
     except BaseException:

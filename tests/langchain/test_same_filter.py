@@ -14,6 +14,7 @@ import pytest
 import vectorport
 from tests._frameworks import each_target
 from vectorport.filters import ALL_OPERATORS, evaluate, parse_filter
+from vectorport.testing.backends import targets
 
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
@@ -142,3 +143,34 @@ def test_what_the_backend_cannot_run_is_refused_before_any_io(
             lc.delete(filter=SAMPLES[op])
     assert emb.calls == before  # nothing was embedded: the filter was refused first
     assert lc.store.count() == 30
+
+
+@pytest.mark.parametrize("name", each_target())
+def test_a_collection_not_made_yet_refuses_the_same_filters(name: str, url_for: Callable[..., str]) -> None:
+    """Before the first write (no collection: nothing to search) the backend refuses what it
+    cannot run all the same, so the application sees the same error whether or not it wrote."""
+    emb = Counting()
+    lc = LangChainStore(url_for(name), embedding=emb)
+    try:
+        owner, _ = targets()[name]
+        missing = sorted(set(ALL_OPERATORS) - owner.load().capabilities.filter_operators - {"$and", "$not"})
+        for op in missing:
+            with pytest.raises(vectorport.UnsupportedFilterError):
+                lc.similarity_search("tables", k=3, filter=SAMPLES[op])
+            with pytest.raises(vectorport.UnsupportedFilterError):
+                lc.delete(filter=SAMPLES[op])
+        with pytest.raises(vectorport.FilterError, match=r"unknown operator '\$like'"):
+            lc.similarity_search("tables", k=3, filter={"lang": {"$like": "e%"}})
+        assert lc.similarity_search("tables", k=3, filter=PORTABLE) == []
+        assert emb.calls == 1  # only the search that could run embedded its query
+        with pytest.raises(vectorport.NotFoundError):
+            _ = lc.store  # nothing was made
+        lc.add_texts(TEXTS[:3], METAS[:3], ids=["d00", "d01", "d02"])
+        for op in missing:  # and the same once it exists
+            with pytest.raises(vectorport.UnsupportedFilterError):
+                lc.similarity_search("tables", k=3, filter=SAMPLES[op])
+        assert [d.id for d in lc.similarity_search("tables", k=3, filter={"lang": "fr"})] == ["d01"]
+    finally:
+        with contextlib.suppress(vectorport.NotFoundError):
+            lc.store.drop()
+        lc.close()
