@@ -1,7 +1,7 @@
 """The protocol with awaitable methods: :func:`aconnect` and :class:`AsyncStore`.
 
 One wrapper serves every backend: each call of the bound (sync) store runs off the event loop
-(:func:`off_loop`), so a slow backend never blocks the loop. A backend with an async
+(:func:`asyncio.to_thread`), so a slow backend never blocks the loop. A backend with an async
 driver subclasses it and runs its hot paths natively (pgvector: psycopg's async connections
 from a pool, no thread per call), reusing the sync store's statements and decoding.
 
@@ -75,6 +75,13 @@ class AsyncStore(Generic[S]):
     def __init__(self, store: S) -> None:
         self.sync: S = store
 
+    async def _off_loop(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Where a sync call runs: a worker thread (:func:`asyncio.to_thread`). A backend whose
+        sync code borrows connections on the event loop that awaits it (pgvector on an
+        ``AsyncEngine``) runs it with :func:`off_loop` instead; a wrapper made elsewhere (the
+        framework adapters' handles, which LlamaIndex may await on a loop of its own) does not."""
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
     @property
     def name(self) -> str:
         return self.sync.name
@@ -96,14 +103,14 @@ class AsyncStore(Generic[S]):
         return self.sync.spec
 
     async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
-        return await off_loop(self.sync.upsert, list(records), batch_size=batch_size)
+        return await self._off_loop(self.sync.upsert, list(records), batch_size=batch_size)
 
     async def aget(self, keys: Iterable[str], *, include: Iterable[str] | None = None) -> list[Record]:
-        return await off_loop(self.sync.get, list(keys), include=include)
+        return await self._off_loop(self.sync.get, list(keys), include=include)
 
     async def adelete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
         listed = None if keys is None else list(keys)
-        return await off_loop(self.sync.delete, listed, filter=filter)
+        return await self._off_loop(self.sync.delete, listed, filter=filter)
 
     async def aquery(
         self,
@@ -114,10 +121,10 @@ class AsyncStore(Generic[S]):
         include: Iterable[str] | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> QueryResult:
-        return await off_loop(self.sync.query, vector, k, filter=filter, include=include, params=params)
+        return await self._off_loop(self.sync.query, vector, k, filter=filter, include=include, params=params)
 
     async def acount(self) -> int:
-        return await off_loop(self.sync.count)
+        return await self._off_loop(self.sync.count)
 
     async def atext_query(
         self,
@@ -130,7 +137,7 @@ class AsyncStore(Generic[S]):
     ) -> QueryResult:
         """``text_query`` of a store with text search (:class:`~vectorport.SupportsTextSearch`)."""
         search = self._feature("text_query")
-        return await off_loop(search, text, k, filter=filter, include=include, params=params)
+        return await self._off_loop(search, text, k, filter=filter, include=include, params=params)
 
     async def ahybrid_query(
         self,
@@ -146,7 +153,7 @@ class AsyncStore(Generic[S]):
     ) -> QueryResult:
         """``hybrid_query`` of a store with hybrid search (:class:`~vectorport.SupportsHybridSearch`)."""
         search = self._feature("hybrid_query")
-        return await off_loop(
+        return await self._off_loop(
             search, vector, text, k, filter=filter, weight=weight, rrf_k=rrf_k, include=include, params=params
         )
 
@@ -168,22 +175,22 @@ class AsyncStore(Generic[S]):
     ) -> AsyncIterator[ScanPage]:
         pages = self.sync.scan(batch_size=batch_size, include=include, segment=segment, cursor=cursor)
         while True:
-            page = await off_loop(next, pages, None)
+            page = await self._off_loop(next, pages, None)
             if page is None:
                 return
             yield page
 
     async def adrop(self) -> None:
-        await off_loop(self.sync.drop)
+        await self._off_loop(self.sync.drop)
 
     async def alist_collections(self) -> list[str]:
-        return await off_loop(self.sync.list_collections)
+        return await self._off_loop(self.sync.list_collections)
 
     async def ainfo(self) -> dict[str, Any]:
-        return await off_loop(self.sync.info)
+        return await self._off_loop(self.sync.info)
 
     async def aclose(self) -> None:
-        await off_loop(self.sync.close)
+        await self._off_loop(self.sync.close)
 
     async def __aenter__(self) -> Self:
         return self

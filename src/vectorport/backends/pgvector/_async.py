@@ -22,7 +22,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncPgVectorStore", "asynchronous"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 _IDLE = psycopg.pq.TransactionStatus.IDLE
 _WAIT = 10.0
 """Seconds a call waits for a pooled connection (then the server is probed, the pool renewed)."""
@@ -69,6 +71,11 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         """The application's ``AsyncEngine``, whose pool lends the connections (else our own pool)."""
         self._recovering: asyncio.Lock | None = None
         self._recovered = 0.0
+
+    async def _off_loop(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """The sync store's code off the loop, told this loop: on an ``AsyncEngine`` it borrows
+        the engine's connections here (:class:`~._engine.AsyncEngineBridge`)."""
+        return await off_loop(fn, *args, **kwargs)
 
     async def _connections(self) -> AsyncConnectionPool[Any]:
         if self._pool is not None:
@@ -286,7 +293,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         store = self.sync
         limit, inc, part, position = store._scan_args(batch_size, include, segment, cursor)
         if position is None and not store.foreign.keys_checked:
-            await off_loop(store.check_keys)  # once: a table made elsewhere
+            await self._off_loop(store.check_keys)  # once: a table made elsewhere
         while True:
             query, params = store.reader.scan_sql(limit, inc, part, position)
             rows = await store.retry.acall(partial(self._fetch, "scan", query, params), "pgvector: scan")
@@ -317,7 +324,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
     async def _ready_to_write(self) -> None:
         store = self.sync
         if not store.catalog.write_ready or store.indexing.missing:
-            await off_loop(store.indexing.prepare_writes)  # once: catalog, adopted table, index
+            await self._off_loop(store.indexing.prepare_writes)  # once: catalog, adopted table, index
 
     async def aupsert(self, records: Iterable[Record], *, batch_size: int | None = None) -> int:
         store = self.sync

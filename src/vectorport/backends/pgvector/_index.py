@@ -93,8 +93,7 @@ class Indexing:
         try:
             self.prepare_writes()
             with self.store.server.errors("bulk load"):
-                # a session of its own (the store's, or one its engine lends for the load's span):
-                # it holds the shared lock throughout while the writes run on other connections
+                # a session kept for the load (its engine's when it has one) holds the lock throughout
                 conn, give_back = self.store.server.pool.hold()
         except BaseException:
             self.loading -= 1
