@@ -25,6 +25,7 @@ from vectorport.backends.memory import MemoryStore
 from vectorport.cli import app
 from vectorport.exceptions import BackendError
 from vectorport.migrate import Checkpoint, MetadataPolicy, PlanRefusedError, plan, verify
+from vectorport.migrate._merged import verify_merged
 
 from ._migrate_data import (
     FlatMemoryStore,
@@ -333,6 +334,24 @@ def test_verify_reports_every_kind_of_difference(source: str) -> None:
     assert [d["key"] for d in report.text] == [keys[2]]
     assert report.differences == 5  # missing, extra, metadata, vector, text (counts equal)
     json.dumps(report.to_dict())
+
+
+def test_verify_of_collections_of_other_dimensions_is_a_difference_not_a_failure() -> None:
+    """Every vector differs and the sampled queries are skipped (a source vector is no query
+    for the target): exit 1 with the dimensions named, not a query error after the data pass."""
+    src = vectorport.connect(fresh("dim8"), dimension=8)
+    dst = vectorport.connect(fresh("dim16"), dimension=16)
+    src.upsert([Record(f"k{i}", [1.0, float(i)] + [0.0] * 6) for i in range(30)])
+    dst.upsert([Record(f"k{i}", [1.0, float(i)] + [0.0] * 14) for i in range(30)])
+    report = verify(src.url.raw, dst.url.raw, sample_queries=5)
+    assert report.exit_code == ExitCode.PROBLEM and not report.ok
+    assert report.collection == ["dimension: source 8, target 16"] and report.vectors.total == 30
+    assert report.queries is None and report.skipped == ["queries: the collections' dimensions differ"]
+    res = runner.invoke(app, ["verify", src.url.raw, dst.url.raw])
+    assert res.exit_code == ExitCode.PROBLEM and "dimension: source 8, target 16" in res.stdout, res.output
+    merged = verify_merged(src.url.raw, dst.url.raw, segments=2, sample_queries=5)  # Ray's verification
+    assert (merged.collection, merged.skipped, merged.queries) == (report.collection, report.skipped, None)
+    assert merged.vectors.total == 30 and merged.exit_code == ExitCode.PROBLEM
 
 
 def test_reembed_with_ingest_embedders() -> None:

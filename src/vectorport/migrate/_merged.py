@@ -44,7 +44,7 @@ from ._endpoints import Endpoint, open_source, probe_target
 from ._progress import Progress, ProgressMode
 from ._report import DEFAULT_CAP, Capped
 from ._transform import MetadataPolicy, Transformer
-from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page
+from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page, collection_differences
 from ._verify_queries import ask_queries, pick_queries, query_check
 
 __all__ = [
@@ -402,6 +402,10 @@ def verify_merged(
             report.missing, report.extra = Capped(cap), Capped(cap)
             report.vectors, report.metadata, report.text = Capped(cap), Capped(cap), Capped(cap)
             report.scan_segments, report.method = segments, "digest"
+            report.collection = collection_differences(src.store, dst.store)
+            if src.store.spec.dimension != dst.store.spec.dimension:  # as verify_stores says
+                report.skipped.append("queries: the collections' dimensions differ")
+                sample_queries = 0
             transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
             native = [(i, segments) for i in range(segments)]
             m = _Merge(source, target, src_opts, dst_opts, runner, native, src, dst, transformer, report)

@@ -477,10 +477,12 @@ def verify_stores(
     labels = (source_label or source.url.masked, target_label or target.url.masked)
     report = _new_report(labels, shard, cap, compare_vectors)
     report.collection = collection_differences(source, target, compare_vectors)
+    other_dimension = compare_vectors and source.spec.dimension != target.spec.dimension
+    if other_dimension:  # a source vector is no query for the target: the data differ already
+        report.skipped.append("queries: the collections' dimensions differ")
     if queries is None:
-        queries = sampled_queries(
-            source, target, shard, 0 if sharded or not compare_vectors else sample_queries, k
-        )
+        asked = 0 if sharded or not compare_vectors or other_dimension else sample_queries
+        queries = sampled_queries(source, target, shard, asked, k)
     exact = queries.exact
     # asked now, judged at the end against the exact top-k the data pass computes
     answers = ask_queries(source, target, queries.records, queries.k) if queries.records else None
