@@ -571,8 +571,8 @@ def test_follow_gives_up_after_max_outage_with_its_position_kept(
                 _writes(source, 20, seed=31)
                 _until_equal(source, target)
                 kept = _settled(state, data)
+                began = time.monotonic()  # the outage cannot begin before the server stops
                 assert stop_embedded(data)
-                began = time.monotonic()
                 code = proc.wait(timeout=60)
             finally:
                 proc.kill()
