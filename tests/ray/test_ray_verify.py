@@ -234,6 +234,7 @@ def test_cli_verify_ray_report_and_progress(ray_cluster: Any, tmp_path: Path) ->
         assert json.loads(out.stdout) == json.loads(path.read_text())
         lines = _progress_lines(out.stderr)
         assert lines and lines[-1]["stage"] == "verify" and lines[-1]["done"] == n, out.stderr
+        assert [d["done"] for d in lines if d["stage"] == "verify"].count(0) == 1, out.stderr  # one start
         reports[engine] = json.loads(out.stdout)
     local, ray_ = reports["local"], reports["ray"]
     assert ray_["engine"] == "ray" and ray_["workers"] == 2
