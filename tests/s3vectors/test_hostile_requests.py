@@ -82,3 +82,20 @@ def test_dropped_connections_leave_no_traceback(
     # and the server still answers
     status, _, _ = _post(endpoint, "/ListVectorBuckets", b"{}")
     assert status == 200
+
+
+def test_depth_limit_counts_every_value() -> None:
+    from vectorport.bucketserver._errors import ValidationException
+    from vectorport.bucketserver._http import MAX_DEPTH, check_depth
+
+    def nest(levels: int, leaf: Any) -> Any:  # levels of containers, alternating list/object
+        doc = leaf
+        for i in range(levels):
+            doc = [doc] if i % 2 else {"k": doc}
+        return doc
+
+    for leaf in (1.0, "s", [], {}):
+        check_depth(nest(MAX_DEPTH - 1, leaf))  # the leaf sits at MAX_DEPTH
+        with pytest.raises(ValidationException, match="nests deeper"):
+            check_depth(nest(MAX_DEPTH, leaf))  # one level deeper
+    check_depth({"vectors": [{"data": {"float32": [0.5] * 384}}] * 3})

@@ -238,3 +238,22 @@ def test_fast_reads_parse_what_botocore_parses(
     # an error is still botocore's to parse
     with pytest.raises(fast.exceptions.NotFoundException):
         fast.get_vectors(vectorBucketName="wire", indexName="no-such-index", keys=["k"])
+
+
+def test_batch_error_names_the_first_bad_record_and_writes_nothing(
+    endpoint: str, raw_s3v: Any, index: dict[str, str]
+) -> None:
+    # The batch's vectors are checked together; a failure must still name the first bad
+    # record (here a metadata error before a later bad vector) and store none of the batch.
+    items = (
+        '{"key":"ok","data":{"float32":[1.0,2.0]}},'
+        '{"key":"meta","data":{"float32":[1.0,2.0]},"metadata":{"k":[[1]]}},'
+        '{"key":"vec","data":{"float32":[1e400,2.0]}}'
+    )
+    body = (json.dumps(index)[:-1] + ',"vectors":[' + items + "]}").encode()
+    request = urllib.request.Request(endpoint + "/PutVectors", body, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as exc:
+        urllib.request.urlopen(request, timeout=10)
+    message = json.loads(exc.value.read())["message"]
+    assert "'meta'" in message and "'vec'" not in message, message
+    assert raw_s3v.get_vectors(**index, keys=["ok", "meta", "vec"])["vectors"] == []

@@ -3,6 +3,7 @@ metadata that QueryVectors shares (:func:`parse_vector`)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import secrets
@@ -62,19 +63,21 @@ class VectorOperations(ServiceCore):
             raise ValidationException(
                 f"{where}: metadata has {len(meta)} keys; at most {limits.max_metadata_keys} are allowed"
             )
+        fsize = total = 0
         for key, value in meta.items():
             if not key:
                 raise ValidationException(f"{where}: metadata keys must not be empty")
             _check_meta_value(value, f"{where}: metadata key {key!r}")
-        filterable = {k: v for k, v in meta.items() if k not in index.non_filterable}
-        fsize = _meta_size(filterable)
+            size = len(key.encode("utf-8")) + _meta_size(value)
+            total += size
+            if key not in index.non_filterable:
+                fsize += size
         # The service's own wording (seen in real PutVectors errors), then the sizes.
         if fsize > limits.max_filterable_bytes:
             raise ValidationException(
                 f"{where}: Filterable metadata must have at most {limits.max_filterable_bytes} bytes "
                 f"(it has {fsize}); declare large keys non-filterable at index creation"
             )
-        total = _meta_size(meta)
         if total > limits.max_total_metadata_bytes:
             raise ValidationException(
                 f"{where}: Total metadata must have at most {limits.max_total_metadata_bytes} bytes "
@@ -87,7 +90,10 @@ class VectorOperations(ServiceCore):
         items = inp["vectors"]
         keys: list[str] = []
         seen: set[str] = set()
-        vectors = np.empty((len(items), index.dimension), np.float32)
+        # All vectors checked and converted at once; when any of them fails (None), each is
+        # checked in turn below, so the error names the first bad record as before.
+        batch = _fast_float32([item["data"].get("float32") for item in items], index)
+        vectors = np.empty((len(items), index.dimension), np.float32) if batch is None else batch
         metas: list[dict[str, Any]] = []
         for i, item in enumerate(items):
             key = item["key"]
@@ -95,7 +101,8 @@ class VectorOperations(ServiceCore):
             if key in seen:
                 raise ValidationException(f"Duplicate vector key in the request: '{key}'")
             seen.add(key)
-            vectors[i] = parse_vector(item["data"], index, where)
+            if batch is None:
+                vectors[i] = parse_vector(item["data"], index, where)
             metas.append(self._metadata(item.get("metadata"), index, where))
             keys.append(key)
         self._check_write_rate(index, len(keys))
@@ -199,11 +206,9 @@ def parse_vector(data: dict[str, Any], index: Index, where: str) -> np.ndarray[A
         raise ValidationException(
             f"{where}: vector dimension {len(values)} does not match index dimension {index.dimension}"
         )
-    arr = _fast_float32(values)
+    arr = _fast_float32([values], index)
     if arr is not None:
-        if index.metric == "cosine" and not np.any(arr):
-            raise ValidationException(f"{where}: zero vectors are not allowed for the cosine distance metric")
-        return arr
+        return np.asarray(arr[0])
     for v in values:
         if (
             isinstance(v, bool)
@@ -220,21 +225,28 @@ def parse_vector(data: dict[str, Any], index: Index, where: str) -> np.ndarray[A
     return arr
 
 
-def _fast_float32(values: list[Any]) -> np.ndarray[Any, Any] | None:
-    """``values`` as float32 when every one is a finite ``float`` (or an ``int`` below
-    2**53) within float32's range, checked on the whole array at once; ``None`` sends the
-    caller to the per-value checks, which find the offending value and word the error."""
-    kinds = set(map(type, values))
-    if not values or not kinds <= {float, int}:
+def _fast_float32(rows: list[Any], index: Index) -> np.ndarray[Any, Any] | None:
+    """``rows`` (each a ``float32`` member of a request) as one float32 matrix when every
+    row is a list of the index's dimension holding only finite ``float`` values (or ``int``
+    below 2**53) within float32's range, and, for cosine, not all zero: checked on the whole
+    matrix at once. ``None`` sends the caller to :func:`parse_vector`'s per-value checks,
+    which find the offending value and word the error."""
+    dim = index.dimension
+    if not rows or not all(type(row) is list and len(row) == dim for row in rows):
+        return None
+    kinds = set(map(type, itertools.chain.from_iterable(rows)))
+    if not kinds <= {float, int}:
         return None
     try:
-        wide = np.array(values, np.float64)
+        wide = np.array(rows, np.float64).reshape(len(rows), dim)
     except OverflowError:  # an int beyond float64
         return None
-    if not np.isfinite(wide).all():
+    if wide.size and not np.isfinite(wide).all():
         return None
-    top = float(np.abs(wide).max())
+    top = float(np.abs(wide).max()) if wide.size else 0.0
     if top > _FLOAT32_MAX or (int in kinds and top >= _EXACT_INT):
+        return None
+    if index.metric == "cosine" and not wide.any(axis=1).all():
         return None
     # Python floats (and ints below 2**53) are exact as C doubles, so this is the same
     # rounding as np.asarray(values, np.float32).
