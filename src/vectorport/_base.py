@@ -207,6 +207,14 @@ class BaseStore(ABC, Generic[N]):
             f"{what_exists(kind, self.collection, names)}; pass dimension= (and metric=) to create it"
         )
 
+    def _made_concurrently(self, spec: CollectionSpec) -> bool:
+        """After ``_create_collection`` lost a race (the backend said the collection exists):
+        whether the concurrent creator made the same collection (dimension and metric), so the
+        create may count as done. A backend whose create is not idempotent calls it from its
+        ``except ConflictError``, and re-raises when it is ``False``."""
+        existing = self._describe_collection()
+        return existing is not None and (existing.dimension, existing.metric) == (spec.dimension, spec.metric)
+
     def _check_spec_supported(self, spec: CollectionSpec) -> None:
         caps = self.capabilities
         if spec.metric not in caps.metrics:

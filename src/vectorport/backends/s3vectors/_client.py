@@ -1,17 +1,35 @@
-"""Building the boto3 ``s3vectors`` client (AWS or a local server) and Supabase's variant, and
-checking bucket and index names."""
+"""Reaching a bucket: an ``s3vectors://`` or ``supabase://`` URL and its options parsed
+(:func:`resolve`), bucket and index names checked, and the boto3 ``s3vectors`` client built (AWS
+or a local server, or Supabase's variant)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..._names import NameRule
 from ..._url import StoreURL, mask_url
 from ...exceptions import ConfigurationError
+from ._layout import layout_option
+from ._text import text_search_option
 from .errors import map_errors
 
-__all__ = ["BUCKET_NAMES", "INDEX_NAMES", "boto_client", "check_names", "snake", "supabase_client"]
+__all__ = [
+    "BUCKET_NAMES",
+    "INDEX_NAMES",
+    "Target",
+    "boto_client",
+    "check_names",
+    "resolve",
+    "snake",
+    "supabase_client",
+]
+
+SUPABASE_PATH = "/storage/v1/vector"
+SUPABASE_KEY_ENV = ("SUPABASE_SERVICE_ROLE_KEY", "SUPABASE_SERVICE_KEY", "SUPABASE_KEY")
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
@@ -133,3 +151,95 @@ def supabase_client(endpoint: str, key: str, max_attempts: int, workers: int) ->
 
     client.meta.events.register("before-sign.s3vectors", add_auth)
     return client
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an ``s3vectors://`` or ``supabase://`` URL points, with a client reaching it, and the
+    store's own options (``write_rate``, ``workers``, ``layout``, ``text_search`` …)."""
+
+    bucket: str
+    index: str
+    client: Any
+    endpoint: str
+    """The endpoint for the write limiter's key (``aws`` for AWS's own)."""
+    options: dict[str, Any]
+
+
+def resolve(url: StoreURL, options: Mapping[str, Any]) -> Target:
+    """Parse an ``s3vectors://BUCKET/INDEX`` or ``supabase://REF.supabase.co/BUCKET/INDEX`` URL
+    and ``connect()`` options (these win over URL parameters) and make the boto3 client (unless
+    ``client=`` gives one)."""
+    opts: dict[str, Any] = {**url.params, **options}
+    # collection= (connect()'s, or a migration's derived name) replaces the URL's index
+    named = str(opts.pop("collection", None) or "")
+    if url.scheme == "supabase":
+        return _supabase(url, opts, named)
+    bucket = url.host or ""
+    index = named or url.path.strip("/")
+    if not bucket or "/" in index:
+        raise ConfigurationError(
+            f"expected s3vectors://BUCKET/INDEX[?region=…&endpoint_url=…], got {url.masked!r}"
+        )
+    if not index:
+        raise INDEX_NAMES.missing(
+            f"{url.masked}: name the index, e.g. s3vectors://{bucket}/docs (or pass collection=)"
+        )
+    check_names(url, bucket, index)
+    endpoint = opts.pop("endpoint_url", None)
+    region = opts.pop("region", None)
+    profile = opts.pop("profile", None)
+    client = opts.pop("client", None)
+    max_attempts = int(opts.pop("max_attempts", 2))
+    store_opts = _store_options(opts)
+    if client is None:
+        client = boto_client(endpoint, region, profile, max_attempts, store_opts["workers"])
+    return Target(bucket, index, client, endpoint or "aws", store_opts)
+
+
+def _supabase(url: StoreURL, opts: dict[str, Any], named: str) -> Target:
+    parts = url.path.strip("/").split("/")
+    if named:
+        parts = [parts[0], named]
+    if not url.host or len(parts) > 2 or not parts[0]:
+        raise ConfigurationError(
+            f"expected supabase://PROJECT_REF.supabase.co/BUCKET/INDEX[?key=…], got {url.masked!r}"
+        )
+    if len(parts) == 1 or not parts[1]:
+        raise INDEX_NAMES.missing(
+            f"{url.masked}: name the index, e.g. supabase://{url.host}/{parts[0]}/docs (or pass collection=)"
+        )
+    bucket, index = parts
+    check_names(url, bucket, index)
+    key = opts.pop("key", None) or next((os.environ[v] for v in SUPABASE_KEY_ENV if os.environ.get(v)), None)
+    if not key:
+        raise ConfigurationError(
+            f"{url.masked}: a Supabase service-role key is needed: add ?key=… or set {SUPABASE_KEY_ENV[0]}"
+        )
+    base = opts.pop("endpoint_url", None) or f"https://{url.host}" + (f":{url.port}" if url.port else "")
+    endpoint = base.rstrip("/") + SUPABASE_PATH
+    client = opts.pop("client", None)
+    max_attempts = int(opts.pop("max_attempts", 2))
+    opts.pop("region", None)
+    store_opts = _store_options(opts)
+    if client is None:
+        client = supabase_client(endpoint, key, max_attempts, store_opts["workers"])
+    return Target(bucket, index, client, endpoint, store_opts)
+
+
+def _store_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """The store's keyword arguments from what is left of the options; refuses any other."""
+    said = opts.get("text_search") is not None
+    out: dict[str, Any] = {
+        "write_rate": float(opts.pop("write_rate", 2500.0)),
+        "workers": int(opts.pop("workers", 8)),
+        "layout": layout_option(opts.pop("layout", None), opts.pop("text_key", None)),
+        "text_search": text_search_option(opts.pop("text_search", None)),
+        "text_search_said": said,
+    }
+    retry = opts.pop("retry", None)
+    if retry is not None:
+        out["retry"] = retry
+    if opts:
+        raise ConfigurationError(f"unknown s3vectors option(s): {', '.join(sorted(opts))}")
+    return out

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..._base import BaseStore, FilterLike
+from ..._base import FilterLike
 from ..._capabilities import Capabilities
 from ..._features import Feature
 from ..._models import Include, Match, QueryResult, canonical_distances, score_from_distance
@@ -43,9 +43,9 @@ from ..._textsearch import (
 from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
 
 if TYPE_CHECKING:
-    from ._layout import BucketLayout
+    from .store import S3VectorsStore
 
-__all__ = ["TEXT_FEATURES", "TEXT_LANGUAGES", "TextSearchMixin", "searchable_keys", "text_search_option"]
+__all__ = ["TEXT_FEATURES", "TEXT_LANGUAGES", "TextSearch", "searchable_keys", "text_search_option"]
 
 log = logging.getLogger("vectorport")
 
@@ -86,57 +86,61 @@ def searchable_keys(index: Mapping[str, Any]) -> dict[str, str]:
     return {str(c["metadataKey"]): str(c.get("language") or "") for c in configs}
 
 
-class TextSearchMixin(BaseStore[dict[str, Any]]):
-    """``text_query`` and ``hybrid_query`` of :class:`~.store.S3VectorsStore`."""
+class TextSearch:
+    """``text_query`` and ``hybrid_query`` of an :class:`~.store.S3VectorsStore` (forwarded),
+    and the ``text_search=`` option that makes the text key full-text searchable when the index
+    is created."""
 
-    _searchable: Mapping[str, str] = {}
-    """The index's full-text searchable keys and their analyzer languages (known once the index
-    is opened)."""
-    _text_search: str | None = None
-    """``text_search=``: configure the text key full-text searchable when creating the index
-    (``None``: no; ``""``: the standard analyzer; else a language code)."""
-    _text_search_said: bool = False
-    """Whether ``text_search=`` was given (``false`` included): a migration then leaves it be."""
-
-    if TYPE_CHECKING:
-        bucket: str
-
-        @property
-        def layout(self) -> BucketLayout: ...
-
-        def _call(self, operation: str, **params: Any) -> Any: ...
-
-        def _ids(self) -> dict[str, str]: ...
-
-        def _query_vectors(self, request: dict[str, Any]) -> list[dict[str, Any]]: ...
-
-        def _split(
-            self, meta: dict[str, Any] | None, include: frozenset[Include]
-        ) -> tuple[dict[str, Any], str | None]: ...
-
-    def _check_text_search_option(self) -> None:
-        """Refuse ``text_search=`` before any I/O where the layout cannot have it."""
-        layout = self.layout
-        if self._text_search is not None and layout.node:
+    def __init__(self, store: S3VectorsStore, option: str | None = None, said: bool = False) -> None:
+        self.store = store
+        self.option = option
+        """``text_search=``: configure the text key full-text searchable when creating the index
+        (``None``: no; ``""``: the standard analyzer; else a language code)."""
+        self.said = said or option is not None
+        """Whether ``text_search=`` was given (``false`` included): a migration then leaves it be."""
+        self.searchable: Mapping[str, str] = {}
+        """The index's full-text searchable keys and their analyzer languages (known once the
+        index is opened)."""
+        layout = store.layout
+        if option is not None and layout.node:  # refused before any I/O
             raise ConfigurationError(
-                f"{self.name}: text_search needs the text in a metadata key of its own; the "
+                f"{store.name}: text_search needs the text in a metadata key of its own; the "
                 f"{layout.name} layout keeps it inside a JSON node ({layout.text_key}), which is not "
                 "searchable as the text"
             )
 
-    def _text_search_configurations(self) -> list[dict[str, str]]:
+    def configurations(self) -> list[dict[str, str]]:
         """``CreateIndex``'s ``textSearchConfigurations`` for ``text_search=`` (empty: none)."""
-        if self._text_search is None:
+        if self.option is None:
             return []
-        config = {"metadataKey": self.layout.text_key}
-        if self._text_search:
-            config["language"] = self._text_search
+        config = {"metadataKey": self.store.layout.text_key}
+        if self.option:
+            config["language"] = self.option
         return [config]
 
-    def _created_searchable(self) -> None:
+    def created(self) -> None:
         """After ``CreateIndex``: the text key is searchable when it was configured so."""
-        if self._text_search is not None:
-            self._searchable = {self.layout.text_key: self._text_search}
+        if self.option is not None:
+            self.searchable = {self.store.layout.text_key: self.option}
+
+    def opened(self, index: Mapping[str, Any]) -> None:
+        """After opening an index (its ``GetIndex`` description): its searchable keys; say when
+        ``text_search=`` asked for what the index lacks (it applies at creation only; vectorport
+        does not change an existing index)."""
+        self.searchable = searchable_keys(index)
+        if self.option is not None and not self.available():
+            log.warning(
+                "%s: text_search applies when vectorport creates the index; this index exists "
+                "without full-text search on %r (add it with UpdateMetadataConfiguration, an "
+                "ENHANCED index, and reopen the store)",
+                self.store.calls.where,
+                self.store.layout.text_key,
+            )
+
+    def available(self) -> bool:
+        """Whether the index can search its text (its text key is full-text searchable)."""
+        layout = self.store.layout
+        return not layout.node and layout.text_key in self.searchable
 
     @property
     def text_language(self) -> str | None:
@@ -144,9 +148,15 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         names it (:func:`~vectorport._textsearch.canonical_language`: ``es`` is ``spanish``, the
         standard analyzer ``simple``); ``None`` without text search. ``verify`` compares it with
         the source's."""
-        if not self._has_text_search():
+        if not self.available():
             return None
-        return canonical_language(self._searchable.get(self.layout.text_key, ""))
+        return canonical_language(self.searchable.get(self.store.layout.text_key, ""))
+
+    def capabilities(self, caps: Capabilities) -> Capabilities:
+        """``caps`` without text and hybrid search when the index cannot search its text."""
+        if self.available():
+            return caps
+        return replace(caps, features=caps.features - TEXT_FEATURES)
 
     def follow_text_language(self, language: str) -> bool | str:
         """Before the index is created (a migration's target): the source searches its text in
@@ -156,34 +166,34 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         ``CreateIndex`` model's ``textSearchConfigurations``). ``True`` when the index will
         search in ``language``; else what it does instead, for the plan's notes."""
         wanted = canonical_language(language)
-        said = self._text_search_said
-        if self._text_search is None and not said and not self.layout.node:
+        said = self.said
+        if self.option is None and not said and not self.store.layout.node:
             mode = self._new_index_mode()
             if mode != "ENHANCED":
                 makes = f"makes {mode} indexes" if mode else "does not say which mode its indexes have"
                 return (
-                    f"the source searches its text in {wanted!r}, but the bucket {self.bucket!r} {makes} "
-                    "and full-text search needs an ENHANCED index: the target index is created without "
-                    "it (PutVectorBucketDefaultIndexMode ENHANCED, then text_search=true, gives it)"
+                    f"the source searches its text in {wanted!r}, but the bucket {self.store.bucket!r} "
+                    f"{makes} and full-text search needs an ENHANCED index: the target index is created "
+                    "without it (PutVectorBucketDefaultIndexMode ENHANCED, then text_search=true, gives it)"
                 )
-            self._text_search = ""
-        if self._text_search is None:
+            self.option = ""
+        if self.option is None:
             if not said:
                 return False
             return (
                 f"the target index is created without full-text search (text_search=false); the "
                 f"source searches its text in {wanted!r}"
             )
-        if self._text_search == "":
+        if self.option == "":
             code = next((c for c, name in ANALYZER_LANGUAGES.items() if name == wanted), None)
             if code is not None and code in TEXT_LANGUAGES:
-                self._text_search = code
+                self.option = code
             elif wanted in TEXT_LANGUAGES:
-                self._text_search = wanted
-        got = canonical_language(self._text_search)
+                self.option = wanted
+        got = canonical_language(self.option)
         if got == wanted:
             return True
-        why = "text_search= names it" if said and self._text_search else "the service has no analyzer for it"
+        why = "text_search= names it" if said and self.option else "the service has no analyzer for it"
         return (
             f"the target index analyzes its text in {got!r} ({why}; the service's analyzers: "
             f"{', '.join(TEXT_LANGUAGES)} and the standard one, 'simple'), the source in "
@@ -195,7 +205,7 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         ``defaultIndexMode``); a bucket not made yet is made ENHANCED, the service's default since
         2026-09-30. ``None``: the service does not say (or the bucket cannot be read)."""
         try:
-            got = self._call("GetVectorBucket", vectorBucketName=self.bucket)
+            got = self.store.calls.call("GetVectorBucket", vectorBucketName=self.store.bucket)
         except NotFoundError:
             return "ENHANCED"
         except VectorportError:
@@ -203,41 +213,20 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         mode = (got.get("vectorBucket") or {}).get("defaultIndexMode")
         return str(mode) if mode else None
 
-    def _opened_searchable(self, where: str) -> None:
-        """After opening an index: say when ``text_search=`` asked for what the index lacks
-        (it applies at creation only; vectorport does not change an existing index)."""
-        if self._text_search is not None and not self._has_text_search():
-            log.warning(
-                "%s: text_search applies when vectorport creates the index; this index exists "
-                "without full-text search on %r (add it with UpdateMetadataConfiguration, an "
-                "ENHANCED index, and reopen the store)",
-                where,
-                self.layout.text_key,
-            )
-
-    def _has_text_search(self) -> bool:
-        layout = self.layout
-        return not layout.node and layout.text_key in self._searchable
-
-    def _text_capabilities(self, caps: Capabilities) -> Capabilities:
-        """``caps`` without text and hybrid search when the index cannot search its text."""
-        if self._has_text_search():
-            return caps
-        return replace(caps, features=caps.features - TEXT_FEATURES)
-
-    def _require_text_search(self, what: str, params: Mapping[str, Any]) -> None:
+    def _require(self, what: str, params: Mapping[str, Any]) -> None:
         if params:
             raise ConfigurationError(f"s3vectors {what} takes no params, got {sorted(params)}")
-        if self._has_text_search():
+        if self.available():
             return
-        layout = self.layout
+        store = self.store
+        layout = store.layout
         why = (
             f"its layout ({layout.name}) keeps the text inside a JSON node"
             if layout.node
             else f"its text key {layout.text_key!r} is not full-text searchable"
         )
         raise UnsupportedFeatureError(
-            f"{self.name} index {self.collection!r} has no text search: {why}; configure full-text "
+            f"{store.name} index {store.collection!r} has no text search: {why}; configure full-text "
             f"search on the text key (UpdateMetadataConfiguration add textSearchConfigurations "
             f"[{{metadataKey: {layout.text_key}}}], an ENHANCED index) and reopen the store"
         )
@@ -245,16 +234,17 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
     def _ranking(
         self, query: dict[str, Any], depth: int, where: dict[str, Any] | None, metadata: bool
     ) -> list[dict[str, Any]]:
-        request: dict[str, Any] = {**self._ids(), "topK": depth, "returnMetadata": metadata, **query}
+        calls = self.store.calls
+        request: dict[str, Any] = {**calls.ids, "topK": depth, "returnMetadata": metadata, **query}
         if where is not None:
             request["filter"] = where
-        return self.retry.call(functools.partial(self._query_vectors, request), f"{self.name}: query")
+        return calls.retry.call(functools.partial(calls.query, request), f"{self.store.name}: query")
 
     def _text_ranking(
         self, text: str, depth: int, where: dict[str, Any] | None, metadata: bool
     ) -> list[tuple[dict[str, Any], float]]:
         """``(hit, bm25)`` best first, ties by key."""
-        key = self.layout.text_key
+        key = self.store.layout.text_key
         hits = self._ranking(
             {"queryTexts": [{"metadataKey": key, "text": text}], "returnScores": True}, depth, where, metadata
         )
@@ -279,13 +269,13 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         {"text_rank", "text_score"}``.
         """
         text = check_query_text(text, "text_query")
-        prep = self._prepare_query(None, k, filter, include, params)
-        self._require_text_search("text_query", prep.params)
+        prep = self.store._prepare_query(None, k, filter, include, params)
+        self._require("text_query", prep.params)
         inc = prep.include
         hits = self._text_ranking(text, prep.k, prep.where, bool(inc))
         out = []
         for rank, (hit, score) in enumerate(hits[: prep.k], start=1):
-            meta, body = self._split(hit.get("metadata"), inc)
+            meta, body = self.store.mapping.decode(hit.get("metadata"), inc)
             out.append(text_match(hit["key"], score, rank, meta if Include.METADATA in inc else None, body))
         return QueryResult(tuple(out), prep.k)
 
@@ -307,18 +297,18 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         {"rrf_score", "vector_rank", "text_rank"}``.
         """
         text = check_query_text(text, "hybrid_query")
-        prep = self._prepare_query(vector, k, filter, include, params)
+        prep = self.store._prepare_query(vector, k, filter, include, params)
         weight, rrf_k = check_fusion(weight, rrf_k)
-        self._require_text_search("hybrid_query", prep.params)
+        self._require("hybrid_query", prep.params)
         assert prep.vector is not None
         depth = HYBRID_DEPTH * prep.k
-        limit = self.capabilities.max_top_k
+        limit = self.store.capabilities.max_top_k
         if limit is not None and depth > limit:
             raise ConfigurationError(
                 f"s3vectors hybrid_query ranks {HYBRID_DEPTH}k candidates per side and a query "
                 f"returns at most {limit}: k can be at most {limit // HYBRID_DEPTH}, got {prep.k}"
             )
-        inc, metric = prep.include, self.spec.metric
+        inc, metric = prep.include, self.store.spec.metric
         nearest = sorted(
             self._ranking(
                 {"queryVector": {"float32": prep.vector.tolist()}, "returnDistance": True},
@@ -338,7 +328,7 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         for f in fused:
             if f.key not in distance:
                 continue  # deleted since it was ranked
-            meta, body = self._split(hits[f.key].get("metadata"), inc)
+            meta, body = self.store.mapping.decode(hits[f.key].get("metadata"), inc)
             d = distance[f.key]
             out.append(
                 Match(
@@ -357,16 +347,16 @@ class TextSearchMixin(BaseStore[dict[str, Any]]):
         """Canonical distances from ``query`` to the stored vectors of ``keys``."""
         if not keys:
             return {}
+        store, calls = self.store, self.store.calls
         got: dict[str, Any] = {}
-        size = self.capabilities.max_read_batch or len(keys)
+        size = store.capabilities.max_read_batch or len(keys)
         for start in range(0, len(keys), size):
             chunk = list(keys[start : start + size])
-            read = functools.partial(self._call, "GetVectors", **self._ids(), keys=chunk, returnData=True)
-            resp = self.retry.call(read, f"{self.name}: get")
+            resp = calls.retried(f"{store.name}: get", "GetVectors", **calls.ids, keys=chunk, returnData=True)
             for item in resp.get("vectors", []):
                 got[item["key"]] = item["data"]["float32"]
         # deleted between the ranking and this read: no vector to measure, so no distance
         found = [key for key in keys if key in got]
         matrix = np.asarray([got[key] for key in found], np.float32).reshape(len(found), -1)
-        dists = canonical_distances(self.spec.metric, query, matrix)
+        dists = canonical_distances(store.spec.metric, query, matrix)
         return {key: float(d) for key, d in zip(found, dists, strict=True)}
