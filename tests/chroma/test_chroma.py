@@ -214,7 +214,7 @@ def test_every_compiled_operator_matches_the_oracle(new_url: Callable[[], str]) 
 def test_inexpressible_filters_are_refused_before_io(embedded_url: Callable[[], str], spec: Any) -> None:
     store = vectorport.connect(embedded_url(), dimension=2)
     store.close()  # a closed store proves no I/O happens: refusal comes first
-    store._client = object()  # type: ignore[attr-defined]
+    store.connection.client = object()  # type: ignore[attr-defined]
     with pytest.raises(UnsupportedFilterError):
         store.query([1, 0], filter=spec)
 

@@ -1,5 +1,6 @@
 """Reaching Chroma: the embedded ``PersistentClient`` or a ``chroma run`` server's
-``HttpClient``, from a URL and options; closing what chromadb leaves open."""
+``HttpClient``, from a URL and options; one store's connection (:class:`ChromaConnection`);
+closing what chromadb leaves open."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import fcntl
 import os
 import re
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -16,14 +18,17 @@ from chromadb.api import ClientAPI
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 
 from ..._names import NameRule
+from ..._suggest import what_exists
 from ..._url import StoreURL
-from ...exceptions import ConfigurationError
+from ...exceptions import ConfigurationError, NotFoundError
 from .errors import map_errors
 
 __all__ = [
     "COLLECTION_NAMES",
     "DATABASE_FILE",
     "HNSW_KEYS",
+    "MAX_BATCH",
+    "ChromaConnection",
     "Target",
     "close_client",
     "databases_in",
@@ -32,6 +37,7 @@ __all__ = [
 ]
 
 DATABASE_FILE = "chroma.sqlite3"  # what PersistentClient creates in its directory
+MAX_BATCH = 5_461  # get_max_batch_size() of a local/`chroma run` Chroma 1.5: 32766 // 6
 
 
 def databases_in(folder: str) -> list[str] | None:
@@ -224,3 +230,75 @@ def _close_failed_client(exc: BaseException) -> None:
             for session in _sessions(obj):
                 session.close()
         tb = tb.tb_next
+
+
+class ChromaConnection:
+    """The chromadb client of one store and its open collection.
+
+    An embedded ``PersistentClient`` (``path``) is made on first use, so opening a collection
+    that is not there leaves no new database behind (a mistyped path, ``vectorport migrate
+    --plan``); a server's ``HttpClient`` comes connected. ``where`` names the collection in
+    error messages. After :meth:`close` every use raises."""
+
+    def __init__(self, name: str, where: str, client: Any = None, path: str | None = None) -> None:
+        self.name = name
+        self.where = where
+        self.path = path
+        self.client: Any = None
+        self.coll: Any = None
+        """The open collection (``None``: opened on next use)."""
+        self.batch = MAX_BATCH
+        """Records per call: the client's ``get_max_batch_size()``, at most :data:`MAX_BATCH`."""
+        self._closed = False
+        if client is not None:
+            self._attach(client)
+
+    def _attach(self, client: Any) -> None:
+        self.client = client
+        with map_errors(f"{self.where}: max batch size"):
+            self.batch = max(1, min(MAX_BATCH, int(client.get_max_batch_size())))
+
+    def api(self) -> Any:
+        """The chromadb client; an embedded one is made now if it is not yet."""
+        if self._closed:
+            raise ConfigurationError(f"{self.where} is closed")
+        if self.client is None:
+            assert self.path is not None
+            with map_errors(f"chroma at {self.path}: open"):
+                client = embedded_client(self.path)
+            self._attach(client)
+        return self.client
+
+    def op(self, what: str) -> AbstractContextManager[None]:
+        """Chroma's errors inside the block mapped, naming the collection and ``what``."""
+        return map_errors(f"{self.where}: {what}")
+
+    def collection(self) -> Any:
+        """The collection, opened on first use (:class:`NotFoundError` when missing)."""
+        client = self.api()
+        if self.coll is None:
+            with self.op("open"):
+                self.coll = client.get_collection(self.name, embedding_function=None)
+        return self.coll
+
+    def has_database(self) -> bool:
+        """Whether there is a database to open (always for a server)."""
+        return self.path is None or os.path.isfile(os.path.join(self.path, DATABASE_FILE))
+
+    def check_database(self) -> None:
+        """Before an embedded client is made to open (not create) a collection: refuse a
+        directory that holds no database, naming the databases beside it."""
+        if self.client is not None or self.path is None or self.has_database():
+            return
+        parent, name = os.path.split(os.path.abspath(self.path))
+        raise NotFoundError(
+            f"{self.where}: there is no Chroma database in {self.path} (no {DATABASE_FILE})"
+            f"{what_exists('Chroma databases', name, databases_in(parent), f'in {parent}')}; "
+            "check the path, or pass dimension= (and metric=) to create the collection there"
+        )
+
+    def close(self) -> None:
+        self._closed = True
+        client, self.client, self.coll = self.client, None, None
+        if client is not None:
+            close_client(client)
