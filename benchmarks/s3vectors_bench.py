@@ -9,12 +9,24 @@ client-side pacing (2,500 vectors/s per index, AWS's limit). Scans: ListVectors 
 ``returnData`` and ``returnMetadata`` over the whole index, raw boto3 vs ``store.scan``.
 ``--data`` runs the server durably (write-ahead log, fsync per batch) instead of in memory.
 
+Server alone: the server in a process of its own takes PutVectors requests of 500 x ``dim``
+(metadata: ~500 characters of non-filterable text and two small keys) encoded beforehand and
+sent over plain HTTP keep-alive from 4 threads, unpaced, so neither botocore nor the client's
+JSON encoding is in the figure (``--server-n``; 0 skips it). The per-index write cap of S3
+Vectors is 2,500 vectors/s; a migration into the local server can only approach it when the
+server alone is well above it.
+
 Prints a table and the adapter/raw ratios (1.0 = no overhead).
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
+import subprocess
+import sys
+import threading
 import time
 from typing import Any
 
@@ -150,6 +162,69 @@ def bench_http(n: int, dim: int, queries: int, data: str | None) -> dict[str, fl
     return out
 
 
+def _post(conn: http.client.HTTPConnection, operation: str, body: bytes) -> None:
+    conn.request("POST", f"/{operation}", body, {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    answer = resp.read()
+    if resp.status != 200:
+        raise RuntimeError(f"{operation}: HTTP {resp.status}: {answer[:300]!r}")
+
+
+def bench_server_put(n: int, dim: int, threads: int = 4, batch: int = 500) -> dict[str, float]:
+    """PutVectors throughput of the server alone (its own process, pre-encoded bodies)."""
+    rng = np.random.default_rng(2)
+    vecs = rng.standard_normal((n, dim)).astype(np.float32)
+    text = "lorem ipsum dolor sit amet " * 19
+    target = {"vectorBucketName": "bench", "indexName": "put"}
+    bodies = [
+        json.dumps(
+            {
+                **target,
+                "vectors": [
+                    {
+                        "key": f"k{i}",
+                        "data": {"float32": vecs[i].tolist()},
+                        "metadata": {"text": text, "source": f"doc{i // 10}", "n": i},
+                    }
+                    for i in range(lo, min(n, lo + batch))
+                ],
+            }
+        ).encode()
+        for lo in range(0, n, batch)
+    ]
+    cmd = [sys.executable, "-m", "vectorport.bucketserver", "--port", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        host, port = proc.stdout.readline().strip().removeprefix("http://").rsplit(":", 1)
+        conns = [http.client.HTTPConnection(host, int(port), timeout=600) for _ in range(threads)]
+        _post(conns[0], "CreateVectorBucket", b'{"vectorBucketName": "bench"}')
+        index = {
+            **target,
+            "dataType": "float32",
+            "dimension": dim,
+            "distanceMetric": "cosine",
+            "metadataConfiguration": {"nonFilterableMetadataKeys": ["text"]},
+        }
+        _post(conns[0], "CreateIndex", json.dumps(index).encode())
+
+        def work(t: int) -> None:
+            for body in bodies[t::threads]:
+                _post(conns[t], "PutVectors", body)
+
+        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        began = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        elapsed = time.perf_counter() - began
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return {"server_put_per_s": n / elapsed, "server_put_cap_ratio": n / elapsed / 2500.0}
+
+
 def bench_engine(n: int, dim: int, queries: int) -> dict[str, float]:
     """The server's search itself (no HTTP): exact numpy top-k at n x dim."""
     rng = np.random.default_rng(1)
@@ -181,8 +256,14 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--http-n", type=int, default=100_000, help="records for the adapter-vs-boto3 part")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--server-n", type=int, default=100_000, help="records for the server-alone puts")
     parser.add_argument("--data", help="server data directory (durable); default: in memory")
     args = parser.parse_args()
+    if args.server_n:
+        alone = bench_server_put(args.server_n, args.dim)
+        print(f"## server alone: PutVectors of 500 x {args.dim} from 4 connections, in memory")
+        for key, value in alone.items():
+            print(f"{key:32s} {value:12.2f}")
     http = bench_http(args.http_n, args.dim, args.queries, args.data)
     engine = bench_engine(args.n, args.dim, args.queries)
     where = f"durable in {args.data}" if args.data else "in memory"
