@@ -1,6 +1,7 @@
 """``migrate`` on a local Ray cluster beyond the option matrix (``test_option_matrix.py``: every
 option means the same as in one process): a killed worker loses and duplicates nothing, a bucket's
-write cap is divided among the workers, and a store one process may open is not opened by two."""
+write cap is divided among the workers, and a store one process may open is not opened by two
+(the one task running the whole command shows the local runner's progress on the driver)."""
 
 from __future__ import annotations
 
@@ -132,3 +133,47 @@ def test_resume_after_the_whole_run_was_killed(
     assert report.status == "verified", report.to_json()[:3000]
     assert sum(w["resumed_from"] for w in report.engine["per_worker"]) >= 1_000
     assert len(raw_metadata(target)) == n
+
+
+def _stage_ends(err: str) -> dict[str, tuple[int, int | None]]:
+    """Each progress stage's last (done, total), in the order the stages started."""
+    ends: dict[str, tuple[int, int | None]] = {}
+    for line in err.splitlines():
+        doc = json.loads(line) if line.startswith("{") else {}
+        if doc.get("schema") == "vectorport.progress/1":
+            ends[doc["stage"]] = (doc["done"], doc["total"])
+    return ends
+
+
+@pytest.mark.chroma
+def test_progress_of_a_run_delegated_to_one_task_is_the_local_runs(ray_cluster: Any, tmp_path: Path) -> None:
+    """A run into an embedded Chroma directory runs as one Ray task; ``--progress json`` still
+    writes the local runner's stages on the driver's stderr, each ending at the same count."""
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    n = 300
+    ends: dict[tuple[str, str], dict[str, tuple[int, int | None]]] = {}
+    for engine in ("local", "ray"):
+        source = f"chroma://{tmp_path / engine / 'src'}?collection=docs"
+        store = vectorport.connect(source, dimension=DIM)
+        store.upsert(fit_to(tricky_records(n, DIM), store.capabilities.metadata))
+        commands = {
+            "migrate": [
+                "migrate",
+                source,
+                f"chroma://{tmp_path / engine / 'dst'}?collection=docs",
+                "--queries",
+                "2",
+            ],
+            "export": ["export", source, str(tmp_path / engine / "snap")],
+        }
+        for command, args in commands.items():
+            flags = ["--engine", engine, "--progress", "json", "--json"]
+            out = CliRunner().invoke(app, [*args, *flags], catch_exceptions=False)
+            assert out.exit_code == 0, out.output
+            ends[command, engine] = _stage_ends(out.stderr)
+    for command in ("migrate", "export"):
+        assert ends[command, "ray"] == ends[command, "local"], (command, ends)
+    assert ends["migrate", "local"]["copy"][0] == ends["export", "local"]["export"][0] == n, ends

@@ -13,27 +13,64 @@ ends::
 ``rate`` is units per second since the phase started (``null`` until one is done), ``eta`` the
 seconds left at that rate (``null`` without a total). ``sync --follow`` adds ``lag`` (seconds)
 and ``behind`` (changes not yet applied) to its ``follow`` lines.
+
+A run in another process (a Ray task running a whole command) forwards its phases instead of
+showing them (:func:`forwarded`); the driver replays them with a :class:`Relay`, so they are
+shown there as the same run in the driver's own process would show them.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from types import TracebackType
 from typing import Any
 
 from ..exceptions import ConfigurationError
 
-__all__ = ["JSON_INTERVAL", "PROGRESS_SCHEMA", "Progress", "ProgressMode", "emit_progress"]
+__all__ = [
+    "JSON_INTERVAL",
+    "PROGRESS_SCHEMA",
+    "Progress",
+    "ProgressEvent",
+    "ProgressMode",
+    "Relay",
+    "emit_progress",
+    "forwarded",
+]
 
 PROGRESS_SCHEMA = "vectorport.progress/1"
 JSON_INTERVAL = 1.0
 """Seconds between two JSON lines of one phase (its first and last are always written)."""
 
+FORWARD_INTERVAL = 0.2
+"""Seconds between two forwarded positions of one phase (its start and end are always sent)."""
+
 _write_lock = threading.Lock()
+
+ProgressEvent = tuple[str, int, str, int, "int | None"]
+"""A forwarded phase event: ``(kind, phase id, stage, done, total)``, kind ``start``, ``at`` or ``end``."""
+
+_sink: Callable[[ProgressEvent], None] | None = None
+_ids = itertools.count()
+
+
+@contextmanager
+def forwarded(sink: Callable[[ProgressEvent], None]) -> Iterator[None]:
+    """Within the block, every enabled :class:`Progress` of this process sends its events to
+    ``sink`` instead of writing to stderr (for a :class:`Relay` in another process)."""
+    global _sink
+    _sink = sink
+    try:
+        yield
+    finally:
+        _sink = None
 
 
 class ProgressMode(Enum):
@@ -111,11 +148,15 @@ class Progress:
         self._start_done = completed
         self._last_line = 0.0
         self._last_shown: tuple[int, int | None] | None = None
+        self._sink = _sink if self.enabled else None
+        self._id = next(_ids)
 
     def __enter__(self) -> Progress:
         self._started = time.monotonic()
         self._start_done = self.completed
-        if self.mode is ProgressMode.BAR:
+        if self._sink is not None:
+            self._send("start", force=True)
+        elif self.mode is ProgressMode.BAR:
             self._start_bar()
         elif self.mode is ProgressMode.JSON:
             self._line(force=True)
@@ -170,10 +211,20 @@ class Progress:
             eta = max(self.total - self.completed, 0) / rate
         emit_progress(self.description, self.completed, self.total, rate, eta, elapsed=round(elapsed, 3))
 
+    def _send(self, kind: str, *, force: bool = False) -> None:
+        """Forward the position, at most once per :data:`FORWARD_INTERVAL` unless ``force``."""
+        now = time.monotonic()
+        if self._sink is None or (not force and now - self._last_line < FORWARD_INTERVAL):
+            return
+        self._last_line = now
+        self._sink((kind, self._id, self.description, self.completed, self.total))
+
     def advance(self, n: int) -> None:
         with self._lock:
             self.completed += n
-            if self._bar is not None:
+            if self._sink is not None:
+                self._send("at")
+            elif self._bar is not None:
                 self._bar.update(self._task, advance=n)
             elif self.mode is ProgressMode.JSON:
                 self._line()
@@ -182,22 +233,58 @@ class Progress:
         """Set the position (for work that reports where it is, not how much it did)."""
         with self._lock:
             self.completed, self.total = completed, total
-            if self._bar is not None:
+            if self._sink is not None:
+                self._send("at")
+            elif self._bar is not None:
                 self._bar.update(self._task, completed=completed, total=total)
             elif self.mode is ProgressMode.JSON:
                 self._line()
 
     def set_total(self, total: int | None) -> None:
         self.total = total
-        if self._bar is not None:
+        if self._sink is not None:
+            with self._lock:
+                self._send("at", force=True)
+        elif self._bar is not None:
             self._bar.update(self._task, total=total)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._bar is not None:
+        if self._sink is not None:
+            with self._lock:
+                self._send("end", force=True)
+        elif self._bar is not None:
             self._bar.stop()
             self._bar = None
         elif self.mode is ProgressMode.JSON:
             with self._lock:
                 self._line(force=True)
+
+
+class Relay:
+    """The driver's side of :func:`forwarded`: each forwarded phase shown by a :class:`Progress`
+    of its own, in ``mode``, as the run would have shown it in this process."""
+
+    def __init__(self, mode: ProgressMode) -> None:
+        self.mode = mode
+        self.open: dict[int, Progress] = {}
+
+    def play(self, event: ProgressEvent) -> None:
+        kind, key, stage, done, total = event
+        if kind == "start":
+            if key in self.open:  # a retried task numbers its phases again
+                self.open.pop(key).__exit__(None, None, None)
+            self.open[key] = Progress(stage, total, enabled=self.mode, completed=done).__enter__()
+            return
+        bar = self.open.get(key)
+        if bar is None:
+            return
+        bar.update(done, total)
+        if kind == "end":
+            self.open.pop(key).__exit__(None, None, None)
+
+    def close(self) -> None:
+        """End the phases still open (the task failed or was lost mid-phase)."""
+        while self.open:
+            self.open.popitem()[1].__exit__(None, None, None)

@@ -17,7 +17,8 @@ decides placement and parallelism, never meaning.
   verification are :func:`vectorport.snapshot.export`'s own stages, as in one process.
 * a store only one process may open (an embedded Chroma directory) is never opened by several
   workers: the whole migration (or export) runs as one Ray task; a ``memory://`` store, which no
-  other process can see, is refused before any I/O.
+  other process can see, is refused before any I/O. That task forwards its progress through a
+  Ray queue, and the driver shows it as the local runner would (:class:`~vectorport.migrate._progress.Relay`).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from ..migrate._engine import (
 )
 from ..migrate._merged import verify_merged, worker_info
 from ..migrate._options import SyncOptions, VerifyOptions
-from ..migrate._progress import Progress, ProgressMode
+from ..migrate._progress import Progress, ProgressEvent, ProgressMode, Relay, forwarded
 from ..migrate._reembed import load_embedder
 from ..migrate._run import CopyStats, copy_records
 from ..migrate._sync import sync
@@ -142,7 +143,7 @@ class RayRunner:
         ensure_ray(self.address)
         started = time.monotonic()
         task = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_whole)
-        report, worker = ray.get(task.remote(source, target, options))
+        report, worker = _await_whole(task, source, target, options)
         self.workers, self.per_worker = 1, [worker]
         self.copy_seconds, self.copied = time.monotonic() - started, worker["records"]
         note = (
@@ -355,9 +356,44 @@ def _copy_shard(
     return stats, worker
 
 
-def _whole(source: str, target: str, options: RunOptions) -> tuple[Report, dict[str, Any]]:
+def _await_whole(task: Any, source: str, target: str, options: RunOptions) -> tuple[Report, dict[str, Any]]:
+    """Run :func:`_whole` and wait for it; with ``progress``, its phases (forwarded through a Ray
+    queue) are shown here while it runs, as the local runner shows them."""
+    mode = ProgressMode.parse(getattr(options, "progress", None))
+    if not mode:
+        return ray.get(task.remote(source, target, options, None))  # type: ignore[no-any-return]
+    from ray.util.queue import Queue
+
+    queue = Queue(actor_options={"num_cpus": 0})
+    relay = Relay(mode)
+    try:
+        ref = task.remote(source, target, options, queue)
+        finished: list[Any] = []
+        while not finished:
+            finished, _ = ray.wait([ref], timeout=0.2)
+            for event in queue.get_nowait_batch(queue.qsize()):  # all of them once it finished
+                relay.play(event)
+        return ray.get(ref)  # type: ignore[no-any-return]
+    finally:
+        relay.close()
+        queue.shutdown(force=True)
+
+
+def _whole(source: str, target: str, options: RunOptions, queue: Any) -> tuple[Report, dict[str, Any]]:
     """One Ray task: the whole migration, export or sync in one process (for a store only one
-    process may open); its report and where it ran."""
+    process may open); its report and where it ran. With a ``queue``, its progress goes there
+    (for the driver to show) instead of to this worker's stderr."""
+    if queue is None:
+        return _whole_here(source, target, options)
+
+    def sink(event: ProgressEvent) -> None:
+        queue.put(event)
+
+    with forwarded(sink):
+        return _whole_here(source, target, options)
+
+
+def _whole_here(source: str, target: str, options: RunOptions) -> tuple[Report, dict[str, Any]]:
     started = time.monotonic()
     note_pid((0, 1))
     fields = {f.name: getattr(options, f.name) for f in options.declared()}
