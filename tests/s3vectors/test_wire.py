@@ -257,3 +257,32 @@ def test_batch_error_names_the_first_bad_record_and_writes_nothing(
     message = json.loads(exc.value.read())["message"]
     assert "'meta'" in message and "'vec'" not in message, message
     assert raw_s3v.get_vectors(**index, keys=["ok", "meta", "vec"])["vectors"] == []
+
+
+def test_big_integers_in_metadata_stay_exact(endpoint: str, raw_s3v: Any, index: dict[str, str]) -> None:
+    # Beyond 64 bits a fast JSON reader would turn these into floats; the server keeps them.
+    meta = '{"low":-9223372036854775809,"high":18446744073709551616,"list":[1,123456789012345678901]}'
+    item = '{"key":"big","data":{"float32":[1.0,2.0]},"metadata":' + meta + "}"
+    body = (json.dumps(index)[:-1] + ',"vectors":[' + item + "]}").encode()
+    urllib.request.urlopen(urllib.request.Request(endpoint + "/PutVectors", body, method="POST"), timeout=10)
+    got = raw_s3v.get_vectors(**index, keys=["big"], returnMetadata=True)["vectors"][0]["metadata"]
+    assert got == json.loads(meta)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"v": [0.1, -0.0058760265819728374, 1e-7, 3, -0, 1E5], "s": "\\u00e9\\ud83d\\ude00"}',
+        '{"v": [9223372036854775807, -9223372036854775808, 18446744073709551615]}',
+        '{"v": [-9223372036854775809, 18446744073709551616, 1e400, 1.0e-400]}',
+        '{"v": [-9223372036854775809, 18446744073709551616]}',
+        '{"v": NaN, "w": -Infinity}',
+        '{"s": "\\ud800", "a": 1, "a": 2}',
+        '{"e": 1e-0000000000000000000001, "k": "12345678901234567890123"}',
+    ],
+)
+def test_body_decoding_matches_json(text: str) -> None:
+    from vectorport.bucketserver._http import decode_body
+
+    want, got = json.loads(text), decode_body(text.encode())
+    assert repr(got) == repr(want)  # repr: NaN != NaN, and int/float must not differ
