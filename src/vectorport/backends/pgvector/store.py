@@ -27,6 +27,7 @@ from ..._features import Feature
 from ..._models import CollectionSpec, Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError
+from .._parts import Forward
 from ._capture import Capture
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._catalog import Catalog
@@ -44,7 +45,6 @@ from ._options import ITERATIVE_SCANS as ITERATIVE_SCANS
 from ._options import OWN_OPTIONS, QUERY_OPTIONS, as_bool, as_int, as_memory_kb, check_names
 from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
-from ._parts import Forward
 from ._read import Reader
 from ._schema import TABLE_NAMES, VECTOR_MAX_DIM, Layout, check_identifier
 from ._schema import render_schema as render_schema
