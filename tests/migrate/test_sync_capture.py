@@ -345,9 +345,11 @@ def test_outbox_follow_by_a_role_without_replication(
 
 
 def _suffix(conn: Any) -> str:
+    """The outbox table's name suffix (the table only: its id sequence and primary-key index
+    share the prefix, and ``count(*)`` of a sequence is 1)."""
     row = conn.execute(
         "SELECT relname FROM pg_class WHERE relname LIKE 'vectorport_outbox_%%' "
-        "AND relnamespace = 'app'::regnamespace"
+        "AND relnamespace = 'app'::regnamespace AND relkind = 'r'"
     ).fetchone()
     return str(row[0]).removeprefix("vectorport_outbox_")
 
