@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 # e.g. DEMO_ARGS="--embedder hash:64" for a model-free demo in seconds (the README test uses it)
 DEMO_ARGS ?=
 # the suite runs on this many processes (pytest-xdist; a file's tests stay in one process, so its
-# module fixtures start once); 0 runs it in this process alone
+# module fixtures start once); 0 runs it in this process alone. The 25 slowest tests are listed at
+# the end, so a test that grows the suite toward its 25-minute budget shows in the log.
 PYTEST_WORKERS ?= 2
 
 .PHONY: test lint typecheck pytest demo bench clean chromium
@@ -31,7 +32,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy src
 
 pytest: $(STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 # The HTML report's render test needs headless Chromium (Debian's package), as CI has it
 # (.ci/run). Installed here when that needs no password (root); otherwise `make test` says so.
