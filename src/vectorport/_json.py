@@ -1,4 +1,5 @@
-"""JSON value helpers shared by validation, verification and the conformance kit."""
+"""JSON value helpers shared by validation, verification and the conformance kit, and the fast
+reading and writing of large JSON documents (vector data) by the bucket client and server."""
 
 from __future__ import annotations
 
@@ -6,7 +7,58 @@ import json
 import math
 from typing import Any
 
-__all__ = ["json_equal", "json_size"]
+try:
+    import orjson as _orjson
+except ImportError:  # an optional speed-up: json reads and writes the same documents
+    _orjson = None  # type: ignore[assignment]
+
+__all__ = ["fast_dumps", "fast_loads", "json_equal", "json_size"]
+
+# Every digit becomes "0" and every byte that can open a JSON number ("[", ",", ":", "-",
+# whitespace) becomes ",": a number of 19 or more digits then shows as ",000…".
+_NUMBER_SHAPES = bytes.maketrans(b"123456789[:- \t\n\r", b"000000000,,,,,,,")
+_LONG_NUMBER = b"," + b"0" * 19
+_PASSTHROUGH = 0 if _orjson is None else _orjson.OPT_PASSTHROUGH_DATETIME | _orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def fast_loads(data: bytes) -> Any:
+    """``json.loads(data)``: the very same objects, or the same exception (a ``ValueError``).
+
+    orjson reads it when installed (about 5x faster on a body of floats), but only where it
+    gives what ``json`` gives: anything it refuses (NaN, 1e400, lone surrogates, UTF-16, deep
+    nesting) goes to :func:`json.loads`, and so does a document with a run of 19 or more
+    digits opening a number, since orjson reads an integer beyond 64 bits as a float where
+    ``json`` keeps it exact.
+    """
+    if _orjson is not None and _LONG_NUMBER not in data.translate(_NUMBER_SHAPES):
+        try:
+            return _orjson.loads(data)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(data)
+
+
+def fast_dumps(doc: Any) -> bytes:
+    """``json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()``: the same JSON
+    values (a float may be spelled differently, ``1e-05`` as ``0.00001``, never with another
+    value), or the same exception.
+
+    orjson writes it when installed (about 40x faster on a response of vector data, whose
+    floats ``json`` writes with ``repr`` one Python call each), but only where it writes what
+    ``json`` writes: whatever it refuses (an integer beyond 64 bits, a lone surrogate, a key
+    that is not a string, a type it does not know) and any output holding ``null`` (orjson
+    writes NaN and infinities as ``null``, ``json`` as ``NaN`` and ``Infinity``) go to
+    :func:`json.dumps`.
+    """
+    if _orjson is not None:
+        try:
+            out = _orjson.dumps(doc, option=_PASSTHROUGH)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in out:
+                return out
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def json_size(value: Any) -> int:

@@ -286,3 +286,32 @@ def test_body_decoding_matches_json(text: str) -> None:
 
     want, got = json.loads(text), decode_body(text.encode())
     assert repr(got) == repr(want)  # repr: NaN != NaN, and int/float must not differ
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"v": [0.1, -0.0, 1e-05, 1e16, 5e-324, 3.4028234663852886e38, 3, -0], "s": "é😀\u2028\x00\x7f\"\\"},
+        {"vectors": [{"key": "k", "data": {"float32": [0.5, -2.25]}, "metadata": {"n": None, "l": []}}]},
+        {"low": -9223372036854775809, "high": 18446744073709551616},
+        {"d": float("inf"), "e": float("-inf")},
+        {"s": "\ud800"},
+        {1: "an integer key"},
+        {"x": np.float32(1.5)},
+    ],
+)
+def test_response_encoding_matches_json(doc: dict[Any, Any]) -> None:
+    # The server's responses: the values json.dumps writes, or the error it raises.
+    from vectorport._json import fast_dumps
+
+    def slow(d: Any) -> bytes:
+        return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode()
+
+    try:
+        want: Any = json.loads(slow(doc))
+    except (TypeError, ValueError) as exc:
+        with pytest.raises(type(exc)):
+            fast_dumps(doc)
+        return
+    got = fast_dumps(doc)
+    assert repr(json.loads(got)) == repr(want)  # repr: NaN != NaN, and int/float must not differ

@@ -17,7 +17,8 @@ Reading is the mirror image: botocore's response parser walks the vector data on
 per number too (about 0.8 µs a float: 30 s of a 100k x 384 scan). For ``ListVectors``,
 ``GetVectors`` and ``QueryVectors`` a ``before-parse`` handler decodes a successful body with
 :func:`json.loads` (the same values botocore's JSON parser passes through: its handler for
-numbers and documents returns them as they are), takes ``vectors`` out and leaves botocore
+numbers and documents returns them as they are; orjson reads it where it gives the same
+objects, see :func:`vectorport._json.fast_loads`), takes ``vectors`` out and leaves botocore
 the rest (``nextToken``, ``distanceMetric``, response metadata) to parse as usual.
 """
 
@@ -30,6 +31,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from ..._json import fast_loads
 
 __all__ = ["EncodedVectors", "encode_put_body", "install"]
 
@@ -73,7 +76,7 @@ def _parse_vectors(response_dict: dict[str, Any], customized_response_dict: dict
     if not body:
         return
     try:
-        data = json.loads(body)
+        data = fast_loads(body)
     except ValueError:
         return  # not JSON: botocore reports it
     if not isinstance(data, dict) or not isinstance(data.get("vectors"), list):
