@@ -9,6 +9,7 @@ nothing: no collection appears and no file is left in the workspace. All run in 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,7 +109,7 @@ CASES: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("doctor: unknown embedder", ["doctor", "memory://sweep-src", "-e", "nosuch:x"], {}, 2, None),
     ("drop: missing collection", ["drop", "memory://sweep-missing", "--yes"], {}, 2, None),
     ("drop: no URL", ["drop"], {}, 2, None),
-    ("drop: read-only snapshot", ["drop", "parquet://{tmp}/snap", "--yes"], {}, 2, None),
+    ("drop: pinned snapshot", ["drop", "parquet://{tmp}/snap?expect_digest={snap_digest}", "--yes"], {}, 2, "read-only"),
     ("ingest: zero target tokens", ["ingest", "{tmp}/docs", "memory://sweep-ing", "-e", "hash:8", "--target-tokens", "0"], {}, 2, None),
     ("ingest: unknown metric", ["ingest", "{tmp}/docs", "memory://sweep-ing", "-e", "hash:8", "--metric", "manhattan"], {}, 2, None),
     ("ingest: hash dimension 0", ["ingest", "{tmp}/docs", "memory://sweep-ing", "-e", "hash:0"], {}, 2, None),
@@ -265,7 +266,9 @@ def test_one_line_no_traceback_documented_code_nothing_written(
             monkeypatch.setenv(name, value)
         else:
             monkeypatch.delenv(name, raising=False)
-    argv = [a.replace("{tmp}", str(workspace)) for a in args]
+    # the digest export printed for {tmp}/snap: the SHA-256 of its manifest
+    pinned = "sha256:" + hashlib.sha256((workspace / "snap" / "_manifest.json").read_bytes()).hexdigest()
+    argv = [a.replace("{tmp}", str(workspace)).replace("{snap_digest}", pinned) for a in args]
     before = _state(workspace)
     res = CliRunner().invoke(app, argv)
     assert isinstance(res.exception, SystemExit), f"traceback: {res.exception!r}\n{res.output}"

@@ -140,12 +140,13 @@ class StoreHandle:
 
     def check_writable(self) -> None:
         """Raise before anything is embedded when the store cannot be written (no
-        :attr:`~vectorport.Feature.WRITE`: a ``parquet://`` snapshot)."""
+        :attr:`~vectorport.Feature.WRITE`: a ``parquet://`` snapshot pinned by ``expect_digest``)."""
         store = self._store
         if store is not None and Feature.WRITE not in store.capabilities.features:
             raise UnsupportedFeatureError(
                 f"{store.name} store {store.url.masked} is read-only; nothing was embedded or written "
-                "(write to a store URL of another backend, or migrate the snapshot there first)"
+                "(open it without what pins it, such as a snapshot's expect_digest, or write to "
+                "another store)"
             )
 
     def check_filter(self, filter: Any) -> None:

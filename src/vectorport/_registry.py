@@ -68,7 +68,13 @@ class TestTarget:
     seed: str | None = None
     """For a read-only backend (no :attr:`~vectorport.Feature.WRITE`): ``"module:callable"``,
     ``seed(url, dimension, metric, records)`` makes the collection at ``url`` hold exactly
-    ``records`` by the backend's own route (a snapshot's export). The suites then open it."""
+    ``records`` by the backend's own route (an export, say). The suites then open it."""
+    pairs: str = "all"
+    """Where the main target stands in the migration pair matrix
+    (:func:`vectorport.testing.backends.pair_params`): ``"all"``, in every ordered pair with
+    each other backend; ``"cycle"``, only in its two pairs of the backend cycle (once a source,
+    once a target), for a backend whose other pairs would run the same code again at a cost the
+    suite's time budget cannot spare."""
 
 
 @dataclass(frozen=True)

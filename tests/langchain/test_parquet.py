@@ -1,9 +1,10 @@
-"""Both adapters on a ``parquet://`` snapshot, which is read-only: LangChain's standard suite
-cannot run there (every one of its tests writes), so this checks what a snapshot offers. The
-adapters read a snapshot exactly as they read the store it was exported from (documents,
+"""Both adapters on a snapshot ``vectorport export`` wrote (LangChain's standard suite and the
+LlamaIndex pipeline run on ``parquet://`` like on every backend, from an empty directory): they
+read an exported snapshot exactly as they read the store it was exported from (documents,
 searches, filters, MMR, LlamaIndex nodes), the filter of ``test_same_filter`` and the LlamaIndex
-pipeline's queries give the same answers there (sync and async), and a write is refused before
-anything happens."""
+pipeline's queries give the same answers there (sync and async), writes through an adapter leave
+a snapshot whose digests check, and a snapshot pinned by ``expect_digest`` refuses a write
+before anything is embedded."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import tests.llamaindex.test_pipeline as pipeline
 from vectorport.filters import evaluate, parse_filter
 from vectorport.langchain import LangChainEmbeddings, LangChainStore
 from vectorport.llamaindex import LlamaIndexStore
-from vectorport.snapshot import export
+from vectorport.snapshot import export, snapshot_url
 
 pytestmark = [pytest.mark.parquet, pytest.mark.langchain, pytest.mark.llamaindex]
 
@@ -61,12 +62,20 @@ def test_a_snapshot_reads_as_its_source(tmp_path: Path) -> None:
         assert li_snap.query(q).ids == li_source.query(q).ids and li_snap.query(q).ids
         assert [n.ref_doc_id for n in li_snap.get_nodes(node_ids=["n05"])] == ["doc1"]
 
+        # written through the adapters: still a snapshot whose digests check
+        assert snap.add_texts(["new note on tables"], ids=["n99"]) == ["n99"]
+        li_snap.delete("doc1")
+        assert snap.store.count() == 40 + 1 - 10
+        snap.store.check_integrity()  # type: ignore[attr-defined]
+
+        pinned = LangChainStore(snapshot_url(tmp_path / "snap", snap.store.digest), embedding=emb)  # type: ignore[attr-defined]
         emb.embed_documents = None  # type: ignore[method-assign]  # refused before embedding
         with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only; nothing was embedded"):
-            snap.add_texts(["new"], ids=["n99"])
+            pinned.add_texts(["new"], ids=["n98"])
         with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only"):
-            li_snap.delete("doc1")
-        assert snap.store.count() == 40
+            LlamaIndexStore(pinned.store).delete("doc2")
+        assert pinned.store.count() == 31
+        pinned.close()
     finally:
         snap.close()
         source.store.drop()
@@ -120,15 +129,17 @@ def _snapshot_of_the_pipeline(tmp_path: Path) -> tuple[LlamaIndexStore, list[Tex
 
 def test_the_llamaindex_pipeline_reads_a_snapshot_as_simplevectorstore(tmp_path: Path) -> None:
     """The pipeline's 1,000 nodes exported: a ``VectorStoreIndex`` over the snapshot answers every
-    filter as ``SimpleVectorStore`` does, sync and async; ``delete_ref_doc`` is refused."""
+    filter as ``SimpleVectorStore`` does, sync and async; pinned, ``delete_ref_doc`` is refused."""
     snap, nodes = _snapshot_of_the_pipeline(tmp_path)
     try:
         index = pipeline._index(snap)
         ref = pipeline.Reference(nodes)
         assert pipeline._check_all(index, ref) > 0
         asyncio.run(pipeline._acheck_all(index, ref, pipeline.QUERIES[2]))
+        pinned = LlamaIndexStore(snapshot_url(tmp_path / "snap", snap.client.digest))  # type: ignore[attr-defined]
         with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only"):
-            index.delete_ref_doc("doc-2")
-        assert snap.client.count() == pipeline.N
+            pipeline._index(pinned).delete_ref_doc("doc-2")
+        assert pinned.client.count() == pipeline.N
+        pinned.close()
     finally:
         snap.close()

@@ -138,14 +138,18 @@ def test_snapshot_store_reads_like_the_source(memory_source: Any, tmp_path: Path
 
 
 @pytest.mark.memory
-def test_snapshot_is_read_only_and_checked(memory_source: Any, tmp_path: Path) -> None:
-    export("memory://snapshot-src", tmp_path, max_part_bytes=150_000, verify=False)
-    snap = vectorport.connect(snapshot_url(tmp_path))
-    with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only"):
-        snap.upsert([vectorport.Record("new", np.zeros(DIM))])
+def test_a_pinned_snapshot_is_read_only_and_checked(memory_source: Any, tmp_path: Path) -> None:
+    report = export("memory://snapshot-src", tmp_path, max_part_bytes=150_000, verify=False)
+    # pinned to the digest export printed: that content and no other, so not written
+    snap = vectorport.connect(snapshot_url(tmp_path, report.snapshot_digest))
+    assert vectorport.Feature.WRITE not in snap.capabilities.features
+    with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only here: it was opened with"):
+        snap.upsert([vectorport.Record("new", np.ones(DIM))])
     with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only"):
         snap.delete(["x"])
-    assert snap.count() == 1_200
+    with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only"):
+        snap.drop()
+    assert snap.count() == 1_200 and Manifest.load(tmp_path) == Manifest.load(tmp_path)
     # a damaged part is named, not read
     m = Manifest.load(tmp_path)
     assert m is not None
@@ -185,10 +189,13 @@ def test_cli_export_then_import(memory_source: Any, tmp_path: Path) -> None:
     assert json.loads(out.stdout)["status"] == "verified"
     assert vectorport.connect("memory://snapshot-dst").count() == 1_200
     vectorport.connect("memory://snapshot-dst").drop()
-    # a snapshot is not a target
-    out = runner.invoke(app, ["migrate", "memory://snapshot-src", snapshot_url(tmp_path / "t")])
-    assert out.exit_code == 4, out.output
-    assert "vectorport export" in out.output
+    # a snapshot directory is a target too: migrate writes one that import reads back
+    out = runner.invoke(app, ["migrate", "memory://snapshot-src", snapshot_url(tmp_path / "t"), "--json"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["status"] == "verified", out.output
+    out = runner.invoke(app, ["import", str(tmp_path / "t"), "memory://snapshot-dst", "--json"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["status"] == "verified", out.output
+    assert vectorport.connect("memory://snapshot-dst").count() == 1_200
+    vectorport.connect("memory://snapshot-dst").drop()
 
 
 @pytest.mark.memory

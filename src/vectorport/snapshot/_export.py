@@ -176,7 +176,7 @@ class ExportReport(Report):
 def prepare_directory(directory: str | os.PathLike[str], overwrite: bool) -> Path:
     """An empty directory to export into: created when missing; a non-empty one is refused
     unless ``overwrite`` (then only a previous snapshot's files are removed)."""
-    from ..backends.parquet._format import MANIFEST
+    from ..backends.parquet._format import MANIFEST, snapshot_file
 
     path = Path(directory).expanduser()
     if path.exists() and not path.is_dir():
@@ -185,7 +185,7 @@ def prepare_directory(directory: str | os.PathLike[str], overwrite: bool) -> Pat
     present = sorted(p.name for p in path.iterdir())
     if not present:
         return path
-    ours = [n for n in present if n == MANIFEST or (n.lstrip(".").startswith("part") and ".parquet" in n)]
+    ours = [n for n in present if snapshot_file(n)]
     if not overwrite or len(ours) != len(present):
         what = "a snapshot" if MANIFEST in present else f"{len(present)} files, e.g. {present[0]!r}"
         hint = "pass overwrite=True to replace it" if len(ours) == len(present) else "name an empty directory"

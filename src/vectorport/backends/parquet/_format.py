@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from ...exceptions import ConfigurationError, NotFoundError
 
 __all__ = [
     "FORMAT",
+    "LOCK",
     "MANIFEST",
     "Manifest",
     "PartInfo",
@@ -48,10 +49,14 @@ __all__ = [
     "check_contents",
     "check_expected",
     "check_totals",
+    "combine",
+    "content_digest",
     "parse_expected_digest",
     "read_part",
     "records_of",
     "schema",
+    "snapshot_file",
+    "write_part",
 ]
 
 FORMAT = "vectorport-snapshot"
@@ -59,6 +64,8 @@ VERSION = 1
 MANIFEST = "_manifest.json"
 """Underscore first: pyarrow datasets, pandas and Spark skip such files when they read a
 directory, so ``pd.read_parquet(DIR)`` sees only the parts."""
+LOCK = "_vectorport.lock"
+"""The file a writing process locks (:mod:`._lock`); skipped by readers like the manifest."""
 DEFAULT_PART_BYTES = 128 * 1024 * 1024
 """A part is closed when its records reach about this many bytes in memory (and on disk,
 before compression): the unit a reader holds at once and a parallel reader gets as a task."""
@@ -109,10 +116,15 @@ class Manifest:
         return {"format": FORMAT, "version": VERSION, **out}
 
     def save(self, directory: Path) -> Path:
+        """Write the manifest at once: to a temporary file, flushed to disk with the directory
+        (so the parts it lists are there first), then renamed over the old one."""
         path = directory / MANIFEST
         tmp = directory / f".{MANIFEST}.tmp"
         tmp.write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _fsync(directory)
+        _fsync(tmp)
         os.replace(tmp, path)
+        _fsync(directory)
         return path
 
     @classmethod
@@ -268,38 +280,73 @@ class PartWriter:
         keys, vectors, metas, texts = zip(*self._rows, strict=True)
         table = records_to_table(keys, vectors, metas, texts, self.dimension)
         name = f"{self.prefix}-{len(self.parts):05d}.parquet"
-        tmp = self.directory / f".{name}.tmp"
-        pq.write_table(table, tmp, row_group_size=ROW_GROUP, compression="zstd")
-        os.replace(tmp, self.directory / name)
-        path = self.directory / name
-        self.parts.append(
-            PartInfo(
-                name,
-                len(self._rows),
-                path.stat().st_size,
-                _sha256(path),
-                self._digest.to_bytes(16, "little").hex(),
-            )
-        )
+        self.parts.append(write_part(self.directory, name, table, self._digest.to_bytes(16, "little").hex()))
         self._rows, self._bytes, self._digest = [], 0, 0
+
+
+def write_part(directory: Path, name: str, table: pa.Table, digest: str) -> PartInfo:
+    """Write ``table`` as the part ``name`` of ``directory`` (to a temporary name, flushed to
+    disk and renamed when complete) and describe it as the manifest lists it; ``digest``: the
+    XOR of its records' digests (:func:`content_digest`)."""
+    tmp = directory / f".{name}.tmp"
+    pq.write_table(table, tmp, row_group_size=ROW_GROUP, compression="zstd")
+    _fsync(tmp)
+    path = directory / name
+    os.replace(tmp, path)
+    return PartInfo(name, table.num_rows, path.stat().st_size, _sha256(path), digest)
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file (or a directory's entries) to the disk: a manifest must never reach the disk
+    before the parts it lists."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def combine(digests: Iterable[str]) -> str:
+    """The content digest of parts (or sets of records) put together, as
+    :func:`content_digest` writes them: the XOR of their bytes. (The manifest's snapshot-wide
+    ``digest`` is :func:`fold`'s, which reads each digest as one big-endian number.)"""
+    acc = 0
+    for d in digests:
+        acc ^= int.from_bytes(bytes.fromhex(d), "little")
+    return acc.to_bytes(16, "little").hex()
+
+
+def content_digest(records: Iterable[Record]) -> str:
+    """The hex XOR of the records' digests: a part's (or a set of records') content digest."""
+    acc = 0
+    for rec in records:
+        acc ^= int.from_bytes(record_digest(rec.key, rec.vector, rec.metadata, rec.text), "little")
+    return acc.to_bytes(16, "little").hex()
+
+
+def snapshot_file(name: str) -> bool:
+    """Is ``name`` a file a snapshot writer makes in its directory (the manifest, a part, a
+    temporary one, the write lock)? Export's ``overwrite`` and a writer's clean-up remove only
+    these."""
+    return name in (MANIFEST, f".{MANIFEST}.tmp", LOCK) or (
+        name.lstrip(".").startswith("part") and ".parquet" in name
+    )
 
 
 def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: int) -> None:
     """Recompute the content digest of a part's records from its data and compare it with the
     manifest's: a part edited and given a matching SHA-256 is still refused. A non-finite vector
     (no backend stores one) is refused here too, so an import fails before its first write."""
-    digest = 0
-    for rec in records_of(table, None, True, dimension):
-        vector = np.asarray(rec.vector, dtype=np.float32)
-        if not np.all(np.isfinite(vector)):
+    records = records_of(table, None, True, dimension)
+    for rec in records:
+        if not np.all(np.isfinite(np.asarray(rec.vector, dtype=np.float32))):
             # a bad input file (exit 2), not a record a target refused: no store takes NaN
             raise ConfigurationError(
                 f"record {rec.key!r} in the snapshot part {directory / part.file} holds a NaN or "
                 "infinite vector; nothing was written. Remove or fix that record at the source and "
                 "export again"
             )
-        digest ^= int.from_bytes(record_digest(rec.key, vector, rec.metadata, rec.text), "little")
-    if digest.to_bytes(16, "little").hex() != part.digest:
+    if content_digest(records) != part.digest:
         raise ConfigurationError(
             f"the snapshot part {directory / part.file} does not match its manifest: its records' "
             "content digest differs from the manifest's (the data was edited after export); nothing "

@@ -1,6 +1,9 @@
 """The snapshot directory a :class:`~.store.ParquetStore` reads: its manifest, its parts (kept in
 memory up to :data:`CACHE_BYTES`, each checked by SHA-256 the first time it loads) and an index
-of key hashes telling which parts hold a key. Usable alone, without a store:
+of key hashes telling which parts hold a key. A writer (:mod:`._writer`) replaces the manifest
+and never changes a part file in place (a part's content gets a new file name), so what is kept
+here per file name stays true; :meth:`Snapshot.refresh` reads the manifest again when another
+store or process replaced it. Usable alone, without a store:
 
 >>> import tempfile, vectorport
 >>> from vectorport.snapshot import export
@@ -9,13 +12,14 @@ of key hashes telling which parts hold a key. Usable alone, without a store:
 >>> folder = tempfile.mkdtemp()
 >>> _ = export("memory://doctest-snapshot", folder)
 >>> snap = Snapshot(Path(folder))
->>> snap.manifest.count, snap.parts_holding(["a#0"]), snap.parts_holding(["nope"])
-(1, [0], [])
+>>> snap.manifest.count, [p.file for p in snap.parts_holding(["a#0"])], snap.parts_holding(["nope"])
+(1, ['part-00000.parquet'], [])
 >>> vectorport.connect("memory://doctest-snapshot").drop()
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -27,11 +31,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..._models import Include, Record
-from ...exceptions import NotFoundError
+from ...exceptions import NotFoundError, TransientError
 from ._format import (
     MANIFEST,
     SHA256_PREFIX,
     Manifest,
+    PartInfo,
     check_contents,
     check_expected,
     check_totals,
@@ -59,11 +64,17 @@ class Snapshot:
         self._manifest: Manifest | None = None
         self.sha256 = ""
         """The SHA-256 of the manifest file (known once it is read)."""
-        self._cached: OrderedDict[int, pa.Table] = OrderedDict()
-        self._checked: set[int] = set()
+        self._stamp: tuple[int, int, int] | None = None
+        """The manifest file's (inode, size, mtime) when it was read: a rename over it changes them."""
+        self._cached: OrderedDict[str, pa.Table] = OrderedDict()
+        self._checked: set[str] = set()
+        self._keys: dict[str, npt.NDArray[np.int64]] = {}
+        """Each part file's key hashes, in row order."""
         self._index: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None = None
         self._intact = False
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
+        """Held by every read of a store and by its writer's commit: a reader never sees a
+        manifest change under it."""
 
     @property
     def manifest(self) -> Manifest:
@@ -88,20 +99,51 @@ class Snapshot:
             "`vectorport export URL DIR`"
         )
 
+    @property
+    def pinned(self) -> bool:
+        """Opened with an expected digest: this snapshot and no other, so it is not written."""
+        return self._expected is not None
+
     def load(self) -> Manifest | None:
         """Read the manifest (``None``: there is none); with an expected digest, refuse another
         snapshot, then check every part against the manifest."""
-        with self._lock:
+        with self.lock:
+            stamp = self._stat()  # before the read: a replace in between is seen next time
             found = Manifest.read(self.directory)
             if found is None:
+                self._adopt(None, "", None)
                 return None
-            manifest, self.sha256 = found
+            manifest, sha256 = found
             if self._expected is not None:
-                check_expected(self.directory, manifest, self.sha256, self._expected)
-            self._manifest = manifest
+                check_expected(self.directory, manifest, sha256, self._expected)
+            self._adopt(manifest, sha256, stamp)
             if self._expected is not None:
                 self.check_integrity()
             return manifest
+
+    def refresh(self) -> None:
+        """Read the manifest again if it was replaced since it was read (a write by another
+        store or process); one ``stat``."""
+        with self.lock:
+            if self._manifest is not None and self._stat() != self._stamp:
+                self.load()
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.directory / MANIFEST)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _adopt(self, manifest: Manifest | None, sha256: str, stamp: tuple[int, int, int] | None) -> None:
+        if sha256 != self.sha256:
+            self._index, self._intact = None, False
+        self._manifest, self.sha256, self._stamp = manifest, sha256, stamp
+        files = {p.file for p in manifest.parts} if manifest is not None else set()
+        for name in [n for n in self._cached if n not in files]:
+            del self._cached[name]
+        self._checked &= files
+        self._keys = {n: k for n, k in self._keys.items() if n in files}
 
     def check_integrity(self) -> None:
         """Check every part against the manifest before a migration (``import``) writes anything:
@@ -109,38 +151,52 @@ class Snapshot:
         edit with a matching SHA-256 is still caught), finite vectors, and the manifest's count
         and digest against its parts. Reads are lazy otherwise (a ``get`` opens only the parts
         holding its keys, checked by SHA-256); this reads everything once."""
-        with self._lock:
+        with self.lock:
             if self._intact:
                 return
             m = self.manifest
             check_totals(self.directory, m)
-            for index, part in enumerate(m.parts):
-                table = self._cached_part(index)
-                check_contents(self.directory, part, table, m.dimension)
+            for part in m.parts:
+                check_contents(self.directory, part, self.table(part), m.dimension)
             self._intact = True
 
     def part(self, index: int) -> pa.Table:
         """Part ``index`` as one Arrow table (read and checked on first use)."""
-        with self._lock:
-            return self._cached_part(index)
+        return self.table(self.manifest.parts[index])
 
-    def _cached_part(self, index: int) -> pa.Table:
-        table = self._cached.get(index)
-        if table is None:
-            m = self.manifest
-            check = index not in self._checked
-            table = read_part(self.directory, m.parts[index], m.dimension, check=check)
-            self._checked.add(index)
-            self._cached[index] = table
-            while len(self._cached) > 1 and sum(t.nbytes for t in self._cached.values()) > CACHE_BYTES:
-                self._cached.popitem(last=False)
-        self._cached.move_to_end(index)
-        return table
+    def table(self, part: PartInfo) -> pa.Table:
+        """A part of the manifest as one Arrow table (read and checked on first use)."""
+        with self.lock:
+            table = self._cached.get(part.file)
+            if table is None:
+                table = self._read(part, check=part.file not in self._checked)
+                self._checked.add(part.file)
+                self._cached[part.file] = table
+                while len(self._cached) > 1 and sum(t.nbytes for t in self._cached.values()) > CACHE_BYTES:
+                    self._cached.popitem(last=False)
+            self._cached.move_to_end(part.file)
+            return table
 
-    def records(self, index: int, rows: Sequence[int] | None, include: frozenset[Include]) -> list[Record]:
-        """The records at ``rows`` of part ``index`` (all rows for ``None``), with what
-        ``include`` asks for."""
-        out = records_of(self.part(index), rows, Include.VECTOR in include, self.manifest.dimension)
+    def _read(self, part: PartInfo, *, check: bool) -> pa.Table:
+        """Read a part; one a writer of another process removed after replacing the manifest
+        (this reader was between the two) makes the call retried on the new manifest."""
+        try:
+            return read_part(self.directory, part, self.manifest.dimension, check=check)
+        except NotFoundError:
+            self.refresh()
+            if self._manifest is not None and part in self._manifest.parts:
+                raise
+            raise TransientError(
+                f"the snapshot {self.directory} was rewritten while it was read ({part.file} is gone); "
+                "reading it again"
+            ) from None
+
+    def records(
+        self, part: PartInfo, rows: Sequence[int] | None, include: frozenset[Include]
+    ) -> list[Record]:
+        """The records at ``rows`` of ``part`` (all rows for ``None``), with what ``include``
+        asks for."""
+        out = records_of(self.table(part), rows, Include.VECTOR in include, self.manifest.dimension)
         if Include.METADATA not in include or Include.TEXT not in include:
             for rec in out:
                 if Include.METADATA not in include:
@@ -149,22 +205,24 @@ class Snapshot:
                     rec.text = None
         return out
 
-    def parts_holding(self, keys: Sequence[str]) -> list[int]:
-        """The parts that may hold ``keys`` (a hash collision adds a part, never loses one), the
-        parts in memory first: they cost no read."""
-        hashes, owners = self._key_index()
-        wanted = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
-        lo = np.searchsorted(hashes, wanted, side="left")
-        hi = np.searchsorted(hashes, wanted, side="right")
-        found: set[int] = set()
-        for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
-            found.update(owners[a:b].tolist())
-        return sorted(found, key=lambda i: (i not in self._cached, i))
+    def parts_holding(self, keys: Sequence[str]) -> list[PartInfo]:
+        """The parts of the manifest that may hold ``keys`` (a hash collision adds a part, never
+        loses one), the parts in memory first: they cost no read."""
+        with self.lock:
+            parts = self.manifest.parts
+            hashes, owners = self._key_index()
+            wanted = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+            lo = np.searchsorted(hashes, wanted, side="left")
+            hi = np.searchsorted(hashes, wanted, side="right")
+            found: set[int] = set()
+            for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+                found.update(owners[a:b].tolist())
+            return [parts[i] for i in sorted(found, key=lambda i: (parts[i].file not in self._cached, i))]
 
     def _key_index(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         """Every key's hash, sorted, and the part holding it; built from the key columns only.
         Python's ``hash`` is stable within this process, which is all an in-memory index needs."""
-        with self._lock:
+        with self.lock:
             if self._index is None:
                 self._index = self._build_key_index()
             return self._index
@@ -173,16 +231,27 @@ class Snapshot:
         hashes: list[npt.NDArray[np.int64]] = []
         owners: list[npt.NDArray[np.int32]] = []
         for index, part in enumerate(self.manifest.parts):
-            path = self.directory / part.file
-            if not path.exists():
-                read_part(self.directory, part, self.manifest.dimension)  # says what is missing
-            try:
-                keys = pq.read_table(path, columns=["key"]).column("key").to_pylist()
-            except (pa.ArrowException, OSError):
-                read_part(self.directory, part, self.manifest.dimension)  # a damaged file, named
-                raise
-            hashes.append(np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys)))
-            owners.append(np.full(len(keys), index, dtype=np.int32))
+            found = self._keys.get(part.file)
+            if found is None:
+                found = self._keys[part.file] = self._key_hashes(part)
+            hashes.append(found)
+            owners.append(np.full(len(found), index, dtype=np.int32))
         flat = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.int64)
         order = np.argsort(flat, kind="stable")
         return flat[order], (np.concatenate(owners) if owners else np.empty(0, dtype=np.int32))[order]
+
+    def _key_hashes(self, part: PartInfo) -> npt.NDArray[np.int64]:
+        """The hashes of a part's keys, read from its key column alone (the whole part when it is
+        in memory)."""
+        if part.file in self._cached:
+            keys = self._cached[part.file].column("key").to_pylist()
+        else:
+            path = self.directory / part.file
+            if not path.exists():
+                self._read(part, check=True)  # says what is missing
+            try:
+                keys = pq.read_table(path, columns=["key"]).column("key").to_pylist()
+            except (pa.ArrowException, OSError):
+                self._read(part, check=True)  # a damaged file, named
+                raise
+        return np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))

@@ -1,6 +1,15 @@
-"""``parquet:///path/to/DIR``: a snapshot written by ``vectorport export``, opened read-only as a
-store, so ``vectorport import DIR URL`` is ``vectorport migrate parquet://DIR URL`` (same plan,
-transforms, checkpoint and verification) and ``compare``/``search`` work on a backup as it is.
+"""``parquet:///path/to/DIR``: a snapshot directory (Parquet parts plus ``_manifest.json``, as
+``vectorport export`` writes it) opened as a store, so ``vectorport import DIR URL`` is
+``vectorport migrate parquet://DIR URL`` (same plan, transforms, checkpoint and verification),
+``compare``/``search`` work on a backup as it is, and an application can write to a directory of
+Parquet files as to any store.
+
+Writes are copy-on-write by one collaborator (:class:`._writer.SnapshotWriter`): new parts, the
+parts that held replaced or deleted keys written again without them, then the manifest replaced
+atomically, under an exclusive lock on the directory (one writing process at a time; readers
+take no lock). Connecting with ``dimension=`` to an empty or missing directory makes an empty
+snapshot; ``drop`` removes it. A store opened with ``expect_digest`` is pinned to that snapshot
+and read-only.
 
 The snapshot directory is read by one collaborator (:class:`._snapshot.Snapshot`): it keeps parts
 in memory up to :data:`._snapshot.CACHE_BYTES` (parts are bounded by the exporter) and
@@ -17,6 +26,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -32,18 +42,18 @@ from ..._features import Feature
 from ..._models import CollectionSpec, Include, Match, Metric, Record, Vector, score_from_distance
 from ..._segments import segment_of
 from ..._url import StoreURL
-from ..._validate import Batch
-from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
+from ...exceptions import ConfigurationError, NotFoundError
 from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
 from .._parts import Forward
 from ._format import SHA256_PREFIX, Manifest
 from ._snapshot import Snapshot
+from ._writer import SnapshotWriter
 
 __all__ = ["ParquetStore"]
 
 
 class ParquetStore(BaseStore[FilterNode]):
-    """A read-only snapshot directory (Parquet parts plus ``_manifest.json``).
+    """A snapshot directory (Parquet parts plus ``_manifest.json``), read and written in place.
 
     >>> import tempfile, vectorport
     >>> from vectorport.snapshot import export
@@ -52,9 +62,12 @@ class ParquetStore(BaseStore[FilterNode]):
     >>> folder = tempfile.mkdtemp()
     >>> export("memory://doctest-parquet", folder).count
     1
-    >>> vectorport.connect(f"parquet://{folder}").get(["a#0"])[0].text
+    >>> snap = vectorport.connect(f"parquet://{folder}")
+    >>> snap.get(["a#0"])[0].text
     'hello'
-    >>> src.drop()
+    >>> snap.upsert([vectorport.Record("b#0", [0, 1], {"lang": "fr"}, "salut")]), snap.count()
+    (1, 2)
+    >>> src.drop(); snap.drop()
     """
 
     name: ClassVar[str] = "parquet"
@@ -68,7 +81,7 @@ class ParquetStore(BaseStore[FilterNode]):
         max_scan_page=1_000,
         exact=True,
         filter_operators=frozenset(ALL_OPERATORS),
-        features=frozenset({Feature.NATIVE_COUNT}),  # read-only: no WRITE
+        features=frozenset({Feature.NATIVE_COUNT, Feature.WRITE}),
     )
 
     def __init__(self, url: StoreURL, directory: Path, expect_digest: str | None = None) -> None:
@@ -76,6 +89,13 @@ class ParquetStore(BaseStore[FilterNode]):
         self.directory = directory
         self.snapshot = Snapshot(directory, expect_digest)
         """The directory's manifest, parts and key index (:mod:`._snapshot`)."""
+        self.writer = SnapshotWriter(self)
+        """Copy-on-write writes under the directory's lock (:mod:`._writer`)."""
+
+    def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
+        if self.snapshot.pinned:  # expect_digest: this content and no other
+            return replace(declared, features=declared.features - {Feature.WRITE})
+        return declared
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
@@ -113,35 +133,28 @@ class ParquetStore(BaseStore[FilterNode]):
     def _not_found(self) -> NotFoundError:
         return self.snapshot.missing()
 
-    def _read_only(self, what: str) -> UnsupportedFeatureError:
-        return UnsupportedFeatureError(
-            f"parquet:// snapshots are read-only ({what} {self.directory}); nothing was written. "
-            "Write a snapshot with `vectorport export URL DIR`"
-        )
-
-    def _create_collection(self, spec: CollectionSpec) -> None:
-        raise self._read_only("cannot create a collection in")
-
-    def _drop_collection(self) -> None:
-        raise self._read_only("cannot drop")
+    _create_collection = Forward("writer", SnapshotWriter.create)
+    _drop_collection = Forward("writer", SnapshotWriter.drop)
+    _write = Forward("writer", SnapshotWriter.write)
+    _remove = Forward("writer", SnapshotWriter.remove)
 
     def list_collections(self) -> list[str]:
         return [self.collection] if self.snapshot.exists() else []
 
-    def _write(self, batch: Batch) -> None:
-        raise self._read_only("cannot write to")
-
-    def _remove(self, keys: Sequence[str]) -> None:
-        raise self._read_only("cannot delete from")
+    def _current(self) -> Manifest:
+        """The manifest a read works on: read again first when a writer replaced it."""
+        self.snapshot.refresh()
+        return self.manifest
 
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
+        self.snapshot.refresh()
         wanted = pa.array(list(keys), type=pa.string())
         out: list[Record] = []
-        for index in self.snapshot.parts_holding(keys):
-            hits = pc.is_in(self.snapshot.part(index).column("key"), value_set=wanted)
+        for part in self.snapshot.parts_holding(keys):
+            hits = pc.is_in(self.snapshot.table(part).column("key"), value_set=wanted)
             rows = np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist()
             if rows:
-                out.extend(self.snapshot.records(index, rows, include))
+                out.extend(self.snapshot.records(part, rows, include))
         return out
 
     def _compile_filter(self, where: FilterNode) -> FilterNode:
@@ -155,10 +168,11 @@ class ParquetStore(BaseStore[FilterNode]):
         include: frozenset[Include],
         params: Mapping[str, Any],
     ) -> list[Match]:
-        metric = self.manifest.spec.metric
+        current = self._current()
+        metric = current.spec.metric
         best: list[tuple[float, str, int, int]] = []
-        for index in range(len(self.manifest.parts)):
-            table = self.snapshot.part(index)
+        for index, part in enumerate(current.parts):
+            table = self.snapshot.table(part)
             keys = np.array(table.column("key").to_pylist(), dtype=object)
             rows = None
             if where is not None:
@@ -174,7 +188,7 @@ class ParquetStore(BaseStore[FilterNode]):
             best = heapq.nsmallest(k, best)
         out = []
         for dist, _key, index, row in best:
-            rec = self.snapshot.records(index, [row], include)[0]
+            rec = self.snapshot.records(current.parts[index], [row], include)[0]
             out.append(
                 Match(
                     rec.key,
@@ -190,7 +204,7 @@ class ParquetStore(BaseStore[FilterNode]):
     def _scan_page(
         self, limit: int, include: frozenset[Include], segment: tuple[int, int], position: Position | None
     ) -> tuple[Sequence[Record], Position | None]:
-        parts = self.manifest.parts
+        parts = self._current().parts
         index = 0 if position is None else position_field(position, "part", int, self.name)
         row = 0 if position is None else position_field(position, "row", int, self.name)
         seg, n = segment
@@ -199,7 +213,7 @@ class ParquetStore(BaseStore[FilterNode]):
             if by_part and index % n != seg:
                 index, row = index + 1, 0
                 continue
-            table = self.snapshot.part(index)
+            table = self.snapshot.table(parts[index])
             size = table.num_rows
             chosen: list[int] = []
             if by_part:
@@ -214,16 +228,16 @@ class ParquetStore(BaseStore[FilterNode]):
             if chosen:
                 after = {"part": index, "row": row} if row < size else {"part": index + 1, "row": 0}
                 done = after["part"] >= len(parts)
-                return self.snapshot.records(index, chosen, include), None if done else after
+                return self.snapshot.records(parts[index], chosen, include), None if done else after
             index, row = index + 1, 0
         return (), None
 
     def _count(self) -> int:
-        return self.manifest.count
+        return self._current().count
 
     def info(self) -> dict[str, Any]:
         out = super().info()
-        m = self.manifest
+        m = self._current()
         out["snapshot"] = {
             "parts": len(m.parts),
             "digest": m.digest,
