@@ -27,8 +27,7 @@ def each_target(*, aconnect: bool = False) -> list[Any]:
     # NAME or NAME+VARIANT, as url_for takes them. A variant that only passes an option to the
     # same client (pgvector+exact: an exact index) adds nothing the adapters could differ on; a
     # variant with a URL scheme of its own (chroma+http: another client, a server) does.
-    # Read-only backends (no Feature.WRITE: parquet://) have tests of their own
-    # (tests/langchain/test_parquet.py): every test here writes.
+    # A read-only backend (no Feature.WRITE) is left out: every test here writes.
     names = [
         name
         for name, (owner, target) in targets().items()

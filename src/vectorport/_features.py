@@ -90,8 +90,8 @@ class Feature(StrEnum):
     TEXT_SEARCH = "text_search"
     """Full-text search over the chunk text (:class:`SupportsTextSearch`)."""
     WRITE = "write"
-    """Records can be written and deleted, collections created and dropped (a snapshot opened as
-    a store cannot)."""
+    """Records can be written and deleted, collections created and dropped (a ``parquet://``
+    snapshot pinned by ``expect_digest`` cannot)."""
 
 
 @runtime_checkable

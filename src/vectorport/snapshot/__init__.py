@@ -1,7 +1,7 @@
 """Portable snapshots: a store as Parquet parts plus a manifest, and back.
 
 ``export(URL, DIR)`` writes the snapshot and checks it against the source. A snapshot directory
-is a read-only store, ``parquet://DIR`` (:class:`vectorport.backends.parquet.ParquetStore`), so
+is a store, ``parquet://DIR`` (:class:`vectorport.backends.parquet.ParquetStore`), so
 :func:`import_snapshot` is :func:`vectorport.migrate.run` from it: the same plan, transforms,
 checkpoint and verification as any migration. Needs the ``parquet`` extra (pyarrow).
 """

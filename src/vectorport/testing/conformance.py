@@ -20,11 +20,10 @@ empty* collection each call; the suite drops the collections it makes::
             return lambda dim, metric: vectorport.connect(
                 f"memory://conf-{next(names)}", dimension=dim, metric=metric)
 
-A read-only backend (no :attr:`~vectorport.Feature.WRITE`: a ``parquet://`` snapshot) also
-provides ``store_loader``, ``load(store, records) -> store`` (see
-:meth:`vectorport.testing.backends.ServerPool.loader`): the read tests fill its collections
-through it, and every test of writes checks that a write raises
-:class:`~vectorport.exceptions.UnsupportedFeatureError` and is then an expected failure.
+A read-only backend (no :attr:`~vectorport.Feature.WRITE`) also provides ``store_loader``,
+``load(store, records) -> store`` (see :meth:`vectorport.testing.backends.ServerPool.loader`):
+the read tests fill its collections through it, and every test of writes checks that a write
+raises :class:`~vectorport.exceptions.UnsupportedFeatureError` and is then an expected failure.
 
 Every answer is compared with the exact reference: the same keys (ties allowed) for exact
 stores, recall at least ``capabilities.recall_tolerance`` for approximate ones, and never a
