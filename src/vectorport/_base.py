@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
@@ -475,11 +475,19 @@ class BaseStore(ABC, Generic[N]):
         """Every record once, in pages. ``segment=(i, n)`` reads the i-th of n disjoint parts;
         a page's ``cursor`` passed back as ``cursor=`` resumes right after that page."""
         limit, inc, part, position = self._scan_args(batch_size, include, segment, cursor)
+        yield from self._pages(lambda p: self._scan_page(limit, inc, part, p), part, position)
+
+    def _pages(
+        self,
+        read: Callable[[Position | None], tuple[Sequence[Record], Position | None]],
+        part: tuple[int, int],
+        position: Position | None,
+    ) -> Iterator[ScanPage]:
+        """The pages ``read`` gives from ``position`` on (each read retried as the store's
+        retry policy says), until it says there is no more: the loop of :meth:`scan`, and of a
+        store's other scans (``scan_bins``)."""
         while True:
-            records, position = self.retry.call(
-                lambda p=position: self._scan_page(limit, inc, part, p),  # type: ignore[misc]
-                f"{self.name}: scan",
-            )
+            records, position = self.retry.call(lambda p=position: read(p), f"{self.name}: scan")  # type: ignore[misc]
             page = self._scan_result(records, position, part)
             if page.records or page.cursor is None:
                 yield page

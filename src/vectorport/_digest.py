@@ -24,20 +24,34 @@ False
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import struct
 import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._models import JSON
 
-__all__ = ["BinSums", "bin_count", "bin_of", "extra_digest", "key_digest", "record_digest"]
+__all__ = [
+    "BinSums",
+    "bin_count",
+    "bin_of",
+    "extra_digest",
+    "key_digest",
+    "key_hashes",
+    "record_digest",
+]
 
 RECORDS_PER_BIN = 256
 """Target bin size: a bin whose digest differs costs about this many key reads."""
+READ_RECORDS_PER_BIN = 8
+"""Target bin size when the bins whose digest differs are the records a sync pass reads (a
+source that keeps per-bin digests): a change costs about this many record reads."""
 MIN_BINS = 16
 MAX_BINS = 1 << 16
 
@@ -52,15 +66,24 @@ def bin_of(key: str, bins: int) -> int:
     return zlib.crc32(key.encode("utf-8")) % bins
 
 
-def bin_count(records: int) -> int:
-    """Bins for a collection of ``records``: a power of two, about
-    :data:`RECORDS_PER_BIN` records each, between 16 and 65,536.
+def key_hashes(keys: Sequence[str]) -> npt.NDArray[np.uint32]:
+    """The hash :func:`bin_of` takes of each of ``keys``, at once (``% bins``: their bins).
 
-    >>> bin_count(0), bin_count(200_000), bin_count(10**9)
-    (16, 1024, 65536)
+    >>> int(key_hashes(["doc#1"])[0] % 16) == bin_of("doc#1", 16)
+    True
+    """
+    return np.fromiter((zlib.crc32(k.encode("utf-8")) for k in keys), dtype=np.uint32, count=len(keys))
+
+
+def bin_count(records: int, per_bin: int = RECORDS_PER_BIN) -> int:
+    """Bins for a collection of ``records``: a power of two, about ``per_bin`` records each
+    (:data:`RECORDS_PER_BIN` by default), between 16 and 65,536.
+
+    >>> bin_count(0), bin_count(200_000), bin_count(10**9), bin_count(2_000, per_bin=8)
+    (16, 1024, 65536, 256)
     """
     n = MIN_BINS
-    while n < MAX_BINS and n * RECORDS_PER_BIN < records:
+    while n < MAX_BINS and n * per_bin < records:
         n *= 2
     return n
 
@@ -101,6 +124,10 @@ def key_digest(key: str) -> bytes:
     """The 16-byte digest of a key alone: folded like record digests, it compares two key sets
     without their content (a listing without vectors against the keys read back)."""
     return hashlib.blake2b(key.encode("utf-8"), digest_size=16, person=b"vectorport-key1").digest()
+
+
+_SPARSE = struct.Struct("<Iq")
+"""A packed bin's number and record count (its 16 digest bytes follow)."""
 
 
 class BinSums:
@@ -159,6 +186,60 @@ class BinSums:
             row = data[24 * s : 24 * s + 24]
             sums.digests[s] = int.from_bytes(row[:16], "little")
             sums.counts[s] = int.from_bytes(row[16:], "little", signed=True)
+        return sums
+
+    def folded(self, parts: int) -> BinSums:
+        """The same records in ``parts`` bins, ``parts`` dividing :attr:`parts`: a key's bin
+        ``bin_of(key, n)`` is then ``bin_of(key, self.parts) % parts``, so the fold is exact.
+
+        >>> fine = BinSums(8); fine.add(bin_of("doc#1", 8), b"\x01" * 16)
+        >>> coarse = BinSums(2); coarse.add(bin_of("doc#1", 2), b"\x01" * 16)
+        >>> fine.folded(2).differing(coarse)
+        []
+        """
+        if parts < 1 or self.parts % parts:
+            raise ValueError(f"{self.parts} bins do not fold into {parts}")
+        out = BinSums(parts)
+        for s in range(self.parts):
+            out.digests[s % parts] ^= self.digests[s]
+            out.counts[s % parts] += self.counts[s]
+        return out
+
+    def take(self, other: BinSums, bins: Iterable[int]) -> None:
+        """Set ``bins`` to ``other``'s digests and counts (same number of bins)."""
+        for s in bins:
+            self.digests[s], self.counts[s] = other.digests[s], other.counts[s]
+            self.dirty.add(s)
+
+    def to_sparse(self) -> str:
+        """The non-empty bins, packed and base64-encoded (:meth:`from_sparse`): small for the
+        few bins a small set of records fills, at most 28 bytes a bin.
+
+        >>> sums = BinSums(4096); sums.add(7, b"\x02" * 16)
+        >>> BinSums.from_sparse(4096, sums.to_sparse()).differing(sums)
+        []
+        """
+        out = bytearray()
+        for s in range(self.parts):
+            if self.counts[s] or self.digests[s]:
+                out += _SPARSE.pack(s, self.counts[s]) + self.digests[s].to_bytes(16, "little")
+        return base64.b64encode(bytes(out)).decode("ascii")
+
+    @classmethod
+    def from_sparse(cls, parts: int, text: str) -> BinSums:
+        """The bins :meth:`to_sparse` packed, in ``parts`` bins; ``ValueError`` when ``text`` is
+        not such a packing."""
+        data = base64.b64decode(text.encode("ascii"), validate=True)
+        row = _SPARSE.size + 16
+        if len(data) % row:
+            raise ValueError(f"{len(data)} bytes is not a whole number of packed bins")
+        sums = cls(parts)
+        for start in range(0, len(data), row):
+            s, n = _SPARSE.unpack_from(data, start)
+            if not 0 <= s < parts:
+                raise ValueError(f"bin {s} is not one of {parts}")
+            sums.digests[s] = int.from_bytes(data[start + _SPARSE.size : start + row], "little")
+            sums.counts[s] = n
         return sums
 
     def differing(self, other: BinSums) -> list[int]:

@@ -20,19 +20,24 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._changes import CaptureSetup, ChangeFeed
 from ._models import QueryResult
 from .exceptions import UnsupportedFeatureError
 from .filters import FilterNode
 
+if TYPE_CHECKING:
+    from ._digest import BinSums
+    from ._models import ScanPage
+
 __all__ = [
     "FEATURE_PROTOCOLS",
     "Feature",
+    "SupportsBinDigests",
     "SupportsBulkLoad",
     "SupportsChangeFeed",
     "SupportsHybridSearch",
@@ -41,6 +46,7 @@ __all__ = [
     "SupportsLayoutCheck",
     "SupportsSplitReplace",
     "SupportsTextSearch",
+    "bin_digests_of",
     "bulk_load_of",
     "change_capture_of",
     "features_of",
@@ -62,6 +68,10 @@ class Feature(StrEnum):
     """What a store can do beyond the :class:`~vectorport.VectorStore` protocol (its value is
     the name reports and ``vectorport backends`` print)."""
 
+    BIN_DIGESTS = "bin_digests"
+    """Gives the digest fold of each key bin without reading its records, and reads the records
+    of chosen bins alone, so a ``sync`` scan reads only the bins that changed
+    (:class:`SupportsBinDigests`)."""
     BULK_LOAD = "bulk_load"
     """Loads a large stream of upserts faster with index maintenance deferred
     (:class:`SupportsBulkLoad`)."""
@@ -234,7 +244,35 @@ class SupportsChangeFeed(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsBinDigests(Protocol):
+    """A store that keeps, beside its records, the fold of their content digests per key bin
+    (:func:`vectorport._digest.bin_of`, :class:`~vectorport._digest.BinSums`): a ``sync`` scan
+    compares them with the folds of what the target holds and reads only the bins that differ."""
+
+    def bin_digests(self, parts: int) -> BinSums | None:
+        """The fold (XOR of :func:`~vectorport._digest.record_digest` and count) of each key bin
+        of the collection, in ``n`` bins where ``n`` divides ``parts`` (as fine as the store keeps
+        them: ``n == parts`` when it can), read without reading records. ``None`` when the store
+        cannot tell without reading them (a snapshot written before it kept them)."""
+        ...
+
+    def scan_bins(
+        self,
+        parts: int,
+        bins: Sequence[int],
+        *,
+        batch_size: int | None = None,
+        include: Iterable[str] | None = None,
+        cursor: str | None = None,
+    ) -> Iterator[ScanPage]:
+        """The records whose key's ``bin_of(key, parts)`` is one of ``bins``, in pages, as
+        :meth:`~vectorport.VectorStore.scan` (a page's ``cursor`` resumes after it)."""
+        ...
+
+
 FEATURE_PROTOCOLS: dict[Feature, type] = {
+    Feature.BIN_DIGESTS: SupportsBinDigests,
     Feature.BULK_LOAD: SupportsBulkLoad,
     Feature.CHANGE_FEED: SupportsChangeFeed,
     Feature.HYBRID: SupportsHybridSearch,
@@ -275,6 +313,11 @@ def supports(store: object, feature: Feature) -> bool:
 def change_capture_of(store: object) -> SupportsChangeFeed | None:
     """``store`` as a :class:`SupportsChangeFeed` when it has :attr:`Feature.CHANGE_FEED`."""
     return store if supports(store, Feature.CHANGE_FEED) and isinstance(store, SupportsChangeFeed) else None
+
+
+def bin_digests_of(store: object) -> SupportsBinDigests | None:
+    """``store`` as a :class:`SupportsBinDigests` when it has :attr:`Feature.BIN_DIGESTS`."""
+    return store if supports(store, Feature.BIN_DIGESTS) and isinstance(store, SupportsBinDigests) else None
 
 
 def integrity_check_of(store: object) -> SupportsIntegrityCheck | None:

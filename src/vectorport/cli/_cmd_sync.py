@@ -39,6 +39,7 @@ from ..migrate import sync as run_sync
 from ..migrate._capture import Lag
 from ..migrate._progress import ProgressMode, emit_progress
 from ..migrate._sync import committed
+from ..migrate._syncreport import SyncStats
 from ._cmd_migrate import SHOWN, _print_verification, resume_command
 from ._common import (
     JsonOption,
@@ -66,10 +67,18 @@ def parse_every(value: str) -> float:
     return max(1.0, float(match.group(1)) * _UNITS[match.group(2) or "s"])
 
 
+def _bins_read(s: SyncStats) -> str:
+    """Which key bins the scan read, when it read fewer than all (a source with per-bin digests)."""
+    if s.mode == "capture" or s.bins_read >= s.bins:
+        return ""
+    return f" (in {s.bins_read:,} of {s.bins:,} key bins)"
+
+
 def _print_report(report: SyncReport) -> None:
     s = report.sync
     out_console.print(
-        f"sync ({s.mode}): read {s.source_read:,} source records and {s.target_read:,} target records; "
+        f"sync ({s.mode}): read {s.source_read:,} source records{_bins_read(s)} and {s.target_read:,} "
+        "target records; "
         f"{s.new:,} new, {s.changed:,} changed, {s.unchanged:,} unchanged; wrote {s.written:,} in "
         f"{s.seconds:.1f}s ({s.retries} retries)",
         highlight=False,

@@ -8,6 +8,12 @@ a bin whose source digest equals the target's lost nothing; only the keys of the
 that differ are looked up in the source. With ``delete`` they are deleted from the target,
 without it they are counted.
 
+A source that keeps the digest fold of each key bin (:attr:`~.._features.Feature.BIN_DIGESTS`:
+a Parquet snapshot's manifest) is not read whole: an incremental pass compares its folds with
+the state's and reads only the records of the bins that differ (``info["bins"]``, fixed when the
+pass starts, so a resumed pass reads the same bins); the bins it skips hold what the target
+holds, so their source fold is the target's and no record there is gone.
+
 The first sync of a pair (or ``full=True``, or a target whose count no longer matches the
 state) has nothing to trust yet: it reads the target record by record as verification does,
 writes what differs and records the rest, so a sync after a migrate rewrites nothing.
@@ -46,9 +52,9 @@ from typing import Any
 
 from .._activity import listening
 from .._changes import ChangeFeed
-from .._digest import bin_count, bin_of, record_digest
+from .._digest import READ_RECORDS_PER_BIN, bin_count, bin_of, record_digest
 from .._exit import Status
-from .._features import Feature, bulk_load_of, split_replace_of
+from .._features import Feature, bin_digests_of, bulk_load_of, split_replace_of
 from .._models import JSON, Record, ScanPage
 from .._paths import default_state
 from .._protocol import VectorStore
@@ -237,6 +243,7 @@ class _Pass:
                     self.stats.restarts += 1
                     log.warning("sync: %s; reading the source again from the start", exc)
                     self.state.restart_source()
+                    _seed_unread(self.state, self.info.get("bins"))
                     self.info["cursor"] = None
                     self.save(force=True)
 
@@ -245,14 +252,7 @@ class _Pass:
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="vectorport-sync")
         failed: BaseException | None = None
         try:
-            pages = iter(
-                self.source.scan(
-                    batch_size=self.batch_size,
-                    include=["vector", "metadata", "text"],
-                    segment=self.shard,
-                    cursor=self.info.get("cursor"),
-                )
-            )
+            pages = self._source_pages()
             while True:
                 try:
                     page = next(pages)
@@ -290,6 +290,24 @@ class _Pass:
                 for rest in inflight:
                     for fut in rest.futures:
                         fut.result()
+
+    def _source_pages(self) -> Iterator[ScanPage]:
+        """The source's pages from the pass's cursor: every record of the shard, or only those
+        of the key bins the pass reads (``info["bins"]``, :func:`_bins_plan`)."""
+        plan, cursor = self.info.get("bins"), self.info.get("cursor")
+        include = ["vector", "metadata", "text"]
+        if plan is None:
+            pages = self.source.scan(
+                batch_size=self.batch_size, include=include, segment=self.shard, cursor=cursor
+            )
+            return iter(pages)
+        binned = bin_digests_of(self.source)
+        assert binned is not None  # the plan was made from it
+        return iter(
+            binned.scan_bins(
+                plan["parts"], plan["read"], batch_size=self.batch_size, include=include, cursor=cursor
+            )
+        )
 
     def extras(self) -> None:
         """Full pass: record the target's keys that no source record accounts for.
@@ -436,11 +454,58 @@ def _start(
     if reason:
         count = -(-src.store.count() // shard[1])
         info.update(expected=count, bulk=dst.store.count() == 0)
-        state.reset(bin_count(count))
+        state.reset(_bin_count(src.store, count, shard))
     state.restart_source()
+    plan = None if reason else _bins_plan(state, src.store, shard)
+    if plan is not None:
+        info.update(bins=plan, expected=plan["records"])
+        _seed_unread(state, plan)
     state.put("pass", info)
     state.commit()
     return info, reason, False
+
+
+def _bins_plan(state: SyncState, source: VectorStore, shard: tuple[int, int]) -> dict[str, Any] | None:
+    """The key bins an incremental pass reads when the source gives the digest fold of each
+    (:class:`~.._features.SupportsBinDigests`): those whose fold differs from what the state
+    says the target holds, in the ``parts`` bins the source gives (they divide the state's).
+    ``None``: read every record (no such source, a shard, whose state holds part of the keys,
+    or a source that cannot tell without reading)."""
+    binned = bin_digests_of(source)
+    if binned is None or shard[1] > 1 or not state.parts:
+        return None
+    sums = binned.bin_digests(state.parts)
+    if sums is None or state.parts % sums.parts:
+        return None
+    read = state.target.folded(sums.parts).differing(sums)
+    return {"parts": sums.parts, "read": read, "records": sum(sums.counts[b] for b in read)}
+
+
+def _bin_count(source: VectorStore, records: int, shard: tuple[int, int]) -> int:
+    """The key bins of a state recording ``records``: finer where the source gives the digest
+    fold of each (:func:`_bins_plan`): a changed bin then costs reading its records, not only
+    listing its keys; as fine as the source keeps them at most."""
+    binned = bin_digests_of(source) if shard[1] == 1 else None
+    if binned is None:
+        return bin_count(records)
+    parts = bin_count(records, READ_RECORDS_PER_BIN)
+    kept = binned.bin_digests(parts)
+    return bin_count(records) if kept is None else max(kept.parts, bin_count(records))
+
+
+def _seed_unread(state: SyncState, plan: Mapping[str, Any] | None) -> None:
+    """The bins a pass does not read (``plan``: :func:`_bins_plan`) hold what the target
+    holds: their source fold is the target's, so :meth:`_Pass.gone` looks in none of them."""
+    if plan is None or not state.parts:
+        return
+    n, read = int(plan["parts"]), set(plan["read"])
+    state.source.take(state.target, [s for s in range(state.parts) if s % n not in read])
+
+
+def _bins_read(info: Mapping[str, Any], parts: int) -> int:
+    """The state's key bins whose records the pass reads: all, or those of ``info["bins"]``."""
+    plan = info.get("bins")
+    return parts if plan is None else len(plan["read"]) * (parts // int(plan["parts"]))
 
 
 @dataclass
@@ -505,6 +570,7 @@ def scan_pass(ctx: SyncContext, transform: JSON, why: str | None, position: JSON
     stats = report.sync
     stats.mode, stats.reason, stats.resumed = info["mode"], reason, resumed
     stats.bins = st.parts or 0
+    stats.bins_read = _bins_read(info, stats.bins)
     if reason:
         report.notes.append(f"full pass: {reason}")
     if resumed:

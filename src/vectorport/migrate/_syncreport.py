@@ -36,6 +36,10 @@ class SyncStats:
     """Why the pass is ``full``."""
     bins: int = 0
     """Key bins of the digests (:func:`vectorport._digest.bin_of`)."""
+    bins_read: int = 0
+    """Key bins whose records the scan read: every bin, unless the source gives the digest fold
+    of each (:attr:`~vectorport._features.Feature.BIN_DIGESTS`); then only those whose fold
+    differed from the target's."""
     bins_checked: int = 0
     """Key bins whose source digest differed from the target's after the scan: only their keys
     are looked up for records gone from the source."""
@@ -63,6 +67,7 @@ class SyncStats:
 
     _SUMMED: ClassVar[tuple[str, ...]] = (
         "bins",
+        "bins_read",
         "bins_checked",
         "source_read",
         "target_read",
@@ -106,6 +111,7 @@ class SyncStats:
             "mode": self.mode,
             "reason": self.reason,
             "bins": self.bins,
+            "bins_read": self.bins_read,
             "bins_checked": self.bins_checked,
             "source_read": self.source_read,
             "target_read": self.target_read,

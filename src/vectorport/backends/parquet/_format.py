@@ -9,7 +9,11 @@ without one is not a snapshot (an export that did not finish).
 
 Per part the manifest keeps the file's SHA-256 (checked when the part is read) and a content
 digest: the XOR of the records' :func:`~vectorport.migrate._digest.record_digest`, order-free,
-so parts written by parallel workers fold into one snapshot content digest.
+so parts written by parallel workers fold into one snapshot content digest. It also keeps, per
+part, that fold per key bin (``bins``: :data:`KEY_BINS` bins of :func:`~vectorport._digest.bin_of`,
+the non-empty ones packed by :meth:`~vectorport._digest.BinSums.to_sparse`), so ``sync`` learns
+which bins changed without reading a record; a part written before parts kept them has none
+(``null``), and such a snapshot is then scanned whole.
 
 Those checks catch damage and careless edits, but someone who edits records and recomputes
 every checksum in the manifest makes a snapshot that agrees with itself. What cannot be forged
@@ -35,21 +39,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..._arrow import metadata_json, records_of, records_to_table, schema
-from ..._digest import record_digest
+from ..._digest import BinSums, bin_of, record_digest
 from ..._models import CollectionSpec, Metric, Record
 from ...exceptions import ConfigurationError, NotFoundError
 
 __all__ = [
     "FORMAT",
+    "KEY_BINS",
     "LOCK",
     "MANIFEST",
     "Manifest",
     "PartInfo",
     "PartWriter",
+    "bins_of",
     "check_contents",
     "check_expected",
     "check_totals",
     "combine",
+    "combine_bins",
     "content_digest",
     "parse_expected_digest",
     "read_part",
@@ -70,6 +77,10 @@ DEFAULT_PART_BYTES = 128 * 1024 * 1024
 """A part is closed when its records reach about this many bytes in memory (and on disk,
 before compression): the unit a reader holds at once and a parallel reader gets as a task."""
 ROW_GROUP = 10_000
+KEY_BINS = 4096
+"""Key bins a part's ``bins`` fold: a power of two, so a sync state's bins (a power of two too,
+:func:`~vectorport._digest.bin_count`) fold from them exactly up to 4,096 (about a million
+records), and coarser beyond. 28 bytes a non-empty bin: 112 KiB of manifest for a full part."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,9 @@ class PartInfo:
     sha256: str
     digest: str
     """Hex of the XOR of the part's record digests."""
+    bins: str | None = None
+    """That XOR (and the count) per key bin, :data:`KEY_BINS` of them, packed
+    (:meth:`~vectorport._digest.BinSums.to_sparse`); ``None`` in parts written before."""
 
 
 @dataclass
@@ -261,6 +275,7 @@ class PartWriter:
         self._rows: list[tuple[str, Any, str, str | None]] = []
         self._bytes = 0
         self._digest = 0
+        self._bins = BinSums(KEY_BINS)
 
     def add(self, records: Sequence[Record]) -> None:
         for rec in records:
@@ -269,7 +284,9 @@ class PartWriter:
             vec = np.asarray(rec.vector, dtype=np.float32)
             meta = metadata_json(rec.metadata)
             self._rows.append((rec.key, vec, meta, rec.text))
-            self._digest ^= int.from_bytes(record_digest(rec.key, vec, rec.metadata, rec.text), "little")
+            digest = record_digest(rec.key, vec, rec.metadata, rec.text)
+            self._digest ^= int.from_bytes(digest, "little")
+            self._bins.add(bin_of(rec.key, KEY_BINS), digest)
             self._bytes += len(rec.key) + 4 * self.dimension + len(meta) + len(rec.text or "")
             if self._bytes >= self.max_bytes:
                 self.flush()
@@ -280,20 +297,22 @@ class PartWriter:
         keys, vectors, metas, texts = zip(*self._rows, strict=True)
         table = records_to_table(keys, vectors, metas, texts, self.dimension)
         name = f"{self.prefix}-{len(self.parts):05d}.parquet"
-        self.parts.append(write_part(self.directory, name, table, self._digest.to_bytes(16, "little").hex()))
-        self._rows, self._bytes, self._digest = [], 0, 0
+        digest = self._digest.to_bytes(16, "little").hex()
+        self.parts.append(write_part(self.directory, name, table, digest, self._bins.to_sparse()))
+        self._rows, self._bytes, self._digest, self._bins = [], 0, 0, BinSums(KEY_BINS)
 
 
-def write_part(directory: Path, name: str, table: pa.Table, digest: str) -> PartInfo:
+def write_part(directory: Path, name: str, table: pa.Table, digest: str, bins: str | None) -> PartInfo:
     """Write ``table`` as the part ``name`` of ``directory`` (to a temporary name, flushed to
     disk and renamed when complete) and describe it as the manifest lists it; ``digest``: the
-    XOR of its records' digests (:func:`content_digest`)."""
+    XOR of its records' digests (:func:`content_digest`), ``bins`` that per key bin
+    (:func:`bins_of`, packed; ``None`` when unknown)."""
     tmp = directory / f".{name}.tmp"
     pq.write_table(table, tmp, row_group_size=ROW_GROUP, compression="zstd")
     _fsync(tmp)
     path = directory / name
     os.replace(tmp, path)
-    return PartInfo(name, table.num_rows, path.stat().st_size, _sha256(path), digest)
+    return PartInfo(name, table.num_rows, path.stat().st_size, _sha256(path), digest, bins)
 
 
 def _fsync(path: Path) -> None:
@@ -314,6 +333,29 @@ def combine(digests: Iterable[str]) -> str:
     for d in digests:
         acc ^= int.from_bytes(bytes.fromhex(d), "little")
     return acc.to_bytes(16, "little").hex()
+
+
+def bins_of(records: Iterable[Record]) -> BinSums:
+    """The records' digests folded per key bin (:data:`KEY_BINS` bins)."""
+    sums = BinSums(KEY_BINS)
+    for rec in records:
+        sums.add(bin_of(rec.key, KEY_BINS), record_digest(rec.key, rec.vector, rec.metadata, rec.text))
+    return sums
+
+
+def combine_bins(packed: Iterable[str | None], removed: BinSums | None = None) -> str | None:
+    """The per-bin folds of parts put together (:meth:`~vectorport._digest.BinSums.merge`),
+    less the ``removed`` records; ``None`` when a part has none (written before parts kept them)."""
+    sums = BinSums(KEY_BINS)
+    for text in packed:
+        if text is None:
+            return None
+        sums.merge(BinSums.from_sparse(KEY_BINS, text))
+    if removed is not None:
+        for s in range(KEY_BINS):
+            sums.digests[s] ^= removed.digests[s]
+            sums.counts[s] -= removed.counts[s]
+    return sums.to_sparse()
 
 
 def content_digest(records: Iterable[Record]) -> str:

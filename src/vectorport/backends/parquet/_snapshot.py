@@ -241,7 +241,12 @@ class Snapshot:
         return flat[order], (np.concatenate(owners) if owners else np.empty(0, dtype=np.int32))[order]
 
     def _key_hashes(self, part: PartInfo) -> npt.NDArray[np.int64]:
-        """The hashes of a part's keys, read from its key column alone (the whole part when it is
+        """The hashes of a part's keys (:meth:`keys`)."""
+        keys = self.keys(part)
+        return np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+
+    def keys(self, part: PartInfo) -> list[str]:
+        """A part's keys in row order, read from its key column alone (the whole part when it is
         in memory)."""
         if part.file in self._cached:
             keys = self._cached[part.file].column("key").to_pylist()
@@ -254,4 +259,4 @@ class Snapshot:
             except (pa.ArrowException, OSError):
                 self._read(part, check=True)  # a damaged file, named
                 raise
-        return np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+        return list(keys)

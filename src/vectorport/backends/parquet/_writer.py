@@ -51,7 +51,9 @@ from ._format import (
     Manifest,
     PartInfo,
     PartWriter,
+    bins_of,
     combine,
+    combine_bins,
     content_digest,
     fold,
     read_part,
@@ -171,10 +173,12 @@ class SnapshotWriter:
                 continue
             gone = np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist()
             if len(gone) < table.num_rows:
-                out = content_digest(records_of(table, gone, True, current.dimension))
+                out = records_of(table, gone, True, current.dimension)
+                digest = combine([part.digest, content_digest(out)])
+                bins = combine_bins([part.bins], bins_of(out))
                 rest = table.filter(pc.invert(hits))
                 name = f"part-{time.time_ns():x}{secrets.token_hex(3)}-r.parquet"
-                rewritten.append(write_part(self.directory, name, rest, combine([part.digest, out])))
+                rewritten.append(write_part(self.directory, name, rest, digest, bins))
         return kept, rewritten
 
     def _new_parts(self, current: Manifest, batch: Batch | None, token: str) -> list[PartInfo]:
@@ -193,7 +197,11 @@ class SnapshotWriter:
             return parts
         tables = [read_part(self.directory, p, current.dimension) for p in small]
         merged = write_part(
-            self.directory, f"{token}-m.parquet", pa.concat_tables(tables), combine(p.digest for p in small)
+            self.directory,
+            f"{token}-m.parquet",
+            pa.concat_tables(tables),
+            combine(p.digest for p in small),
+            combine_bins(p.bins for p in small),
         )
         return [p for p in parts if p.bytes >= SMALL_PART_BYTES] + [merged]
 

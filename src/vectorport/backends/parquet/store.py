@@ -19,33 +19,50 @@ bytes per record). Segments ``(i, n)`` are whole parts (parts ``i, i+n, …``) w
 parts, so parallel readers each read their own files; otherwise they are by key hash
 (:func:`vectorport._segments.segment_of`), as for the memory store. Search is exact: every part
 is searched and the best ``k`` merged.
+
+Each part's entry in the manifest keeps the fold of its records' digests per key bin, so the
+store gives a sync the folds of the whole snapshot without reading a record
+(:class:`~vectorport._features.SupportsBinDigests`), and reads the records of chosen bins alone:
+per part, its key column picks the rows, and only those become records.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._base import BaseStore
 from ..._capabilities import Capabilities
 from ..._cursor import Position, position_field
+from ..._digest import BinSums, key_hashes
 from ..._exact import SearchMatrix
 from ..._features import Feature
-from ..._models import CollectionSpec, Include, Match, Metric, Record, Vector, score_from_distance
+from ..._models import (
+    CollectionSpec,
+    Include,
+    Match,
+    Metric,
+    Record,
+    ScanPage,
+    Vector,
+    score_from_distance,
+)
 from ..._segments import segment_of
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, NotFoundError
 from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
 from .._parts import Forward
-from ._format import SHA256_PREFIX, Manifest
+from ._format import KEY_BINS, SHA256_PREFIX, Manifest, PartInfo, combine_bins
 from ._snapshot import Snapshot
 from ._writer import SnapshotWriter
 
@@ -91,6 +108,8 @@ class ParquetStore(BaseStore[FilterNode]):
         """The directory's manifest, parts and key index (:mod:`._snapshot`)."""
         self.writer = SnapshotWriter(self)
         """Copy-on-write writes under the directory's lock (:mod:`._writer`)."""
+        self._hashes: dict[str, npt.NDArray[np.uint32]] = {}
+        """Each part file's key hashes (:func:`~vectorport._digest.key_hashes`), in row order."""
 
     def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
         if self.snapshot.pinned:  # expect_digest: this content and no other
@@ -234,6 +253,75 @@ class ParquetStore(BaseStore[FilterNode]):
 
     def _count(self) -> int:
         return self._current().count
+
+    # ------------------------------------------------------------------ key bins (sync)
+    def bin_digests(self, parts: int) -> BinSums | None:
+        """The folds every part keeps, summed, in ``gcd(parts, KEY_BINS)`` bins; ``None`` when a
+        part keeps none (written before parts kept them) or they are not readable."""
+        try:
+            packed = combine_bins(p.bins for p in self._current().parts)
+            if packed is None:
+                return None
+            return BinSums.from_sparse(KEY_BINS, packed).folded(math.gcd(parts, KEY_BINS))
+        except (ValueError, TypeError):  # a manifest edited by hand: scan instead
+            return None
+
+    def scan_bins(
+        self,
+        parts: int,
+        bins: Sequence[int],
+        *,
+        batch_size: int | None = None,
+        include: Iterable[str] | None = None,
+        cursor: str | None = None,
+    ) -> Iterator[ScanPage]:
+        """The records of key bins ``bins`` of ``parts``, part after part (see the module
+        docstring); a page's cursor resumes after it."""
+        limit, inc, whole, position = self._scan_args(batch_size, include, (0, 1), cursor)
+        if not (type(parts) is int and parts >= 1 and all(type(b) is int and 0 <= b < parts for b in bins)):
+            raise ConfigurationError(
+                f"scan_bins takes bins 0 <= b < parts, got parts={parts!r}, bins={list(bins)!r}"
+            )
+        if position is not None and position_field(position, "bins", int, self.name) != parts:
+            raise ConfigurationError(
+                "this parquet scan cursor reads another number of key bins; resume with the bins it came from"
+            )
+        wanted = np.zeros(parts, dtype=bool)
+        wanted[list(bins)] = True
+        yield from self._pages(lambda p: self._bins_page(limit, inc, wanted, p), whole, position)
+
+    def _bins_page(
+        self,
+        limit: int,
+        include: frozenset[Include],
+        wanted: npt.NDArray[np.bool_],
+        position: Position | None,
+    ) -> tuple[Sequence[Record], Position | None]:
+        current = self._current().parts
+        listed = {p.file for p in current}
+        self._hashes = {f: h for f, h in self._hashes.items() if f in listed}
+        index = 0 if position is None else position_field(position, "part", int, self.name)
+        row = 0 if position is None else position_field(position, "row", int, self.name)
+        parts = len(wanted)
+        while index < len(current):
+            rows = np.flatnonzero(wanted[self._key_hashes(current[index]) % parts])
+            rows = rows[rows >= row]
+            if len(rows):
+                chosen = rows[:limit].tolist()
+                more = len(rows) > limit
+                after = {"bins": parts, "part": index + 1, "row": 0}
+                if more:
+                    after.update(part=index, row=chosen[-1] + 1)
+                done = after["part"] >= len(current)
+                return self.snapshot.records(current[index], chosen, include), None if done else after
+            index, row = index + 1, 0
+        return (), None
+
+    def _key_hashes(self, part: PartInfo) -> npt.NDArray[np.uint32]:
+        found = self._hashes.get(part.file)
+        if found is None:
+            found = self._hashes[part.file] = key_hashes(self.snapshot.keys(part))
+        return found
 
     def info(self) -> dict[str, Any]:
         out = super().info()

@@ -1,0 +1,130 @@
+"""``sync`` from a Parquet snapshot reads only the key bins that changed: the manifest keeps each
+part's digest fold per key bin (:class:`vectorport._features.SupportsBinDigests`), the pass
+compares them with its state and scans the bins that differ. A snapshot written before parts
+kept them is scanned whole, as any source."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import vectorport
+from vectorport._features import Feature, supports
+from vectorport.backends.parquet._format import MANIFEST
+from vectorport.snapshot import export, snapshot_url
+
+pytestmark = pytest.mark.parquet
+pytest.importorskip("pyarrow")
+
+N = 2_000
+SRC_ROOT = str(Path(vectorport.__file__).resolve().parents[1])
+
+
+def _rec(i: int, v: int = 0) -> vectorport.Record:
+    return vectorport.Record(f"doc{i // 8}.md#{i % 8}", [1.0 + i, float(v), 0.5, -1.0], {"i": i, "v": v}, f"t{i}")
+
+
+def _snapshot(tmp_path: Path, name: str) -> tuple[str, vectorport.VectorStore]:
+    """A snapshot of N records, exported from a memory store (parts with per-bin digests)."""
+    mem = vectorport.connect(f"memory://bins-{name}", dimension=4)
+    mem.upsert([_rec(i) for i in range(N)])
+    directory = tmp_path / "snap"
+    export(f"memory://bins-{name}", directory)
+    mem.drop()
+    url = snapshot_url(directory)
+    return url, vectorport.connect(url)
+
+
+def _target_equals(url: str, target: str) -> None:
+    report = vectorport.verify(url, target)
+    assert report.status == "verified", report.to_dict()
+
+
+def test_a_pass_reads_only_the_bins_that_changed(tmp_path: Path) -> None:
+    url, snap = _snapshot(tmp_path, "changed")
+    assert supports(snap, Feature.BIN_DIGESTS)
+    target, state = "memory://bins-changed-dst", tmp_path / "state.sqlite"
+    first = vectorport.sync(url, target, state=state)
+    assert (first.sync.mode, first.sync.new, first.sync.bins_read) == ("full", N, first.sync.bins)
+    assert first.sync.bins >= 256  # finer bins for a source that reads by bin
+
+    quiet = vectorport.sync(url, target, state=state, delete=True)
+    assert (quiet.sync.mode, quiet.sync.bins_read, quiet.sync.source_read) == ("incremental", 0, 0)
+
+    snap.upsert([_rec(i, 1) for i in range(0, 1000, 100)])  # 10 changed, in place
+    snap.delete([_rec(i).key for i in (5, 505, 1505)])  # 3 deleted
+    report = vectorport.sync(url, target, state=state, delete=True)
+    s = report.sync
+    assert (s.mode, s.changed, s.new, s.deleted, s.written) == ("incremental", 10, 0, 3, 10)
+    assert 0 < s.bins_read <= 13 and s.bins_checked <= s.bins_read
+    assert s.source_read <= N // 10, s.to_dict()  # a full scan reads 2,000
+    assert s.unchanged + s.changed <= s.source_read  # the scan, plus the gone look-ups
+    _target_equals(url, target)
+    vectorport.connect(target).drop()
+    snap.drop()
+
+
+def test_a_snapshot_without_bin_digests_is_scanned_whole(tmp_path: Path) -> None:
+    url, snap = _snapshot(tmp_path, "old")
+    manifest = tmp_path / "snap" / MANIFEST
+    data = json.loads(manifest.read_text())
+    for part in data["parts"]:
+        del part["bins"]  # as parts were written before they kept them
+    manifest.write_text(json.dumps(data))
+    snap = vectorport.connect(url)
+    target, state = "memory://bins-old-dst", tmp_path / "state.sqlite"
+    assert vectorport.sync(url, target, state=state).sync.mode == "full"
+    snap.upsert([_rec(7, 3)])  # the new part keeps its bins, the old one still has none
+    report = vectorport.sync(url, target, state=state, delete=True)
+    s = report.sync
+    assert (s.mode, s.changed, s.bins_read, s.source_read) == ("incremental", 1, s.bins, N)
+    _target_equals(url, target)
+    vectorport.connect(target).drop()
+    snap.drop()
+
+
+_KILLED = """
+import sys, vectorport
+from vectorport.migrate import _sync
+calls = 0
+real = _sync._Pass._write
+def write(self, records):
+    global calls
+    calls += 1
+    if calls == 2:
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(self, records)
+_sync._Pass._write = write
+vectorport.sync(sys.argv[1], sys.argv[2], state=sys.argv[3], delete=True, batch_size=4, concurrency=1)
+"""
+
+
+def test_a_killed_pass_over_bins_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    url, snap = _snapshot(tmp_path, "killed")
+    # the target must outlive the killed process: a second snapshot directory
+    dst = snapshot_url(tmp_path / "dst")
+    state = tmp_path / "state.sqlite"
+    assert vectorport.sync(url, dst, state=state).sync.mode == "full"
+    snap.upsert([_rec(i, 2) for i in range(0, 2000, 50)])  # 40 changed
+    snap.delete([_rec(i).key for i in (1, 2, 3)])
+    env = {**os.environ, "PYTHONPATH": SRC_ROOT}
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_KILLED), url, dst, str(state)], env=env, timeout=120
+    )
+    assert run.returncode == -signal.SIGKILL
+    report = vectorport.sync(url, dst, state=state, delete=True)
+    s = report.sync
+    assert s.resumed and s.mode == "incremental" and s.bins_read < s.bins
+    _target_equals(url, dst)
+    again = vectorport.sync(url, dst, state=state, delete=True)
+    assert (again.sync.written, again.sync.deleted, again.sync.source_read) == (0, 0, 0)
+    vectorport.connect(dst).drop()
+    snap.drop()
