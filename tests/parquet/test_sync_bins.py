@@ -28,7 +28,9 @@ SRC_ROOT = str(Path(vectorport.__file__).resolve().parents[1])
 
 
 def _rec(i: int, v: int = 0) -> vectorport.Record:
-    return vectorport.Record(f"doc{i // 8}.md#{i % 8}", [1.0 + i, float(v), 0.5, -1.0], {"i": i, "v": v}, f"t{i}")
+    return vectorport.Record(
+        f"doc{i // 8}.md#{i % 8}", [1.0 + i, float(v), 0.5, -1.0], {"i": i, "v": v}, f"t{i}"
+    )
 
 
 def _snapshot(tmp_path: Path, name: str) -> tuple[str, vectorport.VectorStore]:
