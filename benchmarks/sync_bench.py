@@ -3,6 +3,7 @@ and ``sync --follow`` from a pgvector source under a steady write load.
 
     python benchmarks/sync_bench.py [--n 200000] [--dim 128] [--changed 0.001] [--capture-changes 100]
     python benchmarks/sync_bench.py follow --target s3vectors|chroma [--n 10000] [--rate 1000] [--seconds 60]
+    python benchmarks/sync_bench.py parquet [--n 50000] [--dim 128] [--changes 100] [--target memory|pgvector]
 
 Source and target are tables of one embedded pgvector server. In order:
 
@@ -23,6 +24,13 @@ deletes, in transactions of 50) while ``vectorport sync SRC DST --delete --follo
 into the local bucket server or an embedded Chroma; the lag it reports (the age of the oldest
 change not yet applied, at each read of the slot) is summarised as p50/p95/max, and after the
 writes stop and it caught up, ``verify`` must find the target equal.
+
+``parquet``: a Parquet snapshot source (``parquet://DIR``, exported from ``--n`` records) and a
+memory (or embedded pgvector) target: the migration, the first sync, ``--changes`` changes written
+in place through ``parquet://`` (half updated, a quarter new, a quarter deleted) and the pass
+that reads only the key bins whose digests changed; then the manifest's per-bin digests are
+removed (as in a snapshot written before parts kept them), ``--changes`` more changes, and the
+pass that scans every record, as every pass did before: the two passes side by side.
 
 For each timed step: seconds, records read from the source and from the target, records
 written and deleted. The migration's reads are counted from its report (plan and verify scan
@@ -341,6 +349,89 @@ def follow(
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _change_in_place(snap: Any, n: int, dim: int, changes: int, version: int) -> None:
+    """``changes`` changes through the parquet store: half updated, a quarter new, a quarter deleted."""
+    half, quarter = changes // 2, changes // 4
+    rng = np.random.default_rng(version)
+    picked = sorted(int(i) for i in rng.choice(n, size=half + changes - half - quarter, replace=False))
+    snap.upsert([_records(i, i + 1, dim, version=version)[0] for i in picked[:half]])
+    snap.upsert(_records(n * version + n, n * version + n + quarter, dim))
+    snap.delete([_records(i, i + 1, dim)[0].key for i in picked[half:]])
+
+
+def _timed_sync(src: str, dst: str, state: Path) -> dict[str, Any]:
+    t0 = time.monotonic()
+    r = vectorport.sync(src, dst, state=state, delete=True)
+    s = r.sync
+    return {
+        "seconds": round(time.monotonic() - t0, 3),
+        "mode": s.mode,
+        "bins": s.bins,
+        "bins_read": s.bins_read,
+        "source_read": s.source_read,
+        "written": s.written,
+        "deleted": s.deleted,
+    }
+
+
+def parquet_run(n: int, dim: int, changes: int, target: str) -> dict[str, Any]:
+    """The ``parquet`` mode (see the module docstring)."""
+    from vectorport.backends.parquet._format import MANIFEST
+    from vectorport.backends.pgvector._embedded import stop_embedded
+    from vectorport.snapshot import export, snapshot_url
+
+    root = Path(tempfile.mkdtemp(prefix="vectorport-sync-bench-"))
+    data = root / "data"
+    dst = f"pgvector://{data}?table=target" if target == "pgvector" else "memory://sync-bench-target"
+    out: dict[str, Any] = {"records": n, "dim": dim, "changes": changes, "target": target}
+    try:
+        mem = vectorport.connect("memory://sync-bench-source", dimension=dim)
+        for start in range(0, n, BATCH):
+            mem.upsert(_records(start, min(n, start + BATCH), dim))
+        export("memory://sync-bench-source", root / "snap")
+        mem.drop()
+        src = snapshot_url(root / "snap")
+        t0 = time.monotonic()
+        report = vectorport.migrate.run(src, dst, checkpoint=root / "ck.json", sample_queries=0)
+        out["migrate_seconds"] = round(time.monotonic() - t0, 2)
+        assert report.status == "verified", report.status
+        state = root / "sync.sqlite"
+        out["first_sync"] = _timed_sync(src, dst, state)
+        snap = vectorport.connect(src)
+        _change_in_place(snap, n, dim, changes, version=1)
+        out["bins_pass"] = _timed_sync(src, dst, state)
+        manifest = root / "snap" / MANIFEST
+        listed = json.loads(manifest.read_text())
+        for part in listed["parts"]:
+            part["bins"] = None  # as written before parts kept them: every record is scanned
+        manifest.write_text(json.dumps(listed))
+        _change_in_place(snap, n, dim, changes, version=2)
+        out["full_scan_pass"] = _timed_sync(src, dst, state)
+        check = vectorport.verify(src, dst, sample_queries=0)
+        assert check.data_equal, check.to_dict()
+        out["verified_equal"] = True
+        b, f = out["bins_pass"], out["full_scan_pass"]
+        out["bins_vs_full_scan"] = {
+            "time": round(b["seconds"] / f["seconds"], 4),
+            "source_read": round(b["source_read"] / f["source_read"], 4),
+        }
+        out["bins_pass_vs_migrate"] = round(b["seconds"] / out["migrate_seconds"], 4)
+        return out
+    finally:
+        vectorport.connect(dst).drop() if target == "memory" else stop_embedded(data)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def parquet_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="sync_bench.py parquet")
+    parser.add_argument("--n", type=int, default=50_000)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--changes", type=int, default=100)
+    parser.add_argument("--target", choices=["memory", "pgvector"], default="memory")
+    args = parser.parse_args(argv)
+    print(json.dumps(parquet_run(args.n, args.dim, args.changes, args.target), indent=2))
+
+
 def follow_main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="sync_bench.py follow")
     parser.add_argument("--target", choices=["s3vectors", "chroma"], default="s3vectors")
@@ -358,6 +449,9 @@ def follow_main(argv: list[str]) -> None:
 def main() -> None:
     if sys.argv[1:2] == ["follow"]:
         follow_main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["parquet"]:
+        parquet_main(sys.argv[2:])
         return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
