@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import vectorport
-from vectorport._features import Feature, supports
+from vectorport._digest import BinSums, bin_of, record_digest
+from vectorport._features import Feature, bin_digests_of, supports
 from vectorport.backends.parquet._format import MANIFEST
 from vectorport.snapshot import export, snapshot_url
 
@@ -130,3 +131,39 @@ def test_a_killed_pass_over_bins_loses_and_duplicates_nothing(tmp_path: Path) ->
     assert (again.sync.written, again.sync.deleted, again.sync.source_read) == (0, 0, 0)
     vectorport.connect(dst).drop()
     snap.drop()
+
+
+def _reference(store: vectorport.VectorStore, parts: int) -> BinSums:
+    """The folds computed from every record read back: what the manifest must say."""
+    sums = BinSums(parts)
+    for page in store.scan():
+        for r in page:
+            sums.add(bin_of(r.key, parts), record_digest(r.key, r.vector, r.metadata, r.text))
+    return sums
+
+
+def test_the_manifest_folds_are_those_of_the_records_after_any_write(tmp_path: Path) -> None:
+    store = vectorport.connect(snapshot_url(tmp_path / "w"), dimension=4)
+    for start in range(0, 200, 20):  # ten small parts: merged past eight
+        store.upsert([_rec(i) for i in range(start, start + 20)])
+    store.upsert([_rec(i, 5) for i in range(3, 200, 17)])  # parts rewritten without the old rows
+    store.delete([_rec(i).key for i in range(1, 200, 23)])
+    binned = bin_digests_of(store)
+    assert binned is not None
+    for parts in (16, 256, 4096, 65536):
+        got = binned.bin_digests(parts)
+        assert got is not None and got.parts == min(parts, 4096)
+        assert got.differing(_reference(store, got.parts)) == []
+
+    # the records of chosen bins, page by page, resumed from a cursor
+    bins = [1, 5, 9, 200]
+    want = sorted(r.key for p in store.scan() for r in p if bin_of(r.key, 256) in bins)
+    pages = iter(binned.scan_bins(256, bins, batch_size=2))
+    first = next(pages)
+    rest = [r.key for p in binned.scan_bins(256, bins, batch_size=3, cursor=first.cursor) for r in p]
+    assert sorted([r.key for r in first] + rest) == want and len(want) > 2
+    with pytest.raises(vectorport.ConfigurationError, match="another number of key bins"):
+        next(iter(binned.scan_bins(512, bins, cursor=first.cursor)))
+    with pytest.raises(vectorport.ConfigurationError, match="0 <= b < parts"):
+        next(iter(binned.scan_bins(16, [16])))
+    store.drop()
