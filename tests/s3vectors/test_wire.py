@@ -92,8 +92,8 @@ def test_adapter_stores_exact_float32_bits(store: S3VectorsStore, s3v: Any) -> N
             Record("plain", [0.1] * len(SPECIAL)),
         ]
     )
-    # The pre-encoded body went out: %.9g numbers, not botocore's repr.
-    assert len(sent) == 1 and b"[0.100000001,0.100000001," in sent[0]
+    # The pre-encoded body went out: shortest float32 numbers, not botocore's repr.
+    assert len(sent) == 1 and b"[0.1,0.1," in sent[0]
     assert b"[0.10000000149011612,0.10000000149011612" not in sent[0]
     got = s3v.get_vectors(
         vectorBucketName="wire", indexName=store.index, keys=["special", "neg"], returnData=True
@@ -291,7 +291,7 @@ def test_body_decoding_matches_json(text: str) -> None:
 @pytest.mark.parametrize(
     "doc",
     [
-        {"v": [0.1, -0.0, 1e-05, 1e16, 5e-324, 3.4028234663852886e38, 3, -0], "s": "é😀\u2028\x00\x7f\"\\"},
+        {"v": [0.1, -0.0, 1e-05, 1e16, 5e-324, 3.4028234663852886e38, 3, -0], "s": 'é😀\u2028\x00\x7f"\\'},
         {"vectors": [{"key": "k", "data": {"float32": [0.5, -2.25]}, "metadata": {"n": None, "l": []}}]},
         {"low": -9223372036854775809, "high": 18446744073709551616},
         {"d": float("inf"), "e": float("-inf")},
@@ -315,3 +315,18 @@ def test_response_encoding_matches_json(doc: dict[Any, Any]) -> None:
         return
     got = fast_dumps(doc)
     assert repr(json.loads(got)) == repr(want)  # repr: NaN != NaN, and int/float must not differ
+
+
+def test_float_rows_fall_back_to_nine_digits_where_a_float64_reader_would_differ() -> None:
+    # The shortest float32 decimal of float32 max reads as a float64 beyond float32's range,
+    # which the service refuses: that row (alone) is written with repr, like the slow path.
+    from vectorport.backends.s3vectors._wire import _formatted_rows
+
+    vectors = np.asarray([[0.1, float(F32.max)], [0.1, 2.5], [-0.0, -float(F32.max)]], np.float32)
+    rows = float_rows(vectors)
+    assert rows[1] == "[0.1,2.5]"
+    assert rows[0] == _formatted_rows(vectors[:1])[0] and rows[2] == _formatted_rows(vectors[2:])[0]
+    for row, want in zip(rows, vectors, strict=True):
+        read = np.asarray(json.loads(row), np.float64)
+        assert np.all(np.abs(read) <= float(F32.max))
+        assert _bits(read) == _bits(want)

@@ -3,7 +3,8 @@
 botocore validates and serializes ``float32`` vector data one Python call per number
 (about 2 µs a float, most of a 500 x 384 batch's client time) and JSON-encodes each with
 ``repr`` (17 digits). The adapter has already validated the batch, so it encodes the body
-itself — ``%.9g``, which round-trips every float32 exactly — and swaps it into the request
+itself — each number the shortest decimal that reads back as the same float32 (checked, see
+:func:`float_rows`) — and swaps it into the request
 through two botocore events:
 
 * ``before-parameter-build``: the :class:`EncodedVectors` list is replaced by its first
@@ -33,6 +34,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ..._json import fast_loads
+
+try:
+    import orjson as _orjson
+except ImportError:  # an optional speed-up: the rows are then formatted with %
+    _orjson = None  # type: ignore[assignment]
 
 __all__ = ["EncodedVectors", "encode_put_body", "install"]
 
@@ -106,14 +112,36 @@ def _row_format(dimension: int) -> str:
 def float_rows(vectors: npt.NDArray[np.float32]) -> list[str]:
     """Each row as a JSON array whose numbers parse back to the identical float32.
 
-    Nine significant digits identify a float32 (and the detour through float64 when the
-    server parses them cannot cross a float32 rounding boundary). Rows that ``%.9g``
-    would misrepresent use ``repr`` instead: ``-0.0`` (written ``-0``, a JSON integer that
-    loses the sign) and ±float32 max (written ``3.40282347e+38``, which as a float64 is
-    beyond float32's range, so the service would refuse it).
+    With orjson installed, each number is the shortest decimal that identifies its float32
+    (what a float32 parser reads back exactly; 3-10x cheaper than ``%`` formatting here, and
+    shorter). A server may read JSON numbers as float64 first and round to float32 after
+    (the local server does, as numpy would): so the rows are read back that very way, and a
+    row that would not come back bit for bit, or would come back beyond float32's range as a
+    float64, is written by :func:`_formatted_rows` instead. Without orjson every row is.
     """
     if vectors.shape[0] == 0:
         return []
+    vectors = np.ascontiguousarray(vectors, np.float32)
+    if _orjson is None:
+        return _formatted_rows(vectors)
+    rows = [_orjson.dumps(row, option=_orjson.OPT_SERIALIZE_NUMPY).decode("ascii") for row in vectors]
+    read = np.array(_orjson.loads("[" + ",".join(rows) + "]"), np.float64)
+    with np.errstate(over="ignore"):  # beyond float32's range: inf, refused just below
+        same = read.astype(np.float32).view(np.uint32) == vectors.view(np.uint32)
+    good = same.all(axis=1) & (np.abs(read) <= _F32_MAX).all(axis=1)
+    redo = np.flatnonzero(~good)
+    if redo.size:
+        for i, row in zip(redo.tolist(), _formatted_rows(vectors[redo]), strict=True):
+            rows[i] = row
+    return rows
+
+
+def _formatted_rows(vectors: npt.NDArray[np.float32]) -> list[str]:
+    """Each row with ``%.9g``: nine significant digits identify a float32, and the detour
+    through float64 when a server parses them cannot cross a float32 rounding boundary. Rows
+    that ``%.9g`` would misrepresent use ``repr`` instead: ``-0.0`` (written ``-0``, a JSON
+    integer that loses the sign) and ±float32 max (written ``3.40282347e+38``, which as a
+    float64 is beyond float32's range, so the service would refuse it)."""
     fmt = _row_format(vectors.shape[1])
     odd = ((vectors == 0) & np.signbit(vectors)) | (np.abs(vectors) == _F32_MAX)
     rows = [fmt % tuple(row) for row in vectors.tolist()]
