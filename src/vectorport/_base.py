@@ -133,11 +133,12 @@ class BaseStore(ABC, Generic[N]):
 
     # ----------------------------------------------------------------- construction
     @classmethod
-    def processes(cls, url: StoreURL) -> str:
+    def processes(cls, url: StoreURL, *, writes: bool = False) -> str:
         """Which processes may open the collection a URL names, decided without opening it:
         ``any`` (a server, a shared directory read-only), ``one`` (one process at a time: an
-        embedded database directory) or ``this`` (it lives in this process only). A runner
-        that spreads work over processes reads this before any I/O."""
+        embedded database directory) or ``this`` (it lives in this process only); ``writes``:
+        to write it (a migration's target). A runner that spreads work over processes reads
+        this before any I/O."""
         return "any"
 
     @classmethod

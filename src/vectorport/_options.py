@@ -82,6 +82,9 @@ class RunOptions:
     """What every command's options share: the checks, the resume rule, the report section."""
 
     COMMAND: ClassVar[str]
+    WRITES_TARGET: ClassVar[bool] = False
+    """The command writes its target through the target store's own writes (a runner asks the
+    target's backend which processes may do that: :meth:`vectorport.BaseStore.processes`)."""
 
     def __post_init__(self) -> None:
         concurrency = getattr(self, "concurrency", 1)

@@ -72,9 +72,10 @@ class TestTarget:
     pairs: str = "all"
     """Where the main target stands in the migration pair matrix
     (:func:`vectorport.testing.backends.pair_params`): ``"all"``, in every ordered pair with
-    each other backend; ``"cycle"``, only in its two pairs of the backend cycle (once a source,
-    once a target), for a backend whose other pairs would run the same code again at a cost the
-    suite's time budget cannot spare."""
+    each other backend; ``"target"``, in one pair only, as the target of the backend before it
+    in the backend cycle, for a backend whose other pairs would run the same code again at a
+    cost the suite's time budget cannot spare (the live-sync cycle still has it once a source
+    and once a target)."""
 
 
 @dataclass(frozen=True)

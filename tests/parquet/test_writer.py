@@ -203,3 +203,24 @@ def test_a_killed_writer_leaves_a_committed_snapshot(tmp_path: Path) -> None:
     listed = {p.file for p in snap.manifest.parts}  # type: ignore[attr-defined]
     assert set(_parts(tmp_path)) == listed
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+@pytest.mark.ray
+def test_ray_runs_a_command_writing_a_snapshot_as_one_task(tmp_path: Path) -> None:
+    """Ray workers may all read one snapshot directory, but a migration or sync into one is
+    written by one process (the write lock would refuse the others): the runner hands the whole
+    command to one task, as for an embedded Chroma directory. Decided before any I/O."""
+    pytest.importorskip("ray")
+    from vectorport.migrate import MigrateOptions
+    from vectorport.migrate._options import VerifyOptions
+    from vectorport.ray import RayRunner
+
+    snap, other = snapshot_url(tmp_path / "a"), snapshot_url(tmp_path / "b")
+    src = "s3vectors://bucket/index?endpoint_url=http://127.0.0.1:1"
+    runner = RayRunner(workers=2)
+    runner.check(MigrateOptions(), src, snap)
+    assert runner.one_process == [snap]
+    runner.check(MigrateOptions(), snap, src)
+    assert runner.one_process == []
+    runner.check(VerifyOptions(), snap, other)
+    assert runner.one_process == []

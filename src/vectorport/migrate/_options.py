@@ -67,6 +67,8 @@ class TransferOptions(RunOptions):
     :class:`SyncOptions`) take from Python only, declared once. Keyword-only, so in each
     command's keyword arguments and report ``options`` they follow the command's own fields."""
 
+    WRITES_TARGET: ClassVar[bool] = True
+
     cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
     retry: RetryPolicy | None = option(None, "Backoff for the target's writes.", cli=False)
     source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)

@@ -132,7 +132,10 @@ class RayRunner:
                 "engine ray opens the stores in its workers: pass URLs, not store objects "
                 "(nothing was read or written)"
             )
-        self.one_process = reachable(source, target)
+        if options.WRITES_TARGET:
+            self.one_process = reachable(source, written=target)
+        else:
+            self.one_process = reachable(source, target)
 
     def delegate(self, source: StoreLike, target: StoreLike, options: RunOptions) -> Report | None:
         """A store only one process may open: the whole command (a migration, an export, a

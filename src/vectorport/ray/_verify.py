@@ -22,14 +22,15 @@ from ..migrate._merged import MergedVerifyReport, Runner
 __all__ = ["ensure_ray", "ray_runner", "reachable", "verify_on_ray"]
 
 
-def reachable(*urls: str) -> list[str]:
+def reachable(*urls: str, written: str | None = None) -> list[str]:
     """Refuse, before any I/O, a store no Ray worker can open (``memory://`` lives in this
     process); return the (masked) URLs of those only one process at a time may open (an
-    embedded Chroma directory), as their backends say (:meth:`BaseStore.processes`)."""
+    embedded Chroma directory; a ``parquet://`` directory when it is ``written``, a target the
+    command writes), as their backends say (:meth:`BaseStore.processes`)."""
     one = []
-    for url in urls:
+    for url, writes in [*((u, False) for u in urls), *([(written, True)] if written is not None else [])]:
         parsed = StoreURL.parse(url)
-        kind = resolve(parsed.scheme).load().processes(parsed)
+        kind = resolve(parsed.scheme).load().processes(parsed, writes=writes)
         if kind == "this":
             raise ConfigurationError(
                 f"{parsed.masked} lives in this process only and no Ray worker can read it; use a "

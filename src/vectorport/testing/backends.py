@@ -86,12 +86,12 @@ def conformance_params() -> list[Any]:
 
 def pair_params() -> list[Any]:
     """Every ordered pair of different backends (main targets): the migration matrix. A backend
-    whose main target says ``pairs="cycle"`` (``TestTarget.pairs``) is in its
-    two pairs of :func:`cycle_params` only."""
+    whose main target says ``pairs="target"`` (``TestTarget.pairs``) is in one pair only: the
+    target of the backend before it in :func:`cycle_params`."""
     names = backend_names()
     every = {n for n in names if backend(n).tests[0].pairs == "all"}
-    cycle = set(_cycle(names))
-    return [_param(a, b) for a in names for b in names if a != b and ({a, b} <= every or (a, b) in cycle)]
+    into = {(a, b) for a, b in _cycle(names) if b not in every}
+    return [_param(a, b) for a in names for b in names if a != b and ({a, b} <= every or (a, b) in into)]
 
 
 def cycle_params() -> list[Any]:

@@ -174,7 +174,7 @@ class ChromaStore(BaseStore[Where]):
 
     # ----------------------------------------------------------------- construction
     @classmethod
-    def processes(cls, url: StoreURL) -> str:
+    def processes(cls, url: StoreURL, *, writes: bool = False) -> str:
         # PersistentClient keeps the HNSW segments in memory and flushes them to the directory:
         # two processes writing one directory corrupt each other ("Error executing plan")
         return "one" if url.scheme == "chroma" else "any"

@@ -169,7 +169,7 @@ class MemoryStore(BaseStore[FilterNode]):
     )
 
     @classmethod
-    def processes(cls, url: StoreURL) -> str:
+    def processes(cls, url: StoreURL, *, writes: bool = False) -> str:
         return "this"  # a dict in this process
 
     @classmethod

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..._models import Include, Record
-from ...exceptions import NotFoundError, TransientError
+from ...exceptions import ConfigurationError, NotFoundError, TransientError
 from ._format import (
     MANIFEST,
     SHA256_PREFIX,
@@ -178,11 +178,12 @@ class Snapshot:
             return table
 
     def _read(self, part: PartInfo, *, check: bool) -> pa.Table:
-        """Read a part; one a writer of another process removed after replacing the manifest
-        (this reader was between the two) makes the call retried on the new manifest."""
+        """Read a part; one a writer (another store, another process) removed after replacing
+        the manifest, while this reader was between the two, makes the call retried (the
+        store's retry) on the new manifest."""
         try:
             return read_part(self.directory, part, self.manifest.dimension, check=check)
-        except NotFoundError:
+        except (NotFoundError, ConfigurationError):  # gone, or gone while it was opened
             self.refresh()
             if self._manifest is not None and part in self._manifest.parts:
                 raise

@@ -117,6 +117,11 @@ class ParquetStore(BaseStore[FilterNode]):
         return declared
 
     @classmethod
+    def processes(cls, url: StoreURL, *, writes: bool = False) -> str:
+        # read from any process; written by one at a time (the directory's write lock)
+        return "one" if writes else "any"
+
+    @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> Self:
         """``expect_digest`` (option or URL parameter): the snapshot's digest as export printed it;
         any other snapshot is refused when opened, before a record is read."""
