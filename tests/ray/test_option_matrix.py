@@ -159,7 +159,7 @@ SYNC_CASES: dict[str, list[str]] = {
     "max-outage": ["--max-outage", "5"],
 }
 SYNC_REFUSED_BY = {"ray": {"shard", "follow", "max-outage"}}
-SYNC_VOLATILE = {"state", "shards", "target_read", "source_read", "bins", "bins_checked"}
+SYNC_VOLATILE = {"state", "shards", "target_read", "source_read", "bins", "bins_read", "bins_checked"}
 
 
 def _sync(engine: str, source: str, target: str, flags: list[str], tmp: Path) -> tuple[int, dict[str, Any]]:
