@@ -157,17 +157,20 @@ def test_intact_snapshot_still_imports(snapshot: Path, url_for: Callable[..., st
 
 
 def _forge_consistently(folder: Path) -> None:
-    """Edit a record and recompute every checksum the manifest holds (the part's SHA-256, size
-    and content digest, the snapshot's content digest): a snapshot that agrees with itself."""
+    """Edit a record and recompute every checksum the manifest holds (the part's SHA-256, size,
+    content digest and per-bin digests, the snapshot's content digest): a snapshot that agrees
+    with itself."""
     from vectorport._digest import record_digest
-    from vectorport.backends.parquet._format import records_of
+    from vectorport.backends.parquet._format import bins_of, records_of
 
     _rewrite_part(folder, 0, _edit_text)
     manifest = _manifest(folder)
     digest = 0
-    for rec in records_of(pq.read_table(folder / manifest["parts"][0]["file"]), None, True, DIM):
+    records = records_of(pq.read_table(folder / manifest["parts"][0]["file"]), None, True, DIM)
+    for rec in records:
         digest ^= int.from_bytes(record_digest(rec.key, rec.vector, rec.metadata, rec.text), "little")
     manifest["parts"][0]["digest"] = digest.to_bytes(16, "little").hex()
+    manifest["parts"][0]["bins"] = bins_of(records).to_sparse()
     manifest["digest"] = fold([p["digest"] for p in manifest["parts"]])
     _save(folder, manifest)
 

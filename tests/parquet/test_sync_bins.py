@@ -167,3 +167,15 @@ def test_the_manifest_folds_are_those_of_the_records_after_any_write(tmp_path: P
     with pytest.raises(vectorport.ConfigurationError, match="0 <= b < parts"):
         next(iter(binned.scan_bins(16, [16])))
     store.drop()
+
+
+def test_edited_bin_digests_are_refused_by_the_integrity_check(tmp_path: Path) -> None:
+    url, _ = _snapshot(tmp_path, "edited")
+    manifest = tmp_path / "snap" / MANIFEST
+    data = json.loads(manifest.read_text())
+    kept = BinSums.from_sparse(4096, data["parts"][0]["bins"])
+    kept.digests[0], kept.digests[1] = kept.digests[1], kept.digests[0]  # same XOR, bins swapped
+    data["parts"][0]["bins"] = kept.to_sparse()
+    manifest.write_text(json.dumps(data))
+    with pytest.raises(vectorport.ConfigurationError, match="per-bin digests differ"):
+        vectorport.connect(url).check_integrity()  # type: ignore[attr-defined]

@@ -377,7 +377,8 @@ def snapshot_file(name: str) -> bool:
 
 def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: int) -> None:
     """Recompute the content digest of a part's records from its data and compare it with the
-    manifest's: a part edited and given a matching SHA-256 is still refused. A non-finite vector
+    manifest's (and so its per-bin folds, where the part keeps them: a sync trusts them to skip
+    bins): a part edited and given a matching SHA-256 is still refused. A non-finite vector
     (no backend stores one) is refused here too, so an import fails before its first write."""
     records = records_of(table, None, True, dimension)
     for rec in records:
@@ -388,12 +389,31 @@ def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: 
                 "infinite vector; nothing was written. Remove or fix that record at the source and "
                 "export again"
             )
-    if content_digest(records) != part.digest:
+    sums = bins_of(records)
+    total = 0
+    for d in sums.digests:
+        total ^= d
+    if total.to_bytes(16, "little").hex() != part.digest:
         raise ConfigurationError(
             f"the snapshot part {directory / part.file} does not match its manifest: its records' "
             "content digest differs from the manifest's (the data was edited after export); nothing "
             "was written. Restore the snapshot from another copy or re-export it"
         )
+    if part.bins is not None and not _same_bins(part.bins, sums):
+        raise ConfigurationError(
+            f"the snapshot part {directory / part.file} does not match its manifest: its records' "
+            "per-bin digests differ from the manifest's (the manifest was edited after export); "
+            "nothing was written. Restore the snapshot from another copy or re-export it"
+        )
+
+
+def _same_bins(packed: object, sums: BinSums) -> bool:
+    """Are ``packed`` (a part's ``bins`` as the manifest holds them) the folds ``sums``?"""
+    try:
+        kept = BinSums.from_sparse(KEY_BINS, packed) if isinstance(packed, str) else None
+    except ValueError:
+        return False
+    return kept is not None and not kept.differing(sums)
 
 
 def check_totals(directory: Path, manifest: Manifest) -> None:
