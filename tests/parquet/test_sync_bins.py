@@ -179,3 +179,22 @@ def test_edited_bin_digests_are_refused_by_the_integrity_check(tmp_path: Path) -
     manifest.write_text(json.dumps(data))
     with pytest.raises(vectorport.ConfigurationError, match="per-bin digests differ"):
         vectorport.connect(url).check_integrity()  # type: ignore[attr-defined]
+
+
+def test_the_command_says_which_bins_it_read(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    url, snap = _snapshot(tmp_path, "cli")
+    target, state = "memory://bins-cli-dst", str(tmp_path / "state.sqlite")
+    runner = CliRunner()
+    assert runner.invoke(app, ["sync", url, target, "--state", state]).exit_code == 0
+    snap.upsert([_rec(11, 4)])
+    out = runner.invoke(app, ["sync", url, target, "--state", state, "--delete"])
+    assert out.exit_code == 0, out.output
+    assert "sync (incremental): read" in out.stdout and "(in 1 of 256 key bins)" in out.stdout, out.stdout
+    report = json.loads(runner.invoke(app, ["sync", url, target, "--state", state, "--json"]).stdout)
+    assert (report["sync"]["bins_read"], report["sync"]["bins"]) == (0, 256)
+    vectorport.connect(target).drop()
+    snap.drop()
