@@ -192,8 +192,8 @@ class BinSums:
         """The same records in ``parts`` bins, ``parts`` dividing :attr:`parts`: a key's bin
         ``bin_of(key, n)`` is then ``bin_of(key, self.parts) % parts``, so the fold is exact.
 
-        >>> fine = BinSums(8); fine.add(bin_of("doc#1", 8), b"\x01" * 16)
-        >>> coarse = BinSums(2); coarse.add(bin_of("doc#1", 2), b"\x01" * 16)
+        >>> fine = BinSums(8); fine.add(bin_of("doc#1", 8), bytes([1] * 16))
+        >>> coarse = BinSums(2); coarse.add(bin_of("doc#1", 2), bytes([1] * 16))
         >>> fine.folded(2).differing(coarse)
         []
         """
@@ -215,7 +215,7 @@ class BinSums:
         """The non-empty bins, packed and base64-encoded (:meth:`from_sparse`): small for the
         few bins a small set of records fills, at most 28 bytes a bin.
 
-        >>> sums = BinSums(4096); sums.add(7, b"\x02" * 16)
+        >>> sums = BinSums(4096); sums.add(7, bytes([2] * 16))
         >>> BinSums.from_sparse(4096, sums.to_sparse()).differing(sums)
         []
         """
