@@ -85,8 +85,9 @@ class WriteLock:
         except OSError:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode("ascii"))
+        # the holder's pid, for another writer's error; padded in place (no truncate: a metadata
+        # change that costs as much as the write itself on some file systems)
+        os.pwrite(fd, str(os.getpid()).ljust(20).encode("ascii"), 0)
         return fd
 
     def _held(self, holder: str) -> ConflictError:
