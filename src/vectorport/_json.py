@@ -62,8 +62,34 @@ def fast_dumps(doc: Any) -> bytes:
 
 
 def json_size(value: Any) -> int:
-    """UTF-8 bytes of the compact JSON encoding."""
+    """UTF-8 bytes of the compact JSON encoding (``json.dumps(value, ensure_ascii=False,
+    separators=(",", ":"))``).
+
+    A value of plain strings, integers, booleans and nulls in dicts and lists is measured by
+    orjson when installed (~4x cheaper on a record's metadata; it writes those byte for byte as
+    ``json`` does). Floats (orjson spells some differently, ``1e-05`` as ``0.00001``), other
+    types, and whatever orjson refuses (an integer beyond 64 bits, a lone surrogate, a key that
+    is not a string) are measured by ``json`` as before.
+    """
+    if _orjson is not None:
+        try:
+            if _plain(value):
+                return len(_orjson.dumps(value))
+        except (TypeError, RecursionError):
+            pass
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _plain(value: Any) -> bool:
+    """Only ``str``, ``int``, ``bool`` and ``None`` inside ``dict`` and ``list`` (exact types)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is dict:
+        return all(map(_plain, value.values()))
+    if kind is list:
+        return all(map(_plain, value))
+    return False
 
 
 def json_equal(a: Any, b: Any, float_ulps: int = 0) -> bool:

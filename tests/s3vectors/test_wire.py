@@ -330,3 +330,35 @@ def test_float_rows_fall_back_to_nine_digits_where_a_float64_reader_would_differ
         read = np.asarray(json.loads(row), np.float64)
         assert np.all(np.abs(read) <= float(F32.max))
         assert _bits(read) == _bits(want)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {
+            "source": "docs/a.md",
+            "n": 12,
+            "ok": True,
+            "none": None,
+            "tags": ["a", "b"],
+            "t": 'é😀\x00\x1f"\\\u2028',
+        },
+        {"f": 1e-05, "g": [0.1, 1e16]},
+        {"big": 18446744073709551616},
+        {"s": "\ud800"},
+        {1: "an integer key"},
+        ("a", 1),
+        "".join(chr(c) for c in range(0x800)),
+    ],
+)
+def test_json_size_matches_json(value: Any) -> None:
+    # The metadata byte counts behind the size limits: json's, or the error json raises.
+    from vectorport._json import json_size
+
+    try:
+        want = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    except ValueError as exc:
+        with pytest.raises(type(exc)):
+            json_size(value)
+        return
+    assert json_size(value) == want
