@@ -65,31 +65,46 @@ def json_size(value: Any) -> int:
     """UTF-8 bytes of the compact JSON encoding (``json.dumps(value, ensure_ascii=False,
     separators=(",", ":"))``).
 
-    A value of plain strings, integers, booleans and nulls in dicts and lists is measured by
-    orjson when installed (~4x cheaper on a record's metadata; it writes those byte for byte as
-    ``json`` does). Floats (orjson spells some differently, ``1e-05`` as ``0.00001``), other
-    types, and whatever orjson refuses (an integer beyond 64 bits, a lone surrogate, a key that
-    is not a string) are measured by ``json`` as before.
+    A value of strings, integers, finite floats, booleans and nulls in dicts and lists is
+    measured by orjson when installed (~3x cheaper on a record's metadata): orjson writes
+    strings, integers and the rest byte for byte as ``json`` does, and a float with the same
+    digits, but not always the same notation (``1e-05`` as ``0.00001``), so each float's
+    difference to its ``repr`` is added. Other types, NaN and infinities, and whatever orjson
+    refuses (an integer beyond 64 bits, a lone surrogate, a key that is not a string) are
+    measured by ``json`` as before.
     """
     if _orjson is not None:
         try:
-            if _plain(value):
-                return len(_orjson.dumps(value))
+            delta = _float_delta(value)
+            if delta is not None:
+                return len(_orjson.dumps(value)) + delta
         except (TypeError, RecursionError):
             pass
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-def _plain(value: Any) -> bool:
-    """Only ``str``, ``int``, ``bool`` and ``None`` inside ``dict`` and ``list`` (exact types)."""
+def _float_delta(value: Any) -> int | None:
+    """Bytes ``json`` writes more than orjson for ``value`` (its floats), or ``None`` when
+    ``value`` holds anything but ``str``, ``int``, ``bool``, ``None`` and finite ``float``
+    inside ``dict`` and ``list`` (exact types)."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
-        return True
-    if kind is dict:
-        return all(map(_plain, value.values()))
-    if kind is list:
-        return all(map(_plain, value))
-    return False
+        return 0
+    if kind is float:
+        if not math.isfinite(value):
+            return None
+        return len(float.__repr__(value)) - len(_orjson.dumps(value))
+    if kind is not dict and kind is not list:
+        return None
+    total = 0
+    for item in value.values() if kind is dict else value:
+        if type(item) is str:
+            continue
+        delta = _float_delta(item)
+        if delta is None:
+            return None
+        total += delta
+    return total
 
 
 def json_equal(a: Any, b: Any, float_ulps: int = 0) -> bool:

@@ -343,7 +343,12 @@ def test_float_rows_fall_back_to_nine_digits_where_a_float64_reader_would_differ
             "tags": ["a", "b"],
             "t": 'é😀\x00\x1f"\\\u2028',
         },
-        {"f": 1e-05, "g": [0.1, 1e16]},
+        {
+            "f": 1e-05,
+            "g": [0.1, 1e16, -0.0, 5e-324, 1e-4, 123456789012345680.0, 0.5113],
+            "h": {"x": 2.5e-308},
+        },
+        {"nan": float("nan"), "inf": [float("-inf")]},
         {"big": 18446744073709551616},
         {"s": "\ud800"},
         {1: "an integer key"},
