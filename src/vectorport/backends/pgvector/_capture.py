@@ -478,6 +478,14 @@ class SlotFeed(_Feed):
         if not tuples:
             return []
         layout = self.store.layout
+        if layout.columns.plain_key:
+            # the key is a text column's own value, as pgoutput sends it: no query needed
+            name = layout.columns.key
+            keys = (
+                next((v for c, v in zip(rel.columns, values, strict=False) if c.name == name), None)
+                for rel, values in tuples
+            )
+            return list(dict.fromkeys(k for k in keys if isinstance(k, str)))
         rows = []
         for rel, values in tuples:
             row: dict[str, object] = {}

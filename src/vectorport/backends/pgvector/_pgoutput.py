@@ -34,6 +34,9 @@ __all__ = [
 UNCHANGED = object()
 """A column pgoutput did not send: a TOASTed value the update left as it was."""
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_FORMATS: dict[str, struct.Struct] = {}
+"""Compiled big-endian formats by spec: a follower decodes every column of every change, and
+``struct.unpack_from`` with a format string parses the string each time."""
 
 
 def lsn_int(text: str) -> int:
@@ -104,8 +107,11 @@ class _Reader:
         self.at = 0
 
     def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.at)
-        self.at += struct.calcsize(fmt)
+        compiled = _FORMATS.get(fmt)
+        if compiled is None:
+            compiled = _FORMATS[fmt] = struct.Struct(fmt)
+        (value,) = compiled.unpack_from(self.data, self.at)
+        self.at += compiled.size
         return int(value)
 
     def byte(self) -> str:
