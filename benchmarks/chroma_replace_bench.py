@@ -13,6 +13,15 @@ a machine's changing load falls on all three alike:
   Chroma repairs the HNSW neighbours of every stored id it upserts);
 - ``vectorport``: ``store.upsert`` (the metadata-only third is one ``update`` without vectors);
 - ``split_replace``: ``store.upsert`` inside ``store.split_replace()`` (what sync uses).
+
+    python benchmarks/chroma_replace_bench.py churn [--n 10000] [--dim 384] [--batch 500] [--windows 8]
+
+``churn``: stored records written again with a new vector inside ``split_replace``, ``--batch``
+at a time, ten batches a window, and each window's cost per record (wall and the process's CPU
+time). Every such write (and every delete) leaves a deleted point in Chroma's HNSW graph, which
+Chroma keeps for good; later inserts search past them (Chroma's hnswlib fills its
+``ef_construction`` candidates with live points only), so the cost of an insert grows with the
+deleted points a collection has gathered, and so do its HNSW files (``hnsw_level0_mb``).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -91,7 +101,53 @@ def run(n: int, dim: int, batch: int, rounds: int) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def churn(n: int, dim: int, batch: int, windows: int) -> dict[str, Any]:
+    """See the module docstring (``churn``)."""
+    root = Path(tempfile.mkdtemp(prefix="vectorport-chroma-churn-"))
+    rng = np.random.default_rng(0)
+    try:
+        store = vectorport.connect(f"chroma://{root}?collection=bench", dimension=dim)
+        for start in range(0, n, 2000):
+            vecs = rng.standard_normal((min(n, start + 2000) - start, dim)).astype(np.float32)
+            store.upsert(Record(f"k{start + j}", v, {"i": start + j}, "text") for j, v in enumerate(vecs))
+        rows = []
+        rewritten = 0
+        for _ in range(windows):
+            wall, cpu = time.monotonic(), time.process_time()
+            for _ in range(10):
+                keys = rng.choice(n, batch, replace=False)
+                vecs = rng.standard_normal((batch, dim)).astype(np.float32)
+                records = [Record(f"k{k}", v, {"i": int(k)}, "text") for k, v in zip(keys, vecs, strict=True)]
+                with store.split_replace():
+                    store.upsert(records)
+            rewritten += 10 * batch
+            done = 10 * batch
+            level0 = list(root.glob("*/data_level0.bin"))
+            rows.append(
+                {
+                    "deleted_points_after": rewritten,
+                    "ms_per_record": round((time.monotonic() - wall) / done * 1000, 2),
+                    "cpu_ms_per_record": round((time.process_time() - cpu) / done * 1000, 2),
+                    # the HNSW graph's vectors and links: live and deleted points alike
+                    "hnsw_level0_mb": round(sum(f.stat().st_size for f in level0) / 1e6, 1),
+                }
+            )
+        store.close()
+        return {"records": n, "dim": dim, "batch": batch, "windows": rows}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["churn"]:
+        parser = argparse.ArgumentParser(prog="chroma_replace_bench.py churn")
+        parser.add_argument("--n", type=int, default=10_000)
+        parser.add_argument("--dim", type=int, default=384)
+        parser.add_argument("--batch", type=int, default=500)
+        parser.add_argument("--windows", type=int, default=8)
+        a = parser.parse_args(sys.argv[2:])
+        print(json.dumps(churn(a.n, a.dim, a.batch, a.windows), indent=2))
+        return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
