@@ -77,3 +77,35 @@ def test_metadata_mapping_refuses_a_filterable_text_over_2kb() -> None:
     batch = Batch(["a"], np.zeros((1, 2), np.float32), [{}], ["x" * 3000])
     with pytest.raises(ValidationError, match="layout is langchain"):
         mapping.encode(batch, "s3vectors")
+
+
+@pytest.mark.parametrize(("dim", "text_bytes"), [(4096, 0), (384, 39_000)])
+def test_a_put_past_the_payload_limit_is_sent_in_parts(
+    s3v: Any, unique: Any, dim: int, text_bytes: int
+) -> None:
+    """500 vectors of 4,096 dimensions, or 500 with close to the 40 KB of metadata each may
+    carry, make a body over the service's 20 MiB: every record arrives, bit for bit."""
+    bucket, index = unique("big"), unique("ix")
+    s3v.create_vector_bucket(vectorBucketName=bucket)
+    s3v.create_index(
+        vectorBucketName=bucket,
+        indexName=index,
+        dataType="float32",
+        dimension=dim,
+        distanceMetric="cosine",
+        metadataConfiguration={"nonFilterableMetadataKeys": ["text"]},
+    )
+    calls = BucketClient(s3v, bucket, index, where=f"test {bucket}/{index}", retry=RetryPolicy())
+    sent: list[int] = []
+    s3v.meta.events.register("before-call.s3vectors.PutVectors", lambda **kw: sent.append(1))
+    keys = [f"k{i:03d}" for i in range(500)]
+    vectors = np.random.default_rng(dim).standard_normal((500, dim)).astype(np.float32)
+    metas = [{"i": i, "text": "x" * text_bytes} if text_bytes else {"i": i} for i in range(500)]
+    calls.put(keys, vectors, metas)
+    assert len(sent) >= 2 and calls.count(1) == 500
+    got = s3v.get_vectors(vectorBucketName=bucket, indexName=index, keys=keys[-3:], returnData=True)[
+        "vectors"
+    ]
+    assert {g["key"]: g["data"]["float32"] for g in got} == {
+        k: vectors[i].tolist() for i, k in enumerate(keys) if i >= 497
+    }

@@ -9,6 +9,7 @@ takes and returns the service's own shapes (metadata dicts, ``{"float32": [...]}
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,6 +28,9 @@ __all__ = ["NATIVE_SEGMENTS", "BucketClient"]
 NATIVE_SEGMENTS = 16  # ListVectors segmentCount maximum
 _LIST_PAGE = 1000  # ListVectors maxResults maximum
 _NAMES_PAGE = 500  # ListVectorBuckets / ListIndexes maxResults maximum
+MAX_PAYLOAD = 20 << 20
+"""The service's request payload limit (20 MiB). 500 vectors at 4,096 dimensions, or 500 with
+close to the 40 KB of metadata each may carry, pass it: such a PutVectors is sent in parts."""
 
 
 class BucketClient:
@@ -107,7 +111,9 @@ class BucketClient:
     def put(
         self, keys: Sequence[str], vectors: npt.NDArray[np.float32], metas: Sequence[dict[str, Any]]
     ) -> None:
-        """One PutVectors call (at most 500 vectors), paced."""
+        """PutVectors for at most 500 vectors, paced: one call, or one per half (recursively)
+        when the request body would pass :data:`MAX_PAYLOAD` (each half is an upsert of its
+        own records, so a retry of the whole is still idempotent)."""
         items: list[dict[str, Any]] = []
         for key, row, meta in zip(keys, vectors.tolist(), metas, strict=True):
             item: dict[str, Any] = {"key": key, "data": {"float32": row}}
@@ -116,6 +122,14 @@ class BucketClient:
             items.append(item)
         if self._fast_puts:
             items = EncodedVectors(items, encode_put_body(self.ids, keys, vectors, metas))
+            size = len(items.body)
+        else:  # botocore's own body: its json.dumps of the request, floats as repr
+            size = len(json.dumps({**self.ids, "vectors": items}).encode())
+        if size > MAX_PAYLOAD and len(keys) > 1:
+            half = len(keys) // 2
+            self.put(keys[:half], vectors[:half], metas[:half])
+            self.put(keys[half:], vectors[half:], metas[half:])
+            return
         if self.limiter is not None:
             self.limiter.acquire(len(items))
         self.call("PutVectors", **self.ids, vectors=items)
