@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import os
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -146,3 +147,23 @@ def test_a_read_before_the_first_flush_is_retried_not_fatal() -> None:
         raise InternalError(
             "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
         )
+
+
+def test_an_index_chroma_left_truncated_is_named_with_what_to_do(tmp_path: Any) -> None:
+    # What a SIGKILL while Chroma saves its HNSW index leaves (seen with chroma run 1.5.9 in
+    # tests/chroma/test_crash.py): index_metadata.pickle truncated. 1,200 records pass Chroma's
+    # default sync threshold (1,000), so the index is on disk; the reopen is the CLI in a new
+    # process, as after a crash: one line that says what to do, no traceback.
+    url = f"chroma://{tmp_path}?collection=docs"
+    store = vectorport.connect(url, dimension=2)
+    store.upsert([Record(f"k{i}", [1.0, float(i)]) for i in range(1200)])
+    store.close()
+    (pickle,) = tmp_path.glob("*/index_metadata.pickle")
+    pickle.write_bytes(b"")
+    cli = [sys.executable, "-m", "vectorport", "info", url]
+    out = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and not out.stdout
+    assert "Traceback" not in out.stderr
+    assert "chroma collection 'docs'" in out.stderr
+    assert "Chroma cannot read this collection's on-disk HNSW index" in out.stderr
+    assert "restore the collection from a vectorport snapshot" in out.stderr

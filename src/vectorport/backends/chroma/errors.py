@@ -59,6 +59,10 @@ _BY_MESSAGE: tuple[tuple[str, type[VectorportError]], ...] = (
     # once under two concurrent writers, chroma run 1.5.9): retried; if the segment never
     # appears the retries run out and the error says so
     ("Error creating hnsw segment reader: Nothing found on disk", TransientError),
+    # Chroma saves a collection's HNSW index files in place (index_metadata.pickle is rewritten,
+    # not replaced): a server or process killed while it saves can leave them truncated, and
+    # every later read of the collection then fails (seen with chroma run 1.5.9 under SIGKILL)
+    ("Error creating hnsw segment reader", BackendError),
 )
 
 # An HTTP answer that is not a Chroma JSON error (chromadb raises a bare ``Exception`` of the
@@ -89,6 +93,12 @@ _HINTS: dict[str, str] = {
     "tenant": "; check the tenant= and database= URL parameters (they must exist on the server)",
     "collection": "; check the collection name (vectorport.connect(..., dimension=) creates it)",
     "unreachable": "; is a Chroma server running there (`chroma run --path DIR --port PORT`)?",
+    "damaged": (
+        "; Chroma cannot read this collection's on-disk HNSW index (its files are truncated, as "
+        "Chroma leaves them when its process is killed while saving the index). Chroma has no "
+        "repair for this: restore the collection from a vectorport snapshot, or migrate it again "
+        "from its source into a new collection"
+    ),
 }
 
 
@@ -117,6 +127,8 @@ def _classify(exc: BaseException) -> tuple[type[VectorportError], str] | None:
             if needle in text:
                 if target is TransientError:
                     return target, "transient"
+                if target is BackendError:
+                    return target, "damaged"
                 return target, "collection" if target is NotFoundError else ""
         return BackendError, ""
     if not isinstance(exc, ValueError) and type(exc) is not Exception:
