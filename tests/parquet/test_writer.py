@@ -19,7 +19,7 @@ import pytest
 import vectorport
 from vectorport.backends.parquet._format import LOCK, MANIFEST, Manifest
 from vectorport.backends.parquet._writer import MAX_SMALL_PARTS
-from vectorport.snapshot import import_snapshot, snapshot_url
+from vectorport.snapshot import export, import_snapshot, snapshot_url
 
 pytestmark = pytest.mark.parquet
 pytest.importorskip("pyarrow")
@@ -167,6 +167,12 @@ def test_one_writing_process_at_a_time(tmp_path: Path) -> None:
         with pytest.raises(vectorport.ConflictError, match="nothing was written"):
             store.delete([_rec(0).key])
         assert store.count() == 1 and store.get([_rec(0).key])  # readers are not affected
+        # an export over it is a writer too: refused before it removes anything
+        source = vectorport.connect("memory://other", dimension=3)
+        source.upsert([_rec(5)])
+        with pytest.raises(vectorport.ConflictError, match="nothing was written"):
+            export(source, tmp_path, overwrite=True)
+        assert [r.key for r in store.records()] == [_rec(0).key]
     finally:
         holder.kill()
         holder.communicate(timeout=30)

@@ -173,18 +173,15 @@ class ExportReport(Report):
         }
 
 
-def prepare_directory(directory: str | os.PathLike[str], overwrite: bool) -> Path:
-    """An empty directory to export into: created when missing; a non-empty one is refused
-    unless ``overwrite`` (then only a previous snapshot's files are removed)."""
-    from ..backends.parquet._format import MANIFEST, snapshot_file
+def prepare_directory(path: Path, overwrite: bool) -> None:
+    """Make ``path`` (whose write lock the caller holds) an empty directory to export into: a
+    non-empty one is refused unless ``overwrite`` (then only a previous snapshot's files are
+    removed). The lock file itself is no content."""
+    from ..backends.parquet._format import LOCK, MANIFEST, snapshot_file
 
-    path = Path(directory).expanduser()
-    if path.exists() and not path.is_dir():
-        raise ConfigurationError(f"{path} is a file; export writes a directory of Parquet parts")
-    writable_dir(path, "snapshot directory")
-    present = sorted(p.name for p in path.iterdir())
+    present = sorted(p.name for p in path.iterdir() if p.name != LOCK)
     if not present:
-        return path
+        return
     ours = [n for n in present if snapshot_file(n)]
     if not overwrite or len(ours) != len(present):
         what = "a snapshot" if MANIFEST in present else f"{len(present)} files, e.g. {present[0]!r}"
@@ -196,7 +193,14 @@ def prepare_directory(directory: str | os.PathLike[str], overwrite: bool) -> Pat
             shutil.rmtree(target)
         else:
             target.unlink()
-    return path
+
+
+def export_directory(directory: str | os.PathLike[str]) -> Path:
+    """The directory an export writes, created when missing (resolved: workers see one path)."""
+    path = Path(directory).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ConfigurationError(f"{path} is a file; export writes a directory of Parquet parts")
+    return writable_dir(path, "snapshot directory").resolve()
 
 
 def finish_snapshot(report: ExportReport, store: VectorStore, directory: Path, parts: Sequence[Any]) -> None:
@@ -279,11 +283,17 @@ def export(
     started = time.monotonic()
     src = open_source(source, **dict(opts.source_options))
     try:
-        path = prepare_directory(directory, opts.overwrite).resolve()
-        report = ExportReport(src.label, str(path), options=opts.to_dict())
-        segments = opts.segments or run.shards
-        ctx = ExportContext(source, opts, src, path, report, started, segments)
-        return _stages(ctx, run)
+        from ..backends.parquet._lock import WriteLock
+
+        path = export_directory(directory)
+        # a parquet:// store writing this directory (another process, or this one) is refused
+        # before anything is removed, and holds off while the export writes
+        with WriteLock(path, wait=False):
+            prepare_directory(path, opts.overwrite)
+            report = ExportReport(src.label, str(path), options=opts.to_dict())
+            segments = opts.segments or run.shards
+            ctx = ExportContext(source, opts, src, path, report, started, segments)
+            return _stages(ctx, run)
     finally:
         src.close()
 
