@@ -15,6 +15,7 @@ a machine's changing load falls on all three alike:
 - ``split_replace``: ``store.upsert`` inside ``store.split_replace()`` (what sync uses).
 
     python benchmarks/chroma_replace_bench.py churn [--n 10000] [--dim 384] [--batch 500] [--windows 8]
+        [--ways split_replace,upsert]
 
 ``churn``: stored records written again with a new vector inside ``split_replace``, ``--batch``
 at a time, ten batches a window, and each window's cost per record (wall and the process's CPU
@@ -22,6 +23,9 @@ time). Every such write (and every delete) leaves a deleted point in Chroma's HN
 Chroma keeps for good; later inserts search past them (Chroma's hnswlib fills its
 ``ef_construction`` candidates with live points only), so the cost of an insert grows with the
 deleted points a collection has gathered, and so do its HNSW files (``hnsw_level0_mb``).
+``--ways split_replace,upsert`` runs the same batches, in turns, into a second collection
+written by one ``upsert`` a batch (Chroma's in-place repair of each stored point: no deleted
+point, a dearer write).
 """
 
 from __future__ import annotations
@@ -101,38 +105,56 @@ def run(n: int, dim: int, batch: int, rounds: int) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def churn(n: int, dim: int, batch: int, windows: int) -> dict[str, Any]:
-    """See the module docstring (``churn``)."""
+CHURN_WAYS = ("split_replace", "upsert")
+
+
+def churn(
+    n: int, dim: int, batch: int, windows: int, ways: tuple[str, ...] = ("split_replace",)
+) -> dict[str, Any]:
+    """See the module docstring (``churn``). With several ``ways``, one collection each, written
+    in turns (a batch each), so the machine's changing load falls on them alike."""
     root = Path(tempfile.mkdtemp(prefix="vectorport-chroma-churn-"))
     rng = np.random.default_rng(0)
     try:
-        store = vectorport.connect(f"chroma://{root}?collection=bench", dimension=dim)
-        for start in range(0, n, 2000):
-            vecs = rng.standard_normal((min(n, start + 2000) - start, dim)).astype(np.float32)
-            store.upsert(Record(f"k{start + j}", v, {"i": start + j}, "text") for j, v in enumerate(vecs))
+        stores = {}
+        for way in ways:
+            store = vectorport.connect(f"chroma://{root / way}?collection=bench", dimension=dim)
+            for start in range(0, n, 2000):
+                vecs = rng.standard_normal((min(n, start + 2000) - start, dim)).astype(np.float32)
+                store.upsert(Record(f"k{start + j}", v, {"i": start + j}, "text") for j, v in enumerate(vecs))
+            stores[way] = store
         rows = []
         rewritten = 0
         for _ in range(windows):
-            wall, cpu = time.monotonic(), time.process_time()
+            wall = dict.fromkeys(ways, 0.0)
+            cpu = dict.fromkeys(ways, 0.0)
             for _ in range(10):
                 keys = rng.choice(n, batch, replace=False)
                 vecs = rng.standard_normal((batch, dim)).astype(np.float32)
                 records = [Record(f"k{k}", v, {"i": int(k)}, "text") for k, v in zip(keys, vecs, strict=True)]
-                with store.split_replace():
-                    store.upsert(records)
+                for way, store in stores.items():
+                    w, c = time.monotonic(), time.process_time()
+                    if way == "split_replace":
+                        with store.split_replace():
+                            store.upsert(records)
+                    else:  # one upsert call: Chroma repairs each stored point in place
+                        store.upsert(records)
+                    wall[way] += time.monotonic() - w
+                    cpu[way] += time.process_time() - c
             rewritten += 10 * batch
             done = 10 * batch
-            level0 = list(root.glob("*/data_level0.bin"))
-            rows.append(
-                {
-                    "deleted_points_after": rewritten,
-                    "ms_per_record": round((time.monotonic() - wall) / done * 1000, 2),
-                    "cpu_ms_per_record": round((time.process_time() - cpu) / done * 1000, 2),
+            row: dict[str, Any] = {"rewritten": rewritten}
+            for way in ways:
+                level0 = list((root / way).glob("*/data_level0.bin"))
+                row[way] = {
+                    "ms_per_record": round(wall[way] / done * 1000, 2),
+                    "cpu_ms_per_record": round(cpu[way] / done * 1000, 2),
                     # the HNSW graph's vectors and links: live and deleted points alike
                     "hnsw_level0_mb": round(sum(f.stat().st_size for f in level0) / 1e6, 1),
                 }
-            )
-        store.close()
+            rows.append(row)
+        for store in stores.values():
+            store.close()
         return {"records": n, "dim": dim, "batch": batch, "windows": rows}
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -145,8 +167,14 @@ def main() -> None:
         parser.add_argument("--dim", type=int, default=384)
         parser.add_argument("--batch", type=int, default=500)
         parser.add_argument("--windows", type=int, default=8)
+        parser.add_argument(
+            "--ways", default="split_replace", help=f"comma-separated, of {', '.join(CHURN_WAYS)}"
+        )
         a = parser.parse_args(sys.argv[2:])
-        print(json.dumps(churn(a.n, a.dim, a.batch, a.windows), indent=2))
+        ways = tuple(w for w in a.ways.split(",") if w)
+        if not ways or any(w not in CHURN_WAYS for w in ways):
+            parser.error(f"--ways: one or more of {', '.join(CHURN_WAYS)}, got {a.ways!r}")
+        print(json.dumps(churn(a.n, a.dim, a.batch, a.windows, ways), indent=2))
         return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

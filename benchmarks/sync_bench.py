@@ -3,6 +3,7 @@ and ``sync --follow`` from a pgvector source under a steady write load.
 
     python benchmarks/sync_bench.py [--n 200000] [--dim 128] [--changed 0.001] [--capture-changes 100]
     python benchmarks/sync_bench.py follow --target s3vectors|chroma [--n 10000] [--rate 1000] [--seconds 60]
+        [--dim 128] [--timeline]
     python benchmarks/sync_bench.py parquet [--n 50000] [--dim 128] [--changes 100] [--target memory|pgvector]
 
 Source and target are tables of one embedded pgvector server. In order:
@@ -23,7 +24,8 @@ Source and target are tables of one embedded pgvector server. In order:
 deletes, in transactions of 50) while ``vectorport sync SRC DST --delete --follow --json`` runs
 into the local bucket server or an embedded Chroma; the lag it reports (the age of the oldest
 change not yet applied, at each read of the slot) is summarised as p50/p95/max, and after the
-writes stop and it caught up, ``verify`` must find the target equal.
+writes stop and it caught up, ``verify`` must find the target equal. ``--timeline`` adds every
+reading (seconds since the first write, lag, changes read).
 
 ``parquet``: a Parquet snapshot source (``parquet://DIR``, exported from ``--n`` records) and a
 memory (or embedded pgvector) target: the migration, the first sync, ``--changes`` changes written
@@ -241,7 +243,14 @@ def _writer(url: str, n: int, dim: int, rate: int, seconds: float, done: list[in
 
 
 def follow(
-    target_kind: str, n: int, dim: int, rate: int, seconds: float, index: str = "exact", writers: int = 2
+    target_kind: str,
+    n: int,
+    dim: int,
+    rate: int,
+    seconds: float,
+    index: str = "exact",
+    writers: int = 2,
+    timeline: bool = False,
 ) -> dict[str, Any]:
     """See the module docstring (``follow``)."""
     import signal
@@ -334,6 +343,12 @@ def follow(
             lag_samples=len(lags),
             caught_up_seconds=round(caught_up, 2),
         )
+        if timeline:  # each read of the slot: seconds since the first write, lag, changes read
+            out["timeline"] = [
+                [round(e["time"] - t0, 1), e["lag_seconds"], e["behind"]]
+                for e in events
+                if e.get("event") == "lag" and t0 <= e["time"] <= t1 + caught_up
+            ]
         check = vectorport.verify(src, dst, sample_queries=0)
         out["verified_equal"] = check.data_equal
         if not check.data_equal:
@@ -441,8 +456,11 @@ def follow_main(argv: list[str]) -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--index", choices=["exact", "hnsw"], default="exact", help="the source's index")
     parser.add_argument("--writers", type=int, default=2, help="writer threads")
+    parser.add_argument("--timeline", action="store_true", help="list every lag reading")
     args = parser.parse_args(argv)
-    out = follow(args.target, args.n, args.dim, args.rate, args.seconds, args.index, args.writers)
+    out = follow(
+        args.target, args.n, args.dim, args.rate, args.seconds, args.index, args.writers, args.timeline
+    )
     print(json.dumps(out, indent=2))
 
 
