@@ -108,4 +108,13 @@ def presets() -> tuple[Preset, ...]:
 
 def preset(name: str) -> Preset | None:
     """The preset of that ``layout=`` name."""
-    return next((p for p in presets() if p.name == name), None)
+    return _by_name().get(name)
+
+
+@functools.cache
+def _by_name() -> dict[str, Preset]:
+    # a dict, not a search of presets(): a bucket's layout asks once per record read or written
+    found: dict[str, Preset] = {}
+    for p in presets():
+        found.setdefault(p.name, p)  # the first by priority, as a search would find
+    return found

@@ -114,8 +114,14 @@ class BucketClient:
         """PutVectors for at most 500 vectors, paced: one call, or one per half (recursively)
         when the request body would pass :data:`MAX_PAYLOAD` (each half is an upsert of its
         own records, so a retry of the whole is still idempotent)."""
+        if self._fast_puts and len(keys) > 1:
+            # botocore sees the first item alone (see _wire): the others keep numpy rows, not
+            # Python floats (~10 µs a row), which botocore would refuse, never send, if it saw them
+            rows: Sequence[Any] = [vectors[0].tolist(), *vectors[1:]]
+        else:
+            rows = vectors.tolist()
         items: list[dict[str, Any]] = []
-        for key, row, meta in zip(keys, vectors.tolist(), metas, strict=True):
+        for key, row, meta in zip(keys, rows, metas, strict=True):
             item: dict[str, Any] = {"key": key, "data": {"float32": row}}
             if meta:
                 item["metadata"] = meta

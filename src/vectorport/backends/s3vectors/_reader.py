@@ -28,10 +28,16 @@ class Reader:
     def __init__(self, store: S3VectorsStore) -> None:
         self.store = store
 
-    def _record(self, item: Mapping[str, Any], include: frozenset[Include]) -> Record:
-        meta, text = self.store.mapping.decode(item.get("metadata"), include)
-        vec = np.asarray(item["data"]["float32"], np.float32) if Include.VECTOR in include else None
-        return Record(item["key"], vec, meta, text)
+    def _records(self, items: Sequence[Mapping[str, Any]], include: frozenset[Include]) -> list[Record]:
+        vectors: Sequence[Vector | None] = [None] * len(items)
+        if Include.VECTOR in include and items:
+            vectors = _vectors([item["data"]["float32"] for item in items])
+        decode = self.store.mapping.decode
+        out = []
+        for item, vec in zip(items, vectors, strict=True):
+            meta, text = decode(item.get("metadata"), include)
+            out.append(Record(item["key"], vec, meta, text))
+        return out
 
     def read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
         """The stored records of ``keys`` (at most 100, GetVectors' limit); missing ones left out."""
@@ -43,7 +49,7 @@ class Reader:
             returnData=Include.VECTOR in include,
             returnMetadata=bool(include & _TEXT_INCLUDES),
         )
-        return [self._record(item, include) for item in resp.get("vectors", [])]
+        return self._records(resp.get("vectors", []), include)
 
     def search(
         self,
@@ -106,10 +112,20 @@ class Reader:
         if after is not None:
             request["nextToken"] = position_field(after, "token", str, self.store.name)
         resp = calls.call("ListVectors", **request)
-        records = []
-        for item in resp.get("vectors", []):
-            if parts > NATIVE_SEGMENTS and segment_of(item["key"], parts) != index:
-                continue  # more segments than the service offers: split client-side
-            records.append(self._record(item, include))
+        items = resp.get("vectors", [])
+        if parts > NATIVE_SEGMENTS:  # more segments than the service offers: split client-side
+            items = [item for item in items if segment_of(item["key"], parts) == index]
         token = resp.get("nextToken")
-        return records, {"token": token} if token else None
+        return self._records(items, include), {"token": token} if token else None
+
+
+def _vectors(rows: list[Any]) -> Sequence[Vector]:
+    """Each item's ``float32`` list as a float32 array: one conversion for a page of equal
+    lengths (a third cheaper than one per row), else row by row."""
+    try:
+        block = np.array(rows, np.float64)
+    except ValueError:  # ragged: not one index's vectors
+        return [np.asarray(row, np.float32) for row in rows]
+    if block.ndim != 2:
+        return [np.asarray(row, np.float32) for row in rows]
+    return list(block.astype(np.float32))

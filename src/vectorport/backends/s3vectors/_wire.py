@@ -47,8 +47,10 @@ _F32_MAX = np.finfo(np.float32).max
 
 
 class EncodedVectors(list[dict[str, Any]]):
-    """The ``vectors`` of one PutVectors call (the real items, so any client can send
-    them as they are) plus ``body``, the whole request body already JSON-encoded."""
+    """The ``vectors`` of one PutVectors call plus ``body``, the whole request body already
+    JSON-encoded. A client without the handlers sends the items as they are (real items);
+    :class:`~._bucket.BucketClient`, which installs them, leaves all but the first item's
+    data as numpy rows, which botocore would refuse rather than send."""
 
     def __init__(self, items: list[dict[str, Any]], body: bytes) -> None:
         super().__init__(items)
