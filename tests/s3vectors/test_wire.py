@@ -68,6 +68,42 @@ def test_float_rows_round_trip_every_float32() -> None:
     assert np.array_equal(back.view(np.uint32), vectors.view(np.uint32))  # -0.0 included
 
 
+# The one float32 (with its negative) whose shortest decimal reads back, through a float64, as
+# its neighbour: 7.038531e-26 is within half a float64 ulp of the midpoint between the two.
+DOUBLE_ROUNDED = 7.038530691851209e-26
+
+
+def _read_as_float64(rows: list[str]) -> Any:
+    return np.asarray([json.loads(row) for row in rows], np.float64).astype(np.float32)
+
+
+def test_float_rows_round_trip_the_double_rounded_float32() -> None:
+    vectors = np.asarray([[DOUBLE_ROUNDED, 0.5], [0.5, -DOUBLE_ROUNDED], [0.5, 0.25]], np.float32)
+    shortest = json.loads("[" + str(np.float32(DOUBLE_ROUNDED)) + "]")
+    assert _bits(np.float64(shortest[0])) != _bits(vectors[0, 0])  # the trap is real
+    rows = float_rows(vectors)
+    assert _bits(_read_as_float64(rows)) == _bits(vectors)
+    assert rows[2] == "[0.5,0.25]"  # rows without such a number keep the shortest decimals
+
+
+def test_float_rows_doubt_every_row_a_float64_reader_would_misread() -> None:
+    from vectorport.backends.s3vectors._wire import _may_misread
+
+    rng = np.random.default_rng(11)
+    bits = rng.integers(0, 2**32, size=(200_000, 1), dtype=np.uint64).astype(np.uint32)
+    vectors = bits.view(np.float32).copy()
+    vectors[~np.isfinite(vectors)] = 1.0
+    vectors[:4, 0] = [DOUBLE_ROUNDED, -DOUBLE_ROUNDED, F32.max, -F32.max]
+    shortest = np.asarray(json.loads("[" + ",".join(str(x) for x in vectors[:, 0]) + "]"), np.float64)
+    with np.errstate(over="ignore"):
+        misread = (shortest.astype(np.float32).view(np.uint32) != vectors[:, 0].view(np.uint32)) | (
+            np.abs(shortest) > float(F32.max)
+        )
+    doubted = _may_misread(vectors)
+    assert misread[:4].all() and not (misread & ~doubted).any()
+    assert doubted.mean() < 0.05  # the doubt is rare: rows are not all read back
+
+
 def test_encoded_body_is_the_request_botocore_would_send() -> None:
     vectors = np.asarray([SPECIAL, SPECIAL[::-1]], np.float32)
     metas: list[dict[str, Any] | None] = [{"lang": "fr", "é": [1, 2.5, True]}, None]
