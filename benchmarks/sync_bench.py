@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -242,6 +243,12 @@ def _writer(url: str, n: int, dim: int, rate: int, seconds: float, done: list[in
         store.close()
 
 
+def _cpu_seconds(pid: int) -> float:
+    """A process's user and system CPU time so far, all its threads (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def follow(
     target_kind: str,
     n: int,
@@ -303,6 +310,8 @@ def follow(
         while not any(e.get("event") == "lag" for e in list(events)):  # the first pass is done
             time.sleep(0.2)
         done: list[int] = []
+        load0 = os.getloadavg()[0]
+        cpu0 = _cpu_seconds(proc.pid)
         t0 = time.time()
         threads = [
             threading.Thread(target=_writer, args=(src, n, dim, rate // writers, seconds, done, w))
@@ -319,6 +328,8 @@ def follow(
                 break
             time.sleep(0.2)
         caught_up = time.time() - t1
+        cpu = _cpu_seconds(proc.pid) - cpu0
+        load1 = os.getloadavg()[0]
         t2 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         try:
@@ -342,6 +353,11 @@ def follow(
             lag_max=lags[-1] if lags else None,
             lag_samples=len(lags),
             caught_up_seconds=round(caught_up, 2),
+            # the machine's 1-minute load average when the writes started and when caught up,
+            # and the follower's CPU time (all its threads) in between, per 1,000 writes
+            load_average=[round(load0, 2), round(load1, 2)],
+            follower_cpu_seconds=round(cpu, 1),
+            follower_cpu_per_1000_writes=round(cpu / sum(done) * 1000, 2) if sum(done) else None,
         )
         if timeline:  # each read of the slot: seconds since the first write, lag, changes read
             out["timeline"] = [
