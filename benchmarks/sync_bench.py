@@ -301,7 +301,14 @@ def follow(
             "--state",
             str(root / "state.sqlite"),
         ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        # a shell's background job ignores SIGINT, and so would the follower (Python installs its
+        # KeyboardInterrupt handler only where SIGINT is not ignored): the stop below needs it
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         events: list[dict[str, Any]] = []
         reader = threading.Thread(
             target=lambda: events.extend(json.loads(line) for line in proc.stdout or [] if line.strip())
