@@ -325,6 +325,27 @@ def test_body_decoding_matches_json(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        '{"vectors":[{"key":"k","data":{"float32":[0.1,-0.0058760265819728374,3,1E5]},"metadata":{"n":1}}]}',
+        '{"vectors":[{"key":"k","metadata":{"big":18446744073709551616}}],"nextToken":"t"}',
+        '{"vectors":[{"key":"k","metadata":{"l":[1,[-9223372036854775809]]}}]}',
+        '{"vectors":[{"key":"k","distance":12345678901234567890123}]}',
+        '{"vectors":[{"key":"k","data":{"float32":[1.0],"other":99999999999999999999}}]}',
+        '{"vectors":[],"extra":{"x":[18446744073709551616]}}',
+        '{"vectors":[{"key":"k","metadata":{"f":1e300,"i":18446744073709551615}}]}',
+        '{"vectors":[{"key":"\\ud800"}]}',
+        '{"vectors":[{"key":"k","data":{"float32":[NaN]}}]}',
+        "[1, 18446744073709551616]",
+    ],
+)
+def test_read_body_matches_json(text: str) -> None:
+    from vectorport.backends.s3vectors._wire import read_body
+
+    assert repr(read_body(text.encode())) == repr(json.loads(text))  # int and float must not differ
+
+
+@pytest.mark.parametrize(
     "doc",
     [
         {"v": [0.1, -0.0, 1e-05, 1e16, 5e-324, 3.4028234663852886e38, 3, -0], "s": 'é😀\u2028\x00\x7f"\\'},

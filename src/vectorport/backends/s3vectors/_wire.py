@@ -19,8 +19,8 @@ per number too (about 0.8 µs a float: 30 s of a 100k x 384 scan). For ``ListVec
 ``GetVectors`` and ``QueryVectors`` a ``before-parse`` handler decodes a successful body with
 :func:`json.loads` (the same values botocore's JSON parser passes through: its handler for
 numbers and documents returns them as they are; orjson reads it where it gives the same
-objects, see :func:`vectorport._json.fast_loads`), takes ``vectors`` out and leaves botocore
-the rest (``nextToken``, ``distanceMetric``, response metadata) to parse as usual.
+objects, see :func:`read_body`), takes ``vectors`` out and leaves botocore the rest
+(``nextToken``, ``distanceMetric``, response metadata) to parse as usual.
 """
 
 from __future__ import annotations
@@ -33,14 +33,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..._json import fast_loads
-
 try:
     import orjson as _orjson
 except ImportError:  # an optional speed-up: the rows are then formatted with %
     _orjson = None  # type: ignore[assignment]
 
-__all__ = ["EncodedVectors", "encode_put_body", "install"]
+__all__ = ["EncodedVectors", "encode_put_body", "install", "read_body"]
 
 _CONTEXT_KEY = "vectorport_put_body"
 _F32_MAX = np.finfo(np.float32).max
@@ -84,13 +82,76 @@ def _parse_vectors(response_dict: dict[str, Any], customized_response_dict: dict
     if not body:
         return
     try:
-        data = fast_loads(body)
+        data = read_body(body)
     except ValueError:
         return  # not JSON: botocore reports it
     if not isinstance(data, dict) or not isinstance(data.get("vectors"), list):
         return
     customized_response_dict["vectors"] = data.pop("vectors")
     response_dict["body"] = json.dumps(data).encode("utf-8")
+
+
+_BIG = float(2**63)
+
+
+def read_body(body: bytes) -> Any:
+    """A response body of vectors as :func:`json.loads` reads it (or its ``ValueError``),
+    read by orjson when installed.
+
+    orjson gives ``json``'s objects except for an integer beyond 64 bits, which it reads as a
+    float (and what it refuses, read by ``json`` here). :func:`vectorport._json.fast_loads`
+    guards against those by looking for long digit runs in the whole body first, which costs
+    here as much as reading the vectors' numbers (a GetVectors of 100 x 384: 2 ms of 6): so
+    the body is read first and only what is not vector data is then searched for a float that
+    big (a few keys per vector), and read again by ``json`` if one is there. Vector numbers are
+    float32 values to every reader (an integer of 20 digits there would be the same float32 as
+    int or as float), so they are taken as orjson reads them.
+    """
+    if _orjson is None:
+        return json.loads(body)
+    try:
+        data = _orjson.loads(body)
+    except _orjson.JSONDecodeError:
+        return json.loads(body)
+    return data if _exact(data) else json.loads(body)
+
+
+def _exact(doc: Any) -> bool:
+    """Whether ``doc``, outside its vectors' ``data.float32`` numbers, has no float that orjson
+    may have read from an integer beyond 64 bits."""
+    if type(doc) is not dict:
+        return not _big(doc)
+    for name, value in doc.items():
+        if name == "vectors" and type(value) is list:
+            for item in value:
+                if type(item) is not dict:
+                    if _big(item):
+                        return False
+                    continue
+                for field, member in item.items():
+                    if field == "data" and type(member) is dict:
+                        if any(_big(v) for k, v in member.items() if k != "float32"):
+                            return False
+                    elif _big(member):
+                        return False
+        elif _big(value):
+            return False
+    return True
+
+
+def _big(value: Any) -> bool:
+    kind = type(value)
+    if kind is float:
+        return bool(abs(value) >= _BIG)
+    if kind is dict:
+        for item in value.values():
+            if _big(item):
+                return True
+    elif kind is list:
+        for item in value:
+            if _big(item):
+                return True
+    return False
 
 
 def _stub_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
