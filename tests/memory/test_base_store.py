@@ -121,3 +121,33 @@ def test_records_equality_and_helpers() -> None:
     assert a.to_dict() == {"key": "k", "vector": [1.0, 2.0], "metadata": {"x": 1}, "text": "t"}
     seq: Sequence[str] = query_vectors(2, 3).shape  # type: ignore[assignment]
     assert tuple(seq) == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "path"),
+    [
+        ({"a": "ok", "b": "bad \ud800"}, "metadata.b"),
+        ({"tags": ["x", "\udfff"]}, "metadata.tags[1]"),
+        ({"\ud800key": 1}, "metadata"),
+        ({"n": float("nan")}, "metadata.n"),
+        ({"l": [1.0, float("inf")]}, "metadata.l[1]"),
+        ({"t": (1, 2)}, "metadata.t"),
+        ({"d": {"x": "\ud800"}}, "metadata.d.x"),
+    ],
+)
+def test_metadata_that_is_not_json_is_named_by_path(metadata: dict[str, object], path: str) -> None:
+    from vectorport._validate import metadata_problems
+
+    problems = metadata_problems(metadata, MemoryStore.capabilities.metadata)
+    assert [p for p, _ in problems] == [path], problems
+
+
+def test_plain_metadata_has_no_json_problem() -> None:
+    from vectorport._validate import _json_problems, _plain_json
+
+    plain = {"s": "é", "i": 10**30, "f": -0.5, "b": True, "n": None, "l": ["a", 1, 2.5, None], "e": []}
+    assert _plain_json(plain)
+    found: list[object] = []
+    _json_problems(plain, "metadata", found)  # type: ignore[arg-type]
+    assert found == []
+    assert not _plain_json({"d": {"x": 1}}) and not _plain_json({"l": [[1]]})  # nested: the full walk

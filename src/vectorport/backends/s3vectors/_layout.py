@@ -116,8 +116,10 @@ class BucketLayout:
         """What in one vector's encoded metadata breaks AWS's per-vector limits, as
         ``(path, message)``; ``non_filterable`` is the index's declared set."""
         out: list[tuple[str, str]] = []
+        total = json_size(dict(encoded))
         filterable = {k: v for k, v in encoded.items() if k not in non_filterable}
-        size = json_size(filterable) if filterable else 0
+        # a part of the metadata is no bigger than the whole: measured only when it may be too big
+        size = json_size(filterable) if filterable and total > MAX_FILTERABLE_BYTES else 0
         if size > MAX_FILTERABLE_BYTES:
             if self.text_key in filterable:
                 out.append(
@@ -134,7 +136,6 @@ class BucketLayout:
                 out.append(
                     ("metadata", f"{size} bytes of filterable metadata; the limit is {MAX_FILTERABLE_BYTES}")
                 )
-        total = json_size(dict(encoded))
         if total > MAX_TOTAL_BYTES:
             what = "metadata, text and LlamaIndex's node" if self.node else "metadata and text"
             out.append(("metadata", f"{total} bytes of {what}; the limit is {MAX_TOTAL_BYTES}"))
