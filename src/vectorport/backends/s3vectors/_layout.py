@@ -21,6 +21,7 @@ non-filterable keys and a sample of its vectors.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ class BucketLayout:
     text_key: str
     detected: str | None = None
 
-    @property
+    @functools.cached_property  # asked once per record read or written
     def node(self) -> bool:
         """LlamaIndex's layout: the text inside a JSON node, bookkeeping keys beside it."""
         found = convention(self.name)

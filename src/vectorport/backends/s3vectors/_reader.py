@@ -32,6 +32,8 @@ class Reader:
         vectors: Sequence[Vector | None] = [None] * len(items)
         if Include.VECTOR in include and items:
             vectors = _vectors([item["data"]["float32"] for item in items])
+        if not include & _TEXT_INCLUDES:  # keys (and vectors) only: a key listing
+            return [Record(item["key"], vec, {}, None) for item, vec in zip(items, vectors, strict=True)]
         decode = self.store.mapping.decode
         out = []
         for item, vec in zip(items, vectors, strict=True):
