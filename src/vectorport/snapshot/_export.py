@@ -173,21 +173,25 @@ class ExportReport(Report):
         }
 
 
-def prepare_directory(path: Path, overwrite: bool) -> None:
-    """Make ``path`` (whose write lock the caller holds) an empty directory to export into: a
-    non-empty one is refused unless ``overwrite`` (then only a previous snapshot's files are
-    removed). The lock file itself is no content."""
+def replaceable(path: Path, overwrite: bool) -> list[str]:
+    """The files an export into ``path`` removes first (a previous snapshot's, with
+    ``overwrite``); a directory holding anything else, or a snapshot without ``overwrite``, is
+    refused. Writes nothing; the write lock's file is no content."""
     from ..backends.parquet._format import LOCK, MANIFEST, snapshot_file
 
     present = sorted(p.name for p in path.iterdir() if p.name != LOCK)
-    if not present:
-        return
     ours = [n for n in present if snapshot_file(n)]
-    if not overwrite or len(ours) != len(present):
+    if present and (not overwrite or len(ours) != len(present)):
         what = "a snapshot" if MANIFEST in present else f"{len(present)} files, e.g. {present[0]!r}"
         hint = "pass overwrite=True to replace it" if len(ours) == len(present) else "name an empty directory"
         raise ConfigurationError(f"{path} is not empty (it holds {what}); {hint}")
-    for name in ours:
+    return ours
+
+
+def prepare_directory(path: Path, overwrite: bool) -> None:
+    """Make ``path`` (whose write lock the caller holds) an empty directory to export into:
+    :func:`replaceable` checked again under the lock, then a previous snapshot removed."""
+    for name in replaceable(path, overwrite):
         target = path / name
         if target.is_dir():
             shutil.rmtree(target)
@@ -286,6 +290,7 @@ def export(
         from ..backends.parquet._lock import WriteLock
 
         path = export_directory(directory)
+        replaceable(path, opts.overwrite)  # a refused export leaves not even a lock file
         # a parquet:// store writing this directory (another process, or this one) is refused
         # before anything is removed, and holds off while the export writes
         with WriteLock(path, wait=False):
