@@ -94,6 +94,13 @@ def validate_keys(keys: Iterable[str], max_bytes: int = 1024) -> list[str]:
 _NUMBER_KINDS = frozenset("iuf")  # numpy dtype kinds of numbers (not bool "b", str "U", object "O")
 
 
+def _squared_norm(vector: Vector) -> float:
+    """The float32 squared length; an overflow is ``inf`` (judged by the caller), not a
+    RuntimeWarning on the user's stderr."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.dot(vector, vector))
+
+
 def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | None, str | None]:
     """Convert to float32 and check dimension, finiteness, that the float32 length neither
     overflows nor (under cosine) underflows, and the cosine metric's non-zero norm."""
@@ -101,7 +108,7 @@ def check_vector(vector: Any, dimension: int, metric: Metric) -> tuple[Vector | 
         isinstance(vector, np.ndarray)
         and vector.dtype == np.float32
         and vector.shape == (dimension,)
-        and math.isfinite(sq := float(np.dot(vector, vector)))
+        and math.isfinite(sq := _squared_norm(vector))
         and sq > 0.0
     ):
         # Fast path for the usual query vector, one float32 reduction: NaN and ±inf propagate

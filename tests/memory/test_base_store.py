@@ -50,6 +50,15 @@ def test_every_problem_is_reported(store) -> None:
     assert [p.path for p in info.value.problems] == ["vector", "vector", "key"]
 
 
+def test_an_overflowing_float32_vector_is_refused_without_a_warning(store) -> None:
+    # a float32 array takes the fast path; under filterwarnings=error a numpy overflow warning
+    # on the way to the refusal would fail this test
+    huge = np.array([np.finfo(np.float32).max, 1.0], np.float32)
+    with pytest.raises(ValidationError, match="overflows float32.*nothing was written"):
+        store.upsert([Record("ok", [1, 0]), Record("docs/a.md#chunk1", huge)])
+    assert store.count() == 0
+
+
 class FlakyMemory(MemoryStore):
     """A backend whose writes fail transiently twice (what throttling looks like)."""
 
