@@ -54,7 +54,7 @@ def test_an_overflowing_float32_vector_is_refused_without_a_warning(store) -> No
     # a float32 array takes the fast path; under filterwarnings=error a numpy overflow warning
     # on the way to the refusal would fail this test
     huge = np.array([np.finfo(np.float32).max, 1.0], np.float32)
-    with pytest.raises(ValidationError, match="overflows float32.*nothing was written"):
+    with pytest.raises(ValidationError, match=r"overflows float32.*nothing was written"):
         store.upsert([Record("ok", [1, 0]), Record("docs/a.md#chunk1", huge)])
     assert store.count() == 0
 
