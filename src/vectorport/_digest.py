@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import struct
 import zlib
 from collections.abc import Iterable, Sequence
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._json import canonical_dumps
 from ._models import JSON
 
 __all__ = [
@@ -88,31 +88,21 @@ def bin_count(records: int, per_bin: int = RECORDS_PER_BIN) -> int:
     return n
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
-"""``json.dumps`` with these options builds a new encoder per call (a fifth of a digest)."""
-
-
-def _canonical(metadata: dict[str, JSON] | None) -> bytes:
-    return _CANONICAL.encode(metadata or {}).encode("utf-8")
+_LENGTH = struct.Struct("<Q").pack
 
 
 def record_digest(
     key: str, vector: Sequence[float] | Any, metadata: dict[str, JSON] | None, text: str | None
 ) -> bytes:
     """The 16-byte digest of one record as the target will hold it."""
+    k = key.encode("utf-8")
+    v = np.ascontiguousarray(vector, dtype="<f4").tobytes()
+    m = canonical_dumps(metadata or {})
+    # each part behind its length (8 bytes, little-endian), then a text flag and the text: one
+    # update of the whole (a fifth of the cost of one per part), the same digest
+    t = b"\x00" if text is None else b"\x01" + text.encode("utf-8")
     h = hashlib.blake2b(digest_size=16, person=b"vectorport-rec1")
-    for part in (
-        key.encode("utf-8"),
-        np.ascontiguousarray(vector, dtype="<f4").tobytes(),
-        _canonical(metadata),
-    ):
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    if text is None:
-        h.update(b"\x00")
-    else:
-        h.update(b"\x01")
-        h.update(text.encode("utf-8"))
+    h.update(b"".join((_LENGTH(len(k)), k, _LENGTH(len(v)), v, _LENGTH(len(m)), m, t)))
     return h.digest()
 
 

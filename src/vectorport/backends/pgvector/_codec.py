@@ -21,7 +21,9 @@ from psycopg.abc import Buffer
 from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
+from psycopg.types.json import set_json_loads
 
+from ..._json import fast_loads
 from ..._models import JSON, Vector
 
 __all__ = ["aregister_vector_types", "copy_binary", "dumps_json", "register_vector_types"]
@@ -193,10 +195,17 @@ async def aregister_vector_types(conn: psycopg.AsyncConnection[Any]) -> frozense
     return _register(conn, await cur.fetchall())
 
 
+def _loads_json(data: str | bytes) -> Any:
+    # psycopg hands its loaders bytes
+    return fast_loads(data if isinstance(data, bytes) else data.encode("utf-8"))
+
+
 def _register(
     conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], rows: list[Any]
 ) -> frozenset[str]:
     adapters = conn.adapters
+    # json and jsonb values (metadata) read by orjson where it gives what json.loads gives
+    set_json_loads(_loads_json, conn)
     for name, oid, array_oid, regtype in rows:
         TypeInfo(name, oid, array_oid, regtype=regtype).register(conn)
         if name == "vector":
