@@ -87,7 +87,7 @@ def main() -> None:
     vp_q = _lat(lambda q: store.query(q, k=10), qs)
     vp_qf = _lat(lambda q: store.query(q, k=10, filter={"lang": "fr"}), qs)
     # deep-offset cost of one page, for docs/performance.md
-    coll2 = store._collection()  # type: ignore[attr-defined]
+    coll2 = store.connection.collection()
     depth = []
     for off in (0, N // 2, N - 1000):
         t = time.perf_counter()

@@ -25,13 +25,25 @@ Chroma keeps for good; later inserts search past them (Chroma's hnswlib fills it
 deleted points a collection has gathered, and so do its HNSW files (``hnsw_level0_mb``).
 ``--ways split_replace,upsert`` runs the same batches, in turns, into a second collection
 written by one ``upsert`` a batch (Chroma's in-place repair of each stored point: no deleted
-point, a dearer write).
+point, a dearer write). A way may name HNSW settings for its collection after ``@``
+(``--ways split_replace,split_replace@sync_threshold=50000``): the same writes into collections
+that differ in those settings alone.
+
+    python benchmarks/chroma_replace_bench.py calls [--n 10000] [--dim 384] [--rounds 40]
+        [--sync-thresholds 1000,100]
+
+``calls``: the fixed cost of a small write call. Per collection (one per ``sync_threshold``),
+``--rounds`` times: an ``add`` of 50 new records, then an ``update`` of one record's metadata,
+timed (CPU of the process, all threads); then 20 ``add`` calls of 50 records, timed. Every write
+call of an embedded Chroma first reads back its log from the HNSW index's last save (Rust
+``local_compaction_manager.rs``), which happens every ``sync_threshold`` records.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -55,7 +67,7 @@ def run(n: int, dim: int, batch: int, rounds: int) -> dict[str, Any]:
             store.upsert(
                 Record(f"k{i}", vectors[i], {"i": i}, f"text {i}") for i in range(start, min(n, start + 2000))
             )
-        coll = store._collection()  # chromadb's own collection, for the baseline
+        coll = store.connection.collection()  # chromadb's own collection, for the baseline
         third = batch // 3
         fresh = n
         seconds = {"upsert": 0.0, "vectorport": 0.0, "split_replace": 0.0}
@@ -117,8 +129,10 @@ def churn(
     rng = np.random.default_rng(0)
     try:
         stores = {}
-        for way in ways:
-            store = vectorport.connect(f"chroma://{root / way}?collection=bench", dimension=dim)
+        for i, way in enumerate(ways):
+            _, _, settings = way.partition("@")
+            extra = f"&{settings.replace(',', '&')}" if settings else ""
+            store = vectorport.connect(f"chroma://{root / f'c{i}'}?collection=bench{extra}", dimension=dim)
             for start in range(0, n, 2000):
                 vecs = rng.standard_normal((min(n, start + 2000) - start, dim)).astype(np.float32)
                 store.upsert(Record(f"k{start + j}", v, {"i": start + j}, "text") for j, v in enumerate(vecs))
@@ -134,7 +148,7 @@ def churn(
                 records = [Record(f"k{k}", v, {"i": int(k)}, "text") for k, v in zip(keys, vecs, strict=True)]
                 for way, store in stores.items():
                     w, c = time.monotonic(), time.process_time()
-                    if way == "split_replace":
+                    if way.partition("@")[0] == "split_replace":
                         with store.split_replace():
                             store.upsert(records)
                     else:  # one upsert call: Chroma repairs each stored point in place
@@ -144,8 +158,8 @@ def churn(
             rewritten += 10 * batch
             done = 10 * batch
             row: dict[str, Any] = {"rewritten": rewritten}
-            for way in ways:
-                level0 = list((root / way).glob("*/data_level0.bin"))
+            for i, way in enumerate(ways):
+                level0 = list((root / f"c{i}").glob("*/data_level0.bin"))
                 row[way] = {
                     "ms_per_record": round(wall[way] / done * 1000, 2),
                     "cpu_ms_per_record": round(cpu[way] / done * 1000, 2),
@@ -160,7 +174,61 @@ def churn(
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _add50(coll: Any, rng: np.random.Generator, dim: int, first: int) -> None:
+    coll.add(
+        ids=[f"new{first + j}" for j in range(50)],
+        embeddings=rng.standard_normal((50, dim)).astype(np.float32),
+        metadatas=[{"i": j} for j in range(50)],
+        documents=["text"] * 50,
+    )
+
+
+def calls(n: int, dim: int, rounds: int, thresholds: tuple[int, ...]) -> dict[str, Any]:
+    """See the module docstring (``calls``)."""
+
+    root = Path(tempfile.mkdtemp(prefix="vectorport-chroma-calls-"))
+    rng = np.random.default_rng(0)
+    out: dict[str, Any] = {"records": n, "dim": dim, "rounds": rounds, "load_average": [os.getloadavg()[0]]}
+    try:
+        for threshold in thresholds:
+            store = vectorport.connect(
+                f"chroma://{root / str(threshold)}?collection=bench&sync_threshold={threshold}", dimension=dim
+            )
+            for start in range(0, n, 2000):
+                vecs = rng.standard_normal((min(n, start + 2000) - start, dim)).astype(np.float32)
+                store.upsert(Record(f"k{start + j}", v, {"i": start + j}, "text") for j, v in enumerate(vecs))
+            coll = store.connection.collection()  # chromadb's own calls: their cost, not vectorport's
+            update = 0.0
+            for r in range(rounds):
+                _add50(coll, rng, dim, 50 * r)
+                c = time.process_time()
+                coll.update(ids=["k1"], metadatas=[{"i": r}])
+                update += time.process_time() - c
+            c = time.process_time()
+            for r in range(rounds, rounds + 20):
+                _add50(coll, rng, dim, 50 * r)
+            out[str(threshold)] = {
+                "update_1_cpu_ms": round(update / rounds * 1000, 1),
+                "add_50_cpu_ms": round((time.process_time() - c) / 20 * 1000, 1),
+            }
+            store.close()
+        out["load_average"].append(os.getloadavg()[0])
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["calls"]:
+        parser = argparse.ArgumentParser(prog="chroma_replace_bench.py calls")
+        parser.add_argument("--n", type=int, default=10_000)
+        parser.add_argument("--dim", type=int, default=384)
+        parser.add_argument("--rounds", type=int, default=40)
+        parser.add_argument("--sync-thresholds", default="1000,100")
+        a = parser.parse_args(sys.argv[2:])
+        thresholds = tuple(int(t) for t in a.sync_thresholds.split(",") if t)
+        print(json.dumps(calls(a.n, a.dim, a.rounds, thresholds), indent=2))
+        return
     if sys.argv[1:2] == ["churn"]:
         parser = argparse.ArgumentParser(prog="chroma_replace_bench.py churn")
         parser.add_argument("--n", type=int, default=10_000)
@@ -172,7 +240,7 @@ def main() -> None:
         )
         a = parser.parse_args(sys.argv[2:])
         ways = tuple(w for w in a.ways.split(",") if w)
-        if not ways or any(w not in CHURN_WAYS for w in ways):
+        if not ways or any(w.partition("@")[0] not in CHURN_WAYS for w in ways):
             parser.error(f"--ways: one or more of {', '.join(CHURN_WAYS)}, got {a.ways!r}")
         print(json.dumps(churn(a.n, a.dim, a.batch, a.windows, ways), indent=2))
         return

@@ -25,7 +25,10 @@ deletes, in transactions of 50) while ``vectorport sync SRC DST --delete --follo
 into the local bucket server or an embedded Chroma; the lag it reports (the age of the oldest
 change not yet applied, at each read of the slot) is summarised as p50/p95/max, and after the
 writes stop and it caught up, ``verify`` must find the target equal. ``--timeline`` adds every
-reading (seconds since the first write, lag, changes read).
+reading (seconds since the first write, lag, changes read). The cores used on average, while the
+writes ran and while the follower caught up after them: the follower, the source's PostgreSQL
+server (the writes, the slot's decoding, the read-back), this process (the writer threads; the
+local bucket server too, when it is the target), and what the machine's other processes used.
 
 ``parquet``: a Parquet snapshot source (``parquet://DIR``, exported from ``--n`` records) and a
 memory (or embedded pgvector) target: the migration, the first sync, ``--changes`` changes written
@@ -243,10 +246,49 @@ def _writer(url: str, n: int, dim: int, rate: int, seconds: float, done: list[in
         store.close()
 
 
-def _cpu_seconds(pid: int) -> float:
-    """A process's user and system CPU time so far, all its threads (Linux ``/proc``)."""
+def _cpu_seconds(pid: int, children: bool = False) -> float:
+    """A process's user and system CPU time so far, all its threads (Linux ``/proc``); with
+    ``children``, also that of its children: the ones it has reaped and the ones running."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                rest = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile: its time is in the reaped children's now
+                continue
+            if int(rest[1]) == pid:
+                ticks += int(rest[11]) + int(rest[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _busy_seconds() -> float:
+    """CPU time the whole machine spent busy so far, all cores (``/proc/stat``: all but idle
+    and iowait)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(values[:8]) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_split(follower: int, data: Path) -> dict[str, float]:
+    """CPU seconds so far: the follower, the embedded PostgreSQL server (its postmaster and
+    backends: the writes, the decoding of the slot, the read-back), this process (the writer
+    threads) and the machine in all."""
+    postmaster = int(next(data.rglob("postmaster.pid")).read_text().split()[0])
+    return {
+        "follower": _cpu_seconds(follower),
+        "postgres": _cpu_seconds(postmaster, children=True),
+        "writers": _cpu_seconds(os.getpid()),
+        "machine": _busy_seconds(),
+    }
+
+
+def _cores(before: dict[str, float], after: dict[str, float], seconds: float) -> dict[str, float]:
+    """Cores each used on average between two :func:`_cpu_split` readings (``others``: the
+    machine's busy time that none of them used)."""
+    used = {k: (after[k] - before[k]) / seconds for k in before}
+    used["others"] = used["machine"] - used["follower"] - used["postgres"] - used["writers"]
+    return {k: round(v, 2) for k, v in used.items()}
 
 
 def follow(
@@ -319,6 +361,7 @@ def follow(
         done: list[int] = []
         load0 = os.getloadavg()[0]
         cpu0 = _cpu_seconds(proc.pid)
+        split0 = _cpu_split(proc.pid, data)
         t0 = time.time()
         threads = [
             threading.Thread(target=_writer, args=(src, n, dim, rate // writers, seconds, done, w))
@@ -329,6 +372,7 @@ def follow(
         for thread in threads:
             thread.join()
         t1 = time.time()
+        split1 = _cpu_split(proc.pid, data)
         while True:  # caught up: a read after the writes stopped found nothing
             late = [e for e in list(events) if e.get("event") == "lag" and e["time"] > t1 + 0.5]
             if late and late[-1]["behind"] == 0:
@@ -336,6 +380,7 @@ def follow(
             time.sleep(0.2)
         caught_up = time.time() - t1
         cpu = _cpu_seconds(proc.pid) - cpu0
+        split2 = _cpu_split(proc.pid, data)
         load1 = os.getloadavg()[0]
         t2 = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -365,6 +410,9 @@ def follow(
             load_average=[round(load0, 2), round(load1, 2)],
             follower_cpu_seconds=round(cpu, 1),
             follower_cpu_per_1000_writes=round(cpu / sum(done) * 1000, 2) if sum(done) else None,
+            # cores used on average while the writes ran and while the follower caught up after
+            cores_while_writing=_cores(split0, split1, t1 - t0),
+            cores_catching_up=_cores(split1, split2, max(caught_up, 1e-9)),
         )
         if timeline:  # each read of the slot: seconds since the first write, lag, changes read
             out["timeline"] = [
