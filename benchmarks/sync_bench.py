@@ -246,20 +246,34 @@ def _writer(url: str, n: int, dim: int, rate: int, seconds: float, done: list[in
         store.close()
 
 
-def _cpu_seconds(pid: int, children: bool = False) -> float:
-    """A process's user and system CPU time so far, all its threads (Linux ``/proc``); with
-    ``children``, also that of its children: the ones it has reaped and the ones running."""
+def _cpu_seconds(pid: int) -> float:
+    """A process's user and system CPU time so far, all its threads (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])
-    if children:
-        ticks += int(fields[13]) + int(fields[14])
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                rest = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:  # gone meanwhile: its time is in the reaped children's now
-                continue
-            if int(rest[1]) == pid:
-                ticks += int(rest[11]) + int(rest[12])
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_ticks(pid: int) -> tuple[int, dict[int, int]]:
+    """CPU clock ticks so far of a process with those of the children it has reaped, and of
+    each child still running."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    running: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            rest = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(rest[1]) == pid:
+            running[int(stat.parent.name)] = int(rest[11]) + int(rest[12])
+    return sum(int(v) for v in fields[11:15]), running
+
+
+def _tree_seconds(before: tuple[int, dict[int, int]], after: tuple[int, dict[int, int]]) -> float:
+    """CPU seconds a process and its children used between two :func:`_tree_ticks` readings:
+    a child reaped in between adds its whole life to its parent's count, so what it had used
+    at the first reading is taken off."""
+    ticks = after[0] - before[0]
+    ticks += sum(t - before[1].get(child, 0) for child, t in after[1].items())
+    ticks -= sum(t for child, t in before[1].items() if child not in after[1])
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
@@ -270,25 +284,26 @@ def _busy_seconds() -> float:
     return (sum(values[:8]) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_split(follower: int, data: Path) -> dict[str, float]:
-    """CPU seconds so far: the follower, the embedded PostgreSQL server (its postmaster and
-    backends: the writes, the decoding of the slot, the read-back), this process (the writer
-    threads) and the machine in all."""
+def _cpu_split(follower: int, data: Path) -> dict[str, Any]:
+    """CPU so far: the follower, the embedded PostgreSQL server (its postmaster and backends:
+    the writes, the decoding of the slot, the read-back), this process (the writer threads) and
+    the machine in all."""
     postmaster = int(next(data.rglob("postmaster.pid")).read_text().split()[0])
     return {
         "follower": _cpu_seconds(follower),
-        "postgres": _cpu_seconds(postmaster, children=True),
+        "postgres": _tree_ticks(postmaster),
         "writers": _cpu_seconds(os.getpid()),
         "machine": _busy_seconds(),
     }
 
 
-def _cores(before: dict[str, float], after: dict[str, float], seconds: float) -> dict[str, float]:
+def _cores(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dict[str, float]:
     """Cores each used on average between two :func:`_cpu_split` readings (``others``: the
     machine's busy time that none of them used)."""
-    used = {k: (after[k] - before[k]) / seconds for k in before}
+    used = {k: (after[k] - before[k]) / seconds for k in before if k != "postgres"}
+    used["postgres"] = _tree_seconds(before["postgres"], after["postgres"]) / seconds
     used["others"] = used["machine"] - used["follower"] - used["postgres"] - used["writers"]
-    return {k: round(v, 2) for k, v in used.items()}
+    return {k: round(used[k], 2) for k in ("follower", "postgres", "writers", "others", "machine")}
 
 
 def follow(
