@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -396,6 +398,25 @@ def _lone_surrogate(text: str) -> bool:
     return False
 
 
+_CHECKED: ContextVar[tuple[MetadataRules, frozenset[int]] | None] = ContextVar(
+    "vectorport_checked_metadata", default=None
+)
+
+
+@contextmanager
+def metadata_checked(rules: MetadataRules, metadatas: Iterable[dict[str, JSON]]) -> Iterator[None]:
+    """Within: :func:`validate_records` takes these metadata objects (by identity, alive for
+    the whole block) as already found holdable under ``rules`` by :func:`metadata_problems`
+    with the same text, as a migration's checks find them just before writing, and does not
+    check them again for a store whose rules are equal. Everything else is validated as always.
+    """
+    token = _CHECKED.set((rules, frozenset(id(m) for m in metadatas)))
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
 def validate_records(
     records: Iterable[Record],
     spec: CollectionSpec,
@@ -415,6 +436,8 @@ def validate_records(
     latest: dict[str, int] = {}
     items: list[Record] = []
     problems: list[Problem] = []
+    checked = _CHECKED.get()
+    done = checked[1] if checked is not None and checked[0] == caps.metadata else frozenset()
     for index, rec in enumerate(records):
         if not isinstance(rec, Record):
             problems.append(
@@ -429,8 +452,9 @@ def validate_records(
         if why:
             problems.append(Problem(rec.key, "vector", why, index))
         meta = {} if rec.metadata is None else rec.metadata
-        for path, message in metadata_problems(meta, caps.metadata, rec.text):
-            problems.append(Problem(rec.key, path, message, index))
+        if id(meta) not in done:
+            for path, message in metadata_problems(meta, caps.metadata, rec.text):
+                problems.append(Problem(rec.key, path, message, index))
         if rec.text is not None and not isinstance(rec.text, str):
             problems.append(
                 Problem(

@@ -160,3 +160,27 @@ def test_plain_metadata_has_no_json_problem() -> None:
     _json_problems(plain, "metadata", found)  # type: ignore[arg-type]
     assert found == []
     assert not _plain_json({"d": {"x": 1}}) and not _plain_json({"l": [[1]]})  # nested: the full walk
+
+
+def test_metadata_a_migration_checked_is_trusted_only_for_those_objects_and_those_rules() -> None:
+    from dataclasses import replace
+
+    from vectorport._validate import metadata_checked, validate_records
+
+    store = vectorport.connect("memory://checked", dimension=2, metric="cosine")
+    caps = store.capabilities
+    reserved = replace(caps.metadata, reserved_keys=frozenset({"_id"}))
+    checked = {"_id": 1}
+    other = {"_id": 2}
+    records = [Record("a", [1.0, 0.0], checked, None), Record("b", [0.0, 1.0], other, None)]
+    strict = replace(caps, metadata=reserved)
+    with pytest.raises(ValidationError) as err:
+        validate_records(records, store.spec, strict, "memory")
+    assert {p.key for p in err.value.problems} == {"a", "b"}
+    with metadata_checked(reserved, [checked]), pytest.raises(ValidationError) as err:
+        validate_records(records, store.spec, strict, "memory")
+    assert {p.key for p in err.value.problems} == {"b"}  # only the object the checks saw is trusted
+    looser = replace(reserved, reserved_keys=frozenset())
+    with metadata_checked(looser, [checked, other]), pytest.raises(ValidationError) as err:
+        validate_records(records, store.spec, strict, "memory")
+    assert {p.key for p in err.value.problems} == {"a", "b"}  # checked under other rules: checked again

@@ -25,12 +25,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .._activity import Activity, listening
+from .._capabilities import MetadataRules
 from .._digest import BinSums
 from .._embedder import Embedder
 from .._features import bulk_load_of
 from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
+from .._validate import metadata_checked
 from ..exceptions import TransientError, ValidationError
 from ._checkpoint import Checkpoint
 from ._digestscan import page_digests
@@ -261,6 +263,7 @@ def _write(
     embedder: Embedder | None,
     retry: RetryPolicy | None,
     state: _State,
+    checked: tuple[MetadataRules, list[dict[str, JSON]]],
 ) -> None:
     if embedder is not None and texts is not None:
         vectors = embed_texts(embedder, texts)
@@ -272,7 +275,7 @@ def _write(
 
     # The store retries each of its calls (one retry layer); the migration's policy, when given,
     # replaces the store's for the copy, and every retry is counted in the report.
-    with retry_scope(retry, on_retry=count):
+    with retry_scope(retry, on_retry=count), metadata_checked(*checked):
         target.upsert(records)
 
 
@@ -337,6 +340,7 @@ class _Copy:
         if stats.refused:
             return  # nothing more is written; the rest is only checked
         records = [Record(r.key, r.vector, o.metadata, o.text) for r, o in zip(page, outs, strict=True)]
+        holdable = [not o.unresolved for o in outs]
         texts = [o.text or "" for o in outs]
         starts = range(0, len(records), self.batch_size)
         slot = _Slot(page.cursor, len(records), len(starts))
@@ -348,10 +352,24 @@ class _Copy:
             if not self.acquire():
                 return
             end = start + self.batch_size
-            self.submit(slot, records[start:end], texts[start:end] if self.embedder is not None else None)
+            chunk = records[start:end]
+            # metadata the checks just found holdable is not checked again by the target's upsert
+            checked = [r.metadata for r, ok in zip(chunk, holdable[start:end], strict=True) if ok]
+            self.submit(slot, chunk, texts[start:end] if self.embedder is not None else None, checked)
 
-    def submit(self, slot: _Slot, chunk: list[Record], texts: list[str] | None) -> None:
-        fut = self.pool.submit(_write, self.target, chunk, texts, self.embedder, self.retry, self.state)
+    def submit(
+        self, slot: _Slot, chunk: list[Record], texts: list[str] | None, checked: list[dict[str, JSON]]
+    ) -> None:
+        fut = self.pool.submit(
+            _write,
+            self.target,
+            chunk,
+            texts,
+            self.embedder,
+            self.retry,
+            self.state,
+            (self.transformer.rules, checked),
+        )
         fut.add_done_callback(functools.partial(self.done, slot=slot, keys=[r.key for r in chunk]))
 
     def acquire(self) -> bool:
