@@ -23,7 +23,7 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import set_json_loads
 
-from ..._json import fast_loads
+from ..._json import fast_dumps, fast_loads
 from ..._models import JSON, Vector
 
 __all__ = ["aregister_vector_types", "copy_binary", "dumps_json", "register_vector_types"]
@@ -55,6 +55,15 @@ def dumps_json(value: JSON) -> str:
     return _dumps_slow(value)
 
 
+def _dumps_jsonb(value: JSON) -> bytes:
+    """:func:`dumps_json` as UTF-8, written by orjson where it is the same JSON (most metadata:
+    no float spelled with ``e+``, no NaN or infinity, which json refuses here)."""
+    out = fast_dumps(value)
+    if b"e+" not in out and b"NaN" not in out and b"Infinity" not in out:
+        return out
+    return dumps_json(value).encode("utf-8")
+
+
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COPY_TRAILER = struct.pack("!h", -1)
 _NULL = struct.pack("!i", -1)
@@ -83,7 +92,7 @@ def copy_binary(
     append = out.append
     for i in range(n):
         key = keys[i].encode("utf-8")
-        meta = _JSONB_VERSION + dumps_json(metadatas[i]).encode("utf-8")
+        meta = _JSONB_VERSION + _dumps_jsonb(metadatas[i])
         append(_FOUR_FIELDS)
         append(length(len(key)))
         append(key)
