@@ -42,7 +42,7 @@ from .._protocol import VectorStore
 from .._report import Report
 from .._textsearch import canonical_language
 from ..exceptions import ConfigurationError
-from ._digestscan import scan_digests
+from ._digestscan import TargetScan, scan_digests
 from ._progress import Progress, ProgressMode
 from ._readback import ReadBack, list_key_sums
 from ._report import DEFAULT_CAP, Capped
@@ -117,6 +117,9 @@ class VerifyReport(Report):
     read_back: bool = False
     """``digest`` only: the target's side was the copy's read-back of each batch it wrote plus
     one key listing at the end, not a scan with vectors (:mod:`._readback`)."""
+    scanned_early: bool = False
+    """``digest`` only: the target was scanned from the moment the copy had written every
+    record, while its deferred index build ran, not after it (:class:`._digestscan.TargetScan`)."""
     collection: list[str] = field(default_factory=list)
     """How the two collections differ in what defines them: metric, dimension (unless
     re-embedded), text search language (where both stores have one). Each is a difference: the
@@ -224,6 +227,7 @@ class VerifyReport(Report):
             "method": self.method,
             "segments": self.bins,
             "read_back": self.read_back,
+            "scanned_early": self.scanned_early,
             "skipped": list(self.skipped),
             "seconds": round(self.seconds, 3),
         }
@@ -459,6 +463,7 @@ def verify_stores(
     copied: BinSums | None = None,
     method: str = "auto",
     read_back: ReadBack | None = None,
+    target_scan: TargetScan | None = None,
     queries: SampledQueries | None = None,
 ) -> VerifyReport:
     """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
@@ -467,8 +472,10 @@ def verify_stores(
     ``single_pass``); the source is then not read again unless a key bin differs.
     ``method``: ``digest``, ``keyed`` or ``auto`` (digest where it applies).
     ``read_back``: the target's records as the copy read them back (:mod:`._readback`); the
-    target is then only listed, without vectors. ``queries``: the sampled queries, when the
-    copy's read-back already fed their exact top-k (else picked here).
+    target is then only listed, without vectors. ``target_scan``: the target's digest scan,
+    started when the copy had written everything (used with ``copied``). ``queries``: the
+    sampled queries, when the copy's read-back or target scan feeds their exact top-k (else
+    picked here).
     """
     if method not in ("auto", "digest", "keyed"):  # before any read
         raise ConfigurationError(f"verification method must be auto, digest or keyed, got {method!r}")
@@ -506,7 +513,7 @@ def verify_stores(
             if not sharded:
                 pass_.extras(None)
         else:
-            _by_digest(pass_, copied, exact, bar.advance, read_back)
+            _by_digest(pass_, copied, exact, bar.advance, (read_back, target_scan))
             if report.target_count is None and not sharded:
                 report.target_count = report.target_scanned
     if answers is not None:
@@ -570,12 +577,14 @@ def _by_digest(
     copied: BinSums | None,
     exact: StreamingTopK,
     advance: Callable[[int], None],
-    read_back: ReadBack | None,
+    early: tuple[ReadBack | None, TargetScan | None],
 ) -> None:
     """Both sides as per-key-bin digests (the source's from the copy when given, the target's
-    from the copy's read-back and one key listing when given); the bins that differ are
-    then compared record by record, and only they."""
+    from the copy's read-back and one key listing, or from the scan started when the copy
+    ended, when given); the bins that differ are then compared record by record, and only
+    they."""
     report = pass_.report
+    read_back, target_scan = early
     if copied is not None:
         parts = copied.parts
     elif read_back is not None:
@@ -593,7 +602,14 @@ def _by_digest(
             if copied is not None and read_back.top is not None:
                 exact.merge(read_back.top)  # the target's rows, as read back, are the truth
             return read_back.sums, rows, read_back.keys.differing(listed)
-        # (also when the read-back failed: the target is scanned instead)
+        scanned = target_scan.result() if target_scan is not None and copied is not None else None
+        if target_scan is not None and scanned is not None and scanned.sums.parts == parts:
+            if target_scan.top is not None:
+                exact.merge(target_scan.top)  # the target's rows are the truth, as for a scan here
+            report.scanned_early = True
+            advance(scanned.records)
+            return scanned.sums, scanned.records, []
+        # (also when the read-back or the early scan failed: the target is scanned now)
         # the target's rows are the exact truth for the queries when the digests agree; where
         # they do not, the bins' source records are read again below
         feed = exact if copied is not None else None
