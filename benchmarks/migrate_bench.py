@@ -3,6 +3,8 @@ peak memory from 20k to 1M records.
 
     python benchmarks/migrate_bench.py [--n 100000] [--dim 384] [--rss 20000,100000,300000,1000000]
                                        [--legs chroma-pgvector,pgvector-s3vectors] [--no-whole]
+                                       [--modes default,two_pass] [--repeat R] [--no-plain-index]
+                                       [--no-bucket]
 
 Whole runs (default): N clustered 384-d records with ~500 characters of text in embedded
 Chroma, then
@@ -13,7 +15,9 @@ Chroma, then
   memory, as pgvector advises). vectorport: ``vectorport.migrate`` with plan, copy, index build
   and verification: the default (one read of the source into the new table) and two-pass
   (``single_pass=False``). Ratio = hand-written time /
-  vectorport's (>= 1: vectorport is faster), against the tuned hand path.
+  vectorport's (>= 1: vectorport is faster), against the tuned hand path. ``--repeat R``: R
+  rounds, each the hand-written path then vectorport, and the median ratio (one round swings by
+  the machine's state; the untuned build, ``--no-plain-index`` skips it, runs in round 1 only).
 * pgvector -> the local bucket server (a separate process), pacing on (2,500 vectors/s, the
   per-index write cap). Hand-written: a psycopg server-side cursor feeding boto3
   ``put_vectors`` of 500 from 4 threads paced to the cap. Reported as records per second of the
@@ -195,10 +199,12 @@ def naive_copy(src_url: str, dst_url: str, dim: int, limit: int) -> dict[str, fl
 
 
 # ----------------------------------------------------------------- hand-written best paths
-def hand_chroma_to_pgvector(chroma_dir: str, collection: str, dsn: str, dim: int) -> dict[str, float]:
+def hand_chroma_to_pgvector(
+    chroma_dir: str, collection: str, dsn: str, dim: int, plain: bool = True
+) -> dict[str, float]:
     """What one would write by hand: chromadb ``get`` in pages, psycopg ``COPY … FORMAT BINARY``
-    (pgvector-python's dumper), then a plain ``CREATE INDEX … USING hnsw`` with the server's
-    settings as they are."""
+    (pgvector-python's dumper), then ``CREATE INDEX … USING hnsw`` tuned (the graph in memory)
+    and, when ``plain``, again with the server's settings as they are."""
     import chromadb
     import psycopg
     from pgvector.psycopg import register_vector
@@ -243,11 +249,12 @@ def hand_chroma_to_pgvector(chroma_dir: str, collection: str, dsn: str, dim: int
             conn.execute("CREATE INDEX hand_tuned ON hand USING hnsw (embedding vector_cosine_ops)")
         out["index_tuned_s"] = time.perf_counter() - t0
         conn.execute("DROP INDEX hand_tuned")
-        t0 = time.perf_counter()
-        conn.execute("CREATE INDEX hand_plain ON hand USING hnsw (embedding vector_cosine_ops)")
-        out["index_plain_s"] = time.perf_counter() - t0
+        if plain:
+            t0 = time.perf_counter()
+            conn.execute("CREATE INDEX hand_plain ON hand USING hnsw (embedding vector_cosine_ops)")
+            out["index_plain_s"] = time.perf_counter() - t0
+            out["total_plain_s"] = out["scan_s"] + out["copy_s"] + out["index_plain_s"]
         conn.execute("DROP TABLE hand")
-    out["total_plain_s"] = out["scan_s"] + out["copy_s"] + out["index_plain_s"]
     out["total_s"] = out["scan_s"] + out["copy_s"] + out["index_tuned_s"]
     return out
 
@@ -405,6 +412,54 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def chroma_to_pgvector(
+    args: argparse.Namespace, chroma: str, pg: str, chroma_dir: str, dsn: str
+) -> dict[str, Any]:
+    """``--repeat`` rounds of the hand-written path then each vectorport mode, one after the
+    other on the same source; a ratio per round (hand / vectorport) and their median."""
+    rounds: list[dict[str, Any]] = []
+    modes = [(n, s) for n, s in (("default", None), ("two_pass", False)) if n in args.modes.split(",")]
+    for r in range(args.repeat):
+        print(
+            f"[chroma -> pgvector] round {r + 1}: hand-written (chromadb get + COPY + CREATE INDEX) …",
+            file=sys.stderr,
+            flush=True,
+        )
+        hand = hand_chroma_to_pgvector(chroma_dir, "src", dsn, args.dim, plain=args.plain_index and r == 0)
+        one: dict[str, Any] = {
+            "load": os.getloadavg()[0],
+            "hand_written_s": {k: round(v, 1) for k, v in hand.items()},
+        }
+        for name, single in modes:
+            print(
+                f"[chroma -> pgvector] round {r + 1}: vectorport migrate ({name}) …",
+                file=sys.stderr,
+                flush=True,
+            )
+            table = f"mig{r}" if single is None else f"two{r}"
+            one[name] = vp_run(chroma, pg % table, "error", single)
+            # hand-written time / vectorport time (>= 1: vectorport is faster), against the tuned hand
+            # path: the index built in memory, the same settings vectorport's build uses
+            one[f"ratio_{name}"] = round(hand["total_s"] / one[name]["total_s"], 2)
+            if "total_plain_s" in hand:
+                one[f"ratio_{name}_vs_plain_index"] = round(hand["total_plain_s"] / one[name]["total_s"], 2)
+            if r + 1 < args.repeat:
+                _drop_table(dsn, table)
+        print(one, file=sys.stderr, flush=True)
+        rounds.append(one)
+    out: dict[str, Any] = {"rounds": rounds}
+    for name, _ in modes:
+        out[f"median_ratio_{name}"] = float(np.median([one[f"ratio_{name}"] for one in rounds]))
+    return out
+
+
+def _drop_table(dsn: str, table: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP TABLE IF EXISTS "{table}" CASCADE')
+
+
 def whole_runs(args: argparse.Namespace, work: str, bucket: str, records: list[Record]) -> dict[str, Any]:
     """Whole migrations (plan, copy, index, verify) next to the hand-written path, same run."""
     from vectorport.backends.pgvector import start_embedded
@@ -414,58 +469,41 @@ def whole_runs(args: argparse.Namespace, work: str, bucket: str, records: list[R
     chroma = f"chroma://{chroma_dir}?collection=src"
     pg = f"pgvector://{work}/pg?table=%s"
     dsn = start_embedded(f"{work}/pg")
-    print(
-        "[chroma -> pgvector] hand-written: chromadb get + COPY BINARY + CREATE INDEX …",
-        file=sys.stderr,
-        flush=True,
-    )
-    hand = hand_chroma_to_pgvector(chroma_dir, "src", dsn, args.dim)
-    print(f"[chroma -> pgvector] hand-written: {hand}", file=sys.stderr, flush=True)
-    modes = [(n, s) for n, s in (("default", None), ("two_pass", False)) if n in args.modes.split(",")]
-    runs = {}
-    for name, single in modes:
-        print(f"[chroma -> pgvector] vectorport migrate ({name}) …", file=sys.stderr, flush=True)
-        runs[name] = vp_run(chroma, pg % ("mig1" if single is None else "mig0"), "error", single)
-    out["chroma -> pgvector"] = {
-        "hand_written_s": {k: round(v, 1) for k, v in hand.items()},
-        **runs,
-        # hand-written time / vectorport time (>= 1: vectorport is faster); "tuned" is the hand
-        # path with the index built in memory, the same settings vectorport's build uses
-        "ratio_default": round(hand["total_s"] / runs["default"]["total_s"], 2),
-        **(
-            {"ratio_two_pass": round(hand["total_s"] / runs["two_pass"]["total_s"], 2)}
-            if "two_pass" in runs
-            else {}
-        ),
-        "ratio_default_vs_plain_index": round(hand["total_plain_s"] / runs["default"]["total_s"], 2),
-    }
+    out["chroma -> pgvector"] = chroma_to_pgvector(args, chroma, pg, chroma_dir, dsn)
     print(out["chroma -> pgvector"], file=sys.stderr, flush=True)
+    if args.bucket:
+        last = args.repeat - 1
+        table = f"mig{last}" if "default" in args.modes.split(",") else f"two{last}"
+        out["pgvector -> bucket"] = pgvector_to_bucket(args, pg, table, dsn, bucket, len(records))
+    return out
+
+
+def pgvector_to_bucket(
+    args: argparse.Namespace, pg: str, table: str, dsn: str, bucket: str, n: int
+) -> dict[str, Any]:
+    """The table the Chroma leg wrote, into the local bucket server at its write cap: by hand
+    and with each vectorport mode; records per second of the whole run over the cap."""
     cap = 2500.0
     print(
         "[pgvector -> bucket] hand-written: psycopg cursor + boto3 put_vectors at the cap …",
         file=sys.stderr,
         flush=True,
     )
-    hand_b = hand_pgvector_to_bucket(dsn, "mig1", bucket, "hand", args.dim, cap)
+    hand_b = hand_pgvector_to_bucket(dsn, table, bucket, "hand", args.dim, cap)
     runs = {}
+    modes = [(n, s) for n, s in (("default", None), ("two_pass", False)) if n in args.modes.split(",")]
     for name, single in modes:
         print(f"[pgvector -> bucket] vectorport migrate ({name}) …", file=sys.stderr, flush=True)
         dst = f"s3vectors://bench/vp-{name.replace('_', '-')}?endpoint_url={bucket}"
-        runs[name] = vp_run(pg % "mig1", dst, "error", single)
-    n = len(records)
-    out["pgvector -> bucket"] = {
+        runs[name] = vp_run(pg % table, dst, "error", single)
+    out = {
         "write_cap_per_s": cap,
         "hand_written_s": round(hand_b["total_s"], 1),
         **runs,
         "hand_rate_of_cap": round(n / hand_b["total_s"] / cap, 2),
-        "default_rate_of_cap": round(n / runs["default"]["total_s"] / cap, 2),
-        **(
-            {"two_pass_rate_of_cap": round(n / runs["two_pass"]["total_s"] / cap, 2)}
-            if "two_pass" in runs
-            else {}
-        ),
+        **{f"{name}_rate_of_cap": round(n / runs[name]["total_s"] / cap, 2) for name in runs},
     }
-    print(out["pgvector -> bucket"], file=sys.stderr, flush=True)
+    print(out, file=sys.stderr, flush=True)
     return out
 
 
@@ -482,6 +520,16 @@ def main() -> None:
     )
     ap.add_argument("--no-whole", action="store_true", help="skip the whole-run comparison")
     ap.add_argument("--modes", default="default,two_pass", help="vectorport runs: default,two_pass")
+    ap.add_argument(
+        "--no-bucket", dest="bucket", action="store_false", help="skip the pgvector -> bucket whole run"
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of the Chroma -> pgvector comparison")
+    ap.add_argument(
+        "--no-plain-index",
+        dest="plain_index",
+        action="store_false",
+        help="skip the hand path's second, untuned index build (about 2 minutes at 100k)",
+    )
     ap.add_argument("--rss-child", nargs=2, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rss_child:

@@ -21,6 +21,7 @@ method, an 8-byte hash per key; in the digest method 24 bytes per key bin.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -572,6 +573,42 @@ def _method(
     return "digest" if fits or (copied is not None and not sharded) else "keyed"
 
 
+def _target_side(
+    pass_: _Pass,
+    parts: int,
+    copied: BinSums | None,
+    exact: StreamingTopK,
+    advance: Callable[[int], None],
+    early: tuple[ReadBack | None, TargetScan | None],
+) -> tuple[BinSums, int, list[int]]:
+    """The target's content digests, rows, and bins whose keys changed since read-back: from
+    the read-back and one key listing, from the scan started when the copy ended, or (when
+    neither was made or either failed) from a scan now."""
+    report, lanes = pass_.report, pass_.concurrency
+    read_back, target_scan = early
+    listing = _listed_after(read_back, pass_.target, lanes) if read_back is not None else None
+    if read_back is not None and listing is not None:
+        listed, rows = listing
+        report.read_back = True
+        if copied is not None and read_back.top is not None:
+            exact.merge(read_back.top)  # the target's rows, as read back, are the truth
+        return read_back.sums, rows, read_back.keys.differing(listed)
+    scanned = target_scan.result() if target_scan is not None and copied is not None else None
+    if target_scan is not None and scanned is not None and scanned.sums.parts == parts:
+        if target_scan.top is not None:
+            exact.merge(target_scan.top)  # the target's rows are the truth, as for a scan here
+        report.scanned_early = True
+        advance(scanned.records)
+        return scanned.sums, scanned.records, []
+    # the target's rows are the exact truth for the queries when the digests agree; where
+    # they do not, the bins' source records are read again after
+    feed = exact if copied is not None else None
+    # read beside the source's scan (no copy's digests), the source's records are the progress
+    moved = advance if copied is not None else None
+    scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=moved)
+    return scan.sums, scan.records, []
+
+
 def _by_digest(
     pass_: _Pass,
     copied: BinSums | None,
@@ -580,43 +617,17 @@ def _by_digest(
     early: tuple[ReadBack | None, TargetScan | None],
 ) -> None:
     """Both sides as per-key-bin digests (the source's from the copy when given, the target's
-    from the copy's read-back and one key listing, or from the scan started when the copy
-    ended, when given); the bins that differ are then compared record by record, and only
-    they."""
+    from :func:`_target_side`); the bins that differ are then compared record by record, and
+    only they."""
     report = pass_.report
-    read_back, target_scan = early
     if copied is not None:
         parts = copied.parts
-    elif read_back is not None:
-        parts = read_back.parts
+    elif early[0] is not None:
+        parts = early[0].parts
     else:
         parts = bin_count(report.source_count or 0)
     lanes = pass_.concurrency
-
-    def target_side() -> tuple[BinSums, int, list[int]]:
-        """The target's content digests, rows, and bins whose keys changed since read-back."""
-        listing = _listed_after(read_back, pass_.target, lanes) if read_back is not None else None
-        if read_back is not None and listing is not None:
-            listed, rows = listing
-            report.read_back = True
-            if copied is not None and read_back.top is not None:
-                exact.merge(read_back.top)  # the target's rows, as read back, are the truth
-            return read_back.sums, rows, read_back.keys.differing(listed)
-        scanned = target_scan.result() if target_scan is not None and copied is not None else None
-        if target_scan is not None and scanned is not None and scanned.sums.parts == parts:
-            if target_scan.top is not None:
-                exact.merge(target_scan.top)  # the target's rows are the truth, as for a scan here
-            report.scanned_early = True
-            advance(scanned.records)
-            return scanned.sums, scanned.records, []
-        # (also when the read-back or the early scan failed: the target is scanned now)
-        # the target's rows are the exact truth for the queries when the digests agree; where
-        # they do not, the bins' source records are read again below
-        feed = exact if copied is not None else None
-        # read beside the source's scan (no copy's digests), the source's records are the progress
-        moved = advance if copied is not None else None
-        scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=moved)
-        return scan.sums, scan.records, []
+    target_side = functools.partial(_target_side, pass_, parts, copied, exact, advance, early)
 
     if copied is None:
         # both stores at once: they are usually different servers (or one is in-process)
