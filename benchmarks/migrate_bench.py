@@ -449,7 +449,7 @@ def chroma_to_pgvector(
         rounds.append(one)
     out: dict[str, Any] = {"rounds": rounds}
     for name, _ in modes:
-        out[f"median_ratio_{name}"] = float(np.median([one[f"ratio_{name}"] for one in rounds]))
+        out[f"median_ratio_{name}"] = round(float(np.median([one[f"ratio_{name}"] for one in rounds])), 3)
     return out
 
 

@@ -91,6 +91,7 @@ class RunContext:
     digests: BinSums | None = None
     total: int = 0
     batch: int = DEFAULT_BATCH
+    scan_page: int = DEFAULT_BATCH
     read_back: ReadBack | None = None
     target_scan: TargetScan | None = None
     queries: SampledQueries | None = None
@@ -200,7 +201,7 @@ class LocalRunner:
                 embedder=ctx.embedder,
                 progress=o.progress,
                 total=ctx.total,
-                scan_batch_size=ctx.batch,
+                scan_batch_size=ctx.scan_page,
                 checker=ctx.checker,
                 digests=ctx.digests,
                 on_written=ctx.read_back.written if ctx.read_back is not None else None,
@@ -494,6 +495,7 @@ def _prepare_copy(ctx: RunContext) -> None:
     assert plan is not None
     ctx.dst.ensure(plan.target_spec)
     ctx.batch = min(ctx.options.batch_size or DEFAULT_BATCH, ctx.dst.capabilities.max_write_batch)
+    ctx.scan_page = _scan_page(ctx)
     ctx.total = plan.records
     if ctx.one_pass:
         ctx.checker = PlanChecker(plan, ctx.dst, ctx.transformer, ctx.options.cap)
@@ -526,6 +528,17 @@ def _finish(ctx: RunContext, runner: Runner, *, copied: bool) -> MigrationReport
         ck.save()
     report.timings["total"] = time.monotonic() - ctx.started
     return report
+
+
+def _scan_page(ctx: RunContext) -> int:
+    """Records per source page: ``batch_size`` when it was given (the checkpoint then moves
+    every ``batch_size`` records), else as many whole write batches as the source's largest
+    page holds. A source read costs per call: 100k x 384 from Chroma in pages of 1,000 took
+    14.9 s, in pages of 5,460 13.7 s."""
+    if ctx.options.batch_size is not None:
+        return ctx.batch
+    largest = ctx.src.capabilities.max_scan_page
+    return max(ctx.batch, largest - largest % ctx.batch)
 
 
 def _target_read_early(ctx: RunContext) -> None:

@@ -83,11 +83,14 @@ class MigrateOptions(TransferOptions):
 
     plan_only: bool = option(False, "Plan only: print what would happen, write nothing.")
     batch_size: int | None = option(
-        None, "Records per write (default 1000, capped by the target).", minimum=1
+        None,
+        "Records per write (default 1000, capped by the target); when given, also per source page "
+        "(default: the source's largest page), so the checkpoint moves every batch_size records.",
+        minimum=1,
     )
     concurrency: int = option(4, "Write batches in flight (threads; per worker under Ray).", minimum=1)
     checkpoint: str | os.PathLike[str] | None = option(
-        None, "Progress file, rewritten after every acknowledged batch (one per shard)."
+        None, "Progress file, rewritten after every acknowledged source page (one per shard)."
     )
     resume: bool = option(False, "Continue an interrupted run from its checkpoint.")
     verify: bool = option(True, "Verify after copying (counts, keys, vectors, metadata, text, queries).")
