@@ -57,8 +57,6 @@ def test_single_pass_refuses_like_the_plan_and_verifies_by_digest(
     v = report.verification
     assert v is not None and v.method == "digest" and v.compared == N and v.target_count == N
     assert v.bins is not None and v.queries is not None and v.queries.ok
-    # a target with a deferred index build (pgvector) is scanned while the index is built
-    assert v.scanned_early == (dst == "pgvector")
     keyed = vectorport.verify(source_url, target_url, metadata_policy=policy, method="keyed")
     assert keyed.method == "keyed" and keyed.ok and keyed.compared == N, keyed.to_dict()
 
@@ -83,7 +81,7 @@ def test_single_pass_refuses_like_the_plan_and_verifies_by_digest(
     )
     assert again.already_complete and again.status == "differences"
     v = again.verification
-    assert v is not None and v.method == "digest" and not v.scanned_early  # nothing was copied
+    assert v is not None and v.method == "digest"
     assert v.missing.items == [gone] and v.extra.items == ["zz-extra"]
     assert [d["key"] for d in v.text.items] == [changed] and not v.vectors and not v.metadata
     with vectorport.connect(target_url) as target:
@@ -144,37 +142,3 @@ def test_damage_made_with_psycopg_is_found_from_the_copy_digests(
             target.drop()
     finally:
         src.drop()
-
-
-@pytest.mark.memory
-def test_a_failed_early_scan_of_the_target_is_read_again(caplog: pytest.LogCaptureFixture) -> None:
-    """Verification takes the target's digests from the scan started after the copy only when
-    that scan succeeded; else it reads the target itself and says so in the log."""
-    from vectorport._digest import BinSums, bin_of, record_digest
-    from vectorport.migrate._digestscan import TargetScan
-    from vectorport.migrate._verify import verify_stores
-
-    records = [Record(f"k{i:03d}", [1.0, float(i)], {"i": i}, f"t{i}") for i in range(300)]
-    src = vectorport.connect("memory://early-scan-src", dimension=2)
-    dst = vectorport.connect("memory://early-scan-dst", dimension=2)
-    gone = vectorport.connect("memory://early-scan-gone", dimension=2)
-    try:
-        src.upsert(records)
-        dst.upsert(records[:-1])  # one record missing: the verdict must come from dst itself
-        copied = BinSums(4)
-        for r in records:
-            copied.add(bin_of(r.key, 4), record_digest(r.key, r.vector, r.metadata, r.text))
-        gone.drop()
-        failed = TargetScan(gone, 4)
-        failed.start()
-        with caplog.at_level("WARNING", logger="vectorport.migrate"):
-            v = verify_stores(src, dst, copied=copied, target_scan=failed)
-        assert failed.error is not None and "read again" in caplog.text
-        assert not v.scanned_early and v.missing.items == ["k299"] and v.target_scanned == 299
-        good = TargetScan(dst, 4)
-        good.start()
-        v = verify_stores(src, dst, copied=copied, target_scan=good)
-        assert v.scanned_early and v.missing.items == ["k299"] and v.target_scanned == 299
-    finally:
-        src.drop()
-        dst.drop()

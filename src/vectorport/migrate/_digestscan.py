@@ -9,16 +9,10 @@ through the migration's :class:`Transformer` first, the target side is taken as 
 
 The same pass feeds the exact top-k of the sampled queries (:class:`StreamingTopK`), so the
 query check needs no pass of its own.
-
-:class:`TargetScan` runs that pass over a migration's target on a thread of its own, from the
-moment the copy has written every record: the read then goes on beside the target's deferred
-work (pgvector's HNSW build when leaving a bulk load, which changes no record), and
-verification takes its digests instead of reading the target afterwards.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,9 +25,7 @@ from .._models import Record
 from .._protocol import VectorStore
 from ._transform import Transformer
 
-__all__ = ["DigestScan", "TargetScan", "in_lanes", "page_digests", "parallel_segments", "scan_digests"]
-
-log = logging.getLogger("vectorport.migrate")
+__all__ = ["DigestScan", "in_lanes", "page_digests", "parallel_segments", "scan_digests"]
 
 
 @dataclass
@@ -115,45 +107,3 @@ def scan_digests(
     in_lanes(lanes, lane)
     total.clean()
     return DigestScan(total, seen[0])
-
-
-class TargetScan:
-    """:func:`scan_digests` of ``target`` (taken as read) on a thread started by :meth:`start`.
-
-    ``exact``'s queries get an exact top-k of their own (:attr:`top`), merged by whoever takes
-    the result, so a failed scan leaves ``exact`` as it was. :meth:`result` waits for the scan
-    and returns it, or ``None`` when it failed (logged: verification then reads the target
-    itself) or was never started; :meth:`close` waits for a started scan to end.
-    """
-
-    def __init__(
-        self, target: VectorStore, parts: int, *, exact: StreamingTopK | None = None, concurrency: int = 4
-    ) -> None:
-        self.target, self.parts, self.concurrency = target, parts, concurrency
-        self.top = exact.empty_like() if exact is not None else None
-        self.scan: DigestScan | None = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="vectorport-target-scan", daemon=True)
-
-    def start(self) -> None:
-        """Begin reading (once: the target holds every record from now on)."""
-        if self._thread.ident is None:
-            self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.scan = scan_digests(
-                self.target, None, self.parts, exact=self.top, concurrency=self.concurrency
-            )
-        except BaseException as exc:  # handed to the caller of result(), which reads again
-            self.error = exc
-
-    def close(self) -> None:
-        if self._thread.ident is not None:
-            self._thread.join()
-
-    def result(self) -> DigestScan | None:
-        self.close()
-        if self.error is not None:
-            log.warning("the target's read beside its index build failed (%s); it is read again", self.error)
-        return self.scan

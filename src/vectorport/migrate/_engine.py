@@ -36,10 +36,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._digest import BinSums, bin_count
 from .._embedder import Embedder
 from .._exit import Status
-from .._features import Feature, supports, write_cap_of
+from .._features import write_cap_of
 from ..exceptions import ConfigurationError, VectorportError
 from ._checkpoint import Checkpoint, shard_path
-from ._digestscan import TargetScan
 from ._endpoints import Endpoint, StoreLike, open_source, probe_target
 from ._options import MigrateOptions, RunOptions, VerifyOptions
 from ._plan import PlanChecker, PlanRefusedError, build_plan
@@ -93,18 +92,11 @@ class RunContext:
     batch: int = DEFAULT_BATCH
     scan_page: int = DEFAULT_BATCH
     read_back: ReadBack | None = None
-    target_scan: TargetScan | None = None
     queries: SampledQueries | None = None
 
     @property
     def segment(self) -> tuple[int, int]:
         return self.options.shard
-
-    def stop_readers(self) -> None:
-        """Wait for the target's early readers (read-back, scan) to end."""
-        for reader in (self.read_back, self.target_scan):
-            if reader is not None:
-                reader.close()
 
 
 class Runner(Protocol):
@@ -185,9 +177,13 @@ class LocalRunner:
 
     def copy(self, ctx: RunContext) -> CopyStats:
         o = ctx.options
-        if o.verify:
-            _target_read_early(ctx)
-        early = ctx.read_back or ctx.target_scan
+        if o.verify and _read_back_applies(ctx):
+            parts = ctx.digests.parts if ctx.digests is not None else bin_count(ctx.total)
+            if ctx.digests is not None:  # the read-back is the target's exact truth for the queries
+                ctx.queries = sampled_queries(
+                    ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k
+                )
+            ctx.read_back = ReadBack(ctx.dst.store, parts, exact=ctx.queries.exact if ctx.queries else None)
         try:
             stats = copy_records(
                 ctx.src.store,
@@ -205,11 +201,10 @@ class LocalRunner:
                 checker=ctx.checker,
                 digests=ctx.digests,
                 on_written=ctx.read_back.written if ctx.read_back is not None else None,
-                on_copied=ctx.target_scan.start if ctx.target_scan is not None else None,
             )
         except BaseException:
-            if early is not None:
-                early.close()  # the readers end before the stores are closed
+            if ctx.read_back is not None:
+                ctx.read_back.close()  # the readers end before the stores are closed
             raise
         if ctx.read_back is not None:
             # the last batches are read back while verification lists the target's keys
@@ -292,7 +287,6 @@ def verify_here(ctx: RunContext) -> VerifyReport:
         total_hint=plan.records if plan else None,
         copied=ctx.digests,
         read_back=ctx.read_back,
-        target_scan=ctx.target_scan,
         queries=ctx.queries,
     )
 
@@ -364,10 +358,7 @@ def migrate(
         transformer = Transformer(dst.capabilities.metadata, opts.metadata_policy, opts.text_key)
         report = MigrationReport(src.label, dst.label, opts.shard, Status.PLANNED, options=opts.to_dict())
         ctx = RunContext(source, target, opts, src, dst, transformer, report, started, embedder, model_id)
-        try:
-            return _stages(ctx, run)
-        finally:
-            ctx.stop_readers()  # before the stores they read are closed
+        return _stages(ctx, run)
     finally:
         dst.close()
         src.close()
@@ -396,7 +387,8 @@ def _stages(ctx: RunContext, runner: Runner) -> MigrationReport:
     if ctx.checker is not None:
         ctx.checker.finish()
     if ctx.report.copy.refused:
-        ctx.stop_readers()  # before the target they read is dropped
+        if ctx.read_back is not None:
+            ctx.read_back.close()  # before the target it reads is dropped
         _roll_back(ctx)
         _refuse(ctx)
     # the target's deferred index build is timed apart from the copy (and its rate)
@@ -541,25 +533,6 @@ def _scan_page(ctx: RunContext) -> int:
     return max(ctx.batch, largest - largest % ctx.batch)
 
 
-def _target_read_early(ctx: RunContext) -> None:
-    """Set up the verification's read of the target that runs during the copy: a read-back of
-    each acknowledged batch into a paced target (:mod:`._readback`), or one scan started as
-    soon as every record is written, beside the target's deferred work (an index build).
-    Either way the target's side is then known when verification starts."""
-    o = ctx.options
-    if _read_back_applies(ctx):
-        parts = ctx.digests.parts if ctx.digests is not None else bin_count(ctx.total)
-        if ctx.digests is not None:  # the read-back is the target's exact truth for the queries
-            ctx.queries = sampled_queries(ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
-        ctx.read_back = ReadBack(ctx.dst.store, parts, exact=ctx.queries.exact if ctx.queries else None)
-    elif _scan_beside_index_applies(ctx):
-        assert ctx.digests is not None
-        ctx.queries = sampled_queries(ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
-        ctx.target_scan = TargetScan(
-            ctx.dst.store, ctx.digests.parts, exact=ctx.queries.exact, concurrency=o.concurrency
-        )
-
-
 def _read_back_applies(ctx: RunContext) -> bool:
     """Whether the copy reads each acknowledged batch back (:mod:`._readback`): into a target
     whose writes are paced (reads then cost no copy time), in a run that writes every record
@@ -572,19 +545,6 @@ def _read_back_applies(ctx: RunContext) -> bool:
         and ctx.embedder is None
         and ctx.dst.capabilities.metadata.float_ulps == 0
         and write_cap_of(ctx.dst.store) is not None
-    )
-
-
-def _scan_beside_index_applies(ctx: RunContext) -> bool:
-    """Whether verification's scan of the target starts once the copy has written every
-    record, while the target's deferred work (leaving its bulk load: pgvector's HNSW build,
-    which changes no record) runs: a one-pass copy that kept digests of the whole source (so
-    the target is only read, never compared with a second source pass), vectors as read."""
-    return (
-        ctx.digests is not None
-        and ctx.segment[1] == 1
-        and ctx.embedder is None
-        and supports(ctx.dst.store, Feature.BULK_LOAD)
     )
 
 

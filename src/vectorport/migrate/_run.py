@@ -428,7 +428,6 @@ def copy_records(
     checker: PlanChecker | None = None,
     digests: BinSums | None = None,
     on_written: Callable[[list[str]], None] | None = None,
-    on_copied: Callable[[], None] | None = None,
 ) -> CopyStats:
     """Copy every record of ``shard`` from ``source`` to ``target``, resuming from ``checkpoint``.
 
@@ -442,8 +441,6 @@ def copy_records(
 
     ``on_written`` is called with the keys of each batch the target acknowledged (from the
     writer threads), e.g. to read them back while the copy goes on (:mod:`._readback`).
-    ``on_copied`` is called once the target has acknowledged every record of the shard, before
-    the target's deferred work (leaving its bulk load), e.g. to read the target meanwhile.
     """
     stats = CopyStats(batch_size=batch_size, concurrency=concurrency, digests=digests)
     if checkpoint is not None:
@@ -474,8 +471,6 @@ def copy_records(
             )
             copy.drive(_pages(source, checkpoint, shard, scan_batch_size, include), started)
             copied_at = time.monotonic()
-            if on_copied is not None and state.finished_scan and not state.pending:
-                on_copied()
     except _Refused:
         return stats
     # leaving the bulk load: the target's deferred work (an index build) ran just now

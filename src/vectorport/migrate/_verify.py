@@ -21,7 +21,6 @@ method, an 8-byte hash per key; in the digest method 24 bytes per key bin.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import time
@@ -43,7 +42,7 @@ from .._protocol import VectorStore
 from .._report import Report
 from .._textsearch import canonical_language
 from ..exceptions import ConfigurationError
-from ._digestscan import TargetScan, scan_digests
+from ._digestscan import scan_digests
 from ._progress import Progress, ProgressMode
 from ._readback import ReadBack, list_key_sums
 from ._report import DEFAULT_CAP, Capped
@@ -118,9 +117,6 @@ class VerifyReport(Report):
     read_back: bool = False
     """``digest`` only: the target's side was the copy's read-back of each batch it wrote plus
     one key listing at the end, not a scan with vectors (:mod:`._readback`)."""
-    scanned_early: bool = False
-    """``digest`` only: the target was scanned from the moment the copy had written every
-    record, while its deferred index build ran, not after it (:class:`._digestscan.TargetScan`)."""
     collection: list[str] = field(default_factory=list)
     """How the two collections differ in what defines them: metric, dimension (unless
     re-embedded), text search language (where both stores have one). Each is a difference: the
@@ -228,7 +224,6 @@ class VerifyReport(Report):
             "method": self.method,
             "segments": self.bins,
             "read_back": self.read_back,
-            "scanned_early": self.scanned_early,
             "skipped": list(self.skipped),
             "seconds": round(self.seconds, 3),
         }
@@ -464,7 +459,6 @@ def verify_stores(
     copied: BinSums | None = None,
     method: str = "auto",
     read_back: ReadBack | None = None,
-    target_scan: TargetScan | None = None,
     queries: SampledQueries | None = None,
 ) -> VerifyReport:
     """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
@@ -473,10 +467,8 @@ def verify_stores(
     ``single_pass``); the source is then not read again unless a key bin differs.
     ``method``: ``digest``, ``keyed`` or ``auto`` (digest where it applies).
     ``read_back``: the target's records as the copy read them back (:mod:`._readback`); the
-    target is then only listed, without vectors. ``target_scan``: the target's digest scan,
-    started when the copy had written everything (used with ``copied``). ``queries``: the
-    sampled queries, when the copy's read-back or target scan feeds their exact top-k (else
-    picked here).
+    target is then only listed, without vectors. ``queries``: the sampled queries, when the
+    copy's read-back already fed their exact top-k (else picked here).
     """
     if method not in ("auto", "digest", "keyed"):  # before any read
         raise ConfigurationError(f"verification method must be auto, digest or keyed, got {method!r}")
@@ -514,7 +506,7 @@ def verify_stores(
             if not sharded:
                 pass_.extras(None)
         else:
-            _by_digest(pass_, copied, exact, bar.advance, (read_back, target_scan))
+            _by_digest(pass_, copied, exact, bar.advance, read_back)
             if report.target_count is None and not sharded:
                 report.target_count = report.target_scanned
     if answers is not None:
@@ -573,61 +565,42 @@ def _method(
     return "digest" if fits or (copied is not None and not sharded) else "keyed"
 
 
-def _target_side(
-    pass_: _Pass,
-    parts: int,
-    copied: BinSums | None,
-    exact: StreamingTopK,
-    advance: Callable[[int], None],
-    early: tuple[ReadBack | None, TargetScan | None],
-) -> tuple[BinSums, int, list[int]]:
-    """The target's content digests, rows, and bins whose keys changed since read-back: from
-    the read-back and one key listing, from the scan started when the copy ended, or (when
-    neither was made or either failed) from a scan now."""
-    report, lanes = pass_.report, pass_.concurrency
-    read_back, target_scan = early
-    listing = _listed_after(read_back, pass_.target, lanes) if read_back is not None else None
-    if read_back is not None and listing is not None:
-        listed, rows = listing
-        report.read_back = True
-        if copied is not None and read_back.top is not None:
-            exact.merge(read_back.top)  # the target's rows, as read back, are the truth
-        return read_back.sums, rows, read_back.keys.differing(listed)
-    scanned = target_scan.result() if target_scan is not None and copied is not None else None
-    if target_scan is not None and scanned is not None and scanned.sums.parts == parts:
-        if target_scan.top is not None:
-            exact.merge(target_scan.top)  # the target's rows are the truth, as for a scan here
-        report.scanned_early = True
-        advance(scanned.records)
-        return scanned.sums, scanned.records, []
-    # the target's rows are the exact truth for the queries when the digests agree; where
-    # they do not, the bins' source records are read again after
-    feed = exact if copied is not None else None
-    # read beside the source's scan (no copy's digests), the source's records are the progress
-    moved = advance if copied is not None else None
-    scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=moved)
-    return scan.sums, scan.records, []
-
-
 def _by_digest(
     pass_: _Pass,
     copied: BinSums | None,
     exact: StreamingTopK,
     advance: Callable[[int], None],
-    early: tuple[ReadBack | None, TargetScan | None],
+    read_back: ReadBack | None,
 ) -> None:
     """Both sides as per-key-bin digests (the source's from the copy when given, the target's
-    from :func:`_target_side`); the bins that differ are then compared record by record, and
-    only they."""
+    from the copy's read-back and one key listing when given); the bins that differ are
+    then compared record by record, and only they."""
     report = pass_.report
     if copied is not None:
         parts = copied.parts
-    elif early[0] is not None:
-        parts = early[0].parts
+    elif read_back is not None:
+        parts = read_back.parts
     else:
         parts = bin_count(report.source_count or 0)
     lanes = pass_.concurrency
-    target_side = functools.partial(_target_side, pass_, parts, copied, exact, advance, early)
+
+    def target_side() -> tuple[BinSums, int, list[int]]:
+        """The target's content digests, rows, and bins whose keys changed since read-back."""
+        listing = _listed_after(read_back, pass_.target, lanes) if read_back is not None else None
+        if read_back is not None and listing is not None:
+            listed, rows = listing
+            report.read_back = True
+            if copied is not None and read_back.top is not None:
+                exact.merge(read_back.top)  # the target's rows, as read back, are the truth
+            return read_back.sums, rows, read_back.keys.differing(listed)
+        # (also when the read-back failed: the target is scanned instead)
+        # the target's rows are the exact truth for the queries when the digests agree; where
+        # they do not, the bins' source records are read again below
+        feed = exact if copied is not None else None
+        # read beside the source's scan (no copy's digests), the source's records are the progress
+        moved = advance if copied is not None else None
+        scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=moved)
+        return scan.sums, scan.records, []
 
     if copied is None:
         # both stores at once: they are usually different servers (or one is in-process)
