@@ -277,19 +277,9 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
         out = [p for p in found if isinstance(p, tuple)]
         if out:
             return out
-    if not rules.nul_characters:
-        _nul_problems(metadata, "metadata", out)
-    for key, value in metadata.items():
-        path = f"metadata.{key}"
-        if not key:
-            out.append((path, "metadata keys must not be empty"))
-        if key in rules.reserved_keys:
-            out.append((path, f"the key {key!r} is reserved by this backend"))
-        elif rules.reserved_prefixes and key.startswith(rules.reserved_prefixes):
-            out.append((path, f"keys starting with {rules.reserved_prefixes} are reserved"))
-        _value_rule_problems(value, path, rules, out)
-    if rules.max_list_items is not None:
-        _list_items_problem(metadata, rules.max_list_items, out)
+        _rule_problems(metadata, rules, out)
+    elif not _plain_fits(metadata, rules):
+        _rule_problems(metadata, rules, out)
     if rules.max_keys is not None and len(metadata) > rules.max_keys:
         out.append(("metadata", f"{len(metadata)} keys; the limit is {rules.max_keys}"))
     limited = rules.max_total_bytes is not None or rules.max_filterable_bytes is not None
@@ -310,6 +300,64 @@ def metadata_problems(metadata: Any, rules: MetadataRules, text: str | None = No
             what = "metadata and text" if rules.text_in_metadata else "metadata"
             out.append(("metadata", f"{size} bytes of {what}; the limit is {rules.max_total_bytes}"))
     return out
+
+
+def _rule_problems(metadata: dict[str, Any], rules: MetadataRules, out: list[tuple[str, str]]) -> None:
+    """What of ``metadata`` (valid JSON) ``rules`` refuse, value by value, with its path."""
+    if not rules.nul_characters:
+        _nul_problems(metadata, "metadata", out)
+    for key, value in metadata.items():
+        path = f"metadata.{key}"
+        if not key:
+            out.append((path, "metadata keys must not be empty"))
+        if key in rules.reserved_keys:
+            out.append((path, f"the key {key!r} is reserved by this backend"))
+        elif rules.reserved_prefixes and key.startswith(rules.reserved_prefixes):
+            out.append((path, f"keys starting with {rules.reserved_prefixes} are reserved"))
+        _value_rule_problems(value, path, rules, out)
+    if rules.max_list_items is not None:
+        _list_items_problem(metadata, rules.max_list_items, out)
+
+
+def _plain_fits(metadata: dict[str, Any], rules: MetadataRules) -> bool:
+    """For metadata :func:`_plain_json` accepts (scalars and lists of scalars): whether
+    :func:`_rule_problems` finds nothing, decided without building a path per value (most
+    of a migration's per-record check). ``False`` sends it to :func:`_rule_problems`, which
+    says what is wrong."""
+    nul = not rules.nul_characters
+    reserved, prefixes = rules.reserved_keys, rules.reserved_prefixes
+    items = 0
+    for key, value in metadata.items():
+        if not key or key in reserved or (prefixes and key.startswith(prefixes)) or (nul and "\x00" in key):
+            return False
+        if type(value) is list:
+            if not _plain_list_fits(value, rules, nul):
+                return False
+            items += len(value)
+        elif not _plain_scalar_fits(value, rules, nul):
+            return False
+    return rules.max_list_items is None or items <= rules.max_list_items
+
+
+def _plain_scalar_fits(value: Any, rules: MetadataRules, nul: bool) -> bool:
+    if value is None:
+        return rules.null
+    kind = type(value)
+    if kind is str:
+        return not (nul and "\x00" in value)
+    if kind is int and rules.max_int is not None:
+        return abs(value) <= rules.max_int
+    return True
+
+
+def _plain_list_fits(value: list[Any], rules: MetadataRules, nul: bool) -> bool:
+    if not value:
+        return rules.empty_lists
+    if not rules.mixed_lists and _list_kind(value) is None:
+        return False
+    if rules.float_list_max_int is not None and _float_list_int_too_big(value, rules.float_list_max_int):
+        return False
+    return all(_plain_scalar_fits(v, rules, nul) for v in value)
 
 
 def _list_items_problem(metadata: dict[str, Any], limit: int, out: list[tuple[str, str]]) -> None:
