@@ -346,7 +346,7 @@ def _plain_scalar_fits(value: Any, rules: MetadataRules, nul: bool) -> bool:
     if kind is str:
         return not (nul and "\x00" in value)
     if kind is int and rules.max_int is not None:
-        return abs(value) <= rules.max_int
+        return bool(abs(value) <= rules.max_int)
     return True
 
 
