@@ -149,6 +149,28 @@ def test_a_read_before_the_first_flush_is_retried_not_fatal() -> None:
         )
 
 
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_kept_alive_connection_closed_by_the_server_is_retried(wrapped: bool) -> None:
+    # the exact error httpx raised in CI for a count on a `chroma run` connection the server
+    # had closed after a pause (tests/chroma/test_limits.py); HttpClient may wrap it in a ValueError
+    import httpx
+
+    from vectorport.backends.chroma.errors import map_errors
+    from vectorport.exceptions import TransientError
+
+    closed = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+    with (
+        pytest.raises(TransientError, match=r"count: cannot connect \(RemoteProtocolError"),
+        map_errors("chroma collection 'c' at chroma+http://127.0.0.1:8000?collection=c: count"),
+    ):
+        if not wrapped:
+            raise closed
+        try:
+            raise closed
+        except httpx.RemoteProtocolError as exc:
+            raise ValueError("Could not connect to a Chroma server") from exc
+
+
 def test_an_index_chroma_left_truncated_is_named_with_what_to_do(tmp_path: Any) -> None:
     # What a SIGKILL while Chroma saves its HNSW index leaves (seen with chroma run 1.5.9 in
     # tests/chroma/test_crash.py): index_metadata.pickle truncated. 1,200 records pass Chroma's

@@ -45,6 +45,11 @@ _BY_CLASS: tuple[tuple[type[BaseException], type[VectorportError]], ...] = (
     (chroma_errors.VersionMismatchError, ConfigurationError),
     (httpx.ConnectTimeout, BackendUnavailableError),  # no server answering: retrying will not help
     (httpx.TimeoutException, TransientError),
+    # a kept-alive connection the server closed as the request went out ("Server disconnected
+    # without sending a response", seen in CI after a 5 s pause): a new connection gets through,
+    # and every write is an upsert by key, so sending it again is safe. A server that is gone
+    # refuses the retry's new connection, which is BackendUnavailableError at once.
+    (httpx.RemoteProtocolError, TransientError),
     (httpx.TransportError, BackendUnavailableError),
 )
 
@@ -137,6 +142,8 @@ def _classify(exc: BaseException) -> tuple[type[VectorportError], str] | None:
     # server"), keeping the httpx error as its context; a non-Chroma HTTP answer arrives as a
     # bare Exception of the response body, perhaps wrapped in a ValueError.
     for cause in _chain(exc):
+        if isinstance(cause, httpx.RemoteProtocolError):
+            return TransientError, "transient"
         if isinstance(cause, httpx.TransportError):
             return BackendUnavailableError, "unreachable"
         if isinstance(cause, httpx.HTTPStatusError):
