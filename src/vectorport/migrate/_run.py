@@ -29,6 +29,7 @@ from .._capabilities import MetadataRules
 from .._digest import BinSums
 from .._embedder import Embedder
 from .._features import bulk_load_of
+from .._gc import bulk_allocations
 from .._models import JSON, Record, ScanPage
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
@@ -411,6 +412,7 @@ def _pages(
     return prefetched(source.scan(batch_size=batch_size, include=include, segment=shard, cursor=cursor))
 
 
+@bulk_allocations()
 def copy_records(
     source: VectorStore,
     target: VectorStore,

@@ -36,6 +36,7 @@ import numpy.typing as npt
 from .._digest import BinSums, bin_count, bin_of
 from .._exact import StreamingTopK
 from .._exit import Status
+from .._gc import bulk_allocations
 from .._json import json_equal
 from .._models import JSON, Record
 from .._protocol import VectorStore
@@ -440,6 +441,7 @@ def collection_differences(source: VectorStore, target: VectorStore, same_vector
     return out
 
 
+@bulk_allocations()
 def verify_stores(
     source: VectorStore,
     target: VectorStore,
