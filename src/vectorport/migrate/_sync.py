@@ -55,6 +55,7 @@ from .._changes import ChangeFeed
 from .._digest import READ_RECORDS_PER_BIN, bin_count, bin_of, record_digest
 from .._exit import Status
 from .._features import Feature, bin_digests_of, bulk_load_of, split_replace_of
+from .._gc import bulk_allocations
 from .._models import JSON, Record, ScanPage
 from .._paths import default_state
 from .._protocol import VectorStore
@@ -556,6 +557,7 @@ def _context(
     return ctx
 
 
+@bulk_allocations()
 def scan_pass(ctx: SyncContext, transform: JSON, why: str | None, position: JSON | None) -> None:
     """A pass over ``ctx``'s shard that reads the source (see the module docstring), under
     every runner; ``position``: the change feed's, noted before the pass, so the changes the

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from .._exit import Status
+from .._gc import bulk_allocations
 from .._paths import writable_dir
 from .._protocol import VectorStore
 from .._report import Report
@@ -88,6 +89,7 @@ def source_layout(store: VectorStore) -> dict[str, Any] | None:
     return {"name": name} if isinstance(name, str) else None
 
 
+@bulk_allocations()
 def write_segment(
     store: VectorStore,
     directory: Path,
