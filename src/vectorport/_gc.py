@@ -31,9 +31,9 @@ allocations, older ones in proportion."""
 
 _lock = threading.Lock()
 _jobs = 0
-_found: tuple[int, int, int] | None = None
+_found: tuple[int, ...] | None = None
 """The thresholds the first job found (``None``: left as they were)."""
-_set: tuple[int, int, int] | None = None
+_set: tuple[int, ...] | None = None
 """The thresholds it set."""
 
 
@@ -52,10 +52,12 @@ def bulk_allocations() -> Iterator[None]:
     global _jobs, _found, _set
     with _lock:
         if _jobs == 0:
-            found = gc.get_threshold()
-            raised = tuple(max(a, b) for a, b in zip(found, BULK_THRESHOLDS, strict=True))
+            found: tuple[int, ...] = gc.get_threshold()
+            # as many values as this Python's collector has (three in CPython 3.11-3.14)
+            raised = tuple(max(a, b) for a, b in zip(found, BULK_THRESHOLDS, strict=False))
+            raised += found[len(raised) :]
             if found[0] != 0 and raised != found:
-                _found, _set = found, (raised[0], raised[1], raised[2])
+                _found, _set = found, raised
                 gc.set_threshold(*_set)
         _jobs += 1
     try:

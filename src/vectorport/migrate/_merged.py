@@ -36,6 +36,7 @@ import numpy.typing as npt
 from .._digest import MAX_BINS, bin_count, bin_of, record_digest
 from .._exact import StreamingTopK
 from .._features import Feature
+from .._gc import bulk_allocations
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._registry import connect
@@ -134,6 +135,7 @@ class SegmentScan:
     top_keys: list[npt.NDArray[np.object_]] = field(default_factory=list)
 
 
+@bulk_allocations()
 def scan_task(
     url: str,
     options: Mapping[str, Any],
