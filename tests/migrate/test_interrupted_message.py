@@ -3,6 +3,8 @@ builds one after the copy (pgvector), never for a bucket or Chroma target."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,8 +35,12 @@ def test_ctrl_c_at_the_end_of_a_copy(
     ck = Checkpoint(path, "memory://src", target, (0, 1), {}, copied=1200, scanned=True)
     ck.save()
     monkeypatch.setattr(_cmd_migrate, "err_console", make_console(stderr=True))
+    # the resume hint repeats the command line: the one a user typed, not pytest's (whose test
+    # paths and -m expression may hold any word, "index" among them)
+    monkeypatch.setattr(sys, "argv", ["vectorport", "migrate", "memory://src", target])
     _cmd_migrate._interrupted(path)
     err = " ".join(capsys.readouterr().err.split())
     assert "all 1,200 records copied" in err and says in err
+    assert f"migrate memory://src {shlex.quote(target)} --checkpoint" in err and "--resume" in err
     if "index build" not in says:
         assert "index" not in err
