@@ -25,9 +25,12 @@ from contextlib import contextmanager
 
 __all__ = ["BULK_THRESHOLDS", "bulk_allocations"]
 
-BULK_THRESHOLDS = (100_000, 50, 100)
+BULK_THRESHOLDS = (100_000, 20, 10)
 """The collector's thresholds during a bulk job: a young collection every 100,000 container
-allocations, older ones in proportion."""
+allocations, a middle one every 20 of those, a full one at most every 10 middle ones (20
+million allocations: cyclic garbage that outlived a young collection is still freed within a
+few hundred thousand records). ``(100000, 50, 100)`` copied at the same speed (three rounds
+each, alternated: 17.5-19.2 s and 18.0-19.3 s against 20.0-21.8 s at the defaults)."""
 
 _lock = threading.Lock()
 _jobs = 0

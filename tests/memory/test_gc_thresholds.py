@@ -66,7 +66,7 @@ def test_concurrent_jobs_put_back_once_the_last_ends() -> None:
 def test_an_application_s_settings_are_kept() -> None:
     gc.set_threshold(200_000, 5, 500)  # higher first threshold: kept, the rest raised
     with bulk_allocations():
-        assert gc.get_threshold() == (200_000, 50, 500)
+        assert gc.get_threshold() == (200_000, 20, 500)
     assert gc.get_threshold() == (200_000, 5, 500)
     gc.set_threshold(0, 10, 10)  # a collector switched off stays off
     with bulk_allocations():
