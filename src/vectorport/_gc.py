@@ -3,8 +3,8 @@
 A copy makes and drops millions of short-lived containers (a driver's rows, records, metadata
 dicts). CPython counts them towards its cyclic collector, whose default thresholds ``(700, 10,
 10)`` then start a collection every 700 of them and, every so often, a full one over every
-object the process holds (the drivers' and frameworks' modules: hundreds of thousands). None of
-this garbage is cyclic; reference counting frees it. ``py-spy`` put 16 % of a chromadb ``get``
+object the process holds (the drivers' and frameworks' modules: hundreds of thousands). Almost
+none of this garbage is cyclic: reference counting frees it. ``py-spy`` put 16 % of a chromadb ``get``
 of 100k x 384 records in ``gc_collect_main``; raising the thresholds for the copy and the
 verification took the copy of a Chroma -> pgvector migration from 15.0-17.2 s to 10.8-14.2 s
 (same process, alternated; ``docs/performance.md``).
