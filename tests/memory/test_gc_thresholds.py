@@ -94,6 +94,6 @@ def test_a_migration_copies_and_verifies_with_few_collections() -> None:
         gc.callbacks.remove(count)
     assert report.status == "verified", report.to_json()
     # 6,000 records make tens of thousands of containers (records, metadata, lists, pages):
-    # at 700 a collection that is well over a hundred collections; at 100,000 a handful
+    # at the default 700 that starts 140 collections (measured), with the raise 2
     assert len(collections) < 25, collections
     assert gc.get_threshold() == (700, 10, 10)
