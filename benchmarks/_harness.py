@@ -48,7 +48,7 @@ _STARTED = time.monotonic()
 def parser(
     doc: str | None,
     *,
-    n: int,
+    n: int | None,
     dim: int = 384,
     repeat: int = 1,
     quick: dict[str, Any] | None = None,
@@ -59,7 +59,8 @@ def parser(
     ap = argparse.ArgumentParser(
         prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--n", type=int, default=n, help=f"records (default {n:,})")
+    if n is not None:  # None: the benchmark takes its sizes otherwise
+        ap.add_argument("--n", type=int, default=n, help=f"records (default {n:,})")
     ap.add_argument("--dim", type=int, default=dim, help=f"vector dimension (default {dim})")
     ap.add_argument(
         "--repeat", "--rounds", dest="repeat", type=int, default=repeat, help="timed rounds (median reported)"

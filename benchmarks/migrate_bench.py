@@ -1,15 +1,15 @@
 """Whole migrations next to the hand-written path and the peers, 10k to 100k records in one run,
 plus the engine's peak memory from 20k to 1M records.
 
-    python benchmarks/migrate_bench.py [--sizes 10000,30000,100000] [--dim 384] [--repeat R]
+    python benchmarks/migrate_bench.py [--n 100000 | --sizes 10000,30000,100000] [--dim 384] [--repeat R]
         [--modes default,two_pass] [--peers vecparity,langchain] [--no-plain-index] [--no-bucket]
-        [--rss 20000,100000,300000,1000000] [--legs chroma-pgvector,pgvector-s3vectors] [--n N]
-        [--no-whole] [--json] [--output FILE] [--quick]
+        [--rss 20000,100000,300000,1000000] [--legs chroma-pgvector,pgvector-s3vectors] [--no-whole]
+        [--json] [--output FILE] [--quick]
 
-Whole runs: for each size, that many clustered 384-d records (``clustered_records``: flat
-metadata of 7 keys, a text of 39-43 characters) in embedded Chroma, then Chroma -> pgvector
-(embedded server) by every way below, in turns (the order turned each round, ``--repeat``
-rounds), each into a new table:
+Whole runs: for each size (``--sizes``, else ``--n``), that many clustered 384-d records
+(``clustered_records``: flat metadata of 7 keys, a text of 39-43 characters) in embedded Chroma,
+then Chroma -> pgvector (embedded server) by every way below, in turns (the order turned each
+round, ``--repeat`` rounds), each into a new table:
 
 * ``hand`` (the baseline): chromadb ``get`` in pages of 5,000, psycopg ``COPY … FORMAT BINARY``
   with pgvector-python's dumper, ``CREATE INDEX … USING hnsw`` tuned (``maintenance_work_mem``
@@ -35,7 +35,7 @@ pacing on (2,500 vectors/s, the per-index write cap): by hand (a psycopg server-
 feeding boto3 ``put_vectors`` of 500 from 4 threads paced to the cap) and by each vectorport
 mode, as records per second of the whole run over the cap.
 
-``--legs``: the older per-side figures at ``--n`` (raw scan and write rates, the naive
+``--legs``: the older per-side figures at ``--n`` records (raw scan and write rates, the naive
 one-record-per-call copy). Peak RSS: ``vectorport.migrate`` in a fresh process from a synthetic
 source that generates records on the fly to a target that discards them, so the figure is the
 migration engine's own memory (drivers and servers excluded); it must stay flat.
@@ -729,14 +729,14 @@ def main() -> None:
     ap = h.parser(
         __doc__,
         n=100_000,
-        quick={"sizes": "2000", "rss": "5000", "n": 2000, "naive": 200, "plain_index": False},
+        quick={"rss": "5000", "n": 2000, "naive": 200, "plain_index": False},
     )
-    ap.add_argument("--sizes", default="10000,30000,100000", help="record counts of the whole runs")
+    ap.add_argument("--sizes", help="record counts of the whole runs, e.g. 10000,30000,100000 (default: --n)")
     ap.add_argument("--modes", default="default,two_pass", help="vectorport runs: default,two_pass")
     ap.add_argument("--peers", default="vecparity,langchain", help="other tools: vecparity,langchain")
     ap.add_argument("--naive", type=int, default=2000, help="records timed for the naive copy")
     ap.add_argument("--rss", default="20000,100000,300000,1000000", help="sizes for the peak-RSS runs")
-    ap.add_argument("--legs", default="", help="per-side rates at --n: chroma-pgvector,pgvector-s3vectors")
+    ap.add_argument("--legs", default="", help="per-side rates: chroma-pgvector,pgvector-s3vectors")
     ap.add_argument("--no-whole", action="store_true", help="skip the whole-run comparison")
     ap.add_argument("--no-bucket", dest="bucket", action="store_false", help="skip pgvector -> bucket")
     ap.add_argument(
@@ -747,6 +747,7 @@ def main() -> None:
     )
     ap.add_argument("--rss-child", nargs=2, type=int, help=argparse.SUPPRESS)
     args = h.parse(ap)
+    args.sizes = args.sizes or str(args.n)
     if args.rss_child:
         rss_child(*args.rss_child)
         return
