@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import _harness as h
 
@@ -70,13 +69,9 @@ def write_corpus(root: Path, files: int, chunks_per_file: int, words_per_chunk: 
         (sub / f"doc{f:05d}.md").write_text("\n\n".join(paras) + "\n")
 
 
-T = TypeVar("T")
-
-
-def timed(fn: Callable[[], T]) -> tuple[T, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    got = h.timed(fn)
+    return got.detail, got.seconds
 
 
 def reingest(args: argparse.Namespace) -> dict[str, Any]:
