@@ -60,9 +60,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import _harness as h
+import boto3
 import chromadb
 import numpy as np
 import psycopg
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_postgres import Column, PGEngine, PGVectorStore
+from langchain_postgres.v2.indexes import HNSWIndex
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
@@ -426,10 +430,6 @@ def vecparity(pair: Pair, table: str) -> h.Timed:
 def langchain(pair: Pair, table: str) -> h.Timed:
     """What an app team writes: langchain-postgres' ``PGVectorStore`` fed from a Chroma scan,
     then its HNSW index."""
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-    from langchain_postgres import Column, PGEngine, PGVectorStore
-    from langchain_postgres.v2.indexes import HNSWIndex
-
     began = time.perf_counter()
     # left open, as an app keeps it: its pool's idle sessions end with the server
     engine = PGEngine.from_connection_string(pair.dsn.replace("postgresql://", "postgresql+psycopg://"))
@@ -562,10 +562,6 @@ def hand_pgvector_to_bucket(
 ) -> dict[str, float]:
     """By hand: a psycopg server-side cursor, boto3 ``put_vectors`` of 500 from 4 threads, paced
     to ``cap`` vectors per second in all (the per-index write cap)."""
-    import boto3
-    import psycopg
-    from pgvector.psycopg import register_vector
-
     client = boto3.client(
         "s3vectors",
         endpoint_url=endpoint,

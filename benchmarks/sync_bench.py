@@ -48,7 +48,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import signal
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -58,6 +62,9 @@ import numpy as np
 
 import vectorport
 from vectorport import Record
+from vectorport.backends.parquet._format import MANIFEST
+from vectorport.bucketserver import LocalServer
+from vectorport.snapshot import export, snapshot_url
 
 BATCH = 2000
 
@@ -217,8 +224,6 @@ def _table(out: dict[str, Any]) -> str:
 def _writer(url: str, n: int, dim: int, rate: int, seconds: float, done: list[int], seed: int = 0) -> None:
     """``rate`` writes per second for ``seconds``, in transactions of 50: half upserts of new or
     changed records, a quarter metadata-only updates (the same vector), a quarter deletes."""
-    import random
-
     rng = random.Random(7 + seed)
     store = vectorport.connect(url)
     step = 50
@@ -319,10 +324,6 @@ def follow(
     timeline: bool = False,
 ) -> dict[str, Any]:
     """See the module docstring (``follow``)."""
-    import signal
-    import subprocess
-    import threading
-
     with h.workdir("follow-bench") as root:
         data = root / "data"
         # no HNSW index on the source: its maintenance, not the capture, would cap the write rate
@@ -330,8 +331,6 @@ def follow(
         src = f"pgvector://{data}?table=source&index={index}"
         server = None
         if target_kind == "s3vectors":
-            from vectorport.bucketserver import LocalServer
-
             server = LocalServer()
             server.start()
             dst = f"s3vectors://bench/follow?endpoint_url={server.url}"
@@ -482,9 +481,6 @@ def _timed_sync(src: str, dst: str, state: Path) -> dict[str, Any]:
 
 def parquet_run(n: int, dim: int, changes: int, target: str) -> dict[str, Any]:
     """The ``parquet`` mode (see the module docstring)."""
-    from vectorport.backends.parquet._format import MANIFEST
-    from vectorport.snapshot import export, snapshot_url
-
     with h.workdir("sync-bench") as root:
         data = root / "data"
         dst = f"pgvector://{data}?table=target" if target == "pgvector" else "memory://sync-bench-target"
