@@ -87,7 +87,7 @@ def run(sizes: list[int], dim: int, modes: list[str]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    ap = h.parser(__doc__, n=None, quick={"sizes": "5000,20000"})
+    ap = h.parser(__doc__, n=None, quick={"sizes": "2000,5000"})
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--modes", default="two-pass,single-pass")
     args = h.parse(ap)
