@@ -133,7 +133,7 @@ class RawQuery:
         where = parse_filter(flt)
         pred = PgFilterCompiler().where(where)
         self.conn = conn
-        self.statement = vp._search_sql(pred.text, QUERY_INCLUDES).as_bytes(conn)
+        self.statement = vp.searcher._search_sql(pred.text, QUERY_INCLUDES).as_bytes(conn)
         gucs = vp.search_defaults.gucs(10, where is not None)
         self.changed = [(k, v) for k, v in gucs if self.known.get(k) != v]
         self.fixed = dict(pred.params)
@@ -192,8 +192,8 @@ def run(args: Any, root: Path) -> dict[str, Any]:
         return s
 
     vp = store("vp_docs")
-    assert vp._conninfo is not None
-    with psycopg.connect(vp._conninfo, autocommit=True) as conn:  # the raw side: a plain connection
+    assert vp.server.conninfo is not None
+    with psycopg.connect(vp.server.conninfo, autocommit=True) as conn:  # the raw side: a plain connection
         register_vector(conn)
         conn.execute(
             f'CREATE TEMP TABLE raw_stage (key text COLLATE "C", embedding vector({args.dim}), '
