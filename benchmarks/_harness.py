@@ -287,6 +287,12 @@ def bucket_server(*options: str) -> Iterator[str]:
         proc.wait(30)
 
 
+def upsert_all(store: Any, records: Sequence[Any], batch: int = 5000) -> None:
+    """Load ``records`` into an open store, ``batch`` a call (a setup: not what is timed)."""
+    for start in range(0, len(records), batch):
+        store.upsert(records[start : start + batch])
+
+
 def portable_records(n: int, dim: int, seed: int = 1, **options: Any) -> list[Any]:
     """Clustered records (uniform random vectors defeat any HNSW graph, so a verification's
     query check would fail on data no one embeds) with metadata every target accepts."""

@@ -531,15 +531,19 @@ def checked(way: str, run: h.Way, pair: Pair, sample: dict[str, Any], keep: str 
     return go
 
 
+def chroma_records(n: int, dim: int) -> list[Record]:
+    """The source: metadata Chroma can hold (flat), so it loads as generated."""
+    return clustered_records(n, dim, seed=1, rules=resolve("chroma").load().capabilities.metadata)
+
+
 def chroma_to_pgvector(args: Any, work: Path, dsn: str, size: int) -> dict[str, Any]:
     """One size: the records loaded into Chroma (untimed), then every way, ``--repeat`` rounds."""
-    records = clustered_records(size, args.dim, seed=1, rules=resolve("chroma").load().capabilities.metadata)
+    records = chroma_records(size, args.dim)
     pair = Pair(str(work / "chroma"), f"src{size}", str(work / "pg"), dsn, args.dim)
     h.log(f"loading {size:,} x {args.dim} into chroma …")
     with vectorport.connect(pair.chroma_url, dimension=args.dim) as c:
         began = time.perf_counter()
-        for i in range(0, size, PAGE):
-            c.upsert(records[i : i + PAGE])
+        h.upsert_all(c, records, PAGE)
         load_per_s = h.rate(size, time.perf_counter() - began)
     sample = source_sample(pair, records)
     del records
@@ -662,14 +666,11 @@ def per_side_legs(args: Any, work: Path, bucket: str) -> list[dict[str, Any]]:
     legs = h.csv(args.legs)
     if not legs:
         return []
-    records = clustered_records(
-        args.n, args.dim, seed=1, rules=resolve("chroma").load().capabilities.metadata
-    )
+    records = chroma_records(args.n, args.dim)
     chroma = f"chroma://{work}/chroma?collection=legs"
     pg = f"pgvector://{work}/pg?table=%s"
     with vectorport.connect(chroma, dimension=args.dim) as c:
-        for i in range(0, args.n, PAGE):
-            c.upsert(records[i : i + PAGE])
+        h.upsert_all(c, records, PAGE)
     out = []
     if "chroma-pgvector" in legs:
         out.append(leg("chroma -> pgvector", chroma, pg % "legmig", pg % "raw", records, args.naive))

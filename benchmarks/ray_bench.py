@@ -51,8 +51,7 @@ def make_snapshot(directory: Path, n: int, dim: int) -> str:
     """A ``parquet://`` source of ``n`` records (generated into memory, exported, not timed)."""
     store = vectorport.connect("memory://ray-bench-source", dimension=dim)
     records = h.portable_records(n, dim)
-    for start in range(0, n, LOAD_BATCH):
-        store.upsert(records[start : start + LOAD_BATCH])
+    h.upsert_all(store, records, LOAD_BATCH)
     export("memory://ray-bench-source", directory, verify=False)
     store.drop()
     return snapshot_url(directory)

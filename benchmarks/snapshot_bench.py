@@ -42,8 +42,7 @@ LOAD_BATCH = 5000
 def load(url: str, records: list[Any]) -> None:
     n, dim = len(records), len(records[0].vector)
     with vectorport.connect(url, dimension=dim) as source, bulk_load_of(source, n):
-        for start in range(0, n, LOAD_BATCH):
-            source.upsert(records[start : start + LOAD_BATCH])
+        h.upsert_all(source, records, LOAD_BATCH)
 
 
 def raw_scan(url: str) -> int:
