@@ -204,9 +204,8 @@ def run(n: int, dim: int, workers: int, address: str | None, legs: list[str]) ->
     return out
 
 
-def _table(out: dict[str, Any]) -> str:
-    legs = out["legs"]
-    copies = [
+def _copies(legs: list[dict[str, Any]]) -> str:
+    rows = [
         [
             r["leg"],
             r["one_process"]["copy_per_s"],
@@ -219,7 +218,23 @@ def _table(out: dict[str, Any]) -> str:
         ]
         for r in legs
     ]
-    checks = [
+    return h.table(
+        [
+            "leg",
+            "one process copy /s",
+            "Ray copy /s",
+            "per worker copy /s",
+            "one process total s",
+            "Ray total s",
+            "speed-up copy",
+            "speed-up end to end",
+        ],
+        rows,
+    )
+
+
+def _checks(legs: list[dict[str, Any]]) -> str:
+    rows = [
         [
             r["leg"],
             r["verify"]["one_process_s"],
@@ -233,38 +248,25 @@ def _table(out: dict[str, Any]) -> str:
         ]
         for r in legs
     ]
-    return "\n\n".join(
+    return h.table(
         [
-            f"{out['n']:,} records x {out['dim']} dims, Ray: {out['workers']} workers ({out['cluster']})",
-            h.table(
-                [
-                    "leg",
-                    "one process copy /s",
-                    "Ray copy /s",
-                    "per worker copy /s",
-                    "one process total s",
-                    "Ray total s",
-                    "speed-up copy",
-                    "speed-up end to end",
-                ],
-                copies,
-            ),
-            h.table(
-                [
-                    "leg",
-                    "verify one process s",
-                    "verify Ray s",
-                    "speed-up",
-                    "raw scan /s",
-                    "export one process /s",
-                    "export Ray /s",
-                    "export / raw scan",
-                    "Ray export speed-up",
-                ],
-                checks,
-            ),
-        ]
+            "leg",
+            "verify one process s",
+            "verify Ray s",
+            "speed-up",
+            "raw scan /s",
+            "export one process /s",
+            "export Ray /s",
+            "export / raw scan",
+            "Ray export speed-up",
+        ],
+        rows,
     )
+
+
+def _table(out: dict[str, Any]) -> str:
+    head = f"{out['n']:,} records x {out['dim']} dims, Ray: {out['workers']} workers ({out['cluster']})"
+    return "\n\n".join([head, _copies(out["legs"]), _checks(out["legs"])])
 
 
 def main() -> None:

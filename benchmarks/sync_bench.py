@@ -46,6 +46,7 @@ the source, verify reads every target record); the sync's from its report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -109,6 +110,26 @@ def _capture_pass(
     }
 
 
+def _migrate_step(src: str, dst: str, checkpoint: Path, n: int) -> dict[str, Any]:
+    """Step 2: the migration of the pair, timed, with what it read and wrote."""
+    t0 = time.monotonic()
+    report = vectorport.migrate.run(src, dst, checkpoint=checkpoint, sample_queries=20)
+    seconds = time.monotonic() - t0
+    assert report.status in ("verified", "quality"), report.status
+    assert report.copy is not None and report.verification is not None
+    return {
+        "seconds": round(seconds, 2),
+        "copy_seconds": round(report.copy.seconds, 2),
+        "index_seconds": round(report.copy.index_seconds, 2),
+        # the plan scans the source (no vectors), the copy and the verification scan it again
+        "source_read": 3 * n,
+        # verification reads every target record by key, then lists every key
+        "target_read": 2 * n,
+        "written": report.copy.records,
+        "deleted": 0,
+    }
+
+
 def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[str, Any]:
     with h.workdir("sync-bench") as root:
         data = root / "data"
@@ -121,22 +142,7 @@ def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[st
                 store.upsert(_records(start, min(n, start + BATCH), dim))
         out["load_seconds"] = round(time.monotonic() - t0, 2)
 
-        t0 = time.monotonic()
-        report = vectorport.migrate.run(src, dst, checkpoint=root / "ck.json", sample_queries=20)
-        seconds = time.monotonic() - t0
-        assert report.status in ("verified", "quality"), report.status
-        assert report.copy is not None and report.verification is not None
-        out["migrate"] = {
-            "seconds": round(seconds, 2),
-            "copy_seconds": round(report.copy.seconds, 2),
-            "index_seconds": round(report.copy.index_seconds, 2),
-            # the plan scans the source (no vectors), the copy and the verification scan it again
-            "source_read": 3 * n,
-            # verification reads every target record by key, then lists every key
-            "target_read": 2 * n,
-            "written": report.copy.records,
-            "deleted": 0,
-        }
+        out["migrate"] = _migrate_step(src, dst, root / "ck.json", n)
 
         state = root / "sync.sqlite"
         for name, delete in (("first_sync", False), ("sync", True)):
@@ -313,6 +319,120 @@ def _cores(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dic
     return {k: round(used[k], 2) for k in ("follower", "postgres", "writers", "others", "machine")}
 
 
+class _Follower:
+    """``vectorport sync SRC DST --delete --follow --json`` as a child process, its JSON events
+    read as they come."""
+
+    def __init__(self, src: str, dst: str, state: Path) -> None:
+        cmd = [sys.executable, "-m", "vectorport", "sync", src, dst, "--delete", "--follow", "--json"]
+        # a shell's background job ignores SIGINT, and so would the follower (Python installs its
+        # KeyboardInterrupt handler only where SIGINT is not ignored): the stop below needs it
+        self.proc = subprocess.Popen(
+            [*cmd, "--state", str(state)],
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        self.events: list[dict[str, Any]] = []
+        self.reader = threading.Thread(
+            target=lambda: self.events.extend(
+                json.loads(line) for line in self.proc.stdout or [] if line.strip()
+            )
+        )
+        self.reader.start()
+
+    def lags(self, after: float = 0.0, until: float = float("inf")) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e.get("event") == "lag" and after <= e["time"] <= until]
+
+    def wait_first_pass(self) -> None:
+        while not self.lags():
+            time.sleep(0.2)
+
+    def wait_caught_up(self, since: float) -> float:
+        """Seconds from ``since`` until a read after it found nothing left to apply."""
+        while True:
+            late = self.lags(after=since + 0.5)
+            if late and late[-1]["behind"] == 0:
+                return time.time() - since
+            time.sleep(0.2)
+
+    def stop(self) -> float:
+        began = time.monotonic()
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # not left behind retrying against the server stopped after it
+            self.proc.wait()
+        self.reader.join(timeout=10)
+        return round(time.monotonic() - began, 2)
+
+
+def _write_load(
+    src: str, n: int, dim: int, rate: int, seconds: float, writers: int
+) -> tuple[float, float, int]:
+    """``rate`` writes per second from ``writers`` threads: (start, end, writes)."""
+    done: list[int] = []
+    t0 = time.time()
+    threads = [
+        threading.Thread(target=_writer, args=(src, n, dim, rate // writers, seconds, done, w))
+        for w in range(writers)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return t0, time.time(), sum(done)
+
+
+def _load_source(src: str, n: int, dim: int) -> None:
+    with vectorport.connect(src, dimension=dim) as store:
+        for start in range(0, n, BATCH):
+            store.upsert(_records(start, min(n, start + BATCH), dim))
+        store.setup_capture("slot")
+
+
+def _follow_run(src: str, dst: str, root: Path, args: dict[str, Any]) -> dict[str, Any]:
+    """The writes under a follower, and what it took: lags, CPU, cores."""
+    data = root / "data"
+    follower = _Follower(src, dst, root / "state.sqlite")
+    follower.wait_first_pass()
+    load0, cpu0 = os.getloadavg()[0], _cpu_seconds(follower.proc.pid)
+    split0 = _cpu_split(follower.proc.pid, data)
+    t0, t1, writes = _write_load(
+        src, args["records"], args["dim"], args["rate"], args["seconds"], args["writers"]
+    )
+    split1 = _cpu_split(follower.proc.pid, data)
+    caught_up = follower.wait_caught_up(t1)
+    cpu = _cpu_seconds(follower.proc.pid) - cpu0
+    split2 = _cpu_split(follower.proc.pid, data)
+    load1 = os.getloadavg()[0]
+    out: dict[str, Any] = {"stop_seconds": follower.stop()}
+    # from the first write until caught up: a follower that falls behind shows it after t1
+    readings = follower.lags(after=t0, until=t1 + caught_up)
+    lags = sorted(e["lag_seconds"] for e in readings)
+    out.update(
+        writes=writes,
+        write_rate=round(writes / (t1 - t0), 1),
+        lag_p50=lags[len(lags) // 2] if lags else None,
+        lag_p95=lags[int(len(lags) * 0.95)] if lags else None,
+        lag_max=lags[-1] if lags else None,
+        lag_samples=len(lags),
+        caught_up_seconds=round(caught_up, 2),
+        # the machine's 1-minute load average when the writes started and when caught up,
+        # and the follower's CPU time (all its threads) in between, per 1,000 writes
+        load_average=[round(load0, 2), round(load1, 2)],
+        follower_cpu_seconds=round(cpu, 1),
+        follower_cpu_per_1000_writes=round(cpu / writes * 1000, 2) if writes else None,
+        # cores used on average while the writes ran and while the follower caught up after
+        cores_while_writing=_cores(split0, split1, t1 - t0),
+        cores_catching_up=_cores(split1, split2, max(caught_up, 1e-9)),
+    )
+    # each read of the slot: seconds since the first write, lag, changes read
+    out["timeline"] = [[round(e["time"] - t0, 1), e["lag_seconds"], e["behind"]] for e in readings]
+    return out
+
+
 def follow(
     target_kind: str,
     n: int,
@@ -324,134 +444,30 @@ def follow(
     timeline: bool = False,
 ) -> dict[str, Any]:
     """See the module docstring (``follow``)."""
-    with h.workdir("follow-bench") as root:
-        data = root / "data"
+    out: dict[str, Any] = {"target": target_kind, "records": n, "dim": dim, "rate": rate, "seconds": seconds}
+    out.update(index=index, writers=writers)
+    with h.workdir("follow-bench") as root, contextlib.ExitStack() as stack:
         # no HNSW index on the source: its maintenance, not the capture, would cap the write rate
         # on a small machine (about 130 writes/s on 2 shared cores); the target keeps its own index
-        src = f"pgvector://{data}?table=source&index={index}"
-        server = None
+        src = f"pgvector://{root / 'data'}?table=source&index={index}"
         if target_kind == "s3vectors":
             server = LocalServer()
             server.start()
+            stack.callback(server.stop)
             dst = f"s3vectors://bench/follow?endpoint_url={server.url}"
         else:
             dst = f"chroma://{root / 'chroma'}?collection=follow"
-        out: dict[str, Any] = {
-            "target": target_kind,
-            "records": n,
-            "dim": dim,
-            "rate": rate,
-            "seconds": seconds,
-        }
-        try:
-            store = vectorport.connect(src, dimension=dim)
-            for start in range(0, n, BATCH):
-                store.upsert(_records(start, min(n, start + BATCH), dim))
-            store.setup_capture("slot")
-            store.close()
-            cmd = [
-                sys.executable,
-                "-m",
-                "vectorport",
-                "sync",
-                src,
-                dst,
-                "--delete",
-                "--follow",
-                "--json",
-                "--state",
-                str(root / "state.sqlite"),
-            ]
-            # a shell's background job ignores SIGINT, and so would the follower (Python installs its
-            # KeyboardInterrupt handler only where SIGINT is not ignored): the stop below needs it
-            proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.PIPE,
-                text=True,
-                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-            )
-            events: list[dict[str, Any]] = []
-            reader = threading.Thread(
-                target=lambda: events.extend(json.loads(line) for line in proc.stdout or [] if line.strip())
-            )
-            reader.start()
-            while not any(e.get("event") == "lag" for e in list(events)):  # the first pass is done
-                time.sleep(0.2)
-            done: list[int] = []
-            load0 = os.getloadavg()[0]
-            cpu0 = _cpu_seconds(proc.pid)
-            split0 = _cpu_split(proc.pid, data)
-            t0 = time.time()
-            threads = [
-                threading.Thread(target=_writer, args=(src, n, dim, rate // writers, seconds, done, w))
-                for w in range(writers)
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            t1 = time.time()
-            split1 = _cpu_split(proc.pid, data)
-            while True:  # caught up: a read after the writes stopped found nothing
-                late = [e for e in list(events) if e.get("event") == "lag" and e["time"] > t1 + 0.5]
-                if late and late[-1]["behind"] == 0:
-                    break
-                time.sleep(0.2)
-            caught_up = time.time() - t1
-            cpu = _cpu_seconds(proc.pid) - cpu0
-            split2 = _cpu_split(proc.pid, data)
-            load1 = os.getloadavg()[0]
-            t2 = time.monotonic()
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()  # not left behind retrying against the server stopped below
-                proc.wait()
-            out["stop_seconds"] = round(time.monotonic() - t2, 2)
-            reader.join(timeout=10)
-            # from the first write until caught up: a follower that falls behind shows it after t1
-            lags = sorted(
-                e["lag_seconds"]
-                for e in events
-                if e.get("event") == "lag" and t0 <= e["time"] <= t1 + caught_up
-            )
-            out.update(
-                index=index,
-                writers=writers,
-                writes=sum(done),
-                write_rate=round(sum(done) / (t1 - t0), 1),
-                lag_p50=lags[len(lags) // 2] if lags else None,
-                lag_p95=lags[int(len(lags) * 0.95)] if lags else None,
-                lag_max=lags[-1] if lags else None,
-                lag_samples=len(lags),
-                caught_up_seconds=round(caught_up, 2),
-                # the machine's 1-minute load average when the writes started and when caught up,
-                # and the follower's CPU time (all its threads) in between, per 1,000 writes
-                load_average=[round(load0, 2), round(load1, 2)],
-                follower_cpu_seconds=round(cpu, 1),
-                follower_cpu_per_1000_writes=round(cpu / sum(done) * 1000, 2) if sum(done) else None,
-                # cores used on average while the writes ran and while the follower caught up after
-                cores_while_writing=_cores(split0, split1, t1 - t0),
-                cores_catching_up=_cores(split1, split2, max(caught_up, 1e-9)),
-            )
-            if timeline:  # each read of the slot: seconds since the first write, lag, changes read
-                out["timeline"] = [
-                    [round(e["time"] - t0, 1), e["lag_seconds"], e["behind"]]
-                    for e in events
-                    if e.get("event") == "lag" and t0 <= e["time"] <= t1 + caught_up
-                ]
-            check = vectorport.verify(src, dst, sample_queries=0)
-            out["verified_equal"] = check.data_equal
-            if not check.data_equal:
-                out["verification"] = check.to_dict()
-            store = vectorport.connect(src)
+        _load_source(src, n, dim)
+        out.update(_follow_run(src, dst, root, out))
+        if not timeline:
+            del out["timeline"]
+        check = vectorport.verify(src, dst, sample_queries=0)
+        out["verified_equal"] = check.data_equal
+        if not check.data_equal:
+            out["verification"] = check.to_dict()
+        with vectorport.connect(src) as store:
             store.teardown_capture()
-            store.close()
-            return out
-        finally:
-            if server is not None:
-                server.stop()
+    return out
 
 
 def _change_in_place(snap: Any, n: int, dim: int, changes: int, version: int) -> None:
