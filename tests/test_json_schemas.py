@@ -296,7 +296,7 @@ def test_progress_flag_forms(tmp_path: Path) -> None:
 def test_follow_lag_is_a_progress_line_with_lag_and_behind(capsys: pytest.CaptureFixture[str]) -> None:
     from vectorport.cli._cmd_sync import _LagPrinter
     from vectorport.migrate import ProgressMode
-    from vectorport.migrate._capture import Lag
+    from vectorport.sync._capture import Lag
 
     printer = _LagPrinter(as_json=True, follow=True, mode=ProgressMode.JSON)
     printer(Lag(0.5, 12, 100, "0/1A"))

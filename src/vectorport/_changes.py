@@ -3,7 +3,7 @@
 A store that can capture its changes implements :class:`~vectorport._features.SupportsChangeFeed`
 (pgvector: a logical replication slot or an outbox trigger, :mod:`vectorport.backends.pgvector._capture`).
 A feed hands out :class:`ChangeBatch` es of keys past its confirmed position without consuming
-them; the consumer (``vectorport.sync``, :mod:`vectorport.migrate._capture`) reads each key's
+them; the consumer (``vectorport.sync``, :mod:`vectorport.sync._capture`) reads each key's
 current record back from the source, writes (or deletes) it in the target, records that in
 its state, and only then calls ``confirm``. A kill anywhere in between re-reads the same keys:
 writes are idempotent upserts of the source's current record, so nothing is lost or doubled.

@@ -18,7 +18,7 @@ from vectorport import Record
 from vectorport.cli import app
 from vectorport.exceptions import ConfigurationError
 from vectorport.migrate import sync
-from vectorport.migrate._syncstate import SyncState
+from vectorport.sync._state import SyncState
 
 pytestmark = pytest.mark.memory
 runner = CliRunner()
@@ -210,7 +210,7 @@ def test_the_library_names_options_and_the_command_line_its_flags(
     assert again["state"] == first.state and again["sync"]["mode"] == "incremental"
     # advice naming the Python calls is worded as the command's flags
     from vectorport.cli._common import cli_text
-    from vectorport.migrate._capture import check_follow
+    from vectorport.sync._capture import check_follow
 
     with pytest.raises(ConfigurationError) as refused:
         check_follow(vectorport.connect(src), src)
@@ -253,7 +253,7 @@ def test_migrate_on_a_finished_checkpoint_points_at_sync(pair: tuple[str, str, P
 def test_a_commit_cut_between_commit_and_begin_is_completed_by_the_next(tmp_path: Path) -> None:
     """Ctrl-C can land after the state's COMMIT and before its BEGIN; the save in the pass's
     finally must then commit again without 'no transaction is active' (a CI run saw it)."""
-    from vectorport.migrate._syncstate import SyncState
+    from vectorport.sync._state import SyncState
 
     state = SyncState(tmp_path / "state.sqlite", {"source": "a", "target": "b"})
     try:
@@ -273,7 +273,7 @@ def test_a_commit_cut_between_commit_and_begin_is_completed_by_the_next(tmp_path
 
 def test_shards_side_by_side_sync_the_whole_pair(pair: tuple[str, str, Path]) -> None:
     from vectorport.migrate import SyncStats
-    from vectorport.migrate._syncshards import changed_outside, prepare_target
+    from vectorport.sync._shards import changed_outside, prepare_target
 
     src, dst, state = pair
     prepare_target(src, dst)

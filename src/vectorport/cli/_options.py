@@ -19,8 +19,8 @@ from typing import Annotated, Any
 import typer
 
 from .._options import RunOptions
-from ..migrate._progress import ProgressMode
-from ..migrate._transform import MetadataPolicy
+from ..engine._progress import ProgressMode
+from ..engine._transform import MetadataPolicy
 
 __all__ = [
     "OPTIONAL_VALUES",

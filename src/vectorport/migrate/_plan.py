@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 from .._features import SupportsLayoutCheck, integrity_check_of, key_check_of, layout_check_of
 from .._models import JSON, CollectionSpec, Record
+from .._report import DEFAULT_CAP, Capped
 from .._validate import key_problem
+from ..engine._endpoints import Endpoint
+from ..engine._names import TargetName
+from ..engine._progress import Progress, ProgressMode
+from ..engine._transform import MetadataPolicy, Transformed, Transformer, problem_kind
 from ..exceptions import UnsupportedError
-from ._endpoints import Endpoint
-from ._names import TargetName
-from ._progress import Progress, ProgressMode
-from ._report import DEFAULT_CAP, Capped
-from ._transform import MetadataPolicy, Transformed, Transformer, problem_kind
 
 __all__ = ["MigrationPlan", "PlanChecker", "PlanRefusedError", "ProblemGroup", "build_plan"]
 

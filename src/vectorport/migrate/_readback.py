@@ -26,7 +26,7 @@ from .._digest import BinSums, bin_of, key_digest
 from .._exact import StreamingTopK
 from .._models import Record
 from .._protocol import VectorStore
-from ._digestscan import in_lanes, page_digests, parallel_segments
+from ..engine._digestscan import in_lanes, page_digests, parallel_segments
 
 __all__ = ["ReadBack", "list_key_sums"]
 

@@ -6,12 +6,12 @@ and the same runners place its work::
 
     export(source, DIR, runner=…, **options)       options: ExportOptions (typed, frozen)
       │ runner.check(options, source, DIR)         refuse what the runner cannot honour
-      │ runner.delegate(…)                         a store one process may open: one Ray task
+      │ placement.whole → runner.delegate(…)       a store one process may open: one task
       ▼
     ExportContext ── directory ── write ───────────── manifest ── verify
-                     (empty, or   runner.export():    (driver)    runner.verify(): the
-                     overwrite)   segments here, or               migration's verification of
-                                  one Ray task each               source against parquet://DIR
+                     (empty, or   segments here, or   (driver)    the one verification of
+                     overwrite)   one task each                   source against parquet://DIR
+                                  (runner.map)
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ from .._paths import writable_dir
 from .._protocol import VectorStore
 from .._report import Report
 from .._url import mask_url
+from ..engine._endpoints import Endpoint, StoreLike, count_or_none, open_source, probe_target
+from ..engine._progress import Progress
+from ..engine._runner import LocalRunner, Placement, Runner, worker_info
+from ..engine._transform import Transformer
+from ..engine._whole import delegated, note_pid
 from ..exceptions import ConfigurationError
-from ..migrate._endpoints import Endpoint, StoreLike, open_source, probe_target
-from ..migrate._engine import LocalRunner, RunContext, Runner
 from ..migrate._options import MigrateOptions
-from ..migrate._report import MigrationReport
-from ..migrate._transform import Transformer
-from ..migrate._verify import VerifyReport
+from ..verify._placed import Pair, verify_placed
+from ..verify._verify import VerifyReport
 from ._options import SCAN_BATCH, ExportOptions
 
 if TYPE_CHECKING:
@@ -145,6 +147,12 @@ class ExportReport(Report):
     """The run's :class:`~._options.ExportOptions`, as JSON values."""
     notes: list[str] = field(default_factory=list)
 
+    def placed(self, engine: dict[str, Any], note: str) -> None:
+        self.engine = str(engine["engine"])
+        self.workers = int(engine.get("workers", 1))
+        self.per_worker = list(engine.get("per_worker", []))
+        self.notes.append(note)
+
     @property
     def status(self) -> Status:
         return Status.EXPORTED if self.verification is None else self.verification.status
@@ -240,6 +248,7 @@ class ExportContext:
 
     source: StoreLike
     options: ExportOptions
+    placement: Placement
     src: Endpoint
     directory: Path
     report: ExportReport
@@ -281,11 +290,11 @@ def export(
     """
     opts = ExportOptions(**options)
     run = runner if runner is not None else LocalRunner()
-    run.check(opts, source, snapshot_url(directory))
-    delegated = run.delegate(source, str(directory), opts)
-    if delegated is not None:
-        assert isinstance(delegated, ExportReport)
-        return delegated
+    placement = run.check(opts, source, snapshot_url(directory))
+    whole = delegated(run, placement, export, _exported, source, str(directory), opts)
+    if whole is not None:
+        assert isinstance(whole, ExportReport)
+        return whole
     started = time.monotonic()
     src = open_source(source, **dict(opts.source_options))
     try:
@@ -298,18 +307,22 @@ def export(
         with WriteLock(path, wait=False):
             prepare_directory(path, opts.overwrite)
             report = ExportReport(src.label, str(path), options=opts.to_dict())
-            segments = opts.segments or run.shards
-            ctx = ExportContext(source, opts, src, path, report, started, segments)
+            segments = opts.segments or placement.shards
+            ctx = ExportContext(source, opts, placement, src, path, report, started, segments)
             return _stages(ctx, run)
     finally:
         src.close()
 
 
+def _exported(report: ExportReport) -> int:
+    return report.count
+
+
 def _stages(ctx: ExportContext, runner: Runner) -> ExportReport:
-    """write (placed by the runner) → manifest → verify (the migration's, placed by the runner)."""
+    """write (here, or one task per segment) → manifest → verify (the one verification)."""
     report = ctx.report
-    parts = runner.export(ctx)
-    _describe(report, runner)
+    parts = _write(ctx, runner)
+    _describe(report, ctx.placement)
     finish_snapshot(report, ctx.src.store, ctx.directory, parts)
     report.timings["export"] = time.monotonic() - ctx.started
     if ctx.options.verify:
@@ -320,16 +333,66 @@ def _stages(ctx: ExportContext, runner: Runner) -> ExportReport:
     return report
 
 
-def _describe(report: ExportReport, runner: Runner) -> None:
-    engine = runner.describe()
-    report.engine = str(engine.get("engine", runner.name))
+def _write(ctx: ExportContext, runner: Runner) -> list[PartInfo]:
+    """Every segment's parts: here, one after the other, or one task per segment, each writing
+    into the directory (which every task must reach: a shared file system on a real cluster)."""
+    o, n = ctx.options, ctx.segments
+    with Progress("export", count_or_none(ctx.src.store), enabled=o.progress) as bar:
+        if ctx.placement.here:
+            return write_parts(ctx, on_page=bar.advance)
+        if not isinstance(ctx.source, str):
+            raise ConfigurationError(f"engine {runner.name} opens the source in its tasks: pass a URL")
+        started = time.monotonic()
+        parts: list[PartInfo] = []
+        workers = []
+        calls = [(ctx.source, o, str(ctx.directory), (i, n)) for i in range(n)]
+        for got, worker in runner.map(export_segment, calls):  # the bar follows the tasks
+            parts += got
+            workers.append(worker)
+            bar.advance(worker["records"])
+    ctx.placement.ran(workers, time.monotonic() - started)
+    return parts
+
+
+def export_segment(
+    source: str, options: ExportOptions, directory: str, segment: tuple[int, int]
+) -> tuple[list[PartInfo], dict[str, Any]]:
+    """One task: the parts of one scan segment of an export's source."""
+    started = time.monotonic()
+    note_pid(segment)
+    folder = Path(directory)
+    # a retried task starts its segment again: the parts of a lost attempt go first, so none of
+    # them stays beside the manifest for DuckDB to read
+    for stale in [
+        *folder.glob(f"part-{segment[0]:05d}-*.parquet"),
+        *folder.glob(f".part-{segment[0]:05d}-*"),
+    ]:
+        stale.unlink(missing_ok=True)
+    src = open_source(source, **dict(options.source_options))
+    try:
+        parts = write_segment(
+            src.store,
+            folder,
+            segment,
+            max_part_bytes=options.max_part_bytes,
+            batch_size=options.batch_size,
+        )
+    finally:
+        src.close()
+    records = sum(p.records for p in parts)
+    return parts, worker_info(f"export {segment[0]}/{segment[1]}", records, started)
+
+
+def _describe(report: ExportReport, placement: Placement) -> None:
+    engine = placement.describe()
+    report.engine = str(engine["engine"])
     report.workers = int(engine.get("workers", 1))
     report.per_worker = list(engine.get("per_worker", []))
 
 
 def _verify(ctx: ExportContext, runner: Runner) -> VerifyReport:
-    """The snapshot, read back as ``parquet://DIR``, against its source: the migration's
-    verification stage (:meth:`Runner.verify`) over a run context whose target is the snapshot."""
+    """The snapshot, read back as ``parquet://DIR``, against its source: the one verification,
+    placed as the export was."""
     o, url = ctx.options, snapshot_url(ctx.directory)
     dst = probe_target(url, ctx.src.store.spec.name)
     try:
@@ -340,10 +403,8 @@ def _verify(ctx: ExportContext, runner: Runner) -> VerifyReport:
             cap=o.cap,
             source_options=o.source_options,
         )
-        report = MigrationReport(ctx.src.label, dst.label, (0, 1), Status.COPIED)
-        transformer = Transformer(dst.capabilities.metadata)
-        run = RunContext(ctx.source, url, check, ctx.src, dst, transformer, report, ctx.started)
-        return runner.verify(run)
+        pair = Pair(ctx.source, url, ctx.src, dst, Transformer(dst.capabilities.metadata))
+        return verify_placed(runner, ctx.placement, pair, check, progress=o.progress)
     finally:
         dst.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -15,7 +16,7 @@ from .._url import StoreURL
 from ..exceptions import ConfigurationError, InvalidNameError, NotFoundError
 from ._names import TargetName, target_name
 
-__all__ = ["Endpoint", "StoreLike", "open_source", "probe_target"]
+__all__ = ["Endpoint", "StoreLike", "count_or_none", "open_pair", "open_source", "probe_target"]
 
 StoreLike = str | VectorStore
 """A store URL, or a store (bound, or for a target possibly not yet bound)."""
@@ -142,3 +143,28 @@ def probe_target(target: StoreLike, source_name: str | None = None, **options: A
         store.close()
         raise
     return Endpoint(_protocol(store), owned=True, exists=True, url_string=target)
+
+
+def open_pair(
+    source: StoreLike,
+    target: StoreLike,
+    source_options: Mapping[str, Any] | None,
+    target_options: Mapping[str, Any] | None,
+) -> tuple[Endpoint, Endpoint]:
+    """The source (which must exist) and the target (probed: it may not exist yet)."""
+    src = open_source(source, **dict(source_options or {}))
+    try:
+        dst = probe_target(target, src.store.spec.name, **dict(target_options or {}))
+    except BaseException:
+        src.close()
+        raise
+    return src, dst
+
+
+def count_or_none(store: Any, shard: tuple[int, int] = (0, 1)) -> int | None:
+    """The store's count (a shard's share of it), or ``None`` when the store cannot count."""
+    try:
+        n = int(store.count())
+    except Exception:  # a count is only for progress, sizing and the "source changed" hint
+        return None
+    return n if shard[1] == 1 else -(-n // shard[1])

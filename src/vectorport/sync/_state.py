@@ -30,7 +30,7 @@ from .._models import JSON
 from .._paths import writable_file
 from ..exceptions import ConfigurationError
 
-__all__ = ["SyncState", "recorded", "recorded_fixed"]
+__all__ = ["SyncState", "committed", "recorded", "recorded_fixed"]
 
 FORMAT = 1
 TARGET, SOURCE = 0, 1
@@ -252,3 +252,18 @@ def recorded_fixed(path: str | os.PathLike[str]) -> dict[str, JSON] | None:
         return dict(running["transform"])
     last = json.loads(meta.get("transform", "null"))
     return dict(last) if isinstance(last, dict) else None
+
+
+def committed(state: str | os.PathLike[str]) -> dict[str, JSON] | None:
+    """The interrupted pass recorded in the state file at ``state`` (``None`` when no pass is
+    running): what the message printed on Ctrl-C reports."""
+    try:
+        db = sqlite3.connect(f"file:{state}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE name = 'pass'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    value = None if row is None else json.loads(row[0])
+    return value if isinstance(value, dict) else None

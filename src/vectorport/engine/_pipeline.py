@@ -35,11 +35,11 @@ from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from .._validate import metadata_checked
 from ..exceptions import TransientError, ValidationError
+from ..migrate._plan import PlanChecker
+from ..migrate._reembed import embed_texts
 from ._checkpoint import Checkpoint
 from ._digestscan import page_digests
-from ._plan import PlanChecker
 from ._progress import Progress, ProgressMode
-from ._reembed import embed_texts
 from ._transform import Transformer
 
 __all__ = ["CopyStats", "IndexBar", "copy_records"]

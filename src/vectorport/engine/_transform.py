@@ -126,7 +126,7 @@ class Transformer:
         record has no text and this key holds a string, the string becomes the text and the key
         leaves the metadata.
 
-    >>> from vectorport import MetadataRules
+    >>> from .. import MetadataRules
     >>> t = Transformer(MetadataRules(nested_objects=False), "flatten")
     >>> t.apply({"author": {"name": "ada"}}, None).metadata
     {'author.name': 'ada'}

@@ -38,10 +38,10 @@ from .._features import Feature, change_capture_of, split_replace_of, supports
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
+from ..engine._transform import Transformer
 from ..exceptions import BackendUnavailableError, ConfigurationError, TransientError
-from ._syncreport import SyncStats
-from ._syncstate import SyncState
-from ._transform import Transformer
+from ._report import SyncStats
+from ._state import SyncState
 
 __all__ = ["CaptureRun", "Lag", "feed_of", "mark", "ready", "trim_scanned"]
 

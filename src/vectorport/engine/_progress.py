@@ -288,3 +288,28 @@ class Relay:
         """End the phases still open (the task failed or was lost mid-phase)."""
         while self.open:
             self.open.popitem()[1].__exit__(None, None, None)
+
+
+@contextmanager
+def polled(
+    bar: Progress, total: int | None, done: Callable[[], int] | None, every: float = 0.5
+) -> Iterator[None]:
+    """While the block runs (tasks placed elsewhere), the bar follows ``done()``: what those
+    tasks committed so far, read from their checkpoints or states every ``every`` seconds."""
+    if done is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(every):
+            bar.update(done(), total)
+
+    thread = threading.Thread(target=poll, name="vectorport-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        bar.update(done(), total)

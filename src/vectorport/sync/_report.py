@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._exit import Status
 from .._models import JSON
-from .._report import Report
-from ._report import Capped
+from .._report import Capped, Report
 
 if TYPE_CHECKING:
-    from ._verify import VerifyReport
+    from ..verify._verify import VerifyReport
 
 __all__ = ["SyncReport", "SyncStats"]
 

@@ -17,14 +17,12 @@ The sampled queries' exact top-k is merged the same way: each source task keeps 
 its segment (:class:`~vectorport._exact.StreamingTopK`) and the driver folds them.
 
 The tasks are plain functions of URLs (each opens its own stores), so an engine only maps them:
-:func:`verify_merged` takes the ``runner`` (Ray tasks in :mod:`vectorport.ray`; a loop in one
-process for tests and small stores).
+:func:`verify_merged` takes the ``runner``'s ``map`` (Ray tasks in :mod:`vectorport.ray`;
+threads of this process by default).
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,40 +38,33 @@ from .._gc import bulk_allocations
 from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._registry import connect
+from .._report import DEFAULT_CAP, Capped
+from ..engine._endpoints import Endpoint, open_source, probe_target
+from ..engine._progress import Progress, ProgressMode
+from ..engine._runner import LocalRunner, worker_info
+from ..engine._transform import MetadataPolicy, Transformer
 from ..exceptions import ConfigurationError
-from ._endpoints import Endpoint, open_source, probe_target
-from ._progress import Progress, ProgressMode
-from ._report import DEFAULT_CAP, Capped
-from ._transform import MetadataPolicy, Transformer
+from ._queries import ask_queries, pick_queries, query_check
 from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page, collection_differences
-from ._verify_queries import ask_queries, pick_queries, query_check
 
 __all__ = [
     "KeySegments",
     "MergedVerifyReport",
-    "Runner",
     "SegmentDetail",
     "SegmentScan",
+    "Tasks",
     "detail_task",
-    "local_runner",
     "scan_task",
     "verify_merged",
-    "worker_info",
 ]
 
 SCAN_BATCH = 1000
 GET_BATCH = 1000
 """Keys fetched from each store at once in the detailed pass."""
 
-Runner = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
-"""``runner(fn, calls)``: ``fn(*args)`` of every call, run wherever the engine runs them, yielded
-as they finish (in any order), so the driver folds one result at a time."""
-
-
-def local_runner(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
-    """Run the tasks one after the other in this process."""
-    for args in calls:
-        yield fn(*args)
+Tasks = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
+"""A runner's :meth:`~vectorport.engine.Runner.map`: ``fn(*args)`` of every call, yielded as
+they finish (in any order), so the driver folds one result at a time."""
 
 
 @dataclass
@@ -107,19 +98,6 @@ class KeySegments:
         """Segments whose digest or count differs from ``other``'s."""
         diff = np.any(self.digests != other.digests, axis=1) | (self.counts != other.counts)
         return [int(i) for i in np.flatnonzero(diff)]
-
-
-def worker_info(task: str, records: int, started: float) -> dict[str, Any]:
-    """Where a task ran and its rate (records over the seconds since ``started``)."""
-    seconds = time.monotonic() - started
-    return {
-        "task": task,
-        "node": socket.gethostname(),
-        "pid": os.getpid(),
-        "records": records,
-        "seconds": round(seconds, 3),
-        "records_per_second": round(records / seconds, 1) if seconds > 0 else None,
-    }
 
 
 @dataclass
@@ -358,7 +336,7 @@ class _Merge:
     target: str
     src_opts: dict[str, Any]
     dst_opts: dict[str, Any]
-    runner: Runner
+    runner: Tasks
     native: list[tuple[int, int]]
     src: Endpoint
     dst: Endpoint
@@ -374,7 +352,7 @@ def verify_merged(
     source: str,
     target: str,
     *,
-    runner: Runner = local_runner,
+    runner: Tasks | None = None,
     segments: int = 2,
     workers: int = 1,
     engine: str = "local",
@@ -410,7 +388,8 @@ def verify_merged(
                 sample_queries = 0
             transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
             native = [(i, segments) for i in range(segments)]
-            m = _Merge(source, target, src_opts, dst_opts, runner, native, src, dst, transformer, report)
+            tasks = runner if runner is not None else LocalRunner().map
+            m = _Merge(source, target, src_opts, dst_opts, tasks, native, src, dst, transformer, report)
             exact = _digest_pass(m, sample_queries, k, progress)
             if m.wanted:
                 _detail_pass(m, tolerance, cap)

@@ -40,15 +40,14 @@ from .._gc import bulk_allocations
 from .._json import json_equal
 from .._models import JSON, Record
 from .._protocol import VectorStore
-from .._report import Report
+from .._report import DEFAULT_CAP, Capped, Report
 from .._textsearch import canonical_language
+from ..engine._digestscan import scan_digests
+from ..engine._progress import Progress, ProgressMode
+from ..engine._transform import Transformer
 from ..exceptions import ConfigurationError
-from ._digestscan import scan_digests
-from ._progress import Progress, ProgressMode
-from ._readback import ReadBack, list_key_sums
-from ._report import DEFAULT_CAP, Capped
-from ._transform import Transformer
-from ._verify_queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
+from ..migrate._readback import ReadBack, list_key_sums
+from ._queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
 
 __all__ = [
     "QueryCheck",

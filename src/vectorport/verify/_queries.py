@@ -14,8 +14,8 @@ from .._exact import StreamingTopK
 from .._judge import tie_tolerance
 from .._models import JSON, Record
 from .._protocol import VectorStore
+from .._report import Capped
 from .._validate import check_vector
-from ._report import Capped
 
 __all__ = [
     "QUERY_SLACK",
