@@ -32,17 +32,20 @@ from enum import Enum
 from types import TracebackType
 from typing import Any
 
+from .._activity import Activity
 from ..exceptions import ConfigurationError
 
 __all__ = [
     "JSON_INTERVAL",
     "PROGRESS_SCHEMA",
+    "IndexBar",
     "Progress",
     "ProgressEvent",
     "ProgressMode",
     "Relay",
     "emit_progress",
     "forwarded",
+    "polled",
 ]
 
 PROGRESS_SCHEMA = "vectorport.progress/1"
@@ -313,3 +316,33 @@ def polled(
         stop.set()
         thread.join()
         bar.update(done(), total)
+
+
+class IndexBar:
+    """A progress bar for an index build the target reports (:mod:`vectorport._activity`),
+    shown once the copy's bar is gone."""
+
+    def __init__(self, enabled: ProgressMode | bool) -> None:
+        self.mode = ProgressMode.parse(enabled)
+        self.bar: Progress | None = None
+
+    def __call__(self, event: Activity) -> None:
+        if event.kind != "index_build" or not self.mode:
+            return
+        if event.finished:
+            self.close()
+        elif event.total:
+            if self.bar is None:
+                self.bar = Progress("index build (heap blocks)", event.total, enabled=self.mode).__enter__()
+            self.bar.update(event.done or 0, event.total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+    def __enter__(self) -> IndexBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -21,7 +21,6 @@ protocol and the stores' declared capabilities.
 
 from .._exit import ExitCode
 from ..engine._checkpoint import Checkpoint, shard_path
-from ..engine._pipeline import CopyStats
 from ..engine._progress import ProgressMode
 from ..engine._runner import LocalRunner, Runner
 from ..engine._transform import Change, MetadataPolicy, Transformed, Transformer
@@ -35,6 +34,7 @@ from ._api import parse_shard, plan
 from ._engine import RunContext
 from ._options import MigrateOptions
 from ._plan import MigrationPlan, PlanRefusedError, ProblemGroup
+from ._records import CopyStats
 from ._report import (
     EXIT_DIFFERENCES,
     EXIT_FAILURE,

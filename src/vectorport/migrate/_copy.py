@@ -1,6 +1,6 @@
 """The migration's copy stage, under the run's placement: in this process (threads, with the
 read-back of paced targets), or as one task per shard of the source (each the ordinary copy,
-:func:`~vectorport.engine._pipeline.copy_records`, with its own checkpoint beside the run's:
+:func:`~vectorport.migrate._records.copy_records`, with its own checkpoint beside the run's:
 ``ck.shard-I-of-N.json``), so a retried task — or a later ``resume`` after the whole run was
 killed — continues from the shard's last acknowledged batch."""
 
@@ -14,7 +14,6 @@ from .._digest import bin_count
 from .._features import write_cap_of
 from ..engine._checkpoint import Checkpoint, shard_path
 from ..engine._endpoints import open_pair
-from ..engine._pipeline import CopyStats, copy_records
 from ..engine._progress import Progress, polled
 from ..engine._runner import Runner, worker_info
 from ..engine._transform import Transformer
@@ -23,6 +22,7 @@ from ..exceptions import ConfigurationError
 from ..verify._queries import sampled_queries
 from ._options import MigrateOptions
 from ._readback import ReadBack
+from ._records import CopyStats, copy_records
 from ._reembed import load_embedder
 
 if TYPE_CHECKING:

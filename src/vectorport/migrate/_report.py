@@ -19,9 +19,9 @@ from .._models import JSON
 from .._report import DEFAULT_CAP, Capped, Report
 
 if TYPE_CHECKING:
-    from ..engine._pipeline import CopyStats
     from ..verify._verify import VerifyReport
     from ._plan import MigrationPlan
+    from ._records import CopyStats
 
 __all__ = [
     "DEFAULT_CAP",

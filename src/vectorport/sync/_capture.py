@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -37,7 +36,8 @@ from .._digest import bin_of, record_digest
 from .._features import Feature, change_capture_of, split_replace_of, supports
 from .._models import JSON, Record
 from .._protocol import VectorStore
-from .._retry import RetryPolicy, retry_scope
+from .._retry import Backoff, RetryPolicy, retry_scope
+from ..engine._pipeline import Acknowledged, upserting
 from ..engine._transform import Transformer
 from ..exceptions import BackendUnavailableError, ConfigurationError, TransientError
 from ._report import SyncStats
@@ -232,24 +232,21 @@ class CaptureRun:
     def _write(self, records: list[Record]) -> None:
         """Upsert ``records`` in batches of the target's size, ``concurrency`` at a time (the
         state marks them all unknown first, so their order does not matter)."""
-
-        def count(exc: TransientError) -> None:
-            self.stats.retries += 1
-
-        def one(chunk: Sequence[Record]) -> None:
-            with retry_scope(self.retry, on_retry=count):
-                self.target.upsert(list(chunk))
-
-        chunks = list(_chunks(records, self.batch_size))
+        writes: Acknowledged[None, list[Record]] = Acknowledged(
+            upserting(self.target, self.retry, self._retried),
+            concurrency=self.concurrency,
+            name="vectorport-capture",
+        )
         # the keys are marked in the state before the write, so a target may replace in two steps
         with split_replace_of(self.target):
-            if self.concurrency <= 1 or len(chunks) <= 1:
-                for chunk in chunks:
-                    one(chunk)
-                return
-            with ThreadPoolExecutor(self.concurrency, thread_name_prefix="vectorport-capture") as pool:
-                for fut in [pool.submit(one, chunk) for chunk in chunks]:
-                    fut.result()
+            n = self.batch_size
+            writes.submit(None, [records[i : i + n] for i in range(0, len(records), n)])
+            writes.close()
+        if writes.error is not None:
+            raise writes.error
+
+    def _retried(self, exc: TransientError) -> None:
+        self.stats.retries += 1
 
 
 def follow_until(
@@ -269,49 +266,30 @@ def follow_until(
     seconds (0: for as long as it lasts); then :class:`~vectorport.exceptions.BackendUnavailableError`
     ends the run, the position kept. Any other error (a dropped table, a dimension change)
     ends it at once, the position kept."""
-    outage = _Outage(max_outage)
+    outage = Backoff(OUTAGE, max_outage)
     while True:
         try:
             run.drain(on_lag)
             done = caught_up is not None and caught_up()
         except (TransientError, BackendUnavailableError) as exc:
-            where = run.position
-            wait = outage.failed(exc, where)
+            where, lasted = run.position, outage.lasted
+            wait = outage.next_wait()
+            if wait is None:
+                raise BackendUnavailableError(
+                    f"follow: gave up after an outage of {lasted:.0f}s ({outage.failures} retries, "
+                    f"max_outage={max_outage:g}): {exc}; the sync position {where or '(none yet)'} is "
+                    "kept: run the same command again once the store answers"
+                ) from exc
             tries = outage.failures
             log.warning("follow: %s; retry %d in %.1fs from position %s", exc, tries, wait, where or "start")
             time.sleep(wait)
             continue
         if outage.failures:
             log.warning("follow: the source answers again after %d retries; following", outage.failures)
-            outage = _Outage(max_outage)
+            outage = Backoff(OUTAGE, max_outage)
         if done:
             return
         time.sleep(poll)
-
-
-class _Outage:
-    """The failures in a row of one outage, and when it began."""
-
-    def __init__(self, limit: float) -> None:
-        self.limit = limit
-        self.failures = 0
-        self.began = time.monotonic()
-
-    def failed(self, exc: Exception, position: str | None) -> float:
-        """Count a failure: the wait before the next attempt, or raise once the outage has
-        lasted ``limit`` seconds (the last attempt is made at the limit)."""
-        if not self.failures:
-            self.began = time.monotonic()
-        lasted = time.monotonic() - self.began
-        if self.limit and lasted >= self.limit:
-            raise BackendUnavailableError(
-                f"follow: gave up after an outage of {lasted:.0f}s ({self.failures} retries, "
-                f"max_outage={self.limit:g}): {exc}; the sync position {position or '(none yet)'} is "
-                "kept: run the same command again once the store answers"
-            ) from exc
-        wait = OUTAGE.delay(min(self.failures, 16))
-        self.failures += 1
-        return min(wait, self.limit - lasted) if self.limit else wait
 
 
 def check_follow(source: VectorStore, label: str) -> None:

@@ -29,9 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +43,8 @@ from .._protocol import VectorStore
 from .._retry import RetryPolicy, retry_scope
 from ..engine._checkpoint import shard_path
 from ..engine._endpoints import Endpoint
-from ..engine._pipeline import IndexBar
-from ..engine._progress import Progress, ProgressMode
+from ..engine._pipeline import Acknowledged, upserting
+from ..engine._progress import IndexBar, Progress, ProgressMode
 from ..engine._transform import Transformer
 from ..exceptions import ConflictError, TransientError
 from ..verify._verify import VECTOR_TOLERANCE, same_content
@@ -76,7 +74,6 @@ class _Page:
     rows: list[tuple[str, int, bytes]]
     """``(key, bin, digest)`` of every record of the page."""
     written: list[tuple[str, int, bytes]] = field(default_factory=list)
-    futures: list[Future[None]] = field(default_factory=list)
 
 
 class _Pass:
@@ -124,13 +121,9 @@ class _Pass:
             self.last_commit = now
 
     # ------------------------------------------------------------ writes
-    def _write(self, records: list[Record]) -> None:
-        def count(exc: TransientError) -> None:
-            with self.lock:
-                self.stats.retries += 1
-
-        with retry_scope(self.retry, on_retry=count):
-            self.target.upsert(records)
+    def _retried(self, exc: TransientError) -> None:
+        with self.lock:
+            self.stats.retries += 1
 
     def _prepare(self, page: ScanPage) -> tuple[_Page, list[Record]]:
         """Transform and digest a page; the records to write (new or changed) and the page."""
@@ -178,8 +171,6 @@ class _Pass:
 
     def _apply(self, page: _Page, bar: Progress) -> None:
         """The target acknowledged every write of ``page``: record it and move the cursor."""
-        for fut in page.futures:
-            fut.result()
         self.state.record(page.written if self.info["mode"] == "incremental" else page.rows)
         for _, seg, digest in page.rows:
             self.state.source.add(seg, digest)
@@ -222,8 +213,12 @@ class _Pass:
                     self.save(force=True)
 
     def _scan_once(self, bar: Progress) -> None:
-        inflight: deque[_Page] = deque()
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="vectorport-sync")
+        writes: Acknowledged[_Page, list[Record]] = Acknowledged(
+            upserting(self.target, self.retry, self._retried),
+            concurrency=self.concurrency,
+            units=self.concurrency + 1,
+            name="vectorport-sync",
+        )
         failed: BaseException | None = None
         try:
             pages = self._source_pages()
@@ -239,31 +234,21 @@ class _Pass:
                 if records:
                     self.state.mark_unknown([(k, s) for k, s, _ in prepared.written])
                     self.save(force=True)  # the target changes only after the state says so
-                    for start in range(0, len(records), self.batch_size):
-                        chunk = records[start : start + self.batch_size]
-                        prepared.futures.append(pool.submit(self._write, chunk))
-                inflight.append(prepared)
-                while inflight and (
-                    len(inflight) > self.concurrency or all(f.done() for f in inflight[0].futures)
-                ):
-                    self._apply(inflight.popleft(), bar)
+                chunks = [records[i : i + self.batch_size] for i in range(0, len(records), self.batch_size)]
+                if not writes.submit(prepared, chunks):
+                    break
+                for done in writes.acknowledged():
+                    self._apply(done, bar)
         except BaseException as exc:
             failed = exc
             raise
         finally:
-            pool.shutdown(wait=True)
             # keep every page the target acknowledged, in order, up to the first failure
-            while inflight:
-                done = inflight.popleft()
-                if any(f.exception() is not None for f in done.futures):
-                    inflight.appendleft(done)
-                    break
+            for done in writes.close():
                 self._apply(done, bar)
             self.save(force=True)
-            if failed is None:
-                for rest in inflight:
-                    for fut in rest.futures:
-                        fut.result()
+        if failed is None and writes.error is not None:
+            raise writes.error
 
     def _source_pages(self) -> Iterator[ScanPage]:
         """The source's pages from the pass's cursor: every record of the shard, or only those

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from ..._base import BaseStore, FilterLike
 from ..._capabilities import Capabilities
 from ..._cursor import Position, position_field
+from ..._digest import bin_of
 from ..._exact import SearchMatrix
 from ..._features import Feature
 from ..._models import (
@@ -35,7 +36,6 @@ from ..._models import (
     Vector,
     score_from_distance,
 )
-from ..._segments import segment_of
 from ..._textsearch import HYBRID_DEPTH, TextIndex, check_fusion, check_query_text, fuse, ranked, text_match
 from ..._url import StoreURL
 from ..._validate import Batch
@@ -363,7 +363,7 @@ class MemoryStore(BaseStore[FilterNode]):
             while pos < len(ordered) and len(chosen) < limit:
                 key = ordered[pos]
                 pos += 1
-                if parts == 1 or segment_of(key, parts) == index:
+                if parts == 1 or bin_of(key, parts) == index:
                     chosen.append(key)
             records = tuple(self._record(coll, coll.rows[k], include) for k in chosen)
             done = pos >= len(ordered)
