@@ -22,7 +22,7 @@ from ..exceptions import ConfigurationError
 from ..verify._queries import sampled_queries
 from ._options import MigrateOptions
 from ._readback import ReadBack
-from ._records import CopyStats, copy_records
+from ._records import CopyJob, CopyStats, copy_records
 from ._reembed import load_embedder
 
 if TYPE_CHECKING:
@@ -50,21 +50,23 @@ def _copy_here(ctx: RunContext) -> CopyStats:
         ctx.read_back = ReadBack(ctx.dst.store, parts, exact=ctx.queries.exact if ctx.queries else None)
     try:
         stats = copy_records(
-            ctx.src.store,
-            ctx.dst.store,
-            ctx.transformer,
-            shard=ctx.segment,
-            batch_size=ctx.batch,
-            concurrency=o.concurrency,
-            checkpoint=ctx.ck,
-            retry=o.retry,
-            embedder=ctx.embedder,
-            progress=o.progress,
-            total=ctx.total,
-            scan_batch_size=ctx.scan_page,
-            checker=ctx.checker,
-            digests=ctx.digests,
-            on_written=ctx.read_back.written if ctx.read_back is not None else None,
+            CopyJob(
+                ctx.src.store,
+                ctx.dst.store,
+                ctx.transformer,
+                ctx.batch,
+                shard=ctx.segment,
+                concurrency=o.concurrency,
+                checkpoint=ctx.ck,
+                retry=o.retry,
+                embedder=ctx.embedder,
+                progress=o.progress,
+                total=ctx.total,
+                scan_batch_size=ctx.scan_page,
+                checker=ctx.checker,
+                digests=ctx.digests,
+                on_written=ctx.read_back.written if ctx.read_back is not None else None,
+            )
         )
     except BaseException:
         if ctx.read_back is not None:
@@ -159,16 +161,18 @@ def copy_shard(
             ck = Checkpoint.load(path) or Checkpoint(path, src.label, dst.label, shard, options.fixed())
         size = min(options.batch_size or DEFAULT_BATCH, dst.capabilities.max_write_batch)
         stats = copy_records(
-            src.store,
-            dst.store,
-            transformer,
-            shard=shard,
-            batch_size=size,
-            concurrency=options.concurrency,
-            checkpoint=ck,
-            retry=options.retry,
-            embedder=embedder,
-            scan_batch_size=size,
+            CopyJob(
+                src.store,
+                dst.store,
+                transformer,
+                size,
+                shard=shard,
+                concurrency=options.concurrency,
+                checkpoint=ck,
+                retry=options.retry,
+                embedder=embedder,
+                scan_batch_size=size,
+            )
         )
     finally:
         dst.close()

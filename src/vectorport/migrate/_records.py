@@ -38,7 +38,7 @@ from ..exceptions import TransientError, ValidationError
 from ._plan import PlanChecker
 from ._reembed import embed_texts
 
-__all__ = ["CopyStats", "copy_records"]
+__all__ = ["CopyJob", "CopyStats", "copy_records"]
 
 log = logging.getLogger("vectorport.migrate")
 
@@ -138,30 +138,16 @@ class _Copy:
     into batches and written through the acknowledged-write pipeline; each acknowledged page
     moves the checkpoint and folds its digests."""
 
-    def __init__(
-        self,
-        target: VectorStore,
-        transformer: Transformer,
-        checkpoint: Checkpoint | None,
-        bar: Progress,
-        stats: CopyStats,
-        *,
-        batch_size: int,
-        concurrency: int,
-        retry: RetryPolicy | None,
-        embedder: Embedder | None,
-        checker: PlanChecker | None,
-        on_written: Callable[[list[str]], None] | None,
-    ) -> None:
-        self.target, self.transformer, self.checkpoint = target, transformer, checkpoint
+    def __init__(self, job: CopyJob, bar: Progress, stats: CopyStats) -> None:
+        self.target, self.transformer, self.checkpoint = job.target, job.transformer, job.checkpoint
         self.bar, self.stats, self.digests = bar, stats, stats.digests
-        self.batch_size, self.retry, self.embedder = batch_size, retry, embedder
-        self.checker, self.on_written = checker, on_written
+        self.batch_size, self.retry, self.embedder = job.batch_size, job.retry, job.embedder
+        self.checker, self.on_written = job.checker, job.on_written
         self.lock = threading.Lock()
         self.last_save = 0.0
         self.finished_scan = False
         self.writes: Acknowledged[_Slot, _Batch] = Acknowledged(
-            self._write, concurrency=concurrency, on_batch=self._written, name="vectorport-migrate"
+            self._write, concurrency=job.concurrency, on_batch=self._written, name="vectorport-migrate"
         )
 
     def drive(self, pages: Iterable[ScanPage], started: float) -> None:
@@ -282,71 +268,62 @@ def _pages(
     return prefetched(source.scan(batch_size=batch_size, include=include, segment=shard, cursor=cursor))
 
 
-@bulk_allocations()
-def copy_records(
-    source: VectorStore,
-    target: VectorStore,
-    transformer: Transformer,
-    *,
-    shard: tuple[int, int] = (0, 1),
-    batch_size: int,
-    concurrency: int = 4,
-    checkpoint: Checkpoint | None = None,
-    retry: RetryPolicy | None = None,
-    embedder: Embedder | None = None,
-    progress: ProgressMode | bool = False,
-    total: int | None = None,
-    scan_batch_size: int | None = None,
-    checker: PlanChecker | None = None,
-    digests: BinSums | None = None,
-    on_written: Callable[[list[str]], None] | None = None,
-) -> CopyStats:
-    """Copy every record of ``shard`` from ``source`` to ``target``, resuming from ``checkpoint``.
-
-    Raises the first write error after the batches in flight have finished (the checkpoint then
-    holds everything acknowledged before it).
+@dataclass
+class CopyJob:
+    """What one :func:`copy_records` run copies, and how.
 
     A single-pass copy passes ``checker``, the plan's per-record checks, run on each page before
     any of it is written: at the first refusal nothing more is written and the rest of the
     source is only checked, so the plan lists every problem (``stats.refused``); and
     ``digests``, into which each acknowledged record's digest is folded (kept in the checkpoint).
-
     ``on_written`` is called with the keys of each batch the target acknowledged (from the
     writer threads), e.g. to read them back while the copy goes on (:mod:`._readback`).
     """
-    stats = CopyStats(batch_size=batch_size, concurrency=concurrency, digests=digests)
-    if checkpoint is not None:
-        stats.resumed_from, stats.resumed_cursor = checkpoint.copied, checkpoint.cursor
-    include = ["metadata", "text"] if embedder is not None else ["vector", "metadata", "text"]
+
+    source: VectorStore
+    target: VectorStore
+    transformer: Transformer
+    batch_size: int
+    shard: tuple[int, int] = (0, 1)
+    concurrency: int = 4
+    checkpoint: Checkpoint | None = None
+    retry: RetryPolicy | None = None
+    embedder: Embedder | None = None
+    progress: ProgressMode | bool = False
+    total: int | None = None
+    scan_batch_size: int | None = None
+    checker: PlanChecker | None = None
+    digests: BinSums | None = None
+    on_written: Callable[[list[str]], None] | None = None
+
+
+@bulk_allocations()
+def copy_records(job: CopyJob) -> CopyStats:
+    """Copy every record of ``job.shard`` from the source to the target, resuming from the
+    checkpoint. Raises the first write error after the batches in flight have finished (the
+    checkpoint then holds everything acknowledged before it)."""
+    ck = job.checkpoint
+    stats = CopyStats(batch_size=job.batch_size, concurrency=job.concurrency, digests=job.digests)
+    if ck is not None:
+        stats.resumed_from, stats.resumed_cursor = ck.copied, ck.cursor
+    include = ["metadata", "text"] if job.embedder is not None else ["vector", "metadata", "text"]
     started = time.monotonic()
-    index_bar = IndexBar(progress)
+    index_bar = IndexBar(job.progress)
     try:
         with (
             listening(index_bar),
             index_bar,
-            bulk_load_of(target, total),
-            Progress("copy", total, enabled=progress, completed=stats.resumed_from) as bar,
+            bulk_load_of(job.target, job.total),
+            Progress("copy", job.total, enabled=job.progress, completed=stats.resumed_from) as bar,
         ):
-            copy = _Copy(
-                target,
-                transformer,
-                checkpoint,
-                bar,
-                stats,
-                batch_size=batch_size,
-                concurrency=concurrency,
-                retry=retry,
-                embedder=embedder,
-                checker=checker,
-                on_written=on_written,
-            )
-            copy.drive(_pages(source, checkpoint, shard, scan_batch_size, include), started)
+            copy = _Copy(job, bar, stats)
+            copy.drive(_pages(job.source, ck, job.shard, job.scan_batch_size, include), started)
             copied_at = time.monotonic()
     except _Refused:
         return stats
     # leaving the bulk load: the target's deferred work (an index build) ran just now
     stats.index_seconds = time.monotonic() - copied_at
-    _completed(stats, copy, checkpoint)
+    _completed(stats, copy, ck)
     return stats
 
 

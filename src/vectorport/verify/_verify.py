@@ -478,42 +478,76 @@ def verify_stores(
     labels = (source_label or source.url.masked, target_label or target.url.masked)
     report = _new_report(labels, shard, cap, compare_vectors)
     report.collection = collection_differences(source, target, compare_vectors)
-    other_dimension = compare_vectors and source.spec.dimension != target.spec.dimension
-    if other_dimension:  # a source vector is no query for the target: the data differ already
-        report.skipped.append("queries: the collections' dimensions differ")
-    if queries is None:
-        asked = 0 if sharded or not compare_vectors or other_dimension else sample_queries
-        queries = sampled_queries(source, target, shard, asked, k)
-    exact = queries.exact
-    # asked now, judged at the end against the exact top-k the data pass computes
-    answers = ask_queries(source, target, queries.records, queries.k) if queries.records else None
+    queries, answers = _queries(report, source, target, shard, compare_vectors, sample_queries, k, queries)
     # digests need the target to hold values as written; floats read from a source that
     # rounds them (Chroma) were written as read, so only the target's rule decides
     target_ulps = target.capabilities.metadata.float_ulps
     chosen = _method(method, sharded, compare_vectors, target_ulps, tolerance, copied)
-    if not sharded:
-        report.source_count = source.count()
-        if read_back is None or chosen == "keyed":
-            report.target_count = target.count()
-        # else a paced target's count is a key listing (buckets): the data pass makes one
+    _count(report, source, target, sharded, read_back is None or chosen == "keyed")
     # a float read back from either store may differ by the ulps its backend declares (Chroma
     # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
     float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
     report.method = chosen
     pass_ = _Pass(report, source, target, transformer, compare_vectors, tolerance, float_ulps, concurrency)
     with Progress("verify", total_hint or report.source_count, enabled=progress) as bar:
-        if chosen == "keyed":
-            pass_.keyed(shard, exact, bar.advance)
-            if not sharded:
-                pass_.extras(None)
-        else:
-            _by_digest(pass_, copied, exact, bar.advance, read_back)
-            if report.target_count is None and not sharded:
-                report.target_count = report.target_scanned
+        _data_pass(pass_, shard, queries.exact, bar.advance, copied, read_back)
     if answers is not None:
-        report.queries = query_check(target, queries.records, exact, queries.k, cap, answers())
+        report.queries = query_check(target, queries.records, queries.exact, queries.k, cap, answers())
     report.seconds = time.monotonic() - started
     return report
+
+
+def _data_pass(
+    pass_: _Pass,
+    shard: tuple[int, int],
+    exact: StreamingTopK,
+    advance: Callable[[int], None],
+    copied: BinSums | None,
+    read_back: ReadBack | None,
+) -> None:
+    """Every record compared, by key or by digest (the method the report names)."""
+    report, sharded = pass_.report, shard[1] > 1
+    if report.method == "keyed":
+        pass_.keyed(shard, exact, advance)
+        if not sharded:
+            pass_.extras(None)
+        return
+    _by_digest(pass_, copied, exact, advance, read_back)
+    if report.target_count is None and not sharded:
+        report.target_count = report.target_scanned
+
+
+def _count(
+    report: VerifyReport, source: VectorStore, target: VectorStore, sharded: bool, target_too: bool
+) -> None:
+    """Both stores' counts (a shard has none); a paced target's count is a key listing
+    (buckets), which the data pass makes when it lists the target anyway (``target_too``)."""
+    if not sharded:
+        report.source_count = source.count()
+        if target_too:
+            report.target_count = target.count()
+
+
+def _queries(
+    report: VerifyReport,
+    source: VectorStore,
+    target: VectorStore,
+    shard: tuple[int, int],
+    compare_vectors: bool,
+    sample_queries: int,
+    k: int,
+    queries: SampledQueries | None,
+) -> tuple[SampledQueries, Callable[[], Any] | None]:
+    """The sampled queries (picked here unless the copy fed them) and their answers, asked now
+    and judged at the end against the exact top-k the data pass computes."""
+    other_dimension = compare_vectors and source.spec.dimension != target.spec.dimension
+    if other_dimension:  # a source vector is no query for the target: the data differ already
+        report.skipped.append("queries: the collections' dimensions differ")
+    if queries is None:
+        asked = 0 if shard[1] > 1 or not compare_vectors or other_dimension else sample_queries
+        queries = sampled_queries(source, target, shard, asked, k)
+    answers = ask_queries(source, target, queries.records, queries.k) if queries.records else None
+    return queries, answers
 
 
 def _new_report(
