@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 import vectorport
 from vectorport.cli import app
-from vectorport.migrate import _progress as progress_module
+from vectorport.engine import _progress as progress_module
 from vectorport.testing import clustered_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,6 +99,7 @@ def memory_commands(tmp: Path) -> list[tuple[str, list[str]]]:
         ("migrate", ["migrate", "memory://json-src", "memory://json-plan", "--plan"]),
         ("migrate", ["migrate", "memory://json-src", "memory://json-dst"]),
         ("verify", ["verify", "memory://json-src", "memory://json-dst"]),
+        ("diff", ["diff", "memory://json-src", "memory://json-dst"]),
         ("sync", ["sync", "memory://json-src", "memory://json-dst", "--state", str(tmp / "state")]),
         ("export", ["export", "memory://json-src", str(tmp / "snap")]),
         ("import", ["import", str(tmp / "snap"), "memory://json-imp"]),
