@@ -74,6 +74,10 @@ class MigrationReport(Report):
     """Where it ran: ``engine`` (``local`` or ``ray``) and, on Ray, ``workers``, the write cap
     each worker got and each task's node, pid, records and rate."""
 
+    def placed(self, engine: dict[str, Any], note: str) -> None:
+        self.engine = engine
+        self.notes.append(note)
+
     def sections(self) -> dict[str, JSON]:
         return {
             "source": self.source,

@@ -158,6 +158,10 @@ class SyncReport(Report):
     shards: list[SyncReport] = field(default_factory=list)
     """Each shard's own report, when the runner ran the pass as several shards (Ray)."""
 
+    def placed(self, engine: dict[str, Any], note: str) -> None:
+        self.engine = engine
+        self.notes.append(note)
+
     def conclude(self) -> None:
         """Status and notes from the counts, once the pass is over (before any verification)."""
         stats = self.sync
