@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .._digest import BinSums, bin_of, record_digest
@@ -23,9 +22,10 @@ from .._exact import StreamingTopK
 from .._features import Feature
 from .._models import Record
 from .._protocol import VectorStore
+from ._runner import LocalRunner
 from ._transform import Transformer
 
-__all__ = ["DigestScan", "in_lanes", "page_digests", "parallel_segments", "scan_digests"]
+__all__ = ["DigestScan", "digest_segment", "in_lanes", "page_digests", "parallel_segments", "scan_digests"]
 
 
 @dataclass
@@ -61,13 +61,36 @@ def parallel_segments(store: VectorStore, concurrency: int) -> int:
 
 
 def in_lanes(lanes: int, lane: Callable[[int], None]) -> None:
-    """Run ``lane(0) … lane(lanes - 1)`` at once (inline for one lane); the first error raises."""
-    if lanes == 1:
-        lane(0)
-        return
-    with ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="vectorport-lane") as pool:
-        for fut in [pool.submit(lane, i) for i in range(lanes)]:
-            fut.result()
+    """Run ``lane(0) … lane(lanes - 1)`` at once, as tasks of this process's runner (inline for
+    one lane); the first error raises."""
+    for _ in LocalRunner().map(lane, [(i,) for i in range(lanes)]):
+        pass
+
+
+def digest_segment(
+    store: VectorStore,
+    transformer: Transformer | None,
+    parts: int,
+    segment: tuple[int, int],
+    *,
+    top: StreamingTopK | None = None,
+    advance: Callable[[int], None] | None = None,
+    batch_size: int | None = None,
+) -> DigestScan:
+    """Read scan segment ``segment`` of ``store`` (vectors, metadata, text) and fold each record,
+    as the target should hold it (after ``transformer``), into ``parts`` key bins; rows also go
+    to ``top`` when given. The one digest read of every verification, in a thread or a task."""
+    sums = BinSums(parts)
+    n = 0
+    for page in store.scan(batch_size=batch_size, include=["vector", "metadata", "text"], segment=segment):
+        for seg, digest in page_digests(page.records, transformer, parts):
+            sums.add(seg, digest)
+        n += len(page)
+        if top is not None:
+            top.update_records(page.records)
+        if advance is not None:
+            advance(len(page))
+    return DigestScan(sums, n)
 
 
 def scan_digests(
@@ -87,20 +110,11 @@ def scan_digests(
     seen = [0]
 
     def lane(i: int) -> None:
-        mine = BinSums(parts)
         top = exact.empty_like() if exact is not None else None  # merged once, no lock per page
-        n = 0
-        for page in store.scan(include=["vector", "metadata", "text"], segment=(i, lanes)):
-            for seg, digest in page_digests(page.records, transformer, parts):
-                mine.add(seg, digest)
-            n += len(page)
-            if top is not None:
-                top.update_records(page.records)
-            if advance is not None:
-                advance(len(page))
+        mine = digest_segment(store, transformer, parts, (i, lanes), top=top, advance=advance)
         with lock:
-            total.merge(mine)
-            seen[0] += n
+            total.merge(mine.sums)
+            seen[0] += mine.records
             if exact is not None and top is not None:
                 exact.merge(top)
 

@@ -3,10 +3,10 @@
 A verification that cannot hold every key hash in one process splits each store into native
 scan segments (``scan(segment=(i, n))``), one task each. A task returns, per key bin
 (:func:`vectorport._digest.bin_of`, the same for every backend), the XOR of its records'
-16-byte digests and their count (:class:`KeySegments`: ``sync``'s
-:class:`~vectorport._digest.BinSums`, packed), never keys: a source record is digested as
-the target should hold it (after the migration's transforms), a target record as it is. Merged
-on the driver, a key bin whose digest and count agree holds equal records. Only the key
+16-byte digests and their count (:class:`~vectorport._digest.BinSums`, read by
+:func:`~vectorport.engine._digestscan.digest_segment` as every verification reads), never
+keys: a source record is digested as the target should hold it (after the migration's
+transforms), a target record as it is. Merged on the driver, a key bin whose digest and count agree holds equal records. Only the key
 bins that differ are read again, by tasks that scan keys only and fetch just those keys from
 both stores (:func:`detail_task`), judged by the single-process rules
 (:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with the
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._digest import MAX_BINS, bin_count, bin_of, record_digest
+from .._digest import MAX_BINS, BinSums, bin_count, bin_of
 from .._exact import StreamingTopK
 from .._features import Feature
 from .._gc import bulk_allocations
@@ -39,6 +39,7 @@ from .._models import JSON, Record
 from .._protocol import VectorStore
 from .._registry import connect
 from .._report import DEFAULT_CAP, Capped
+from ..engine._digestscan import digest_segment
 from ..engine._endpoints import Endpoint, open_source, probe_target
 from ..engine._progress import Progress, ProgressMode
 from ..engine._runner import LocalRunner, worker_info
@@ -48,7 +49,6 @@ from ._queries import ask_queries, pick_queries, query_check
 from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page, collection_differences
 
 __all__ = [
-    "KeySegments",
     "MergedVerifyReport",
     "SegmentDetail",
     "SegmentScan",
@@ -68,45 +68,12 @@ they finish (in any order), so the driver folds one result at a time."""
 
 
 @dataclass
-class KeySegments:
-    """Per key bin, the XOR of its records' 16-byte digests and their count: the
-    :class:`~vectorport._digest.BinSums` of ``sync``, packed in NumPy arrays (24 bytes a
-    segment) so a task's answer stays small at 65,536 bins and folds without a loop."""
-
-    digests: npt.NDArray[np.uint64]
-    """Shape ``(parts, 2)``: the two little-endian 64-bit halves of each bin's XOR."""
-    counts: npt.NDArray[np.int64]
-
-    @classmethod
-    def empty(cls, parts: int) -> KeySegments:
-        return cls(np.zeros((parts, 2), dtype=np.uint64), np.zeros(parts, dtype=np.int64))
-
-    def add(self, bins: Sequence[int], digests: Sequence[bytes]) -> None:
-        if not bins:
-            return
-        seg = np.asarray(bins, dtype=np.int64)
-        halves = np.frombuffer(b"".join(digests), dtype="<u8").reshape(-1, 2)
-        np.bitwise_xor.at(self.digests[:, 0], seg, halves[:, 0])
-        np.bitwise_xor.at(self.digests[:, 1], seg, halves[:, 1])
-        np.add.at(self.counts, seg, 1)
-
-    def fold(self, other: KeySegments) -> None:
-        np.bitwise_xor(self.digests, other.digests, out=self.digests)
-        self.counts += other.counts
-
-    def differing(self, other: KeySegments) -> list[int]:
-        """Segments whose digest or count differs from ``other``'s."""
-        diff = np.any(self.digests != other.digests, axis=1) | (self.counts != other.counts)
-        return [int(i) for i in np.flatnonzero(diff)]
-
-
-@dataclass
 class SegmentScan:
     """What one task found in one native scan segment of one store."""
 
     side: str
     segment: tuple[int, int]
-    sums: KeySegments
+    sums: BinSums
     records: int
     worker: dict[str, Any]
     top_distances: list[npt.NDArray[np.float64]] = field(default_factory=list)
@@ -130,27 +97,11 @@ def scan_task(
     started = time.monotonic()
     store = connect(url, **dict(options))
     try:
-        sums = KeySegments.empty(parts)
         top = None
         if queries is not None and len(queries):
             top = StreamingTopK(store.spec.metric, queries, size)
-        records = 0
-        for page in store.scan(
-            batch_size=SCAN_BATCH, include=["vector", "metadata", "text"], segment=segment
-        ):
-            segs: list[int] = []
-            digests: list[bytes] = []
-            for rec in page.records:
-                meta, text = rec.metadata, rec.text
-                if transformer is not None:
-                    out = transformer.apply(rec.metadata, rec.text)
-                    meta, text = out.metadata, out.text
-                segs.append(bin_of(rec.key, parts))
-                digests.append(record_digest(rec.key, rec.vector, meta, text))
-            sums.add(segs, digests)
-            if top is not None:
-                top.update_records(page.records)
-            records += len(page)
+        read = digest_segment(store, transformer, parts, segment, top=top, batch_size=SCAN_BATCH)
+        sums, records = read.sums, read.records
     finally:
         store.close()
     scan = SegmentScan(
@@ -445,13 +396,13 @@ def _digest_pass(m: _Merge, sample_queries: int, k: int, progress: ProgressMode 
         (m.source, m.src_opts, "source", s, m.parts, m.transformer, qmatrix, m.top_k + 5) for s in m.native
     ]
     calls += [(m.target, m.dst_opts, "target", s, m.parts, None) for s in m.native]
-    merged = {side: KeySegments.empty(m.parts) for side in ("source", "target")}
+    merged = {side: BinSums(m.parts) for side in ("source", "target")}
     scanned = {"source": 0, "target": 0}
     exact = StreamingTopK(src.store.spec.metric, qmatrix, m.top_k + 5)
     scan: SegmentScan
     with Progress("verify", source_count, enabled=progress) as bar:
         for scan in m.runner(scan_task, calls):  # folded as they finish: one result held at a time
-            merged[scan.side].fold(scan.sums)
+            merged[scan.side].merge(scan.sums)
             scanned[scan.side] += scan.records
             report.per_worker.append(scan.worker)
             if scan.side == "source":
