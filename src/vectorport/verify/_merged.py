@@ -7,8 +7,8 @@ scan segments (``scan(segment=(i, n))``), one task each. A task returns, per key
 :func:`~vectorport.engine._digestscan.digest_segment` as every verification reads), never
 keys: a source record is digested as the target should hold it (after the migration's
 transforms), a target record as it is. Merged on the driver, a key bin whose digest and count
-agree holds equal records. Only the key bins that differ are read again, by tasks that scan keys only and fetch just those keys from
-both stores (:func:`detail_task`), judged by the single-process rules
+agree holds equal records. Only the key bins that differ are read again, by tasks that scan
+keys only and fetch just those keys from both stores (:func:`detail_task`), judged by the single-process rules
 (:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with the
 backends' declared float ulps (so a Chroma target whose floats came back an ulp off still
 verifies equal: its bins differ by digest, not by judgement), text exactly.
