@@ -47,7 +47,7 @@ from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
 from ._read import Reader
 from ._schema import TABLE_NAMES, VECTOR_MAX_DIM, Layout, check_identifier
-from ._schema import render_schema as render_schema
+from ._schema_sql import render_schema
 from ._schemes import EMBEDDED_SCHEME
 from ._search import Searcher
 from ._server import Server
