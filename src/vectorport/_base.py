@@ -196,6 +196,11 @@ class BaseStore(ABC, Generic[N]):
         self._spec = spec
         return spec
 
+    def ensure(self, spec: CollectionSpec) -> CollectionSpec:
+        """Open the collection, creating it as ``spec`` says when missing; an existing one is
+        checked against ``spec`` (:meth:`bind` with its dimension, metric and model)."""
+        return self.bind(spec.dimension, spec.metric, spec.embedding_model)
+
     def _not_found(self) -> NotFoundError:
         """The error for opening a missing collection: what is there, and the nearest name."""
         try:

@@ -29,6 +29,7 @@ backend = Backend(
     schemes=(EMBEDDED_SCHEME, *LIBPQ_SCHEMES, *SQLALCHEMY_SCHEMES),
     extra="pgvector",
     requires=("psycopg",),
+    model_options="._model:model_options",
     tests=(
         TestTarget("pgvector://{server}?table={collection}", server=_SERVER),
         TestTarget("pgvector://{server}?table={collection}&index=exact", server=_SERVER, variant="exact"),
