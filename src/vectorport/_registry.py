@@ -244,9 +244,10 @@ def _application_target(target: Any, bind: Any, options: dict[str, Any]) -> tupl
             )
         owner = resolve(StoreURL.parse(bind).scheme)
         if not owner.model_options:
+            readers = ", ".join(b.name for b in available_backends() if b.model_options) or "none"
             raise ConfigurationError(
-                f"the {owner.name} backend opens no SQLAlchemy mapped class; bind= an engine of a "
-                "backend of SQL tables (pgvector), or give a store URL"
+                f"the {owner.name} backend opens no SQLAlchemy mapped class (those that do: "
+                f"{readers}); bind= an engine of such a backend's database, or give a store URL"
             )
         return lent_engine(bind, owner.locate(owner.model_options)(target, options))
     if bind is not None:

@@ -107,6 +107,7 @@ class PgVectorStore(BaseStore[Predicate]):
 
     name: ClassVar[str] = "pgvector"
     url_params = OWN_OPTIONS
+    collection_noun: ClassVar[str] = "tables with a vector column"
     """A ``pgvector://`` URL's; a ``postgresql://`` URL also takes libpq's connection parameters."""
     capabilities: ClassVar[Capabilities] = Capabilities(
         metrics=frozenset(Metric),
