@@ -28,6 +28,7 @@ from ..._models import CollectionSpec, Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError
 from .._parts import Forward
+from ._async import asynchronous
 from ._capture import Capture
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._catalog import Catalog
@@ -291,8 +292,6 @@ class PgVectorStore(BaseStore[Predicate]):
     def asynchronous(self) -> AsyncStore[PgVectorStore]:
         """This store on psycopg's async connections (what :func:`vectorport.aconnect` returns):
         its own pool, or an ``AsyncEngine``'s; on a sync ``Engine``'s connections, off the loop."""
-        from ._async import asynchronous
-
         return asynchronous(self)
 
     def schema_sql(self) -> str:
