@@ -151,3 +151,18 @@ def test_the_top_level_modules_and_the_backends_import_in_no_cycle_counting_impo
             cycles.add(" ".join(sorted(cycle)))
     assert not cycles, sorted(cycles)
     assert len(graph) > 100  # the walk saw the package
+
+
+@pytest.mark.memory
+def test_a_mapped_class_is_read_by_the_backend_of_its_bind_and_one_that_reads_none_says_so() -> None:
+    sqlalchemy = pytest.importorskip("sqlalchemy")
+    table = sqlalchemy.Table(
+        "shape_chunks",
+        sqlalchemy.MetaData(),
+        sqlalchemy.Column("id", sqlalchemy.String, primary_key=True),
+    )
+    with pytest.raises(
+        vectorport.ConfigurationError, match="the memory backend opens no SQLAlchemy mapped class"
+    ) as info:
+        vectorport.connect(table, bind="memory://shape-mapped")
+    assert "those that do: pgvector" in str(info.value)
