@@ -19,6 +19,7 @@ from .exceptions import ConfigurationError, Problem, ValidationError
 
 __all__ = [
     "Batch",
+    "check_batch_size",
     "check_vector",
     "json_size",
     "key_problem",
@@ -91,6 +92,16 @@ def validate_keys(keys: Iterable[str], max_bytes: int = 1024) -> list[str]:
     if problems:
         raise ValidationError(problems)
     return list(out)
+
+
+def check_batch_size(requested: int | None, limit: int) -> int:
+    """The batch size a call uses: ``requested`` (a positive integer) capped at the backend's
+    ``limit``, or ``limit`` when none was asked for."""
+    if requested is None:
+        return limit
+    if isinstance(requested, bool) or not isinstance(requested, int | np.integer) or requested < 1:
+        raise ConfigurationError(f"batch_size must be a positive integer, got {requested!r}")
+    return min(requested, limit)
 
 
 _NUMBER_KINDS = frozenset("iuf")  # numpy dtype kinds of numbers (not bool "b", str "U", object "O")

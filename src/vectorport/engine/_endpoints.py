@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from .._base import BaseStore
 from .._capabilities import Capabilities
 from .._models import CollectionSpec
 from .._protocol import VectorStore
@@ -68,24 +67,13 @@ class Endpoint:
         """Create the collection when it does not exist (this is the migration's first write)."""
         if self.exists:
             return self.store.spec
-        if not isinstance(self.store, BaseStore):
-            raise ConfigurationError(
-                f"the target {self.label} is not bound to a collection and is not a BaseStore; "
-                "create the collection first"
-            )
-        created = self.store.bind(spec.dimension, spec.metric, spec.embedding_model)
+        created = self.store.ensure(spec)
         self.exists = True
         return created
 
     def close(self) -> None:
         if self.owned:
             self.store.close()
-
-
-def _protocol(store: BaseStore[Any]) -> VectorStore:
-    # BaseStore declares ``name``/``capabilities`` as ClassVars, which mypy does not accept for
-    # the protocol's instance attributes; structurally it is a VectorStore.
-    return cast(VectorStore, store)
 
 
 def _bound(store: VectorStore) -> bool:
@@ -99,7 +87,7 @@ def _bound(store: VectorStore) -> bool:
 def open_source(source: StoreLike, **options: Any) -> Endpoint:
     """Open the source collection; it must exist."""
     if isinstance(source, str):
-        return Endpoint(_protocol(connect(source, **options)), owned=True, exists=True, url_string=source)
+        return Endpoint(connect(source, **options), owned=True, exists=True, url_string=source)
     if not _bound(source):
         raise ConfigurationError(f"the source store {source!r} is not bound to a collection")
     return Endpoint(source, owned=False, exists=True)
@@ -126,7 +114,7 @@ def probe_target(target: StoreLike, source_name: str | None = None, **options: A
         return endpoint
     if not isinstance(target, str):
         exists = _bound(target)
-        if not exists and isinstance(target, BaseStore):
+        if not exists:
             try:
                 target.bind()  # an unbound store object: open its collection if it exists
                 exists = True
@@ -138,11 +126,11 @@ def probe_target(target: StoreLike, source_name: str | None = None, **options: A
     try:
         store.bind()
     except NotFoundError:
-        return Endpoint(_protocol(store), owned=True, exists=False, url_string=target)
+        return Endpoint(store, owned=True, exists=False, url_string=target)
     except BaseException:
         store.close()
         raise
-    return Endpoint(_protocol(store), owned=True, exists=True, url_string=target)
+    return Endpoint(store, owned=True, exists=True, url_string=target)
 
 
 def open_pair(

@@ -57,6 +57,7 @@ from ..._models import (
     Vector,
     score_from_distance,
 )
+from ..._paging import pages, scan_args
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, NotFoundError
 from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
@@ -281,7 +282,7 @@ class ParquetStore(BaseStore[FilterNode]):
     ) -> Iterator[ScanPage]:
         """The records of key bins ``bins`` of ``parts``, part after part (see the module
         docstring); a page's cursor resumes after it."""
-        limit, inc, whole, position = self._scan_args(batch_size, include, (0, 1), cursor)
+        limit, inc, whole, position = scan_args(self, batch_size, include, (0, 1), cursor)
         if not (type(parts) is int and parts >= 1 and all(type(b) is int and 0 <= b < parts for b in bins)):
             raise ConfigurationError(
                 f"scan_bins takes bins 0 <= b < parts, got parts={parts!r}, bins={list(bins)!r}"
@@ -292,7 +293,7 @@ class ParquetStore(BaseStore[FilterNode]):
             )
         wanted = np.zeros(parts, dtype=bool)
         wanted[list(bins)] = True
-        yield from self._pages(lambda p: self._bins_page(limit, inc, wanted, p), whole, position)
+        yield from pages(self, lambda p: self._bins_page(limit, inc, wanted, p), whole, position)
 
     def _bins_page(
         self,

@@ -487,7 +487,7 @@ class Catalog:
         except VectorportError:
             names = None
         where = f"in schema {self.store.schema!r}"
-        tail = what_exists("tables with a vector column", self.store.table, names, where)
+        tail = what_exists(self.store.collection_noun, self.store.table, names, where)
         return NotFoundError(
             f"{self.store._where} does not exist{tail}; pass dimension= (and metric=) to create it"
         )

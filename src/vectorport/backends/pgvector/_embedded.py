@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
+import importlib.util
 import logging
 import os
 import signal
@@ -40,6 +42,7 @@ from urllib.parse import quote
 
 from ..._activity import report
 from ..._paths import writable_dir
+from ..._registry import connect
 from ...exceptions import BackendUnavailableError, ConfigurationError, NotFoundError
 from ._watchdog import KEEP_FILE, WATCHDOG_FILE, alive, kept, postmaster_pid, prune_handles
 
@@ -71,8 +74,6 @@ T = TypeVar("T")
 
 def provider(name: str | None = None) -> str:
     """The embedded-server module to use: ``name`` if given, else the first one installed."""
-    import importlib.util
-
     for mod in (name,) if name else PROVIDERS:
         if mod not in PROVIDERS:
             raise ConfigurationError(f"server must be one of {', '.join(PROVIDERS)}, got {mod!r}")
@@ -97,8 +98,6 @@ def hnsw_unsafe(module: str) -> bool:
 
 
 def _module(name: str) -> Any:
-    import importlib
-
     with warnings.catch_warnings():
         # platformdirs warns at import time when XDG_RUNTIME_DIR is unset (containers, CI) and
         # falls back to /tmp/runtime-$UID, which is fine for a socket/lock directory.
@@ -425,8 +424,6 @@ def local_server(directory: Path) -> Iterator[Path]:
     ``directory`` must be reachable by an unprivileged user: when the tests run as root the
     server runs as a system user of its own.
     """
-    from ..._registry import connect
-
     data = directory / "data"
     store = connect(f"pgvector://{data}?table=warmup", dimension=2)
     store.drop()

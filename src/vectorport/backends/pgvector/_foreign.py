@@ -22,6 +22,7 @@ from psycopg.types.json import Json
 from ..._models import CollectionSpec, Metric
 from ..._suggest import what_exists
 from ..._validate import Batch
+from ...conventions.llamaindex import to_node_metadata
 from ...exceptions import (
     ConfigurationError,
     NotFoundError,
@@ -362,8 +363,6 @@ class ForeignTables:
     def batch(self, batch: Batch) -> tuple[list[str], list[dict[str, Any]]]:
         """Keys and metadata as the table's owner stores them; refuses the whole batch (nothing
         written) when a record does not fit."""
-        from ...conventions.llamaindex import to_node_metadata
-
         cols = self.store.layout.columns
         plain = {name for name, _ in cols.metadata_columns}
         problems: list[Problem] = []

@@ -29,6 +29,7 @@ from ...conventions.langchain import COLLECTIONS_TABLE, SHARED_TABLE
 from ...exceptions import ConfigurationError
 from ._inspect import Column, TableFacts
 from ._mapping import Columns, KeyTemplate
+from ._schema import check_identifier
 
 __all__ = [
     "LAYOUTS",
@@ -102,8 +103,6 @@ class MappingOptions:
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> MappingOptions:
-        from ._schema import check_identifier
-
         layout = opts.get("layout")
         if layout is not None:
             layout = str(layout).strip().lower()

@@ -27,15 +27,9 @@ from typing import Any
 
 from ...exceptions import ConfigurationError, NotInstalledError
 
-__all__ = ["is_model", "model_options"]
+__all__ = ["model_options"]
 
 _TEXT_NAMES = ("content", "text", "document", "chunk_text", "chunk", "page_content", "body")
-
-
-def is_model(obj: Any) -> bool:
-    """A SQLAlchemy mapped class or ``Table`` (duck-typed: SQLAlchemy is not imported)."""
-    table = getattr(obj, "__table__", obj)
-    return hasattr(table, "columns") and hasattr(table, "primary_key") and hasattr(table, "fullname")
 
 
 def model_options(model: Any, given: dict[str, Any]) -> dict[str, Any]:

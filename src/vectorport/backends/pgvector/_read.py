@@ -16,6 +16,7 @@ from psycopg import sql
 
 from ..._cursor import Position, position_field
 from ..._models import Include, Record, Vector
+from ...conventions.llamaindex import from_node_metadata
 from ...exceptions import ConfigurationError
 from ...filters import FilterNode
 from ._schema import DEFAULT_COLUMNS
@@ -141,8 +142,6 @@ class Reader:
     def user_metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """The user's metadata of a row of a table made elsewhere (framework bookkeeping out)."""
         if self.store.layout.columns.node_metadata:
-            from ...conventions.llamaindex import from_node_metadata
-
             _, metadata = from_node_metadata(metadata)
         return metadata
 

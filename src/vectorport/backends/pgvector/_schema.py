@@ -1,10 +1,10 @@
-"""The SQL of one collection: table, indexes, search statements and Supabase RPC functions.
+"""The SQL of one collection: table, indexes and search statements.
 
 One generator serves the store (which executes it) and ``vectorport pgvector schema`` (which
-prints it), so the printed DDL is exactly what the library creates. Identifiers are quoted
-with :class:`psycopg.sql.Identifier`; the few constants DDL cannot take as parameters
-(dimension, HNSW options, text search configuration) are validated and rendered with
-:class:`psycopg.sql.Literal`.
+prints it with the Supabase RPC functions: :mod:`._schema_sql`), so the printed DDL is exactly
+what the library creates. Identifiers are quoted with :class:`psycopg.sql.Identifier`; the few
+constants DDL cannot take as parameters (dimension, HNSW options, text search configuration)
+are validated and rendered with :class:`psycopg.sql.Literal`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ __all__ = [
     "check_identifier",
     "check_table_name",
     "display_name",
-    "render_schema",
-    "schema_sql",
     "tsquery_sql",
 ]
 
@@ -243,12 +241,6 @@ class Layout:
             )
         return statements
 
-    def rpc_functions(self) -> list[sql.Composed]:
-        """The search functions for Supabase RPC (:func:`._rpc.rpc_functions`)."""
-        from ._rpc import rpc_functions
-
-        return rpc_functions(self)
-
     def _embedding_present(self, prefix: str | None = None, before: str = "") -> sql.Composable:
         """``<before><embedding> IS NOT NULL`` when the column admits NULL (such rows have no
         distance and are no search result), else nothing."""
@@ -389,56 +381,3 @@ def check_table_name(name: str) -> None:
     if not isinstance(name, str) or not name:
         raise TABLE_NAMES.missing("a pgvector URL needs ?table=NAME (the collection's table)")
     TABLE_NAMES.check(name)
-
-
-def render_schema(layout: Layout, *, functions: bool = True) -> str:
-    """SQL text (no connection needed) for a collection: table, indexes, RPC functions."""
-    statements = list(layout.table_ddl())
-    if functions:
-        statements += layout.rpc_functions()
-    header = (
-        f"-- vectorport pgvector collection {display_name(layout.schema, layout.table)}: "
-        f"{layout.dimension} dims, {layout.metric.value}, index={layout.index}\n"
-        "CREATE EXTENSION IF NOT EXISTS vector;\n\n"
-    )
-    return header + "\n\n".join(s.as_string(None) + ";" for s in statements) + "\n"
-
-
-def schema_sql(
-    table: str,
-    dimension: int,
-    metric: str | Metric = "cosine",
-    *,
-    schema: str = "public",
-    index: IndexKind = "hnsw",
-    m: int = 16,
-    ef_construction: int = 64,
-    language: str = "english",
-    functions: bool = True,
-) -> str:
-    """The SQL of a collection exactly as vectorport creates it, so vectorport can open a table
-    made from it: the table, its HNSW and GIN indexes and (unless ``functions=False``) the
-    search functions ``match_<table>`` (vector), ``text_match_<table>`` (full text) and
-    ``hybrid_match_<table>``, callable over Supabase RPC (:mod:`._rpc`).
-
-    Parameters
-    ----------
-    table, dimension, metric
-        The collection's table name, vector dimension and metric (cosine, euclidean or dot).
-    schema, index, m, ef_construction, language
-        As the pgvector URL options of the same names.
-    functions
-        Include the RPC functions.
-
-    Raises
-    ------
-    ConfigurationError
-        A bad name, metric, dimension or option; nothing is connected to.
-
-    Examples
-    --------
-    >>> print(schema_sql("docs", 384).splitlines()[0])
-    -- vectorport pgvector collection public.docs: 384 dims, cosine, index=hnsw
-    """
-    layout = Layout(schema, table, dimension, Metric.parse(metric), index, m, ef_construction, language)
-    return render_schema(layout, functions=functions)

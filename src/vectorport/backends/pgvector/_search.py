@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from ..._base import FilterLike
 from ..._models import Include, Match, QueryResult, Vector, score_from_distance
+from ..._protocol import FilterLike
+from ..._querying import prepare_query
 from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, text_match
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._connections import Session
@@ -252,7 +253,7 @@ class Searcher:
         """:meth:`text_query`'s statement, its parameters, the includes and ``k``, checked
         before any I/O (run by the sync store or the async one)."""
         text = check_query_text(text, "text_query")
-        prep = self.store._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
+        prep = prepare_query(self.store, None, k, filter, include, params, includes=_TEXT_INCLUDES)
         if set(prep.params) - {"text_parser"}:
             raise ConfigurationError(
                 f"text_query takes only the text_parser param, got {sorted(prep.params)}"
@@ -333,7 +334,7 @@ class Searcher:
         """:meth:`hybrid_query`'s search call, the includes and ``k``, checked before any I/O
         (run by the sync store or the async one)."""
         text = check_query_text(text, "hybrid_query")
-        prep = self.store._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
+        prep = prepare_query(self.store, vector, k, filter, include, params, includes=_TEXT_INCLUDES)
         weight, rrf_k = check_fusion(weight, rrf_k)
         vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or self.store.reader.scope()
         settings = self._settings(prep.params)

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..._base import FilterLike
 from ..._capabilities import Capabilities
 from ..._features import Feature
 from ..._models import Include, Match, QueryResult, canonical_distances, score_from_distance
+from ..._protocol import FilterLike
+from ..._querying import prepare_query
 from ..._textsearch import (
     ANALYZER_LANGUAGES,
     HYBRID_DEPTH,
@@ -269,7 +270,7 @@ class TextSearch:
         {"text_rank", "text_score"}``.
         """
         text = check_query_text(text, "text_query")
-        prep = self.store._prepare_query(None, k, filter, include, params)
+        prep = prepare_query(self.store, None, k, filter, include, params)
         self._require("text_query", prep.params)
         inc = prep.include
         hits = self._text_ranking(text, prep.k, prep.where, bool(inc))
@@ -297,7 +298,7 @@ class TextSearch:
         {"rrf_score", "vector_rank", "text_rank"}``.
         """
         text = check_query_text(text, "hybrid_query")
-        prep = self.store._prepare_query(vector, k, filter, include, params)
+        prep = prepare_query(self.store, vector, k, filter, include, params)
         weight, rrf_k = check_fusion(weight, rrf_k)
         self._require("hybrid_query", prep.params)
         assert prep.vector is not None
