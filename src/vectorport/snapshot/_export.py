@@ -16,22 +16,17 @@ and the same runners place its work::
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from .._exit import Status
-from .._gc import bulk_allocations
-from .._paths import writable_dir
-from .._protocol import VectorStore
 from .._report import Report
 from .._url import mask_url
+from ..backends.parquet._url import expecting, snapshot_url
 from ..engine._endpoints import Endpoint, StoreLike, count_or_none, open_source, probe_target
 from ..engine._progress import Progress
 from ..engine._runner import LocalRunner, Placement, Runner, worker_info
@@ -41,10 +36,10 @@ from ..exceptions import ConfigurationError
 from ..migrate._options import MigrateOptions
 from ..verify._placed import Pair, verify_placed
 from ..verify._verify import VerifyReport
-from ._options import SCAN_BATCH, ExportOptions
+from ._options import ExportOptions
 
 if TYPE_CHECKING:
-    from ..backends.parquet._format import PartInfo
+    from ..backends.parquet.export import PartInfo
 
 __all__ = [
     "ExportContext",
@@ -53,72 +48,7 @@ __all__ = [
     "export",
     "snapshot_url",
     "write_parts",
-    "write_segment",
 ]
-
-
-def snapshot_url(directory: str | os.PathLike[str], expect_digest: str | None = None) -> str:
-    """The ``parquet://`` URL of a snapshot directory (absolute, so it means the same anywhere
-    on this machine, or on a cluster's shared file system); with ``expect_digest`` (the
-    snapshot digest export printed), the store it opens refuses any other snapshot."""
-    url = "parquet://" + quote(str(Path(directory).expanduser().resolve()))
-    return url if expect_digest is None else expecting(url, expect_digest)
-
-
-def expecting(url: str, expect_digest: str) -> str:
-    """``url`` (a ``parquet://`` snapshot) with the ``expect_digest`` parameter set, so whatever
-    opens it — a local run or Ray workers — refuses a snapshot with another digest."""
-    if urlsplit(url).scheme != "parquet":
-        raise ConfigurationError(
-            f"an expected digest checks a snapshot, and {mask_url(url)} is not one: give it for the "
-            "parquet://DIR store (or import DIR)"
-        )
-    # (urlunsplit would drop the ``//`` of ``parquet:///abs/dir``, a URL with no host)
-    head, _, query = url.partition("?")
-    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "expect_digest"]
-    return f"{head}?{urlencode([*kept, ('expect_digest', expect_digest)])}"
-
-
-def source_layout(store: VectorStore) -> dict[str, Any] | None:
-    """The source's layout description, when its backend has layouts (kept in the manifest so a
-    restore can name where the records came from)."""
-    layout = getattr(store, "layout", None)
-    to_dict = getattr(layout, "to_dict", None)
-    if callable(to_dict):
-        described = to_dict()
-        return described if isinstance(described, dict) else None
-    name = getattr(store, "layout_name", None)
-    return {"name": name} if isinstance(name, str) else None
-
-
-@bulk_allocations()
-def write_segment(
-    store: VectorStore,
-    directory: Path,
-    segment: tuple[int, int],
-    *,
-    max_part_bytes: int | None = None,
-    batch_size: int = SCAN_BATCH,
-    on_page: Callable[[int], None] | None = None,
-) -> list[Any]:
-    """Write segment ``segment`` of ``store`` as parts named ``part-<i>-<nnnnn>.parquet``; the
-    :class:`~vectorport.backends.parquet._format.PartInfo` of each. Workers of a parallel export
-    each call this for their own segments."""
-    from ..backends.parquet._format import DEFAULT_PART_BYTES, PartWriter
-
-    index, parts = segment
-    writer = PartWriter(
-        directory,
-        store.spec.dimension,
-        prefix=f"part-{index:05d}" if parts > 1 else "part",
-        max_bytes=max_part_bytes or DEFAULT_PART_BYTES,
-    )
-    for page in store.scan(batch_size=batch_size, segment=segment):
-        writer.add(page.records)
-        if on_page is not None:
-            on_page(len(page.records))
-    writer.flush()
-    return list(writer.parts)
 
 
 @dataclass
@@ -183,65 +113,6 @@ class ExportReport(Report):
         }
 
 
-def replaceable(path: Path, overwrite: bool) -> list[str]:
-    """The files an export into ``path`` removes first (a previous snapshot's, with
-    ``overwrite``); a directory holding anything else, or a snapshot without ``overwrite``, is
-    refused. Writes nothing; the write lock's file is no content."""
-    from ..backends.parquet._format import LOCK, MANIFEST, snapshot_file
-
-    present = sorted(p.name for p in path.iterdir() if p.name != LOCK)
-    ours = [n for n in present if snapshot_file(n)]
-    if present and (not overwrite or len(ours) != len(present)):
-        what = "a snapshot" if MANIFEST in present else f"{len(present)} files, e.g. {present[0]!r}"
-        hint = "pass overwrite=True to replace it" if len(ours) == len(present) else "name an empty directory"
-        raise ConfigurationError(f"{path} is not empty (it holds {what}); {hint}")
-    return ours
-
-
-def prepare_directory(path: Path, overwrite: bool) -> None:
-    """Make ``path`` (whose write lock the caller holds) an empty directory to export into:
-    :func:`replaceable` checked again under the lock, then a previous snapshot removed."""
-    for name in replaceable(path, overwrite):
-        target = path / name
-        if target.is_dir():
-            shutil.rmtree(target)
-        else:
-            target.unlink()
-
-
-def export_directory(directory: str | os.PathLike[str]) -> Path:
-    """The directory an export writes, created when missing (resolved: workers see one path)."""
-    path = Path(directory).expanduser()
-    if path.exists() and not path.is_dir():
-        raise ConfigurationError(f"{path} is a file; export writes a directory of Parquet parts")
-    return writable_dir(path, "snapshot directory").resolve()
-
-
-def finish_snapshot(report: ExportReport, store: VectorStore, directory: Path, parts: Sequence[Any]) -> None:
-    """Write the manifest of ``parts`` (from every segment); fill ``report``'s count, parts,
-    bytes, content digest and snapshot digest."""
-    from ..backends.parquet._format import SHA256_PREFIX, Manifest, fold
-
-    spec = store.spec
-    ordered = sorted(parts, key=lambda p: p.file)
-    count = sum(p.records for p in ordered)
-    digest = fold([p.digest for p in ordered])
-    written = Manifest(
-        dimension=spec.dimension,
-        metric=spec.metric.value,
-        embedding_model=spec.embedding_model,
-        name=spec.name,
-        count=count,
-        digest=digest,
-        parts=list(ordered),
-        source=report.source,
-        source_layout=source_layout(store),
-    ).save(directory)
-    report.count, report.parts, report.digest = count, len(ordered), digest
-    report.bytes = sum(p.bytes for p in ordered)
-    report.snapshot_digest = SHA256_PREFIX + hashlib.sha256(written.read_bytes()).hexdigest()
-
-
 @dataclass
 class ExportContext:
     """One export run: the source, the typed options, the directory, the report being built."""
@@ -259,7 +130,7 @@ class ExportContext:
 
 def write_parts(ctx: ExportContext, on_page: Callable[[int], None] | None = None) -> list[PartInfo]:
     """Every segment of the export written in this process, one after the other."""
-    from ..backends.parquet._format import DEFAULT_PART_BYTES
+    from ..backends.parquet.export import write_segment  # pyarrow: only when an export runs
 
     o, parts = ctx.options, []
     for i in range(ctx.segments):
@@ -267,7 +138,7 @@ def write_parts(ctx: ExportContext, on_page: Callable[[int], None] | None = None
             ctx.src.store,
             ctx.directory,
             (i, ctx.segments),
-            max_part_bytes=o.max_part_bytes or DEFAULT_PART_BYTES,
+            max_part_bytes=o.max_part_bytes,
             batch_size=o.batch_size,
             on_page=on_page,
         )
@@ -298,7 +169,8 @@ def export(
     started = time.monotonic()
     src = open_source(source, **dict(opts.source_options))
     try:
-        from ..backends.parquet._lock import WriteLock
+        # the backend's own snapshot writer (pyarrow: only when an export runs)
+        from ..backends.parquet.export import WriteLock, export_directory, prepare_directory, replaceable
 
         path = export_directory(directory)
         replaceable(path, opts.overwrite)  # a refused export leaves not even a lock file
@@ -314,6 +186,15 @@ def export(
         src.close()
 
 
+def _manifest(report: ExportReport, ctx: ExportContext, parts: list[PartInfo]) -> None:
+    """The snapshot's manifest, written by the parquet backend; the report says what it holds."""
+    from ..backends.parquet.export import finish_snapshot
+
+    written = finish_snapshot(ctx.src.store, ctx.directory, parts, report.source)
+    report.count, report.parts, report.bytes = written.count, written.parts, written.bytes
+    report.digest, report.snapshot_digest = written.digest, written.snapshot_digest
+
+
 def _exported(report: ExportReport) -> int:
     return report.count
 
@@ -323,7 +204,7 @@ def _stages(ctx: ExportContext, runner: Runner) -> ExportReport:
     report = ctx.report
     parts = _write(ctx, runner)
     _describe(report, ctx.placement)
-    finish_snapshot(report, ctx.src.store, ctx.directory, parts)
+    _manifest(report, ctx, parts)
     report.timings["export"] = time.monotonic() - ctx.started
     if ctx.options.verify:
         t0 = time.monotonic()
@@ -358,6 +239,8 @@ def export_segment(
     source: str, options: ExportOptions, directory: str, segment: tuple[int, int]
 ) -> tuple[list[PartInfo], dict[str, Any]]:
     """One task: the parts of one scan segment of an export's source."""
+    from ..backends.parquet.export import write_segment
+
     started = time.monotonic()
     note_pid(segment)
     folder = Path(directory)
