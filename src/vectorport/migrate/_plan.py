@@ -339,6 +339,20 @@ def build_plan(
         target_name=target.naming,
     )
     _follow_text_language(source, target, plan)
+    _notes(source, target, plan)
+    if scan:
+        checker = PlanChecker(plan, target, transformer, cap)
+        with Progress("plan", total_hint, enabled=progress) as bar:
+            for page in source.store.scan(include=["metadata", "text"], segment=shard):
+                checker.observe(page)
+                bar.advance(len(page))
+        checker.finish()
+    return plan
+
+
+def _notes(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
+    """What the plan says before any record is read: columns left out, the target's name, the
+    records an existing target already holds."""
     left_out = getattr(source.store, "left_out_columns", ())
     if left_out:
         plan.notes.append(
@@ -353,14 +367,6 @@ def build_plan(
             f"the target already holds {plan.target_count} records: records with the same key are "
             "replaced, others are left alone (verification reports them as extra)"
         )
-    if scan:
-        checker = PlanChecker(plan, target, transformer, cap)
-        with Progress("plan", total_hint, enabled=progress) as bar:
-            for page in source.store.scan(include=["metadata", "text"], segment=shard):
-                checker.observe(page)
-                bar.advance(len(page))
-        checker.finish()
-    return plan
 
 
 def _follow_text_language(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
