@@ -37,7 +37,7 @@ from ..engine._progress import Progress
 from ..engine._runner import LocalRunner, Placement, Runner, worker_info
 from ..engine._transform import Transformer
 from ..engine._whole import delegated, note_pid
-from ..exceptions import ConfigurationError
+from ..exceptions import Advice, Advised, ConfigurationError
 from ..migrate._options import MigrateOptions
 from ..verify._placed import Pair, verify_placed
 from ..verify._verify import VerifyReport
@@ -193,8 +193,12 @@ def replaceable(path: Path, overwrite: bool) -> list[str]:
     ours = [n for n in present if snapshot_file(n)]
     if present and (not overwrite or len(ours) != len(present)):
         what = "a snapshot" if MANIFEST in present else f"{len(present)} files, e.g. {present[0]!r}"
-        hint = "pass overwrite=True to replace it" if len(ours) == len(present) else "name an empty directory"
-        raise ConfigurationError(f"{path} is not empty (it holds {what}); {hint}")
+        hint = (
+            Advised.of("pass {} to replace it", Advice("overwrite", True))
+            if len(ours) == len(present)
+            else "name an empty directory"
+        )
+        raise ConfigurationError(Advised.of("{} is not empty (it holds {}); {}", path, what, hint))
     return ours
 
 
