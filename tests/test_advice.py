@@ -15,7 +15,15 @@ from typer.testing import CliRunner
 import vectorport
 from vectorport.cli import app
 from vectorport.cli._common import cli_text
-from vectorport.exceptions import Advice, Advised, Call, ConfigurationError, NotFoundError
+from vectorport.exceptions import (
+    Advice,
+    Advised,
+    Call,
+    ConfigurationError,
+    NotFoundError,
+    Problem,
+    ValidationError,
+)
 from vectorport.migrate import sync
 
 pytestmark = pytest.mark.memory
@@ -87,3 +95,13 @@ def test_advice_survives_pickling_and_composition() -> None:
     assert outer.advice == (Advice("max_outage", 30.0),)
     again = pickle.loads(pickle.dumps(ConfigurationError(outer)))
     assert again.advice == outer.advice and str(again) == outer
+
+
+def test_a_validation_error_keeps_the_advice_of_its_hint() -> None:
+    hint = Advised.of("run again (with a {}, {} continues it)", Advice("checkpoint"), Advice("resume", True))
+    error = ValidationError([Problem("k1", "vector", "is empty")], hint=hint)
+    assert error.advice == (Advice("checkpoint"), Advice("resume", True))
+    assert str(error).endswith(
+        "nothing was written. run again (with a checkpoint=, resume=True continues it)"
+    )
+    assert cli_text(error).endswith("run again (with a --checkpoint, --resume continues it)")

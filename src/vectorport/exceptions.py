@@ -306,8 +306,8 @@ class ValidationError(VectorportError, ValueError):
         shown = "; ".join(str(p) for p in self.problems[:5])
         more = f" (and {len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
         prefix = f"{backend}: " if backend else ""
-        tail = f". {hint}" if hint else ""
-        super().__init__(f"{prefix}{shown}{more}; {outcome}{tail}")
+        tail = Advised.of(". {}", hint) if hint else ""
+        super().__init__(Advised.of("{}{}{}; {}{}", prefix, shown, more, outcome, tail))
 
 
 class NotFoundError(VectorportError, KeyError):
