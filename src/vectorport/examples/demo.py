@@ -234,7 +234,8 @@ class Demo:
         return "no findings" if report.ok else f"{len(report.findings)} findings (see above)"
 
     def _need_migrate(self) -> Callable[..., Any]:
-        migrate: Callable[..., Any] | None = getattr(vectorport, "migrate", None)
+        # vectorport.migrate is a package; its run() is the migration (as the command's)
+        migrate: Callable[..., Any] | None = getattr(getattr(vectorport, "migrate", None), "run", None)
         if migrate is None:
             raise _Skip("vectorport.migrate is not part of this build yet")
         return migrate
