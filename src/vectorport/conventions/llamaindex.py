@@ -108,12 +108,7 @@ def to_node_metadata(
     >>> from_node_metadata(meta)
     ('hello', {'lang': 'en'})
     """
-    taken = sorted((BOOKKEEPING - set(DOC_ID_KEYS)) & metadata.keys())
-    if taken:
-        raise ValidationError(
-            [Problem(key, f"metadata.{name}", "is LlamaIndex's own key") for name in taken],
-            hint="rename these metadata keys; LlamaIndex writes its node there",
-        )
+    _refuse_bookkeeping(key, metadata)
     extras = _extras_of(key, metadata)
     metadata = {k: v for k, v in metadata.items() if k != NODE_EXTRAS}
     source = _source_of(metadata) or _node_source(extras)
@@ -121,6 +116,31 @@ def to_node_metadata(
         # LlamaIndex keeps the source document in the node's relationships, not its metadata
         # (node.ref_doc_id); in the metadata it would show in get_content() and the LLM's prompt
         metadata = {k: v for k, v in metadata.items() if k != "ref_doc_id"}
+    node = _text_node(key, (text or "") if text_in_node else "", metadata, source)
+    node.update({k: v for k, v in extras.items() if k not in _DERIVED})
+    out: dict[str, JSON] = dict(metadata)
+    out[NODE_CONTENT] = json.dumps(node, ensure_ascii=False)
+    out[NODE_TYPE] = node["class_name"] if isinstance(node.get("class_name"), str) else TEXT_NODE
+    doc = source if source is not None else _NO_DOC
+    out["document_id"] = doc
+    out["doc_id"] = doc
+    out["ref_doc_id"] = doc
+    return out
+
+
+def _refuse_bookkeeping(key: str, metadata: Mapping[str, JSON]) -> None:
+    """Refuse user metadata that uses the keys LlamaIndex writes its node under."""
+    taken = sorted((BOOKKEEPING - set(DOC_ID_KEYS)) & metadata.keys())
+    if taken:
+        raise ValidationError(
+            [Problem(key, f"metadata.{name}", "is LlamaIndex's own key") for name in taken],
+            hint="rename these metadata keys; LlamaIndex writes its node there",
+        )
+
+
+def _text_node(key: str, text: str, metadata: Mapping[str, JSON], source: str | None) -> dict[str, JSON]:
+    """``TextNode(id_=key, text=text, metadata=metadata).model_dump(mode="json")``, with
+    ``source`` as its source document."""
     relationships: dict[str, JSON] = {}
     if source is not None:
         relationships[_SOURCE] = {
@@ -131,7 +151,7 @@ def to_node_metadata(
             "class_name": "RelatedNodeInfo",
         }
     # The key order of TextNode.model_dump(mode="json"), so the JSON is byte-identical.
-    node: dict[str, JSON] = {
+    return {
         "id_": key,
         "embedding": None,
         "metadata": dict(metadata),
@@ -140,22 +160,13 @@ def to_node_metadata(
         "relationships": relationships,
         "metadata_template": "{key}: {value}",
         "metadata_separator": "\n",
-        "text": (text or "") if text_in_node else "",
+        "text": text,
         "mimetype": "text/plain",
         "start_char_idx": None,
         "end_char_idx": None,
         "text_template": "{metadata_str}\n\n{content}",
         "class_name": TEXT_NODE,
     }
-    node.update({k: v for k, v in extras.items() if k not in _DERIVED})
-    out: dict[str, JSON] = dict(metadata)
-    out[NODE_CONTENT] = json.dumps(node, ensure_ascii=False)
-    out[NODE_TYPE] = node["class_name"] if isinstance(node.get("class_name"), str) else TEXT_NODE
-    doc = source if source is not None else _NO_DOC
-    out["document_id"] = doc
-    out["doc_id"] = doc
-    out["ref_doc_id"] = doc
-    return out
 
 
 def from_node_metadata(meta: Mapping[str, JSON]) -> tuple[str | None, dict[str, JSON]]:

@@ -39,7 +39,7 @@ from ..engine._endpoints import Endpoint, StoreLike, count_or_none, open_pair
 from ..engine._runner import LocalRunner, Placement, Runner
 from ..engine._transform import Transformer
 from ..engine._whole import delegated
-from ..exceptions import ConfigurationError, VectorportError
+from ..exceptions import Advice, Advised, Call, ConfigurationError, VectorportError
 from ..verify._placed import Pair, verify_placed
 from ..verify._queries import SampledQueries
 from ..verify._verify import VerifyReport
@@ -197,9 +197,15 @@ def _open_checkpoint(ctx: RunContext) -> bool:
     if previous is None:
         if o.resume:  # a mistyped path must not start over as if resumed
             raise ConfigurationError(
-                f"resume=True, but there is no checkpoint at {path}: no run of this migration saved "
-                "its progress there; give checkpoint= the file of the interrupted run, or run without "
-                "resume=True to start from the beginning"
+                Advised.of(
+                    "{}, but there is no checkpoint at {}: no run of this migration saved its progress "
+                    "there; give {} the file of the interrupted run, or run without {} to start from "
+                    "the beginning",
+                    Advice("resume", True),
+                    path,
+                    Advice("checkpoint"),
+                    Advice("resume", True),
+                )
             )
         return False
     why = previous.mismatch(ctx.ck)
@@ -211,8 +217,12 @@ def _open_checkpoint(ctx: RunContext) -> bool:
         previous.transform,
         "checkpoint",
         path,
-        "run with the values it records to continue it (resume=True), or pass another checkpoint= "
-        "path to start a new migration",
+        Advised.of(
+            "run with the values it records to continue it ({}), or pass another {} path to start a "
+            "new migration",
+            Advice("resume", True),
+            Advice("checkpoint"),
+        ),
     )
     if previous.complete and not o.plan_only:
         log.info("%s: this migration finished earlier; verifying only", path)
@@ -431,7 +441,13 @@ def _source_changed(ctx: RunContext) -> None:
     where = f" (checkpoint {ck.path})" if ck is not None else ""
     src_url, dst_url = (mask_url(e.url_string) if e.url_string else e.label for e in (src, dst))
     report.notes.append(
-        f"the source changed since this migration finished{where}: {what}. migrate does not copy a "
-        f"finished migration again; to bring the target up to date run: vectorport.sync({src_url!r}, "
-        f"{dst_url!r}) (delete=True also deletes the records gone from the source)"
+        Advised.of(
+            "the source changed since this migration finished{}: {}. migrate does not copy a finished "
+            "migration again; to bring the target up to date run: {} ({} also deletes the records gone "
+            "from the source)",
+            where,
+            what,
+            Call("sync", (src_url, dst_url)),
+            Advice("delete", True),
+        )
     )

@@ -19,7 +19,7 @@ from ..engine._endpoints import Endpoint
 from ..engine._names import TargetName
 from ..engine._progress import Progress, ProgressMode
 from ..engine._transform import MetadataPolicy, Transformed, Transformer, problem_kind
-from ..exceptions import UnsupportedError
+from ..exceptions import Advice, Advised, UnsupportedError
 
 __all__ = ["MigrationPlan", "PlanChecker", "PlanRefusedError", "ProblemGroup", "build_plan"]
 
@@ -163,8 +163,13 @@ class MigrationPlan:
         if self.records_unresolved:
             kinds = ", ".join(f"{g.kind} ({g.records} records)" for g in self.unresolved.values())
             out.append(
-                f"{self.records_unresolved} records hold metadata {self.target_backend} cannot hold "
-                f"under metadata_policy={self.policy.value!r}: {kinds}"
+                Advised.of(
+                    "{} records hold metadata {} cannot hold under {}: {}",
+                    self.records_unresolved,
+                    self.target_backend,
+                    Advice("metadata_policy", self.policy),
+                    kinds,
+                )
             )
         return out
 
@@ -176,7 +181,7 @@ class MigrationPlan:
         if self.target_name is None or not self.target_name.refused:
             return hint
         rename = f"name the target collection {self.target_name.name!r} in the target URL"
-        return rename + (f", and {hint}" if hint else "")
+        return Advised.of("{}, and {}", rename, hint) if hint else rename
 
     def _policy_suggestion(self) -> str | None:
         if not self.records_unresolved:
@@ -189,7 +194,7 @@ class MigrationPlan:
             )
         first = MetadataPolicy(fixes[0])
         others = f" (or {', '.join(fixes[1:])})" if len(fixes) > 1 else ""
-        return f"pass metadata_policy={first.value!r}{others}: {_POLICY_EFFECT[first]}"
+        return Advised.of("pass {}{}: {}", Advice("metadata_policy", first), others, _POLICY_EFFECT[first])
 
     def to_dict(self) -> dict[str, JSON]:
         """A JSON-ready dict."""
@@ -461,6 +466,10 @@ class PlanChecker:
         plan = self.plan
         if plan.records_with_problems and self.transformer.policy is not MetadataPolicy.ERROR:
             plan.notes.append(
-                f"{plan.records_with_problems} records hold metadata {plan.target_backend} cannot hold; "
-                f"metadata_policy={self.transformer.policy.value!r} transforms it (see 'transforms')"
+                Advised.of(
+                    "{} records hold metadata {} cannot hold; {} transforms it (see 'transforms')",
+                    plan.records_with_problems,
+                    plan.target_backend,
+                    Advice("metadata_policy", self.transformer.policy),
+                )
             )

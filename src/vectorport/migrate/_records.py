@@ -34,7 +34,7 @@ from ..engine._digestscan import page_digests
 from ..engine._pipeline import Acknowledged, prefetched
 from ..engine._progress import IndexBar, Progress, ProgressMode
 from ..engine._transform import Transformer
-from ..exceptions import TransientError, ValidationError
+from ..exceptions import Advice, Advised, TransientError, ValidationError
 from ._plan import PlanChecker
 from ._reembed import embed_texts
 
@@ -107,8 +107,10 @@ def _said_what_was_written(error: BaseException, stats: CopyStats) -> BaseExcept
             f"that batch was not written, but {written} records of this migration were "
             f"({stats.records} in this run, in {stats.batches} batches); the target holds them"
         ),
-        hint=(
-            "fix the records named and run the migration again (with a checkpoint=, resume=True continues it)"
+        hint=Advised.of(
+            "fix the records named and run the migration again (with a {}, {} continues it)",
+            Advice("checkpoint"),
+            Advice("resume", True),
         ),
     )
     again.__cause__ = error

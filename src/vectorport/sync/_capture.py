@@ -39,7 +39,7 @@ from .._protocol import VectorStore
 from .._retry import Backoff, RetryPolicy, retry_scope
 from ..engine._pipeline import Acknowledged, upserting
 from ..engine._transform import Transformer
-from ..exceptions import BackendUnavailableError, ConfigurationError, TransientError
+from ..exceptions import Advice, Advised, BackendUnavailableError, ConfigurationError, TransientError
 from ._report import SyncStats
 from ._state import SyncState
 
@@ -276,9 +276,15 @@ def follow_until(
             wait = outage.next_wait()
             if wait is None:
                 raise BackendUnavailableError(
-                    f"follow: gave up after an outage of {lasted:.0f}s ({outage.failures} retries, "
-                    f"max_outage={max_outage:g}): {exc}; the sync position {where or '(none yet)'} is "
-                    "kept: run the same command again once the store answers"
+                    Advised.of(
+                        "follow: gave up after an outage of {:.0f}s ({} retries, {}): {}; the sync "
+                        "position {} is kept: run the same command again once the store answers",
+                        lasted,
+                        outage.failures,
+                        Advice("max_outage", max_outage),
+                        exc,
+                        where or "(none yet)",
+                    )
                 ) from exc
             tries = outage.failures
             log.warning("follow: %s; retry %d in %.1fs from position %s", exc, tries, wait, where or "start")
@@ -296,6 +302,10 @@ def check_follow(source: VectorStore, label: str) -> None:
     """Refuse ``follow`` on a source that cannot capture (before any I/O)."""
     if not supports(source, Feature.CHANGE_FEED):
         raise ConfigurationError(
-            f"{label} cannot capture its changes (only PostgreSQL sources can), so follow=True has "
-            "nothing to follow: call sync again on a schedule instead, which scans"
+            Advised.of(
+                "{} cannot capture its changes (only PostgreSQL sources can), so {} has nothing to "
+                "follow: call sync again on a schedule instead, which scans",
+                label,
+                Advice("follow", True),
+            )
         )

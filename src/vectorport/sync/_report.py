@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .._exit import Status
 from .._models import JSON
 from .._report import Capped, Report
+from ..exceptions import Advice, Advised
 
 if TYPE_CHECKING:
     from ..verify._verify import VerifyReport
@@ -167,13 +168,21 @@ class SyncReport(Report):
         stats = self.sync
         if stats.gone and not self.delete:
             self.notes.append(
-                f"{stats.gone} records in the target are not in the source; pass delete=True to delete them"
+                Advised.of(
+                    "{} records in the target are not in the source; pass {} to delete them",
+                    stats.gone,
+                    Advice("delete", True),
+                )
             )
         if stats.unwritable:
             self.status = Status.UNWRITABLE
             self.notes.append(
-                f"{stats.unwritable.total} source records have metadata the target cannot hold and were "
-                "not written; pass metadata_policy='flatten' (or stringify, drop)"
+                Advised.of(
+                    "{} source records have metadata the target cannot hold and were not written; "
+                    "pass {} (or stringify, drop)",
+                    stats.unwritable.total,
+                    Advice("metadata_policy", "flatten"),
+                )
             )
 
     def verified(self, verification: VerifyReport) -> None:
@@ -185,9 +194,12 @@ class SyncReport(Report):
             self.status = verification.status
         if verification.status == Status.DIFFERENCES and self.sync.mode != "full":
             self.notes.append(
-                "verification found differences this incremental sync did not see (the target was "
-                "changed outside the sync, which trusts its state); run sync again with full=True to "
-                "compare the whole target and repair them"
+                Advised.of(
+                    "verification found differences this incremental sync did not see (the target was "
+                    "changed outside the sync, which trusts its state); run sync again with {} to "
+                    "compare the whole target and repair them",
+                    Advice("full", True),
+                )
             )
 
     def sections(self) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any
 from .._digest import BinSums, extra_digest
 from .._models import JSON
 from .._paths import writable_file
-from ..exceptions import ConfigurationError
+from ..exceptions import Advice, Advised, ConfigurationError
 
 __all__ = ["SyncState", "committed", "recorded", "recorded_fixed"]
 
@@ -68,7 +68,9 @@ class SyncState:
             self.db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise ConfigurationError(
-                f"cannot open the sync state {self.path}: {exc}; pass another state= path"
+                Advised.of(
+                    "cannot open the sync state {}: {}; pass another {} path", self.path, exc, Advice("state")
+                )
             ) from exc
         self.db.execute("BEGIN")
         stored = self._meta("identity")
@@ -82,8 +84,15 @@ class SyncState:
                 if isinstance(stored, dict) and stored.get(name) != value:
                     self.db.execute("ROLLBACK")
                     raise ConfigurationError(
-                        f"the sync state {self.path} belongs to another sync (it records {name} "
-                        f"{stored.get(name)!r}, this run has {value!r}); pass another state= path"
+                        Advised.of(
+                            "the sync state {} belongs to another sync (it records {} {!r}, this run has "
+                            "{!r}); pass another {} path",
+                            self.path,
+                            name,
+                            stored.get(name),
+                            value,
+                            Advice("state"),
+                        )
                     )
         self.db.execute("COMMIT")
         self.db.execute("BEGIN")

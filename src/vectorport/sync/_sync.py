@@ -28,7 +28,7 @@ from ..engine._endpoints import StoreLike
 from ..engine._progress import ProgressMode
 from ..engine._runner import LocalRunner, Runner
 from ..engine._whole import delegated
-from ..exceptions import ConfigurationError
+from ..exceptions import Advice, Advised, ConfigurationError
 from ..verify._placed import Pair, verify_placed
 from ..verify._verify import VerifyReport
 from ._capture import CaptureRun, Lag, check_follow, feed_of, follow_until, mark, ready, trim_scanned
@@ -177,8 +177,12 @@ def _check_fixed(ctx: SyncContext) -> None:
                 recorded,
                 "sync state",
                 path,
-                "sync with the values it records, or pass full=True to rewrite the target with the "
-                "new ones (a full pass), or another state= path",
+                Advised.of(
+                    "sync with the values it records, or pass {} to rewrite the target with the new ones "
+                    "(a full pass), or another {} path",
+                    Advice("full", True),
+                    Advice("state"),
+                ),
             )
 
 
@@ -195,8 +199,12 @@ def _feed(ctx: SyncContext) -> ChangeFeed | None:
         check_follow(ctx.src.store, ctx.src.label)
         if feed is None:
             raise ConfigurationError(
-                f"{ctx.src.label} has no change capture installed, so follow=True has nothing to read: "
-                "install it first with the source store's setup_capture()"
+                Advised.of(
+                    "{} has no change capture installed, so {} has nothing to read: "
+                    "install it first with the source store's setup_capture()",
+                    ctx.src.label,
+                    Advice("follow", True),
+                )
             )
     return feed
 

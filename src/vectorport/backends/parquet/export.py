@@ -15,7 +15,7 @@ from typing import Any
 from ..._gc import bulk_allocations
 from ..._paths import writable_dir
 from ..._protocol import VectorStore
-from ...exceptions import ConfigurationError
+from ...exceptions import Advice, Advised, ConfigurationError
 from ._format import (
     DEFAULT_PART_BYTES,
     LOCK,
@@ -93,8 +93,12 @@ def replaceable(path: Path, overwrite: bool) -> list[str]:
     ours = [n for n in present if snapshot_file(n)]
     if present and (not overwrite or len(ours) != len(present)):
         what = "a snapshot" if MANIFEST in present else f"{len(present)} files, e.g. {present[0]!r}"
-        hint = "pass overwrite=True to replace it" if len(ours) == len(present) else "name an empty directory"
-        raise ConfigurationError(f"{path} is not empty (it holds {what}); {hint}")
+        hint = (
+            Advised.of("pass {} to replace it", Advice("overwrite", True))
+            if len(ours) == len(present)
+            else "name an empty directory"
+        )
+        raise ConfigurationError(Advised.of("{} is not empty (it holds {}); {}", path, what, hint))
     return ours
 
 

@@ -35,6 +35,7 @@ from ..._querying import prepare_query
 from ..._textsearch import (
     ANALYZER_LANGUAGES,
     HYBRID_DEPTH,
+    Fused,
     canonical_language,
     check_fusion,
     check_query_text,
@@ -302,14 +303,8 @@ class TextSearch:
         weight, rrf_k = check_fusion(weight, rrf_k)
         self._require("hybrid_query", prep.params)
         assert prep.vector is not None
-        depth = HYBRID_DEPTH * prep.k
-        limit = self.store.capabilities.max_top_k
-        if limit is not None and depth > limit:
-            raise ConfigurationError(
-                f"s3vectors hybrid_query ranks {HYBRID_DEPTH}k candidates per side and a query "
-                f"returns at most {limit}: k can be at most {limit // HYBRID_DEPTH}, got {prep.k}"
-            )
-        inc, metric = prep.include, self.store.spec.metric
+        depth = self._hybrid_depth(prep.k)
+        inc = prep.include
         nearest = sorted(
             self._ranking(
                 {"queryVector": {"float32": prep.vector.tolist()}, "returnDistance": True},
@@ -325,6 +320,30 @@ class TextSearch:
         hits = {h["key"]: h for h in by_text} | {h["key"]: h for h in nearest}
         distance = {h["key"]: float(h.get("distance", 0.0)) for h in nearest}
         distance.update(self._distances([f.key for f in fused if f.key not in distance], prep.vector))
+        return QueryResult(tuple(self._fused_matches(fused, hits, distance, inc)), prep.k)
+
+    def _hybrid_depth(self, k: int) -> int:
+        """How many candidates each side ranks for ``k`` results; raises when the service's
+        top-k limit cannot hold them."""
+        depth = HYBRID_DEPTH * k
+        limit = self.store.capabilities.max_top_k
+        if limit is not None and depth > limit:
+            raise ConfigurationError(
+                f"s3vectors hybrid_query ranks {HYBRID_DEPTH}k candidates per side and a query "
+                f"returns at most {limit}: k can be at most {limit // HYBRID_DEPTH}, got {k}"
+            )
+        return depth
+
+    def _fused_matches(
+        self,
+        fused: Sequence[Fused],
+        hits: Mapping[str, Mapping[str, Any]],
+        distance: Mapping[str, float],
+        inc: frozenset[Include],
+    ) -> list[Match]:
+        """The fused ranking as matches, decoded from the service's ``hits``; a key without a
+        ``distance`` (deleted since it was ranked) is left out."""
+        metric = self.store.spec.metric
         out = []
         for f in fused:
             if f.key not in distance:
@@ -342,7 +361,7 @@ class TextSearch:
                     {"rrf_score": f.rrf_score, "vector_rank": f.vector_rank, "text_rank": f.text_rank},
                 )
             )
-        return QueryResult(tuple(out), prep.k)
+        return out
 
     def _distances(self, keys: Sequence[str], query: Any) -> dict[str, float]:
         """Canonical distances from ``query`` to the stored vectors of ``keys``."""
