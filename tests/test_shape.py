@@ -25,7 +25,7 @@ MAX_METHODS = 25
 
 def test_connect_returns_the_protocol_and_aconnect_its_awaitable_form() -> None:
     assert typing.get_type_hints(vectorport.connect)["return"] is VectorStore
-    assert typing.get_type_hints(vectorport.aconnect)["return"] == AsyncStore[typing.Any]
+    assert typing.get_type_hints(vectorport.aconnect)["return"] == AsyncStore[VectorStore]
 
 
 @pytest.mark.parametrize("member", ["bind", "ensure", "check_filter", "delete_all", "__enter__", "__exit__"])

@@ -312,7 +312,7 @@ async def aconnect(
     embedding_model: str | None = None,
     bind: Any = None,
     **options: Any,
-) -> AsyncStore[Any]:
+) -> AsyncStore[VectorStore]:
     """:func:`vectorport.connect` for asyncio: the same arguments, a store with awaitable
     methods (:class:`AsyncStore`). Opening (and creating) the collection runs off the event
     loop; pgvector then serves reads and writes on psycopg's async connections."""
