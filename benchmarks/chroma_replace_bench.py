@@ -2,7 +2,8 @@
 writes (metadata-only changes as one ``update``; inside ``split_replace``, a delete and a
 write anew of the records whose vector or text changed).
 
-    python benchmarks/chroma_replace_bench.py [--n 10000] [--dim 128] [--batch 900] [--rounds 3]
+    python benchmarks/chroma_replace_bench.py [--n 10000] [--dim 128] [--batch 900] [--rounds 3] [--json]
+        [--output FILE] [--quick]
 
 One collection of ``--n`` records; each batch is a third new records, a third stored records
 with a new vector, a third stored records with new metadata only (the mix ``sync --follow``
@@ -41,26 +42,40 @@ call of an embedded Chroma first reads back its log from the HNSW index's last s
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
+import _harness as h
 import numpy as np
 
 import vectorport
 from vectorport import Record
 
+WAYS = ("upsert", "vectorport", "split_replace")
+
+
+def mixed_batch(
+    rng: np.random.Generator, vectors: np.ndarray, third: int, turn: int, fresh: int
+) -> list[Record]:
+    """A third new records, a third stored records with a new vector, a third stored records
+    with new metadata only."""
+    n, dim = vectors.shape
+    base = (turn * 2 * third) % (n - 2 * third)
+    records = [Record(f"new{fresh + i}", rng.standard_normal(dim), {"r": turn}, "new") for i in range(third)]
+    records += [
+        Record(f"k{i}", rng.standard_normal(dim), {"i": i}, f"text {i}") for i in range(base, base + third)
+    ]
+    records += [
+        Record(f"k{i}", vectors[i], {"i": i, "touched": turn}, f"text {i}")
+        for i in range(base + third, base + 2 * third)
+    ]
+    return records
+
 
 def run(n: int, dim: int, batch: int, rounds: int) -> dict[str, Any]:
-    root = Path(tempfile.mkdtemp(prefix="vectorport-chroma-replace-"))
     rng = np.random.default_rng(0)
-    try:
+    with h.workdir("chroma-replace") as root:
         store = vectorport.connect(f"chroma://{root}?collection=bench", dimension=dim)
         vectors = rng.standard_normal((n, dim)).astype(np.float32)
         for start in range(0, n, 2000):
@@ -69,109 +84,103 @@ def run(n: int, dim: int, batch: int, rounds: int) -> dict[str, Any]:
             )
         coll = store.connection.collection()  # chromadb's own collection, for the baseline
         third = batch // 3
-        fresh = n
-        seconds = {"upsert": 0.0, "vectorport": 0.0, "split_replace": 0.0}
-        turn = 0
-        for _ in range(rounds):
-            for way in seconds:
-                base = (turn * 2 * third) % (n - 2 * third)
-                turn += 1
-                records = [
-                    Record(f"new{fresh + i}", rng.standard_normal(dim), {"r": turn}, "new")
-                    for i in range(third)
-                ]
-                fresh += third
-                records += [
-                    Record(f"k{i}", rng.standard_normal(dim), {"i": i}, f"text {i}")
-                    for i in range(base, base + third)
-                ]
-                records += [
-                    Record(f"k{i}", vectors[i], {"i": i, "touched": turn}, f"text {i}")
-                    for i in range(base + third, base + 2 * third)
-                ]
-                t0 = time.monotonic()
-                if way == "upsert":
-                    coll.upsert(
-                        ids=[r.key for r in records],
-                        embeddings=np.stack([np.asarray(r.vector, dtype=np.float32) for r in records]),
-                        metadatas=[r.metadata for r in records],
-                        documents=[r.text for r in records],
-                    )
-                elif way == "vectorport":
-                    store.upsert(records)
-                else:
-                    with store.split_replace():
-                        store.upsert(records)
-                seconds[way] += time.monotonic() - t0
-        written = rounds * 3 * third
+        made = [0]
+
+        def way(name: str) -> h.Way:
+            def go(r: int) -> h.Timed:
+                made[0] += 1  # a new batch each turn, so no way writes what another just wrote
+                records = mixed_batch(rng, vectors, third, made[0], n + made[0] * third)
+                return h.timed(lambda: write(name, store, coll, records))
+
+            return go
+
+        race = h.Race("upsert", {name: way(name) for name in WAYS}).run(rounds)
         store.close()
-        return {
-            "records": n,
-            "dim": dim,
-            "batch": 3 * third,
-            "rounds": rounds,
-            "seconds": {k: round(v, 2) for k, v in seconds.items()},
-            "records_per_second": {k: round(written / v) for k, v in seconds.items()},
-        }
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    written = rounds * 3 * third
+    seconds = {w: sum(race.seconds[w]) for w in WAYS}
+    return {
+        "records": n,
+        "dim": dim,
+        "batch": 3 * third,
+        "rounds": rounds,
+        "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "records_per_second": {k: round(written / v) for k, v in seconds.items()},
+        "race": race.summary(),
+    }
+
+
+def write(way: str, store: Any, coll: Any, records: list[Record]) -> None:
+    if way == "upsert":  # chromadb's own upsert: Chroma repairs each stored point in place
+        coll.upsert(
+            ids=[r.key for r in records],
+            embeddings=np.stack([np.asarray(r.vector, dtype=np.float32) for r in records]),
+            metadatas=[r.metadata for r in records],
+            documents=[r.text for r in records],
+        )
+    elif way == "vectorport":
+        store.upsert(records)
+    else:
+        with store.split_replace():
+            store.upsert(records)
 
 
 CHURN_WAYS = ("split_replace", "upsert")
+
+
+def fill(store: Any, rng: np.random.Generator, n: int, dim: int) -> None:
+    """``n`` random records ``k0`` … into ``store``, 2,000 a call."""
+    for start in range(0, n, 2000):
+        vecs = rng.standard_normal((min(n, start + 2000) - start, dim)).astype(np.float32)
+        store.upsert(Record(f"k{start + j}", v, {"i": start + j}, "text") for j, v in enumerate(vecs))
 
 
 def churn(
     n: int, dim: int, batch: int, windows: int, ways: tuple[str, ...] = ("split_replace",)
 ) -> dict[str, Any]:
     """See the module docstring (``churn``). With several ``ways``, one collection each, written
-    in turns (a batch each), so the machine's changing load falls on them alike."""
-    root = Path(tempfile.mkdtemp(prefix="vectorport-chroma-churn-"))
+    in turns (a batch each, the same batch), so the machine's changing load falls on them alike."""
     rng = np.random.default_rng(0)
-    try:
+    with h.workdir("chroma-churn") as root:
         stores = {}
         for i, way in enumerate(ways):
             _, _, settings = way.partition("@")
             extra = f"&{settings.replace(',', '&')}" if settings else ""
-            store = vectorport.connect(f"chroma://{root / f'c{i}'}?collection=bench{extra}", dimension=dim)
-            for start in range(0, n, 2000):
-                vecs = rng.standard_normal((min(n, start + 2000) - start, dim)).astype(np.float32)
-                store.upsert(Record(f"k{start + j}", v, {"i": start + j}, "text") for j, v in enumerate(vecs))
-            stores[way] = store
-        rows = []
-        rewritten = 0
-        for _ in range(windows):
-            wall = dict.fromkeys(ways, 0.0)
-            cpu = dict.fromkeys(ways, 0.0)
-            for _ in range(10):
+            stores[way] = vectorport.connect(
+                f"chroma://{root / f'c{i}'}?collection=bench{extra}", dimension=dim
+            )
+            fill(stores[way], rng, n, dim)
+        batches: dict[int, list[Record]] = {}
+
+        def batch_of(r: int) -> list[Record]:
+            if r not in batches:
                 keys = rng.choice(n, batch, replace=False)
                 vecs = rng.standard_normal((batch, dim)).astype(np.float32)
-                records = [Record(f"k{k}", v, {"i": int(k)}, "text") for k, v in zip(keys, vecs, strict=True)]
-                for way, store in stores.items():
-                    w, c = time.monotonic(), time.process_time()
-                    if way.partition("@")[0] == "split_replace":
-                        with store.split_replace():
-                            store.upsert(records)
-                    else:  # one upsert call: Chroma repairs each stored point in place
-                        store.upsert(records)
-                    wall[way] += time.monotonic() - w
-                    cpu[way] += time.process_time() - c
-            rewritten += 10 * batch
-            done = 10 * batch
-            row: dict[str, Any] = {"rewritten": rewritten}
-            for i, way in enumerate(ways):
+                batches.clear()
+                batches[r] = [
+                    Record(f"k{k}", v, {"i": int(k)}, "text") for k, v in zip(keys, vecs, strict=True)
+                ]
+            return batches[r]
+
+        def way(name: str) -> h.Way:
+            kind = "split_replace" if name.partition("@")[0] == "split_replace" else "vectorport"
+            return lambda r: h.timed(lambda: write(kind, stores[name], None, batch_of(r)))
+
+        rows = []
+        for window in range(windows):
+            race = h.Race(ways[0], {name: way(name) for name in ways}).run(10)
+            row: dict[str, Any] = {"rewritten": (window + 1) * 10 * batch}
+            for i, name in enumerate(ways):
                 level0 = list((root / f"c{i}").glob("*/data_level0.bin"))
-                row[way] = {
-                    "ms_per_record": round(wall[way] / done * 1000, 2),
-                    "cpu_ms_per_record": round(cpu[way] / done * 1000, 2),
+                row[name] = {
+                    "ms_per_record": round(sum(race.seconds[name]) / (10 * batch) * 1000, 2),
+                    "cpu_ms_per_record": round(sum(race.cpu[name]) / (10 * batch) * 1000, 2),
                     # the HNSW graph's vectors and links: live and deleted points alike
                     "hnsw_level0_mb": round(sum(f.stat().st_size for f in level0) / 1e6, 1),
                 }
             rows.append(row)
         for store in stores.values():
             store.close()
-        return {"records": n, "dim": dim, "batch": batch, "windows": rows}
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    return {"records": n, "dim": dim, "batch": batch, "windows": rows}
 
 
 def _add50(coll: Any, rng: np.random.Generator, dim: int, first: int) -> None:
@@ -183,20 +192,15 @@ def _add50(coll: Any, rng: np.random.Generator, dim: int, first: int) -> None:
     )
 
 
-def calls(n: int, dim: int, rounds: int, thresholds: tuple[int, ...]) -> dict[str, Any]:
+def calls(n: int, dim: int, rounds: int, thresholds: list[int]) -> dict[str, Any]:
     """See the module docstring (``calls``)."""
-
-    root = Path(tempfile.mkdtemp(prefix="vectorport-chroma-calls-"))
     rng = np.random.default_rng(0)
-    out: dict[str, Any] = {"records": n, "dim": dim, "rounds": rounds, "load_average": [os.getloadavg()[0]]}
-    try:
+    out: dict[str, Any] = {"records": n, "dim": dim, "rounds": rounds}
+    with h.workdir("chroma-calls") as root:
         for threshold in thresholds:
-            store = vectorport.connect(
-                f"chroma://{root / str(threshold)}?collection=bench&sync_threshold={threshold}", dimension=dim
-            )
-            for start in range(0, n, 2000):
-                vecs = rng.standard_normal((min(n, start + 2000) - start, dim)).astype(np.float32)
-                store.upsert(Record(f"k{start + j}", v, {"i": start + j}, "text") for j, v in enumerate(vecs))
+            url = f"chroma://{root / str(threshold)}?collection=bench&sync_threshold={threshold}"
+            store = vectorport.connect(url, dimension=dim)
+            fill(store, rng, n, dim)
             coll = store.connection.collection()  # chromadb's own calls: their cost, not vectorport's
             update = 0.0
             for r in range(rounds):
@@ -212,47 +216,70 @@ def calls(n: int, dim: int, rounds: int, thresholds: tuple[int, ...]) -> dict[st
                 "add_50_cpu_ms": round((time.process_time() - c) / 20 * 1000, 1),
             }
             store.close()
-        out["load_average"].append(os.getloadavg()[0])
-        return out
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def calls_main(argv: list[str]) -> None:
+    ap = h.parser(
+        __doc__, n=10_000, repeat=40, quick={"n": 2000, "repeat": 5}, prog="chroma_replace_bench.py calls"
+    )
+    ap.add_argument("--sync-thresholds", default="1000,100")
+    args = h.parse(ap, argv)
+    out = calls(args.n, args.dim, args.repeat, h.sizes(args.sync_thresholds))
+    rows = [
+        [t, out[t]["update_1_cpu_ms"], out[t]["add_50_cpu_ms"]]
+        for t in args.sync_thresholds.split(",")
+        if t in out
+    ]
+    h.emit(
+        "chroma-replace.calls",
+        args,
+        out,
+        h.table(["sync_threshold", "update of 1: CPU ms", "add of 50: CPU ms"], rows),
+    )
+
+
+def churn_main(argv: list[str]) -> None:
+    ap = h.parser(
+        __doc__, n=10_000, quick={"n": 2000, "windows": 2, "batch": 100}, prog="chroma_replace_bench.py churn"
+    )
+    ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--windows", type=int, default=8)
+    ap.add_argument("--ways", default="split_replace", help=f"comma-separated, of {', '.join(CHURN_WAYS)}")
+    args = h.parse(ap, argv)
+    ways = tuple(h.csv(args.ways))
+    if not ways or any(w.partition("@")[0] not in CHURN_WAYS for w in ways):
+        ap.error(f"--ways: one or more of {', '.join(CHURN_WAYS)}, got {args.ways!r}")
+    out = churn(args.n, args.dim, args.batch, args.windows, ways)
+    rows = [
+        [
+            row["rewritten"],
+            way,
+            row[way]["ms_per_record"],
+            row[way]["cpu_ms_per_record"],
+            row[way]["hnsw_level0_mb"],
+        ]
+        for row in out["windows"]
+        for way in ways
+    ]
+    text = h.table(["rewritten", "way", "ms/record", "CPU ms/record", "HNSW level0 MB"], rows)
+    h.emit("chroma-replace.churn", args, out, text)
 
 
 def main() -> None:
     if sys.argv[1:2] == ["calls"]:
-        parser = argparse.ArgumentParser(prog="chroma_replace_bench.py calls")
-        parser.add_argument("--n", type=int, default=10_000)
-        parser.add_argument("--dim", type=int, default=384)
-        parser.add_argument("--rounds", type=int, default=40)
-        parser.add_argument("--sync-thresholds", default="1000,100")
-        a = parser.parse_args(sys.argv[2:])
-        thresholds = tuple(int(t) for t in a.sync_thresholds.split(",") if t)
-        print(json.dumps(calls(a.n, a.dim, a.rounds, thresholds), indent=2))
+        calls_main(sys.argv[2:])
         return
     if sys.argv[1:2] == ["churn"]:
-        parser = argparse.ArgumentParser(prog="chroma_replace_bench.py churn")
-        parser.add_argument("--n", type=int, default=10_000)
-        parser.add_argument("--dim", type=int, default=384)
-        parser.add_argument("--batch", type=int, default=500)
-        parser.add_argument("--windows", type=int, default=8)
-        parser.add_argument(
-            "--ways", default="split_replace", help=f"comma-separated, of {', '.join(CHURN_WAYS)}"
-        )
-        a = parser.parse_args(sys.argv[2:])
-        ways = tuple(w for w in a.ways.split(",") if w)
-        if not ways or any(w.partition("@")[0] not in CHURN_WAYS for w in ways):
-            parser.error(f"--ways: one or more of {', '.join(CHURN_WAYS)}, got {a.ways!r}")
-        print(json.dumps(churn(a.n, a.dim, a.batch, a.windows, ways), indent=2))
+        churn_main(sys.argv[2:])
         return
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--batch", type=int, default=900)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    print(json.dumps(run(args.n, args.dim, args.batch, args.rounds), indent=2))
+    ap = h.parser(__doc__, n=10_000, dim=128, repeat=3, quick={"n": 2000, "batch": 300, "repeat": 2})
+    ap.add_argument("--batch", type=int, default=900)
+    args = h.parse(ap)
+    out = run(args.n, args.dim, args.batch, args.repeat)
+    ratios = {"upsert": 1.0, **out["race"]["ratio_of_medians"]}
+    rows = [[w, out["seconds"][w], out["records_per_second"][w], ratios[w]] for w in WAYS]
+    h.emit("chroma-replace", args, out, h.table(["way", "seconds", "records/s", "vs upsert (speed)"], rows))
 
 
 if __name__ == "__main__":

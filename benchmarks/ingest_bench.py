@@ -1,12 +1,14 @@
 """Ingest benchmark: re-ingesting an unchanged 10k-chunk corpus, and embedding throughput.
 
-    python benchmarks/ingest_bench.py [--chunks 10000] [--url memory://bench] [--st-texts 256]
+    python benchmarks/ingest_bench.py [--chunks 10000] [--url memory://bench] [--st-texts 256] [--json]
+        [--output FILE] [--quick]
 
 1. Writes a synthetic corpus of ``--chunks`` chunks (``--files`` Markdown files), ingests it with
    the ``hash`` embedder (so the store and the bookkeeping are measured, not a model), then
    re-ingests it unchanged — which must make **0 embedding calls** — and again after touching 1 %
    of the files.
-2. Embedding throughput of all-MiniLM-L6-v2 (offline) per batch size, and of the hash embedder.
+2. Embedding throughput of all-MiniLM-L6-v2 (offline) per batch size (the same texts, the same
+   loaded weights, the batch sizes in turns; ratios against batch 1), and of the hash embedder.
 
 Prints a table and the ratios; exit 1 if the unchanged re-ingest embedded anything.
 """
@@ -16,8 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import _harness as h
 
 import vectorport
 from vectorport.ingest import ChunkingConfig, HashEmbedder, SentenceTransformerEmbedder, ingest
@@ -64,24 +69,17 @@ def write_corpus(root: Path, files: int, chunks_per_file: int, words_per_chunk: 
         (sub / f"doc{f:05d}.md").write_text("\n\n".join(paras) + "\n")
 
 
-def timed(fn):  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    got = h.timed(fn)
+    return got.detail, got.seconds
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--chunks", type=int, default=10_000)
-    ap.add_argument("--files", type=int, default=1_000)
-    ap.add_argument("--url", default="memory://ingest-bench")
-    ap.add_argument("--st-texts", type=int, default=256, help="texts per MiniLM batch-size run (0: skip)")
-    args = ap.parse_args()
-    per_file = max(1, args.chunks // args.files)
+def reingest(args: argparse.Namespace) -> dict[str, Any]:
+    """The first ingest, an unchanged re-ingest and one after 1 % of the files changed."""
+    per_file = max(1, args.n // args.files)
     words = 40
     chunking = ChunkingConfig(words + 2, 0, 1)  # one paragraph = one chunk with the hash tokenizer
     emb = HashEmbedder(384)
-    rows: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_corpus(root, args.files, per_file, words)
@@ -95,51 +93,79 @@ def main() -> int:
             count = store.count()
             if args.url.startswith("memory://"):
                 store.drop()
-    rows += [
-        ("chunks in the collection", f"{count}"),
-        (
-            "first ingest",
-            f"{t_first:.2f} s, {first.embedding_calls} embedding calls, {first.chunks_embedded} texts",
-        ),
-        (
-            "re-ingest, unchanged",
-            f"{t_again:.2f} s, {again.embedding_calls} embedding calls, skipped {again.skipped}",
-        ),
-        (
-            f"re-ingest, {len(touched)} files edited",
-            f"{t_edit:.2f} s, {edited.embedding_calls} calls, {edited.chunks_embedded} embedded, "
-            f"{edited.chunks_reused} reused",
-        ),
-        ("unchanged / first (time)", f"{t_again / t_first:.3f}"),
-    ]
+    return {
+        "chunks": count,
+        "first": {"s": round(t_first, 3), "calls": first.embedding_calls, "embedded": first.chunks_embedded},
+        "unchanged": {"s": round(t_again, 3), "calls": again.embedding_calls, "skipped": again.skipped},
+        "edited": {
+            "files": len(touched),
+            "s": round(t_edit, 3),
+            "calls": edited.embedding_calls,
+            "embedded": edited.chunks_embedded,
+            "reused": edited.chunks_reused,
+        },
+        "unchanged_vs_first_time": round(t_again / t_first, 3),
+    }
 
-    texts = [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(80)) for i in range(max(args.st_texts, 1))]
+
+def throughput(st_texts: int) -> dict[str, Any]:
+    """Texts per second of the hash embedder, and of MiniLM per batch size against batch 1."""
+    texts = [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(80)) for i in range(max(st_texts, 1))]
     hash_vecs, t_hash = timed(lambda: HashEmbedder(384, batch_size=256).embed_documents(texts * 20))
-    rows.append(("hash:384 throughput", f"{len(hash_vecs) / t_hash:,.0f} texts/s"))
-    if args.st_texts:
-        st = SentenceTransformerEmbedder()
-        _, t_load = timed(lambda: st.dimension)
-        rows.append(("MiniLM load (offline)", f"{t_load:.1f} s"))
-        st.embed_documents(texts[:8])  # warm-up
-        base = None
-        for bs in (1, 8, 32, 128):
-            st_b = SentenceTransformerEmbedder(batch_size=bs)
-            st_b._model = st.model  # same loaded weights, another batch size
-            _, t = timed(lambda b=st_b: b.embed_documents(texts))
-            rate = len(texts) / t
-            base = base or rate
-            rows.append(
-                (
-                    f"MiniLM batch {bs:>3} (~100 tokens/text)",
-                    f"{rate:6.1f} texts/s  ({rate / base:.2f}x batch 1)",
-                )
-            )
-    width = max(len(a) for a, _ in rows)
-    print(f"ingest benchmark ({args.url})")
-    for a, b in rows:
-        print(f"  {a:<{width}}  {b}")
-    if again.embedding_calls != 0 or again.skipped != args.files:
-        print("FAIL: an unchanged re-ingest embedded something", file=sys.stderr)
+    out: dict[str, Any] = {"hash_384_texts_per_s": round(len(hash_vecs) / t_hash)}
+    if not st_texts:
+        return out
+    st = SentenceTransformerEmbedder()
+    _, t_load = timed(lambda: st.dimension)
+    out["minilm_load_s"] = round(t_load, 1)
+    st.embed_documents(texts[:8])  # warm-up
+    ways: dict[str, h.Way] = {}
+    for bs in (1, 8, 32, 128):
+        batched = SentenceTransformerEmbedder(batch_size=bs)
+        batched._model = st.model  # same loaded weights, another batch size
+        ways[f"batch {bs}"] = lambda r, b=batched: b.embed_documents(texts)
+    race = h.Race("batch 1", ways).run(1)
+    out["minilm_texts_per_s"] = {w: round(len(texts) / race.median(w), 1) for w in ways}
+    out["minilm_vs_batch_1"] = race.ratios()
+    return out
+
+
+def main() -> int:
+    ap = h.parser(__doc__, n=10_000, quick={"n": 1000, "files": 100, "st_texts": 16})
+    ap.add_argument("--chunks", dest="n", type=int, default=argparse.SUPPRESS, help="the same as --n")
+    ap.add_argument("--files", type=int, default=1_000)
+    ap.add_argument("--url", default="memory://ingest-bench")
+    ap.add_argument("--st-texts", type=int, default=256, help="texts per MiniLM batch-size run (0: skip)")
+    args = h.parse(ap)
+    h.log(f"ingest of {args.n:,} chunks in {args.files:,} files, three times …")
+    re = reingest(args)
+    h.log("embedding throughput …")
+    tp = throughput(args.st_texts)
+    f, u, e = re["first"], re["unchanged"], re["edited"]
+    rows = [
+        ["chunks in the collection", f"{re['chunks']}"],
+        ["first ingest", f"{f['s']:.2f} s, {f['calls']} embedding calls, {f['embedded']} texts"],
+        ["re-ingest, unchanged", f"{u['s']:.2f} s, {u['calls']} embedding calls, skipped {u['skipped']}"],
+        [
+            f"re-ingest, {e['files']} files edited",
+            f"{e['s']:.2f} s, {e['calls']} calls, {e['embedded']} embedded, {e['reused']} reused",
+        ],
+        ["unchanged / first (time)", f"{re['unchanged_vs_first_time']:.3f}"],
+        ["hash:384 throughput", f"{tp['hash_384_texts_per_s']:,} texts/s"],
+    ]
+    if "minilm_load_s" in tp:
+        rows.append(["MiniLM load (offline)", f"{tp['minilm_load_s']:.1f} s"])
+        for way, rate in tp["minilm_texts_per_s"].items():
+            ratio = tp["minilm_vs_batch_1"].get(way, 1.0)
+            rows.append([f"MiniLM {way} (~100 tokens/text)", f"{rate:6.1f} texts/s  ({ratio:.2f}x batch 1)"])
+    h.emit(
+        "ingest",
+        args,
+        {"reingest": re, "throughput": tp},
+        f"ingest benchmark ({args.url})\n" + h.table(["", ""], rows),
+    )
+    if u["calls"] != 0 or u["skipped"] != args.files:
+        h.log("FAIL: an unchanged re-ingest embedded something")
         return 1
     return 0
 

@@ -1,6 +1,7 @@
 """pgvector backend benchmark: vectorport vs raw psycopg on the same embedded server.
 
     python benchmarks/pgvector_bench.py [--n 100000] [--dim 384] [--queries 200] [--maintained-n 20000]
+        [--json] [--output FILE] [--quick]
 
 Writes, into empty tables, in batches of 5,000:
 
@@ -18,21 +19,16 @@ Queries (k=10; unfiltered, a 1 % filter, a 20 % filter) on the bulk-loaded table
 ``hnsw.*`` session settings, executed prepared and binary through a plain psycopg connection
 on the same table; the two alternate which goes first on each query vector.
 
-Prints JSON and the ratios (targets: write >= 0.8x raw, query p50 <= 1.1x raw).
+Prints a table of the ratios (targets: write >= 0.8x raw, query p50 <= 1.1x raw); ``--json``
+every figure.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import shutil
-import statistics
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _harness as h
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
@@ -66,10 +62,6 @@ def records(n: int, dim: int) -> tuple[list[str], np.ndarray, list[dict[str, Any
     return keys, vectors, metas, texts
 
 
-def percentile(values: list[float], p: float) -> float:
-    return float(np.percentile(np.asarray(values) * 1000.0, p))
-
-
 def vp_load(store: PgVectorStore, data: tuple[Any, ...], n: int) -> None:
     keys, vectors, metas, texts = data
     for start in range(0, n, BATCH):
@@ -91,159 +83,187 @@ def raw_load(conn: psycopg.Connection[Any], table: str, data: tuple[Any, ...], n
             conn.execute(MERGE.format(table=table).encode())
 
 
-def rates(n: int, vp_s: float, raw_s: float) -> dict[str, Any]:
+def rates(n: int, race: h.Race) -> dict[str, Any]:
+    vp_s, raw_s = race.median("vectorport"), race.median("raw")
     return {
         "records": n,
         "vectorport_s": round(vp_s, 2),
         "vectorport_rows_per_s": round(n / vp_s),
         "raw_s": round(raw_s, 2),
         "raw_rows_per_s": round(n / raw_s),
-        "ratio_throughput_vs_raw": round(raw_s / vp_s, 3),
+        "ratio_throughput_vs_raw": race.ratios()["vectorport"],
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument(
-        "--maintained-n",
-        type=int,
-        default=20_000,
-        help="records for the index-maintained write legs (0: skip)",
-    )
-    args = parser.parse_args()
+def raw_bulk(conn: psycopg.Connection[Any], raw: PgVectorStore, data: tuple[Any, ...], n: int) -> None:
+    """By hand what ``bulk_load`` does: the index dropped, the same COPY + merge, the same
+    ``CREATE INDEX`` with the same memory setting, ANALYZE."""
+    layout = raw.layout
+    conn.execute(f"DROP INDEX {layout.hnsw_index_name}".encode())
+    raw_load(conn, "raw_bulk", data, n)
+    (current_kb,) = conn.execute(
+        "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+    ).fetchone() or (0,)
+    memory_kb = max(current_kb, min(layout.hnsw_build_bytes(n) * 5 // 4 // 1024 + 1024, BUILD_MEMORY_CAP_KB))
+    with conn.transaction():
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (f"{memory_kb}kB",))
+        ddl = layout.hnsw_index_ddl()
+        assert ddl is not None
+        conn.execute(ddl)
+    conn.execute(b"ANALYZE raw_bulk")
 
-    root = Path(tempfile.mkdtemp(prefix="vectorport-pgbench-"))
-    root.chmod(0o755)
+
+def vp_bulk(vp: PgVectorStore, data: tuple[Any, ...], n: int) -> None:
+    with vp.bulk_load(expected=n):
+        vp_load(vp, data, n)
+
+
+class RawQuery:
+    """The very statement vectorport sends for one filter, prepared and binary on a plain
+    connection, with the same ``hnsw.*`` session settings, sent only when they change."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        vp: PgVectorStore,
+        flt: dict[str, Any] | None,
+        known: dict[str, str],
+    ) -> None:
+        self.known = known  # the connection's session settings as last sent
+        where = parse_filter(flt)
+        pred = PgFilterCompiler().where(where)
+        self.conn = conn
+        self.statement = vp.searcher._search_sql(pred.text, QUERY_INCLUDES).as_bytes(conn)
+        gucs = vp.search_defaults.gucs(10, where is not None)
+        self.changed = [(k, v) for k, v in gucs if self.known.get(k) != v]
+        self.fixed = dict(pred.params)
+
+    def __call__(self, qv: np.ndarray) -> None:
+        if self.changed:  # like vectorport: session settings sent only when they change
+            names = [k for k, _ in self.changed]
+            self.conn.execute(set_gucs_sql(names).encode(), [x for kv in self.changed for x in kv])
+            self.known.update(self.changed)
+            self.changed.clear()
+        self.conn.execute(
+            self.statement, {**self.fixed, "q": qv, "k": 10}, binary=True, prepare=True
+        ).fetchall()
+
+
+FILTERS: dict[str, dict[str, Any] | None] = {
+    "unfiltered": None,
+    "filtered_bucket_1pct": {"bucket": 7},
+    "filtered_lang_20pct": {"lang": "fr"},
+}
+
+
+def queries(conn: psycopg.Connection[Any], vp: PgVectorStore, qs: np.ndarray) -> dict[str, Any]:
+    out = {}
+    known: dict[str, str] = {}
+    for label, flt in FILTERS.items():
+        raw = RawQuery(conn, vp, flt, known)
+        race = h.Race(
+            "raw",
+            {
+                "vectorport": lambda r, f=flt: vp.query(qs[r], k=10, filter=f),
+                "raw": lambda r, q=raw: q(qs[r]),
+            },
+            ratio="time",
+        ).run(len(qs), warmup=10)  # warm both paths (plans, prepared statements, caches)
+        out[label] = {
+            "vectorport_p50_ms": round(race.percentile_ms("vectorport", 50), 3),
+            "vectorport_p95_ms": round(race.percentile_ms("vectorport", 95), 3),
+            "raw_p50_ms": round(race.percentile_ms("raw", 50), 3),
+            "raw_p95_ms": round(race.percentile_ms("raw", 95), 3),
+            "ratio_p50_vs_raw": race.ratios(50)["vectorport"],
+            "ratio_p95_vs_raw": race.ratios(95)["vectorport"],
+        }
+        h.log(f"{label}: {out[label]}")
+    return out
+
+
+def run(args: Any, root: Path) -> dict[str, Any]:
     url = f"pgvector://{root}/data?table="
     data = records(args.n, args.dim)
     out: dict[str, Any] = {"n": args.n, "dim": args.dim, "batch": BATCH}
-    stores: list[PgVectorStore] = []
 
     def store(table: str) -> PgVectorStore:
         s = vectorport.connect(url + table, dimension=args.dim, metric="cosine")
         assert isinstance(s, PgVectorStore)
-        stores.append(s)
         return s
 
-    try:
-        vp = store("vp_docs")
-        conninfo = vp._conninfo
-        assert conninfo is not None
-        conn = psycopg.connect(conninfo, autocommit=True)  # the raw side: a plain connection
+    vp = store("vp_docs")
+    assert vp.server.conninfo is not None
+    with psycopg.connect(vp.server.conninfo, autocommit=True) as conn:  # the raw side: a plain connection
         register_vector(conn)
         conn.execute(
             f'CREATE TEMP TABLE raw_stage (key text COLLATE "C", embedding vector({args.dim}), '
             "metadata jsonb, text text) ON COMMIT DELETE ROWS".encode()
         )
-
-        # ------------------------------------------------------- writes, index maintained
         m = min(args.maintained_n, args.n)
         if m:
-            raw_m = store("raw_maintained")
-            t0 = time.perf_counter()
-            vp_load(store("vp_maintained"), data, m)
-            vp_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            raw_load(conn, "raw_maintained", data, m)
-            raw_s = time.perf_counter() - t0
-            out["write_index_maintained"] = rates(m, vp_s, raw_s)
-            raw_m.drop()
-            print(f"maintained: {out['write_index_maintained']}", flush=True)
-
-        # ------------------------------------------------------- writes, bulk load
-        t0 = time.perf_counter()
-        with vp.bulk_load(expected=args.n):
-            vp_load(vp, data, args.n)
-        vp_s = time.perf_counter() - t0
-        raw = store("raw_bulk")
-        layout = raw.layout
-        t0 = time.perf_counter()
-        conn.execute(f"DROP INDEX {layout.hnsw_index_name}".encode())
-        raw_load(conn, "raw_bulk", data, args.n)
-        (current_kb,) = conn.execute(
-            "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
-        ).fetchone()
-        memory_kb = max(
-            current_kb, min(layout.hnsw_build_bytes(args.n) * 5 // 4 // 1024 + 1024, BUILD_MEMORY_CAP_KB)
-        )
-        with conn.transaction():
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (f"{memory_kb}kB",))
-            ddl = layout.hnsw_index_ddl()
-            assert ddl is not None
-            conn.execute(ddl)
-        conn.execute(b"ANALYZE raw_bulk")
-        raw_s = time.perf_counter() - t0
-        out["write_bulk_load"] = rates(args.n, vp_s, raw_s)
-        print(f"bulk load: {out['write_bulk_load']}", flush=True)
-        raw.drop()
-
-        # ------------------------------------------------------- queries
-        queries = query_vectors(args.queries, args.dim, clusters=64, seed=7)
-        known: dict[str, str] = {}
-        for label, flt in (
-            ("unfiltered", None),
-            ("filtered_bucket_1pct", {"bucket": 7}),
-            ("filtered_lang_20pct", {"lang": "fr"}),
-        ):
-            where = parse_filter(flt)
-            pred = PgFilterCompiler().where(where)
-            statement = vp._search_sql(pred.text, QUERY_INCLUDES).as_bytes(conn)
-            gucs = vp.search_defaults.gucs(10, where is not None)
-            changed = [(k, v) for k, v in gucs if known.get(k) != v]
-            fixed = dict(pred.params)
-
-            def run_raw(
-                qv: np.ndarray,
-                changed: list[tuple[str, str]] = changed,
-                statement: bytes = statement,
-                fixed: dict[str, Any] = fixed,
-            ) -> None:
-                if changed:  # like vectorport: session settings sent only when they change
-                    names = [k for k, _ in changed]
-                    conn.execute(set_gucs_sql(names).encode(), [x for kv in changed for x in kv])
-                    known.update(changed)
-                    changed.clear()
-                conn.execute(statement, {**fixed, "q": qv, "k": 10}, binary=True, prepare=True).fetchall()
-
-            def run_vp(qv: np.ndarray, flt: dict[str, Any] | None = flt) -> None:
-                vp.query(qv, k=10, filter=flt)
-
-            sides: list[tuple[str, Callable[[np.ndarray], None]]] = [("vp", run_vp), ("raw", run_raw)]
-            for qv in queries[:10]:  # warm both paths (plans, prepared statements, caches)
-                for _, fn in sides:
-                    fn(qv)
-            times: dict[str, list[float]] = {"vp": [], "raw": []}
-            for i, qv in enumerate(queries):
-                for name, fn in sides if i % 2 == 0 else sides[::-1]:
-                    t0 = time.perf_counter()
-                    fn(qv)
-                    times[name].append(time.perf_counter() - t0)
-            out[label] = {
-                "vectorport_p50_ms": round(percentile(times["vp"], 50), 3),
-                "vectorport_p95_ms": round(percentile(times["vp"], 95), 3),
-                "raw_p50_ms": round(percentile(times["raw"], 50), 3),
-                "raw_p95_ms": round(percentile(times["raw"], 95), 3),
-                "ratio_p50_vs_raw": round(
-                    statistics.median(times["vp"]) / statistics.median(times["raw"]), 3
-                ),
-                "ratio_p95_vs_raw": round(percentile(times["vp"], 95) / percentile(times["raw"], 95), 3),
-            }
-            print(f"{label}: {out[label]}", flush=True)
-        conn.close()
-    finally:
-        for s in stores:
-            try:
+            vp_m, raw_m = store("vp_maintained"), store("raw_maintained")
+            h.log(f"writes of {m:,}, index maintained …")
+            race = h.Race(
+                "raw",
+                {
+                    "vectorport": lambda r: vp_load(vp_m, data, m),
+                    "raw": lambda r: raw_load(conn, "raw_maintained", data, m),
+                },
+            ).run(1)
+            out["write_index_maintained"] = rates(m, race)
+            for s in (vp_m, raw_m):
                 s.drop()
-            finally:
                 s.close()
-        from vectorport.backends.pgvector._embedded import stop_embedded
+        raw = store("raw_bulk")
+        h.log(f"bulk load of {args.n:,} …")
+        race = h.Race(
+            "raw",
+            {
+                "vectorport": lambda r: vp_bulk(vp, data, args.n),
+                "raw": lambda r: raw_bulk(conn, raw, data, args.n),
+            },
+        ).run(1)
+        out["write_bulk_load"] = rates(args.n, race)
+        raw.drop()
+        raw.close()
+        out.update(queries(conn, vp, query_vectors(args.queries, args.dim, clusters=64, seed=7)))
+    vp.drop()
+    vp.close()
+    return out
 
-        stop_embedded(root / "data")
-        shutil.rmtree(root, ignore_errors=True)
-    print(json.dumps(out, indent=2))
+
+def main() -> None:
+    ap = h.parser(__doc__, n=100_000, quick={"n": 3000, "maintained_n": 1000, "queries": 50})
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument(
+        "--maintained-n",
+        type=int,
+        default=20_000,
+        help="records for the index-maintained write legs (0: skip)",
+    )
+    args = h.parse(ap)
+    with h.workdir("pgbench") as root:
+        out = run(args, root)
+    rows = [
+        [
+            leg,
+            out[leg]["vectorport_rows_per_s"],
+            out[leg]["raw_rows_per_s"],
+            out[leg]["ratio_throughput_vs_raw"],
+        ]
+        for leg in ("write_index_maintained", "write_bulk_load")
+        if leg in out
+    ]
+    rows += [
+        [label, out[label]["vectorport_p50_ms"], out[label]["raw_p50_ms"], out[label]["ratio_p50_vs_raw"]]
+        for label in FILTERS
+    ]
+    text = (
+        h.table(["figure", "vectorport (rows/s or p50 ms)", "raw", "ratio"], rows)
+        + "\n(writes: throughput vectorport / raw, target >= 0.8;"
+        + " queries: p50 vectorport / raw, target <= 1.1)"
+    )
+    h.emit("pgvector", args, out, text)
 
 
 if __name__ == "__main__":

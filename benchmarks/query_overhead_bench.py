@@ -2,6 +2,7 @@
 
     python benchmarks/query_overhead_bench.py [--n 20000] [--dim 384] [--queries 200]
         [--backends memory,pgvector,chroma,s3vectors[,pgvector-engine]] [--warmup 10] [--json]
+        [--output FILE] [--quick]
 
 One dataset (clustered float32 vectors, cosine, metadata ``{"lang": one of 5, "n": i}``, a short
 text) is loaded through vectorport into each backend; then, for every query vector, unfiltered
@@ -33,19 +34,17 @@ returned); ``--json`` prints the figures as JSON on stdout and the table on stde
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import _harness as h
 import numpy as np
 
 import vectorport
@@ -114,7 +113,7 @@ def close_all(cleanup: list[Callable[[], Any]]) -> None:
         try:
             step()
         except Exception as exc:
-            print(f"cleanup: {exc!r}", file=sys.stderr)
+            h.log(f"cleanup: {exc!r}")
 
 
 def open_memory(data: Dataset, root: Path, cleanup: list[Callable[[], Any]]) -> tuple[Any, Query]:
@@ -277,120 +276,112 @@ OPENERS: dict[str, Callable[[Dataset, Path, list[Callable[[], Any]]], tuple[Any,
 }
 
 
-def ms(values: list[float], p: float) -> float:
-    return float(np.percentile(np.asarray(values) * 1000.0, p))
-
-
 def measure(
     bench: Bench, warm: np.ndarray, queries: np.ndarray, where: dict[str, Any] | None
 ) -> dict[str, Any]:
-    for q in warm:
-        bench.vp(q, where)
-        bench.raw(q, where)
-    vp_s: list[float] = []
-    raw_s: list[float] = []
-    agree: list[float] = []
-    for i, q in enumerate(queries):
-        got: dict[str, list[str]] = {}
-        sides: list[tuple[str, Query, list[float]]] = [("vp", bench.vp, vp_s), ("raw", bench.raw, raw_s)]
-        for name, run, times in sides if i % 2 == 0 else sides[::-1]:
-            began = time.perf_counter()
-            got[name] = run(q, where)
-            times.append(time.perf_counter() - began)
-        agree.append(len(set(got["vp"]) & set(got["raw"])) / max(1, len(got["raw"])))
-    out = {
-        "vectorport_p50_ms": ms(vp_s, 50),
-        "vectorport_p95_ms": ms(vp_s, 95),
-        "raw_p50_ms": ms(raw_s, 50),
-        "raw_p95_ms": ms(raw_s, 95),
-        "vectorport_p99_ms": ms(vp_s, 99),
-        "raw_p99_ms": ms(raw_s, 99),
-    }
-    out["ratio_p50"] = out["vectorport_p50_ms"] / out["raw_p50_ms"]
-    out["ratio_p95"] = out["vectorport_p95_ms"] / out["raw_p95_ms"]
-    out["ratio_p99"] = out["vectorport_p99_ms"] / out["raw_p99_ms"]
+    """Both sides query by query, alternating which goes first, after the warm-up queries."""
+
+    def vector(r: int) -> np.ndarray:
+        return warm[-1 - r] if r < 0 else queries[r]
+
+    race = h.Race(
+        "raw",
+        {"vp": lambda r: bench.vp(vector(r), where), "raw": lambda r: bench.raw(vector(r), where)},
+        ratio="time",
+    ).run(len(queries), warmup=len(warm))
+    agree = [
+        len(set(vp) & set(raw)) / max(1, len(raw))
+        for vp, raw in zip(race.results["vp"], race.results["raw"], strict=True)
+    ]
+    out: dict[str, float] = {}
+    for p in (50, 95, 99):
+        out[f"vectorport_p{p}_ms"] = race.percentile_ms("vp", p)
+        out[f"raw_p{p}_ms"] = race.percentile_ms("raw", p)
+        out[f"ratio_p{p}"] = out[f"vectorport_p{p}_ms"] / out[f"raw_p{p}_ms"]
     out["agreement"] = float(np.mean(agree))
     return {key: round(value, 4) for key, value in out.items()}
 
 
+HEADERS = [
+    "backend",
+    "filter",
+    "vp p50",
+    "vp p95",
+    "raw p50",
+    "raw p95",
+    "p50 ratio",
+    "p95 ratio",
+    "p99 ratio",
+    "agree",
+]
+FIELDS = [
+    "vectorport_p50_ms",
+    "vectorport_p95_ms",
+    "raw_p50_ms",
+    "raw_p95_ms",
+    "ratio_p50",
+    "ratio_p95",
+    "ratio_p99",
+    "agreement",
+]
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    head = (
-        f"{'backend':<15} {'filter':<15} {'vp p50':>8} {'vp p95':>8} {'raw p50':>8} {'raw p95':>8} "
-        f"{'p50 ratio':>9} {'p95 ratio':>9} {'p99 ratio':>9} {'agree':>6}"
+    return h.table(
+        HEADERS,
+        [
+            [row["backend"], row.get("filter", ""), f"error: {row['error']}"]
+            if "error" in row
+            else [row["backend"], row["filter"], *(row[f] for f in FIELDS)]
+            for row in rows
+        ],
     )
-    lines = [head, "-" * len(head)]
-    for row in rows:
-        if "error" in row:
-            lines.append(f"{row['backend']:<15} {row.get('filter', ''):<15} error: {row['error']}")
-            continue
-        lines.append(
-            f"{row['backend']:<15} {row['filter']:<15} {row['vectorport_p50_ms']:>8.2f} "
-            f"{row['vectorport_p95_ms']:>8.2f} {row['raw_p50_ms']:>8.2f} {row['raw_p95_ms']:>8.2f} "
-            f"{row['ratio_p50']:>9.3f} {row['ratio_p95']:>9.3f} {row['ratio_p99']:>9.3f} "
-            f"{row['agreement']:>6.3f}"
-        )
-    return "\n".join(lines)
+
+
+def run_backend(backend: str, data: Dataset, warm: np.ndarray, root: Path, report: dict[str, Any]) -> None:
+    cleanup: list[Callable[[], Any]] = []
+    try:
+        began = time.perf_counter()
+        store, raw = OPENERS[backend](data, root, cleanup)
+        report["load_s"][backend] = round(time.perf_counter() - began, 2)
+        bench = Bench(store, raw)
+        h.log(f"{backend}: loaded {len(data.keys):,} in {report['load_s'][backend]} s")
+        for label, where in FILTERS.items():
+            row = {"backend": backend, "filter": label, **measure(bench, warm, data.queries, where)}
+            report["results"].append(row)
+            h.log(table([row]).splitlines()[-1])
+    except Exception as exc:  # one backend failing must not hide the others
+        report["results"].append({"backend": backend, "error": f"{type(exc).__name__}: {exc}"})
+        h.log(f"{backend}: {type(exc).__name__}: {exc}")
+    finally:
+        close_all(cleanup)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=20_000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=10, help="untimed queries per side and filter")
-    parser.add_argument("--backends", default=",".join(ALL_BACKENDS))
-    parser.add_argument("--json", action="store_true", help="JSON on stdout, the table on stderr")
-    args = parser.parse_args()
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    ap = h.parser(__doc__.splitlines()[0], n=20_000, quick={"n": 2000, "queries": 50})
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=10, help="untimed queries per side and filter")
+    ap.add_argument("--backends", default=",".join(ALL_BACKENDS))
+    args = h.parse(ap)
+    backends = h.csv(args.backends)
     unknown = sorted(set(backends) - set(ALL_BACKENDS) - set(OTHER_BACKENDS))
     if unknown:
-        parser.error(f"unknown backends {unknown}; choose among {', '.join(ALL_BACKENDS + OTHER_BACKENDS)}")
-
+        ap.error(f"unknown backends {unknown}; choose among {', '.join(ALL_BACKENDS + OTHER_BACKENDS)}")
     data = Dataset(args.n, args.dim, args.queries)
     warm = (
         query_vectors(args.warmup, args.dim, clusters=64, seed=SEED + 1) if args.warmup else data.queries[:0]
     )
     report: dict[str, Any] = {
         "vectorport": str(Path(vectorport.__file__).parent),
-        "n": args.n,
-        "dim": args.dim,
-        "queries": args.queries,
-        "warmup": args.warmup,
         "k": K,
-        "load_avg_start": [round(x, 2) for x in os.getloadavg()],
         "load_s": {},
         "results": [],
     }
-    log = sys.stderr if args.json else sys.stdout
-    root = Path(tempfile.mkdtemp(prefix="vectorport-overhead-"))
     # When run as root the embedded PostgreSQL runs as another user that must reach its directory.
-    root.chmod(0o755)
-    try:
+    with h.workdir("overhead") as root:
         for backend in backends:
-            cleanup: list[Callable[[], Any]] = []
-            try:
-                began = time.perf_counter()
-                store, raw = OPENERS[backend](data, root, cleanup)
-                report["load_s"][backend] = round(time.perf_counter() - began, 2)
-                bench = Bench(store, raw)
-                print(f"{backend}: loaded {args.n} x {args.dim} in {report['load_s'][backend]} s", file=log)
-                for label, where in FILTERS.items():
-                    row = {"backend": backend, "filter": label, **measure(bench, warm, data.queries, where)}
-                    report["results"].append(row)
-                    print(table([row]).splitlines()[-1], file=log)
-            except Exception as exc:  # one backend failing must not hide the others
-                report["results"].append({"backend": backend, "error": f"{type(exc).__name__}: {exc}"})
-                print(f"{backend}: {type(exc).__name__}: {exc}", file=log)
-            finally:
-                close_all(cleanup)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    report["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
-    print(file=log)
-    print(table(report["results"]), file=log)
-    print(f"load average start {report['load_avg_start']}, end {report['load_avg_end']}", file=log)
-    if args.json:
-        print(json.dumps(report, indent=2))
+            run_backend(backend, data, warm, root, report)
+    h.emit("query-overhead", args, report, table(report["results"]))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """One process against Ray with N workers on the same migration, as a ratio, in one run.
 
     python benchmarks/ray_bench.py [--n 200000] [--dim 384] [--workers 2] [--address ADDR]
-                                   [--legs parquet-pgvector,parquet-s3vectors] [--json]
+        [--legs parquet-pgvector,parquet-s3vectors] [--json] [--output FILE] [--quick]
 
 The source is a Parquet snapshot (``parquet://DIR``) of ``--n`` generated records, so every
 worker process reads it as it is (loading it is not timed). For each leg the same source is
@@ -23,101 +23,79 @@ scan rate as the yardstick (export / raw scan near 1.0: writing Parquet costs li
 scan).
 
 Reported per leg: seconds of each phase, copy rate (index build excluded; for Ray: the records
-over the slowest shard's copy seconds, the shards running at once) and end-to-end rate of both runs, the
-speed-up (one-process seconds / Ray seconds, for the copy and end to end) and each Ray worker's
-own copy rate (its records / its copy seconds), the figure a capacity plan multiplies.
+over the copy stage's seconds, the tasks running at once) and end-to-end rate of both runs, the
+speed-up (one-process seconds / Ray seconds, for the copy and end to end) and each Ray task's
+own copy rate (its records / its seconds), the figure a capacity plan multiplies.
 On a machine with fewer free cores than workers the speed-up is bounded by the cores, not by
 vectorport: say how many were free when quoting it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import _harness as h
+import ray
+
 import vectorport
-from vectorport import Record
-from vectorport._registry import resolve
-from vectorport.testing import clustered_records
+from vectorport.ray import export_on_ray, migrate_on_ray, verify_on_ray
+from vectorport.snapshot import export, snapshot_url
 
 LOAD_BATCH = 5000
 
 
-def _records(n: int, dim: int) -> list[Record]:
-    """Clustered vectors (uniform random ones defeat any HNSW graph, so the query check of the
-    verification would fail on data no one embeds) with metadata every target accepts."""
-    rules = resolve("s3vectors").load().capabilities.metadata
-    return clustered_records(n, dim, seed=1, rules=rules)
-
-
 def make_snapshot(directory: Path, n: int, dim: int) -> str:
     """A ``parquet://`` source of ``n`` records (generated into memory, exported, not timed)."""
-    from vectorport.snapshot import export, snapshot_url
-
     store = vectorport.connect("memory://ray-bench-source", dimension=dim)
-    records = _records(n, dim)
-    for start in range(0, n, LOAD_BATCH):
-        store.upsert(records[start : start + LOAD_BATCH])
+    records = h.portable_records(n, dim)
+    h.upsert_all(store, records, LOAD_BATCH)
     export("memory://ray-bench-source", directory, verify=False)
     store.drop()
     return snapshot_url(directory)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _rate(n: int, seconds: float) -> float:
-    return round(n / seconds) if seconds > 0 else 0.0
-
-
-def leg(name: str, source: str, target: str, n: int, workers: int, work: Path) -> dict[str, Any]:
-    from vectorport.ray import migrate_on_ray
-
-    print(f"[{name}] one process …", file=sys.stderr, flush=True)
-    t0 = time.monotonic()
-    one = vectorport.migrate.run(
-        source, target % "single", checkpoint=work / f"{name}-one.json", sample_queries=5
-    )
-    one_total = time.monotonic() - t0
+def one_process(source: str, target: str, checkpoint: Path) -> Any:
+    one = vectorport.migrate.run(source, target, checkpoint=checkpoint, sample_queries=5)
     # every record must be equal; the sampled query check is reported, not asserted
     assert one.verification is not None and one.verification.differences == 0, one.to_json()
     assert one.copy is not None
-    print(f"[{name}] ray, {workers} workers …", file=sys.stderr, flush=True)
-    t0 = time.monotonic()
-    ray_report = migrate_on_ray(
-        source, target % "ray", workers=workers, checkpoint=work / f"{name}-ray.json", sample_queries=5
-    )
-    ray_total = time.monotonic() - t0
-    assert ray_report.status in ("verified", "quality"), json.dumps(ray_report.to_dict(), default=str)[:2000]
-    assert ray_report.records == n == ray_report.target_count
+    return one
+
+
+def on_ray(source: str, target: str, n: int, workers: int, checkpoint: Path) -> Any:
+    got = migrate_on_ray(source, target, workers=workers, checkpoint=checkpoint, sample_queries=5)
+    assert got.status in ("verified", "quality"), got.to_json()[:2000]
+    assert got.copy is not None and got.copy.records == n, got.to_json()[:2000]
+    assert got.verification is not None and got.verification.differences == 0, got.to_json()[:2000]
+    return got
+
+
+def leg(name: str, source: str, target: str, n: int, workers: int, work: Path) -> dict[str, Any]:
+    h.log(f"[{name}] one process, then ray with {workers} workers …")
+    race = h.Race(
+        "one_process",
+        {
+            "one_process": lambda r: one_process(source, target % "single", work / f"{name}-one.json"),
+            "ray": lambda r: on_ray(source, target % "ray", n, workers, work / f"{name}-ray.json"),
+        },
+    ).run(1)
+    one, ray_report = race.results["one_process"][0], race.results["ray"][0]
+    one_total, ray_total = race.median("one_process"), race.median("ray")
     one_copy = one.copy.seconds
-    # the shards copy at the same time: the Ray copy lasts as long as its slowest shard's copy
-    ray_copy = max(s.copy.seconds for s in ray_report.shards if s.copy is not None)
-    per_worker = []
-    for w, shard in zip(ray_report.per_worker, ray_report.shards, strict=True):
-        assert shard.copy is not None
-        per_worker.append(
-            {
-                "shard": w["shard"],
-                "records": w["records"],
-                "copy_seconds": round(shard.copy.seconds, 2),
-                "index_seconds": round(shard.copy.index_seconds, 2),
-                "copy_per_s": _rate(w["records"], shard.copy.seconds),
-                "task_seconds": w["seconds"],
-            }
-        )
+    # the tasks copy at the same time: the Ray copy lasts from the first task's start to the last one's end
+    ray_copy = ray_report.copy.seconds
+    per_worker = [
+        {
+            "task": w.get("task", w.get("shard")),
+            "records": w["records"],
+            "seconds": w["seconds"],
+            "copy_per_s": round(w["records_per_second"] or 0),
+        }
+        for w in ray_report.engine.get("per_worker", [])
+    ]
     checks = verify_and_export(source, target % "single", n, workers, work / name.split()[-1])
     return {
         "leg": name,
@@ -128,22 +106,23 @@ def leg(name: str, source: str, target: str, n: int, workers: int, work: Path) -
             "timings_s": {k: round(v, 2) for k, v in one.timings.items()},
             "index_seconds": round(one.copy.index_seconds, 2),
             "copy_seconds": round(one_copy, 2),
-            "copy_per_s": _rate(n, one_copy),
+            "copy_per_s": h.rate(n, one_copy),
             "total_s": round(one_total, 2),
-            "end_to_end_per_s": _rate(n, one_total),
+            "end_to_end_per_s": h.rate(n, one_total),
         },
         "ray": {
             "status": ray_report.status,
             "workers": workers,
             "timings_s": {k: round(v, 2) for k, v in ray_report.timings.items()},
+            "index_seconds": round(ray_report.copy.index_seconds, 2),
             "copy_seconds": round(ray_copy, 2),
-            "copy_per_s": _rate(n, ray_copy),
+            "copy_per_s": h.rate(n, ray_copy),
             "total_s": round(ray_total, 2),
-            "end_to_end_per_s": _rate(n, ray_total),
+            "end_to_end_per_s": h.rate(n, ray_total),
             "per_worker": per_worker,
         },
         "speedup_copy": round(one_copy / ray_copy, 2),
-        "speedup_end_to_end": round(one_total / ray_total, 2),
+        "speedup_end_to_end": round(race.ratios()["ray"], 2),
     }
 
 
@@ -151,9 +130,6 @@ def verify_and_export(source: str, target: str, n: int, workers: int, work: Path
     """On the migrated target: verify in one process vs ``verify_on_ray`` (merged segment
     digests), and export in one process vs ``export_on_ray``, with the raw scan rate of the
     same target as the yardstick of both exports."""
-    from vectorport.ray import export_on_ray, verify_on_ray
-    from vectorport.snapshot import export
-
     t0 = time.monotonic()
     one = vectorport.verify(source, target, sample_queries=5)
     one_s = time.monotonic() - t0
@@ -183,118 +159,124 @@ def verify_and_export(source: str, target: str, n: int, workers: int, work: Path
             ],
         },
         "export": {
-            "raw_scan_per_s": _rate(n, scan_s),
-            "one_process_per_s": _rate(n, export_one_s),
-            "ray_per_s": _rate(n, export_ray_s),
+            "raw_scan_per_s": h.rate(n, scan_s),
+            "one_process_per_s": h.rate(n, export_one_s),
+            "ray_per_s": h.rate(n, export_ray_s),
             "one_process_vs_raw_scan": round(scan_s / export_one_s, 2),
             "ray_vs_one_process": round(export_one_s / export_ray_s, 2),
         },
     }
 
 
+def start_ray(workers: int, address: str | None) -> None:
+    src = str(Path(vectorport.__file__).resolve().parents[1])
+    # the workers import the same vectorport as this process
+    env = {"env_vars": {"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}}
+    if address:
+        ray.init(address=address, runtime_env=env, log_to_driver=False)
+    else:
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env=env)
+
+
 def run(n: int, dim: int, workers: int, address: str | None, legs: list[str]) -> dict[str, Any]:
-    import ray
-
-    from vectorport.backends.pgvector._embedded import stop_embedded
-
-    work = Path(tempfile.mkdtemp(prefix="vectorport-ray-bench-"))
-    work.chmod(0o755)
     out: dict[str, Any] = {
         "n": n,
         "dim": dim,
         "workers": workers,
         "cluster": address or f"local, num_cpus={workers}",
-        "cpus_on_this_machine": os.cpu_count(),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
-    server = None
-    try:
-        print(f"snapshot of {n} x {dim} …", file=sys.stderr, flush=True)
+    with h.workdir("ray-bench") as work, h.bucket_server() as bucket:
+        h.log(f"snapshot of {n:,} x {dim} …")
         t0 = time.monotonic()
         source = make_snapshot(work / "snap", n, dim)
         out["snapshot_seconds"] = round(time.monotonic() - t0, 1)
-        src = str(Path(vectorport.__file__).resolve().parents[1])
-        # the workers import the same vectorport as this process
-        env = {"env_vars": {"PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}}
-        if address:
-            ray.init(address=address, runtime_env=env, log_to_driver=False)
-        else:
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env=env)
-        out["legs"] = []
-        if "parquet-pgvector" in legs:
-            pg = f"pgvector://{work / 'pg'}?table=%s"
-            out["legs"].append(leg("parquet -> pgvector", source, pg, n, workers, work))
-            print(out["legs"][-1], file=sys.stderr, flush=True)
-        if "parquet-s3vectors" in legs:
-            port = free_port()
-            server = subprocess.Popen(
-                [sys.executable, "-m", "vectorport.bucketserver", "--port", str(port)],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            time.sleep(1.0)
-            s3 = f"s3vectors://bench/%s?endpoint_url=http://127.0.0.1:{port}&write_rate=0"
-            out["legs"].append(leg("parquet -> s3vectors (bucket server)", source, s3, n, workers, work))
-            print(out["legs"][-1], file=sys.stderr, flush=True)
-        out["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-        return out
-    finally:
-        if ray.is_initialized():
+        start_ray(workers, address)
+        try:
+            out["legs"] = []
+            if "parquet-pgvector" in legs:
+                pg = f"pgvector://{work / 'pg'}?table=%s"
+                out["legs"].append(leg("parquet -> pgvector", source, pg, n, workers, work))
+            if "parquet-s3vectors" in legs:
+                s3 = f"s3vectors://bench/%s?endpoint_url={bucket}&write_rate=0"
+                out["legs"].append(leg("parquet -> s3vectors (bucket server)", source, s3, n, workers, work))
+        finally:
             ray.shutdown()
-        if server is not None:
-            server.terminate()
-            server.wait()
-        stop_embedded(work / "pg")
-        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _copies(legs: list[dict[str, Any]]) -> str:
+    rows = [
+        [
+            r["leg"],
+            r["one_process"]["copy_per_s"],
+            r["ray"]["copy_per_s"],
+            ", ".join(f"{w['copy_per_s']:,}" for w in r["ray"]["per_worker"]),
+            r["one_process"]["total_s"],
+            r["ray"]["total_s"],
+            f"{r['speedup_copy']:.2f}x",
+            f"{r['speedup_end_to_end']:.2f}x",
+        ]
+        for r in legs
+    ]
+    return h.table(
+        [
+            "leg",
+            "one process copy /s",
+            "Ray copy /s",
+            "per worker copy /s",
+            "one process total s",
+            "Ray total s",
+            "speed-up copy",
+            "speed-up end to end",
+        ],
+        rows,
+    )
+
+
+def _checks(legs: list[dict[str, Any]]) -> str:
+    rows = [
+        [
+            r["leg"],
+            r["verify"]["one_process_s"],
+            r["verify"]["ray_s"],
+            f"{r['verify']['speedup']:.2f}x",
+            r["export"]["raw_scan_per_s"],
+            r["export"]["one_process_per_s"],
+            r["export"]["ray_per_s"],
+            r["export"]["one_process_vs_raw_scan"],
+            f"{r['export']['ray_vs_one_process']:.2f}x",
+        ]
+        for r in legs
+    ]
+    return h.table(
+        [
+            "leg",
+            "verify one process s",
+            "verify Ray s",
+            "speed-up",
+            "raw scan /s",
+            "export one process /s",
+            "export Ray /s",
+            "export / raw scan",
+            "Ray export speed-up",
+        ],
+        rows,
+    )
 
 
 def _table(out: dict[str, Any]) -> str:
-    rows = [
-        f"{out['n']:,} records x {out['dim']} dims, Ray: {out['workers']} workers ({out['cluster']}), "
-        f"{out['cpus_on_this_machine']} CPUs, load average {out['load_average_at_start']} at start",
-        "",
-        "| leg | one process copy /s | Ray copy /s | per worker copy /s | one process total s "
-        "| Ray total s | speed-up copy | speed-up end to end |",
-        "|---|---:|---:|---|---:|---:|---:|---:|",
-    ]
-    for r in out["legs"]:
-        per = ", ".join(f"{w['copy_per_s']:,}" for w in r["ray"]["per_worker"])
-        rows.append(
-            f"| {r['leg']} | {r['one_process']['copy_per_s']:,} | {r['ray']['copy_per_s']:,} | {per} | "
-            f"{r['one_process']['total_s']:.1f} | {r['ray']['total_s']:.1f} | "
-            f"{r['speedup_copy']:.2f}x | {r['speedup_end_to_end']:.2f}x |"
-        )
-    rows += [
-        "",
-        "| leg | verify one process s | verify Ray s | speed-up | raw scan /s | export one process /s "
-        "| export Ray /s | export / raw scan | Ray export speed-up |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in out["legs"]:
-        v, e = r["verify"], r["export"]
-        rows.append(
-            f"| {r['leg']} | {v['one_process_s']:.1f} | {v['ray_s']:.1f} | {v['speedup']:.2f}x | "
-            f"{e['raw_scan_per_s']:,} | {e['one_process_per_s']:,} | {e['ray_per_s']:,} | "
-            f"{e['one_process_vs_raw_scan']:.2f} | {e['ray_vs_one_process']:.2f}x |"
-        )
-    return "\n".join(rows)
+    head = f"{out['n']:,} records x {out['dim']} dims, Ray: {out['workers']} workers ({out['cluster']})"
+    return "\n\n".join([head, _copies(out["legs"]), _checks(out["legs"])])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=200_000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument(
-        "--address", default=None, help="a running Ray cluster (e.g. auto); default: a local one"
-    )
-    parser.add_argument("--legs", default="parquet-pgvector,parquet-s3vectors")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    out = run(args.n, args.dim, args.workers, args.address, args.legs.split(","))
-    print(json.dumps(out, indent=2) if args.json else _table(out))
+    ap = h.parser(__doc__, n=200_000, quick={"n": 2000})
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--address", default=None, help="a running Ray cluster (e.g. auto); default: a local one")
+    ap.add_argument("--legs", default="parquet-pgvector,parquet-s3vectors")
+    args = h.parse(ap)
+    out = run(args.n, args.dim, args.workers, args.address, h.csv(args.legs))
+    h.emit("ray", args, out, _table(out))
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 query latency at 100k x 384.
 
     python benchmarks/s3vectors_bench.py [--n 100000] [--dim 384] [--queries 200] [--data DIR]
+        [--http-n 100000] [--server-n 100000] [--json] [--output FILE] [--quick]
 
 Puts: raw boto3 with its default config (botocore validates every parameter) and with
 ``parameter_validation=False``; the adapter unpaced (``write_rate=0``) and with its default
 client-side pacing (2,500 vectors/s per index, AWS's limit). Scans: ListVectors with
-``returnData`` and ``returnMetadata`` over the whole index, raw boto3 vs ``store.scan``.
+``returnData`` and ``returnMetadata`` over the whole index, raw boto3 vs ``store.scan``. Queries
+(k=10, unfiltered and ``{"lang": "fr"}``): raw ``query_vectors`` and ``store.query``, alternating
+which goes first.
 ``--data`` runs the server durably (write-ahead log, fsync per batch) instead of in memory.
 
 Server alone: the server in a process of its own takes PutVectors requests of 500 x ``dim``
@@ -16,20 +19,19 @@ JSON encoding is in the figure (``--server-n``; 0 skips it). The per-index write
 Vectors is 2,500 vectors/s; a migration into the local server can only approach it when the
 server alone is well above it.
 
-Prints a table and the adapter/raw ratios (1.0 = no overhead).
+Prints a table and the adapter/raw ratios (throughput for puts and scans, p50 latency for
+queries; 1.0 = no overhead).
 """
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
 
+import _harness as h
 import numpy as np
 
 import vectorport
@@ -83,8 +85,17 @@ def _raw_scan(client: Any, index: str) -> float:
             return seen / (time.perf_counter() - began)
 
 
-def _pct(values: list[float], p: float) -> float:
-    return float(np.percentile(np.asarray(values) * 1000.0, p))
+def query_race(raw: Any, store: Any, qs: np.ndarray, flt: dict[str, Any] | None) -> h.Race:
+    kw: dict[str, Any] = {"filter": flt} if flt else {}
+    request = {"vectorBucketName": "bench", "indexName": "raw", "topK": 10, "returnDistance": True, **kw}
+    return h.Race(
+        "raw",
+        {
+            "raw": lambda r: raw.query_vectors(queryVector={"float32": qs[r].tolist()}, **request),
+            "vectorport": lambda r: store.query(qs[r], k=10, filter=flt),
+        },
+        ratio="time",
+    ).run(len(qs))
 
 
 def bench_http(n: int, dim: int, queries: int, data: str | None) -> dict[str, float]:
@@ -133,26 +144,10 @@ def bench_http(n: int, dim: int, queries: int, data: str | None) -> dict[str, fl
         assert scanned == n
 
         for label, flt in (("", None), ("_filtered", {"lang": "fr"})):
-            raw_t, ad_t = [], []
-            for q in qs:
-                t0 = time.perf_counter()
-                kw: dict[str, Any] = {"filter": flt} if flt else {}
-                raw.query_vectors(
-                    vectorBucketName="bench",
-                    indexName="raw",
-                    topK=10,
-                    queryVector={"float32": q.tolist()},
-                    returnDistance=True,
-                    **kw,
-                )
-                raw_t.append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                store.query(q, k=10, filter=flt)
-                ad_t.append(time.perf_counter() - t0)
-            out[f"raw_query{label}_p50_ms"] = _pct(raw_t, 50)
-            out[f"adapter_query{label}_p50_ms"] = _pct(ad_t, 50)
-            out[f"raw_query{label}_p95_ms"] = _pct(raw_t, 95)
-            out[f"adapter_query{label}_p95_ms"] = _pct(ad_t, 95)
+            race = query_race(raw, store, qs, flt)
+            for side, name in (("raw", "raw"), ("adapter", "vectorport")):
+                out[f"{side}_query{label}_p50_ms"] = race.percentile_ms(name, 50)
+                out[f"{side}_query{label}_p95_ms"] = race.percentile_ms(name, 95)
         began = time.perf_counter()
         counted = store.count()
         out["adapter_count_s"] = time.perf_counter() - began
@@ -192,11 +187,8 @@ def bench_server_put(n: int, dim: int, threads: int = 4, batch: int = 500) -> di
         ).encode()
         for lo in range(0, n, batch)
     ]
-    cmd = [sys.executable, "-m", "vectorport.bucketserver", "--port", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        host, port = proc.stdout.readline().strip().removeprefix("http://").rsplit(":", 1)
+    with h.bucket_server() as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
         conns = [http.client.HTTPConnection(host, int(port), timeout=600) for _ in range(threads)]
         _post(conns[0], "CreateVectorBucket", b'{"vectorBucketName": "bench"}')
         index = {
@@ -219,9 +211,6 @@ def bench_server_put(n: int, dim: int, threads: int = 4, batch: int = 500) -> di
         for w in workers:
             w.join()
         elapsed = time.perf_counter() - began
-    finally:
-        proc.terminate()
-        proc.wait(30)
     return {"server_put_per_s": n / elapsed, "server_put_cap_ratio": n / elapsed / 2500.0}
 
 
@@ -245,45 +234,60 @@ def bench_engine(n: int, dim: int, queries: int) -> dict[str, float]:
             t0 = time.perf_counter()
             table.search(q, 10, node)
             times.append(time.perf_counter() - t0)
-        out[f"engine_query{label}_p50_ms"] = _pct(times, 50)
-        out[f"engine_query{label}_p95_ms"] = _pct(times, 95)
+        out[f"engine_query{label}_p50_ms"] = h.percentile_ms(times, 50)
+        out[f"engine_query{label}_p95_ms"] = h.percentile_ms(times, 95)
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--http-n", type=int, default=100_000, help="records for the adapter-vs-boto3 part")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--server-n", type=int, default=100_000, help="records for the server-alone puts")
-    parser.add_argument("--data", help="server data directory (durable); default: in memory")
-    args = parser.parse_args()
-    if args.server_n:
-        alone = bench_server_put(args.server_n, args.dim)
-        print(f"## server alone: PutVectors of 500 x {args.dim} from 4 connections, in memory")
-        for key, value in alone.items():
-            print(f"{key:32s} {value:12.2f}")
-    http = bench_http(args.http_n, args.dim, args.queries, args.data)
-    engine = bench_engine(args.n, args.dim, args.queries)
-    where = f"durable in {args.data}" if args.data else "in memory"
-    print(f"## adapter vs raw boto3 (local server over HTTP, {where}, {args.http_n} x {args.dim}, cosine)")
-    for key, value in http.items():
-        print(f"{key:32s} {value:12.2f}")
-    print(f"put throughput ratio (adapter/raw):   {http['adapter_put_per_s'] / http['raw_put_per_s']:.2f}")
-    print(
-        f"put ratio (adapter/raw, no botocore validation): "
-        f"{http['adapter_put_per_s'] / http['raw_noval_put_per_s']:.2f}"
-    )
-    paced = http["adapter_paced_put_per_s"] / http["raw_put_per_s"]
-    print(f"put ratio (adapter paced at 2,500/s / raw): {paced:.2f}")
-    print(f"scan throughput ratio (adapter/raw):  {http['adapter_scan_per_s'] / http['raw_scan_per_s']:.2f}")
+def ratios(http: dict[str, float]) -> dict[str, float]:
+    """adapter / raw: throughput for puts and scans (>= 1: the adapter is as fast), p50 latency
+    for queries (<= 1: no overhead)."""
+    out = {
+        "put": http["adapter_put_per_s"] / http["raw_put_per_s"],
+        "put_vs_raw_without_validation": http["adapter_put_per_s"] / http["raw_noval_put_per_s"],
+        "put_paced_vs_raw": http["adapter_paced_put_per_s"] / http["raw_put_per_s"],
+        "scan": http["adapter_scan_per_s"] / http["raw_scan_per_s"],
+    }
     for label in ("", "_filtered"):
-        ratio = http[f"adapter_query{label}_p50_ms"] / http[f"raw_query{label}_p50_ms"]
-        print(f"query{label} p50 latency ratio (adapter/raw): {ratio:.2f}")
-    print(f"## server engine, exact search at {args.n} x {args.dim} (cosine, top-10)")
-    for key, value in engine.items():
-        print(f"{key:32s} {value:12.2f}")
+        out[f"query{label}_p50"] = http[f"adapter_query{label}_p50_ms"] / http[f"raw_query{label}_p50_ms"]
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def main() -> None:
+    ap = h.parser(__doc__, n=100_000, quick={"n": 2000, "http_n": 2000, "server_n": 2000, "queries": 50})
+    ap.add_argument("--http-n", type=int, default=100_000, help="records for the adapter-vs-boto3 part")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--server-n", type=int, default=100_000, help="records for the server-alone puts")
+    ap.add_argument("--data", help="server data directory (durable); default: in memory")
+    args = h.parse(ap)
+    out: dict[str, Any] = {}
+    if args.server_n:
+        h.log(f"server alone: {args.server_n:,} x {args.dim} …")
+        out["server_alone"] = bench_server_put(args.server_n, args.dim)
+    h.log(f"adapter vs raw boto3: {args.http_n:,} x {args.dim} …")
+    out["http"] = bench_http(args.http_n, args.dim, args.queries, args.data)
+    out["ratios"] = ratios(out["http"])
+    h.log(f"server engine: {args.n:,} x {args.dim} …")
+    out["engine"] = bench_engine(args.n, args.dim, args.queries)
+    where = f"durable in {args.data}" if args.data else "in memory"
+    sections = [
+        (
+            f"server alone: PutVectors of 500 x {args.dim} from 4 connections, in memory",
+            out.get("server_alone", {}),
+        ),
+        (
+            f"adapter vs raw boto3 (local server over HTTP, {where}, {args.http_n:,} x {args.dim}, cosine)",
+            out["http"],
+        ),
+        ("ratios, adapter / raw", out["ratios"]),
+        (f"server engine, exact search at {args.n:,} x {args.dim} (cosine, top-10)", out["engine"]),
+    ]
+    text = "\n\n".join(
+        f"## {title}\n" + h.table(["figure", "value"], list(figures.items()))
+        for title, figures in sections
+        if figures
+    )
+    h.emit("s3vectors", args, out, text)
 
 
 if __name__ == "__main__":

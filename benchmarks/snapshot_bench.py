@@ -2,6 +2,7 @@
 measured in the same run.
 
     python benchmarks/snapshot_bench.py [--n 100000] [--dim 384] [--stores memory,pgvector] [--json]
+        [--output FILE] [--quick]
 
 For each store (``memory://`` in this process; pgvector on an embedded server):
 
@@ -22,162 +23,146 @@ moving the records; the Parquet side is cheap when it is well above 1 on the sca
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
-import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import _harness as h
+
 import vectorport
-from vectorport import Record
 from vectorport._features import bulk_load_of
-from vectorport._registry import resolve
-from vectorport.testing import clustered_records
+from vectorport.snapshot import export, import_snapshot
 
 BATCH = 1000
 CONCURRENCY = 4
 LOAD_BATCH = 5000
 
 
-def _records(n: int, dim: int) -> list[Record]:
-    """Clustered vectors (uniform random ones defeat any HNSW graph, so the query check of the
-    verification would fail on data no one embeds) with metadata every target accepts."""
-    rules = resolve("s3vectors").load().capabilities.metadata
-    return clustered_records(n, dim, seed=1, rules=rules)
+def load(url: str, records: list[Any]) -> None:
+    n, dim = len(records), len(records[0].vector)
+    with vectorport.connect(url, dimension=dim) as source, bulk_load_of(source, n):
+        h.upsert_all(source, records, LOAD_BATCH)
 
 
-def _rate(n: int, seconds: float) -> float:
-    return round(n / seconds) if seconds > 0 else 0.0
+def raw_scan(url: str) -> int:
+    with vectorport.connect(url) as s:
+        return sum(len(page) for page in s.scan(batch_size=BATCH))
+
+
+def raw_write(url: str, records: list[Any]) -> None:
+    chunks = [records[i : i + BATCH] for i in range(0, len(records), BATCH)]
+    with vectorport.connect(url, dimension=len(records[0].vector)) as s:
+        with bulk_load_of(s, len(records)), ThreadPoolExecutor(CONCURRENCY) as pool:
+            list(pool.map(s.upsert, chunks))
+        s.drop()
+
+
+def exported(url: str, snap: Path) -> h.Timed:
+    """The export's own seconds; the read-back verification that follows is timed apart."""
+    got = export(url, snap, sample_queries=5)
+    assert got.verification is not None and got.verification.differences == 0, got.to_dict()
+    return h.Timed(got.timings["export"], got)
+
+
+def imported(snap: Path, url: str, checkpoint: Path) -> h.Timed:
+    """Its write seconds: copy + index, the same work as the raw write."""
+    t0 = time.monotonic()
+    got = import_snapshot(snap, url, checkpoint=checkpoint, sample_queries=5)
+    total = time.monotonic() - t0
+    assert got.verification is not None and got.verification.differences == 0, got.to_json()
+    assert got.copy is not None
+    return h.Timed(got.copy.seconds + got.copy.index_seconds, (got, total))
 
 
 def store_leg(name: str, url: str, n: int, dim: int, work: Path) -> dict[str, Any]:
     """``url`` has one ``%s``: the collection (or table) name."""
-    from vectorport.snapshot import export, import_snapshot
-
-    out: dict[str, Any] = {"store": name, "records": n}
-    source = vectorport.connect(url % "source", dimension=dim)
-    records = _records(n, dim)
-    with bulk_load_of(source, n):
-        for start in range(0, n, LOAD_BATCH):
-            source.upsert(records[start : start + LOAD_BATCH])
-    source.close()
-
-    print(f"[{name}] raw scan …", flush=True, file=sys.stderr)
-    with vectorport.connect(url % "source") as s:
-        t0 = time.monotonic()
-        scanned = sum(len(page) for page in s.scan(batch_size=BATCH))
-        scan_s = time.monotonic() - t0
-    assert scanned == n, scanned
-
-    print(f"[{name}] export …", flush=True, file=sys.stderr)
+    records = h.portable_records(n, dim)
+    load(url % "source", records)
     snap = work / f"snap-{name}"
-    exported = export(url % "source", snap, sample_queries=5)
-    assert exported.count == n and exported.verification is not None, exported.to_dict()
-    assert exported.verification.differences == 0, exported.to_dict()
-    export_s = exported.timings["export"]
-
-    print(f"[{name}] raw write …", flush=True, file=sys.stderr)
-    chunks = [records[i : i + BATCH] for i in range(0, n, BATCH)]
-    with vectorport.connect(url % "raw", dimension=dim) as s:
-        t0 = time.monotonic()
-        with bulk_load_of(s, n), ThreadPoolExecutor(CONCURRENCY) as pool:
-            list(pool.map(s.upsert, chunks))
-        write_s = time.monotonic() - t0
-        s.drop()
-    del chunks
-
-    print(f"[{name}] import …", flush=True, file=sys.stderr)
-    t0 = time.monotonic()
-    imported = import_snapshot(
-        snap, url % "restored", checkpoint=work / f"{name}-import.json", sample_queries=5
-    )
-    import_total = time.monotonic() - t0
-    assert imported.verification is not None and imported.verification.differences == 0, imported.to_json()
-    assert imported.copy is not None
-    import_write_s = imported.copy.seconds + imported.copy.index_seconds
-
-    out.update(
+    h.log(f"[{name}] raw scan, then export …")
+    reading = h.Race(
+        "raw_scan",
+        {"raw_scan": lambda r: raw_scan(url % "source"), "export": lambda r: exported(url % "source", snap)},
+    ).run(1)
+    assert reading.results["raw_scan"][0] == n
+    h.log(f"[{name}] raw write, then import …")
+    writing = h.Race(
+        "raw_write",
         {
-            "raw_scan_per_s": _rate(n, scan_s),
-            "export_per_s": _rate(n, export_s),
-            "export_vs_scan": round(scan_s / export_s, 2),
-            "export_verify_s": round(exported.timings.get("verify", 0.0), 2),
-            "snapshot_parts": exported.parts,
-            "snapshot_mib": round(exported.bytes / 2**20, 1),
-            "raw_write_per_s": _rate(n, write_s),
-            "import_write_per_s": _rate(n, import_write_s),
-            "import_vs_write": round(write_s / import_write_s, 2),
-            "import_index_s": round(imported.copy.index_seconds, 2),
-            "import_timings_s": {k: round(v, 2) for k, v in imported.timings.items()},
-            "import_total_s": round(import_total, 2),
-            "export_status": exported.status,
-            "import_status": imported.status,
-        }
-    )
-    return out
+            "raw_write": lambda r: raw_write(url % "raw", records),
+            "import": lambda r: imported(snap, url % "restored", work / f"{name}-import.json"),
+        },
+    ).run(1)
+    ex = reading.results["export"][0]
+    im, import_total = writing.results["import"][0]
+    return {
+        "store": name,
+        "records": n,
+        "raw_scan_per_s": h.rate(n, reading.median("raw_scan")),
+        "export_per_s": h.rate(n, reading.median("export")),
+        "export_vs_scan": round(reading.ratios()["export"], 2),
+        "export_verify_s": round(ex.timings.get("verify", 0.0), 2),
+        "snapshot_parts": ex.parts,
+        "snapshot_mib": round(ex.bytes / 2**20, 1),
+        "raw_write_per_s": h.rate(n, writing.median("raw_write")),
+        "import_write_per_s": h.rate(n, writing.median("import")),
+        "import_vs_write": round(writing.ratios()["import"], 2),
+        "import_index_s": round(im.copy.index_seconds, 2),
+        "import_timings_s": {k: round(v, 2) for k, v in im.timings.items()},
+        "import_total_s": round(import_total, 2),
+        "export_status": ex.status,
+        "import_status": im.status,
+    }
 
 
 def run(n: int, dim: int, stores: list[str]) -> dict[str, Any]:
-    from vectorport.backends.pgvector._embedded import stop_embedded
-
-    work = Path(tempfile.mkdtemp(prefix="vectorport-snapshot-bench-"))
-    work.chmod(0o755)
-    out: dict[str, Any] = {
-        "n": n,
-        "dim": dim,
-        "batch_size": BATCH,
-        "concurrency": CONCURRENCY,
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        "stores": [],
-    }
-    try:
+    out: dict[str, Any] = {"n": n, "dim": dim, "batch_size": BATCH, "concurrency": CONCURRENCY, "stores": []}
+    with h.workdir("snapshot-bench") as work:
         if "memory" in stores:
             out["stores"].append(store_leg("memory", "memory://snapshot-bench-%s", n, dim, work))
-            print(out["stores"][-1], flush=True, file=sys.stderr)
         if "pgvector" in stores:
             out["stores"].append(store_leg("pgvector", f"pgvector://{work / 'pg'}?table=%s", n, dim, work))
-            print(out["stores"][-1], flush=True, file=sys.stderr)
-        out["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-        return out
-    finally:
-        stop_embedded(work / "pg")
-        shutil.rmtree(work, ignore_errors=True)
+    return out
 
 
-def _table(out: dict[str, Any]) -> str:
-    rows = [
-        f"{out['n']:,} records x {out['dim']} dims, load average {out['load_average_at_start']} at start",
-        "",
-        "| store | raw scan /s | export /s | export / scan | raw write /s | import write /s "
-        "| import / write | snapshot | export verify s | import total s |",
-        "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+def text(out: dict[str, Any]) -> str:
+    head = [
+        "store",
+        "raw scan /s",
+        "export /s",
+        "export / scan",
+        "raw write /s",
+        "import write /s",
+        "import / write",
+        "snapshot",
+        "export verify s",
+        "import total s",
     ]
-    for r in out["stores"]:
-        rows.append(
-            f"| {r['store']} | {r['raw_scan_per_s']:,} | {r['export_per_s']:,} | {r['export_vs_scan']:.2f} | "
-            f"{r['raw_write_per_s']:,} | {r['import_write_per_s']:,} | {r['import_vs_write']:.2f} | "
-            f"{r['snapshot_parts']} parts, {r['snapshot_mib']} MiB | {r['export_verify_s']:.1f} | "
-            f"{r['import_total_s']:.1f} |"
-        )
-    return "\n".join(rows)
+    rows = [
+        [
+            r["store"],
+            r["raw_scan_per_s"],
+            r["export_per_s"],
+            r["export_vs_scan"],
+            r["raw_write_per_s"],
+            r["import_write_per_s"],
+            r["import_vs_write"],
+            f"{r['snapshot_parts']} parts, {r['snapshot_mib']} MiB",
+            r["export_verify_s"],
+            r["import_total_s"],
+        ]
+        for r in out["stores"]
+    ]
+    return f"{out['n']:,} records x {out['dim']} dims\n\n" + h.table(head, rows)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--stores", default="memory,pgvector")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    out = run(args.n, args.dim, args.stores.split(","))
-    print(json.dumps(out, indent=2) if args.json else _table(out))
+    ap = h.parser(__doc__, n=100_000, quick={"n": 2000})
+    ap.add_argument("--stores", default="memory,pgvector")
+    args = h.parse(ap)
+    out = run(args.n, args.dim, h.csv(args.stores))
+    h.emit("snapshot", args, out, text(out))
 
 
 if __name__ == "__main__":

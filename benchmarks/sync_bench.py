@@ -6,6 +6,8 @@ and ``sync --follow`` from a pgvector source under a steady write load.
         [--dim 128] [--timeline]
     python benchmarks/sync_bench.py parquet [--n 50000] [--dim 128] [--changes 100] [--target memory|pgvector]
 
+Each also takes ``--json``, ``--output FILE`` and ``--quick`` (a smoke-test size).
+
 Source and target are tables of one embedded pgvector server. In order:
 
 1. load the source (not timed);
@@ -44,20 +46,26 @@ the source, verify reads every target record); the sync's from its report.
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import os
-import shutil
+import random
+import signal
+import subprocess
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import _harness as h
 import numpy as np
 
 import vectorport
 from vectorport import Record
+from vectorport.backends.parquet._format import MANIFEST
+from vectorport.bucketserver import LocalServer
+from vectorport.snapshot import export, snapshot_url
 
 BATCH = 2000
 
@@ -102,15 +110,31 @@ def _capture_pass(
     }
 
 
-def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[str, Any]:
-    from vectorport.backends.pgvector._embedded import stop_embedded
+def _migrate_step(src: str, dst: str, checkpoint: Path, n: int) -> dict[str, Any]:
+    """Step 2: the migration of the pair, timed, with what it read and wrote."""
+    t0 = time.monotonic()
+    report = vectorport.migrate.run(src, dst, checkpoint=checkpoint, sample_queries=20)
+    seconds = time.monotonic() - t0
+    assert report.status in ("verified", "quality"), report.status
+    assert report.copy is not None and report.verification is not None
+    return {
+        "seconds": round(seconds, 2),
+        "copy_seconds": round(report.copy.seconds, 2),
+        "index_seconds": round(report.copy.index_seconds, 2),
+        # the plan scans the source (no vectors), the copy and the verification scan it again
+        "source_read": 3 * n,
+        # verification reads every target record by key, then lists every key
+        "target_read": 2 * n,
+        "written": report.copy.records,
+        "deleted": 0,
+    }
 
-    root = Path(tempfile.mkdtemp(prefix="vectorport-sync-bench-"))
-    root.chmod(0o755)
-    data = root / "data"
-    src, dst = f"pgvector://{data}?table=source", f"pgvector://{data}?table=target"
-    out: dict[str, Any] = {"records": n, "dim": dim, "changed_fraction": changed}
-    try:
+
+def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[str, Any]:
+    with h.workdir("sync-bench") as root:
+        data = root / "data"
+        src, dst = f"pgvector://{data}?table=source", f"pgvector://{data}?table=target"
+        out: dict[str, Any] = {"records": n, "dim": dim, "changed_fraction": changed}
         store = vectorport.connect(src, dimension=dim)
         t0 = time.monotonic()
         with store.bulk_load(n):  # the index built once at the end, not row by row
@@ -118,22 +142,7 @@ def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[st
                 store.upsert(_records(start, min(n, start + BATCH), dim))
         out["load_seconds"] = round(time.monotonic() - t0, 2)
 
-        t0 = time.monotonic()
-        report = vectorport.migrate.run(src, dst, checkpoint=root / "ck.json", sample_queries=20)
-        seconds = time.monotonic() - t0
-        assert report.status in ("verified", "quality"), report.status
-        assert report.copy is not None and report.verification is not None
-        out["migrate"] = {
-            "seconds": round(seconds, 2),
-            "copy_seconds": round(report.copy.seconds, 2),
-            "index_seconds": round(report.copy.index_seconds, 2),
-            # the plan scans the source (no vectors), the copy and the verification scan it again
-            "source_read": 3 * n,
-            # verification reads every target record by key, then lists every key
-            "target_read": 2 * n,
-            "written": report.copy.records,
-            "deleted": 0,
-        }
+        out["migrate"] = _migrate_step(src, dst, root / "ck.json", n)
 
         state = root / "sync.sqlite"
         for name, delete in (("first_sync", False), ("sync", True)):
@@ -175,48 +184,52 @@ def run(n: int, dim: int, changed: float, capture_changes: int = 100) -> dict[st
         }
         store.close()
         return out
-    finally:
-        stop_embedded(data)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _table(out: dict[str, Any]) -> str:
-    rows = ["| step | seconds | source records read | target records read | written | deleted |"]
-    rows.append("|---|---:|---:|---:|---:|---:|")
-    for name in ("migrate", "first_sync", "sync"):
-        r = out[name]
-        label = {
-            "migrate": "migrate (plan, copy, index, verify)",
-            "first_sync": "first sync (full pass)",
-        }.get(name, f"sync --delete after {out['changed_fraction']:.1%} changed")
-        rows.append(
-            f"| {label} | {r['seconds']:.1f} | {r['source_read']:,} | {r['target_read']:,} | "
-            f"{r['written']:,} | {r['deleted']:,} |"
-        )
+    labels = {
+        "migrate": "migrate (plan, copy, index, verify)",
+        "first_sync": "first sync (full pass)",
+        "sync": f"sync --delete after {out['changed_fraction']:.1%} changed",
+    }
     c = out["capture_pass"]
+    rows = [
+        [
+            labels[name],
+            out[name]["seconds"],
+            *(out[name][k] for k in ("source_read", "target_read", "written", "deleted")),
+        ]
+        for name in labels
+    ]
     rows.append(
-        f"| sync --delete from the slot after {c['changes']} changes | {c['seconds']:.2f} | "
-        f"{c['source_read']:,} | {c['target_read']:,} | {c['written']:,} | {c['deleted']:,} |"
+        [
+            f"sync --delete from the slot after {c['changes']} changes",
+            c["seconds"],
+            c["source_read"],
+            c["target_read"],
+            c["written"],
+            c["deleted"],
+        ]
     )
-    ratio = out["sync_vs_migrate"]
-    rows.append("")
-    rows.append(
-        f"sync / migrate: time {ratio['time']:.1%}, target reads {ratio['target_read']:.1%}, "
-        f"writes {ratio['written']:.2%} ({out['records']:,} records, {out['dim']} dims; the migrate's "
-        f"index build took {out['migrate']['index_seconds']:.1f}s of it)"
+    ratio, cap = out["sync_vs_migrate"], out["capture_vs_migrate"]
+    return "\n".join(
+        [
+            h.table(
+                ["step", "seconds", "source records read", "target records read", "written", "deleted"], rows
+            ),
+            "",
+            f"sync / migrate: time {ratio['time']:.1%}, target reads {ratio['target_read']:.1%}, "
+            f"writes {ratio['written']:.2%} ({out['records']:,} records, {out['dim']} dims; the migrate's "
+            f"index build took {out['migrate']['index_seconds']:.1f}s of it)",
+            f"capture pass / migrate: time {cap['time']:.2%}, "
+            f"source rows read {cap['source_read_of_rows']:.3%}",
+        ]
     )
-    cap = out["capture_vs_migrate"]
-    rows.append(
-        f"capture pass / migrate: time {cap['time']:.2%}, source rows read {cap['source_read_of_rows']:.3%}"
-    )
-    return "\n".join(rows)
 
 
 def _writer(url: str, n: int, dim: int, rate: int, seconds: float, done: list[int], seed: int = 0) -> None:
     """``rate`` writes per second for ``seconds``, in transactions of 50: half upserts of new or
     changed records, a quarter metadata-only updates (the same vector), a quarter deletes."""
-    import random
-
     rng = random.Random(7 + seed)
     store = vectorport.connect(url)
     step = 50
@@ -306,6 +319,120 @@ def _cores(before: dict[str, Any], after: dict[str, Any], seconds: float) -> dic
     return {k: round(used[k], 2) for k in ("follower", "postgres", "writers", "others", "machine")}
 
 
+class _Follower:
+    """``vectorport sync SRC DST --delete --follow --json`` as a child process, its JSON events
+    read as they come."""
+
+    def __init__(self, src: str, dst: str, state: Path) -> None:
+        cmd = [sys.executable, "-m", "vectorport", "sync", src, dst, "--delete", "--follow", "--json"]
+        # a shell's background job ignores SIGINT, and so would the follower (Python installs its
+        # KeyboardInterrupt handler only where SIGINT is not ignored): the stop below needs it
+        self.proc = subprocess.Popen(
+            [*cmd, "--state", str(state)],
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        self.events: list[dict[str, Any]] = []
+        self.reader = threading.Thread(
+            target=lambda: self.events.extend(
+                json.loads(line) for line in self.proc.stdout or [] if line.strip()
+            )
+        )
+        self.reader.start()
+
+    def lags(self, after: float = 0.0, until: float = float("inf")) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e.get("event") == "lag" and after <= e["time"] <= until]
+
+    def wait_first_pass(self) -> None:
+        while not self.lags():
+            time.sleep(0.2)
+
+    def wait_caught_up(self, since: float) -> float:
+        """Seconds from ``since`` until a read after it found nothing left to apply."""
+        while True:
+            late = self.lags(after=since + 0.5)
+            if late and late[-1]["behind"] == 0:
+                return time.time() - since
+            time.sleep(0.2)
+
+    def stop(self) -> float:
+        began = time.monotonic()
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # not left behind retrying against the server stopped after it
+            self.proc.wait()
+        self.reader.join(timeout=10)
+        return round(time.monotonic() - began, 2)
+
+
+def _write_load(
+    src: str, n: int, dim: int, rate: int, seconds: float, writers: int
+) -> tuple[float, float, int]:
+    """``rate`` writes per second from ``writers`` threads: (start, end, writes)."""
+    done: list[int] = []
+    t0 = time.time()
+    threads = [
+        threading.Thread(target=_writer, args=(src, n, dim, rate // writers, seconds, done, w))
+        for w in range(writers)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return t0, time.time(), sum(done)
+
+
+def _load_source(src: str, n: int, dim: int) -> None:
+    with vectorport.connect(src, dimension=dim) as store:
+        for start in range(0, n, BATCH):
+            store.upsert(_records(start, min(n, start + BATCH), dim))
+        store.setup_capture("slot")
+
+
+def _follow_run(src: str, dst: str, root: Path, args: dict[str, Any]) -> dict[str, Any]:
+    """The writes under a follower, and what it took: lags, CPU, cores."""
+    data = root / "data"
+    follower = _Follower(src, dst, root / "state.sqlite")
+    follower.wait_first_pass()
+    load0, cpu0 = os.getloadavg()[0], _cpu_seconds(follower.proc.pid)
+    split0 = _cpu_split(follower.proc.pid, data)
+    t0, t1, writes = _write_load(
+        src, args["records"], args["dim"], args["rate"], args["seconds"], args["writers"]
+    )
+    split1 = _cpu_split(follower.proc.pid, data)
+    caught_up = follower.wait_caught_up(t1)
+    cpu = _cpu_seconds(follower.proc.pid) - cpu0
+    split2 = _cpu_split(follower.proc.pid, data)
+    load1 = os.getloadavg()[0]
+    out: dict[str, Any] = {"stop_seconds": follower.stop()}
+    # from the first write until caught up: a follower that falls behind shows it after t1
+    readings = follower.lags(after=t0, until=t1 + caught_up)
+    lags = sorted(e["lag_seconds"] for e in readings)
+    out.update(
+        writes=writes,
+        write_rate=round(writes / (t1 - t0), 1),
+        lag_p50=lags[len(lags) // 2] if lags else None,
+        lag_p95=lags[int(len(lags) * 0.95)] if lags else None,
+        lag_max=lags[-1] if lags else None,
+        lag_samples=len(lags),
+        caught_up_seconds=round(caught_up, 2),
+        # the machine's 1-minute load average when the writes started and when caught up,
+        # and the follower's CPU time (all its threads) in between, per 1,000 writes
+        load_average=[round(load0, 2), round(load1, 2)],
+        follower_cpu_seconds=round(cpu, 1),
+        follower_cpu_per_1000_writes=round(cpu / writes * 1000, 2) if writes else None,
+        # cores used on average while the writes ran and while the follower caught up after
+        cores_while_writing=_cores(split0, split1, t1 - t0),
+        cores_catching_up=_cores(split1, split2, max(caught_up, 1e-9)),
+    )
+    # each read of the slot: seconds since the first write, lag, changes read
+    out["timeline"] = [[round(e["time"] - t0, 1), e["lag_seconds"], e["behind"]] for e in readings]
+    return out
+
+
 def follow(
     target_kind: str,
     n: int,
@@ -317,137 +444,30 @@ def follow(
     timeline: bool = False,
 ) -> dict[str, Any]:
     """See the module docstring (``follow``)."""
-    import signal
-    import subprocess
-    import threading
-
-    from vectorport.backends.pgvector._embedded import stop_embedded
-
-    root = Path(tempfile.mkdtemp(prefix="vectorport-follow-bench-"))
-    root.chmod(0o755)
-    data = root / "data"
-    # no HNSW index on the source: its maintenance, not the capture, would cap the write rate
-    # on a small machine (about 130 writes/s on 2 shared cores); the target keeps its own index
-    src = f"pgvector://{data}?table=source&index={index}"
-    server = None
-    if target_kind == "s3vectors":
-        from vectorport.bucketserver import LocalServer
-
-        server = LocalServer()
-        server.start()
-        dst = f"s3vectors://bench/follow?endpoint_url={server.url}"
-    else:
-        dst = f"chroma://{root / 'chroma'}?collection=follow"
     out: dict[str, Any] = {"target": target_kind, "records": n, "dim": dim, "rate": rate, "seconds": seconds}
-    try:
-        store = vectorport.connect(src, dimension=dim)
-        for start in range(0, n, BATCH):
-            store.upsert(_records(start, min(n, start + BATCH), dim))
-        store.setup_capture("slot")
-        store.close()
-        cmd = [
-            sys.executable,
-            "-m",
-            "vectorport",
-            "sync",
-            src,
-            dst,
-            "--delete",
-            "--follow",
-            "--json",
-            "--state",
-            str(root / "state.sqlite"),
-        ]
-        # a shell's background job ignores SIGINT, and so would the follower (Python installs its
-        # KeyboardInterrupt handler only where SIGINT is not ignored): the stop below needs it
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
-        events: list[dict[str, Any]] = []
-        reader = threading.Thread(
-            target=lambda: events.extend(json.loads(line) for line in proc.stdout or [] if line.strip())
-        )
-        reader.start()
-        while not any(e.get("event") == "lag" for e in list(events)):  # the first pass is done
-            time.sleep(0.2)
-        done: list[int] = []
-        load0 = os.getloadavg()[0]
-        cpu0 = _cpu_seconds(proc.pid)
-        split0 = _cpu_split(proc.pid, data)
-        t0 = time.time()
-        threads = [
-            threading.Thread(target=_writer, args=(src, n, dim, rate // writers, seconds, done, w))
-            for w in range(writers)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        t1 = time.time()
-        split1 = _cpu_split(proc.pid, data)
-        while True:  # caught up: a read after the writes stopped found nothing
-            late = [e for e in list(events) if e.get("event") == "lag" and e["time"] > t1 + 0.5]
-            if late and late[-1]["behind"] == 0:
-                break
-            time.sleep(0.2)
-        caught_up = time.time() - t1
-        cpu = _cpu_seconds(proc.pid) - cpu0
-        split2 = _cpu_split(proc.pid, data)
-        load1 = os.getloadavg()[0]
-        t2 = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # not left behind retrying against the server stopped below
-            proc.wait()
-        out["stop_seconds"] = round(time.monotonic() - t2, 2)
-        reader.join(timeout=10)
-        # from the first write until caught up: a follower that falls behind shows it after t1
-        lags = sorted(
-            e["lag_seconds"] for e in events if e.get("event") == "lag" and t0 <= e["time"] <= t1 + caught_up
-        )
-        out.update(
-            index=index,
-            writers=writers,
-            writes=sum(done),
-            write_rate=round(sum(done) / (t1 - t0), 1),
-            lag_p50=lags[len(lags) // 2] if lags else None,
-            lag_p95=lags[int(len(lags) * 0.95)] if lags else None,
-            lag_max=lags[-1] if lags else None,
-            lag_samples=len(lags),
-            caught_up_seconds=round(caught_up, 2),
-            # the machine's 1-minute load average when the writes started and when caught up,
-            # and the follower's CPU time (all its threads) in between, per 1,000 writes
-            load_average=[round(load0, 2), round(load1, 2)],
-            follower_cpu_seconds=round(cpu, 1),
-            follower_cpu_per_1000_writes=round(cpu / sum(done) * 1000, 2) if sum(done) else None,
-            # cores used on average while the writes ran and while the follower caught up after
-            cores_while_writing=_cores(split0, split1, t1 - t0),
-            cores_catching_up=_cores(split1, split2, max(caught_up, 1e-9)),
-        )
-        if timeline:  # each read of the slot: seconds since the first write, lag, changes read
-            out["timeline"] = [
-                [round(e["time"] - t0, 1), e["lag_seconds"], e["behind"]]
-                for e in events
-                if e.get("event") == "lag" and t0 <= e["time"] <= t1 + caught_up
-            ]
+    out.update(index=index, writers=writers)
+    with h.workdir("follow-bench") as root, contextlib.ExitStack() as stack:
+        # no HNSW index on the source: its maintenance, not the capture, would cap the write rate
+        # on a small machine (about 130 writes/s on 2 shared cores); the target keeps its own index
+        src = f"pgvector://{root / 'data'}?table=source&index={index}"
+        if target_kind == "s3vectors":
+            server = LocalServer()
+            server.start()
+            stack.callback(server.stop)
+            dst = f"s3vectors://bench/follow?endpoint_url={server.url}"
+        else:
+            dst = f"chroma://{root / 'chroma'}?collection=follow"
+        _load_source(src, n, dim)
+        out.update(_follow_run(src, dst, root, out))
+        if not timeline:
+            del out["timeline"]
         check = vectorport.verify(src, dst, sample_queries=0)
         out["verified_equal"] = check.data_equal
         if not check.data_equal:
             out["verification"] = check.to_dict()
-        store = vectorport.connect(src)
-        store.teardown_capture()
-        store.close()
-        return out
-    finally:
-        if server is not None:
-            server.stop()
-        stop_embedded(data)
-        shutil.rmtree(root, ignore_errors=True)
+        with vectorport.connect(src) as store:
+            store.teardown_capture()
+    return out
 
 
 def _change_in_place(snap: Any, n: int, dim: int, changes: int, version: int) -> None:
@@ -477,77 +497,102 @@ def _timed_sync(src: str, dst: str, state: Path) -> dict[str, Any]:
 
 def parquet_run(n: int, dim: int, changes: int, target: str) -> dict[str, Any]:
     """The ``parquet`` mode (see the module docstring)."""
-    from vectorport.backends.parquet._format import MANIFEST
-    from vectorport.backends.pgvector._embedded import stop_embedded
-    from vectorport.snapshot import export, snapshot_url
-
-    root = Path(tempfile.mkdtemp(prefix="vectorport-sync-bench-"))
-    data = root / "data"
-    dst = f"pgvector://{data}?table=target" if target == "pgvector" else "memory://sync-bench-target"
-    out: dict[str, Any] = {"records": n, "dim": dim, "changes": changes, "target": target}
-    try:
-        mem = vectorport.connect("memory://sync-bench-source", dimension=dim)
-        for start in range(0, n, BATCH):
-            mem.upsert(_records(start, min(n, start + BATCH), dim))
-        export("memory://sync-bench-source", root / "snap")
-        mem.drop()
-        src = snapshot_url(root / "snap")
-        t0 = time.monotonic()
-        report = vectorport.migrate.run(src, dst, checkpoint=root / "ck.json", sample_queries=0)
-        out["migrate_seconds"] = round(time.monotonic() - t0, 2)
-        assert report.status == "verified", report.status
-        state = root / "sync.sqlite"
-        out["first_sync"] = _timed_sync(src, dst, state)
-        snap = vectorport.connect(src)
-        _change_in_place(snap, n, dim, changes, version=1)
-        out["bins_pass"] = _timed_sync(src, dst, state)
-        manifest = root / "snap" / MANIFEST
-        listed = json.loads(manifest.read_text())
-        for part in listed["parts"]:
-            part["bins"] = None  # as written before parts kept them: every record is scanned
-        manifest.write_text(json.dumps(listed))
-        _change_in_place(snap, n, dim, changes, version=2)
-        out["full_scan_pass"] = _timed_sync(src, dst, state)
-        check = vectorport.verify(src, dst, sample_queries=0)
-        assert check.data_equal, check.to_dict()
-        out["verified_equal"] = True
-        b, f = out["bins_pass"], out["full_scan_pass"]
-        out["bins_vs_full_scan"] = {
-            "time": round(b["seconds"] / f["seconds"], 4),
-            "source_read": round(b["source_read"] / f["source_read"], 4),
-        }
-        out["bins_pass_vs_migrate"] = round(b["seconds"] / out["migrate_seconds"], 4)
-        return out
-    finally:
-        vectorport.connect(dst).drop() if target == "memory" else stop_embedded(data)
-        shutil.rmtree(root, ignore_errors=True)
+    with h.workdir("sync-bench") as root:
+        data = root / "data"
+        dst = f"pgvector://{data}?table=target" if target == "pgvector" else "memory://sync-bench-target"
+        out: dict[str, Any] = {"records": n, "dim": dim, "changes": changes, "target": target}
+        try:
+            mem = vectorport.connect("memory://sync-bench-source", dimension=dim)
+            for start in range(0, n, BATCH):
+                mem.upsert(_records(start, min(n, start + BATCH), dim))
+            export("memory://sync-bench-source", root / "snap")
+            mem.drop()
+            src = snapshot_url(root / "snap")
+            t0 = time.monotonic()
+            report = vectorport.migrate.run(src, dst, checkpoint=root / "ck.json", sample_queries=0)
+            out["migrate_seconds"] = round(time.monotonic() - t0, 2)
+            assert report.status == "verified", report.status
+            state = root / "sync.sqlite"
+            out["first_sync"] = _timed_sync(src, dst, state)
+            snap = vectorport.connect(src)
+            _change_in_place(snap, n, dim, changes, version=1)
+            out["bins_pass"] = _timed_sync(src, dst, state)
+            manifest = root / "snap" / MANIFEST
+            listed = json.loads(manifest.read_text())
+            for part in listed["parts"]:
+                part["bins"] = None  # as written before parts kept them: every record is scanned
+            manifest.write_text(json.dumps(listed))
+            _change_in_place(snap, n, dim, changes, version=2)
+            out["full_scan_pass"] = _timed_sync(src, dst, state)
+            check = vectorport.verify(src, dst, sample_queries=0)
+            assert check.data_equal, check.to_dict()
+            out["verified_equal"] = True
+            b, f = out["bins_pass"], out["full_scan_pass"]
+            out["bins_vs_full_scan"] = {
+                "time": round(b["seconds"] / f["seconds"], 4),
+                "source_read": round(b["source_read"] / f["source_read"], 4),
+            }
+            out["bins_pass_vs_migrate"] = round(b["seconds"] / out["migrate_seconds"], 4)
+            return out
+        finally:
+            if target == "memory":
+                vectorport.connect(dst).drop()
 
 
 def parquet_main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="sync_bench.py parquet")
-    parser.add_argument("--n", type=int, default=50_000)
-    parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--changes", type=int, default=100)
-    parser.add_argument("--target", choices=["memory", "pgvector"], default="memory")
-    args = parser.parse_args(argv)
-    print(json.dumps(parquet_run(args.n, args.dim, args.changes, args.target), indent=2))
+    ap = h.parser(__doc__, n=50_000, dim=128, quick={"n": 2000, "changes": 20}, prog="sync_bench.py parquet")
+    ap.add_argument("--changes", type=int, default=100)
+    ap.add_argument("--target", choices=["memory", "pgvector"], default="memory")
+    args = h.parse(ap, argv)
+    out = parquet_run(args.n, args.dim, args.changes, args.target)
+    rows = [
+        [
+            name,
+            *(
+                out[name].get(k, "")
+                for k in ("seconds", "mode", "bins", "bins_read", "source_read", "written", "deleted")
+            ),
+        ]
+        for name in ("first_sync", "bins_pass", "full_scan_pass")
+    ]
+    text = h.table(
+        ["pass", "seconds", "mode", "bins", "bins read", "source read", "written", "deleted"], rows
+    )
+    text += f"\nbins pass / full scan: {out['bins_vs_full_scan']}"
+    text += f"; bins pass / migrate: {out['bins_pass_vs_migrate']}"
+    h.emit("sync.parquet", args, out, text)
 
 
 def follow_main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="sync_bench.py follow")
-    parser.add_argument("--target", choices=["s3vectors", "chroma"], default="s3vectors")
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--rate", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--index", choices=["exact", "hnsw"], default="exact", help="the source's index")
-    parser.add_argument("--writers", type=int, default=2, help="writer threads")
-    parser.add_argument("--timeline", action="store_true", help="list every lag reading")
-    args = parser.parse_args(argv)
+    ap = h.parser(
+        __doc__, n=10_000, dim=128, quick={"n": 2000, "seconds": 10, "rate": 200}, prog="sync_bench.py follow"
+    )
+    ap.add_argument("--target", choices=["s3vectors", "chroma"], default="s3vectors")
+    ap.add_argument("--rate", type=int, default=1000)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--index", choices=["exact", "hnsw"], default="exact", help="the source's index")
+    ap.add_argument("--writers", type=int, default=2, help="writer threads")
+    ap.add_argument("--timeline", action="store_true", help="list every lag reading")
+    args = h.parse(ap, argv)
     out = follow(
         args.target, args.n, args.dim, args.rate, args.seconds, args.index, args.writers, args.timeline
     )
-    print(json.dumps(out, indent=2))
+    keys = (
+        "writes",
+        "write_rate",
+        "lag_p50",
+        "lag_p95",
+        "lag_max",
+        "lag_samples",
+        "caught_up_seconds",
+        "follower_cpu_per_1000_writes",
+        "verified_equal",
+    )
+    rows = [[k, out.get(k)] for k in keys]
+    rows += [[f"cores while writing: {k}", v] for k, v in out["cores_while_writing"].items()]
+    h.emit(
+        "sync.follow", args, out, f"sync --follow into {args.target}\n" + h.table(["figure", "value"], rows)
+    )
 
 
 def main() -> None:
@@ -557,17 +602,12 @@ def main() -> None:
     if sys.argv[1:2] == ["parquet"]:
         parquet_main(sys.argv[2:])
         return
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=200_000)
-    parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--changed", type=float, default=0.001)
-    parser.add_argument("--capture-changes", type=int, default=100)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    ap = h.parser(__doc__, n=200_000, dim=128, quick={"n": 5000, "capture_changes": 20, "changed": 0.01})
+    ap.add_argument("--changed", type=float, default=0.001)
+    ap.add_argument("--capture-changes", type=int, default=100)
+    args = h.parse(ap)
     out = run(args.n, args.dim, args.changed, args.capture_changes)
-    print(json.dumps(out, indent=2) if args.json else _table(out))
+    h.emit("sync", args, out, _table(out))
 
 
 if __name__ == "__main__":
