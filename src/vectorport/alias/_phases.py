@@ -29,8 +29,7 @@ from ._gates import Gates, check_gates
 from ._model import AliasState, Feed, Member, Phase, Role
 from ._registry import Registry
 from ._report import AliasReport
-from ._routing import CHECK_INTERVAL, Routing
-from ._writes import repair
+from ._routing import CHECK_INTERVAL
 
 __all__ = ["create", "retire", "rollback", "shadow", "status", "switch"]
 
@@ -161,8 +160,6 @@ def switch(name: str, *, registry: str | None = None, gates: Gates | None = None
             )
         member = candidates[0]
         with _opened(state.serving.url, member.url) as (serving, target):
-            routing = Routing(state, {state.serving.url: serving, member.url: target})
-            repair(reg, routing)
             report = _report(reg, "switch", state, started)
             report.gates = check_gates(reg, state, member, (serving, target), gates or Gates())
         failed = [g for g in report.gates if not g.ok]
