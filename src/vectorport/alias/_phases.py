@@ -241,6 +241,7 @@ def status(name: str, *, registry: str | None = None) -> AliasReport:
         report = _report(reg, "status", state, started)
         for member in state.others:
             rows = reg.shadow_rows(name, member.url)
+            report.rows[member.label] = rows
             report.figures[member.label] = figures(rows)
             report.shapes[member.label] = by_shape(rows)
         report.repairs = reg.repair_count(name)

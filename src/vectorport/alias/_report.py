@@ -13,6 +13,7 @@ from ._backfill import BackfillStats
 from ._figures import Figures
 from ._gates import Gate
 from ._model import AliasState
+from ._registry import ShadowRow
 
 __all__ = ["AliasReport"]
 
@@ -42,6 +43,8 @@ class AliasReport(Report):
     repairs: int = 0
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
+    rows: dict[str, list[ShadowRow]] = field(default_factory=dict)
+    """``status``: the shadow log per member (masked URL), what the HTML report plots."""
     seconds: float = 0.0
 
     def sections(self) -> dict[str, Any]:
