@@ -3,6 +3,7 @@ reads, the backfill's race, the switch's gates, rollback and retire."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -33,10 +34,8 @@ def names(request: pytest.FixtureRequest) -> tuple[str, str]:
 
 def _close_all(*urls: str) -> None:
     for url in urls:
-        try:
+        with contextlib.suppress(NotFoundError):
             vectorport.connect(url).drop()
-        except NotFoundError:
-            pass
 
 
 @pytest.fixture

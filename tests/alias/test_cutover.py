@@ -1,0 +1,57 @@
+"""The cut-over of a running LangChain app: three app processes serve queries with filters and
+writes while the operator runs create → shadow (dual-write, backfill by migrate) → switch →
+rollback → switch → retire. No call fails, every acknowledged write is in the final store (read
+with its own client), and every process serves from the new store within the routing bound."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from vectorport import alias
+from vectorport._exit import Status
+
+from ._operator import app_processes, check_bound, check_calls, check_store, entries, seed, shadowed, wait_for
+
+pytestmark = [pytest.mark.alias, pytest.mark.langchain, pytest.mark.slow]
+
+SEEDED = 120
+
+
+@pytest.mark.chroma
+@pytest.mark.pgvector
+def test_three_processes_move_from_chroma_to_pgvector_and_back(
+    url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    old, new = url_for("chroma+http"), url_for("pgvector")
+    reg = str(tmp_path / "aliases.sqlite")
+    seed(old, SEEDED)
+    alias.create("app", old, registry=reg)
+    gates = alias.Gates(min_queries=40, min_overlap=0.8, max_p99_ratio=None)
+    with app_processes(f"alias://app?registry={reg}", tmp_path) as logs:
+        report = alias.shadow("app", new, registry=reg)
+        assert report.backfill is not None and report.backfill.copied >= SEEDED
+        wait_for(shadowed("app", reg, new, 40), 60)
+        changes = []
+        for step, serving in ((alias.switch, new), (alias.rollback, old), (alias.switch, new)):
+            kwargs = {"gates": gates} if step is alias.switch else {}
+            asked = time.time()
+            assert step("app", registry=reg, **kwargs).status is Status.APPLIED
+            changes.append((asked, time.time(), serving))
+            _serve(logs, 1.5)
+        assert alias.retire("app", old, registry=reg).state.members[0].url == new
+        _serve(logs, 1.0)
+    calls = entries(logs)
+    check_calls(calls)
+    check_store(new, calls, SEEDED)
+    check_bound(calls, changes)
+
+
+def _serve(logs: list[Path], seconds: float) -> None:
+    """Let the apps run ``seconds`` more (and check they are making calls)."""
+    before = len(entries(logs))
+    wait_for(lambda: len(entries(logs)) >= before + 10, 30)
+    time.sleep(seconds)
