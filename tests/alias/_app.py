@@ -5,12 +5,14 @@ Each call is logged as one JSON line: start and end time, operation, key, the me
 whether it failed, and which member served it (``AliasStore.served_by``). Keys are this process's
 own (``p<N>-…``), so the last acknowledged write of each key is what the final store must hold.
 
-Run: ``python -m tests.alias._app ALIAS_URL PROCESS LOG STOP_FILE``.
+Run: ``python -m tests.alias._app ALIAS_URL PROCESS LOG STOP_FILE``; the calls begin when
+``STOP_FILE`` with the suffix ``.go`` appears (the process imports its libraries meanwhile).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import time
@@ -26,6 +28,9 @@ TEXTS = [f"topic {i} about {w}" for i in range(40) for w in ("ports", "vectors",
 
 def main(url: str, proc: int, log_path: str, stop: str) -> None:
     rng = random.Random(proc)
+    Path(log_path).with_suffix(".ready").touch()
+    while not Path(stop).with_suffix(".go").exists():
+        time.sleep(0.05)
     lc = LangChainStore(url, DeterministicFakeEmbedding(size=DIM))
     live: list[str] = []
     version = 0
@@ -44,7 +49,8 @@ def main(url: str, proc: int, log_path: str, stop: str) -> None:
                     version += 1
                     meta = {"lang": rng.choice(["en", "fr"]), "year": 2000 + version % 7, "v": version}
                     entry |= {"op": "update" if update else "add", "key": key, "metadata": meta}
-                    lc.add_texts([rng.choice(TEXTS)], metadatas=[meta], ids=[key])
+                    # a text of its own: equal vectors would tie, and stores break ties differently
+                    lc.add_texts([f"{rng.choice(TEXTS)} ({key} v{version})"], metadatas=[meta], ids=[key])
                     if not update:
                         live.append(key)
                 else:
@@ -63,3 +69,5 @@ def main(url: str, proc: int, log_path: str, stop: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4])
+    sys.stdout.flush()
+    os._exit(0)  # the store is closed: the drivers' interpreter-exit teardown is not under test

@@ -36,27 +36,40 @@ def seed(url: str, n: int = 120) -> None:
     lc.close()
 
 
-@contextmanager
-def app_processes(url: str, tmp: Path, n: int = PROCESSES) -> Iterator[list[Path]]:
-    """``n`` app processes on ``url``, stopped (and waited for) on exit; yields their log files."""
-    stop = tmp / "stop"
-    logs = [tmp / f"app{i}.jsonl" for i in range(n)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    root = Path(__file__).resolve().parents[2]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.alias._app", url, str(i), str(log), str(stop)], cwd=root, env=env
-        )
-        for i, log in enumerate(logs)
-    ]
-    try:
-        wait_for(lambda: all(log.exists() and len(log.read_text().splitlines()) >= 5 for log in logs), 60)
-        yield logs
-    finally:
-        stop.touch()
-        for proc in procs:
-            proc.wait(timeout=60)
-    assert [p.returncode for p in procs] == [0] * n
+class Apps:
+    """``n`` app processes on ``url``, started at once (they import their libraries while the
+    test prepares the stores) and set going by :meth:`go`."""
+
+    def __init__(self, url: str, tmp: Path, n: int = PROCESSES) -> None:
+        self.stop = tmp / "stop"
+        self.logs = [tmp / f"app{i}.jsonl" for i in range(n)]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        root = Path(__file__).resolve().parents[2]
+        self.procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.alias._app", url, str(i), str(log), str(self.stop)],
+                cwd=root,
+                env=env,
+            )
+            for i, log in enumerate(self.logs)
+        ]
+
+    @contextmanager
+    def running(self) -> Iterator[list[Path]]:
+        """The apps making calls until the block ends; yields their log files."""
+        try:
+            wait_for(lambda: all(log.with_suffix(".ready").exists() for log in self.logs), 120)
+            self.stop.with_suffix(".go").touch()
+            wait_for(
+                lambda: all(log.exists() and len(log.read_text().splitlines()) >= 5 for log in self.logs), 60
+            )
+            yield self.logs
+        finally:
+            self.stop.touch()
+            self.stop.with_suffix(".go").touch()
+            for proc in self.procs:
+                proc.wait(timeout=60)
+        assert [p.returncode for p in self.procs] == [0] * len(self.procs)
 
 
 def wait_for(condition: Callable[[], bool], timeout: float) -> None:

@@ -14,7 +14,7 @@ import pytest
 from vectorport import alias
 from vectorport._exit import Status
 
-from ._operator import app_processes, check_bound, check_calls, check_store, entries, seed, shadowed, wait_for
+from ._operator import Apps, check_bound, check_calls, check_store, entries, seed, shadowed, wait_for
 
 pytestmark = [pytest.mark.alias, pytest.mark.langchain, pytest.mark.slow]
 
@@ -26,24 +26,26 @@ SEEDED = 120
 def test_three_processes_move_from_chroma_to_pgvector_and_back(
     url_for: Callable[..., str], tmp_path: Path
 ) -> None:
-    old, new = url_for("chroma+http"), url_for("pgvector")
     reg = str(tmp_path / "aliases.sqlite")
+    apps = Apps(f"alias://app?registry={reg}", tmp_path)
+    old, new = url_for("chroma+http"), url_for("pgvector")
     seed(old, SEEDED)
     alias.create("app", old, registry=reg)
-    gates = alias.Gates(min_queries=40, min_overlap=0.8, max_p99_ratio=None)
-    with app_processes(f"alias://app?registry={reg}", tmp_path) as logs:
+    gates = alias.Gates(min_queries=30, min_overlap=0.8, max_p99_ratio=None)
+    with apps.running() as logs:
         report = alias.shadow("app", new, registry=reg)
         assert report.backfill is not None and report.backfill.copied >= SEEDED
-        wait_for(shadowed("app", reg, new, 40), 60)
+        wait_for(shadowed("app", reg, new, 30), 60)
         changes = []
         for step, serving in ((alias.switch, new), (alias.rollback, old), (alias.switch, new)):
             kwargs = {"gates": gates} if step is alias.switch else {}
             asked = time.time()
-            assert step("app", registry=reg, **kwargs).status is Status.APPLIED
+            done = step("app", registry=reg, **kwargs)
+            assert done.status is Status.APPLIED, done.reasons
             changes.append((asked, time.time(), serving))
-            _serve(logs, 1.5)
+            _serve(logs, 0.8)
         assert alias.retire("app", old, registry=reg).state.members[0].url == new
-        _serve(logs, 1.0)
+        _serve(logs, 0.5)
     calls = entries(logs)
     check_calls(calls)
     check_store(new, calls, SEEDED)

@@ -50,6 +50,11 @@ class Routing:
         """The non-serving members and their stores (``None``: down)."""
         return [(m, self.stores.get(m.url)) for m in self.state.others]
 
+    def shadowed(self) -> list[tuple[Member, BaseStore[object] | None]]:
+        """The members a sampled query is asked of: the non-serving ones whose backfill is done
+        (a half-copied store's answers would be no evidence)."""
+        return [(m, s) for m, s in self.others() if m.backfilled]
+
     def written(self) -> list[tuple[Member, BaseStore[object] | None]]:
         """The members written after the serving store, and their stores (``None``: down)."""
         return [(m, self.stores.get(m.url)) for m in self.state.written]

@@ -152,7 +152,7 @@ class Shadow:
             except queue.Empty:
                 job = None
             if job is not None:
-                self._rows.extend(_ask(job, m.url, s) for m, s in job.routing.others())
+                self._rows.extend(_ask(job, m.url, s) for m, s in job.routing.shadowed())
             if time.monotonic() - flushed >= FLUSH_INTERVAL:
                 self._flush()
                 flushed = time.monotonic()
@@ -165,7 +165,7 @@ class Shadow:
             except queue.Empty:
                 break
             if job is not None:
-                self._rows.extend(_ask(job, m.url, s) for m, s in job.routing.others())
+                self._rows.extend(_ask(job, m.url, s) for m, s in job.routing.shadowed())
         self._flush()
 
     def _flush(self) -> None:

@@ -136,7 +136,7 @@ class AliasStore(BaseStore[FilterNode]):
         started = time.perf_counter()
         served = routing.serving.query(vector, k, filter=where, include=sorted(include), params=params)
         ms = (time.perf_counter() - started) * 1000
-        if routing.state.others and routing.state.phase is not Phase.SERVING:
+        if routing.state.phase is not Phase.SERVING and routing.shadowed():
             sample = routing.state.sample
             if sample >= 1.0 or random.random() < sample:
                 self.shadow.offer(ShadowQuery(routing, vector, k, where, params, served, ms, time.time()))
