@@ -32,7 +32,7 @@ from ._registry import Registry
 from ._routing import CHECK_INTERVAL
 from ._writes import recopy
 
-__all__ = ["SETTLE", "BackfillStats", "backfill", "copy_with_migrate"]
+__all__ = ["SETTLE", "BackfillStats", "backfill", "copy_with_migrate", "copy_with_sync"]
 
 SETTLE = 2 * CHECK_INTERVAL + 1.0
 """Seconds waited after a candidate joins before the backfill reads the serving store: every
@@ -58,6 +58,18 @@ def copy_with_migrate(serving: BaseStore[object], candidate: BaseStore[object]) 
     """The bulk copy: :func:`vectorport.migrate.run`, unverified (the source changes under it)."""
     report = migrate.run(serving, candidate, verify=False, progress="none")
     return report.copy.records if report.copy is not None else 0
+
+
+def copy_with_sync(source: str, target: str) -> Copy:
+    """The catch-up copy of a candidate fed by ``vectorport sync --follow`` (``--feed capture``):
+    one :func:`vectorport.sync` pass of the same two URLs (the same state file: the changes the
+    follower had not applied yet)."""
+
+    def copy(serving: BaseStore[object], candidate: BaseStore[object]) -> int:
+        stats = migrate.sync(source, target, delete=True).sync
+        return stats.new + stats.changed + stats.deleted
+
+    return copy
 
 
 def backfill(

@@ -23,7 +23,7 @@ from .._base import BaseStore
 from .._exit import Status
 from .._registry import connect
 from ..exceptions import ConfigurationError
-from ._backfill import SETTLE, Copy, backfill, copy_with_migrate
+from ._backfill import SETTLE, BackfillStats, Copy, backfill, copy_with_migrate, copy_with_sync
 from ._figures import by_shape, figures
 from ._gates import Gates, check_gates
 from ._model import AliasState, Feed, Member, Phase, Role
@@ -160,7 +160,12 @@ def switch(name: str, *, registry: str | None = None, gates: Gates | None = None
             )
         member = candidates[0]
         with _opened(state.serving.url, member.url) as (serving, target):
+            caught_up = None
+            if member.feed is Feed.CAPTURE:
+                state, caught_up = _take_over(reg, state, member, (serving, target))
+                member = state.member(member.url)
             report = _report(reg, "switch", state, started)
+            report.backfill = caught_up
             report.gates = check_gates(reg, state, member, (serving, target), gates or Gates())
         failed = [g for g in report.gates if not g.ok]
         if failed:
@@ -173,6 +178,23 @@ def switch(name: str, *, registry: str | None = None, gates: Gates | None = None
     _wait_for_processes()
     report.seconds = time.monotonic() - started
     return report
+
+
+def _take_over(
+    reg: Registry, state: AliasState, member: Member, stores: tuple[BaseStore[object], BaseStore[object]]
+) -> tuple[AliasState, BackfillStats]:
+    """A capture-fed candidate becomes dual-written before it may serve: the alias writes it
+    (logging the keys) from the next version on, then one ``sync`` pass applies what the stopped
+    follower had not, and the keys written meanwhile are copied again (:mod:`._backfill`)."""
+    members = tuple(
+        Member(m.url, m.role, Feed.DUAL_WRITE, m.embedding_model, False) if m.url == member.url else m
+        for m in state.members
+    )
+    after = state.with_members(state.phase, members)
+    reg.clear_writes(state.name)
+    reg.change(state, after, f"{member.label} dual-written (was fed by capture)")
+    stats = backfill(reg, state.name, *stores, copy=copy_with_sync(state.serving.url, member.url))
+    return _mark_backfilled(reg, state.name, member.url), stats
 
 
 def _swapped(m: Member, new: str) -> Member:
