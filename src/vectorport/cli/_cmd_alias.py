@@ -80,10 +80,14 @@ def shadow(
 @alias_app.command("switch")
 def switch(
     name: Name,
-    min_queries: Annotated[int, typer.Option("--min-queries", help="Shadowed queries needed.")] = 100,
-    min_overlap: Annotated[float, typer.Option("--min-overlap", help="Mean overlap@k needed.")] = 0.9,
+    min_queries: Annotated[
+        int, typer.Option("--min-queries", help="Shadowed queries needed (0: off).")
+    ] = 100,
+    min_overlap: Annotated[
+        float, typer.Option("--min-overlap", help="Mean overlap@k needed (0: off).")
+    ] = 0.9,
     max_p99_ratio: Annotated[
-        float, typer.Option("--max-p99-ratio", help="Candidate p99 over serving p99, at most.")
+        float, typer.Option("--max-p99-ratio", help="Candidate p99 over serving p99, at most (0: off).")
     ] = 1.5,
     verify: Annotated[
         bool, typer.Option("--verify/--no-verify", help="Digest-verify the pair first.")
@@ -92,7 +96,7 @@ def switch(
     as_json: bool = JsonOption,
 ) -> None:
     """Serve from the candidate when every gate holds (else exit 4, naming each failed gate)."""
-    gates = alias.Gates(min_queries, min_overlap, max_p99_ratio, verify)
+    gates = alias.Gates(min_queries or None, min_overlap or None, max_p99_ratio or None, verify)
     with reported_errors():
         report = alias.switch(name, registry=registry, gates=gates)
     _done(report, as_json)
