@@ -85,7 +85,7 @@ def compare_answers(
     return overlap_at_k(a, b, k), rank_biased_overlap(a, b), top1, diff
 
 
-def _ask(query: ShadowQuery, url: str, store: BaseStore[object] | None) -> ShadowRow:
+def _ask(query: ShadowQuery, url: str, store: BaseStore[object] | None, warm: set[str]) -> ShadowRow:
     shape = shape_of(query.where)
     base = ShadowRow(url, query.at, shape, query.k, None, None, None, None, query.serving_ms, None)
     if store is None:
@@ -93,6 +93,10 @@ def _ask(query: ShadowQuery, url: str, store: BaseStore[object] | None) -> Shado
         return _replace_error(base, f"member down: {why}")
     started = time.perf_counter()
     try:
+        if url not in warm:  # a member's first query opens connections: not its latency
+            store.query(query.vector, query.k, filter=query.where, include=[], params=query.params)
+            warm.add(url)
+            started = time.perf_counter()
         other = store.query(query.vector, query.k, filter=query.where, include=[], params=query.params)
     except VectorportError as exc:
         return _replace_error(base, f"{type(exc).__name__}: {exc}")
@@ -122,6 +126,7 @@ class Shadow:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._warm: set[str] = set()
 
     def offer(self, query: ShadowQuery) -> None:
         """Queue a served query for the other members; when the queue is full, drop and count."""
@@ -152,7 +157,7 @@ class Shadow:
             except queue.Empty:
                 job = None
             if job is not None:
-                self._rows.extend(_ask(job, m.url, s) for m, s in job.routing.shadowed())
+                self._rows.extend(_ask(job, m.url, s, self._warm) for m, s in job.routing.shadowed())
             if time.monotonic() - flushed >= FLUSH_INTERVAL:
                 self._flush()
                 flushed = time.monotonic()
@@ -165,7 +170,7 @@ class Shadow:
             except queue.Empty:
                 break
             if job is not None:
-                self._rows.extend(_ask(job, m.url, s) for m, s in job.routing.shadowed())
+                self._rows.extend(_ask(job, m.url, s, self._warm) for m, s in job.routing.shadowed())
         self._flush()
 
     def _flush(self) -> None:
