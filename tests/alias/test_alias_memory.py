@@ -195,7 +195,7 @@ def test_switch_is_refused_while_the_candidate_lacks_records(pair: tuple[str, st
     alias.shadow("docs", new, registry=reg, settle=0.0)
     _shadowed(reg, 30)
     vectorport.connect(old).upsert(records(3, prefix="behind-the-alias"))  # not through the alias
-    report = alias.switch("docs", registry=reg, gates=alias.Gates(min_queries=20))
+    report = alias.switch("docs", registry=reg, gates=alias.Gates(min_queries=20, max_p99_ratio=None))
     assert report.status is Status.REFUSED and report.exit_code == 4
     assert [g.name for g in report.gates if not g.ok] == ["verify"]
     assert "3 records (3 missing)" in report.reasons[0]
@@ -210,13 +210,17 @@ def test_switch_is_refused_below_the_overlap_gate(pair: tuple[str, str], reg: st
     vectorport.connect(new).upsert(moved)  # the candidate ranks differently
     _shadowed(reg, 30)
     report = alias.switch(
-        "docs", registry=reg, gates=alias.Gates(min_queries=20, min_overlap=0.9, verify=False)
+        "docs",
+        registry=reg,
+        gates=alias.Gates(min_queries=20, min_overlap=0.9, max_p99_ratio=None, verify=False),
     )
     failed = {g.name for g in report.gates if not g.ok}
     assert report.status is Status.REFUSED and failed == {"overlap"}
     assert "overlap" in report.reasons[0] and "the gate asks >= 0.9" in report.reasons[0]
     report = alias.switch(
-        "docs", registry=reg, gates=alias.Gates(min_queries=40, min_overlap=None, verify=False)
+        "docs",
+        registry=reg,
+        gates=alias.Gates(min_queries=40, min_overlap=None, max_p99_ratio=None, verify=False),
     )
     assert {g.name for g in report.gates if not g.ok} == {"queries"}
 
@@ -227,7 +231,7 @@ def test_switch_rollback_switch_retire_keep_every_write(pair: tuple[str, str], r
     alias.shadow("docs", new, registry=reg, settle=0.0)
     app = vectorport.connect(f"alias://docs?registry={reg}")
     _shadowed(reg, 30)
-    gates = alias.Gates(min_queries=20)
+    gates = alias.Gates(min_queries=20, max_p99_ratio=None)  # sub-millisecond memory stores: noise
     assert alias.switch("docs", registry=reg, gates=gates).status is Status.APPLIED
     app.upsert([Record("after-switch", np.ones(DIM), {"lang": "en"}, "s")])
     assert app.served_by == new
