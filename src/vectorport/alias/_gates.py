@@ -72,8 +72,12 @@ def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: 
                 ok,
                 f.overlap,
                 gates.min_overlap,
-                f"mean overlap@k with the served answers {f.overlap:.3f}; the gate asks >= "
-                f"{gates.min_overlap}",
+                (
+                    f"mean overlap@k with the served answers {f.overlap:.3f}"
+                    if f.queries
+                    else "no shadowed query answered yet: nothing to judge"
+                )
+                + f"; the gate asks >= {gates.min_overlap}",
             )
         )
     if gates.max_p99_ratio is not None:
@@ -85,8 +89,12 @@ def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: 
                 ok,
                 ratio,
                 gates.max_p99_ratio,
-                f"candidate p99 {f.candidate.p99:.2f} ms / serving p99 {f.serving.p99:.2f} ms = {ratio:.2f}; "
-                f"the gate asks <= {gates.max_p99_ratio}",
+                (
+                    f"candidate p99 {f.candidate.p99:.2f} ms / serving p99 {f.serving.p99:.2f} ms = {ratio:.2f}"
+                    if f.queries
+                    else "no shadowed query answered yet: nothing to judge"
+                )
+                + f"; the gate asks <= {gates.max_p99_ratio}",
             )
         )
     return out
