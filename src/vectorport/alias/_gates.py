@@ -90,7 +90,8 @@ def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: 
                 ratio,
                 gates.max_p99_ratio,
                 (
-                    f"candidate p99 {f.candidate.p99:.2f} ms / serving p99 {f.serving.p99:.2f} ms = {ratio:.2f}"
+                    f"candidate p99 {f.candidate.p99:.2f} ms / serving p99 {f.serving.p99:.2f} ms "
+                    f"= {ratio:.2f}"
                     if f.queries
                     else "no shadowed query answered yet: nothing to judge"
                 )
