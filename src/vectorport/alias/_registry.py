@@ -98,6 +98,24 @@ def _timings(row: ShadowRow) -> tuple[float, float | None, str | None]:
     return row.serving_ms, row.candidate_ms, row.error
 
 
+def _members(state: AliasState) -> list[tuple[str, Sequence[Any]]]:
+    text = (
+        "INSERT INTO vectorport_alias_member (alias, url, role, feed, embedding_model, backfilled, "
+        "position) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    )
+    return [
+        (text, (state.name, m.url, m.role.value, m.feed.value, m.embedding_model, int(m.backfilled), i))
+        for i, m in enumerate(state.members)
+    ]
+
+
+def _event(state: AliasState, detail: str) -> tuple[str, Sequence[Any]]:
+    return (
+        "INSERT INTO vectorport_alias_event (alias, at, phase, version, detail) VALUES (?, ?, ?, ?, ?)",
+        (state.name, time.time(), state.phase.value, state.version, detail),
+    )
+
+
 class Registry:
     """The registry of aliases at one location (``None``: the user's SQLite file)."""
 
@@ -157,7 +175,7 @@ class Registry:
             "INSERT INTO vectorport_alias (name, phase, version, sample, updated) VALUES (?, ?, ?, ?, ?)",
             (state.name, state.phase.value, state.version, state.sample, time.time()),
         )
-        self.conn.run([head, *self._members(state), self._event(state, detail)])
+        self.conn.run([head, *_members(state), _event(state, detail)])
 
     def change(self, before: AliasState, after: AliasState, detail: str) -> None:
         """Move the alias from ``before`` to ``after`` in one transaction, refused with a
@@ -173,25 +191,9 @@ class Registry:
             (after.phase.value, after.version, after.sample, time.time(), before.name, before.version),
         )
         drop = ("DELETE FROM vectorport_alias_member WHERE alias = ?", (before.name,))
-        self.conn.run([head, drop, *self._members(after), self._event(after, detail)])
+        self.conn.run([head, drop, *_members(after), _event(after, detail)])
         if self.version(before.name) != after.version:  # pragma: no cover - a lost race
             raise ConflictError(f"alias {before.name!r} was changed concurrently; run the command again")
-
-    def _members(self, state: AliasState) -> list[tuple[str, Sequence[Any]]]:
-        text = (
-            "INSERT INTO vectorport_alias_member (alias, url, role, feed, embedding_model, backfilled, "
-            "position) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        )
-        return [
-            (text, (state.name, m.url, m.role.value, m.feed.value, m.embedding_model, int(m.backfilled), i))
-            for i, m in enumerate(state.members)
-        ]
-
-    def _event(self, state: AliasState, detail: str) -> tuple[str, Sequence[Any]]:
-        return (
-            "INSERT INTO vectorport_alias_event (alias, at, phase, version, detail) VALUES (?, ?, ?, ?, ?)",
-            (state.name, time.time(), state.phase.value, state.version, detail),
-        )
 
     def events(self, name: str) -> list[dict[str, Any]]:
         rows = self.conn.rows(
