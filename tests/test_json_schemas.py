@@ -86,7 +86,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (tmp / "q.jsonl").write_text(json.dumps({"text": "vectors", "relevant": ["a.md#0"]}) + "\n")
     yield tmp
     patch.undo()
-    for name in ("json-src", "json-dst", "json-imp", "json-docs", "json-drop"):
+    for name in ("json-src", "json-dst", "json-imp", "json-docs", "json-drop", "json-alias"):
         with contextlib.suppress(vectorport.VectorportError):
             vectorport.connect(f"memory://{name}").drop()
 
@@ -112,6 +112,21 @@ def memory_commands(tmp: Path) -> list[tuple[str, list[str]]]:
         ),
         ("pgvector schema", ["pgvector", "schema", "--table", "t", "--dim", "3"]),
         ("drop", ["drop", "memory://json-imp", "--yes"]),
+        *alias_commands(),
+    ]
+
+
+def alias_commands() -> list[tuple[str, list[str]]]:
+    """The cut-over of an alias from json-src to json-alias (no gate: nothing was shadowed)."""
+    off = ["--min-queries", "0", "--min-overlap", "0", "--max-p99-ratio", "0"]
+    return [
+        ("alias create", ["alias", "create", "json", "--serve", "memory://json-src"]),
+        ("alias shadow", ["alias", "shadow", "json", "memory://json-alias"]),
+        ("alias switch", ["alias", "switch", "json", *off]),
+        ("alias rollback", ["alias", "rollback", "json"]),
+        ("alias switch", ["alias", "switch", "json", *off]),
+        ("alias retire", ["alias", "retire", "json", "memory://json-src"]),
+        ("alias status", ["alias", "status", "json"]),
     ]
 
 
