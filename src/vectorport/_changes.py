@@ -59,6 +59,23 @@ class ChangeFeed(Protocol):
         """Where the feed is confirmed up to."""
         ...
 
+    def claim(self, consumer: str) -> str | None:
+        """Make ``consumer`` (a target) the feed's one consumer, recorded with the capture, and
+        hold it for this process until :meth:`close` (raise
+        :class:`~vectorport.exceptions.ConfigurationError` while another process holds it).
+        Return the other consumer the feed already feeds instead (then nothing is held): each
+        consumer confirms what it applied, so a second one would lose what the first confirms."""
+        ...
+
+    def owner(self) -> str | None:
+        """The consumer the feed feeds (``None`` before any claimed it)."""
+        ...
+
+    def shape(self) -> str:
+        """A digest of the shape of the captured records (the table's columns and types): a
+        change of shape (a column added) changes records without a captured change."""
+        ...
+
     def covers(self, position: str) -> bool:
         """Whether the feed holds every change after ``position`` (a position read from it
         earlier): false when it was made again since, so changes in between are not in it."""

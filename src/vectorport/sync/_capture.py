@@ -43,7 +43,7 @@ from ..exceptions import BackendUnavailableError, ConfigurationError, TransientE
 from ._report import SyncStats
 from ._state import SyncState
 
-__all__ = ["CaptureRun", "Lag", "feed_of", "mark", "ready", "trim_scanned"]
+__all__ = ["CaptureRun", "Lag", "feed_of", "mark", "ready", "reshaped", "trim_scanned"]
 
 READ_LIMIT = 5_000
 """Row changes read from the feed at a time (whole transactions: a batch may hold more)."""
@@ -67,18 +67,26 @@ def feed_of(store: VectorStore, shard: tuple[int, int] = (0, 1)) -> ChangeFeed |
 
 
 def mark(feed: ChangeFeed) -> dict[str, JSON]:
-    """What a scan pass records before it reads the source: the feed's confirmed position."""
-    return {"kind": feed.kind, "name": feed.name, "position": feed.position()}
+    """What a scan pass records before it reads the source: the feed's confirmed position and
+    the shape of the records it reads."""
+    return {"kind": feed.kind, "name": feed.name, "position": feed.position(), "shape": feed.shape()}
+
+
+def reshaped(state: SyncState, feed: ChangeFeed) -> bool:
+    """Whether the source's records changed shape (a column added, a type changed) since the
+    state's mark: records changed with no captured change, so a scan is needed."""
+    got = state.get("capture")
+    return isinstance(got, dict) and got.get("shape") != feed.shape()
 
 
 def ready(state: SyncState, feed: ChangeFeed) -> bool:
     """Whether the state can go on from the feed: a pass recorded the target behind a mark of
-    this feed, and the feed still holds every change since (a slot created again, or an outbox,
-    after the mark starts later: a scan is needed)."""
+    this feed, of records of the same shape, and the feed still holds every change since (a
+    slot created again, or an outbox, after the mark starts later: a scan is needed)."""
     got = state.get("capture")
     if not isinstance(got, dict) or state.parts is None or state.get("pass") is not None:
         return False
-    if (got.get("kind"), got.get("name")) != (feed.kind, feed.name):
+    if (got.get("kind"), got.get("name")) != (feed.kind, feed.name) or reshaped(state, feed):
         return False
     return feed.covers(str(got.get("position")))
 

@@ -123,7 +123,7 @@ class Capture:
             self._check_capturable(conn)
             installed = _installed(conn, names, self.store.schema)
             if installed:
-                return CaptureSetup(installed, names.slot, "already installed", [])
+                return CaptureSetup(installed, names.slot, self._installed_note(), [])
             chosen, why = _choose(conn)
             if method != "auto":
                 if method == "slot" and chosen != "slot":
@@ -132,6 +132,22 @@ class Capture:
             install = self._install_slot if chosen == "slot" else self._install_outbox
             made = install(conn, names)
         return CaptureSetup(chosen, names.slot, why, made)
+
+    def _installed_note(self) -> str:
+        """Why nothing was installed, naming the target the capture feeds (a second target
+        cannot share it)."""
+        feed = self.change_feed()
+        try:
+            owner = feed.owner() if feed is not None else None
+        finally:
+            if feed is not None:
+                feed.close()
+        if owner is None:
+            return "already installed"
+        return (
+            f"already installed; it feeds the sync into {owner}, and one capture feeds one target "
+            "(a sync into another target scans the source; see 'Two targets' in docs/sync.md)"
+        )
 
     def teardown_capture(self) -> list[str]:
         """Remove whatever capture is installed on the table: slot, publication, replica
@@ -343,6 +359,19 @@ def _installed(conn: psycopg.Connection[Any], names: _Names, schema: str) -> str
     return "outbox" if outbox and outbox[0] is not None else None
 
 
+def _parsed_note(text: str | None) -> dict[str, Any]:
+    """A capture's note (a JSON object in a comment; empty when there is none)."""
+    note = json.loads(text) if text else {}
+    return note if isinstance(note, dict) else {}
+
+
+def _lock_key(name: str) -> int:
+    """The advisory lock key of a capture (a signed 64-bit number drawn from its name)."""
+    return int.from_bytes(
+        hashlib.sha256(f"vectorport capture {name}".encode()).digest()[:8], "big", signed=True
+    )
+
+
 class _Feed:
     """A feed reads on a connection it keeps (the store's own, or one its SQLAlchemy engine's
     pool lends until :meth:`close`: a replication slot is read through SQL, so an ordinary
@@ -361,6 +390,7 @@ class _Feed:
         self.conn, self._give_back = held
         self.names = names
         self.name = names.slot
+        self._claimed = False
 
     @contextmanager
     def _session(self) -> Iterator[psycopg.Connection[Any]]:
@@ -369,19 +399,101 @@ class _Feed:
             if not usable(self.conn):
                 self._give_back()  # an engine's pool drops a lost connection
                 self.conn, self._give_back = self.store.capture.hold()
+                if self._claimed:
+                    self._lock()  # the lock went with the lost session
             yield self.conn
 
     def _lost(self) -> bool:
         return not usable(self.conn)
 
     def _check_table(self) -> None:
+        """Refuse to read a capture that no longer covers the table: the table dropped, or
+        dropped and created again (a new relation the publication or the trigger never saw, so
+        none of its changes are in the feed: going on would call a target "synced" that misses
+        them)."""
         if not self.store.capture.table_exists(self.conn):
             raise ConfigurationError(
                 f"{self.store._where}: the source table was dropped; the sync position is kept: "
-                "restore the table, or remove the capture (teardown_capture()) and sync a new source"
+                "create it again and then install its capture again (teardown_capture() and "
+                "setup_capture(); the next sync scans the source), or remove the capture and sync "
+                "a new source"
+            )
+        if not self._covered(self.store.layout.qualified.as_string(self.conn)):
+            raise ConfigurationError(
+                f"{self.store._where}: the capture {self.name} no longer covers "
+                f"{self.store.schema}.{self.store.table} (the table was dropped and created again, or "
+                "its capture was altered by hand), so the changes since are not in it; the sync "
+                "position is kept: install the capture again (vectorport sync --teardown-capture "
+                "SOURCE, then --setup-capture SOURCE): the next sync scans the whole source"
             )
 
+    def _covered(self, table: str) -> bool:
+        """Whether the capture's publication or trigger covers ``table`` (this relation)."""
+        raise NotImplementedError
+
+    def _note(self) -> dict[str, Any]:
+        """The capture's note (its consumer), kept in a comment on its object."""
+        raise NotImplementedError
+
+    def _set_note(self, note: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def owner(self) -> str | None:
+        """The consumer the capture feeds (``None`` before a sync read it)."""
+        with self._session():
+            got = self._note().get("consumer")
+        return str(got) if got is not None else None
+
+    def claim(self, consumer: str) -> str | None:
+        """Make ``consumer`` the capture's one consumer (recorded on the server) and hold its
+        lock until :meth:`close`; return the other consumer that has it instead (nothing held)."""
+        with self._session():
+            self._check_table()
+            note = self._note()
+            owner = note.get("consumer")
+            if owner is not None and owner != consumer:
+                return str(owner)
+            self._lock()
+            self._claimed = True
+            if owner is None:
+                self._set_note({**note, "consumer": consumer})
+        return None
+
+    def _lock(self) -> None:
+        """The capture's advisory lock on the feed's connection: one sync at a time applies a
+        capture (two would each confirm what the other has not applied)."""
+        key = _lock_key(self.names.slot)
+        row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        if row and row[0]:
+            return
+        holder = self.conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+            "AND classid = %s AND objid = %s",
+            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
+        ).fetchone()
+        raise ConfigurationError(
+            f"{self.store._where}: another sync is applying the capture {self.name} (PostgreSQL "
+            f"session PID {holder[0] if holder else '?'}): one sync at a time follows a capture. "
+            "Stop that one first; to keep two targets in step, see 'Two targets' in docs/sync.md"
+        )
+
+    def shape(self) -> str:
+        """A digest of the table's columns and their types: a mark with another shape (a column
+        added, a type changed) cannot be gone on from by the changed keys alone."""
+        with self._session():
+            row = self.conn.execute(
+                "SELECT md5(string_agg(attname || ' ' || format_type(atttypid, atttypmod), ',' "
+                "ORDER BY attnum)) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+                "AND NOT attisdropped",
+                (self.store.layout.qualified.as_string(self.conn),),
+            ).fetchone()
+        return str(row[0]) if row else ""
+
     def close(self) -> None:
+        if self._claimed and usable(self.conn):
+            # a connection lent by an engine's pool goes back without the lock
+            self.conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(self.names.slot),))
+        self._claimed = False
         self._give_back()
 
 
@@ -390,9 +502,34 @@ class SlotFeed(_Feed):
 
     kind = "slot"
 
+    def _covered(self, table: str) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid "
+                "WHERE p.pubname = %s AND r.prrelid = to_regclass(%s)",
+                (self.names.slot, table),
+            ).fetchone()
+            is not None
+        )
+
+    def _note(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT obj_description(oid, 'pg_publication') FROM pg_publication WHERE pubname = %s",
+            (self.names.slot,),
+        ).fetchone()
+        return _parsed_note(row[0] if row else None)
+
+    def _set_note(self, note: dict[str, Any]) -> None:
+        self.conn.execute(
+            sql.SQL("COMMENT ON PUBLICATION {} IS {}").format(
+                sql.Identifier(self.names.slot), sql.Literal(json.dumps(note))
+            )
+        )
+
     def position(self) -> str:
         """The slot's confirmed position (every change before it is applied)."""
         with self._session():
+            self._check_table()
             row = self.conn.execute(
                 "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
                 (self.name,),
@@ -463,10 +600,18 @@ class SlotFeed(_Feed):
         return batch
 
     def _check_relation(self, rel: Relation) -> None:
+        """Refuse a change of the vector column's dimension, unless the table is back to the
+        collection's (each key is read back as it is now: changes made in between apply)."""
         spec = self.store.spec
         column = self.store.layout.columns.embedding
         for col in rel.columns:
             if col.name == column and col.type_modifier > 0 and col.type_modifier != spec.dimension:
+                now = self.conn.execute(
+                    "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+                    (self.store.layout.qualified.as_string(self.conn), column),
+                ).fetchone()
+                if now is not None and now[0] == spec.dimension:
+                    continue
                 raise ConfigurationError(
                     f"{self.store._where}: the column {column} became vector({col.type_modifier}) and the "
                     f"collection holds {spec.dimension}-dim vectors; a sync cannot apply that change (the "
@@ -529,6 +674,26 @@ class OutboxFeed(_Feed):
 
     kind = "outbox"
 
+    def _covered(self, table: str) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = to_regclass(%s)",
+                (self.names.trigger, table),
+            ).fetchone()
+            is not None
+        )
+
+    def _note(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT obj_description(to_regclass(%s), 'pg_class')", (self._table.as_string(self.conn),)
+        ).fetchone()
+        return _parsed_note(row[0] if row else None)
+
+    def _set_note(self, note: dict[str, Any]) -> None:
+        self.conn.execute(
+            sql.SQL("COMMENT ON TABLE {} IS {}").format(self._table, sql.Literal(json.dumps(note)))
+        )
+
     def __init__(
         self, store: PgVectorStore, held: tuple[psycopg.Connection[Any], Callable[[], None]], names: _Names
     ) -> None:
@@ -550,6 +715,7 @@ class OutboxFeed(_Feed):
         """``ID:XID``: the highest outbox id committed, and the oldest transaction still running
         (its 32-bit id, the snapshot's ``xmin``), read in one snapshot (:meth:`covered`)."""
         with self._session():
+            self._check_table()
             row = self.conn.execute(
                 sql.SQL(
                     "SELECT coalesce(max(id), 0), "
