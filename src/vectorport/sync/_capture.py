@@ -152,6 +152,8 @@ class CaptureRun:
         self.retry = retry
         self.applied = 0
         self.lag = Lag(0.0, 0, 0, None)
+        self._held: list[tuple[str, list[str]]] = []
+        """The records of the batch being applied that the target cannot hold."""
 
     @property
     def position(self) -> str | None:
@@ -188,6 +190,7 @@ class CaptureRun:
             keys = list(dict.fromkeys([*keys, *self.state.all_keys()]))
         parts = self.state.parts or 1
         known = self.state.lookup(keys)
+        self._held = []
         writes: list[tuple[Record, int, bytes]] = []
         gone: list[tuple[str, int]] = []
         for chunk in _chunks(keys, READ_BACK):
@@ -213,6 +216,16 @@ class CaptureRun:
                     self.target.delete(list(chunk))
         self.state.record([(r.key, s, d) for r, s, d in writes])
         self.state.forget(deletes)
+        self.state.release(keys)
+        self.state.hold(self._held)
+        if self._held:
+            log.warning(
+                "capture: %d changed records held back, the target cannot hold them (%s: %s); every "
+                "pass reports them until the source changes them",
+                len(self._held),
+                self._held[0][0],
+                "; ".join(self._held[0][1]),
+            )
         self.stats.written += len(writes)
         self.stats.deleted += len(deletes)
         got = self.state.get("capture")
@@ -225,7 +238,7 @@ class CaptureRun:
         cannot be written or the target already holds it."""
         out = self.transformer.apply(rec.metadata, rec.text)
         if out.unresolved:
-            self.stats.unwritable.add({"key": rec.key, "problems": [f"{p}: {m}" for p, m in out.unresolved]})
+            self._held.append((rec.key, [f"{p}: {m}" for p, m in out.unresolved]))
             return None
         digest = record_digest(rec.key, rec.vector, out.metadata, out.text)
         if known == digest:

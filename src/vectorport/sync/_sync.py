@@ -24,6 +24,7 @@ from .._exit import Status
 from .._models import JSON
 from .._paths import default_state
 from .._protocol import VectorStore
+from .._report import Capped
 from ..engine._checkpoint import shard_path
 from ..engine._endpoints import StoreLike
 from ..engine._progress import ProgressMode
@@ -46,9 +47,9 @@ from ._capture import (
 from ._context import SyncContext, check_spec, opened
 from ._options import SyncOptions
 from ._pass import outside, outside_shards, scan_pass
-from ._report import SyncReport
+from ._report import SyncReport, SyncStats
 from ._shards import merge_shards, shard_passes
-from ._state import recorded_fixed
+from ._state import SyncState, recorded_fixed
 
 __all__ = ["sync"]
 
@@ -160,6 +161,8 @@ def _finish(ctx: SyncContext, runner: Runner) -> None:
     """Status and notes, then the verification asked for: the end of every run, under every runner."""
     report = ctx.report
     report.sync.seconds = time.monotonic() - ctx.started
+    if ctx.state is not None:
+        _held_back(ctx.state, report.sync)
     report.conclude()
     if ctx.options.verify and report.verification is None:
         t0 = time.monotonic()
@@ -169,6 +172,16 @@ def _finish(ctx: SyncContext, runner: Runner) -> None:
         report.status = report.verification.status
     report.engine = ctx.placement.describe()
     report.timings["total"] = time.monotonic() - ctx.started
+
+
+def _held_back(state: SyncState, stats: SyncStats) -> None:
+    """The records the target cannot hold, as the state holds them back: those this pass found
+    and those earlier passes did that no change since released (a capture pass reads only the
+    changed keys, and must not call the target synced over the others)."""
+    unwritable: Capped[dict[str, JSON]] = Capped(cap=stats.unwritable.cap)
+    for key, problems in state.held():
+        unwritable.add({"key": key, "problems": list(problems)})
+    stats.unwritable = unwritable
 
 
 def _check_fixed(ctx: SyncContext) -> None:
@@ -326,5 +339,14 @@ def _scan_passes(
 def _equal(ctx: SyncContext, runner: Runner) -> bool:
     """``until_equal``: verify the target; whether the data is equal (the report keeps the
     verification)."""
-    ctx.report.verification = verify_sync(ctx, runner, ProgressMode.NONE)
-    return ctx.report.verification.status != Status.DIFFERENCES
+    check = ctx.report.verification = verify_sync(ctx, runner, ProgressMode.NONE)
+    if check.status != Status.DIFFERENCES:
+        return True
+    # equal but for the records held back: no pass can change that, the report names them
+    held = {key for key, _ in ctx.state.held()} if ctx.state is not None else set()
+    only_missing = check.differences == check.missing.total + int(check.count_mismatch)
+    return (
+        bool(held)
+        and only_missing
+        and check.missing.total == len(held) >= len(held.union(check.missing.items))
+    )
