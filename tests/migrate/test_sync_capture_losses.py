@@ -244,10 +244,12 @@ def test_a_dimension_changed_and_back_is_followed_on(
     _on(source, "setup_capture", "slot")
     sync(source, target, state=state, delete=True)
     with _admin(pg_dir) as conn:
-        conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector(16) USING NULL")
-        conn.execute(f"INSERT INTO {table} (key, embedding, metadata) VALUES ('w', %s, '{{}}')", ("[1" + ",1" * 15 + "]",))
+        conn.execute(f"DELETE FROM {table}")
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector(16)")
+        wide = "[" + ",".join(["1"] * 16) + "]"
+        conn.execute(f"INSERT INTO {table} (key, embedding, metadata) VALUES ('w', %s, '{{}}')", (wide,))
         conn.execute(f"DELETE FROM {table} WHERE key = 'w'")
-        conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({DIM}) USING NULL")
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({DIM})")
     _on(source, "upsert", [_record(i, 5) for i in range(60)])
     report = sync(source, target, state=state, delete=True)
     assert report.status.value == "synced" and report.sync.changed == 60
