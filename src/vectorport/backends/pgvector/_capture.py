@@ -30,17 +30,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
 
 from ..._changes import CaptureSetup, ChangeBatch
-from ...exceptions import ConfigurationError
+from ...exceptions import ConfigurationError, NotFoundError
 from ._connections import usable
 from ._pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate, decode, lsn_int, lsn_text
 from .errors import pg_errors
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Capture", "OutboxFeed", "SlotFeed"]
 
+NOTE_EVERY = 60.0
+"""Seconds between notes of the last confirmation in a capture's note (a comment: a catalog
+write, not one per batch)."""
 _JSON_TYPES = frozenset({114, 3802})  # json, jsonb: passed to jsonb_populate_recordset as JSON
 _REPLICA_IDENTITY = {"d": "DEFAULT", "n": "NOTHING", "i": "USING INDEX"}
 
@@ -70,7 +74,11 @@ class Capture:
         self.store = store
 
     def _capture_names(self) -> _Names:
-        scope = json.dumps(sorted(self.store.layout.columns.scope_params), default=str)
+        try:
+            params = sorted(self.store.layout.columns.scope_params)
+        except NotFoundError:
+            params = []  # the table is gone (a teardown): a table of its own has no scope
+        scope = json.dumps(params, default=str)
         digest = hashlib.sha256(f"{self.store.schema}.{self.store.table}\n{scope}".encode()).hexdigest()[:12]
         base = f"vectorport_capture_{digest}"
         return _Names(slot=base, outbox=f"vectorport_outbox_{digest}", trigger=base)
@@ -155,7 +163,7 @@ class Capture:
         names = self._capture_names()
         removed: list[str] = []
         with self.store.server.errors("capture teardown"):
-            conn = self._conn()
+            conn = self.store.server.session().conn  # the table may be gone: no layout to bind
             if conn.execute(
                 "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (names.slot,)
             ).fetchone():
@@ -198,9 +206,21 @@ class Capture:
         return None
 
     def table_exists(self, conn: psycopg.Connection[Any]) -> bool:
-        table = self.store.layout.qualified
+        table = sql.Identifier(self.store.schema, self.store.table)
         row = conn.execute("SELECT to_regclass(%s)", (table.as_string(conn),)).fetchone()
         return bool(row and row[0] is not None)
+
+    def health(self) -> dict[str, Any] | None:
+        """The installed capture's health (``None`` when none is installed): what it holds back
+        on the server (a slot's retained WAL, the outbox's rows), how far it is behind, the
+        target it feeds and when that last confirmed a batch."""
+        feed = self.change_feed()
+        if feed is None:
+            return None
+        try:
+            return feed.health()
+        finally:
+            feed.close()
 
     def _install_slot(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
         made: list[str] = []
@@ -391,6 +411,7 @@ class _Feed:
         self.names = names
         self.name = names.slot
         self._claimed = False
+        self._noted = 0.0
 
     @contextmanager
     def _session(self) -> Iterator[psycopg.Connection[Any]]:
@@ -414,17 +435,17 @@ class _Feed:
         if not self.store.capture.table_exists(self.conn):
             raise ConfigurationError(
                 f"{self.store._where}: the source table was dropped; the sync position is kept: "
-                "create it again and then install its capture again (teardown_capture() and "
-                "setup_capture(); the next sync scans the source), or remove the capture and sync "
-                "a new source"
+                "create it again and install the capture again (teardown_capture() and "
+                "setup_capture(): the next sync scans the source), or remove the capture "
+                "(teardown_capture()) and sync a new source"
             )
         if not self._covered(self.store.layout.qualified.as_string(self.conn)):
             raise ConfigurationError(
                 f"{self.store._where}: the capture {self.name} no longer covers "
                 f"{self.store.schema}.{self.store.table} (the table was dropped and created again, or "
                 "its capture was altered by hand), so the changes since are not in it; the sync "
-                "position is kept: install the capture again (vectorport sync --teardown-capture "
-                "SOURCE, then --setup-capture SOURCE): the next sync scans the whole source"
+                "position is kept: install the capture again (teardown_capture() and "
+                "setup_capture(): the next sync scans the source)"
             )
 
     def _covered(self, table: str) -> bool:
@@ -476,6 +497,30 @@ class _Feed:
             f"session PID {holder[0] if holder else '?'}): one sync at a time follows a capture. "
             "Stop that one first; to keep two targets in step, see 'Two targets' in docs/sync.md"
         )
+
+    def _confirmed(self) -> None:
+        """Note the time of a confirmation in the capture's note, at most once a minute (a
+        comment is a catalog write): what ``info`` shows as the last confirmation."""
+        now = time.time()
+        if now - self._noted < NOTE_EVERY:
+            return
+        self._noted = now
+        self._set_note({**self._note(), "confirmed_at": datetime.fromtimestamp(now, UTC).isoformat()})
+
+    def health(self) -> dict[str, Any]:
+        """What :meth:`Capture.health` returns."""
+        with self._session():
+            note = self._note()
+            return {
+                "method": self.kind,
+                "name": self.name,
+                "consumer": note.get("consumer"),
+                "confirmed_at": note.get("confirmed_at"),
+                **self._held_back(),
+            }
+
+    def _held_back(self) -> dict[str, Any]:
+        raise NotImplementedError
 
     def shape(self) -> str:
         """A digest of the table's columns and their types: a mark with another shape (a column
@@ -559,12 +604,27 @@ class SlotFeed(_Feed):
         skip = lsn_int(after) if after else 0
         with self._session():
             self._check_table()
+            self._check_kept()
             rows = self.conn.execute(
                 "SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes("
                 "%s, NULL, %s, 'proto_version', '1', 'publication_names', %s)",
                 (self.name, limit, self.name),
             ).fetchall()
             return self._decode(rows, skip)
+
+    def _check_kept(self) -> None:
+        """Refuse a slot the server invalidated (it held back more WAL than
+        ``max_slot_wal_keep_size``): changes are missing from it."""
+        row = self.conn.execute(
+            "SELECT wal_status FROM pg_replication_slots WHERE slot_name = %s", (self.name,)
+        ).fetchone()
+        if row is not None and row[0] == "lost":
+            raise ConfigurationError(
+                f"{self.store._where}: the replication slot {self.name} was invalidated (it held back "
+                "more WAL than max_slot_wal_keep_size allows), so changes are missing from it; the sync "
+                "position is kept: install the capture again (teardown_capture() and setup_capture(): "
+                "the next sync scans the source)"
+            )
 
     def _decode(self, rows: list[tuple[str, bytes]], skip: int) -> ChangeBatch:
         """The batch of the peeked ``(lsn, data)`` rows; transactions whose commit precedes
@@ -657,6 +717,24 @@ class SlotFeed(_Feed):
             self.conn.execute(
                 "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (self.name, batch.position)
             )
+            self._confirmed()
+
+    def _held_back(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, "
+            "pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint, wal_status, "
+            "safe_wal_size, current_setting('max_slot_wal_keep_size') "
+            "FROM pg_replication_slots WHERE slot_name = %s",
+            (self.name,),
+        ).fetchone()
+        names = (
+            "retained_wal_bytes",
+            "behind_wal_bytes",
+            "wal_status",
+            "safe_wal_bytes",
+            "max_slot_wal_keep_size",
+        )
+        return dict(zip(names, row or (None,) * len(names), strict=True))
 
     def behind(self) -> int:
         """WAL bytes between the slot's confirmed position and the server's current one."""
@@ -770,6 +848,17 @@ class OutboxFeed(_Feed):
             return
         with self._session():
             self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table), (batch.ids,))
+            self._confirmed()
+
+    def _held_back(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            sql.SQL("SELECT count(*), min(at)::text, pg_total_relation_size(%s::regclass) FROM {}").format(
+                self._table
+            ),
+            (self._table.as_string(self.conn),),
+        ).fetchone()
+        names = ("outbox_rows", "oldest_change_at", "outbox_bytes")
+        return dict(zip(names, row or (None,) * len(names), strict=True))
 
     def behind(self) -> int:
         """Rows waiting in the outbox."""
