@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from ._models import JSON
+
 __all__ = ["CaptureSetup", "ChangeBatch", "ChangeFeed"]
 
 
@@ -69,6 +71,13 @@ class ChangeFeed(Protocol):
 
     def owner(self) -> str | None:
         """The consumer the feed feeds (``None`` before any claimed it)."""
+        ...
+
+    def health(self) -> dict[str, JSON]:
+        """What the capture holds back on the source's server and for whom: ``method``,
+        ``name``, ``consumer``, ``confirmed_at`` (the last confirmation noted, ISO time), and
+        the method's own measures (a slot's ``retained_wal_bytes`` and ``wal_status``, the
+        outbox's ``outbox_rows``)."""
         ...
 
     def shape(self) -> str:
