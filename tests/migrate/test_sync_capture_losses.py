@@ -269,7 +269,9 @@ def test_a_refused_follow_creates_no_target(url_for: Callable[..., str], tmp_pat
     with pytest.raises(ConfigurationError, match="cannot capture"):
         sync(src, target, state=tmp_path / "s.sqlite", follow=True)
     client, where = bucket_client(target)
-    names = [i["indexName"] for i in client.list_indexes(vectorBucketName=where["vectorBucketName"])["indexes"]]
+    names = [
+        i["indexName"] for i in client.list_indexes(vectorBucketName=where["vectorBucketName"])["indexes"]
+    ]
     assert where["indexName"] not in names
     _on(src, "drop")
 
@@ -293,3 +295,46 @@ def test_setup_and_teardown_together_are_refused_and_install_nothing(source: str
             "SELECT count(*) FROM pg_publication_tables WHERE tablename = %s", (_table(source),)
         ).fetchone()
     assert pubs is not None and pubs[0] == 0
+
+
+@pytest.mark.pgvector
+def test_capture_health_retention_bound_and_teardown_of_a_dropped_table(
+    source: str, url_for: Callable[..., str], tmp_path: Path, pg_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 7: ``info`` and ``doctor`` show what the slot holds back and for whom, the embedded
+    server bounds it, and teardown removes everything once the table is gone."""
+    from vectorport.ingest import doctor
+
+    target = url_for("pgvector")
+    _on(source, "setup_capture", "slot")
+    sync(source, target, state=tmp_path / "s.sqlite", delete=True)
+    _writes(source, 20, seed=6)
+    assert sync(source, target, state=tmp_path / "s.sqlite", delete=True).sync.mode == "capture"
+    _writes(source, 20, seed=7)  # not applied: held back
+    with _admin(pg_dir) as conn:
+        assert conn.execute("SHOW max_slot_wal_keep_size").fetchone()[0] == "1GB"
+        retained = conn.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots "
+            "WHERE slot_name LIKE 'vectorport%%'"
+        ).fetchone()[0]
+    store = vectorport.connect(source)
+    try:
+        health = store.info()["capture"]
+        assert health["method"] == "slot" and health["wal_status"] == "reserved"
+        assert 0 < health["retained_wal_bytes"] <= retained + 2**20
+        assert health["consumer"] and health["confirmed_at"]
+        monkeypatch.setattr(doctor, "HELD_BACK", {"retained_wal_bytes": 0})
+        report = doctor.diagnose(store)
+        assert [f.check for f in report.findings] == ["capture"]
+        assert "holds back retained wal bytes" in report.findings[0].message
+    finally:
+        store.close()
+    with _admin(pg_dir) as conn:
+        conn.execute(f"DROP TABLE {_table(source)}")
+    removed = _on(source, "teardown_capture")
+    assert any("replication slot" in r for r in removed) and any("publication" in r for r in removed)
+    with _admin(pg_dir) as conn:
+        slots = conn.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'vectorport%%'")
+        assert slots.fetchall() == []
+    vectorport.connect(source, dimension=DIM).close()  # the fixture drops it
+    _on(target, "drop")
