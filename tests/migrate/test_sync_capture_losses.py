@@ -306,7 +306,7 @@ def test_capture_health_retention_bound_and_teardown_of_a_dropped_table(
     from vectorport.ingest import doctor
 
     target = url_for("pgvector")
-    _on(source, "setup_capture", "slot")
+    slot = _on(source, "setup_capture", "slot").name
     sync(source, target, state=tmp_path / "s.sqlite", delete=True)
     _writes(source, 20, seed=6)
     assert sync(source, target, state=tmp_path / "s.sqlite", delete=True).sync.mode == "capture"
@@ -315,7 +315,8 @@ def test_capture_health_retention_bound_and_teardown_of_a_dropped_table(
         assert conn.execute("SHOW max_slot_wal_keep_size").fetchone()[0] == "1GB"
         retained = conn.execute(
             "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) FROM pg_replication_slots "
-            "WHERE slot_name LIKE 'vectorport%%'"
+            "WHERE slot_name = %s",
+            (slot,),
         ).fetchone()[0]
     store = vectorport.connect(source)
     try:
@@ -334,7 +335,7 @@ def test_capture_health_retention_bound_and_teardown_of_a_dropped_table(
     removed = _on(source, "teardown_capture")
     assert any("replication slot" in r for r in removed) and any("publication" in r for r in removed)
     with _admin(pg_dir) as conn:
-        slots = conn.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'vectorport%%'")
+        slots = conn.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name = %s", (slot,))
         assert slots.fetchall() == []
     vectorport.connect(source, dimension=DIM).close()  # the fixture drops it
     _on(target, "drop")
