@@ -43,7 +43,7 @@ from ..exceptions import BackendUnavailableError, ConfigurationError, TransientE
 from ._report import SyncStats
 from ._state import SyncState
 
-__all__ = ["CaptureRun", "Lag", "feed_of", "mark", "ready", "reshaped", "trim_scanned"]
+__all__ = ["CaptureRun", "Lag", "Reshaped", "feed_of", "mark", "ready", "reshaped", "trim_scanned"]
 
 READ_LIMIT = 5_000
 """Row changes read from the feed at a time (whole transactions: a batch may hold more)."""
@@ -99,6 +99,11 @@ def trim_scanned(state: SyncState, feed: ChangeFeed) -> None:
     if not isinstance(got, dict) or (got.get("kind"), got.get("name")) != (feed.kind, feed.name):
         return
     feed.confirm(feed.covered(str(got.get("position"))))
+
+
+class Reshaped(ConfigurationError):
+    """The source's records changed shape while changes were applied (a column added): the
+    changed keys no longer tell every changed record, so the run scans before it goes on."""
 
 
 @dataclass
@@ -162,6 +167,11 @@ class CaptureRun:
 
     def step(self) -> bool:
         """Read and apply one batch; whether there was anything to apply."""
+        if reshaped(self.state, self.feed):
+            raise Reshaped(
+                f"the source table's columns changed while its changes were applied ({self.feed.kind} "
+                f"{self.feed.name}): records changed with no captured change; a scan pass is needed"
+            )
         batch = self.feed.read(READ_LIMIT, after=self.position)
         now = datetime.now(UTC)
         age = (now - batch.oldest).total_seconds() if batch.oldest is not None else 0.0

@@ -36,6 +36,7 @@ from ..verify._verify import VerifyReport
 from ._capture import (
     CaptureRun,
     Lag,
+    Reshaped,
     check_follow,
     feed_of,
     follow_until,
@@ -284,13 +285,16 @@ def _passes(
             _scan_passes(ctx, runner, transform, why, feed)
         why = None
         if o.follow and feed is not None:
-            follow_until(
-                capture or _capture_run(ctx, feed),
-                poll=o.poll,
-                on_lag=on_lag,
-                caught_up=until,
-                max_outage=o.max_outage,
-            )
+            try:
+                follow_until(
+                    capture or _capture_run(ctx, feed),
+                    poll=o.poll,
+                    on_lag=on_lag,
+                    caught_up=until,
+                    max_outage=o.max_outage,
+                )
+            except Reshaped:
+                continue  # the next round scans (its notes say why), then follows again
             return
         if until is None or until():
             return
