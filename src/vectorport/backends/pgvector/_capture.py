@@ -54,6 +54,10 @@ __all__ = ["Capture", "OutboxFeed", "SlotFeed"]
 NOTE_EVERY = 60.0
 """Seconds between notes of the last confirmation in a capture's note (a comment: a catalog
 write, not one per batch)."""
+LOCK_WAIT = 5.0
+"""Seconds a sync waits for the capture's lock before it refuses: the session of a follower
+killed a moment ago ends when the server notices, and the same command run again should not be
+refused for that."""
 _JSON_TYPES = frozenset({114, 3802})  # json, jsonb: passed to jsonb_populate_recordset as JSON
 _REPLICA_IDENTITY = {"d": "DEFAULT", "n": "NOTHING", "i": "USING INDEX"}
 
@@ -484,9 +488,14 @@ class _Feed:
         """The capture's advisory lock on the feed's connection: one sync at a time applies a
         capture (two would each confirm what the other has not applied)."""
         key = _lock_key(self.names.slot)
-        row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-        if row and row[0]:
-            return
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if row and row[0]:
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
         holder = self.conn.execute(
             "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
             "AND classid = %s AND objid = %s",
