@@ -69,7 +69,8 @@ class _Writer(threading.Thread):
             vec = "[" + ",".join(f"{rng.uniform(-1, 1):.4f}" for _ in range(DIM)) + "]"
             conn.execute(
                 f"INSERT INTO {self.table} (key, embedding, metadata) VALUES (%s, %s, %s) "
-                "ON CONFLICT (key) DO UPDATE SET embedding = excluded.embedding, metadata = excluded.metadata",
+                "ON CONFLICT (key) DO UPDATE SET embedding = excluded.embedding, "
+                "metadata = excluded.metadata",
                 (key, vec, json.dumps({"n": rng.randrange(1000)})),
             )
 
@@ -160,6 +161,7 @@ def test_soak_follow_never_says_synced_over_a_difference(
         proc.wait()
     final = _start(source, target, state, "--until-equal")
     out, err = final.communicate(timeout=300)
+    assert out.strip(), err
     sampler.stop.set()
     sampler.join()
     report = json.loads(out.strip().splitlines()[-1])
