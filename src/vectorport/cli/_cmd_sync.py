@@ -239,6 +239,8 @@ def sync(
     was captured instead of scanning, and --follow applies changes continuously, reporting the
     lag. --teardown-capture removes everything it installed. See docs/sync.md.
     """
+    if setup_capture and teardown_capture:
+        raise typer.BadParameter("--setup-capture and --teardown-capture undo each other: give one")
     if setup_capture or teardown_capture:
         _capture_command(source, setup=setup_capture, method=capture_method, as_json=as_json)
         return

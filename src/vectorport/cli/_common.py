@@ -200,6 +200,8 @@ _CLI_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"call sync again on a schedule instead"), "run sync --every 30s instead"),
     (re.compile(r"remove the capture \(teardown_capture\(\)\)"),
      "remove the capture (sync --teardown-capture)"),
+    (re.compile(r"install the capture again \(teardown_capture\(\) and setup_capture\(\)"),
+     "install the capture again (sync --teardown-capture SOURCE, then sync --setup-capture SOURCE"),
 )  # fmt: skip
 
 

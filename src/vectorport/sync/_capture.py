@@ -43,7 +43,7 @@ from ..exceptions import Advice, Advised, BackendUnavailableError, Configuration
 from ._report import SyncStats
 from ._state import SyncState
 
-__all__ = ["CaptureRun", "Lag", "feed_of", "mark", "ready", "trim_scanned"]
+__all__ = ["CaptureRun", "Lag", "Reshaped", "feed_of", "mark", "ready", "reshaped", "trim_scanned"]
 
 READ_LIMIT = 5_000
 """Row changes read from the feed at a time (whole transactions: a batch may hold more)."""
@@ -67,18 +67,26 @@ def feed_of(store: VectorStore, shard: tuple[int, int] = (0, 1)) -> ChangeFeed |
 
 
 def mark(feed: ChangeFeed) -> dict[str, JSON]:
-    """What a scan pass records before it reads the source: the feed's confirmed position."""
-    return {"kind": feed.kind, "name": feed.name, "position": feed.position()}
+    """What a scan pass records before it reads the source: the feed's confirmed position and
+    the shape of the records it reads."""
+    return {"kind": feed.kind, "name": feed.name, "position": feed.position(), "shape": feed.shape()}
+
+
+def reshaped(state: SyncState, feed: ChangeFeed) -> bool:
+    """Whether the source's records changed shape (a column added, a type changed) since the
+    state's mark: records changed with no captured change, so a scan is needed."""
+    got = state.get("capture")
+    return isinstance(got, dict) and got.get("shape") != feed.shape()
 
 
 def ready(state: SyncState, feed: ChangeFeed) -> bool:
     """Whether the state can go on from the feed: a pass recorded the target behind a mark of
-    this feed, and the feed still holds every change since (a slot created again, or an outbox,
-    after the mark starts later: a scan is needed)."""
+    this feed, of records of the same shape, and the feed still holds every change since (a
+    slot created again, or an outbox, after the mark starts later: a scan is needed)."""
     got = state.get("capture")
     if not isinstance(got, dict) or state.parts is None or state.get("pass") is not None:
         return False
-    if (got.get("kind"), got.get("name")) != (feed.kind, feed.name):
+    if (got.get("kind"), got.get("name")) != (feed.kind, feed.name) or reshaped(state, feed):
         return False
     return feed.covers(str(got.get("position")))
 
@@ -91,6 +99,11 @@ def trim_scanned(state: SyncState, feed: ChangeFeed) -> None:
     if not isinstance(got, dict) or (got.get("kind"), got.get("name")) != (feed.kind, feed.name):
         return
     feed.confirm(feed.covered(str(got.get("position"))))
+
+
+class Reshaped(ConfigurationError):
+    """The source's records changed shape while changes were applied (a column added): the
+    changed keys no longer tell every changed record, so the run scans before it goes on."""
 
 
 @dataclass
@@ -144,6 +157,8 @@ class CaptureRun:
         self.retry = retry
         self.applied = 0
         self.lag = Lag(0.0, 0, 0, None)
+        self._held: list[tuple[str, list[str]]] = []
+        """The records of the batch being applied that the target cannot hold."""
 
     @property
     def position(self) -> str | None:
@@ -152,6 +167,11 @@ class CaptureRun:
 
     def step(self) -> bool:
         """Read and apply one batch; whether there was anything to apply."""
+        if reshaped(self.state, self.feed):
+            raise Reshaped(
+                f"the source table's columns changed while its changes were applied ({self.feed.kind} "
+                f"{self.feed.name}): records changed with no captured change; a scan pass is needed"
+            )
         batch = self.feed.read(READ_LIMIT, after=self.position)
         now = datetime.now(UTC)
         age = (now - batch.oldest).total_seconds() if batch.oldest is not None else 0.0
@@ -180,6 +200,7 @@ class CaptureRun:
             keys = list(dict.fromkeys([*keys, *self.state.all_keys()]))
         parts = self.state.parts or 1
         known = self.state.lookup(keys)
+        self._held = []
         writes: list[tuple[Record, int, bytes]] = []
         gone: list[tuple[str, int]] = []
         for chunk in _chunks(keys, READ_BACK):
@@ -205,6 +226,16 @@ class CaptureRun:
                     self.target.delete(list(chunk))
         self.state.record([(r.key, s, d) for r, s, d in writes])
         self.state.forget(deletes)
+        self.state.release(keys)
+        self.state.hold(self._held)
+        if self._held:
+            log.warning(
+                "capture: %d changed records held back, the target cannot hold them (%s: %s); every "
+                "pass reports them until the source changes them",
+                len(self._held),
+                self._held[0][0],
+                "; ".join(self._held[0][1]),
+            )
         self.stats.written += len(writes)
         self.stats.deleted += len(deletes)
         got = self.state.get("capture")
@@ -217,7 +248,7 @@ class CaptureRun:
         cannot be written or the target already holds it."""
         out = self.transformer.apply(rec.metadata, rec.text)
         if out.unresolved:
-            self.stats.unwritable.add({"key": rec.key, "problems": [f"{p}: {m}" for p, m in out.unresolved]})
+            self._held.append((rec.key, [f"{p}: {m}" for p, m in out.unresolved]))
             return None
         digest = record_digest(rec.key, rec.vector, out.metadata, out.text)
         if known == digest:

@@ -133,9 +133,9 @@ class _Pass:
             out = self.transformer.apply(rec.metadata, rec.text)
             seg = bin_of(rec.key, parts)
             if out.unresolved:
-                self.stats.unwritable.add(
-                    {"key": rec.key, "problems": [f"{p}: {m}" for p, m in out.unresolved]}
-                )
+                problems = [f"{p}: {m}" for p, m in out.unresolved]
+                self.stats.unwritable.add({"key": rec.key, "problems": problems})
+                self.state.hold([(rec.key, problems)])
                 continue
             fixed = Record(rec.key, rec.vector, out.metadata, out.text)
             items.append((fixed, seg, record_digest(rec.key, rec.vector, out.metadata, out.text)))
@@ -384,6 +384,7 @@ def _start(
         count = -(-src.store.count() // shard[1])
         info.update(expected=count, bulk=dst.store.count() == 0)
         state.reset(_bin_count(src.store, count, shard))
+    state.release_all()  # the scan finds every record held back again
     state.restart_source()
     plan = None if reason else _bins_plan(state, src.store, shard)
     if plan is not None:

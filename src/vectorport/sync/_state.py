@@ -1,6 +1,7 @@
 """The sync state: what the target holds, per record and per key bin, in one SQLite file.
 
-Tables: ``records`` (key → bin, digest of the content the target holds), ``segments``
+Tables: ``records`` (key → bin, digest of the content the target holds), ``held`` (source
+records held back, the target cannot hold them: key → problems), ``segments``
 (the key bins; kind 0: the fold of ``records``; kind 1: the fold of the source records the current
 pass has read so far) and ``meta`` (identity, bin count as ``segments``, the current pass and the
 last one's summary). The table and meta entry keep the name ``segments``: state files on disk
@@ -43,6 +44,7 @@ CREATE TABLE IF NOT EXISTS records (
     key TEXT PRIMARY KEY, seg INTEGER NOT NULL, digest BLOB NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_seg ON records (seg);
+CREATE TABLE IF NOT EXISTS held (key TEXT PRIMARY KEY, problems TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS segments (
     kind INTEGER NOT NULL, seg INTEGER NOT NULL, digest BLOB NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY (kind, seg)
@@ -211,6 +213,30 @@ class SyncState:
     def all_keys(self) -> list[str]:
         """Every key the state says the target holds (a truncated source: all are candidates)."""
         return [row[0] for row in self.db.execute("SELECT key FROM records")]
+
+    # --------------------------------------------------------------- held
+    def hold(self, rows: Sequence[tuple[str, list[str]]]) -> None:
+        """Record source records held back (``(key, problems)``): the target cannot hold them,
+        so every pass reports them until the source changes them or they are gone."""
+        self.db.executemany(
+            "INSERT INTO held (key, problems) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET problems = excluded.problems",
+            [(key, json.dumps(problems)) for key, problems in rows],
+        )
+
+    def release(self, keys: Sequence[str]) -> None:
+        """These keys are not held back any more (written, or gone from the source)."""
+        for chunk in _chunks(keys):
+            self.db.execute(f"DELETE FROM held WHERE key IN ({','.join('?' * len(chunk))})", tuple(chunk))
+
+    def release_all(self) -> None:
+        """Forget every held key (a new scan pass finds them again)."""
+        self.db.execute("DELETE FROM held")
+
+    def held(self) -> list[tuple[str, list[str]]]:
+        """Every ``(key, problems)`` held back, by key."""
+        rows = self.db.execute("SELECT key, problems FROM held ORDER BY key")
+        return [(key, json.loads(problems)) for key, problems in rows]
 
     @property
     def records(self) -> int:

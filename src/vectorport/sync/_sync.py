@@ -13,7 +13,8 @@ state).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from .._exit import Status
 from .._models import JSON
 from .._paths import default_state
 from .._protocol import VectorStore
+from .._report import Capped
 from ..engine._checkpoint import shard_path
 from ..engine._endpoints import StoreLike
 from ..engine._progress import ProgressMode
@@ -31,13 +33,24 @@ from ..engine._whole import delegated
 from ..exceptions import Advice, Advised, ConfigurationError
 from ..verify._placed import Pair, verify_placed
 from ..verify._verify import VerifyReport
-from ._capture import CaptureRun, Lag, check_follow, feed_of, follow_until, mark, ready, trim_scanned
+from ._capture import (
+    CaptureRun,
+    Lag,
+    Reshaped,
+    check_follow,
+    feed_of,
+    follow_until,
+    mark,
+    ready,
+    reshaped,
+    trim_scanned,
+)
 from ._context import SyncContext, check_spec, opened
 from ._options import SyncOptions
 from ._pass import outside, outside_shards, scan_pass
-from ._report import SyncReport
+from ._report import SyncReport, SyncStats
 from ._shards import merge_shards, shard_passes
-from ._state import recorded_fixed
+from ._state import SyncState, recorded_fixed
 
 __all__ = ["sync"]
 
@@ -126,11 +139,11 @@ def sync(
     if whole is not None:
         assert isinstance(whole, SyncReport)
         return whole
-    with opened(source, target, opts, opts.shard, placement) as ctx:
+    with opened(source, target, opts, opts.shard, placement) as ctx, _feed(ctx) as feed:
         ctx.report.engine = placement.describe()
         _check_fixed(ctx)
-        check_spec(ctx.src, ctx.dst)
-        _passes(ctx, run, on_lag)
+        check_spec(ctx.src, ctx.dst)  # creates a missing target: after every refusal above
+        _passes(ctx, run, feed, on_lag)
         _finish(ctx, run)
         return ctx.report
 
@@ -149,6 +162,8 @@ def _finish(ctx: SyncContext, runner: Runner) -> None:
     """Status and notes, then the verification asked for: the end of every run, under every runner."""
     report = ctx.report
     report.sync.seconds = time.monotonic() - ctx.started
+    if ctx.state is not None:
+        _held_back(ctx.state, report.sync)
     report.conclude()
     if ctx.options.verify and report.verification is None:
         t0 = time.monotonic()
@@ -158,6 +173,16 @@ def _finish(ctx: SyncContext, runner: Runner) -> None:
         report.status = report.verification.status
     report.engine = ctx.placement.describe()
     report.timings["total"] = time.monotonic() - ctx.started
+
+
+def _held_back(state: SyncState, stats: SyncStats) -> None:
+    """The records the target cannot hold, as the state holds them back: those this pass found
+    and those earlier passes did that no change since released (a capture pass reads only the
+    changed keys, and must not call the target synced over the others)."""
+    unwritable: Capped[dict[str, JSON]] = Capped(cap=stats.unwritable.cap)
+    for key, problems in state.held():
+        unwritable.add({"key": key, "problems": list(problems)})
+    stats.unwritable = unwritable
 
 
 def _check_fixed(ctx: SyncContext) -> None:
@@ -186,10 +211,44 @@ def _check_fixed(ctx: SyncContext) -> None:
             )
 
 
-def _feed(ctx: SyncContext) -> ChangeFeed | None:
+@contextmanager
+def _feed(ctx: SyncContext) -> Iterator[ChangeFeed | None]:
     """The source's change feed when this process runs the whole pass (one reader of one
-    stream); ``follow`` needs one."""
+    stream), closed after the run; ``follow`` needs one. Opened before anything is written: a
+    refused ``follow`` leaves the target as it was (not created)."""
     feed = feed_of(ctx.src.store, ctx.segment) if ctx.state is not None else None
+    try:
+        ours = _claimed(ctx, feed) if feed is not None else None
+        _check_feed(ctx, ours)
+        yield ours
+    finally:
+        if feed is not None:
+            feed.close()
+
+
+def _claimed(ctx: SyncContext, feed: ChangeFeed) -> ChangeFeed | None:
+    """The feed, claimed for this target; ``None`` when it feeds another target (one capture
+    feeds one target: this pass scans), refused under ``follow``."""
+    owner = feed.claim(ctx.dst.label)
+    if owner is None:
+        return feed
+    if ctx.options.follow:
+        raise ConfigurationError(
+            f"{ctx.src.label}: its change capture ({feed.kind} {feed.name}) feeds the sync into "
+            f"{owner}, and one capture feeds one target (each confirms the changes it applied, so a "
+            f"second follower would lose them): follow {owner} only, and keep {ctx.dst.label} in "
+            "step with passes that scan (sync without follow), or sync it from that target; see "
+            "'Two targets' in docs/sync.md"
+        )
+    ctx.report.notes.append(
+        f"the source's change capture feeds the sync into {owner} (one capture feeds one target): "
+        "this pass scanned the source"
+    )
+    return None
+
+
+def _check_feed(ctx: SyncContext, feed: ChangeFeed | None) -> None:
+    """Refuse ``follow`` without a feed; note a feed the runner's shards cannot read."""
     if ctx.state is None and _captures(ctx.src.store):
         ctx.report.notes.append(
             "the source captures its changes, but a change feed is one stream read by one process: "
@@ -206,7 +265,6 @@ def _feed(ctx: SyncContext) -> ChangeFeed | None:
                     Advice("follow", True),
                 )
             )
-    return feed
 
 
 def _captures(store: VectorStore) -> bool:
@@ -218,23 +276,24 @@ def _captures(store: VectorStore) -> bool:
     return True
 
 
-def _passes(ctx: SyncContext, runner: Runner, on_lag: Callable[[Lag], None] | None) -> None:
+def _passes(
+    ctx: SyncContext, runner: Runner, feed: ChangeFeed | None, on_lag: Callable[[Lag], None] | None
+) -> None:
     """The pass (or passes) one call runs: a capture pass when the source captures its changes
     and the state can go on from them, else a scan pass by every shard of the runner; then, with
     ``follow``, changes as they come, and with ``until_equal``, passes until the target
     verifies equal."""
     o = ctx.options
     transform = o.fixed()
-    feed = _feed(ctx)
     why = "asked for (full)" if o.full else None
     until = (lambda: _equal(ctx, runner)) if o.until_equal else None
-    try:
-        while True:
-            capture = _capture_if_ready(ctx, feed, transform, why, on_lag)
-            if capture is None:
-                _scan_passes(ctx, runner, transform, why, feed)
-            why = None
-            if o.follow and feed is not None:
+    while True:
+        capture = _capture_if_ready(ctx, feed, transform, why, on_lag)
+        if capture is None:
+            _scan_passes(ctx, runner, transform, why, feed)
+        why = None
+        if o.follow and feed is not None:
+            try:
                 follow_until(
                     capture or _capture_run(ctx, feed),
                     poll=o.poll,
@@ -242,13 +301,12 @@ def _passes(ctx: SyncContext, runner: Runner, on_lag: Callable[[Lag], None] | No
                     caught_up=until,
                     max_outage=o.max_outage,
                 )
-                return
-            if until is None or until():
-                return
-            time.sleep(o.poll)
-    finally:
-        if feed is not None:
-            feed.close()
+            except Reshaped:
+                continue  # the next round scans (its notes say why), then follows again
+            return
+        if until is None or until():
+            return
+        time.sleep(o.poll)
 
 
 def _capture_if_ready(
@@ -264,6 +322,11 @@ def _capture_if_ready(
     if outside(ctx.state, ctx.dst, ctx.segment) is not None or ctx.state.get("transform") != transform:
         return None
     if not ready(ctx.state, feed):
+        if reshaped(ctx.state, feed):
+            ctx.report.notes.append(
+                "the source table's columns changed since the last pass (records changed with no "
+                "captured change): this pass scanned the source"
+            )
         return None
     return _capture_pass(ctx, feed, on_lag)
 
@@ -288,5 +351,14 @@ def _scan_passes(
 def _equal(ctx: SyncContext, runner: Runner) -> bool:
     """``until_equal``: verify the target; whether the data is equal (the report keeps the
     verification)."""
-    ctx.report.verification = verify_sync(ctx, runner, ProgressMode.NONE)
-    return ctx.report.verification.status != Status.DIFFERENCES
+    check = ctx.report.verification = verify_sync(ctx, runner, ProgressMode.NONE)
+    if check.status != Status.DIFFERENCES:
+        return True
+    # equal but for the records held back: no pass can change that, the report names them
+    held = {key for key, _ in ctx.state.held()} if ctx.state is not None else set()
+    only_missing = check.differences == check.missing.total + int(check.count_mismatch)
+    return (
+        bool(held)
+        and only_missing
+        and check.missing.total == len(held) >= len(held.union(check.missing.items))
+    )

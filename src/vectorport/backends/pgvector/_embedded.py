@@ -264,6 +264,10 @@ def _layer_call(fn: Callable[[], T], data_dir: Path) -> T:
 LOGICAL_SETTINGS = (("wal_level", "logical"), ("max_replication_slots", "20"), ("max_wal_senders", "20"))
 """Server settings change capture needs (logical replication slots, decoded through SQL, see
 :mod:`._capture`); ``wal_level`` takes effect only at a server start."""
+RETENTION = ("max_slot_wal_keep_size", "1GB")
+"""The most WAL a replication slot may hold back on the embedded server (PostgreSQL's default,
+-1, is no bound: a follower never restarted fills the disk). A slot past it is invalidated,
+and a sync from it says so and scans again once the capture is installed again."""
 
 
 def _logical_decoding(layer: Any, module: str, server: Any, data_dir: Path) -> None:
@@ -281,9 +285,12 @@ def _logical_decoding(layer: Any, module: str, server: Any, data_dir: Path) -> N
             str(name): str(value)
             for name, value in conn.execute(
                 "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
-                ([name for name, _ in LOGICAL_SETTINGS],),
+                ([name for name, _ in (*LOGICAL_SETTINGS, RETENTION)],),
             )
         }
+        if current.get(RETENTION[0]) == "-1":
+            conn.execute(f"ALTER SYSTEM SET {RETENTION[0]} = '{RETENTION[1]}'")
+            conn.execute("SELECT pg_reload_conf()")  # a reload applies it
         if current.get("wal_level") == "logical":
             return
         for name, value in LOGICAL_SETTINGS:

@@ -381,4 +381,5 @@ class PgVectorStore(BaseStore[Predicate]):
             "inferred_from": f"SQLAlchemy model {self.sqlalchemy_model}" if self.sqlalchemy_model else None,
             "connections": mapping["connections"],
         }
+        out["capture"] = self.capture.health()  # what a change capture holds back on the server
         return out
