@@ -20,7 +20,7 @@ from vectorport.migrate import Checkpoint
 
 from ..ingest.voyage_server import VoyageServer, fake_vector
 
-N = int(os.environ.get('RN', 50_000))
+N = int(os.environ.get("RN", 50_000))
 CONCURRENCY = 4
 BATCH = 128  # the Voyage embedder's request size: one request per write batch
 SRC_ROOT = str(Path(vectorport.__file__).resolve().parents[1])
@@ -83,7 +83,7 @@ def test_reembed_killed_twice_embeds_each_chunk_once(url_for: Callable[..., str]
         chunks = {_text(i) for i in range(N)}
         counts = {t: c for t, c in srv.embedded.items() if t in chunks}
         assert srv.throttled > 0
-    report = json.loads(log.with_suffix('.json').read_text())
+    report = json.loads(log.with_suffix(".json").read_text())
     # every chunk embedded, and embedded once: through two kills, a resume embedded nothing the
     # killed run had written (past its checkpoint or not)
     assert len(counts) == N
