@@ -7,6 +7,12 @@ that page and every page before it are acknowledged, so a run killed at any inst
 from a cursor behind which nothing is missing; records after it may be written twice, which
 is harmless because upserts replace by key.
 
+A re-embedding copy (``--reembed``) pays for each vector, so a resume must not embed again what
+the killed run wrote: it saves the checkpoint at every acknowledgement (a small file against a
+page of model calls), and the first pages after the resumed cursor -- the only ones the killed
+run can have written past it, at most the pipeline's window -- are looked up in the target
+first; a record the target already holds is not embedded again (``CopyStats.skipped``).
+
 The copy runs inside the target's bulk-load hook (:meth:`BaseStore.bulk_load`), so a target
 that defers index maintenance builds its index once at the end; that build is timed apart
 (``index_seconds``), with its own progress bar when the target reports progress.
@@ -58,6 +64,9 @@ class CopyStats:
     resumed_from: int = 0
     """Records a previous run had already copied (from the checkpoint)."""
     resumed_cursor: str | None = None
+    skipped: int = 0
+    """Records a resumed re-embedding found already written past the checkpoint (by the killed
+    run, after its last save) and did not embed again."""
     seconds: float = 0.0
     """Seconds copying (reading, transforming, writing), without the index build after it."""
     index_seconds: float = 0.0
@@ -84,6 +93,7 @@ class CopyStats:
             "retries": self.retries,
             "resumed_from": self.resumed_from,
             "resumed": self.resumed_cursor is not None,
+            "skipped": self.skipped,
             "seconds": round(self.seconds, 3),
             "index_seconds": round(self.index_seconds, 3),
             "records_per_second": round(self.rate, 1),
@@ -148,8 +158,18 @@ class _Copy:
         self.lock = threading.Lock()
         self.last_save = 0.0
         self.finished_scan = False
+        window = max(2, 2 * job.concurrency)
+        # re-embedding: every acknowledgement is saved, and what a killed run can have written
+        # past its last save (the window's batches, so at most that many pages) is looked up
+        self.save_interval = 0.0 if job.embedder is not None else CHECKPOINT_INTERVAL
+        resumed = job.checkpoint is not None and job.checkpoint.copied > 0
+        self.recheck = window + 2 if job.embedder is not None and resumed else 0
         self.writes: Acknowledged[_Slot, _Batch] = Acknowledged(
-            self._write, concurrency=job.concurrency, on_batch=self._written, name="vectorport-migrate"
+            self._write,
+            concurrency=job.concurrency,
+            window=window,
+            on_batch=self._written,
+            name="vectorport-migrate",
         )
 
     def drive(self, pages: Iterable[ScanPage], started: float) -> None:
@@ -197,6 +217,8 @@ class _Copy:
         slot = _Slot(page.cursor, len(records))
         if self.digests is not None:
             slot.digests = page_digests(records, None, self.digests.parts)
+        if self.recheck > 0:
+            records, holdable, texts = self._not_yet_written(records, holdable, texts)
         batches: list[_Batch] = []
         for start in range(0, len(records), self.batch_size):
             end = start + self.batch_size
@@ -206,6 +228,21 @@ class _Copy:
             batches.append((chunk, texts[start:end] if self.embedder is not None else None, checked))
         self.writes.submit(slot, batches)
         self._advance(self.writes.acknowledged())
+
+    def _not_yet_written(
+        self, records: list[Record], holdable: list[bool], texts: list[str]
+    ) -> tuple[list[Record], list[bool], list[str]]:
+        """A page just after a resumed re-embedding's cursor, without the records the killed run
+        already wrote (they are in the target, embedded by the same model: not embedded again)."""
+        self.recheck -= 1
+        held = {r.key for r in self.target.get([r.key for r in records], include=[])}
+        if not held:
+            return records, holdable, texts
+        keep = [i for i, r in enumerate(records) if r.key not in held]
+        with self.lock:
+            self.stats.skipped += len(records) - len(keep)
+        self.bar.advance(len(records) - len(keep))
+        return [records[i] for i in keep], [holdable[i] for i in keep], [texts[i] for i in keep]
 
     def _write(self, batch: _Batch) -> None:
         records, texts, checked = batch
@@ -249,7 +286,7 @@ class _Copy:
                 else:
                     ck.cursor = slot.cursor
         now = time.monotonic()
-        if ck is not None and moved and (ck.scanned or now - self.last_save >= CHECKPOINT_INTERVAL):
+        if ck is not None and moved and (ck.scanned or now - self.last_save >= self.save_interval):
             ck.save()
             self.last_save = now
 
