@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import migrate
-from .._base import BaseStore
+from .._protocol import VectorStore
 from ._registry import Registry
 from ._routing import CHECK_INTERVAL
 from ._writes import recopy
@@ -39,7 +39,7 @@ SETTLE = 2 * CHECK_INTERVAL + 1.0
 process has read the new version (the routing bound), and calls started before have ended."""
 _CHUNK = 500
 
-Copy = Callable[[BaseStore[object], BaseStore[object]], int]
+Copy = Callable[[VectorStore, VectorStore], int]
 """Copies the serving store into the candidate; returns how many records it copied."""
 
 
@@ -54,7 +54,7 @@ class BackfillStats:
     seconds: float = 0.0
 
 
-def copy_with_migrate(serving: BaseStore[object], candidate: BaseStore[object]) -> int:
+def copy_with_migrate(serving: VectorStore, candidate: VectorStore) -> int:
     """The bulk copy: :func:`vectorport.migrate.run`, unverified (the source changes under it)."""
     report = migrate.run(serving, candidate, verify=False, progress="none")
     return report.copy.records if report.copy is not None else 0
@@ -65,7 +65,7 @@ def copy_with_sync(source: str, target: str) -> Copy:
     one :func:`vectorport.sync` pass of the same two URLs (the same state file: the changes the
     follower had not applied yet)."""
 
-    def copy(serving: BaseStore[object], candidate: BaseStore[object]) -> int:
+    def copy(serving: VectorStore, candidate: VectorStore) -> int:
         stats = migrate.sync(source, target, delete=True).sync
         return stats.new + stats.changed + stats.deleted
 
@@ -75,8 +75,8 @@ def copy_with_sync(source: str, target: str) -> Copy:
 def backfill(
     registry: Registry,
     name: str,
-    serving: BaseStore[object],
-    candidate: BaseStore[object],
+    serving: VectorStore,
+    candidate: VectorStore,
     *,
     copy: Copy = copy_with_migrate,
     settle: float = SETTLE,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import migrate
-from .._base import BaseStore
-from ..migrate._verify import same_content
+from .._protocol import VectorStore
+from ..verify._verify import same_content
 from ._figures import figures
 from ._model import AliasState, Member
 from ._registry import Registry
@@ -101,7 +101,7 @@ def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: 
     return out
 
 
-def _verify_gate(serving: BaseStore[object], candidate: BaseStore[object]) -> Gate:
+def _verify_gate(serving: VectorStore, candidate: VectorStore) -> Gate:
     report = migrate.verify(serving, candidate, sample_queries=0, cap=1000)
     suspects = {str(k) for k in [*report.missing, *report.extra]} | {
         str(d.get("key")) for kind in (report.vectors, report.metadata, report.text) for d in kind
@@ -143,7 +143,7 @@ def check_gates(
     registry: Registry,
     state: AliasState,
     member: Member,
-    stores: tuple[BaseStore[object], BaseStore[object]],
+    stores: tuple[VectorStore, VectorStore],
     gates: Gates,
 ) -> list[Gate]:
     """Every gate of switching ``state`` to ``member`` (``stores``: serving, member)."""

@@ -19,8 +19,8 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-from .._base import BaseStore
 from .._exit import Status
+from .._protocol import VectorStore
 from .._registry import connect
 from ..exceptions import ConfigurationError
 from ._backfill import SETTLE, BackfillStats, Copy, backfill, copy_with_migrate, copy_with_sync
@@ -44,8 +44,8 @@ def _registry(location: str | None) -> Iterator[Registry]:
 
 
 @contextlib.contextmanager
-def _opened(*urls: str) -> Iterator[list[BaseStore[object]]]:
-    stores: list[BaseStore[object]] = []
+def _opened(*urls: str) -> Iterator[list[VectorStore]]:
+    stores: list[VectorStore] = []
     try:
         for url in urls:
             stores.append(connect(url))
@@ -181,7 +181,7 @@ def switch(name: str, *, registry: str | None = None, gates: Gates | None = None
 
 
 def _take_over(
-    reg: Registry, state: AliasState, member: Member, stores: tuple[BaseStore[object], BaseStore[object]]
+    reg: Registry, state: AliasState, member: Member, stores: tuple[VectorStore, VectorStore]
 ) -> tuple[AliasState, BackfillStats]:
     """A capture-fed candidate becomes dual-written before it may serve: the alias writes it
     (logging the keys) from the next version on, then one ``sync`` pass applies what the stopped

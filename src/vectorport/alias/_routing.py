@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .._base import BaseStore
+from .._protocol import VectorStore
 from .._registry import connect
 from ..exceptions import NotFoundError, VectorportError
 from ._model import AliasState, Member
@@ -37,25 +37,25 @@ class Routing:
     """One registry version of an alias, with its member stores opened in this process."""
 
     state: AliasState
-    stores: dict[str, BaseStore[object]]
+    stores: dict[str, VectorStore]
     """Opened members by URL; a member that could not be opened is left out (see ``down``)."""
     down: dict[str, str] = field(default_factory=dict)
     """Members that could not be opened, with the error."""
 
     @property
-    def serving(self) -> BaseStore[object]:
+    def serving(self) -> VectorStore:
         return self.stores[self.state.serving.url]
 
-    def others(self) -> list[tuple[Member, BaseStore[object] | None]]:
+    def others(self) -> list[tuple[Member, VectorStore | None]]:
         """The non-serving members and their stores (``None``: down)."""
         return [(m, self.stores.get(m.url)) for m in self.state.others]
 
-    def shadowed(self) -> list[tuple[Member, BaseStore[object] | None]]:
+    def shadowed(self) -> list[tuple[Member, VectorStore | None]]:
         """The members a sampled query is asked of: the non-serving ones whose backfill is done
         (a half-copied store's answers would be no evidence)."""
         return [(m, s) for m, s in self.others() if m.backfilled]
 
-    def written(self) -> list[tuple[Member, BaseStore[object] | None]]:
+    def written(self) -> list[tuple[Member, VectorStore | None]]:
         """The members written after the serving store, and their stores (``None``: down)."""
         return [(m, self.stores.get(m.url)) for m in self.state.written]
 
@@ -96,7 +96,7 @@ class Router:
     def _reload(self, old: Routing | None) -> Routing:
         state = self.registry.require(self.name)
         kept = dict(old.stores) if old is not None else {}
-        stores: dict[str, BaseStore[object]] = {}
+        stores: dict[str, VectorStore] = {}
         down: dict[str, str] = {}
         for member in state.members:
             store = kept.pop(member.url, None)

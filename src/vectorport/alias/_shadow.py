@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._base import BaseStore
 from .._models import QueryResult
+from .._protocol import VectorStore
 from ..compare._metrics import overlap_at_k, rank_biased_overlap
 from ..exceptions import VectorportError
 from ..filters import And, Compare, Exists, FilterNode, In, Not, Or
@@ -85,7 +85,7 @@ def compare_answers(
     return overlap_at_k(a, b, k), rank_biased_overlap(a, b), top1, diff
 
 
-def _ask(query: ShadowQuery, url: str, store: BaseStore[object] | None, warm: set[str]) -> ShadowRow:
+def _ask(query: ShadowQuery, url: str, store: VectorStore | None, warm: set[str]) -> ShadowRow:
     shape = shape_of(query.where)
     base = ShadowRow(url, query.at, shape, query.k, None, None, None, None, query.serving_ms, None)
     if store is None:

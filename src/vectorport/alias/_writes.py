@@ -14,10 +14,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._base import BaseStore
 from .._models import Record
+from .._protocol import VectorStore
 from ..exceptions import TransientError, VectorportError
-from ..migrate._verify import same_content  # the verifier's rule of equality
+from ..verify._verify import same_content  # the verifier's rule of equality
 from ._registry import Registry
 from ._routing import Routing
 
@@ -43,7 +43,7 @@ class Op:
     def touched(self) -> list[str]:
         return [r.key for r in self.records] if self.kind == "upsert" else list(self.keys)
 
-    def apply(self, store: BaseStore[object]) -> None:
+    def apply(self, store: VectorStore) -> None:
         if self.kind == "upsert":
             store.upsert(self.records)
         else:
@@ -68,7 +68,7 @@ def write(registry: Registry, routing: Routing, op: Op) -> None:
             registry.bump(name, member.url, {"write_errors": 1})
 
 
-def recopy(serving: BaseStore[object], member: BaseStore[object], keys: Sequence[str]) -> int:
+def recopy(serving: VectorStore, member: VectorStore, keys: Sequence[str]) -> int:
     """Make ``member`` hold what ``serving`` holds for ``keys`` (copied, or deleted when
     missing); returns how many records differed and were written.
 
