@@ -35,6 +35,7 @@ from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
 from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE, shape
 from ._mapping import KEEP_KEY, KEY_PARTS, NO_TEXT, Columns, row_id
+from ._quote import Identifier, Literal
 from ._schema import Layout
 from .filters import Predicate
 
@@ -113,8 +114,10 @@ class ForeignTables:
     def _langchain_collection(self, conn: psycopg.Connection[Any], columns: Columns) -> Columns | None:
         """The columns scoped to the LangChain collection's rows of the shared table (``None``:
         the collection has no row yet, and may be created)."""
-        collections = sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
-        known = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)).fetchone()
+        collections = Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+        known = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (collections.object_name(conn),)
+        ).fetchone()
         if not (known and known[0]):
             raise ConfigurationError(
                 f"{self.store._where} has LangChain's columns but there is no {LANGCHAIN_COLLECTIONS} table "
@@ -123,7 +126,7 @@ class ForeignTables:
             )
         row = conn.execute(
             sql.SQL("SELECT uuid FROM {} WHERE name = %s").format(
-                sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+                Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
             ),
             (self.store.collection,),
         ).fetchone()
@@ -158,7 +161,7 @@ class ForeignTables:
         """``where=`` must select some row: a condition that matches none is a mistake."""
         found = conn.execute(
             sql.SQL("SELECT EXISTS (SELECT 1 FROM {} AS t WHERE {})").format(
-                sql.Identifier(self.store.schema, self.store.table),
+                Identifier(self.store.schema, self.store.table),
                 sql.SQL(columns.scope_sql(with_null_vectors=True)),
             ),
             columns.scope_values,
@@ -174,12 +177,12 @@ class ForeignTables:
         (``None``: not the LangChain layout, or no such table), naming the collections there."""
         if self.store.mapping.layout != "langchain":
             return None
-        collections = sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+        collections = Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
         try:
             with self.store.server.errors("list LangChain collections"):
                 conn, _ = self.store.server.conn()
                 known = conn.execute(
-                    "SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)
+                    "SELECT to_regclass(%s) IS NOT NULL", (collections.object_name(conn),)
                 ).fetchone()
                 if not (known and known[0]):
                     return None
@@ -199,7 +202,7 @@ class ForeignTables:
         emb = columns.ident("embedding")
         row = conn.execute(
             sql.SQL("SELECT vector_dims({}) FROM {} AS t WHERE {} AND {} IS NOT NULL LIMIT 1").format(
-                emb, sql.Identifier(self.store.schema, self.store.table), sql.SQL(columns.scope_sql()), emb
+                emb, Identifier(self.store.schema, self.store.table), sql.SQL(columns.scope_sql()), emb
             ),
             columns.scope_values,
         ).fetchone()
@@ -243,7 +246,7 @@ class ForeignTables:
         if self.store.layout_name == "langchain":
             row = conn.execute(
                 sql.SQL("SELECT cmetadata::jsonb ->> 'vectorport_metric' FROM {} WHERE name = %s").format(
-                    sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+                    Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
                 ),
                 (self.store.collection,),
             ).fetchone()
@@ -455,15 +458,15 @@ class ForeignTables:
         if cols.metadata is not None:
             meta: sql.Composable = sql.SQL("s.metadata")
             if hidden:
-                meta = sql.SQL("(s.metadata - {}::text[])").format(sql.Literal(hidden))
+                meta = sql.SQL("(s.metadata - {}::text[])").format(Literal(hidden))
             targets.append(cols.ident("metadata"))
             values.append(sql.SQL("{}::json").format(meta) if cols.metadata_json else meta)
         for name, kind in cols.metadata_columns:
-            targets.append(sql.Identifier(name))
+            targets.append(Identifier(name))
             if kind in ("json", "jsonb"):
-                values.append(sql.SQL("(s.metadata -> {})::" + kind).format(sql.Literal(name)))
+                values.append(sql.SQL("(s.metadata -> {})::" + kind).format(Literal(name)))
             else:
-                values.append(sql.SQL("(s.metadata ->> {})::{}").format(sql.Literal(name), sql.SQL(kind)))
+                values.append(sql.SQL("(s.metadata ->> {})::{}").format(Literal(name), sql.SQL(kind)))
         if cols.text is not None:
             targets.append(cols.ident("text"))
             values.append(sql.SQL("coalesce(s.text, '')") if cols.text_required else sql.SQL("s.text"))
@@ -471,11 +474,11 @@ class ForeignTables:
             targets.append(cols.ident("fts"))
             values.append(
                 sql.SQL("to_tsvector({}::regconfig, coalesce(s.text, ''))").format(
-                    sql.Literal(self.store.layout.language)
+                    Literal(self.store.layout.language)
                 )
             )
         for column, param in cols.fixed:
-            targets.append(sql.Identifier(column))
+            targets.append(Identifier(column))
             values.append(sql.Placeholder(param))
         insert = sql.SQL("INSERT INTO {} AS t ({}) SELECT {} FROM {} AS s").format(
             table, sql.SQL(", ").join(targets), sql.SQL(", ").join(values), stage
@@ -491,7 +494,7 @@ class ForeignTables:
         if cols.fixed:
             # the key belongs to another collection of a shared table: not taken over (counted)
             guard = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(
-                sql.SQL("t.{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c, _ in cols.fixed
+                sql.SQL("t.{0} = EXCLUDED.{0}").format(Identifier(c)) for c, _ in cols.fixed
             )
         return [sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {}{}").format(insert, conflict, updates, guard)]
 
@@ -507,10 +510,10 @@ class ForeignTables:
         targets: list[sql.Composable] = []
         values: list[sql.Composable] = []
         for name, _, kind in cols.key_parts:
-            targets.append(sql.Identifier(name))
+            targets.append(Identifier(name))
             values.append(
                 sql.SQL("(s.metadata -> {} ->> {})::{}").format(
-                    sql.Literal(KEY_PARTS), sql.Literal(name), sql.SQL(kind)
+                    Literal(KEY_PARTS), Literal(name), sql.SQL(kind)
                 )
             )
         return targets, values
@@ -521,11 +524,11 @@ class ForeignTables:
         any other table."""
         if (self.store.mapping.layout or self.store.layout_name) != "langchain" or not keys:
             return []
-        embeddings = sql.Identifier(self.store.schema, LANGCHAIN_TABLE)
+        embeddings = Identifier(self.store.schema, LANGCHAIN_TABLE)
         with self.store.server.errors("plan"):
             conn, _ = self.store.server.conn()
             found = conn.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", (embeddings.as_string(conn),)
+                "SELECT to_regclass(%s) IS NOT NULL", (embeddings.object_name(conn),)
             ).fetchone()
             if not (found and found[0]):
                 return []
@@ -533,7 +536,7 @@ class ForeignTables:
                 sql.SQL(
                     "SELECT e.id FROM {} AS e JOIN {} AS c ON c.uuid = e.collection_id "
                     "WHERE e.id = ANY(%s) AND c.name <> %s"
-                ).format(embeddings, sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
+                ).format(embeddings, Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
                 (list(keys), self.store.collection),
             ).fetchall()
         return [str(r[0]) for r in rows]
@@ -592,7 +595,7 @@ class ForeignTables:
                         sql.SQL(
                             "INSERT INTO {} (uuid, name, cmetadata) VALUES (gen_random_uuid(), %s, %s) "
                             "ON CONFLICT (name) DO NOTHING"
-                        ).format(sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
+                        ).format(Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
                         (self.store.collection, Json({"vectorport_metric": spec.metric.value})),
                     )
         log.info("pgvector: created %s as %s creates it", self.store._where, layout)

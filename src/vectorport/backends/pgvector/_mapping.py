@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
+from ._quote import Identifier, Literal
 
 __all__ = [
     "DEFAULT_COLUMNS",
@@ -63,7 +64,7 @@ def sql_name(*parts: str) -> sql.Composable:
     quotes), so the SQL ``vectorport pgvector schema`` prints reads like hand-written SQL."""
     if all(p in _PLAIN_NAMES for p in parts):
         return sql.SQL(".".join(parts))
-    return sql.Identifier(*parts)
+    return Identifier(*parts)
 
 
 def _plain_value(column: sql.Composable, kind: str) -> sql.Composable:
@@ -76,7 +77,7 @@ def _plain_value(column: sql.Composable, kind: str) -> sql.Composable:
     utc = found.group(2) is None
     moment = sql.SQL("({} AT TIME ZONE 'UTC')").format(column) if utc else column
     iso = sql.SQL("regexp_replace(to_char({}, {}), {}, '')").format(
-        moment, sql.Literal(_ISO_FORMAT), sql.Literal(r"\.000000$")
+        moment, Literal(_ISO_FORMAT), Literal(r"\.000000$")
     )
     if utc:
         iso = sql.SQL("{} || '+00:00'").format(iso)
@@ -177,7 +178,7 @@ class KeyTemplate:
         for lit, name in zip(self.literals, self.fields, strict=False):
             if lit:
                 pieces.append(_quote(lit))
-            pieces.append(f"{sql.Identifier(name).as_string(None)}::text")
+            pieces.append(f"{Identifier(name).as_string(None)}::text")
         if self.literals[-1]:
             pieces.append(_quote(self.literals[-1]))
         return " || ".join(pieces)
@@ -297,13 +298,13 @@ class Columns:
                 if k
             ]
             if hidden:
-                raw = sql.SQL("({} - {}::text[])").format(raw, sql.Literal(hidden))
+                raw = sql.SQL("({} - {}::text[])").format(raw, Literal(hidden))
             parts.append(raw)
         for start in range(0, len(self.metadata_columns), _MAX_BUILD_ARGS):
             chunk = self.metadata_columns[start : start + _MAX_BUILD_ARGS]
             pairs = sql.SQL(", ").join(
                 sql.SQL("{}, {}").format(
-                    sql.Literal(name),
+                    Literal(name),
                     _plain_value(sql_name(prefix, name) if prefix else sql_name(name), kind),
                 )
                 for name, kind in chunk
@@ -318,12 +319,12 @@ class Columns:
         raw = self._raw_metadata(prefix)
         if self.text and self.text_required and raw is not None:
             return sql.SQL("CASE WHEN {} ? {} THEN NULL ELSE {} END").format(
-                raw, sql.Literal(NO_TEXT), self.ident("text", prefix)
+                raw, Literal(NO_TEXT), self.ident("text", prefix)
             )
         if self.text:
             return self.ident("text", prefix)
         if self.text_key and raw is not None:
-            return sql.SQL("({} ->> {})").format(raw, sql.Literal(self.text_key))
+            return sql.SQL("({} ->> {})").format(raw, Literal(self.text_key))
         return sql.SQL("NULL::text")
 
     def embedding_expr(self, prefix: str | None = None) -> sql.Composable:
@@ -337,7 +338,7 @@ class Columns:
         if self.key_kind == "field":
             raw = self._raw_metadata(prefix)
             assert raw is not None and self.key_field is not None
-            return sql.SQL("({} ->> {})").format(raw, sql.Literal(self.key_field))
+            return sql.SQL("({} ->> {})").format(raw, Literal(self.key_field))
         if self.key_kind == "expression":
             assert self.key_expression is not None
             return sql.SQL("({})::text").format(sql.SQL(self.key_expression.replace("%", "%%")))
@@ -347,7 +348,7 @@ class Columns:
         as_text = sql.SQL("{}::text").format(column)
         raw = self._raw_metadata(prefix)
         if self.keep_key and raw is not None:
-            return sql.SQL("coalesce({} ->> {}, {})").format(raw, sql.Literal(KEEP_KEY), as_text)
+            return sql.SQL("coalesce({} ->> {}, {})").format(raw, Literal(KEEP_KEY), as_text)
         return as_text
 
     @property
@@ -396,7 +397,7 @@ class Columns:
             sql_name(prefix, name) if prefix else sql_name(name) for name, _, _ in self.key_parts
         )
         picks = sql.SQL(", ").join(
-            sql.SQL("(e ->> {})::{}").format(sql.Literal(i), sql.SQL(kind))
+            sql.SQL("(e ->> {})::{}").format(Literal(i), sql.SQL(kind))
             for i, (_, _, kind) in enumerate(self.key_parts)
         )
         condition = sql.SQL("({}) IN (SELECT {} FROM jsonb_array_elements(%(keys)s::jsonb) AS e)").format(

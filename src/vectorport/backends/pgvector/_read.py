@@ -18,6 +18,7 @@ from ..._cursor import Position, position_field
 from ..._models import Include, Record, Vector
 from ...exceptions import ConfigurationError
 from ...filters import FilterNode
+from ._quote import Identifier
 from ._schema import DEFAULT_COLUMNS
 from .filters import TRUE, PgFilterCompiler, Predicate
 
@@ -73,7 +74,7 @@ class Reader:
             out.append(
                 value
                 if plain and getattr(cols, role) == role
-                else sql.SQL("{} AS {}").format(value, sql.Identifier(role))
+                else sql.SQL("{} AS {}").format(value, Identifier(role))
             )
         return out
 
@@ -81,7 +82,7 @@ class Reader:
     def aliases(include: frozenset[Include]) -> list[sql.Composable]:
         """The output names of :meth:`columns`."""
         return [
-            sql.Identifier(name)
+            Identifier(name)
             for name, inc in (
                 ("metadata", Include.METADATA),
                 ("text", Include.TEXT),

@@ -26,6 +26,7 @@ from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, text_ma
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._connections import Session
 from ._options import SearchSettings, local_gucs_sql, set_gucs_sql
+from ._quote import Identifier
 from ._schema import tsquery_sql
 from .filters import TRUE, Predicate
 
@@ -161,7 +162,7 @@ class Searcher:
         # filter is inside, before the LIMIT: rows are ranked among those that match.
         ordering = sql.SQL("distance") if not layout.halfvec_index else layout.index_distance(emb, q)
         outer = sql.SQL(", ").join(
-            [sql.Identifier("key"), sql.Identifier("distance"), *self.store.reader.aliases(include)]
+            [Identifier("key"), Identifier("distance"), *self.store.reader.aliases(include)]
         )
         return sql.SQL(
             "SELECT {outer} FROM (SELECT {select} FROM {table} AS t WHERE {where} ORDER BY {ordering} "

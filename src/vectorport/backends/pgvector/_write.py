@@ -17,6 +17,7 @@ from psycopg import sql
 from ..._validate import Batch
 from ...filters import FilterNode
 from ._codec import copy_binary
+from ._quote import Identifier
 
 if TYPE_CHECKING:
     from .store import PgVectorStore
@@ -47,8 +48,8 @@ class Writer:
         create = sql.SQL(
             'CREATE TEMP TABLE IF NOT EXISTS {} (key text COLLATE "C", embedding {}, '
             "metadata jsonb, text text) ON COMMIT DELETE ROWS"
-        ).format(sql.Identifier(name), layout.vector_type)
-        return sql.Identifier(name), create
+        ).format(Identifier(name), layout.vector_type)
+        return Identifier(name), create
 
     def merge_sql(self, stage: sql.Identifier) -> sql.Composed:
         """``INSERT … SELECT … FROM <stage> ON CONFLICT (key) DO UPDATE`` for the bound table's
@@ -57,7 +58,7 @@ class Writer:
         targets = [cols.ident(r) for r in ("key", "embedding", "metadata", "text")]
         values: list[sql.Composable] = [sql.SQL(r) for r in ("key", "embedding", "metadata", "text")]
         if cols.updated_at:
-            targets.append(sql.Identifier(cols.updated_at))
+            targets.append(Identifier(cols.updated_at))
             values.append(sql.SQL("now()"))
         updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[1:])
         return sql.SQL(
