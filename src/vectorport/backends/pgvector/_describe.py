@@ -61,6 +61,8 @@ def describe_mapping(store: PgVectorStore) -> dict[str, Any]:
     }
     if cols.left_out:
         metadata["left_out"] = list(cols.left_out)
+    if cols.filled:
+        metadata["filled_by_table"] = list(cols.filled)
     if cols.node_metadata:
         metadata["bookkeeping"] = "LlamaIndex node fields (_node_content, _node_type, doc ids) kept out"
     return {

@@ -30,6 +30,7 @@ from ...exceptions import (
     ValidationError,
     VectorportError,
 )
+from ._constraints import Constraint, ConstraintCheck, read_constraints
 from ._describe import rewritten_url
 from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
@@ -57,6 +58,9 @@ class ForeignTables:
         self.store = store
         self.keys_checked = False
         """The keys of the table were checked (unique, not NULL) before its first scan."""
+        self.constraints: tuple[Constraint, ...] = ()
+        """The table's CHECK constraints and unique keys, read when it was opened."""
+        self._constraint_check: ConstraintCheck | None = None
 
     # ------------------------------------------------------------------ open
     def open(
@@ -100,6 +104,8 @@ class ForeignTables:
         )
         self.store.catalog.bind_layout(layout)
         self.store.catalog.write_ready = True  # nothing of vectorport's own to prepare in such a table
+        self.constraints = read_constraints(conn, layout.qualified.object_name(conn))
+        self._constraint_check = None
         log.info(
             "pgvector: opened %s as a %s table (%d dims, %s, %s%s)",
             self.store._where,
@@ -353,14 +359,52 @@ class ForeignTables:
 
     def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
         """What keeps a record from this table before any write (a migration's plan asks): a
-        key that does not fit the table's ``key_template``. Reads nothing."""
+        key that does not fit the table's ``key_template``, a field a ``NOT NULL`` column
+        without a default needs and the record lacks. Reads nothing."""
         if self.store.catalog.bound is None:
             return []  # a table to create: vectorport's own layout takes any key
         cols = self.store.catalog.bound.columns
         template = cols.key_template
+        found: list[tuple[str, str]] = []
         if template is not None and template.split(key, [kind for _, kind, _ in cols.key_parts]) is None:
-            return [("key", f"key {key!r} does not fit key_template={template.text}")]
-        return []
+            found.append(("key", f"key {key!r} does not fit key_template={template.text}"))
+        for name in cols.required_columns:
+            if metadata.get(name) is None:
+                found.append(
+                    (
+                        f"metadata.{name}",
+                        f"the column {name!r} is NOT NULL without a default and the record has no {name!r}",
+                    )
+                )
+        return found or self._constraint_problems(key, metadata, text)
+
+    def _constraint_problems(
+        self, key: str, metadata: dict[str, Any], text: str | None
+    ) -> list[tuple[str, str]]:
+        """The table's CHECK constraints and unique keys this record would break, found by a
+        ``SELECT`` of the row the merge would write (:mod:`._constraints`): one round trip a
+        record, only for a table that has such constraints over the columns written."""
+        cols = self.store.layout.columns
+        if not self.constraints or cols.node_metadata or cols.read_only:
+            return []
+        if self._constraint_check is None:
+            names, values, keys = self._row()
+            self._constraint_check = ConstraintCheck(
+                self.store.layout.qualified, names, values, keys, self.constraints
+            )
+        check = self._constraint_check
+        statement = check.statement(self.store.layout.vector_type)
+        meta = dict(metadata)
+        if statement is None or self._keyed(key, meta) is not None:
+            return []
+        if text is None and cols.text_required:
+            meta[NO_TEXT] = True
+        params = {**cols.scope_values, "vp_key": row_id(cols.key_kind, key) or key, "vp_text": text}
+        params["vp_metadata"] = Json(meta)
+        with self.store.server.errors("plan"):
+            conn, _ = self.store.server.conn()
+            row = conn.execute(statement, params).fetchone()
+        return check.problems(tuple(row or ()), key)
 
     def batch(self, batch: Batch) -> tuple[list[str], list[dict[str, Any]]]:
         """Keys and metadata as the table's owner stores them; refuses the whole batch (nothing
@@ -448,38 +492,9 @@ class ForeignTables:
         """The statements merging the staged rows into the table."""
         cols = self.store.layout.columns
         table = self.store.layout.qualified
-        targets, values = self._key_targets()
-        conflict = sql.SQL(", ").join(targets)
-        keys = len(targets)
-        targets.append(cols.ident("embedding"))
-        values.append(sql.SQL("s.embedding"))
-        plain = [name for name, _ in cols.metadata_columns]
-        hidden = plain + ([KEY_PARTS] if cols.key_template else [])
-        if cols.metadata is not None:
-            meta: sql.Composable = sql.SQL("s.metadata")
-            if hidden:
-                meta = sql.SQL("(s.metadata - {}::text[])").format(Literal(hidden))
-            targets.append(cols.ident("metadata"))
-            values.append(sql.SQL("{}::json").format(meta) if cols.metadata_json else meta)
-        for name, kind in cols.metadata_columns:
-            targets.append(Identifier(name))
-            if kind in ("json", "jsonb"):
-                values.append(sql.SQL("(s.metadata -> {})::" + kind).format(Literal(name)))
-            else:
-                values.append(sql.SQL("(s.metadata ->> {})::{}").format(Literal(name), sql.SQL(kind)))
-        if cols.text is not None:
-            targets.append(cols.ident("text"))
-            values.append(sql.SQL("coalesce(s.text, '')") if cols.text_required else sql.SQL("s.text"))
-        if cols.fts_written and cols.fts is not None:
-            targets.append(cols.ident("fts"))
-            values.append(
-                sql.SQL("to_tsvector({}::regconfig, coalesce(s.text, ''))").format(
-                    Literal(self.store.layout.language)
-                )
-            )
-        for column, param in cols.fixed:
-            targets.append(Identifier(column))
-            values.append(sql.Placeholder(param))
+        names, values, keys = self._row()
+        targets = [Identifier(name) for name in names]
+        conflict = sql.SQL(", ").join(targets[:keys])
         insert = sql.SQL("INSERT INTO {} AS t ({}) SELECT {} FROM {} AS s").format(
             table, sql.SQL(", ").join(targets), sql.SQL(", ").join(values), stage
         )
@@ -498,7 +513,53 @@ class ForeignTables:
             )
         return [sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {}{}").format(insert, conflict, updates, guard)]
 
-    def _key_targets(self) -> tuple[list[sql.Composable], list[sql.Composable]]:
+    def _row(self) -> tuple[list[str], list[sql.Composable], int]:
+        """The columns a merge writes, their values from a staged row ``s`` (``key``,
+        ``embedding``, ``metadata``, ``text``) and how many of them, first, are the key's."""
+        cols = self.store.layout.columns
+        targets, values = self._key_targets()
+        keys = len(targets)
+        targets.append(cols.embedding)
+        values.append(sql.SQL("s.embedding"))
+        plain = [name for name, _ in cols.metadata_columns]
+        hidden = plain + ([KEY_PARTS] if cols.key_template else [])
+        if cols.metadata is not None:
+            meta: sql.Composable = sql.SQL("s.metadata")
+            if hidden:
+                meta = sql.SQL("(s.metadata - {}::text[])").format(Literal(hidden))
+            targets.append(cols.metadata)
+            values.append(sql.SQL("{}::json").format(meta) if cols.metadata_json else meta)
+        defaults = dict(cols.column_defaults)
+        for name, kind in cols.metadata_columns:
+            targets.append(name)
+            if kind in ("json", "jsonb"):
+                value = sql.SQL("(s.metadata -> {})::" + kind).format(Literal(name))
+            else:
+                value = sql.SQL("(s.metadata ->> {})::{}").format(Literal(name), sql.SQL(kind))
+            if name in defaults:
+                # a record without the field keeps the column's default (NOT NULL DEFAULT now()),
+                # as the application's own INSERT that leaves the column out does; the merge
+                # runs with parameters, so a % of the default's SQL is doubled
+                value = sql.SQL("CASE WHEN s.metadata ? {} THEN {} ELSE {} END").format(
+                    Literal(name), value, sql.SQL(defaults[name].replace("%", "%%"))
+                )
+            values.append(value)
+        if cols.text is not None:
+            targets.append(cols.text)
+            values.append(sql.SQL("coalesce(s.text, '')") if cols.text_required else sql.SQL("s.text"))
+        if cols.fts_written and cols.fts is not None:
+            targets.append(cols.fts)
+            values.append(
+                sql.SQL("to_tsvector({}::regconfig, coalesce(s.text, ''))").format(
+                    Literal(self.store.layout.language)
+                )
+            )
+        for column, param in cols.fixed:
+            targets.append(column)
+            values.append(sql.Placeholder(param))
+        return targets, values, keys
+
+    def _key_targets(self) -> tuple[list[str], list[sql.Composable]]:
         """The key's columns and their values from a staged row: the key column, or the columns
         a key template split the key into (carried in the staged metadata)."""
         cols = self.store.layout.columns
@@ -506,11 +567,11 @@ class ForeignTables:
             return [], []  # the database numbers the rows; the key is in the metadata
         if cols.key_template is None:
             key = sql.SQL("s.key::uuid") if cols.key_kind == "uuid" else sql.SQL("s.key")
-            return [cols.ident("key")], [key]
-        targets: list[sql.Composable] = []
+            return [cols.key], [key]
+        targets: list[str] = []
         values: list[sql.Composable] = []
         for name, _, kind in cols.key_parts:
-            targets.append(Identifier(name))
+            targets.append(name)
             values.append(
                 sql.SQL("(s.metadata -> {} ->> {})::{}").format(
                     Literal(KEY_PARTS), Literal(name), sql.SQL(kind)

@@ -48,6 +48,8 @@ class Column:
     notnull: bool
     generated: str | None
     """The expression of a generated column (``None`` for a plain one)."""
+    default: str | None = None
+    """The column's default expression (``now()``, ``nextval(…)``; identity columns too)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,10 @@ class TableFacts:
     def read(cls, conn: psycopg.Connection[Any], qualified: str) -> TableFacts:
         cols = conn.execute(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
-            "CASE WHEN a.attgenerated <> '' THEN pg_get_expr(d.adbin, d.adrelid) END "
+            "CASE WHEN a.attgenerated <> '' THEN pg_get_expr(d.adbin, d.adrelid) END, "
+            "CASE WHEN a.attidentity <> '' THEN 'nextval(' || quote_literal(pg_get_serial_sequence("
+            "a.attrelid::regclass::text, a.attname)) || '::regclass)' WHEN a.attgenerated = '' "
+            "THEN pg_get_expr(d.adbin, d.adrelid) END "
             "FROM pg_attribute AS a LEFT JOIN pg_attrdef AS d "
             "ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
             "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
@@ -111,7 +116,12 @@ class TableFacts:
         ).fetchone()
         indexes = conn.execute(_VECTOR_INDEXES, (qualified,)).fetchall()
         return cls(
-            {str(n): Column(str(n), str(t), bool(nn), None if g is None else str(g)) for n, t, nn, g in cols},
+            {
+                str(n): Column(
+                    str(n), str(t), bool(nn), None if g is None else str(g), None if d is None else str(d)
+                )
+                for n, t, nn, g, d in cols
+            },
             frozenset(str(r[0]) for r in unique),
             tuple(
                 VectorIndex(

@@ -67,6 +67,16 @@ _INTEGER = re.compile(r"^(bigint|integer|smallint)$")
 _VECTOR = re.compile(r"^(vector|halfvec)(\((\d+)\))?$")
 _JSON = ("json", "jsonb")
 _UNHELD = frozenset({"bytea"})
+_CONSTANT = re.compile(r"^(?:'(?:[^']|'')*'(?:::[\w .\"]+(?:\[\])?)?|-?\d+(?:\.\d+)?|true|false|NULL)$")
+"""A column default that is a constant (``'en'::text``, ``0``); any other (``now()``,
+``CURRENT_TIMESTAMP``, ``nextval(…)``, ``gen_random_uuid()``) is the table's own bookkeeping."""
+
+
+def _filled(column: Column) -> bool:
+    """The table fills ``column`` itself: a computed default (``created_at DEFAULT now()``)."""
+    return column.default is not None and not _CONSTANT.match(column.default)
+
+
 """Column types no role can hold (metadata is JSON, the text is text): such columns are left out
 of the records, and ``info`` and the migration plan name them."""
 _TEXT_NAMES = ("text", "content", "document", "chunk_text", "chunk", "page_content", "body")
@@ -470,10 +480,19 @@ def _foreign(
         order_kind=order_kind,
         metadata_json=base.metadata is not None and facts.columns[base.metadata].type == "json",
         metadata_columns=tuple((c, facts.columns[c].type) for c in listed),
+        column_defaults=tuple((c, d) for c in listed if (d := facts.columns[c].default) is not None),
+        required_columns=tuple(
+            c for c in listed if facts.columns[c].notnull and facts.columns[c].default is None
+        ),
         left_out=tuple(
             f"{c.name} ({c.type})"
             for c in facts.columns.values()
             if c.type in _UNHELD and c.name not in skip and c.name not in listed
+        ),
+        filled=tuple(
+            f"{c.name} (DEFAULT {c.default})"
+            for c in facts.columns.values()
+            if _filled(c) and c.name not in skip and c.name not in listed
         ),
         halfvec=facts.columns[base.embedding].type.startswith("halfvec"),
         scope=scope,
@@ -500,6 +519,7 @@ def _metadata_columns(
             and c.generated is None
             and c.type != "tsvector"
             and c.type not in _UNHELD
+            and not _filled(c)
             and not _VECTOR.match(c.type)
             and not (
                 layout in ("llamaindex", "langchain") or (layout == "vectorport" and c.name == "updated_at")

@@ -234,6 +234,12 @@ class Columns:
     """The metadata column is ``json``, not ``jsonb``."""
     metadata_columns: tuple[tuple[str, str], ...] = ()
     """Plain columns read into the metadata under their names: ``(column, format_type)``."""
+    column_defaults: tuple[tuple[str, str], ...] = ()
+    """Those of :attr:`metadata_columns` with a default, and its SQL (``created_at``,
+    ``now()``): a record that does not carry the field gets the default, not NULL."""
+    required_columns: tuple[str, ...] = ()
+    """Those of :attr:`metadata_columns` that are ``NOT NULL`` without a default: a record must
+    carry the field (a migration's plan names each record that does not)."""
     halfvec: bool = False
     """The embedding column is ``halfvec`` (read as float32)."""
     scope: str | None = None
@@ -254,6 +260,11 @@ class Columns:
     left_out: tuple[str, ...] = ()
     """Columns no role can hold (``name (type)``, e.g. a ``bytea`` blob): not read, named by
     ``info`` and the migration plan."""
+    filled: tuple[str, ...] = ()
+    """Columns the table fills itself (a computed default: ``created_at DEFAULT now()``, as a
+    SQLAlchemy ``server_default=func.now()`` makes it), ``name (DEFAULT expr)``: not read as
+    metadata (vectorport's own ``updated_at`` is not either) and left out of every INSERT, so
+    the default fills them as the application's own INSERT does; named by ``info``."""
     fts_written: bool = False
     """The ``tsvector`` column is a plain column nothing maintains (no generation, no trigger),
     as LangChain's PGVectorStore makes it for hybrid search (``content_tsv TSVECTOR NOT NULL``,
