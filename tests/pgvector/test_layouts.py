@@ -764,8 +764,9 @@ def test_hand_made_table_with_a_natural_key_and_body_text(
     pg_url: Callable[..., str], admin: Any, name: str
 ) -> None:
     """A bigserial id with UNIQUE(file_path, chunk_index): the text column ``body_text`` is found,
-    unused columns become metadata, and the unique key is offered as the key (key_template=),
-    with which the table is writable and keyed as its owner keys it (read back with psycopg)."""
+    unused columns become metadata, and the unique key is the key (preferred over the serial id,
+    carried in the metadata; another key_template= may be given), with which the table is
+    writable and keyed as its owner keys it (read back with psycopg)."""
     admin.execute(
         f"CREATE TABLE {name} (id bigserial PRIMARY KEY, file_path text NOT NULL, chunk_index int NOT NULL, "
         f"body_text text, lang text, embedding vector({DIM}), UNIQUE (file_path, chunk_index))"
@@ -779,9 +780,12 @@ def test_hand_made_table_with_a_natural_key_and_body_text(
     with vectorport.connect(pg_url(name, metric="cosine")) as store:
         info = store.info()
         assert info["layout"]["name"] == "custom" and info["pgvector"]["columns"]["text"] == "body_text"
-        assert "key_template={file_path}#{chunk_index}" in info["layout"]["read_only_reason"]
+        assert info["layout"]["writable"] and info["layout"]["roles"]["key"]["columns"] == [
+            "file_path",
+            "chunk_index",
+        ]
         (first,) = [r for page in store.scan() for r in page if r.text == "hello"]
-        assert first.metadata["lang"] == "en" and first.metadata["file_path"] == "a.md"
+        assert first.key == "a.md#chunk0" and first.metadata == {"lang": "en", "id": 1}
     with vectorport.connect(
         pg_url(name, metric="cosine", key_template="{file_path}%23{chunk_index}")
     ) as store:

@@ -50,6 +50,8 @@ def describe_mapping(store: PgVectorStore) -> dict[str, Any]:
         key["expression"] = cols.key_expression
     else:
         key["column"] = cols.key
+    if cols.key_reason is not None:
+        key["chosen"] = cols.key_reason
     if cols.key_kind == "uuid" and cols.keep_key:
         key["kept_in_metadata"] = "vectorport_key (for keys that are not uuids; the row id is their uuid5)"
     if not cols.key_unique and cols.key_template is None:

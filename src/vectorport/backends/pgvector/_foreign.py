@@ -388,7 +388,7 @@ class ForeignTables:
         if not self.constraints or cols.node_metadata or cols.read_only:
             return []
         if self._constraint_check is None:
-            names, values, keys = self._row()
+            names, values, keys = self._row(defaults=False)
             self._constraint_check = ConstraintCheck(
                 self.store.layout.qualified, names, values, keys, self.constraints
             )
@@ -504,7 +504,9 @@ class ForeignTables:
                 table, sql.SQL(cols.scope_sql()), cols.key_expr("t"), stage
             )
             return [delete, insert]
-        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[keys:])
+        # a row's serial id stays what it is when a natural key replaces the row
+        kept = [Identifier(n) for n in names[keys:] if n != cols.surrogate]
+        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in kept)
         guard: sql.Composable = sql.SQL("")
         if cols.fixed:
             # the key belongs to another collection of a shared table: not taken over (counted)
@@ -513,9 +515,11 @@ class ForeignTables:
             )
         return [sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {}{}").format(insert, conflict, updates, guard)]
 
-    def _row(self) -> tuple[list[str], list[sql.Composable], int]:
+    def _row(self, defaults: bool = True) -> tuple[list[str], list[sql.Composable], int]:
         """The columns a merge writes, their values from a staged row ``s`` (``key``,
-        ``embedding``, ``metadata``, ``text``) and how many of them, first, are the key's."""
+        ``embedding``, ``metadata``, ``text``) and how many of them, first, are the key's.
+        ``defaults=False``: a field the record lacks is NULL, not the column's default (a
+        plan's check must not draw a sequence's next value)."""
         cols = self.store.layout.columns
         targets, values = self._key_targets()
         keys = len(targets)
@@ -529,19 +533,20 @@ class ForeignTables:
                 meta = sql.SQL("(s.metadata - {}::text[])").format(Literal(hidden))
             targets.append(cols.metadata)
             values.append(sql.SQL("{}::json").format(meta) if cols.metadata_json else meta)
-        defaults = dict(cols.column_defaults)
+        fill, given = defaults, dict(cols.column_defaults)
         for name, kind in cols.metadata_columns:
             targets.append(name)
             if kind in ("json", "jsonb"):
                 value = sql.SQL("(s.metadata -> {})::" + kind).format(Literal(name))
             else:
                 value = sql.SQL("(s.metadata ->> {})::{}").format(Literal(name), sql.SQL(kind))
-            if name in defaults:
+            if name in given:
                 # a record without the field keeps the column's default (NOT NULL DEFAULT now()),
                 # as the application's own INSERT that leaves the column out does; the merge
                 # runs with parameters, so a % of the default's SQL is doubled
+                default = sql.SQL(given[name].replace("%", "%%") if fill else "NULL")
                 value = sql.SQL("CASE WHEN s.metadata ? {} THEN {} ELSE {} END").format(
-                    Literal(name), value, sql.SQL(defaults[name].replace("%", "%%"))
+                    Literal(name), value, default
                 )
             values.append(value)
         if cols.text is not None:

@@ -28,7 +28,7 @@ from ...conventions import preset as convention
 from ...conventions.langchain import COLLECTIONS_TABLE, SHARED_TABLE
 from ...exceptions import ConfigurationError
 from ._inspect import Column, TableFacts
-from ._mapping import Columns, KeyTemplate
+from ._mapping import Columns, KeyTemplate, default_template
 
 __all__ = [
     "LAYOUTS",
@@ -367,6 +367,13 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
     column that is missing or of the wrong type and the option to pass."""
     layout = options.layout or detect(facts, table) or "custom"
     picked = _pick(facts, layout, options)
+    surrogate = picked.key
+    natural = _natural_key(facts, picked, options)
+    if natural is not None and surrogate is not None:
+        # a detected preset (Supabase's documents: a bigserial id) is not this table's shape
+        options = replace(options, key_template=natural)
+        layout = options.layout or "custom"
+        picked = _pick(facts, layout, options)
     if picked.problems:
         raise ConfigurationError(
             f"{where} cannot be used as a collection: " + "; ".join(picked.problems) + f". Its columns: "
@@ -397,8 +404,42 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
         if fts is None or fts.generated is None:
             base = replace(base, fts=None)
         return layout, _skip_null_vectors(base, options)
-    return layout, _skip_null_vectors(
-        _foreign(facts, layout, base, key, picked.kind or "text", options, used), options
+    columns = _foreign(facts, layout, base, key, picked.kind or "text", options, used)
+    if natural is not None and surrogate is not None:
+        columns = _carrying(columns, surrogate, natural)
+    return layout, _skip_null_vectors(columns, options)
+
+
+def _natural_key(facts: TableFacts, picked: _Picked, options: MappingOptions) -> KeyTemplate | None:
+    """The unique key a table declares over its own columns (``UNIQUE(file_path,
+    chunk_index)``), preferred over a serial id the database assigns when no option names the
+    key: the id says nothing of the chunk, and a copy elsewhere could not keep it."""
+    key = picked.key
+    named = any(role == "key" for role, _ in options.columns)
+    if picked.problems or picked.kind != "integer" or key is None or not _filled(key) or named:
+        return None
+    for columns in facts.composite_unique:
+        kinds = [_kind(facts.columns[name]) for name in columns]
+        if key.name not in columns and all(kinds):
+            return KeyTemplate.parse(
+                default_template([(n, k or "") for n, k in zip(columns, kinds, strict=True)])
+            )
+    return None
+
+
+def _carrying(columns: Columns, surrogate: Column, natural: KeyTemplate) -> Columns:
+    """``columns`` keyed by the natural key, the serial id carried as a metadata field."""
+    reason = (
+        f"the unique key ({', '.join(natural.fields)}) the table declares, preferred over the serial "
+        f"{surrogate.name!r} the database assigns; {surrogate.name!r} is carried in the metadata"
+    )
+    return replace(
+        columns,
+        metadata_columns=(*columns.metadata_columns, (surrogate.name, surrogate.type)),
+        column_defaults=(*columns.column_defaults, (surrogate.name, surrogate.default or "DEFAULT")),
+        filled=tuple(f for f in columns.filled if not f.startswith(f"{surrogate.name} (")),
+        surrogate=surrogate.name,
+        key_reason=reason,
     )
 
 

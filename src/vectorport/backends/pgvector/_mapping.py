@@ -33,6 +33,7 @@ __all__ = [
     "NO_TEXT",
     "Columns",
     "KeyTemplate",
+    "default_template",
     "row_id",
     "sql_name",
 ]
@@ -184,6 +185,15 @@ class KeyTemplate:
         return " || ".join(pieces)
 
 
+def default_template(parts: Sequence[tuple[str, str]]) -> str:
+    """The key template of a natural key ``(column, kind)``: ``{a}#chunk{b}`` for a text column
+    and an integer one (vectorport's chunk keys, ``docs/a.md#chunk3``), else the fields joined
+    by ``#``."""
+    if [kind for _, kind in parts] == ["text", "integer"]:
+        return f"{{{parts[0][0]}}}#chunk{{{parts[1][0]}}}"
+    return "#".join(f"{{{name}}}" for name, _ in parts)
+
+
 def _quote(text: str) -> str:
     # standard_conforming_strings is on (PostgreSQL's default since 9.1): only ' is doubled
     return "'" + text.replace("'", "''") + "'"
@@ -260,6 +270,11 @@ class Columns:
     left_out: tuple[str, ...] = ()
     """Columns no role can hold (``name (type)``, e.g. a ``bytea`` blob): not read, named by
     ``info`` and the migration plan."""
+    surrogate: str | None = None
+    """The serial id a natural key was preferred over (:attr:`key_reason`): read as a metadata
+    field, given by its sequence when a record carries none, never changed by an upsert."""
+    key_reason: str | None = None
+    """Why the key is what it is, where vectorport chose among the table's keys (``info``)."""
     filled: tuple[str, ...] = ()
     """Columns the table fills itself (a computed default: ``created_at DEFAULT now()``, as a
     SQLAlchemy ``server_default=func.now()`` makes it), ``name (DEFAULT expr)``: not read as
