@@ -316,7 +316,7 @@ def test_vecs_collection_without_text(pg_url: Callable[..., str], admin: Any, na
 
 
 # ---------------------------------------------------------------- Supabase documents
-def test_supabase_documents_bigserial_is_a_read_only_source(
+def test_supabase_documents_bigserial_is_read_and_written_as_the_app_does(
     pg_url: Callable[..., str], admin: Any, name: str
 ) -> None:
     # supabase.com/docs/guides/ai/langchain: documents + match_documents
@@ -333,17 +333,18 @@ def test_supabase_documents_bigserial_is_a_read_only_source(
     url = pg_url(name)
     with vectorport.connect(url) as store:
         info = store.info()["pgvector"]
-        assert info["layout"] == "supabase" and not info["writable"]
-        assert "integer column 'id'" in info["read_only_reason"]
+        assert info["layout"] == "supabase" and info["writable"]
         assert sorted(r.key for r in store.records()) == sorted(str(i) for i in range(1, 13))
         assert store.get(["3"])[0].text == "doc 2" and store.get(["x", "03"]) == []
         assert_searches_exact(store, vecs)
-        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only source"):
-            store.upsert([vectorport.Record("99", [1, 0, 0, 0])])
-        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only source"):
-            store.delete(["1"])
-    assert admin.execute(f"SELECT count(*) FROM {name}").fetchone() == (12,)
-    migrated_equal(url)
+        migrated_equal(url)
+        # the app's rows are keyed by their ids; a key that is no integer gets its id from the
+        # sequence and is kept in the metadata
+        store.upsert([vectorport.Record("docs/x.md", [1, 0, 0, 0], {"n": 99}, "x")])
+        store.delete(["1"])
+        assert store.get(["docs/x.md"])[0].metadata == {"n": 99}
+    rows = admin.execute(f"SELECT id, metadata FROM {name} WHERE id = 1 OR id > 12").fetchall()
+    assert rows == [(13, {"n": 99, "vectorport_key": "docs/x.md"})]
 
 
 # ---------------------------------------------------------------- Haystack

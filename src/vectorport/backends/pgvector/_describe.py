@@ -52,6 +52,10 @@ def describe_mapping(store: PgVectorStore) -> dict[str, Any]:
         key["column"] = cols.key
     if cols.key_reason is not None:
         key["chosen"] = cols.key_reason
+    if cols.numbered:
+        key["kept_in_metadata"] = (
+            "vectorport_key (for keys that are not integers; the sequence numbers their rows)"
+        )
     if cols.key_kind == "uuid" and cols.keep_key:
         key["kept_in_metadata"] = "vectorport_key (for keys that are not uuids; the row id is their uuid5)"
     if not cols.key_unique and cols.key_template is None:

@@ -481,9 +481,12 @@ class ForeignTables:
             meta[cols.key_field] = key
         rid = row_id(cols.key_kind, key)
         if rid != key:
-            if not cols.keep_key or rid is None:
+            if not cols.keep_key:
                 return Problem(
-                    key, "", f"key {key!r} is not a uuid and the table has no metadata column to keep it in"
+                    key,
+                    "",
+                    f"key {key!r} is not a{'n' if cols.key_kind == 'integer' else ''} {cols.key_kind} "
+                    "and the table has no metadata column to keep it in",
                 )
             meta[KEEP_KEY] = key
         return None
@@ -495,11 +498,16 @@ class ForeignTables:
         names, values, keys = self._row()
         targets = [Identifier(name) for name in names]
         conflict = sql.SQL(", ").join(targets[:keys])
-        insert = sql.SQL("INSERT INTO {} AS t ({}) SELECT {} FROM {} AS s").format(
-            table, sql.SQL(", ").join(targets), sql.SQL(", ").join(values), stage
+        insert = sql.SQL("INSERT INTO {} AS t ({}){} SELECT {} FROM {} AS s").format(
+            table,
+            sql.SQL(", ").join(targets),
+            sql.SQL(" OVERRIDING SYSTEM VALUE" if cols.overriding else ""),
+            sql.SQL(", ").join(values),
+            stage,
         )
-        if not cols.key_unique and cols.key_template is None:
-            # LlamaIndex's node_id has no unique index: replace a key's rows in one transaction
+        if (not cols.key_unique and cols.key_template is None) or cols.numbered:
+            # LlamaIndex's node_id has no unique index, a numbered row's key is in its metadata:
+            # replace a key's rows in one transaction
             delete = sql.SQL("DELETE FROM {} AS t WHERE {} AND {} IN (SELECT s.key FROM {} AS s)").format(
                 table, sql.SQL(cols.scope_sql()), cols.key_expr("t"), stage
             )
@@ -521,7 +529,7 @@ class ForeignTables:
         ``defaults=False``: a field the record lacks is NULL, not the column's default (a
         plan's check must not draw a sequence's next value)."""
         cols = self.store.layout.columns
-        targets, values = self._key_targets()
+        targets, values = self._key_targets(defaults)
         keys = len(targets)
         targets.append(cols.embedding)
         values.append(sql.SQL("s.embedding"))
@@ -564,12 +572,18 @@ class ForeignTables:
             values.append(sql.Placeholder(param))
         return targets, values, keys
 
-    def _key_targets(self) -> tuple[list[str], list[sql.Composable]]:
+    def _key_targets(self, defaults: bool = True) -> tuple[list[str], list[sql.Composable]]:
         """The key's columns and their values from a staged row: the key column, or the columns
         a key template split the key into (carried in the staged metadata)."""
         cols = self.store.layout.columns
         if cols.key_field is not None:
             return [], []  # the database numbers the rows; the key is in the metadata
+        if cols.numbered and cols.key_default is not None:
+            numbered = cols.key_default.replace("%", "%%") if defaults else "NULL"
+            key: sql.Composable = sql.SQL("CASE WHEN s.metadata ? {} THEN {} ELSE s.key::bigint END").format(
+                Literal(KEEP_KEY), sql.SQL(numbered)
+            )
+            return [cols.key], [key]
         if cols.key_template is None:
             key = sql.SQL("s.key::uuid") if cols.key_kind == "uuid" else sql.SQL("s.key")
             return [cols.key], [key]

@@ -50,6 +50,8 @@ class Column:
     """The expression of a generated column (``None`` for a plain one)."""
     default: str | None = None
     """The column's default expression (``now()``, ``nextval(…)``; identity columns too)."""
+    always: bool = False
+    """``GENERATED ALWAYS AS IDENTITY``: an INSERT giving it a value says ``OVERRIDING SYSTEM VALUE``."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class TableFacts:
             "CASE WHEN a.attgenerated <> '' THEN pg_get_expr(d.adbin, d.adrelid) END, "
             "CASE WHEN a.attidentity <> '' THEN 'nextval(' || quote_literal(pg_get_serial_sequence("
             "a.attrelid::regclass::text, a.attname)) || '::regclass)' WHEN a.attgenerated = '' "
-            "THEN pg_get_expr(d.adbin, d.adrelid) END "
+            "THEN pg_get_expr(d.adbin, d.adrelid) END, a.attidentity = 'a' "
             "FROM pg_attribute AS a LEFT JOIN pg_attrdef AS d "
             "ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
             "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
@@ -118,9 +120,14 @@ class TableFacts:
         return cls(
             {
                 str(n): Column(
-                    str(n), str(t), bool(nn), None if g is None else str(g), None if d is None else str(d)
+                    str(n),
+                    str(t),
+                    bool(nn),
+                    None if g is None else str(g),
+                    None if d is None else str(d),
+                    bool(a),
                 )
-                for n, t, nn, g, d in cols
+                for n, t, nn, g, d, a in cols
             },
             frozenset(str(r[0]) for r in unique),
             tuple(

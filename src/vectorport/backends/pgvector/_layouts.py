@@ -489,6 +489,8 @@ def _foreign(
     used: set[str],
 ) -> Columns:
     unique = kind != "expression" and key is not None and key.name in facts.unique
+    # a serial id: rows whose key is not an integer get theirs from its sequence
+    serial = key.default if kind == "integer" and key is not None and _filled(key) else None
     order = None
     order_kind = "text"
     if not unique or kind == "expression":
@@ -537,7 +539,9 @@ def _foreign(
         ),
         halfvec=facts.columns[base.embedding].type.startswith("halfvec"),
         scope=scope,
-        keep_key=kind == "uuid" and base.metadata is not None,
+        keep_key=base.metadata is not None and (kind == "uuid" or serial is not None),
+        key_default=serial,
+        overriding=serial is not None and key is not None and key.always,
         node_metadata=layout == "llamaindex",
         text_key=options.text_key if base.text is None else None,
         text_required=base.text is not None and facts.columns[base.text].notnull,
@@ -588,7 +592,7 @@ def _read_only_reasons(
         )
     elif kind == "expression" and template is None:
         reasons.append("its key is an expression over columns")
-    elif kind == "integer":
+    elif kind == "integer" and (base.metadata is None or not _filled(facts.columns[base.key])):
         natural = next((c for c in facts.composite_unique if all(_kind(facts.columns[n]) for n in c)), None)
         offer = (
             f" (its unique key ({', '.join(natural)}) can be the key: pass key_template="

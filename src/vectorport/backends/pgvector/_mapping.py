@@ -258,7 +258,14 @@ class Columns:
     fixed: tuple[tuple[str, str], ...] = ()
     """Columns every written row gets, from a scope parameter: ``(column, parameter)``."""
     keep_key: bool = False
-    """Keys that are not uuids are kept in the metadata under :data:`KEEP_KEY` (uuid ids)."""
+    """Keys that are not uuids are kept in the metadata under :data:`KEEP_KEY` (uuid ids), or
+    that are not integers (a serial id: :attr:`key_default` numbers their rows)."""
+    key_default: str | None = None
+    """A serial or identity integer key's default (``nextval(…)``): a row whose key is not an
+    integer gets its id from the sequence, as the application's own INSERT does (the Supabase
+    hybrid search template's ``id bigserial``), its key kept under :data:`KEEP_KEY`."""
+    overriding: bool = False
+    """The key is ``GENERATED ALWAYS AS IDENTITY``: INSERTs say ``OVERRIDING SYSTEM VALUE``."""
     node_metadata: bool = False
     """The metadata holds LlamaIndex's node bookkeeping (``_node_content`` …)."""
     text_key: str | None = None
@@ -378,6 +385,11 @@ class Columns:
         return as_text
 
     @property
+    def numbered(self) -> bool:
+        """Rows whose key is not an integer are numbered by the key's sequence (:attr:`key_default`)."""
+        return self.key_kind == "integer" and self.keep_key
+
+    @property
     def plain_key(self) -> bool:
         """The key is the key column's own value (lookups and scans use its index)."""
         return self.key_kind == "text"
@@ -407,7 +419,11 @@ class Columns:
         """A condition selecting the rows of ``keys`` (``%(keys)s`` holds the list) and the list."""
         if self.key_template is not None:
             return self._template_lookup(keys, prefix)
-        if self.key_kind in ("expression", "field") or (self.key_kind == "text" and not self.key_unique):
+        if (
+            self.key_kind in ("expression", "field")
+            or (self.key_kind == "text" and not self.key_unique)
+            or self.numbered  # a key kept in the metadata names its row, not its id
+        ):
             return sql.SQL("{} = ANY(%(keys)s)").format(self.key_expr(prefix)), list(keys)
         ids = [i for i in (row_id(self.key_kind, k) for k in keys) if i is not None]
         cast = {"uuid": "::uuid[]", "integer": "::bigint[]"}.get(self.key_kind, "")
