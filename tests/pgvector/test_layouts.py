@@ -372,6 +372,45 @@ def test_haystack_pgvector_document_store_table(pg_url: Callable[..., str], admi
     migrated_equal(url)
 
 
+def test_haystack_keyword_index_and_blobs(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    """pgvector-haystack's keyword index (``CREATE INDEX … USING GIN (to_tsvector(language,
+    content))``, KEYWORD_INDEX) serves text and hybrid search on its table (they were not
+    offered: no tsvector column), and its ByteStream blobs, which no record field holds, are
+    named by ``info``, the plan and the migration's output (they were left out without a word)."""
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    admin.execute(
+        f"CREATE TABLE {name} (id VARCHAR(128) PRIMARY KEY, embedding VECTOR({DIM}), content TEXT, "
+        "blob_data BYTEA, blob_meta JSONB, blob_mime_type VARCHAR(255), meta JSONB)"
+    )
+    admin.execute(f"CREATE INDEX {name}_keyword_index ON {name} USING GIN (to_tsvector('english', content))")
+    vecs = vectors(10)
+    words = ["apples", "pears", "plums", "figs", "dates"]
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} (id, embedding, content, blob_data, blob_mime_type, meta) "
+            "VALUES (%s, %s::vector, %s, %s, 'image/png', %s::jsonb)",
+            [
+                (f"h{i}", _vec(v), f"a basket of {words[i % 5]}", bytes([i, 1, 2]), json.dumps({"page": i}))
+                for i, v in enumerate(vecs)
+            ],
+        )
+    url = pg_url(name)
+    with vectorport.connect(url) as store:
+        info = store.info()
+        assert info["layout"]["roles"]["metadata"]["left_out"] == ["blob_data (bytea)"]
+        assert info["pgvector"]["text_search"]["language"] == "english"
+        assert sorted(m.key for m in store.text_query("plum", k=5)) == ["h2", "h7"]
+        hybrid = store.hybrid_query(vecs[7], "plum", k=2)
+        assert sorted(m.key for m in hybrid) == ["h2", "h7"]
+        assert {m.key: m.extra["vector_rank"] for m in hybrid}["h7"] == 1
+    out = CliRunner().invoke(app, ["migrate", url, "memory://haystack-copy", "--plan"])
+    assert out.exit_code == 0, out.output
+    assert "blob_data (bytea)" in out.output and "not copied" in out.output
+
+
 def test_supabase_documents_with_uuid_ids_takes_writes(
     pg_url: Callable[..., str], admin: Any, name: str
 ) -> None:

@@ -113,7 +113,7 @@ class Catalog:
         if layout is None:
             return declared
         caps = replace(declared, exact=True, recall_tolerance=1.0) if layout.index == "exact" else declared
-        if layout.columns.fts is None:  # a table made elsewhere without the generated fts column
+        if not layout.columns.text_searchable:  # a table made elsewhere without a tsvector
             caps = replace(caps, features=caps.features - {Feature.HYBRID, Feature.TEXT_SEARCH})
         return caps
 

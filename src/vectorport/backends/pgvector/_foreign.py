@@ -272,6 +272,8 @@ class ForeignTables:
         found = re.search(r"to_tsvector\(\s*'([A-Za-z_][\w.]*)'", source) or re.search(
             r"tsvector_update_trigger\(\s*'?\w+'?\s*,\s*'(?:pg_catalog\.)?([A-Za-z_]\w*)'", source
         )
+        if columns.fts is None and columns.fts_index is not None:
+            return columns.fts_index  # the keyword index's: its expression is the search's
         if self.store._explicit_language is not None:
             return self.store.language
         if found:

@@ -38,6 +38,15 @@ _VECTOR_INDEXES = (
     "WHERE i.indrelid = %s::regclass AND am.amname IN ('hnsw', 'ivfflat') ORDER BY c.relname"
 )
 """The table's HNSW and IVFFlat indexes."""
+_TEXT_INDEXES = (
+    "SELECT pg_get_indexdef(i.indexrelid, 1, false) FROM pg_index AS i "
+    "JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_am AS am ON am.oid = c.relam "
+    "WHERE i.indrelid = %s::regclass AND am.amname = 'gin' AND i.indexprs IS NOT NULL "
+    "AND i.indpred IS NULL AND i.indisvalid ORDER BY c.relname"
+)
+"""The expressions of the table's GIN expression indexes (a keyword index such as Haystack's
+``to_tsvector('english', content)``)."""
+_TO_TSVECTOR = re.compile(r"""^to_tsvector\('([A-Za-z_][\w.]*)'::regconfig, "?([^"]+)"?\)$""")
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,8 @@ class TableFacts:
     """Unique keys over several columns (a natural key such as ``(file_path, chunk_index)``)."""
     trigger_source: str = ""
     """The source of the functions the table's row triggers run (a ``tsvector`` kept by one)."""
+    text_indexes: tuple[tuple[str, str], ...] = ()
+    """``(configuration, column)`` of each GIN index on ``to_tsvector(configuration, column)``."""
 
     @classmethod
     def read(cls, conn: psycopg.Connection[Any], qualified: str) -> TableFacts:
@@ -117,6 +128,7 @@ class TableFacts:
             (qualified,),
         ).fetchone()
         indexes = conn.execute(_VECTOR_INDEXES, (qualified,)).fetchall()
+        text_indexes = [_TO_TSVECTOR.match(str(r[0])) for r in conn.execute(_TEXT_INDEXES, (qualified,))]
         return cls(
             {
                 str(n): Column(
@@ -144,6 +156,7 @@ class TableFacts:
             str(kind[0]) if kind else "r",
             tuple(tuple(str(c) for c in row[0]) for row in composite),
             str(triggers[0]) if triggers else "",
+            tuple((found.group(1), found.group(2)) for found in text_indexes if found),
         )
 
     def dimension(self, column: str) -> int | None:

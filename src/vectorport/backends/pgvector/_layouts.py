@@ -394,6 +394,7 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
         metadata=meta.name if meta is not None else None,
         text=text.name if text is not None else None,
         fts=_fts(facts),
+        fts_index=next((c for c, col in facts.text_indexes if text is not None and col == text.name), None),
         updated_at="updated_at"
         if own and updated is not None and updated.type == "timestamp with time zone"
         else None,
@@ -530,7 +531,7 @@ def _foreign(
         left_out=tuple(
             f"{c.name} ({c.type})"
             for c in facts.columns.values()
-            if c.type in _UNHELD and c.name not in skip and c.name not in listed
+            if c.type in _UNHELD and c.name not in used and c.name not in listed
         ),
         filled=tuple(
             f"{c.name} (DEFAULT {c.default})"

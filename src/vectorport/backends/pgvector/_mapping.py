@@ -216,6 +216,10 @@ class Columns:
     """The ``jsonb`` (or ``json``) metadata column (``None``: none)."""
     text: str | None = "text"
     fts: str | None = "fts"
+    fts_index: str | None = None
+    """No ``tsvector`` column, but a GIN index on ``to_tsvector(fts_index, <text column>)``
+    (Haystack's keyword index): text and hybrid search use that expression in place of
+    :attr:`fts`, so the index serves them."""
     """The ``tsvector`` column full-text and hybrid search use (``None``: none)."""
     updated_at: str | None = "updated_at"
     """A ``timestamptz`` column set to ``now()`` on every upsert (``None``: none)."""
@@ -300,6 +304,9 @@ class Columns:
     def ident(self, name: str, prefix: str | None = None) -> sql.Composable:
         """One of the columns by role (``key``, ``embedding``, ``metadata``, ``text``, ``fts``),
         optionally qualified by a table alias."""
+        if name == "fts" and self.fts is None and self.fts_index is not None and self.text:
+            text = sql_name(prefix, self.text) if prefix else sql_name(self.text)
+            return sql.SQL("to_tsvector({}::regconfig, {})").format(Literal(self.fts_index), text)
         column = getattr(self, name)
         if not isinstance(column, str) or not column:
             raise UnsupportedFeatureError(f"this table has no {name} column")
@@ -383,6 +390,11 @@ class Columns:
         if self.keep_key and raw is not None:
             return sql.SQL("coalesce({} ->> {}, {})").format(raw, Literal(KEEP_KEY), as_text)
         return as_text
+
+    @property
+    def text_searchable(self) -> bool:
+        """Text and hybrid search have a ``tsvector``: a column, or a keyword index's expression."""
+        return self.fts is not None or (self.fts_index is not None and self.text is not None)
 
     @property
     def numbered(self) -> bool:

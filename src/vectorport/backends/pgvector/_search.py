@@ -290,7 +290,7 @@ class Searcher:
         return QueryResult(tuple(out), k)
 
     def _require_fts(self, what: str) -> None:
-        if self.store.layout.columns.fts is None:
+        if not self.store.layout.columns.text_searchable:
             raise UnsupportedFeatureError(
                 f"{self.store._where}: {what} needs the generated tsvector column fts, which this table "
                 "(made outside vectorport) lacks; add it as `vectorport pgvector schema` prints it"
