@@ -19,7 +19,7 @@ from .._async import AsyncStore
 from .._handle import StoreHandle
 from .._models import Match, Metric, Record, score_from_distance
 from .._protocol import VectorStore
-from ..exceptions import ConfigurationError, NotFoundError
+from ..exceptions import ConfigurationError, NotFoundError, Problem, ValidationError
 
 __all__ = ["LangChainStore"]
 
@@ -134,7 +134,7 @@ class LangChainStore(LangChainVectorStore):
         batch = _Batch.of(texts, metadatas, ids)
         if not batch.texts:
             return []
-        vectors = self._embedding.embed_documents(batch.texts)
+        vectors = _embedded(self._embedding, "embed_documents", self._embedding.embed_documents(batch.texts))
         self._handle.for_write(len(vectors[0])).upsert(batch.records(vectors))
         return batch.keys
 
@@ -151,7 +151,8 @@ class LangChainStore(LangChainVectorStore):
         batch = _Batch.of(texts, metadatas, ids)
         if not batch.texts:
             return []
-        vectors = await self._embedding.aembed_documents(batch.texts)
+        rows = await self._embedding.aembed_documents(batch.texts)
+        vectors = _embedded(self._embedding, "aembed_documents", rows)
         store = await self._handle.afor_write(len(vectors[0]))
         await store.aupsert(batch.records(vectors))
         return batch.keys
@@ -212,7 +213,7 @@ class LangChainStore(LangChainVectorStore):
     ) -> list[tuple[Document, float]]:
         """Documents and their canonical distance to ``query`` (lower is nearer)."""
         self._handle.check_filter(filter)
-        vector = self._embedding.embed_query(query)
+        vector = _embedded(self._embedding, "embed_query", [self._embedding.embed_query(query)])[0]
         return self.similarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
 
     async def asimilarity_search_with_score(
@@ -220,7 +221,7 @@ class LangChainStore(LangChainVectorStore):
     ) -> list[tuple[Document, float]]:
         """:meth:`similarity_search_with_score`, awaitable."""
         self._handle.check_filter(filter)
-        vector = await self._embedding.aembed_query(query)
+        vector = _embedded(self._embedding, "aembed_query", [await self._embedding.aembed_query(query)])[0]
         return await self.asimilarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
 
     def similarity_search_by_vector(
@@ -267,7 +268,7 @@ class LangChainStore(LangChainVectorStore):
     ) -> list[Document]:
         """``k`` documents picked among the ``fetch_k`` nearest for relevance and diversity."""
         self._handle.check_filter(filter)
-        vector = self._embedding.embed_query(query)
+        vector = _embedded(self._embedding, "embed_query", [self._embedding.embed_query(query)])[0]
         return self.max_marginal_relevance_search_by_vector(
             vector, k, fetch_k, lambda_mult, filter=filter, **kwargs
         )
@@ -283,7 +284,7 @@ class LangChainStore(LangChainVectorStore):
     ) -> list[Document]:
         """:meth:`max_marginal_relevance_search`, awaitable."""
         self._handle.check_filter(filter)
-        vector = await self._embedding.aembed_query(query)
+        vector = _embedded(self._embedding, "aembed_query", [await self._embedding.aembed_query(query)])[0]
         return await self.amax_marginal_relevance_search_by_vector(
             vector, k, fetch_k, lambda_mult, filter=filter, **kwargs
         )
@@ -385,13 +386,34 @@ class _Batch:
     def of(
         cls, texts: Iterable[str], metadatas: list[dict[str, Any]] | None, ids: Sequence[str | None] | None
     ) -> _Batch:
+        if isinstance(texts, str | bytes):
+            # iterated, one string is one document per character
+            raise ConfigurationError(
+                f"add_texts takes a list of texts, not one {type(texts).__name__}: add_texts([text], …)"
+            )
         listed = list(texts)
         metas = [dict(m or {}) for m in metadatas] if metadatas is not None else [{} for _ in listed]
         if len(metas) != len(listed):
             raise ConfigurationError(f"got {len(listed)} texts but {len(metas)} metadatas")
-        return cls(listed, metas, _keys(ids, len(listed)))
+        batch = cls(listed, metas, _keys(ids, len(listed)))
+        problems = [
+            Problem(
+                key, "text", f"is {type(text).__name__}, not a string: a LangChain document's page_content"
+            )
+            for key, text in zip(batch.keys, listed, strict=True)
+            if not isinstance(text, str)
+        ]
+        if problems:
+            raise ValidationError(
+                problems[:20], backend="langchain", outcome="nothing was embedded or written"
+            )
+        return batch
 
     def records(self, vectors: Sequence[Sequence[float]]) -> list[Record]:
+        if len(vectors) != len(self.texts):
+            raise ConfigurationError(
+                f"the embedding function returned {len(vectors)} vectors for {len(self.texts)} texts"
+            )
         rows = zip(self.keys, vectors, self.metadatas, self.texts, strict=True)
         return [Record(key, vector, meta, text) for key, vector, meta, text in rows]
 
@@ -435,6 +457,20 @@ class _Search:
             k=k,
         )
         return [_document(matches[i].key, matches[i].text, matches[i].metadata or {}) for i in picked]
+
+
+def _embedded(embedding: Embeddings, method: str, rows: Any) -> list[list[float]]:
+    """``rows`` the embedding function returned, checked: one row of numbers per text (a
+    ``None`` once reached the store as a raw ``TypeError``)."""
+    where = f"the embedding function {type(embedding).__name__}.{method}"
+    if not isinstance(rows, Sequence) or isinstance(rows, str):
+        raise ConfigurationError(f"{where} returned {type(rows).__name__}, not a list of vectors")
+    if not rows:
+        raise ConfigurationError(f"{where} returned no vectors")
+    for i, row in enumerate(rows):
+        if not isinstance(row, Sequence | np.ndarray) or isinstance(row, str) or not len(row):
+            raise ConfigurationError(f"{where} returned {type(row).__name__} for text {i}, not a vector")
+    return list(rows)
 
 
 def _keys(ids: Sequence[str | None] | None, n: int) -> list[str]:
