@@ -187,15 +187,18 @@ def from_node_metadata(meta: Mapping[str, JSON]) -> tuple[str | None, dict[str, 
     own = node.get("metadata")
     own = own if isinstance(own, dict) else {}
     mine = {k: own[k] for k in DOC_ID_KEYS if k in own}
-    if mine:
-        out.update(mine)
-    else:
-        source = _node_source(node) or next(
-            (str(meta[k]) for k in DOC_ID_KEYS if isinstance(meta.get(k), str) and meta[k] != _NO_DOC),
-            None,
-        )
-        if source is not None:
-            out["ref_doc_id"] = source
+    out.update(mine)
+    # the top-level copies are LlamaIndex's only when the node's metadata holds none of them
+    source = _node_source(node) or next(
+        (
+            str(meta[k])
+            for k in DOC_ID_KEYS
+            if not mine and isinstance(meta.get(k), str) and meta[k] != _NO_DOC
+        ),
+        None,
+    )
+    if source is not None and _source_of(mine) != source and "ref_doc_id" not in mine:
+        out["ref_doc_id"] = source  # a source the node's own ids do not give
     extras = _node_extras(node, out)
     if extras is not None:
         out[NODE_EXTRAS] = extras
@@ -211,12 +214,12 @@ def _node_extras(node: Mapping[str, JSON], metadata: Mapping[str, JSON]) -> str 
     fields = {k: v for k, v in node.items() if k not in _DERIVED}
     own = node.get("metadata")
     order = list(own) if isinstance(own, dict) else []
-    extras: dict[str, JSON] = {"node": fields}
+    extras: dict[str, JSON] = {}
+    if fields != {k: v for k, v in made.items() if k not in _DERIVED}:
+        extras["node"] = fields
     if order != sorted(order):
         extras["metadata_order"] = list(order)
-    elif fields == {k: v for k, v in made.items() if k not in _DERIVED}:
-        return None
-    return json.dumps(extras, ensure_ascii=False, sort_keys=True)
+    return json.dumps(extras, ensure_ascii=False, sort_keys=True) if extras else None
 
 
 def _ordered(metadata: dict[str, JSON], order: list[str]) -> dict[str, JSON]:
@@ -235,7 +238,12 @@ def _extras_of(key: str, metadata: Mapping[str, JSON]) -> tuple[dict[str, JSON],
         data = json.loads(raw) if isinstance(raw, str) else None
     except json.JSONDecodeError:
         data = None
-    if not isinstance(data, dict) or not isinstance(data.get("node"), dict):
+    if (
+        not isinstance(data, dict)
+        or not ({"node", "metadata_order"} & data.keys())
+        or not isinstance(data.get("node", {}), dict)
+        or not isinstance(data.get("metadata_order", []), list)
+    ):
         raise ValidationError(
             [
                 Problem(
@@ -244,8 +252,7 @@ def _extras_of(key: str, metadata: Mapping[str, JSON]) -> tuple[dict[str, JSON],
             ],
             hint=f"remove {NODE_EXTRAS} (vectorport keeps a LlamaIndex node's own fields there)",
         )
-    order = data.get("metadata_order")
-    return dict(data["node"]), [str(k) for k in order] if isinstance(order, list) else []
+    return dict(data.get("node", {})), [str(k) for k in data.get("metadata_order", [])]
 
 
 def is_node_metadata(meta: Mapping[str, JSON]) -> bool:
