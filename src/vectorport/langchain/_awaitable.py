@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from .._handle import StoreHandle
-from ._documents import READ, Batch, Search, delete_filter, document
+from ._documents import READ, Batch, Search, delete_filter, document, embedded
 
 __all__ = ["AwaitableMethods"]
 
@@ -40,7 +40,9 @@ class AwaitableMethods:
         batch = Batch.of(texts, metadatas, ids)
         if not batch.texts:
             return []
-        vectors = await self._embedding.aembed_documents(batch.texts)
+        vectors = embedded(
+            self._embedding, "aembed_documents", await self._embedding.aembed_documents(batch.texts)
+        )
         store = await self._handle.afor_write(len(vectors[0]))
         await store.aupsert(batch.records(vectors))
         return batch.keys
@@ -72,7 +74,7 @@ class AwaitableMethods:
     ) -> list[tuple[Document, float]]:
         """:meth:`similarity_search_with_score`, awaitable."""
         self._handle.check_filter(filter)
-        vector = await self._embedding.aembed_query(query)
+        vector = embedded(self._embedding, "aembed_query", [await self._embedding.aembed_query(query)])[0]
         return await self.asimilarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
 
     async def asimilarity_search_by_vector(
@@ -101,7 +103,7 @@ class AwaitableMethods:
     ) -> list[Document]:
         """:meth:`max_marginal_relevance_search`, awaitable."""
         self._handle.check_filter(filter)
-        vector = await self._embedding.aembed_query(query)
+        vector = embedded(self._embedding, "aembed_query", [await self._embedding.aembed_query(query)])[0]
         return await self.amax_marginal_relevance_search_by_vector(
             vector, k, fetch_k, lambda_mult, filter=filter, **kwargs
         )

@@ -14,7 +14,7 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from .._handle import StoreHandle
 from .._models import Match, Record
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, Problem, ValidationError
 
 __all__ = ["READ", "Batch", "Search", "delete_filter", "document", "store_argument"]
 
@@ -43,13 +43,34 @@ class Batch:
     def of(
         cls, texts: Iterable[str], metadatas: list[dict[str, Any]] | None, ids: Sequence[str | None] | None
     ) -> Batch:
+        if isinstance(texts, str | bytes):
+            # iterated, one string is one document per character
+            raise ConfigurationError(
+                f"add_texts takes a list of texts, not one {type(texts).__name__}: add_texts([text], …)"
+            )
         listed = list(texts)
         metas = [dict(m or {}) for m in metadatas] if metadatas is not None else [{} for _ in listed]
         if len(metas) != len(listed):
             raise ConfigurationError(f"got {len(listed)} texts but {len(metas)} metadatas")
-        return cls(listed, metas, keys_for(ids, len(listed)))
+        batch = cls(listed, metas, keys_for(ids, len(listed)))
+        problems = [
+            Problem(
+                key, "text", f"is {type(text).__name__}, not a string: a LangChain document's page_content"
+            )
+            for key, text in zip(batch.keys, listed, strict=True)
+            if not isinstance(text, str)
+        ]
+        if problems:
+            raise ValidationError(
+                problems[:20], backend="langchain", outcome="nothing was embedded or written"
+            )
+        return batch
 
     def records(self, vectors: Sequence[Sequence[float]]) -> list[Record]:
+        if len(vectors) != len(self.texts):
+            raise ConfigurationError(
+                f"the embedding function returned {len(vectors)} vectors for {len(self.texts)} texts"
+            )
         rows = zip(self.keys, vectors, self.metadatas, self.texts, strict=True)
         return [Record(key, vector, meta, text) for key, vector, meta, text in rows]
 
@@ -117,3 +138,17 @@ def delete_filter(ids: list[str] | None, kwargs: dict[str, Any], handle: StoreHa
         raise ConfigurationError("delete() takes either ids or filter=, not both or neither")
     handle.check_filter(flt)
     return flt
+
+
+def embedded(embedding: Any, method: str, rows: Any) -> list[list[float]]:
+    """``rows`` the embedding function returned, checked: one row of numbers per text (a
+    ``None`` once reached the store as a raw ``TypeError``)."""
+    where = f"the embedding function {type(embedding).__name__}.{method}"
+    if not isinstance(rows, Sequence) or isinstance(rows, str):
+        raise ConfigurationError(f"{where} returned {type(rows).__name__}, not a list of vectors")
+    if not rows:
+        raise ConfigurationError(f"{where} returned no vectors")
+    for i, row in enumerate(rows):
+        if not isinstance(row, Sequence | np.ndarray) or isinstance(row, str) or not len(row):
+            raise ConfigurationError(f"{where} returned {type(row).__name__} for text {i}, not a vector")
+    return list(rows)

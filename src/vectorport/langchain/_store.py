@@ -17,7 +17,7 @@ from .._models import Metric, score_from_distance
 from .._protocol import VectorStore
 from ..exceptions import NotFoundError
 from ._awaitable import AwaitableMethods
-from ._documents import READ, Batch, Search, delete_filter, document, store_argument
+from ._documents import READ, Batch, Search, delete_filter, document, embedded, store_argument
 
 __all__ = ["LangChainStore"]
 
@@ -128,7 +128,7 @@ class LangChainStore(AwaitableMethods, LangChainVectorStore):
         batch = Batch.of(texts, metadatas, ids)
         if not batch.texts:
             return []
-        vectors = self._embedding.embed_documents(batch.texts)
+        vectors = embedded(self._embedding, "embed_documents", self._embedding.embed_documents(batch.texts))
         self._handle.for_write(len(vectors[0])).upsert(batch.records(vectors))
         return batch.keys
 
@@ -157,7 +157,7 @@ class LangChainStore(AwaitableMethods, LangChainVectorStore):
     ) -> list[tuple[Document, float]]:
         """Documents and their canonical distance to ``query`` (lower is nearer)."""
         self._handle.check_filter(filter)
-        vector = self._embedding.embed_query(query)
+        vector = embedded(self._embedding, "embed_query", [self._embedding.embed_query(query)])[0]
         return self.similarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
 
     def similarity_search_by_vector(
@@ -189,7 +189,7 @@ class LangChainStore(AwaitableMethods, LangChainVectorStore):
     ) -> list[Document]:
         """``k`` documents picked among the ``fetch_k`` nearest for relevance and diversity."""
         self._handle.check_filter(filter)
-        vector = self._embedding.embed_query(query)
+        vector = embedded(self._embedding, "embed_query", [self._embedding.embed_query(query)])[0]
         return self.max_marginal_relevance_search_by_vector(
             vector, k, fetch_k, lambda_mult, filter=filter, **kwargs
         )

@@ -341,13 +341,12 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
 
     async def _write(self, payload: bytes, n: int) -> None:
         store = self.sync
-        stage, create = store.writer.stage_sql()
         async with self._borrowed("upsert") as (conn, state):
+            stage, create = store.writer.stage_sql(state.staged)
             try:
                 async with conn.transaction():
-                    if stage.as_string() not in state.staged:
+                    if create is not None:
                         await conn.execute(create)
-                        state.staged.add(stage.as_string())
                     async with conn.cursor() as copying, copying.copy(store.writer.copy_sql(stage)) as pipe:
                         await pipe.write(payload)
                     rowcount = None
@@ -357,6 +356,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
             except psycopg.errors.UndefinedTable:
                 state.staged.clear()
                 raise
+            store.writer.staged(stage, state.staged)
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None

@@ -44,6 +44,7 @@ from ..._changes import CaptureSetup, ChangeBatch
 from ...exceptions import ConfigurationError, NotFoundError
 from ._connections import usable
 from ._pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate, decode, lsn_int, lsn_text
+from ._quote import Identifier, Literal
 from .errors import pg_errors
 
 if TYPE_CHECKING:
@@ -183,11 +184,11 @@ class Capture:
                 if before in _REPLICA_IDENTITY and self.table_exists(conn):
                     clause: sql.Composable = sql.SQL(_REPLICA_IDENTITY[before])
                     if before == "i":
-                        clause = sql.SQL("{} {}").format(clause, sql.Identifier(str(restore.get("index"))))
+                        clause = sql.SQL("{} {}").format(clause, Identifier(str(restore.get("index"))))
                     table = self.store.layout.qualified
                     conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY {}").format(table, clause))
                     removed.append(f"replica identity FULL (back to {_REPLICA_IDENTITY[before]})")
-                conn.execute(sql.SQL("DROP PUBLICATION {}").format(sql.Identifier(names.slot)))
+                conn.execute(sql.SQL("DROP PUBLICATION {}").format(Identifier(names.slot)))
                 removed.append(f"publication {names.slot}")
             removed += self._drop_outbox(conn, names)
         return removed
@@ -210,8 +211,8 @@ class Capture:
         return None
 
     def table_exists(self, conn: psycopg.Connection[Any]) -> bool:
-        table = sql.Identifier(self.store.schema, self.store.table)
-        row = conn.execute("SELECT to_regclass(%s)", (table.as_string(conn),)).fetchone()
+        table = Identifier(self.store.schema, self.store.table)
+        row = conn.execute("SELECT to_regclass(%s)", (table.object_name(conn),)).fetchone()
         return bool(row and row[0] is not None)
 
     def health(self) -> dict[str, Any] | None:
@@ -230,13 +231,13 @@ class Capture:
         made: list[str] = []
         identity = conn.execute(
             "SELECT relreplident FROM pg_class WHERE oid = %s::regclass",
-            (self.store.layout.qualified.as_string(conn),),
+            (self.store.layout.qualified.object_name(conn),),
         ).fetchone()
         before = str(identity[0]) if identity else "d"
         with conn.transaction():
             conn.execute(
                 sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(
-                    sql.Identifier(names.slot), self.store.layout.qualified
+                    Identifier(names.slot), self.store.layout.qualified
                 )
             )
             made.append(f"publication {names.slot}")
@@ -250,12 +251,12 @@ class Capture:
             index = conn.execute(
                 "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                 "WHERE i.indrelid = %s::regclass AND i.indisreplident",
-                (self.store.layout.qualified.as_string(conn),),
+                (self.store.layout.qualified.object_name(conn),),
             ).fetchone()
             note = {"restore_replica_identity": restore, "index": index[0] if index else None}
             conn.execute(
                 sql.SQL("COMMENT ON PUBLICATION {} IS {}").format(
-                    sql.Identifier(names.slot), sql.Literal(json.dumps(note))
+                    Identifier(names.slot), Literal(json.dumps(note))
                 )
             )
         # outside the transaction: a slot is created at a consistent point, not in one that wrote
@@ -272,14 +273,14 @@ class Capture:
         rows = conn.execute(
             f"SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
             f"AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.{flag}",
-            (self.store.layout.qualified.as_string(conn),),
+            (self.store.layout.qualified.object_name(conn),),
         ).fetchall()
         return [r[0] for r in rows] == [cols.key]
 
     def _install_outbox(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
-        schema = sql.Identifier(self.store.schema)
-        outbox = sql.Identifier(self.store.schema, names.outbox)
-        function = sql.Identifier(self.store.schema, names.trigger)
+        schema = Identifier(self.store.schema)
+        outbox = Identifier(self.store.schema, names.outbox)
+        function = Identifier(self.store.schema, names.trigger)
         key = self.store.layout.columns.key_expr("t")
         body = sql.SQL(
             "BEGIN\n"
@@ -305,18 +306,18 @@ class Capture:
             conn.execute(
                 sql.SQL(
                     "CREATE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql SET search_path = {} AS {}"
-                ).format(function, schema, sql.Literal(body.as_string(conn)))
+                ).format(function, schema, Literal(body.as_string(conn)))
             )
             conn.execute(
                 sql.SQL(
                     "CREATE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE ON {} "
                     "FOR EACH ROW EXECUTE FUNCTION {}()"
-                ).format(sql.Identifier(names.trigger), self.store.layout.qualified, function)
+                ).format(Identifier(names.trigger), self.store.layout.qualified, function)
             )
             conn.execute(
                 sql.SQL(
                     "CREATE TRIGGER {} AFTER TRUNCATE ON {} FOR EACH STATEMENT EXECUTE FUNCTION {}()"
-                ).format(sql.Identifier(names.trigger + "_t"), self.store.layout.qualified, function)
+                ).format(Identifier(names.trigger + "_t"), self.store.layout.qualified, function)
             )
         return [
             f"table {self.store.schema}.{names.outbox}",
@@ -330,21 +331,21 @@ class Capture:
             for trigger in (names.trigger, names.trigger + "_t"):
                 found = conn.execute(
                     "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
-                    (trigger, self.store.layout.qualified.as_string(conn)),
+                    (trigger, self.store.layout.qualified.object_name(conn)),
                 ).fetchone()
                 if found:
                     conn.execute(
                         sql.SQL("DROP TRIGGER {} ON {}").format(
-                            sql.Identifier(trigger), self.store.layout.qualified
+                            Identifier(trigger), self.store.layout.qualified
                         )
                     )
                     removed.append(f"trigger {trigger}")
-        function = sql.Identifier(self.store.schema, names.trigger)
-        if conn.execute("SELECT to_regprocedure(%s)", (f"{function.as_string(conn)}()",)).fetchone()[0]:  # type: ignore[index]
+        function = Identifier(self.store.schema, names.trigger)
+        if conn.execute("SELECT to_regprocedure(%s)", (f"{function.object_name(conn)}()",)).fetchone()[0]:  # type: ignore[index]
             conn.execute(sql.SQL("DROP FUNCTION {}() CASCADE").format(function))
             removed.append(f"function {self.store.schema}.{names.trigger}()")
-        outbox = sql.Identifier(self.store.schema, names.outbox)
-        if conn.execute("SELECT to_regclass(%s)", (outbox.as_string(conn),)).fetchone()[0]:  # type: ignore[index]
+        outbox = Identifier(self.store.schema, names.outbox)
+        if conn.execute("SELECT to_regclass(%s)", (outbox.object_name(conn),)).fetchone()[0]:  # type: ignore[index]
             conn.execute(sql.SQL("DROP TABLE {}").format(outbox))
             removed.append(f"table {self.store.schema}.{names.outbox}")
         return removed
@@ -378,7 +379,7 @@ def _installed(conn: psycopg.Connection[Any], names: _Names, schema: str) -> str
     if slot:
         return "slot"
     outbox = conn.execute(
-        "SELECT to_regclass(%s)", (sql.Identifier(schema, names.outbox).as_string(conn),)
+        "SELECT to_regclass(%s)", (Identifier(schema, names.outbox).object_name(conn),)
     ).fetchone()
     return "outbox" if outbox and outbox[0] is not None else None
 
@@ -443,7 +444,7 @@ class _Feed:
                 "setup_capture(): the next sync scans the source), or remove the capture "
                 "(teardown_capture()) and sync a new source"
             )
-        if not self._covered(self.store.layout.qualified.as_string(self.conn)):
+        if not self._covered(self.store.layout.qualified.object_name(self.conn)):
             raise ConfigurationError(
                 f"{self.store._where}: the capture {self.name} no longer covers "
                 f"{self.store.schema}.{self.store.table} (the table was dropped and created again, or "
@@ -539,7 +540,7 @@ class _Feed:
                 "SELECT md5(string_agg(attname || ' ' || format_type(atttypid, atttypmod), ',' "
                 "ORDER BY attnum)) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
                 "AND NOT attisdropped",
-                (self.store.layout.qualified.as_string(self.conn),),
+                (self.store.layout.qualified.object_name(self.conn),),
             ).fetchone()
         return str(row[0]) if row else ""
 
@@ -677,7 +678,7 @@ class SlotFeed(_Feed):
             if col.name == column and col.type_modifier > 0 and col.type_modifier != spec.dimension:
                 now = self.conn.execute(
                     "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
-                    (self.store.layout.qualified.as_string(self.conn), column),
+                    (self.store.layout.qualified.object_name(self.conn), column),
                 ).fetchone()
                 if now is not None and now[0] == spec.dimension:
                     continue
@@ -772,7 +773,7 @@ class OutboxFeed(_Feed):
 
     def _note(self) -> dict[str, Any]:
         row = self.conn.execute(
-            "SELECT obj_description(to_regclass(%s), 'pg_class')", (self._table.as_string(self.conn),)
+            "SELECT obj_description(to_regclass(%s), 'pg_class')", (self._table.object_name(self.conn),)
         ).fetchone()
         return _parsed_note(row[0] if row else None)
 
@@ -786,7 +787,7 @@ class OutboxFeed(_Feed):
     ) -> None:
         super().__init__(store, held, names)
         conn = self.conn
-        row = conn.execute("SELECT %s::regclass::oid", (self._table.as_string(conn),)).fetchone()
+        row = conn.execute("SELECT %s::regclass::oid", (self._table.object_name(conn),)).fetchone()
         # the table's oid: an outbox made again (after a teardown) is another feed
         self.name = f"{names.outbox}@{row[0] if row else 0}"
 
@@ -795,8 +796,8 @@ class OutboxFeed(_Feed):
         return True
 
     @property
-    def _table(self) -> sql.Identifier:
-        return sql.Identifier(self.store.schema, self.names.outbox)
+    def _table(self) -> Identifier:
+        return Identifier(self.store.schema, self.names.outbox)
 
     def position(self) -> str:
         """``ID:XID``: the highest outbox id committed, and the oldest transaction still running
@@ -864,7 +865,7 @@ class OutboxFeed(_Feed):
             sql.SQL("SELECT count(*), min(at)::text, pg_total_relation_size(%s::regclass) FROM {}").format(
                 self._table
             ),
-            (self._table.as_string(self.conn),),
+            (self._table.object_name(self.conn),),
         ).fetchone()
         names = ("outbox_rows", "oldest_change_at", "outbox_bytes")
         return dict(zip(names, row or (None,) * len(names), strict=True))

@@ -149,11 +149,14 @@ def embedded_conninfo(
         if server is None:
             _creatable(data_dir)
             log.info("pgvector: opening the embedded server in %s", data_dir)
-            report("server_start", f"pgvector: starting the embedded PostgreSQL server in {data_dir}")
+            # one already running (kept by `vectorport pgvector start`, or another process's) is
+            # only connected to: nothing starts, so nothing is said
+            say = report if not was_running else _quiet
+            say("server_start", f"pgvector: starting the embedded PostgreSQL server in {data_dir}")
             started = time.monotonic()
             # cleanup_mode is decided at exit (_at_exit): whether the server is kept then
             server = _layer_call(lambda: layer.get_server(data_dir, cleanup_mode=None), data_dir)
-            report(
+            say(
                 "server_start",
                 f"pgvector: embedded PostgreSQL server ready ({time.monotonic() - started:.1f}s)",
                 finished=True,
@@ -374,6 +377,11 @@ def _at_exit(data_dir: Path, module: str) -> None:
             server.cleanup_mode = None if kept(data_dir, pid) else "stop"
     except Exception as exc:  # never fail an interpreter's exit; the watchdog remains
         log.debug("pgvector: exit handler of %s: %s", data_dir, exc)
+
+
+def _quiet(kind: str, message: str, *, finished: bool = False) -> None:
+    """:func:`~vectorport._activity.report`'s place when there is nothing to tell the user."""
+    log.debug("%s", message)
 
 
 def start_embedded(data_dir: str | Path, *, database: str = "postgres") -> str:

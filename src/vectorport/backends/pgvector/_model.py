@@ -26,6 +26,7 @@ import importlib
 from typing import Any
 
 from ...exceptions import ConfigurationError, NotInstalledError
+from ._mapping import default_template
 
 __all__ = ["model_options"]
 
@@ -128,11 +129,16 @@ def _key(table: Any, unique_constraint: Any, string: type) -> list[str]:
 
 
 def _default_template(table: Any, parts: list[str]) -> str:
-    """``{a}#chunk{b}`` for a text column and an integer one (vectorport's chunk keys,
-    ``docs/a.md#chunk3``); otherwise the fields joined by ``#``."""
+    """The natural key's template (:func:`._mapping.default_template`) of the model's columns."""
     from sqlalchemy import Integer, String
 
-    kinds = [table.columns[p].type for p in parts]
-    if len(parts) == 2 and isinstance(kinds[0], String) and isinstance(kinds[1], Integer):
-        return f"{{{parts[0]}}}#chunk{{{parts[1]}}}"
-    return "#".join(f"{{{p}}}" for p in parts)
+    def kind(column: Any) -> str:
+        return (
+            "text"
+            if isinstance(column.type, String)
+            else "integer"
+            if isinstance(column.type, Integer)
+            else ""
+        )
+
+    return default_template([(p, kind(table.columns[p])) for p in parts])

@@ -19,6 +19,7 @@ from ..._models import Include, Record, Vector
 from ...conventions.llamaindex import from_node_metadata
 from ...exceptions import ConfigurationError
 from ...filters import FilterNode
+from ._quote import Identifier
 from ._schema import DEFAULT_COLUMNS
 from .filters import TRUE, PgFilterCompiler, Predicate
 
@@ -74,7 +75,7 @@ class Reader:
             out.append(
                 value
                 if plain and getattr(cols, role) == role
-                else sql.SQL("{} AS {}").format(value, sql.Identifier(role))
+                else sql.SQL("{} AS {}").format(value, Identifier(role))
             )
         return out
 
@@ -82,7 +83,7 @@ class Reader:
     def aliases(include: frozenset[Include]) -> list[sql.Composable]:
         """The output names of :meth:`columns`."""
         return [
-            sql.Identifier(name)
+            Identifier(name)
             for name, inc in (
                 ("metadata", Include.METADATA),
                 ("text", Include.TEXT),

@@ -27,6 +27,7 @@ from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, text_ma
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._connections import Session
 from ._options import SearchSettings, local_gucs_sql, set_gucs_sql
+from ._quote import Identifier
 from ._schema import tsquery_sql
 from .filters import TRUE, Predicate
 
@@ -162,7 +163,7 @@ class Searcher:
         # filter is inside, before the LIMIT: rows are ranked among those that match.
         ordering = sql.SQL("distance") if not layout.halfvec_index else layout.index_distance(emb, q)
         outer = sql.SQL(", ").join(
-            [sql.Identifier("key"), sql.Identifier("distance"), *self.store.reader.aliases(include)]
+            [Identifier("key"), Identifier("distance"), *self.store.reader.aliases(include)]
         )
         return sql.SQL(
             "SELECT {outer} FROM (SELECT {select} FROM {table} AS t WHERE {where} ORDER BY {ordering} "
@@ -290,7 +291,7 @@ class Searcher:
         return QueryResult(tuple(out), k)
 
     def _require_fts(self, what: str) -> None:
-        if self.store.layout.columns.fts is None:
+        if not self.store.layout.columns.text_searchable:
             raise UnsupportedFeatureError(
                 f"{self.store._where}: {what} needs the generated tsvector column fts, which this table "
                 "(made outside vectorport) lacks; add it as `vectorport pgvector schema` prints it"

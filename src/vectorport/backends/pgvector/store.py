@@ -305,7 +305,7 @@ class PgVectorStore(BaseStore[Predicate]):
         ``spanish`` …; ``None`` when it has none): what its text search stems and stops with.
         ``verify`` compares it with the source's."""
         layout = self.layout
-        return layout.language if layout.columns.fts is not None else None
+        return layout.language if layout.columns.text_searchable else None
 
     @property
     def left_out_columns(self) -> tuple[str, ...]:
