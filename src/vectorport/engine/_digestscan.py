@@ -25,7 +25,14 @@ from .._protocol import VectorStore
 from ._runner import LocalRunner
 from ._transform import Transformer
 
-__all__ = ["DigestScan", "digest_segment", "in_lanes", "page_digests", "parallel_segments", "scan_digests"]
+__all__ = [
+    "DigestScan",
+    "digest_segment",
+    "each_segment",
+    "page_digests",
+    "parallel_segments",
+    "scan_digests",
+]
 
 
 @dataclass
@@ -60,10 +67,10 @@ def parallel_segments(store: VectorStore, concurrency: int) -> int:
     return concurrency
 
 
-def in_lanes(lanes: int, lane: Callable[[int], None]) -> None:
-    """Run ``lane(0) … lane(lanes - 1)`` at once, as tasks of this process's runner (inline for
-    one lane); the first error raises."""
-    for _ in LocalRunner().map(lane, [(i,) for i in range(lanes)]):
+def each_segment(segments: int, read: Callable[[int], None]) -> None:
+    """Run ``read(0) … read(segments - 1)`` (one per scan segment) at once, as tasks of this
+    process's runner (inline for one); the first error raises."""
+    for _ in LocalRunner().map(read, [(i,) for i in range(segments)]):
         pass
 
 
@@ -104,20 +111,20 @@ def scan_digests(
 ) -> DigestScan:
     """Read every record of ``store`` once (vectors, metadata, text) and fold it into
     ``parts`` key bins; rows also go to ``exact`` when given."""
-    lanes = parallel_segments(store, concurrency)
+    segments = parallel_segments(store, concurrency)
     lock = threading.Lock()
     total = BinSums(parts)
     seen = [0]
 
-    def lane(i: int) -> None:
+    def read(i: int) -> None:
         top = exact.empty_like() if exact is not None else None  # merged once, no lock per page
-        mine = digest_segment(store, transformer, parts, (i, lanes), top=top, advance=advance)
+        mine = digest_segment(store, transformer, parts, (i, segments), top=top, advance=advance)
         with lock:
             total.merge(mine.sums)
             seen[0] += mine.records
             if exact is not None and top is not None:
                 exact.merge(top)
 
-    in_lanes(lanes, lane)
+    each_segment(segments, read)
     total.clean()
     return DigestScan(total, seen[0])

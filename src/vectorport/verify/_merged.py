@@ -281,7 +281,7 @@ def _count(store: VectorStore, scanned: int) -> int:
 @dataclass
 class _Merge:
     """One merged verification: the URLs and options each task opens, the driver's endpoints,
-    the key segments and the report being filled."""
+    the key bins and the report being filled."""
 
     source: str
     target: str
@@ -377,7 +377,7 @@ def _existing_target(target: str, src: Endpoint, dst_opts: dict[str, Any]) -> En
 
 def _digest_pass(m: _Merge, sample_queries: int, k: int, progress: ProgressMode | bool) -> StreamingTopK:
     """Every native segment of both stores digested by the runner's tasks and merged; the
-    report's counts and differing key segments; the sampled queries' exact top-k."""
+    report's counts and differing key bins; the sampled queries' exact top-k."""
     src, dst, report = m.src, m.dst, m.report
     source_count = src.store.count() if Feature.NATIVE_COUNT in src.capabilities.features else None
     # without a count (buckets), the most bins: a differing one then costs the fewest reads
@@ -423,7 +423,7 @@ def _digest_pass(m: _Merge, sample_queries: int, k: int, progress: ProgressMode 
 
 
 def _detail_pass(m: _Merge, tolerance: float, cap: int) -> None:
-    """The differing key segments compared record by record by the runner's tasks."""
+    """The differing key bins compared record by record by the runner's tasks."""
     report = m.report
     t0 = time.monotonic()
     float_ulps = m.src.capabilities.metadata.float_ulps + m.dst.capabilities.metadata.float_ulps

@@ -617,11 +617,11 @@ def _by_digest(
         parts = read_back.parts
     else:
         parts = bin_count(report.source_count or 0)
-    lanes = pass_.concurrency
+    threads = pass_.concurrency
 
     def target_side() -> tuple[BinSums, int, list[int]]:
         """The target's content digests, rows, and bins whose keys changed since read-back."""
-        listing = _listed_after(read_back, pass_.target, lanes) if read_back is not None else None
+        listing = _listed_after(read_back, pass_.target, threads) if read_back is not None else None
         if read_back is not None and listing is not None:
             listed, rows = listing
             report.read_back = True
@@ -634,7 +634,7 @@ def _by_digest(
         feed = exact if copied is not None else None
         # read beside the source's scan (no copy's digests), the source's records are the progress
         moved = advance if copied is not None else None
-        scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=lanes, advance=moved)
+        scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=threads, advance=moved)
         return scan.sums, scan.records, []
 
     if copied is None:
@@ -642,7 +642,7 @@ def _by_digest(
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-target") as pool:
             later = pool.submit(target_side)
             expected = scan_digests(
-                pass_.source, pass_.transformer, parts, exact=exact, concurrency=lanes, advance=advance
+                pass_.source, pass_.transformer, parts, exact=exact, concurrency=threads, advance=advance
             ).sums
             actual, rows, keys_moved = later.result()
     else:
