@@ -188,22 +188,19 @@ def test_listing_the_backends_imports_no_driver() -> None:
     assert out.stdout.strip() == "[]", out.stdout
 
 
-def test_migrate_is_a_module_whose_run_migrates_and_the_old_call_warns() -> None:
+def test_migrate_is_a_plain_package_whose_run_migrates() -> None:
+    """``vectorport.migrate`` is a package like any other (no class swapped in to make it
+    callable: the deprecated ``vectorport.migrate(...)`` call is gone, see the changelog)."""
     import types
 
-    assert isinstance(vectorport.migrate, types.ModuleType)
+    assert type(vectorport.migrate) is types.ModuleType
+    assert not callable(vectorport.migrate)
     store = vectorport.connect("memory://api-old-migrate", dimension=2)
     try:
         store.upsert([vectorport.Record("a", [1, 0])])
         assert (
             vectorport.migrate.run("memory://api-old-migrate", "memory://api-new-copy").status == "verified"
         )
-        with pytest.warns(DeprecationWarning, match=r"vectorport\.migrate\.run"):
-            old = vectorport.migrate("memory://api-old-migrate", "memory://api-old-copy")  # type: ignore[operator]
-        assert old.status == "verified"
-        with pytest.warns(DeprecationWarning, match=r"vectorport\.migrate\.run"):
-            from vectorport.migrate import migrate as old_name  # noqa: F401
     finally:
         store.drop()
-        for name in ("api-new-copy", "api-old-copy"):
-            vectorport.connect(f"memory://{name}").drop()
+        vectorport.connect("memory://api-new-copy").drop()

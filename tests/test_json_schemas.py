@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 import vectorport
 from vectorport.cli import app
-from vectorport.migrate import _progress as progress_module
+from vectorport.engine import _progress as progress_module
 from vectorport.testing import clustered_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (tmp / "q.jsonl").write_text(json.dumps({"text": "vectors", "relevant": ["a.md#0"]}) + "\n")
     yield tmp
     patch.undo()
-    for name in ("json-src", "json-dst", "json-imp", "json-docs", "json-drop"):
+    for name in ("json-src", "json-dst", "json-imp", "json-docs", "json-drop", "json-alias"):
         with contextlib.suppress(vectorport.VectorportError):
             vectorport.connect(f"memory://{name}").drop()
 
@@ -99,6 +99,7 @@ def memory_commands(tmp: Path) -> list[tuple[str, list[str]]]:
         ("migrate", ["migrate", "memory://json-src", "memory://json-plan", "--plan"]),
         ("migrate", ["migrate", "memory://json-src", "memory://json-dst"]),
         ("verify", ["verify", "memory://json-src", "memory://json-dst"]),
+        ("diff", ["diff", "memory://json-src", "memory://json-dst"]),
         ("sync", ["sync", "memory://json-src", "memory://json-dst", "--state", str(tmp / "state")]),
         ("export", ["export", "memory://json-src", str(tmp / "snap")]),
         ("import", ["import", str(tmp / "snap"), "memory://json-imp"]),
@@ -111,6 +112,21 @@ def memory_commands(tmp: Path) -> list[tuple[str, list[str]]]:
         ),
         ("pgvector schema", ["pgvector", "schema", "--table", "t", "--dim", "3"]),
         ("drop", ["drop", "memory://json-imp", "--yes"]),
+        *alias_commands(),
+    ]
+
+
+def alias_commands() -> list[tuple[str, list[str]]]:
+    """The cut-over of an alias from json-src to json-alias (no gate: nothing was shadowed)."""
+    off = ["--min-queries", "0", "--min-overlap", "0", "--max-p99-ratio", "0"]
+    return [
+        ("alias create", ["alias", "create", "json", "--serve", "memory://json-src"]),
+        ("alias shadow", ["alias", "shadow", "json", "memory://json-alias"]),
+        ("alias switch", ["alias", "switch", "json", *off]),
+        ("alias rollback", ["alias", "rollback", "json"]),
+        ("alias switch", ["alias", "switch", "json", *off]),
+        ("alias retire", ["alias", "retire", "json", "memory://json-src"]),
+        ("alias status", ["alias", "status", "json"]),
     ]
 
 
@@ -296,7 +312,7 @@ def test_progress_flag_forms(tmp_path: Path) -> None:
 def test_follow_lag_is_a_progress_line_with_lag_and_behind(capsys: pytest.CaptureFixture[str]) -> None:
     from vectorport.cli._cmd_sync import _LagPrinter
     from vectorport.migrate import ProgressMode
-    from vectorport.migrate._capture import Lag
+    from vectorport.sync._capture import Lag
 
     printer = _LagPrinter(as_json=True, follow=True, mode=ProgressMode.JSON)
     printer(Lag(0.5, 12, 100, "0/1A"))

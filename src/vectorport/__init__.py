@@ -11,7 +11,7 @@ move chunk stores between them without silent damage.
 """
 
 from . import migrate
-from ._async import AsyncStore, aconnect
+from ._async import AsyncStore
 from ._base import BaseStore
 from ._capabilities import Capabilities, MetadataRules
 from ._embedder import Embedder
@@ -19,7 +19,7 @@ from ._features import Feature, SupportsHybridSearch, SupportsTextSearch, hybrid
 from ._models import CollectionSpec, Include, Match, Metric, QueryResult, Record, ScanPage
 from ._names import NameRule
 from ._protocol import VectorStore
-from ._registry import available_backends, connect
+from ._registry import aconnect, available_backends, connect
 from ._retry import RetryPolicy
 from ._url import StoreURL, mask_url
 from ._validate import Batch

@@ -1,4 +1,5 @@
-"""The protocol with awaitable methods: :func:`aconnect` and :class:`AsyncStore`.
+"""The protocol with awaitable methods: :class:`AsyncStore`, what :func:`vectorport.aconnect`
+returns.
 
 One wrapper serves every backend: each call of the bound (sync) store runs off the event loop
 (:func:`asyncio.to_thread`), so a slow backend never blocks the loop. A backend with an async
@@ -22,18 +23,17 @@ import asyncio
 import contextvars
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Self, TypeVar
+from typing import Any, Generic, ParamSpec, Self, TypeVar
 
 from ._capabilities import Capabilities
-from ._models import CollectionSpec, Metric, QueryResult, Record, ScanPage
+from ._models import CollectionSpec, QueryResult, Record, ScanPage
+from ._protocol import FilterLike, VectorStore
 from ._url import StoreURL
+from .exceptions import UnsupportedFeatureError
 
-if TYPE_CHECKING:
-    from ._base import BaseStore, FilterLike
+__all__ = ["AsyncStore", "calling_loop", "off_loop"]
 
-__all__ = ["AsyncStore", "aconnect", "calling_loop", "off_loop"]
-
-S = TypeVar("S", bound="BaseStore[Any]")
+S = TypeVar("S", bound=VectorStore)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -160,8 +160,6 @@ class AsyncStore(Generic[S]):
     def _feature(self, method: str) -> Any:
         found = getattr(self.sync, method, None)
         if found is None:
-            from .exceptions import UnsupportedFeatureError
-
             raise UnsupportedFeatureError(f"{self.sync.name} ({self.sync.url.masked}) has no {method}")
         return found
 
@@ -200,33 +198,3 @@ class AsyncStore(Generic[S]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self.sync!r}>"
-
-
-async def aconnect(
-    url: Any,
-    *,
-    dimension: int | None = None,
-    metric: str | Metric | None = None,
-    embedding_model: str | None = None,
-    bind: Any = None,
-    **options: Any,
-) -> AsyncStore[Any]:
-    """:func:`vectorport.connect` for asyncio: the same arguments, a store with awaitable
-    methods (:class:`AsyncStore`). Opening (and creating) the collection runs off the event
-    loop; pgvector then serves reads and writes on psycopg's async connections."""
-    from ._registry import connect
-
-    store = await off_loop(
-        connect,
-        url,
-        dimension=dimension,
-        metric=metric,
-        embedding_model=embedding_model,
-        bind=bind,
-        **options,
-    )
-    try:
-        return store.asynchronous()
-    except BaseException:
-        await off_loop(store.close)
-        raise

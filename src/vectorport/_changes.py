@@ -3,7 +3,7 @@
 A store that can capture its changes implements :class:`~vectorport._features.SupportsChangeFeed`
 (pgvector: a logical replication slot or an outbox trigger, :mod:`vectorport.backends.pgvector._capture`).
 A feed hands out :class:`ChangeBatch` es of keys past its confirmed position without consuming
-them; the consumer (``vectorport.sync``, :mod:`vectorport.migrate._capture`) reads each key's
+them; the consumer (``vectorport.sync``, :mod:`vectorport.sync._capture`) reads each key's
 current record back from the source, writes (or deletes) it in the target, records that in
 its state, and only then calls ``confirm``. A kill anywhere in between re-reads the same keys:
 writes are idempotent upserts of the source's current record, so nothing is lost or doubled.
@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
+
+from ._models import JSON
 
 __all__ = ["CaptureSetup", "ChangeBatch", "ChangeFeed"]
 
@@ -57,6 +59,30 @@ class ChangeFeed(Protocol):
 
     def position(self) -> str:
         """Where the feed is confirmed up to."""
+        ...
+
+    def claim(self, consumer: str) -> str | None:
+        """Make ``consumer`` (a target) the feed's one consumer, recorded with the capture, and
+        hold it for this process until :meth:`close` (raise
+        :class:`~vectorport.exceptions.ConfigurationError` while another process holds it).
+        Return the other consumer the feed already feeds instead (then nothing is held): each
+        consumer confirms what it applied, so a second one would lose what the first confirms."""
+        ...
+
+    def owner(self) -> str | None:
+        """The consumer the feed feeds (``None`` before any claimed it)."""
+        ...
+
+    def health(self) -> dict[str, JSON]:
+        """What the capture holds back on the source's server and for whom: ``method``,
+        ``name``, ``consumer``, ``confirmed_at`` (the last confirmation noted, ISO time), and
+        the method's own measures (a slot's ``retained_wal_bytes`` and ``wal_status``, the
+        outbox's ``outbox_rows``)."""
+        ...
+
+    def shape(self) -> str:
+        """A digest of the shape of the captured records (the table's columns and types): a
+        change of shape (a column added) changes records without a captured change."""
         ...
 
     def covers(self, position: str) -> bool:

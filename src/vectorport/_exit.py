@@ -11,6 +11,7 @@ code  name         meaning                                            statuses
                                                                       ``verified`` ``synced``
                                                                       ``exported`` ``ingested``
                                                                       ``healthy`` ``passed``
+                                                                      ``applied``
 1     ``PROBLEM``  a check found a problem: a ``compare`` gate        ``differences``
                    failed, ``migrate``/``verify`` found differences,  ``unwritable`` ``findings``
                    ``sync`` could not write some records, ``doctor``  ``failed`` ``partial``
@@ -24,7 +25,8 @@ code  name         meaning                                            statuses
                    command; a bad URL, option or checkpoint is 2)
 4     ``REFUSED``  ``migrate``'s plan was refused: nothing was        ``refused``
                    written; the output says why and which flag to
-                   pass
+                   pass. ``alias switch``: a gate failed, nothing
+                   changed; the output names each failed gate
 5     ``QUALITY``  ``migrate``/``sync``/``verify``: the data is       ``quality``
                    equal, but the target's search quality on the
                    sampled queries is below both the source's and
@@ -91,6 +93,8 @@ class Status(StrEnum):
     """The plan was refused: nothing was written."""
     QUALITY = "quality"
     """The data is equal, but search quality on the sampled queries is below the bar."""
+    APPLIED = "applied"
+    """``alias``: the change was made (created, shadowing, switched, rolled back, retired)."""
 
     @property
     def exit_code(self) -> ExitCode:
@@ -108,6 +112,7 @@ EXIT_CODES: Mapping[Status, ExitCode] = MappingProxyType(
         Status.INGESTED: ExitCode.OK,
         Status.HEALTHY: ExitCode.OK,
         Status.PASSED: ExitCode.OK,
+        Status.APPLIED: ExitCode.OK,
         Status.DIFFERENCES: ExitCode.PROBLEM,
         Status.UNWRITABLE: ExitCode.PROBLEM,
         Status.FINDINGS: ExitCode.PROBLEM,

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._async import AsyncStore
-from ._base import BaseStore
 from ._features import Feature
 from ._models import Metric
 from ._protocol import VectorStore
@@ -63,7 +62,7 @@ class StoreHandle:
         self._metric = metric
         self._options = dict(options or {})
         self._async: AsyncStore[Any] | None = None
-        self._checker: BaseStore[Any] | None = None
+        self._checker: VectorStore | None = None
         if isinstance(store, AsyncStore):
             self._async = store
             store = store.sync
@@ -158,7 +157,7 @@ class StoreHandle:
         # a URL whose collection does not exist yet is checked by its backend all the same, so
         # a filter is refused whether or not anything was written
         store = self._store if self._store is not None else self._checker
-        if isinstance(store, BaseStore):
+        if store is not None:
             store.check_filter(filter)
         else:
             parse_filter(filter)

@@ -6,7 +6,7 @@ conformance kit and the migration verifier all apply this one rule.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -84,58 +84,89 @@ def judge(
     if mask is None:
         mask = index.mask(where)
     returned_rows = [index.row.get(m.key) for m in result]
-    if truth is None:
-        truth_keys, truth_dist, all_dist = index.top_k(query, k, where, mask)
-        known = [r for r in returned_rows if r is not None]
-        exact = {r: float(all_dist[r]) for r in known}
-    else:
-        truth_keys = [str(key) for key in truth[0]]
-        truth_dist = np.asarray(truth[1], dtype=np.float64)
-        known = sorted({r for r in returned_rows if r is not None})
-        dists = canonical_distances(index.metric, np.asarray(query, dtype=np.float32), index.vectors[known])
-        exact = {r: float(d) for r, d in zip(known, dists, strict=True)}
+    truth_keys, truth_dist, exact = _truth(index, query, k, where, mask, truth, returned_rows)
     kth = float(truth_dist[-1]) if len(truth_dist) else float("inf")
     tol = tie_tolerance(kth, eps)
-    violations: list[str] = []
-    unknown: list[str] = []
-    wrong: list[str] = []
-    duplicates: list[str] = []
-    errors: list[float] = []
-    hits = 0
-    returned: set[str] = set()
-    for match, row in zip(result, returned_rows, strict=True):
-        if match.key in returned:
-            duplicates.append(match.key)
-            continue
-        returned.add(match.key)
-        if row is None or not mask[row]:
-            violations.append(match.key)
-            if row is None:
-                unknown.append(match.key)
-            continue
-        true = exact[row]
-        errors.append(abs(match.distance - true))
-        if true <= kth + tol:
-            hits += 1
-        else:
-            wrong.append(match.key)
+    tally = _tally(result, returned_rows, mask, exact, kth + tol)
     required = [key for key, d in zip(truth_keys, truth_dist, strict=True) if d < kth - tol]
-    missing = tuple(key for key in required if key not in returned)
+    missing = tuple(key for key in required if key not in tally.returned)
     expected = len(truth_keys)
-    recall = 1.0 if expected == 0 else min(hits, expected) / expected
+    recall = 1.0 if expected == 0 else min(tally.hits, expected) / expected
     return Judgement(
         recall,
         k,
         result.k_returned,
         expected,
-        tuple(violations),
+        tuple(tally.violations),
         missing,
-        max(errors, default=0.0),
-        hits,
-        tuple(wrong),
-        tuple(unknown),
-        tuple(duplicates),
-        tuple(errors),
+        max(tally.errors, default=0.0),
+        tally.hits,
+        tuple(tally.wrong),
+        tuple(tally.unknown),
+        tuple(tally.duplicates),
+        tuple(tally.errors),
         tuple(truth_keys),
         kth,
     )
+
+
+def _truth(
+    index: ExactIndex,
+    query: Vector,
+    k: int,
+    where: FilterNode | None,
+    mask: npt.NDArray[np.bool_],
+    truth: tuple[Sequence[str], npt.ArrayLike] | None,
+    returned_rows: list[int | None],
+) -> tuple[list[str], npt.NDArray[np.float64], dict[int, float]]:
+    """The exact best-first keys and distances (``truth`` when given, else computed) and the
+    exact distance of each returned row the index holds."""
+    if truth is None:
+        truth_keys, truth_dist, all_dist = index.top_k(query, k, where, mask)
+        known = [r for r in returned_rows if r is not None]
+        return list(truth_keys), np.asarray(truth_dist), {r: float(all_dist[r]) for r in known}
+    rows = sorted({r for r in returned_rows if r is not None})
+    dists = canonical_distances(index.metric, np.asarray(query, dtype=np.float32), index.vectors[rows])
+    exact = {r: float(d) for r, d in zip(rows, dists, strict=True)}
+    return [str(key) for key in truth[0]], np.asarray(truth[1], dtype=np.float64), exact
+
+
+@dataclass
+class _Tally:
+    """The returned keys sorted into hits, wrong, out-of-scope, unknown and duplicates."""
+
+    returned: set[str] = field(default_factory=set)
+    violations: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    errors: list[float] = field(default_factory=list)
+    hits: int = 0
+
+
+def _tally(
+    result: QueryResult,
+    returned_rows: list[int | None],
+    mask: npt.NDArray[np.bool_],
+    exact: dict[int, float],
+    limit: float,
+) -> _Tally:
+    """Sort each returned key: a hit when its exact distance is within ``limit``."""
+    tally = _Tally()
+    for match, row in zip(result, returned_rows, strict=True):
+        if match.key in tally.returned:
+            tally.duplicates.append(match.key)
+            continue
+        tally.returned.add(match.key)
+        if row is None or not mask[row]:
+            tally.violations.append(match.key)
+            if row is None:
+                tally.unknown.append(match.key)
+            continue
+        true = exact[row]
+        tally.errors.append(abs(match.distance - true))
+        if true <= limit:
+            tally.hits += 1
+        else:
+            tally.wrong.append(match.key)
+    return tally

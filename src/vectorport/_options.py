@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ._retry import RetryPolicy
-from .exceptions import ConfigurationError
+from .exceptions import Advice, Advised, ConfigurationError
 
 __all__ = ["RUNNERS", "RunOptions", "option"]
 
@@ -123,11 +123,22 @@ class RunOptions:
         changed = [name for name in now if name in recorded and recorded[name] != now[name]]
         if not changed:
             return
-        was = ", ".join(f"{name}={recorded[name]!r}" for name in changed)
-        has = ", ".join(f"{name}={now[name]!r}" for name in changed)
+        fields = ", ".join(["{}"] * len(changed))
+        was = Advised.of(fields, *(Advice(name, recorded[name]) for name in changed))
+        has = Advised.of(fields, *(Advice(name, now[name]) for name in changed))
         raise ConfigurationError(
-            f"the {kept_in} {path} records {was}, this run has {has}: {', '.join(changed)} cannot "
-            f"change between a {self.COMMAND} run and the next over the same {kept_in}; {remedy}"
+            Advised.of(
+                "the {} {} records {}, this run has {}: {} cannot change between a {} run and the next "
+                "over the same {}; {}",
+                kept_in,
+                path,
+                was,
+                has,
+                ", ".join(changed),
+                self.COMMAND,
+                kept_in,
+                remedy,
+            )
         )
 
     def refused_by(self, runner: str) -> list[str]:

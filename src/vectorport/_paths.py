@@ -13,12 +13,13 @@ vectorport.exceptions.ConfigurationError: cannot write the checkpoint /proc/nope
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from .exceptions import ConfigurationError
 
-__all__ = ["default_state", "state_dir", "unwritable", "writable_dir", "writable_file"]
+__all__ = ["default_state", "pair_file", "state_dir", "unwritable", "writable_dir", "writable_file"]
 
 
 def unwritable(
@@ -75,7 +76,10 @@ def default_state(source: str, target: str) -> Path:
     without ``--state``): :func:`state_dir` ``/syncs/<hash of the two URLs>.sqlite`` (a shard's
     beside it, :func:`~vectorport.migrate.shard_path`), so that every pass of the same two stores
     continues the same record of what the target holds."""
-    import hashlib
+    return pair_file("syncs", source, target, ".sqlite")
 
+
+def pair_file(kind: str, source: str, target: str, suffix: str) -> Path:
+    """:func:`state_dir` ``/<kind>/<hash of the two URLs><suffix>``: one file per pair of stores."""
     digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
-    return state_dir() / "syncs" / f"{digest}.sqlite"
+    return state_dir() / kind / f"{digest}{suffix}"

@@ -24,16 +24,19 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from ._async import AsyncStore, off_loop
 from ._base import BaseStore
 from ._models import Metric
+from ._protocol import VectorStore
 from ._suggest import refuse_unknown
-from ._url import StoreURL, application_target
+from ._url import StoreURL, is_mapped, lent_engine
 from .exceptions import ConfigurationError, NotInstalledError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Backend",
     "TestTarget",
+    "aconnect",
     "available_backends",
     "connect",
     "open_unbound",
@@ -97,6 +100,11 @@ class Backend:
     """Driver modules, checked without importing them."""
     tests: tuple[TestTarget, ...] = ()
     """Where the test suites run it; the first target is the main one."""
+    model_options: str = ""
+    """For a backend of SQL tables: ``"module:callable"``, ``callable(model, options)`` gives the
+    :func:`connect` options naming the table and its columns' roles as a SQLAlchemy mapped class
+    (or ``Table``) maps them, ``options`` (the caller's) winning; ``connect(Model, bind=engine)``
+    asks the backend of ``engine``'s URL. Empty: the backend opens no mapped class."""
 
     def __post_init__(self) -> None:
         if not self.schemes:
@@ -219,8 +227,53 @@ def open_url(url: StoreURL, options: dict[str, Any]) -> BaseStore[Any]:
 def open_unbound(url: Any, *, bind: Any = None, **options: Any) -> BaseStore[Any]:
     """The store :func:`connect` opens, before its collection is looked up (no I/O on the
     collection): what it takes, made into a URL and options once for both."""
-    url, options = application_target(url, bind, options)
+    url, options = _application_target(url, bind, options)
     return open_url(StoreURL.parse(url), options)
+
+
+def _application_target(target: Any, bind: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``(url, options)`` for ``connect(target, bind=…, **options)``: a SQLAlchemy mapped class
+    (or ``Table``) with ``bind=`` an engine or URL becomes that URL and the options its backend
+    reads from the model (:attr:`Backend.model_options`); anything else as is."""
+    if is_mapped(target):
+        if bind is None:
+            raise ConfigurationError(
+                f"connect({getattr(target, '__name__', getattr(target, '__table__', target))}) needs "
+                "bind=: the engine (or URL) of the database holding its table, e.g. "
+                "vectorport.connect(Chunk, bind=engine)"
+            )
+        owner = resolve(StoreURL.parse(bind).scheme)
+        if not owner.model_options:
+            readers = ", ".join(b.name for b in available_backends() if b.model_options) or "none"
+            raise ConfigurationError(
+                f"the {owner.name} backend opens no SQLAlchemy mapped class (those that do: "
+                f"{readers}); bind= an engine of such a backend's database, or give a store URL"
+            )
+        return lent_engine(bind, owner.locate(owner.model_options)(target, options))
+    if bind is not None:
+        raise ConfigurationError(
+            "bind= goes with a SQLAlchemy mapped class: vectorport.connect(Chunk, bind=engine); "
+            "give a URL or an engine as the first argument otherwise"
+        )
+    return lent_engine(target, options)
+
+
+def _open(
+    url: Any,
+    dimension: int | None,
+    metric: str | Metric | None,
+    embedding_model: str | None,
+    bind: Any,
+    options: dict[str, Any],
+) -> BaseStore[Any]:
+    """:func:`connect`'s store, as its class has it (:func:`aconnect` asks it for its async form)."""
+    store = open_unbound(url, bind=bind, **options)
+    try:
+        store.bind(dimension, metric, embedding_model)
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def connect(
@@ -231,7 +284,7 @@ def connect(
     embedding_model: str | None = None,
     bind: Any = None,
     **options: Any,
-) -> BaseStore[Any]:
+) -> VectorStore:
     """Open the collection a URL names, creating it when ``dimension`` is given and it is missing.
 
     With ``dimension`` (and ``metric``, default cosine) an existing collection is checked
@@ -248,10 +301,24 @@ def connect(
     3
     >>> store.drop()
     """
-    store = open_unbound(url, bind=bind, **options)
+    return _open(url, dimension, metric, embedding_model, bind, options)
+
+
+async def aconnect(
+    url: Any,
+    *,
+    dimension: int | None = None,
+    metric: str | Metric | None = None,
+    embedding_model: str | None = None,
+    bind: Any = None,
+    **options: Any,
+) -> AsyncStore[VectorStore]:
+    """:func:`vectorport.connect` for asyncio: the same arguments, a store with awaitable
+    methods (:class:`AsyncStore`). Opening (and creating) the collection runs off the event
+    loop; pgvector then serves reads and writes on psycopg's async connections."""
+    store = await off_loop(_open, url, dimension, metric, embedding_model, bind, options)
     try:
-        store.bind(dimension, metric, embedding_model)
+        return store.asynchronous()
     except BaseException:
-        store.close()
+        await off_loop(store.close)
         raise
-    return store

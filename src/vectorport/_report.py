@@ -10,11 +10,16 @@ goes away (adding a field keeps it).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ._exit import ExitCode, Status
 
-__all__ = ["Report"]
+if TYPE_CHECKING:
+    from ._models import JSON
+
+__all__ = ["DEFAULT_CAP", "Capped", "Report"]
 
 
 class Report:
@@ -42,6 +47,11 @@ class Report:
         """The report's own sections (everything but ``schema``, ``status`` and ``exit_code``)."""
         raise NotImplementedError
 
+    def placed(self, engine: dict[str, Any], note: str) -> None:
+        """Say where the command ran: the ``engine`` section (runner, workers, per-task rates)
+        and a note, for a command a runner ran whole as one task."""
+        raise NotImplementedError(f"{type(self).__name__} is not run whole by a runner")
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``schema``, ``status``, ``exit_code``, then :meth:`sections`."""
         status = Status(self.status)
@@ -55,3 +65,32 @@ class Report:
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text."""
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+
+
+T = TypeVar("T")
+
+DEFAULT_CAP = 100
+"""Examples kept per group of problems or differences; totals are always exact."""
+
+
+@dataclass
+class Capped(Generic[T]):
+    """A list that keeps its first ``cap`` items but counts them all."""
+
+    cap: int = DEFAULT_CAP
+    total: int = 0
+    items: list[T] = field(default_factory=list)
+
+    def add(self, item: T) -> None:
+        self.total += 1
+        if len(self.items) < self.cap:
+            self.items.append(item)
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"total": self.total, "shown": len(self.items), "items": list(self.items)}

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from .exceptions import TransientError
 
-__all__ = ["RetryPolicy", "retry_scope"]
+__all__ = ["Backoff", "RetryPolicy", "retry_scope"]
 
 log = logging.getLogger("vectorport")
 T = TypeVar("T")
@@ -49,31 +49,69 @@ class RetryPolicy:
         """
         scope = _SCOPE.get()
         policy = self if scope is None or scope.policy is None else scope.policy
-        for attempt in range(policy.attempts):
+        backoff = Backoff(policy)
+        while True:
             try:
                 return fn()
             except TransientError as exc:
-                if attempt + 1 >= policy.attempts:
+                wait = backoff.next_wait(exc.retry_after)
+                if wait is None:
                     raise
-                wait = policy.delay(attempt, exc.retry_after)
-                log.warning("%s: %s; retry %d/%d in %.2fs", what, exc, attempt + 1, policy.attempts - 1, wait)
+                log.warning(
+                    "%s: %s; retry %d/%d in %.2fs", what, exc, backoff.failures, policy.attempts - 1, wait
+                )
                 if scope is not None and scope.on_retry is not None:
                     scope.on_retry(exc)
                 time.sleep(wait)
-        raise AssertionError("unreachable")
 
     async def acall(self, fn: Callable[[], Awaitable[T]], what: str = "call") -> T:
         """:meth:`call` for a coroutine function: the same attempts and waits, awaited."""
-        for attempt in range(self.attempts):
+        backoff = Backoff(self)
+        while True:
             try:
                 return await fn()
             except TransientError as exc:
-                if attempt + 1 >= self.attempts:
+                wait = backoff.next_wait(exc.retry_after)
+                if wait is None:
                     raise
-                wait = self.delay(attempt, exc.retry_after)
-                log.warning("%s: %s; retry %d/%d in %.2fs", what, exc, attempt + 1, self.attempts - 1, wait)
+                log.warning(
+                    "%s: %s; retry %d/%d in %.2fs", what, exc, backoff.failures, self.attempts - 1, wait
+                )
                 await asyncio.sleep(wait)
-        raise AssertionError("unreachable")
+
+
+class Backoff:
+    """The failures in a row of one call (up to the policy's ``attempts``) or of one outage (up
+    to ``limit`` seconds since the first failure; 0: no limit): the wait before each next
+    attempt, ``None`` once none is left. The one backoff loop every retry goes through."""
+
+    def __init__(self, policy: RetryPolicy, limit: float | None = None) -> None:
+        self.policy, self.limit = policy, limit
+        self.failures = 0
+        self.began = time.monotonic()
+
+    @property
+    def lasted(self) -> float:
+        """Seconds since the first failure of this run of failures."""
+        return time.monotonic() - self.began if self.failures else 0.0
+
+    def next_wait(self, retry_after: float | None = None) -> float | None:
+        """Count a failure; the wait before the next attempt, or ``None`` when none is left
+        (the last attempt of an outage is made at its limit)."""
+        if not self.failures:
+            self.began = time.monotonic()
+        if self.limit is None:
+            if self.failures + 1 >= self.policy.attempts:
+                return None
+            wait = self.policy.delay(self.failures, retry_after)
+            self.failures += 1
+            return wait
+        lasted = time.monotonic() - self.began
+        if self.limit and lasted >= self.limit:
+            return None
+        wait = self.policy.delay(min(self.failures, 16), retry_after)
+        self.failures += 1
+        return min(wait, self.limit - lasted) if self.limit else wait
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ Here a URL is only split into scheme, parameters and what to mask: a backend rea
 with the library that defines it (pgvector: libpq for ``postgresql://``, SQLAlchemy's
 ``make_url`` for ``postgresql+DRIVER://``; see ``backends/pgvector/_dsn.py``), and nothing
 rebuilds a URL from its parts. :meth:`StoreURL.parse` also takes a SQLAlchemy ``URL``,
-``Engine`` or ``AsyncEngine`` (rendered by SQLAlchemy, credentials included), and
-:func:`application_target` a mapped class with ``bind=``.
+``Engine`` or ``AsyncEngine`` (rendered by SQLAlchemy, credentials included); a mapped class
+with ``bind=`` is read by the backend of the bound engine (:func:`vectorport.connect`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
 from .exceptions import ConfigurationError
 
-__all__ = ["StoreURL", "application_target", "mask_url"]
+__all__ = ["StoreURL", "is_mapped", "lent_engine", "mask_url"]
 
 _SECRET_WORD = re.compile(r"(?i)pass|secret|token|key|auth|credential")
 _WORD_BREAK = re.compile(r"[\W_]+")
@@ -103,37 +103,19 @@ def _split(url: str) -> SplitResult:
     return urlsplit("//" + rest if sep else url)
 
 
-def application_target(target: Any, bind: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """``(url, options)`` for ``connect(target, bind=…, **options)``: a SQLAlchemy mapped class
-    (or ``Table``) with ``bind=`` an engine or URL becomes that URL and options naming its table
-    and columns' roles (a SQL table: the pgvector backend reads the model); anything else as is."""
-    from .exceptions import ConfigurationError
-
-    table = getattr(target, "__table__", target)
-    if hasattr(table, "primary_key") and hasattr(table, "columns") and not isinstance(target, str):
-        if bind is None:
-            raise ConfigurationError(
-                f"connect({getattr(target, '__name__', table)}) needs bind=: the engine (or URL) of "
-                "the database holding its table, e.g. vectorport.connect(Chunk, bind=engine)"
-            )
-        from .backends.pgvector._model import model_options
-
-        return _lent(bind, model_options(target, options))
-    if bind is not None:
-        raise ConfigurationError(
-            "bind= goes with a SQLAlchemy mapped class: vectorport.connect(Chunk, bind=engine); "
-            "give a URL or an engine as the first argument otherwise"
-        )
-    return _lent(target, options)
-
-
-def _lent(target: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def lent_engine(target: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """An engine's store borrows the engine's connections: it goes to the backend as the
     ``sqlalchemy_engine`` option (beside the URL rendered from it)."""
     engine = getattr(target, "sync_engine", target)  # AsyncEngine → its Engine
     if not isinstance(target, str) and hasattr(engine, "dialect") and hasattr(engine, "pool"):
         return target, {**options, "sqlalchemy_engine": target}
     return target, options
+
+
+def is_mapped(target: Any) -> bool:
+    """A SQLAlchemy mapped class or ``Table`` (duck-typed: SQLAlchemy is not imported)."""
+    table = getattr(target, "__table__", target)
+    return hasattr(table, "primary_key") and hasattr(table, "columns") and not isinstance(target, str)
 
 
 def _sqlalchemy_url(obj: Any) -> Any:

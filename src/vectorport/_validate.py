@@ -19,6 +19,7 @@ from .exceptions import ConfigurationError, Problem, ValidationError
 
 __all__ = [
     "Batch",
+    "check_batch_size",
     "check_vector",
     "json_size",
     "key_problem",
@@ -91,6 +92,16 @@ def validate_keys(keys: Iterable[str], max_bytes: int = 1024) -> list[str]:
     if problems:
         raise ValidationError(problems)
     return list(out)
+
+
+def check_batch_size(requested: int | None, limit: int) -> int:
+    """The batch size a call uses: ``requested`` (a positive integer) capped at the backend's
+    ``limit``, or ``limit`` when none was asked for."""
+    if requested is None:
+        return limit
+    if isinstance(requested, bool) or not isinstance(requested, int | np.integer) or requested < 1:
+        raise ConfigurationError(f"batch_size must be a positive integer, got {requested!r}")
+    return min(requested, limit)
 
 
 _NUMBER_KINDS = frozenset("iuf")  # numpy dtype kinds of numbers (not bool "b", str "U", object "O")
@@ -475,12 +486,7 @@ def validate_records(
 
     Raises :class:`ValidationError` listing every problem; nothing is written then.
     """
-    if isinstance(records, Record):
-        raise ConfigurationError("upsert takes a list of records, e.g. upsert([record]), not one Record")
-    if not isinstance(records, Iterable) or isinstance(records, str | bytes | Mapping):
-        raise ConfigurationError(
-            f"upsert takes an iterable of vectorport.Record, got {type(records).__name__}"
-        )
+    _refuse_non_iterable(records)
     latest: dict[str, int] = {}
     items: list[Record] = []
     problems: list[Problem] = []
@@ -503,33 +509,42 @@ def validate_records(
         if id(meta) not in done:
             for path, message in metadata_problems(meta, caps.metadata, rec.text):
                 problems.append(Problem(rec.key, path, message, index))
-        if rec.text is not None and not isinstance(rec.text, str):
-            problems.append(
-                Problem(
-                    rec.key,
-                    "text",
-                    f"text must be a string or None, got {type(rec.text).__name__}",
-                    index,
-                )
-            )
-        elif rec.text is not None and _lone_surrogate(rec.text):
-            problems.append(Problem(rec.key, "text", "the text is not valid Unicode (lone surrogate)", index))
-        elif rec.text is not None and not caps.metadata.nul_characters and "\x00" in rec.text:
-            problems.append(
-                Problem(
-                    rec.key,
-                    "text",
-                    "the text contains a NUL character, which this backend cannot store",
-                    index,
-                )
-            )
+        why = _text_problem(rec.text, caps.metadata)
+        if why:
+            problems.append(Problem(rec.key, "text", why, index))
         if vec is not None:
             latest[rec.key] = len(items)
             items.append(Record(rec.key, vec, meta, rec.text))
     if problems:
         raise ValidationError(problems, backend=backend)
-    keep = sorted(latest.values())
-    dim = spec.dimension
+    return _last_of_each(items, sorted(latest.values()), spec.dimension)
+
+
+def _refuse_non_iterable(records: object) -> None:
+    """Refuse one Record, a string or a mapping where an iterable of records belongs."""
+    if isinstance(records, Record):
+        raise ConfigurationError("upsert takes a list of records, e.g. upsert([record]), not one Record")
+    if not isinstance(records, Iterable) or isinstance(records, str | bytes | Mapping):
+        raise ConfigurationError(
+            f"upsert takes an iterable of vectorport.Record, got {type(records).__name__}"
+        )
+
+
+def _text_problem(text: object, rules: MetadataRules) -> str | None:
+    """Why a record's ``text`` cannot be stored under ``rules``, or ``None``."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        return f"text must be a string or None, got {type(text).__name__}"
+    if _lone_surrogate(text):
+        return "the text is not valid Unicode (lone surrogate)"
+    if not rules.nul_characters and "\x00" in text:
+        return "the text contains a NUL character, which this backend cannot store"
+    return None
+
+
+def _last_of_each(items: list[Record], keep: list[int], dim: int) -> Batch:
+    """The records at the ``keep`` positions (each key's last, in first-seen order) as columns."""
     vectors = np.empty((len(keep), dim), dtype=np.float32)
     for row, i in enumerate(keep):
         vectors[row] = items[i].vector

@@ -23,20 +23,32 @@ Several classes also inherit the built-in exception a caller already catches (``
 
 :class:`TransientError` is the retryable class: the base store and the migration engine back
 off and retry exactly these.
+
+Advice is structured: where a message names an option and a value (``metadata_policy='flatten'``,
+``resume=True``) or a call (``vectorport.sync('a', 'b')``), the message is an :class:`Advised`
+text built from :class:`Advice` and :class:`Call` parts. Its ``str`` says them in Python; the
+command line renders the same parts as its flags (``--metadata-policy flatten``) through its
+option declarations, so rewording a sentence cannot break the command line's advice. An error
+carries them as :attr:`VectorportError.advice`; a report note is an :class:`Advised` itself.
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ._names import NameRule
 
 __all__ = [
+    "Advice",
+    "Advised",
     "BackendError",
     "BackendUnavailableError",
+    "Call",
     "ConfigurationError",
     "ConflictError",
     "FilterError",
@@ -50,11 +62,151 @@ __all__ = [
     "UnsupportedFilterError",
     "ValidationError",
     "VectorportError",
+    "Wording",
 ]
 
 
+@dataclass(frozen=True)
+class Advice:
+    """An option and its value named in a message: ``Advice("metadata_policy", "flatten")``.
+
+    ``value`` ``...`` (the default) leaves the value to the reader (``checkpoint=``); ``None``
+    is the option unset. In Python: ``metadata_policy='flatten'``; on the command line:
+    ``--metadata-policy flatten``.
+    """
+
+    option: str
+    value: Any = ...
+
+    @property
+    def plain(self) -> Any:
+        """The value as the caller gives it (an enum member as its value, a whole float as an
+        ``int``: ``max_outage=30``)."""
+        value = self.value.value if isinstance(self.value, Enum) else self.value
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    def __str__(self) -> str:
+        return f"{self.option}=" if self.value is ... else f"{self.option}={self.plain!r}"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of one of vectorport's commands, e.g. ``Call("sync", ("memory://a", "memory://b"))``:
+    ``vectorport.sync('memory://a', 'memory://b')`` in Python, ``vectorport sync … …`` on the
+    command line."""
+
+    command: str
+    args: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"vectorport.{self.command}({', '.join(map(repr, self.args))})"
+
+
+class Wording(Protocol):
+    """How an :class:`Advised` text says its :class:`Advice` and :class:`Call` parts."""
+
+    def option(self, advice: Advice) -> str: ...
+
+    def call(self, call: Call) -> str: ...
+
+
+class _PythonWording:
+    """The library's own wording: keyword arguments and function calls."""
+
+    def option(self, advice: Advice) -> str:
+        return str(advice)
+
+    def call(self, call: Call) -> str:
+        return str(call)
+
+
+class Advised(str):
+    """A message naming options or calls: a ``str`` (their Python wording) that keeps its parts.
+
+    ``Advised.of("pass {}: {}", Advice("metadata_policy", "flatten"), why)`` fills each ``{}`` of
+    the (constant) template with the next argument: an :class:`Advice` or :class:`Call` stays a
+    part, anything else is inserted as text. :meth:`worded` says the same with another
+    :class:`Wording` (the command line's flags).
+
+    >>> note = Advised.of("pass {} to delete them", Advice("delete", True))
+    >>> note, note.advice
+    ('pass delete=True to delete them', (Advice(option='delete', value=True),))
+    """
+
+    parts: tuple[str | Advice | Call, ...]
+
+    def __new__(cls, parts: Sequence[str | Advice | Call]) -> Advised:
+        text = super().__new__(cls, _render(parts, PYTHON))
+        text.parts = tuple(parts)
+        return text
+
+    def __getnewargs__(self) -> tuple[tuple[str | Advice | Call, ...]]:  # type: ignore[override]
+        return (self.parts,)
+
+    @classmethod
+    def of(cls, template: str, *args: object) -> Advised:
+        """``template``'s ``{}`` fields (``{!r}``, ``{:g}`` …) filled by ``args`` in order, as
+        :meth:`str.format` would; :class:`Advice` and :class:`Call` arguments (and an
+        :class:`Advised` argument's parts) stay parts."""
+        parts: list[str | Advice | Call] = []
+        values = iter(args)
+        formatter = string.Formatter()
+        for literal, field, spec, conversion in formatter.parse(template):
+            parts.append(literal)
+            if field is None:
+                continue
+            value = next(values)
+            if isinstance(value, Advised):
+                parts.extend(value.parts)
+            elif isinstance(value, Advice | Call):
+                parts.append(value)
+            else:
+                parts.append(format(formatter.convert_field(value, conversion), spec or ""))
+        return cls(parts)
+
+    @property
+    def advice(self) -> tuple[Advice, ...]:
+        """The options this text names, in order."""
+        return tuple(p for p in self.parts if isinstance(p, Advice))
+
+    def worded(self, wording: Wording) -> str:
+        """This text with its options and calls said by ``wording``."""
+        return _render(self.parts, wording)
+
+
+def _render(parts: Sequence[str | Advice | Call], wording: Wording) -> str:
+    return "".join(
+        wording.option(p) if isinstance(p, Advice) else wording.call(p) if isinstance(p, Call) else p
+        for p in parts
+    )
+
+
+PYTHON: Wording = _PythonWording()
+"""The library's wording of advice (``metadata_policy='flatten'``)."""
+
+
+def worded(text: str, wording: Wording) -> str:
+    """``text`` said by ``wording`` when it is :class:`Advised`; any other text as it is."""
+    return text.worded(wording) if isinstance(text, Advised) else text
+
+
 class VectorportError(Exception):
-    """Base class of every error raised by vectorport."""
+    """Base class of every error raised by vectorport.
+
+    A message given as :class:`Advised` text keeps its parts: :attr:`advice` lists the options
+    it names and :meth:`worded` says it with another :class:`Wording`.
+    """
+
+    @property
+    def advice(self) -> tuple[Advice, ...]:
+        """The options the message names (``()`` when it names none)."""
+        message = self.args[0] if self.args else None
+        return message.advice if isinstance(message, Advised) else ()
+
+    def worded(self, wording: Wording) -> str:
+        """The message with its options and calls said by ``wording``."""
+        message = self.args[0] if self.args else None
+        return message.worded(wording) if isinstance(message, Advised) else str(self)
 
 
 class ConfigurationError(VectorportError, ValueError):
@@ -154,8 +306,8 @@ class ValidationError(VectorportError, ValueError):
         shown = "; ".join(str(p) for p in self.problems[:5])
         more = f" (and {len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
         prefix = f"{backend}: " if backend else ""
-        tail = f". {hint}" if hint else ""
-        super().__init__(f"{prefix}{shown}{more}; {outcome}{tail}")
+        tail = Advised.of(". {}", hint) if hint else ""
+        super().__init__(Advised.of("{}{}{}; {}{}", prefix, shown, more, outcome, tail))
 
 
 class NotFoundError(VectorportError, KeyError):

@@ -110,27 +110,51 @@ def search(
     >>> s.drop()
     """
     _check_request(mode, k, text)
-    fetch = k * overfetch if collapse else k
+    fetch = _fetch_size(store, k * overfetch if collapse else k, mode)
+    result, model = _ranked(store, embedder, text, fetch, mode=mode, filter=filter, weight=weight)
+    kept, hits = _kept(result, k, min_score=min_score, collapse=collapse)
+    return SearchResult(text, model, tuple(kept), k, hits, mode, weight if mode == "hybrid" else None)
+
+
+def _fetch_size(store: VectorStore, wanted: int, mode: str) -> int:
+    """How many chunks to ask the store for: ``wanted``, capped by its top-k limit (halved for
+    hybrid, which asks each ranking for that many), and at least one."""
     cap = store.capabilities.max_top_k
     if cap is not None:
-        fetch = min(fetch, cap // 2 if mode == "hybrid" else cap)
+        wanted = min(wanted, cap // 2 if mode == "hybrid" else cap)
+    return max(wanted, 1)
+
+
+def _ranked(
+    store: VectorStore,
+    embedder: Embedder | None,
+    text: str,
+    fetch: int,
+    *,
+    mode: str,
+    filter: Mapping[str, Any] | None,
+    weight: float,
+) -> tuple[QueryResult, str]:
+    """The store's ranking for ``text`` in ``mode`` and the embedding model it was searched with
+    (empty for a text search)."""
     include = ["metadata", "text"]
-    result: QueryResult
-    model = ""
     if mode == "text":
-        result = text_search_of(store).text_query(text, max(fetch, 1), filter=filter, include=include)
-    else:
-        fused = hybrid_search_of(store) if mode == "hybrid" else None
-        if embedder is None:
-            raise ConfigurationError(f"{mode} search needs an embedder")
-        model = check_embedder(store, embedder) or embedder.model_id
-        vector = embedder.embed_query(text)
-        if fused is None:
-            result = store.query(vector, max(fetch, 1), filter=filter, include=include)
-        else:
-            result = fused.hybrid_query(
-                vector, text, max(fetch, 1), filter=filter, weight=weight, include=include
-            )
+        return text_search_of(store).text_query(text, fetch, filter=filter, include=include), ""
+    fused = hybrid_search_of(store) if mode == "hybrid" else None
+    if embedder is None:
+        raise ConfigurationError(f"{mode} search needs an embedder")
+    model = check_embedder(store, embedder) or embedder.model_id
+    vector = embedder.embed_query(text)
+    if fused is None:
+        return store.query(vector, fetch, filter=filter, include=include), model
+    return fused.hybrid_query(vector, text, fetch, filter=filter, weight=weight, include=include), model
+
+
+def _kept(
+    result: QueryResult, k: int, *, min_score: float | None, collapse: bool
+) -> tuple[list[Match], dict[str, int]]:
+    """The first ``k`` matches at or above ``min_score`` (``collapse``: the best of each source)
+    and, per shown key, how many chunks of its source hit."""
     kept: list[Match] = []
     hits: dict[str, int] = {}
     shown_for: dict[str, str] = {}
@@ -149,4 +173,4 @@ def search(
         kept.append(match)
         if not collapse and len(kept) >= k:
             break
-    return SearchResult(text, model, tuple(kept), k, hits, mode, weight if mode == "hybrid" else None)
+    return kept, hits

@@ -81,6 +81,38 @@ def test_voyage_retries_rate_limits_and_unavailability(voyage: VoyageServer) -> 
         emb.embed_documents(["c"])
 
 
+def test_voyage_honours_texts_and_tokens_per_request_under_throttling(voyage: VoyageServer) -> None:
+    """The server refuses (400) a request over 50 texts or 600 tokens and answers every third
+    with 429: the embedder cuts its requests to the limits and backs off, and every text is
+    embedded once, in order."""
+    voyage.max_texts, voyage.max_tokens, voyage.throttle_every = 50, 600, 3
+    emb = VoyageEmbedder(
+        "voyage-test",
+        api_key="vk-test",
+        base_url=voyage.base_url,
+        batch_size=50,
+        request_tokens=600,
+        retry=FAST,
+    )
+    texts = [" ".join(f"w{i}x{j}" for j in range(1 + (i * 7) % 40)) for i in range(500)]
+    vecs = emb.embed_documents(texts)
+    assert voyage.throttled > 0
+    answered = [r for r in voyage.requests if len(r["input"]) <= 50]
+    assert all(sum(emb.count_tokens(r["input"])) <= 600 for r in answered)
+    assert any(len(r["input"]) < 50 for r in answered)  # cut by tokens, not only by count
+    assert sorted(voyage.embedded.values()) == [1] * len(texts)
+    for i in (0, 137, 499):
+        want = fake_vector("voyage-test", "Represent the document for retrieval: " + texts[i], 32)
+        assert np.allclose(vecs[i], want, atol=1e-6)
+    voyage.throttle_every = 0
+    with pytest.raises(EmbeddingError, match="max allowed tokens"):  # the server's limit, if lower
+        VoyageEmbedder(
+            "voyage-test", api_key="vk-test", base_url=voyage.base_url, batch_size=50, retry=FAST
+        ).embed_documents(texts[:50])
+    with pytest.raises(vectorport.ConfigurationError, match="1000 texts"):
+        VoyageEmbedder("voyage-test", api_key="vk-test", batch_size=1001)
+
+
 def test_voyage_errors_are_clear(voyage: VoyageServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
     with pytest.raises(vectorport.ConfigurationError, match="VOYAGE_API_KEY"):

@@ -4,6 +4,7 @@ are fixed for a text, so a framework's embedding function and vectorport see the
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,3 +47,10 @@ def corpus(n: int = 24, *, long_text: bool = True) -> list[Chunk]:
 
 
 QUERIES = [vector_for(f"query {i}") for i in range(5)]
+
+
+def node_order(metadata: dict[str, Any]) -> dict[str, str]:
+    """What a LlamaIndex node's record carries for the order of its metadata keys (LlamaIndex
+    renders them in dict order; stores such as jsonb reorder them): nothing when sorted."""
+    order = list(metadata)
+    return {} if order == sorted(order) else {"_llamaindex_node": json.dumps({"metadata_order": order})}

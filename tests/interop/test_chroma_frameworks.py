@@ -14,7 +14,7 @@ import pytest
 
 import vectorport
 
-from ._corpus import DIM, QUERIES, corpus, vector_for
+from ._corpus import DIM, QUERIES, corpus, node_order, vector_for
 
 pytestmark = [pytest.mark.interop, pytest.mark.chroma]
 
@@ -78,6 +78,7 @@ def test_a_collection_llamaindex_wrote_reads_with_its_text_and_metadata(client: 
                     "source": c.metadata["source"],
                     "page": c.metadata["page"],
                     "ref_doc_id": c.metadata["source"],
+                    **node_order({k: v for k, v in c.metadata.items() if k != "tags"}),
                 },
             )
             for c in chunks

@@ -23,9 +23,10 @@ from .pg_tables import _SUPABASE_UUID, DATABASE, SPECS, Row, Tables, TableSpec, 
 
 pytestmark = [pytest.mark.interop, pytest.mark.pgvector]
 
-# Columns no role uses, which vectorport reads into the metadata (nothing of the row left behind)
+# Columns no role uses, which vectorport reads into the metadata (nothing of the row left behind);
+# a column the table fills itself (kb-uuid's created_at DEFAULT now()) is its bookkeeping, named
+# by info (filled_by_table) and left to its default on writes, as vectorport's own updated_at
 _EXTRA_METADATA = {
-    "kb-uuid": ("created_at",),
     "code-chunks": ("file_path", "chunk_index", "content_hash"),
 }
 
@@ -430,10 +431,10 @@ def test_the_framework_reads_and_searches_what_vectorport_wrote(
 
 
 # ------------------------------------------------------------------ 3. the CLI
+# a serial id with a metadata column (supabase-bigserial, articulos) is written as the app
+# writes it: the sequence numbers rows whose key is no integer, the key kept in the metadata
 _WRITABLE = {
-    "supabase-bigserial": False,
     "kb-view": False,
-    "articulos": False,
     "code-chunks": False,
     "mail-plain": False,
 }

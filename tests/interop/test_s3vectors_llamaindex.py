@@ -16,7 +16,7 @@ import pytest
 
 import vectorport
 
-from ._corpus import DIM, QUERIES, corpus
+from ._corpus import DIM, QUERIES, corpus, node_order
 
 pytestmark = [pytest.mark.interop, pytest.mark.s3vectors]
 
@@ -82,7 +82,8 @@ def test_an_index_llamaindex_wrote_reads_with_its_text_and_metadata(session: Any
         for c in chunks:
             # the user's metadata, and the node's source document once, as ref_doc_id
             assert got[c.key].text == c.text
-            assert got[c.key].metadata == {**c.metadata, "ref_doc_id": c.metadata["source"]}
+            want = {**c.metadata, "ref_doc_id": c.metadata["source"], **node_order(c.metadata)}
+            assert got[c.key].metadata == want
         for q in QUERIES:
             ours = store.query(q, k=10)
             theirs = _query(li, q, 10)

@@ -8,7 +8,7 @@ import pytest
 import vectorport
 from vectorport import Record
 from vectorport.migrate import VerifyReport
-from vectorport.migrate._merged import verify_merged
+from vectorport.verify._merged import verify_merged
 
 from ._migrate_data import DIM, tricky_records
 

@@ -25,7 +25,7 @@ from vectorport.backends.memory import MemoryStore
 from vectorport.cli import app
 from vectorport.exceptions import BackendError
 from vectorport.migrate import Checkpoint, MetadataPolicy, PlanRefusedError, plan, verify
-from vectorport.migrate._merged import verify_merged
+from vectorport.verify._merged import verify_merged
 
 from ._migrate_data import (
     FlatMemoryStore,

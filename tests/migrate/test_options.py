@@ -16,11 +16,11 @@ import vectorport
 from vectorport._options import RunOptions
 from vectorport.cli import app
 from vectorport.compare import CompareOptions
+from vectorport.engine._progress import ProgressMode
 from vectorport.exceptions import ConfigurationError
 from vectorport.migrate import MigrateOptions, SyncOptions
-from vectorport.migrate._options import VerifyOptions
-from vectorport.migrate._progress import ProgressMode
 from vectorport.snapshot import ExportOptions
+from vectorport.verify._options import VerifyOptions
 
 pytestmark = pytest.mark.memory
 
@@ -157,7 +157,7 @@ def test_verify_flags_are_its_options(tmp_path: Path) -> None:
 def test_what_migrate_and_sync_share_is_declared_once() -> None:
     """The Python-only fields of a run between two stores are one declaration, after each
     command's own fields in its keyword arguments and its report's ``options``."""
-    from vectorport.migrate._options import TransferOptions
+    from vectorport.engine._options import TransferOptions
 
     shared = ["cap", "retry", "source_options", "target_options"]
     assert [f.name for f in dataclasses.fields(TransferOptions)] == shared

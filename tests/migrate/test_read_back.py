@@ -17,9 +17,9 @@ import pytest
 import vectorport
 from vectorport import Record
 from vectorport._digest import BinSums
-from vectorport.migrate._digestscan import page_digests
+from vectorport.engine._digestscan import page_digests
 from vectorport.migrate._readback import ReadBack
-from vectorport.migrate._verify import verify_stores
+from vectorport.verify._verify import verify_stores
 
 from ._migrate_data import DIM, N, fit_to, tricky_records
 from ._raw import bucket_client

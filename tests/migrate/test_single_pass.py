@@ -16,8 +16,8 @@ import pytest
 
 import vectorport
 from vectorport import Record
+from vectorport.engine._checkpoint import Checkpoint
 from vectorport.migrate import MetadataPolicy, PlanRefusedError, Transformer
-from vectorport.migrate._checkpoint import Checkpoint
 from vectorport.testing.backends import pair_params
 
 from ._migrate_data import N

@@ -23,7 +23,7 @@ import pytest
 import vectorport
 from vectorport import Record
 from vectorport.migrate import Checkpoint, sync
-from vectorport.migrate._sync import committed
+from vectorport.sync._state import committed
 from vectorport.testing.backends import cycle_params
 
 from ._raw import raw_metadata

@@ -16,9 +16,11 @@ from typer.testing import CliRunner
 import vectorport
 from vectorport import Record
 from vectorport.cli import app
-from vectorport.exceptions import ConfigurationError
+from vectorport.cli._common import cli_text
+from vectorport.exceptions import Advice, Advised, ConfigurationError
 from vectorport.migrate import sync
-from vectorport.migrate._syncstate import SyncState
+from vectorport.sync._capture import check_follow
+from vectorport.sync._state import SyncState
 
 pytestmark = pytest.mark.memory
 runner = CliRunner()
@@ -208,23 +210,27 @@ def test_the_library_names_options_and_the_command_line_its_flags(
     assert res.exit_code == 0, res.output
     again = json.loads(res.stdout)
     assert again["state"] == first.state and again["sync"]["mode"] == "incremental"
-    # advice naming the Python calls is worded as the command's flags
-    from vectorport.cli._common import cli_text
-    from vectorport.migrate._capture import check_follow
-
+    # advice naming the Python calls is worded as the command's flags, from the error's parts
     with pytest.raises(ConfigurationError) as refused:
         check_follow(vectorport.connect(src), src)
     assert "follow=True has nothing to follow: call sync again on a schedule" in str(refused.value)
-    worded = cli_text(str(refused.value))
+    assert refused.value.advice == (Advice("follow", True),)
+    worded = cli_text(refused.value)
     assert "--follow has nothing to follow: run sync --every 30s instead, which scans" in worded, worded
-    missing = (
-        f"{src} has no change capture installed, so follow=True has nothing to read: "
-        "install it first with the source store's setup_capture()"
+    missing = ConfigurationError(
+        Advised.of(
+            "{} has no change capture installed, so {} has nothing to read: "
+            "install it first with the source store's setup_capture()",
+            src,
+            Advice("follow", True),
+        )
     )
     assert cli_text(missing).endswith(
         f"--follow has nothing to read: run vectorport sync --setup-capture {src} first"
     )
-    state_msg = "the sync state s.sqlite belongs to another sync (...); pass another state= path"
+    state_msg = Advised.of(
+        "the sync state s.sqlite belongs to another sync (...); pass another {} path", Advice("state")
+    )
     assert cli_text(state_msg).endswith("; pass another --state path")
 
 
@@ -253,7 +259,7 @@ def test_migrate_on_a_finished_checkpoint_points_at_sync(pair: tuple[str, str, P
 def test_a_commit_cut_between_commit_and_begin_is_completed_by_the_next(tmp_path: Path) -> None:
     """Ctrl-C can land after the state's COMMIT and before its BEGIN; the save in the pass's
     finally must then commit again without 'no transaction is active' (a CI run saw it)."""
-    from vectorport.migrate._syncstate import SyncState
+    from vectorport.sync._state import SyncState
 
     state = SyncState(tmp_path / "state.sqlite", {"source": "a", "target": "b"})
     try:
@@ -273,7 +279,7 @@ def test_a_commit_cut_between_commit_and_begin_is_completed_by_the_next(tmp_path
 
 def test_shards_side_by_side_sync_the_whole_pair(pair: tuple[str, str, Path]) -> None:
     from vectorport.migrate import SyncStats
-    from vectorport.migrate._syncshards import changed_outside, prepare_target
+    from vectorport.sync._shards import changed_outside, prepare_target
 
     src, dst, state = pair
     prepare_target(src, dst)

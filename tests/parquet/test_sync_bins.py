@@ -94,18 +94,20 @@ def test_a_snapshot_without_bin_digests_is_scanned_whole(tmp_path: Path) -> None
 
 
 _KILLED = """
-import sys, vectorport
-from vectorport.migrate import _sync
+import os, signal, sys, vectorport
+from vectorport.sync import _pass
 calls = 0
-real = _sync._Pass._write
-def write(self, records):
-    global calls
-    calls += 1
-    if calls == 2:
-        import os, signal
-        os.kill(os.getpid(), signal.SIGKILL)
-    real(self, records)
-_sync._Pass._write = write
+real = _pass.upserting
+def upserting(target, retry, on_retry):
+    write = real(target, retry, on_retry)
+    def killing(records):
+        global calls
+        calls += 1
+        if calls == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+        write(records)
+    return killing
+_pass.upserting = upserting
 vectorport.sync(sys.argv[1], sys.argv[2], state=sys.argv[3], delete=True, batch_size=4, concurrency=1)
 """
 

@@ -218,15 +218,12 @@ def test_ray_runs_a_command_writing_a_snapshot_as_one_task(tmp_path: Path) -> No
     command to one task, as for an embedded Chroma directory. Decided before any I/O."""
     pytest.importorskip("ray")
     from vectorport.migrate import MigrateOptions
-    from vectorport.migrate._options import VerifyOptions
     from vectorport.ray import RayRunner
+    from vectorport.verify._options import VerifyOptions
 
     snap, other = snapshot_url(tmp_path / "a"), snapshot_url(tmp_path / "b")
     src = "s3vectors://bucket/index?endpoint_url=http://127.0.0.1:1"
     runner = RayRunner(workers=2)
-    runner.check(MigrateOptions(), src, snap)
-    assert runner.one_process == [snap]
-    runner.check(MigrateOptions(), snap, src)
-    assert runner.one_process == []
-    runner.check(VerifyOptions(), snap, other)
-    assert runner.one_process == []
+    assert runner.check(MigrateOptions(), src, snap).whole == (snap,)
+    assert runner.check(MigrateOptions(), snap, src).whole == ()
+    assert runner.check(VerifyOptions(), snap, other).whole == ()

@@ -204,3 +204,22 @@ def test_a_standalone_backends_lock_file_is_no_server(tmp_path: Path) -> None:
     assert _embedded._postmaster_info(_embedded.provider(None), data) is None
     (data / "postmaster.pid").write_text("\n".join(lines[:3]))  # half written
     assert _embedded._postmaster_info(_embedded.provider(None), data) is None
+
+
+def test_a_command_on_a_running_server_does_not_say_it_starts_one(data: Path) -> None:
+    """``vectorport pgvector start`` keeps a server; every later pgvector:// command once
+    printed "starting the embedded PostgreSQL server" although it only connected to it."""
+    cli = [sys.executable, "-m", "vectorport"]
+    started = subprocess.run(
+        [*cli, "pgvector", "start", str(data)], capture_output=True, text=True, timeout=120
+    )
+    assert started.returncode == 0 and "starting the embedded PostgreSQL server" in started.stderr, (
+        started.stderr
+    )
+    pid = postmaster_pid(data)
+    with vectorport.connect(f"pgvector://{data}?table=docs", dimension=2) as store:
+        store.upsert([vectorport.Record("a", [1, 0])])
+    for args in (["info", f"pgvector://{data}?table=docs"], ["backends"]):
+        out = subprocess.run([*cli, *args], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and "starting the embedded" not in out.stderr, out.stderr
+    assert postmaster_pid(data) == pid

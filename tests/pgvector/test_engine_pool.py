@@ -5,6 +5,7 @@ and never disposes the engine."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -163,6 +164,57 @@ def test_a_borrowed_connection_goes_back_as_it_was_lent(engine: Any) -> None:
             store.drop()
 
 
+def _what_the_app_sees(session: Any, table: str) -> tuple[type, int]:
+    """The type of ``embedding`` an application's own ``SELECT`` returns on a connection of its
+    pool, and the statements prepared in that session."""
+    value = session.execute(sqlalchemy.text(f"SELECT embedding FROM {table} LIMIT 1")).scalar_one()
+    prepared = session.execute(sqlalchemy.text("SELECT count(*) FROM pg_prepared_statements")).scalar_one()
+    return type(value), int(prepared)
+
+
+def test_a_borrowed_connection_keeps_none_of_vectorports_loaders_or_prepared_statements(
+    engine: Any,
+) -> None:
+    with vectorport.connect(engine, table="engine_pool_adapters", dimension=DIM) as store:
+        try:
+            store.upsert(_records(20))
+            for record in _records(12):  # past psycopg's prepare threshold (5 runs of a statement)
+                store.query(record.vector, k=3, filter={"even": True})
+                store.get([record.key])
+            with engine.connect() as first, engine.connect() as second:  # each of the pool's two
+                seen = {_what_the_app_sees(first, "engine_pool_adapters")}
+                seen.add(_what_the_app_sees(second, "engine_pool_adapters"))
+                thresholds = {c.connection.driver_connection.prepare_threshold for c in (first, second)}
+            assert seen == {(str, 0)}  # as on a connection vectorport never borrowed
+            assert thresholds == {5}
+            assert store.get(["k1"])[0].vector.dtype == np.float32  # vectorport's own loaders still
+        finally:
+            store.drop()
+
+
+def test_an_async_engines_connections_keep_none_of_vectorports_loaders(pg_uri: str) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def main() -> tuple[type, int]:
+        engine = create_async_engine(_url(pg_uri), pool_size=1, max_overflow=0)
+        try:
+            store = await vectorport.aconnect(engine, table="engine_pool_async_adapters", dimension=DIM)
+            await store.aupsert(_records(12))
+            for record in _records(8):
+                await store.aquery(record.vector, k=3, filter={"even": True})
+            async with engine.connect() as conn:
+                seen = await conn.run_sync(
+                    lambda sync: _what_the_app_sees(sync, "engine_pool_async_adapters")
+                )
+            await store.adrop()
+            await store.aclose()
+            return seen
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(main()) == (str, 0)
+
+
 def test_a_search_on_a_borrowed_connection_runs_with_its_settings(pg_uri: str) -> None:
     """The ``hnsw.*`` settings, local to the search's one round trip, hold for the search:
     past pgvector's default ``ef_search`` of 40 an HNSW scan (forced here: the table is small)
@@ -289,14 +341,17 @@ def test_an_async_engines_connections_go_back_as_they_were_lent(pg_uri: str) -> 
     assert ef_search in {None, "40"} and temp == 0
 
 
-def test_an_engine_whose_pool_the_application_holds_is_a_clear_transient_error(pg_uri: str) -> None:
-    engine = sqlalchemy.create_engine(_url(pg_uri), pool_size=1, max_overflow=0, pool_timeout=0.2)
+def test_an_engine_whose_pool_the_application_holds_fails_once_after_its_pool_timeout(pg_uri: str) -> None:
+    engine = sqlalchemy.create_engine(_url(pg_uri), pool_size=1, max_overflow=0, pool_timeout=1)
     try:
         with vectorport.connect(engine, table="engine_pool_held", dimension=DIM) as store:
-            store.retry = vectorport.RetryPolicy(attempts=2, base=0.01)
-            # the application holds the engine's only connection
-            with engine.connect(), pytest.raises(vectorport.TransientError) as err:
+            # the application holds the engine's only connection; the pool already waited the
+            # application's pool_timeout, so the store's retries do not wait it again
+            started = time.monotonic()
+            with engine.connect(), pytest.raises(vectorport.BackendUnavailableError) as err:
                 store.count()
+            assert time.monotonic() - started < 2.5
+            assert not isinstance(err.value, vectorport.TransientError)
             assert "\n" not in str(err.value) and "larger pool_size or max_overflow" in str(err.value)
             assert store.count() == 0  # given back: the store borrows it again
             store.drop()

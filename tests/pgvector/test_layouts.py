@@ -316,7 +316,7 @@ def test_vecs_collection_without_text(pg_url: Callable[..., str], admin: Any, na
 
 
 # ---------------------------------------------------------------- Supabase documents
-def test_supabase_documents_bigserial_is_a_read_only_source(
+def test_supabase_documents_bigserial_is_read_and_written_as_the_app_does(
     pg_url: Callable[..., str], admin: Any, name: str
 ) -> None:
     # supabase.com/docs/guides/ai/langchain: documents + match_documents
@@ -333,17 +333,18 @@ def test_supabase_documents_bigserial_is_a_read_only_source(
     url = pg_url(name)
     with vectorport.connect(url) as store:
         info = store.info()["pgvector"]
-        assert info["layout"] == "supabase" and not info["writable"]
-        assert "integer column 'id'" in info["read_only_reason"]
+        assert info["layout"] == "supabase" and info["writable"]
         assert sorted(r.key for r in store.records()) == sorted(str(i) for i in range(1, 13))
         assert store.get(["3"])[0].text == "doc 2" and store.get(["x", "03"]) == []
         assert_searches_exact(store, vecs)
-        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only source"):
-            store.upsert([vectorport.Record("99", [1, 0, 0, 0])])
-        with pytest.raises(vectorport.UnsupportedFeatureError, match="read-only source"):
-            store.delete(["1"])
-    assert admin.execute(f"SELECT count(*) FROM {name}").fetchone() == (12,)
-    migrated_equal(url)
+        migrated_equal(url)
+        # the app's rows are keyed by their ids; a key that is no integer gets its id from the
+        # sequence and is kept in the metadata
+        store.upsert([vectorport.Record("docs/x.md", [1, 0, 0, 0], {"n": 99}, "x")])
+        store.delete(["1"])
+        assert store.get(["docs/x.md"])[0].metadata == {"n": 99}
+    rows = admin.execute(f"SELECT id, metadata FROM {name} WHERE id = 1 OR id > 12").fetchall()
+    assert rows == [(13, {"n": 99, "vectorport_key": "docs/x.md"})]
 
 
 # ---------------------------------------------------------------- Haystack
@@ -369,6 +370,45 @@ def test_haystack_pgvector_document_store_table(pg_url: Callable[..., str], admi
     row = admin.execute(f"SELECT content, meta, blob_data FROM {name} WHERE id = 'h99'").fetchone()
     assert row == ("new", {"page": 99}, None)
     migrated_equal(url)
+
+
+def test_haystack_keyword_index_and_blobs(pg_url: Callable[..., str], admin: Any, name: str) -> None:
+    """pgvector-haystack's keyword index (``CREATE INDEX … USING GIN (to_tsvector(language,
+    content))``, KEYWORD_INDEX) serves text and hybrid search on its table (they were not
+    offered: no tsvector column), and its ByteStream blobs, which no record field holds, are
+    named by ``info``, the plan and the migration's output (they were left out without a word)."""
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+
+    admin.execute(
+        f"CREATE TABLE {name} (id VARCHAR(128) PRIMARY KEY, embedding VECTOR({DIM}), content TEXT, "
+        "blob_data BYTEA, blob_meta JSONB, blob_mime_type VARCHAR(255), meta JSONB)"
+    )
+    admin.execute(f"CREATE INDEX {name}_keyword_index ON {name} USING GIN (to_tsvector('english', content))")
+    vecs = vectors(10)
+    words = ["apples", "pears", "plums", "figs", "dates"]
+    with admin.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {name} (id, embedding, content, blob_data, blob_mime_type, meta) "
+            "VALUES (%s, %s::vector, %s, %s, 'image/png', %s::jsonb)",
+            [
+                (f"h{i}", _vec(v), f"a basket of {words[i % 5]}", bytes([i, 1, 2]), json.dumps({"page": i}))
+                for i, v in enumerate(vecs)
+            ],
+        )
+    url = pg_url(name)
+    with vectorport.connect(url) as store:
+        info = store.info()
+        assert info["layout"]["roles"]["metadata"]["left_out"] == ["blob_data (bytea)"]
+        assert info["pgvector"]["text_search"]["language"] == "english"
+        assert sorted(m.key for m in store.text_query("plum", k=5)) == ["h2", "h7"]
+        hybrid = store.hybrid_query(vecs[7], "plum", k=2)
+        assert sorted(m.key for m in hybrid) == ["h2", "h7"]
+        assert {m.key: m.extra["vector_rank"] for m in hybrid}["h7"] == 1
+    out = CliRunner().invoke(app, ["migrate", url, "memory://haystack-copy", "--plan"])
+    assert out.exit_code == 0, out.output
+    assert "blob_data (bytea)" in out.output and "not copied" in out.output
 
 
 def test_supabase_documents_with_uuid_ids_takes_writes(
@@ -764,8 +804,9 @@ def test_hand_made_table_with_a_natural_key_and_body_text(
     pg_url: Callable[..., str], admin: Any, name: str
 ) -> None:
     """A bigserial id with UNIQUE(file_path, chunk_index): the text column ``body_text`` is found,
-    unused columns become metadata, and the unique key is offered as the key (key_template=),
-    with which the table is writable and keyed as its owner keys it (read back with psycopg)."""
+    unused columns become metadata, and the unique key is the key (preferred over the serial id,
+    carried in the metadata; another key_template= may be given), with which the table is
+    writable and keyed as its owner keys it (read back with psycopg)."""
     admin.execute(
         f"CREATE TABLE {name} (id bigserial PRIMARY KEY, file_path text NOT NULL, chunk_index int NOT NULL, "
         f"body_text text, lang text, embedding vector({DIM}), UNIQUE (file_path, chunk_index))"
@@ -779,9 +820,12 @@ def test_hand_made_table_with_a_natural_key_and_body_text(
     with vectorport.connect(pg_url(name, metric="cosine")) as store:
         info = store.info()
         assert info["layout"]["name"] == "custom" and info["pgvector"]["columns"]["text"] == "body_text"
-        assert "key_template={file_path}#{chunk_index}" in info["layout"]["read_only_reason"]
+        assert info["layout"]["writable"] and info["layout"]["roles"]["key"]["columns"] == [
+            "file_path",
+            "chunk_index",
+        ]
         (first,) = [r for page in store.scan() for r in page if r.text == "hello"]
-        assert first.metadata["lang"] == "en" and first.metadata["file_path"] == "a.md"
+        assert first.key == "a.md#chunk0" and first.metadata == {"lang": "en", "id": 1}
     with vectorport.connect(
         pg_url(name, metric="cosine", key_template="{file_path}%23{chunk_index}")
     ) as store:

@@ -337,6 +337,18 @@ def test_info_shows_what_it_inferred_from_an_applications_model(engine: Any, tmp
     assert roles["key"]["template"] == "{file_path}#chunk{chunk_index}"
     assert roles["text"]["column"] == "content" and roles["metadata"]["column"] == "metadata"
     assert roles["embedding"]["column"] == "embedding" and layout["writable"]
+    # the URL it prints to use opens the same table as printed, without the model (it once
+    # lacked table= and failed)
+    printed = layout["url"].replace("postgresql://postgres:***@", "postgresql://postgres@")
+    assert "table=doc_chunks" in printed
+    again = subprocess.run(
+        [sys.executable, "-m", "vectorport", "info", printed, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["layout"]["roles"] == roles
     human = info("--model", "appmodels:DocChunk")
     assert human.returncode == 0 and "inferred from" in human.stdout and "appmodels.DocChunk" in human.stdout
     bad = info("--model", "appmodels:Nope")

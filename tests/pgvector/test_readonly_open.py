@@ -88,7 +88,7 @@ def test_info_and_migrate_plan_build_no_index_and_warn(crashed: str, admin: Any)
 def test_open_as_migration_target_builds_nothing_and_a_resumed_load_builds_once(
     crashed: str, admin: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from vectorport.migrate._endpoints import probe_target
+    from vectorport.engine._endpoints import probe_target
 
     table = crashed.rsplit("table=", 1)[1]
     endpoint = probe_target(crashed)  # what `migrate --plan` does to its target

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import vectorport
-from vectorport.migrate._checkpoint import shard_path
+from vectorport.engine._checkpoint import shard_path
 
 from ..migrate._migrate_data import DIM, fit_to, tricky_records
 from ..migrate._raw import raw_metadata

@@ -22,7 +22,7 @@ import pytest
 import vectorport
 from vectorport import Record
 from vectorport.migrate import shard_path
-from vectorport.migrate._sync import committed
+from vectorport.sync._state import committed
 
 from ..migrate._raw import pg_change, raw_metadata, raw_vectors
 

@@ -18,6 +18,7 @@ import functools
 import re
 import sys
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from ._errors import ValidationException
@@ -85,73 +86,90 @@ class ServiceModel:
     # ------------------------------------------------------------------ internals
     def _check(self, name: str, value: Any, path: str, out: list[tuple[str, str]]) -> None:
         shape = self.shapes[name]
-        kind = shape["type"]
+        check = _CHECKS.get(shape["type"])
+        if check is not None:
+            check(self, shape, value, path, out)
+
+    def _check_structure(
+        self, shape: dict[str, Any], value: Any, path: str, out: list[tuple[str, str]]
+    ) -> None:
+        if shape.get("document"):
+            return
+        if not isinstance(value, dict):
+            out.append((path or "/", "Member must be a structure"))
+            return
+        members: dict[str, Any] = shape.get("members", {})
+        if shape.get("union"):
+            set_members = [k for k in members if value.get(k) is not None]
+            if len(set_members) != 1:
+                out.append((path or "/", "Member must have exactly one of its union members set"))
+        # URI labels, query-string and header members are checked like body members:
+        # the router puts them into ``value`` under their member names.
+        for req in shape.get("required", []):
+            if value.get(req) is None:
+                out.append((f"{path}/{req}", "Member must not be null"))
+        for key, spec in members.items():
+            if value.get(key) is not None:
+                self._check(spec["shape"], value[key], f"{path}/{key}", out)
+
+    def _check_list(self, shape: dict[str, Any], value: Any, path: str, out: list[tuple[str, str]]) -> None:
+        if not isinstance(value, list):
+            out.append((path or "/", "Member must be a list"))
+            return
+        self._check_length(shape, len(value), path or "/", out, "length")
+        if self.shapes[shape["member"]["shape"]]["type"] in ("float", "double") and _plain_numbers(value):
+            return  # vector data: one type check over the list instead of one call per value
+        for i, item in enumerate(value):
+            if item is None:
+                out.append((f"{path}/{i}", "Member must not be null"))
+            else:
+                self._check(shape["member"]["shape"], item, f"{path}/{i}", out)
+
+    def _check_map(self, shape: dict[str, Any], value: Any, path: str, out: list[tuple[str, str]]) -> None:
+        if not isinstance(value, dict):
+            out.append((path or "/", "Member must be a map"))
+            return
+        self._check_length(shape, len(value), path or "/", out, "length")
+        for k, v in value.items():
+            self._check(shape["key"]["shape"], k, f"{path}/{k}", out)
+            self._check(shape["value"]["shape"], v, f"{path}/{k}", out)
+
+    def _check_string(self, shape: dict[str, Any], value: Any, path: str, out: list[tuple[str, str]]) -> None:
         where = path or "/"
-        if kind == "structure":
-            if shape.get("document"):
-                return
-            if not isinstance(value, dict):
-                out.append((where, "Member must be a structure"))
-                return
-            members: dict[str, Any] = shape.get("members", {})
-            if shape.get("union"):
-                set_members = [k for k in members if value.get(k) is not None]
-                if len(set_members) != 1:
-                    out.append((where, "Member must have exactly one of its union members set"))
-            # URI labels, query-string and header members are checked like body members:
-            # the router puts them into ``value`` under their member names.
-            for req in shape.get("required", []):
-                if value.get(req) is None:
-                    out.append((f"{path}/{req}", "Member must not be null"))
-            for key, spec in members.items():
-                if value.get(key) is not None:
-                    self._check(spec["shape"], value[key], f"{path}/{key}", out)
-        elif kind == "list":
-            if not isinstance(value, list):
-                out.append((where, "Member must be a list"))
-                return
-            self._check_length(shape, len(value), where, out, "length")
-            if self.shapes[shape["member"]["shape"]]["type"] in ("float", "double") and _plain_numbers(value):
-                return  # vector data: one type check over the list instead of one call per value
-            for i, item in enumerate(value):
-                if item is None:
-                    out.append((f"{path}/{i}", "Member must not be null"))
-                else:
-                    self._check(shape["member"]["shape"], item, f"{path}/{i}", out)
-        elif kind == "map":
-            if not isinstance(value, dict):
-                out.append((where, "Member must be a map"))
-                return
-            self._check_length(shape, len(value), where, out, "length")
-            for k, v in value.items():
-                self._check(shape["key"]["shape"], k, f"{path}/{k}", out)
-                self._check(shape["value"]["shape"], v, f"{path}/{k}", out)
-        elif kind == "string":
-            if not isinstance(value, str):
-                out.append((where, "Member must be a string"))
-                return
-            self._check_length(shape, len(value), where, out, "length")
-            enum = shape.get("enum")
-            if enum and value not in enum:
-                out.append((where, f"Member must satisfy enum value set: [{', '.join(enum)}]"))
-            pattern = shape.get("pattern")
-            if pattern is not None and _pattern(pattern).fullmatch(value) is None:
-                out.append((where, f"Member must satisfy regular expression pattern: {pattern}"))
-        elif kind in ("integer", "long"):
-            if isinstance(value, bool) or not isinstance(value, int):
-                out.append((where, "Member must be an integer"))
-                return
-            if "min" in shape and value < shape["min"]:
-                out.append((where, f"Member must have value greater than or equal to {shape['min']}"))
-            if "max" in shape and value > shape["max"]:
-                out.append((where, f"Member must have value less than or equal to {shape['max']}"))
-        elif kind == "boolean":
-            if not isinstance(value, bool):
-                out.append((where, "Member must be a boolean"))
-        elif kind in ("float", "double", "timestamp"):
-            allowed = (int, float, str) if kind == "timestamp" else (int, float)
-            if isinstance(value, bool) or not isinstance(value, allowed):
-                out.append((where, f"Member must be a {'timestamp' if kind == 'timestamp' else 'number'}"))
+        if not isinstance(value, str):
+            out.append((where, "Member must be a string"))
+            return
+        self._check_length(shape, len(value), where, out, "length")
+        enum = shape.get("enum")
+        if enum and value not in enum:
+            out.append((where, f"Member must satisfy enum value set: [{', '.join(enum)}]"))
+        pattern = shape.get("pattern")
+        if pattern is not None and _pattern(pattern).fullmatch(value) is None:
+            out.append((where, f"Member must satisfy regular expression pattern: {pattern}"))
+
+    def _check_integer(
+        self, shape: dict[str, Any], value: Any, path: str, out: list[tuple[str, str]]
+    ) -> None:
+        where = path or "/"
+        if isinstance(value, bool) or not isinstance(value, int):
+            out.append((where, "Member must be an integer"))
+            return
+        if "min" in shape and value < shape["min"]:
+            out.append((where, f"Member must have value greater than or equal to {shape['min']}"))
+        if "max" in shape and value > shape["max"]:
+            out.append((where, f"Member must have value less than or equal to {shape['max']}"))
+
+    def _check_boolean(
+        self, shape: dict[str, Any], value: Any, path: str, out: list[tuple[str, str]]
+    ) -> None:
+        if not isinstance(value, bool):
+            out.append((path or "/", "Member must be a boolean"))
+
+    def _check_number(self, shape: dict[str, Any], value: Any, path: str, out: list[tuple[str, str]]) -> None:
+        timestamp = shape["type"] == "timestamp"
+        allowed = (int, float, str) if timestamp else (int, float)
+        if isinstance(value, bool) or not isinstance(value, allowed):
+            out.append((path or "/", f"Member must be a {'timestamp' if timestamp else 'number'}"))
 
     @staticmethod
     def _check_length(
@@ -161,6 +179,23 @@ class ServiceModel:
             out.append((where, f"Member must have {what} greater than or equal to {shape['min']}"))
         if "max" in shape and size > shape["max"]:
             out.append((where, f"Member must have {what} less than or equal to {shape['max']}"))
+
+
+_Check = Callable[[ServiceModel, dict[str, Any], Any, str, list[tuple[str, str]]], None]
+
+_CHECKS: dict[str, _Check] = {
+    "boolean": ServiceModel._check_boolean,
+    "double": ServiceModel._check_number,
+    "float": ServiceModel._check_number,
+    "integer": ServiceModel._check_integer,
+    "list": ServiceModel._check_list,
+    "long": ServiceModel._check_integer,
+    "map": ServiceModel._check_map,
+    "string": ServiceModel._check_string,
+    "structure": ServiceModel._check_structure,
+    "timestamp": ServiceModel._check_number,
+}
+"""The check of each shape type (a type not listed, e.g. ``blob``, is not checked)."""
 
 
 _PROPERTY = re.compile(r"\\p\{(\w+)\}")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._digest import key_hashes
 from .._exact import SearchMatrix
 from .._models import Metric
 from ._filter import Columns, FilterNode, evaluate
@@ -45,8 +46,9 @@ def fsync_dir(path: Path) -> None:
 
 
 def segment_of_keys(keys: list[str], count: int) -> npt.NDArray[np.int64]:
-    """CRC-32 of each key's UTF-8 bytes modulo ``count`` (stable across restarts)."""
-    return np.fromiter((zlib.crc32(k.encode("utf-8")) % count for k in keys), np.int64, len(keys))
+    """Each key's segment: its key bin among ``count`` (:func:`vectorport._digest.key_hashes`,
+    stable across restarts)."""
+    return (key_hashes(keys) % count).astype(np.int64)
 
 
 class VectorTable:

@@ -93,6 +93,12 @@ def info(
     table.add_row("exact search", str(caps["exact"]))
     table.add_row("filter operators", " ".join(caps["filter_operators"]))
     table.add_row("features", " ".join(caps["features"]) or "-")
+    capture = data.get("capture")
+    if isinstance(capture, dict):  # a store that captures its changes: what that holds back
+        table.add_row("capture", f"{capture['method']} {capture['name']}")
+        for key, value in capture.items():
+            if key not in ("method", "name"):
+                table.add_row(f"  {key.replace('_', ' ')}", "-" if value is None else str(value))
     layout = data.get("layout")
     if isinstance(layout, dict):  # a store that reads other tools' layouts says which it found
         how = f" (detected: {layout['detected']})" if layout.get("detected") else ""

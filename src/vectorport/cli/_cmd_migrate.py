@@ -41,7 +41,7 @@ from ..migrate import (
 )
 from ..migrate import run as run_migration
 from ..migrate import verify as run_verify
-from ..migrate._options import VerifyOptions
+from ..verify._options import VerifyOptions
 from ._common import (
     JsonOption,
     ReportOption,

@@ -8,11 +8,16 @@ support; 3 the backend or the embedder failed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.table import Table
 
 from .._registry import connect
 from ._common import JsonOption, emit_json, out_console, parse_json_arg, reported_errors
+
+if TYPE_CHECKING:
+    from ..search import SearchResult
 
 
 def search(
@@ -59,6 +64,12 @@ def search(
     if as_json:
         emit_json(result.to_dict(), "vectorport.search/1")
         return
+    out_console.print(_table(result, text, weight))
+
+
+def _table(result: SearchResult, text: str, weight: float) -> Table:
+    """The matches as a table: rank, score, key (with the other chunks of its source that hit),
+    section and the start of the text."""
     how = {"vector": result.model_id, "text": "full text", "hybrid": f"hybrid, weight {weight:g}"}
     table = Table(title=f"{text!r}: {result.k_returned} of {result.k_requested} ({how[result.mode]})")
     for col in ("#", "score", "key", "section", "text"):
@@ -75,7 +86,7 @@ def search(
             str(meta.get("section") or ""),
             snippet[:140] + ("…" if len(snippet) > 140 else ""),
         )
-    out_console.print(table)
+    return table
 
 
 def register(app: typer.Typer) -> None:

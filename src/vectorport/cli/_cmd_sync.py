@@ -33,13 +33,13 @@ from typing import Annotated, Any
 import typer
 
 from .._exit import ExitCode
+from ..engine._progress import ProgressMode, emit_progress
 from ..exceptions import ConfigurationError, VectorportError
 from ..migrate import SyncOptions, SyncReport, parse_shard, shard_path
 from ..migrate import sync as run_sync
-from ..migrate._capture import Lag
-from ..migrate._progress import ProgressMode, emit_progress
-from ..migrate._sync import committed
-from ..migrate._syncreport import SyncStats
+from ..sync._capture import Lag
+from ..sync._report import SyncStats
+from ..sync._state import committed
 from ._cmd_migrate import SHOWN, _print_verification, resume_command
 from ._common import (
     JsonOption,
@@ -239,6 +239,8 @@ def sync(
     was captured instead of scanning, and --follow applies changes continuously, reporting the
     lag. --teardown-capture removes everything it installed. See docs/sync.md.
     """
+    if setup_capture and teardown_capture:
+        raise typer.BadParameter("--setup-capture and --teardown-capture undo each other: give one")
     if setup_capture or teardown_capture:
         _capture_command(source, setup=setup_capture, method=capture_method, as_json=as_json)
         return

@@ -21,7 +21,15 @@ from rich.markup import escape
 
 from .. import _activity
 from .._exit import ExitCode
-from ..exceptions import ConfigurationError, FilterError, NotFoundError, UnsupportedError, VectorportError
+from ..exceptions import (
+    ConfigurationError,
+    FilterError,
+    NotFoundError,
+    UnsupportedError,
+    VectorportError,
+    worded,
+)
+from ._options import FLAGS
 
 __all__ = [
     "JsonOption",
@@ -192,21 +200,27 @@ _CLI_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"call sync again on a schedule instead"), "run sync --every 30s instead"),
     (re.compile(r"remove the capture \(teardown_capture\(\)\)"),
      "remove the capture (sync --teardown-capture)"),
+    (re.compile(r"install the capture again \(teardown_capture\(\) and setup_capture\(\)"),
+     "install the capture again (sync --teardown-capture SOURCE, then sync --setup-capture SOURCE"),
 )  # fmt: skip
 
 
-def cli_text(message: str) -> str:
-    """A library message as the command line says it: advice naming Python keyword arguments
-    (``pass dimension=``) becomes the commands that do it.
+def cli_text(message: str | BaseException) -> str:
+    """A library message (or error) as the command line says it: its structured advice
+    (:class:`~vectorport.exceptions.Advised`) in flags, and advice naming Python keyword
+    arguments to create a collection (``pass dimension=``) as the commands that do it.
 
     >>> cli_text("x is missing; pass dimension= (and metric=) to create it")[:47]
     'x is missing; create it with `vectorport ingest'
     """
-    from ._options import option_wording
-
+    if isinstance(message, VectorportError):
+        message = message.worded(FLAGS)
+    elif isinstance(message, BaseException):
+        message = str(message)
+    message = worded(message, FLAGS)
     for pattern, replacement in _CLI_ADVICE:
         message = pattern.sub(replacement, message)
-    return option_wording(message)
+    return message
 
 
 _ADVICE_KEYS = frozenset({"suggestion", "reasons", "notes"})
@@ -233,7 +247,7 @@ def _advice(value: Any) -> Any:
 def print_error(exc: BaseException) -> None:
     """``error: Kind: message`` on stderr, unwrapped (a log line stays one line)."""
     err_console.print(
-        f"[red]error:[/red] {type(exc).__name__}: {escape(cli_text(str(exc)))}",
+        f"[red]error:[/red] {type(exc).__name__}: {escape(cli_text(exc))}",
         highlight=False,
         soft_wrap=True,
     )
@@ -286,7 +300,7 @@ def fail(exc: BaseException, overrides: Mapping[type[BaseException], ExitCode] |
     print_error(exc)
     code = exit_code_of(exc, overrides)
     if _json_mode[0]:
-        doc = {"error": cli_text(str(exc)), "kind": type(exc).__name__, "exit_code": int(code)}
+        doc = {"error": cli_text(exc), "kind": type(exc).__name__, "exit_code": int(code)}
         emit_json(doc, "vectorport.error/1")
     return typer.Exit(code)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import re
+import shlex
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,14 +19,15 @@ from typing import Annotated, Any
 import typer
 
 from .._options import RunOptions
-from ..migrate._progress import ProgressMode
-from ..migrate._transform import MetadataPolicy
+from ..engine._progress import ProgressMode
+from ..engine._transform import MetadataPolicy
+from ..exceptions import Advice, Call, Wording
 
 __all__ = [
+    "FLAGS",
     "OPTIONAL_VALUES",
     "expand_optional_values",
     "option_parameters",
-    "option_wording",
     "with_options",
 ]
 
@@ -51,39 +52,45 @@ _FLAGS: dict[str, tuple[str, str | None]] = {}
 """Each option field the command line offers → its flag and, for a switch, the flag that turns
 it off, as the commands derived them (filled as each command is declared)."""
 
-_CALL = re.compile(r"vectorport\.(\w+)\('([^']*)', '([^']*)'\)")
 
+class _FlagWording:
+    """Advice as the command line says it, from :data:`_FLAGS`: ``metadata_policy='flatten'`` is
+    ``--metadata-policy flatten``, ``resume=True`` ``--resume``, ``checkpoint=`` ``--checkpoint``,
+    ``verify=False`` ``--no-verify``, ``text_key=None`` ``no --text-key``; a call of a command's
+    function (``vectorport.sync('a', 'b')``) is its command line (``vectorport sync a b``). An
+    option the command line does not offer keeps its Python wording.
 
-def option_wording(message: str) -> str:
-    """A library message as the command line says it: an option named by its Python keyword
-    (``metadata_policy='flatten'``, ``resume=True``, ``checkpoint=``) becomes its flag
-    (``--metadata-policy flatten``, ``--resume``, ``--checkpoint``), and a call of a command's
-    function (``vectorport.sync('a', 'b')``) the command line (``vectorport sync a b``).
-
+    >>> from vectorport.exceptions import Advice, Advised
     >>> _FLAGS.update({"metadata_policy": ("--metadata-policy", None), "verify": ("--verify", "--no-verify")})
-    >>> option_wording("pass metadata_policy='flatten', or verify=False")
+    >>> policy, verify = Advice("metadata_policy", "flatten"), Advice("verify", False)
+    >>> Advised.of("pass {}, or {}", policy, verify).worded(FLAGS)
     'pass --metadata-policy flatten, or --no-verify'
     >>> _FLAGS.update({"text_key": ("--text-key", None)})
-    >>> option_wording("it records text_key=None, this run has text_key='title'")
+    >>> was, has = Advice("text_key", None), Advice("text_key", "title")
+    >>> Advised.of("it records {}, this run has {}", was, has).worded(FLAGS)
     'it records no --text-key, this run has --text-key title'
     """
-    if _FLAGS:
-        names = "|".join(sorted(map(re.escape, _FLAGS), key=len, reverse=True))
-        pattern = re.compile(rf"(?<![\w.?&])({names})=(True|False|'[^']*'|[\w.:/-]+)?")
-        message = pattern.sub(_flag, message)
-    return _CALL.sub(r"vectorport \1 \2 \3", message)
+
+    def option(self, advice: Advice) -> str:
+        flags = _FLAGS.get(advice.option)
+        if flags is None:
+            return str(advice)
+        on, off = flags[0].split()[0], flags[1]
+        value = advice.plain
+        if value is ... or value is True:
+            return on
+        if value is False:
+            return off or f"no {on}"
+        if value is None:
+            return f"no {on}"
+        return f"{on} {value}"
+
+    def call(self, call: Call) -> str:
+        return shlex.join(["vectorport", call.command, *call.args])
 
 
-def _flag(match: re.Match[str]) -> str:
-    on, off = _FLAGS[match.group(1)]
-    value = match.group(2)
-    if value is None or value == "True":
-        return on
-    if value == "False":
-        return off or f"no {on}"
-    if value == "None":
-        return f"no {on}"
-    return f"{on} {value.strip(chr(39))}"
+FLAGS: Wording = _FlagWording()
+"""The command line's wording of advice: the flags its commands derived from the run options."""
 
 
 def option_parameters(

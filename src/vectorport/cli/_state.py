@@ -3,10 +3,9 @@ paths (``checkpoint=``), the CLI chooses them."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
-from .._paths import default_state, state_dir
+from .._paths import default_state, pair_file
 
 __all__ = ["default_checkpoint", "default_state"]  # default_state: the library's own (sync's default)
 
@@ -15,5 +14,4 @@ def default_checkpoint(source: str, target: str) -> Path:
     """A migration's checkpoint when ``--checkpoint`` is not given: the state folder
     (:func:`vectorport._paths.state_dir`) ``/migrations/<hash of the two URLs>.json`` (plus the
     shard suffix of :func:`~vectorport.migrate.shard_path`)."""
-    digest = hashlib.sha256(f"{source}\n{target}".encode()).hexdigest()[:16]
-    return state_dir() / "migrations" / f"{digest}.json"
+    return pair_file("migrations", source, target, ".json")

@@ -58,63 +58,49 @@ def compare(
     Parameters
     ----------
     stores
-        Stores or URLs (opened here and closed afterwards); a mapping gives them labels
-        (default: the backend name, numbered when repeated).
+        Stores or URLs (opened here and closed afterwards); a mapping gives them labels (default: the
+        backend name, numbered when repeated).
     queries
-        :class:`Query` objects, dicts in the JSONL format (``vector``/``text``, ``filter``,
-        ``relevant``, ``id``), a (n, dim) array, or an ``int`` N: N query vectors drawn from the
-        truth's data (per filter when ``filter`` is a list).
+        :class:`Query` objects, dicts in the JSONL format (``vector``/``text``, ``filter``, ``relevant``,
+        ``id``), a (n, dim) array, or an ``int`` N: N query vectors drawn from the truth's data.
     k
         Results per query.
     truth
-        Where the exact truth comes from: a store or URL to scan, or a prepared
-        :class:`GroundTruth`. Default: a scan of the first store.
+        Where the exact truth comes from: a store or URL to scan, or a prepared :class:`GroundTruth`.
+        Default: a scan of the first store.
     filter
-        A filter for queries that have none; a list of filters with an ``int`` ``queries``
-        samples N queries for each (``None`` in the list means unfiltered).
+        A filter for queries that have none; a list of filters (``None`` in it: unfiltered) with an
+        ``int`` ``queries`` samples N queries for each.
     embedder
-        For queries given as text: a :class:`vectorport.Embedder` (its ``embed_queries`` is
-        used) or any ``embedder(texts) -> (n, dim) array``.
+        For text queries: a :class:`vectorport.Embedder` or any ``embedder(texts) -> (n, dim) array``.
     params
         Per store label, backend query parameters (``{"pg": {"ef_search": 200}}``).
     gates
         A prepared :class:`Gates` (e.g. with ``per_filter=False``), instead of the gate options.
     options
-        The fields of :class:`~vectorport.compare.CompareOptions`, each documented there: the
-        gates (``min_recall``, ``max_missing`` — default 0: a store lacking any record of the
-        truth fails, whatever its recall —, …; the result's ``passed`` and ``gate_results``
-        report them), ``concurrency``, ``warmup``, ``include``, ``eps``, ``seed``, ….
-
-    Returns
-    -------
-    ComparisonResult
+        The fields of :class:`~vectorport.compare.CompareOptions`, each documented there: the gates
+        (``min_recall``, ``max_missing`` (default 0: a lost record fails the store), …; the result's
+        ``passed`` and ``gate_results`` report them), ``concurrency``, ``warmup``, ``eps``, ``seed``, ….
 
     Examples
     --------
     >>> import vectorport
     >>> from vectorport.testing import clustered_records
-    >>> a = vectorport.connect("memory://doctest-cmp-a", dimension=8)
-    >>> b = vectorport.connect("memory://doctest-cmp-b", dimension=8)
-    >>> recs = clustered_records(200, 8)
-    >>> _ = a.upsert(recs), b.upsert(recs)
+    >>> a, b = (vectorport.connect(f"memory://doctest-cmp-{n}", dimension=8) for n in "ab")
+    >>> _ = a.upsert(clustered_records(200, 8)), b.upsert(clustered_records(200, 8))
     >>> result = vectorport.compare({"a": a, "b": b}, 20, k=5, filter=[None, {"lang": "en"}],
     ...                             min_recall=0.99, min_overlap=0.99)
     >>> result.passed, result.store("b").overall.recall
     (True, 1.0)
     >>> a.drop(); b.drop()
     """
-    run = _Run(CompareOptions(k=k, **options))
-    labelled = _label(stores)
-    try:
-        handles = [(label, run.open(item)) for label, item in labelled]
+    with _Run(CompareOptions(k=k, **options)) as run:
+        handles = [(label, run.open(item)) for label, item in _label(stores)]
         ground, truth_store = run.ground_truth(truth, handles[0][1])
         _check_specs(handles, ground)
         basis = run.queries(queries, filter, embedder, ground, truth_store)
         reports = [run.measure(label, store, basis, params) for label, store in handles]
         return run.result(basis, reports).check(gates or run.opts.gates())
-    finally:
-        for store in run.opened:
-            store.close()
 
 
 @dataclass(frozen=True)
@@ -140,6 +126,14 @@ class _Run:
         self.timings: dict[str, float] = {}
         self.raw_sum = 0.0
         self.judge_time = 0.0
+
+    def __enter__(self) -> _Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the stores the run opened from URLs."""
+        for store in self.opened:
+            store.close()
 
     def open(self, item: StoreArg) -> VectorStore:
         """A store as given, or opened from its URL (and closed when the run ends)."""

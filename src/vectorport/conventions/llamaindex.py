@@ -67,7 +67,9 @@ NODE_EXTRAS: Final = "_llamaindex_node"
 """The metadata key (a JSON string) that carries, through any store, what a LlamaIndex node holds
 beyond its id, text and metadata when it is not what :func:`to_node_metadata` would make anyway:
 its relationships (PREVIOUS/NEXT/PARENT/CHILD …), ``start_char_idx``/``end_char_idx``, the
-excluded embed/LLM metadata keys, templates, mimetype and class. Read from a node by
+excluded embed/LLM metadata keys, templates, mimetype and class, and the order of its metadata
+keys when they are not in sorted order (LlamaIndex renders them in dict order; jsonb and other
+stores reorder a dict's keys, so a node without it gets its keys sorted). Read from a node by
 :func:`from_node_metadata`, put back into the node by :func:`to_node_metadata`, so what
 ``get_content(MetadataMode.X)`` returns is the same after LlamaIndex → any store → LlamaIndex."""
 _DERIVED: Final = ("id_", "embedding", "metadata", "text")
@@ -108,19 +110,39 @@ def to_node_metadata(
     >>> from_node_metadata(meta)
     ('hello', {'lang': 'en'})
     """
+    _refuse_bookkeeping(key, metadata)
+    extras, order = _extras_of(key, metadata)
+    metadata = _ordered({k: v for k, v in metadata.items() if k != NODE_EXTRAS}, order)
+    source = _source_of(metadata) or _node_source(extras)
+    if source is not None and metadata.get("ref_doc_id") == source:
+        # LlamaIndex keeps the source document in the node's relationships, not its metadata
+        # (node.ref_doc_id); in the metadata it would show in get_content() and the LLM's prompt
+        metadata = {k: v for k, v in metadata.items() if k != "ref_doc_id"}
+    node = _text_node(key, (text or "") if text_in_node else "", metadata, source)
+    node.update({k: v for k, v in extras.items() if k not in _DERIVED})
+    out: dict[str, JSON] = dict(metadata)
+    out[NODE_CONTENT] = json.dumps(node, ensure_ascii=False)
+    out[NODE_TYPE] = node["class_name"] if isinstance(node.get("class_name"), str) else TEXT_NODE
+    doc = source if source is not None else _NO_DOC
+    out["document_id"] = doc
+    out["doc_id"] = doc
+    out["ref_doc_id"] = doc
+    return out
+
+
+def _refuse_bookkeeping(key: str, metadata: Mapping[str, JSON]) -> None:
+    """Refuse user metadata that uses the keys LlamaIndex writes its node under."""
     taken = sorted((BOOKKEEPING - set(DOC_ID_KEYS)) & metadata.keys())
     if taken:
         raise ValidationError(
             [Problem(key, f"metadata.{name}", "is LlamaIndex's own key") for name in taken],
             hint="rename these metadata keys; LlamaIndex writes its node there",
         )
-    extras = _extras_of(key, metadata)
-    metadata = {k: v for k, v in metadata.items() if k != NODE_EXTRAS}
-    source = _source_of(metadata) or _node_source(extras)
-    if source is not None and metadata.get("ref_doc_id") == source:
-        # LlamaIndex keeps the source document in the node's relationships, not its metadata
-        # (node.ref_doc_id); in the metadata it would show in get_content() and the LLM's prompt
-        metadata = {k: v for k, v in metadata.items() if k != "ref_doc_id"}
+
+
+def _text_node(key: str, text: str, metadata: Mapping[str, JSON], source: str | None) -> dict[str, JSON]:
+    """``TextNode(id_=key, text=text, metadata=metadata).model_dump(mode="json")``, with
+    ``source`` as its source document."""
     relationships: dict[str, JSON] = {}
     if source is not None:
         relationships[_SOURCE] = {
@@ -131,7 +153,7 @@ def to_node_metadata(
             "class_name": "RelatedNodeInfo",
         }
     # The key order of TextNode.model_dump(mode="json"), so the JSON is byte-identical.
-    node: dict[str, JSON] = {
+    return {
         "id_": key,
         "embedding": None,
         "metadata": dict(metadata),
@@ -140,22 +162,13 @@ def to_node_metadata(
         "relationships": relationships,
         "metadata_template": "{key}: {value}",
         "metadata_separator": "\n",
-        "text": (text or "") if text_in_node else "",
+        "text": text,
         "mimetype": "text/plain",
         "start_char_idx": None,
         "end_char_idx": None,
         "text_template": "{metadata_str}\n\n{content}",
         "class_name": TEXT_NODE,
     }
-    node.update({k: v for k, v in extras.items() if k not in _DERIVED})
-    out: dict[str, JSON] = dict(metadata)
-    out[NODE_CONTENT] = json.dumps(node, ensure_ascii=False)
-    out[NODE_TYPE] = node["class_name"] if isinstance(node.get("class_name"), str) else TEXT_NODE
-    doc = source if source is not None else _NO_DOC
-    out["document_id"] = doc
-    out["doc_id"] = doc
-    out["ref_doc_id"] = doc
-    return out
 
 
 def from_node_metadata(meta: Mapping[str, JSON]) -> tuple[str | None, dict[str, JSON]]:
@@ -185,15 +198,18 @@ def from_node_metadata(meta: Mapping[str, JSON]) -> tuple[str | None, dict[str, 
     own = node.get("metadata")
     own = own if isinstance(own, dict) else {}
     mine = {k: own[k] for k in DOC_ID_KEYS if k in own}
-    if mine:
-        out.update(mine)
-    else:
-        source = _node_source(node) or next(
-            (str(meta[k]) for k in DOC_ID_KEYS if isinstance(meta.get(k), str) and meta[k] != _NO_DOC),
-            None,
-        )
-        if source is not None:
-            out["ref_doc_id"] = source
+    out.update(mine)
+    # the top-level copies are LlamaIndex's only when the node's metadata holds none of them
+    source = _node_source(node) or next(
+        (
+            str(meta[k])
+            for k in DOC_ID_KEYS
+            if not mine and isinstance(meta.get(k), str) and meta[k] != _NO_DOC
+        ),
+        None,
+    )
+    if source is not None and _source_of(mine) != source and "ref_doc_id" not in mine:
+        out["ref_doc_id"] = source  # a source the node's own ids do not give
     extras = _node_extras(node, out)
     if extras is not None:
         out[NODE_EXTRAS] = extras
@@ -207,21 +223,38 @@ def _node_extras(node: Mapping[str, JSON], metadata: Mapping[str, JSON]) -> str 
     plain = to_node_metadata(str(node.get("id_") or ""), None, metadata, text_in_node=False)
     made = json.loads(str(plain[NODE_CONTENT]))
     fields = {k: v for k, v in node.items() if k not in _DERIVED}
-    if fields == {k: v for k, v in made.items() if k not in _DERIVED}:
-        return None
-    return json.dumps({"node": fields}, ensure_ascii=False, sort_keys=True)
+    own = node.get("metadata")
+    order = list(own) if isinstance(own, dict) else []
+    extras: dict[str, JSON] = {}
+    if fields != {k: v for k, v in made.items() if k not in _DERIVED}:
+        extras["node"] = fields
+    if order != sorted(order):
+        extras["metadata_order"] = list(order)
+    return json.dumps(extras, ensure_ascii=False, sort_keys=True) if extras else None
 
 
-def _extras_of(key: str, metadata: Mapping[str, JSON]) -> dict[str, JSON]:
-    """The node fields a :data:`NODE_EXTRAS` carries."""
+def _ordered(metadata: dict[str, JSON], order: list[str]) -> dict[str, JSON]:
+    """``metadata`` with its keys in ``order`` (those it names), then the others sorted."""
+    out = {k: metadata[k] for k in order if k in metadata}
+    out.update({k: metadata[k] for k in sorted(metadata) if k not in out})
+    return out
+
+
+def _extras_of(key: str, metadata: Mapping[str, JSON]) -> tuple[dict[str, JSON], list[str]]:
+    """The node fields a :data:`NODE_EXTRAS` carries, and its metadata keys' order."""
     raw = metadata.get(NODE_EXTRAS)
     if raw is None:
-        return {}
+        return {}, []
     try:
         data = json.loads(raw) if isinstance(raw, str) else None
     except json.JSONDecodeError:
         data = None
-    if not isinstance(data, dict) or not isinstance(data.get("node"), dict):
+    if (
+        not isinstance(data, dict)
+        or not ({"node", "metadata_order"} & data.keys())
+        or not isinstance(data.get("node", {}), dict)
+        or not isinstance(data.get("metadata_order", []), list)
+    ):
         raise ValidationError(
             [
                 Problem(
@@ -230,7 +263,7 @@ def _extras_of(key: str, metadata: Mapping[str, JSON]) -> dict[str, JSON]:
             ],
             hint=f"remove {NODE_EXTRAS} (vectorport keeps a LlamaIndex node's own fields there)",
         )
-    return dict(data["node"])
+    return dict(data.get("node", {})), [str(k) for k in data.get("metadata_order", [])]
 
 
 def is_node_metadata(meta: Mapping[str, JSON]) -> bool:

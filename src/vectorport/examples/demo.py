@@ -138,6 +138,21 @@ class Demo:
         source_url = self._chroma_url()
         self.urls["source"] = source_url
 
+        self._ingest_steps(source_url, chunking)
+        with self.step("search") as st:
+            self._search(source_url)
+            st.detail = "3 questions"
+
+        with self.step("doctor and canaries") as st:
+            st.detail = self._doctor(source_url)
+
+        self._migrate_steps(source_url)
+        self._summary()
+        failed = [s for s in self.steps if s.status == "failed"]
+        return 1 if failed else 0
+
+    def _ingest_steps(self, source_url: str, chunking: Any) -> None:
+        """Ingest the corpus, then ingest it again unchanged (which must embed nothing)."""
         with self.step(f"ingest into {_backend(source_url)}") as st:
             t = time.perf_counter()
             dim = self.embedder.dimension  # loads the model
@@ -163,15 +178,9 @@ class Demo:
             if report.embedding_calls or report.added or report.updated:
                 raise VectorportError("an unchanged corpus was re-embedded")
 
-        with self.step("search") as st:
-            self._search(source_url)
-            st.detail = "3 questions"
-
-        with self.step("doctor and canaries") as st:
-            st.detail = self._doctor(source_url)
-
+    def _migrate_steps(self, source_url: str) -> None:
+        """Migrate the source to embedded pgvector, that to a local bucket server, and compare."""
         with contextlib.ExitStack() as stack:
-            pg_url = None
             with self.step(f"migrate {_backend(source_url)} -> embedded pgvector, verified") as st:
                 self._need_migrate()
                 pg_url = self._pgvector_url()
@@ -185,9 +194,6 @@ class Demo:
                 self.urls["s3vectors"] = s3_url
             with self.step("compare the stores on text queries") as st:
                 st.detail = self._compare()
-        self._summary()
-        failed = [s for s in self.steps if s.status == "failed"]
-        return 1 if failed else 0
 
     def _ingest(self, url: str, chunking: Any) -> Any:
         from ..ingest import ingest
@@ -228,7 +234,8 @@ class Demo:
         return "no findings" if report.ok else f"{len(report.findings)} findings (see above)"
 
     def _need_migrate(self) -> Callable[..., Any]:
-        migrate: Callable[..., Any] | None = getattr(vectorport, "migrate", None)
+        # vectorport.migrate is a package; its run() is the migration (as the command's)
+        migrate: Callable[..., Any] | None = getattr(getattr(vectorport, "migrate", None), "run", None)
         if migrate is None:
             raise _Skip("vectorport.migrate is not part of this build yet")
         return migrate

@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from .._embedder import Embedder
 from .._exit import Status
+from .._features import change_capture_of
 from .._models import Record
 from .._protocol import VectorStore
 from .._report import Report
@@ -60,7 +61,11 @@ CHECKS = (
     "torn-document",
     "embedding-drift",
     "canary-drift",
+    "capture",
 )
+HELD_BACK = {"retained_wal_bytes": 128 * 2**20, "outbox_rows": 100_000}
+"""What a change capture may hold back on the source's server before ``capture`` reports it (a
+follower stopped, or never restarted, keeps WAL or outbox rows until it confirms them)."""
 
 NO_SOURCE_ROOT = "no source root given (source_root)"
 """Why ``orphan`` was skipped: :func:`diagnose` had no ``source_root``."""
@@ -184,7 +189,33 @@ def diagnose(
         report.checks_skipped["canary-drift"] = "no embedder"
     else:
         d.run("canary-drift", lambda: d.canary_drift(store, embedder, canaries))
+    d.run("capture", lambda: _capture(store, report))
     return report
+
+
+def _capture(store: VectorStore, report: DoctorReport) -> Finding | None:
+    """The store's change capture (its health in ``stats``): a finding when it holds back more
+    than :data:`HELD_BACK` on the server, or its slot lost the WAL it needed."""
+    captured = change_capture_of(store)
+    feed = captured.change_feed() if captured is not None else None
+    if feed is None:
+        return None
+    try:
+        health = feed.health()
+    finally:
+        feed.close()
+    report.stats["capture"] = health
+    over = [k for k, most in HELD_BACK.items() if int(str(health.get(k) or 0)) > most]
+    if not over and health.get("wal_status") not in ("unreserved", "lost"):
+        return None
+    held = ", ".join(f"{k.replace('_', ' ')} {health[k]}" for k in over) or f"WAL {health.get('wal_status')}"
+    consumer, last = health.get("consumer") or "no target yet", health.get("confirmed_at") or "never"
+    return Finding(
+        "capture",
+        f"the change capture {health.get('name')} holds back {held} on the server (it feeds the sync "
+        f"into {consumer}, last confirmed {last}): "
+        "run that sync (it confirms what it applies), or remove the capture (teardown_capture())",
+    )
 
 
 _Picked = tuple[int, str, str, npt.NDArray[np.float32], str | None]

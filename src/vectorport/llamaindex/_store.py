@@ -18,7 +18,6 @@ from llama_index.core.vector_stores.types import (
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from .._async import AsyncStore
-from .._base import BaseStore
 from .._exact import ExactIndex
 from .._handle import StoreHandle
 from .._models import Match, Metric, Record, score_from_distance
@@ -171,10 +170,8 @@ class LlamaIndexStore(BasePydanticVectorStore):
     def clear(self) -> None:
         """Delete every node, keeping the (empty) collection."""
         store = self._handle.current
-        if isinstance(store, BaseStore):
+        if store is not None:
             store.delete_all()
-        elif store is not None:
-            store.delete([r.key for page in store.scan(include=[]) for r in page])
 
     async def aclear(self) -> None:
         """:meth:`clear`, off the event loop."""

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 from .._features import SupportsLayoutCheck, integrity_check_of, key_check_of, layout_check_of
 from .._models import JSON, CollectionSpec, Record
+from .._report import DEFAULT_CAP, Capped
 from .._validate import key_problem
-from ..exceptions import UnsupportedError
-from ._endpoints import Endpoint
-from ._names import TargetName
-from ._progress import Progress, ProgressMode
-from ._report import DEFAULT_CAP, Capped
-from ._transform import MetadataPolicy, Transformed, Transformer, problem_kind
+from ..engine._endpoints import Endpoint
+from ..engine._names import TargetName
+from ..engine._progress import Progress, ProgressMode
+from ..engine._transform import MetadataPolicy, Transformed, Transformer, problem_kind
+from ..exceptions import Advice, Advised, UnsupportedError
 
 __all__ = ["MigrationPlan", "PlanChecker", "PlanRefusedError", "ProblemGroup", "build_plan"]
 
@@ -163,8 +163,13 @@ class MigrationPlan:
         if self.records_unresolved:
             kinds = ", ".join(f"{g.kind} ({g.records} records)" for g in self.unresolved.values())
             out.append(
-                f"{self.records_unresolved} records hold metadata {self.target_backend} cannot hold "
-                f"under metadata_policy={self.policy.value!r}: {kinds}"
+                Advised.of(
+                    "{} records hold metadata {} cannot hold under {}: {}",
+                    self.records_unresolved,
+                    self.target_backend,
+                    Advice("metadata_policy", self.policy),
+                    kinds,
+                )
             )
         return out
 
@@ -176,7 +181,7 @@ class MigrationPlan:
         if self.target_name is None or not self.target_name.refused:
             return hint
         rename = f"name the target collection {self.target_name.name!r} in the target URL"
-        return rename + (f", and {hint}" if hint else "")
+        return Advised.of("{}, and {}", rename, hint) if hint else rename
 
     def _policy_suggestion(self) -> str | None:
         if not self.records_unresolved:
@@ -189,7 +194,7 @@ class MigrationPlan:
             )
         first = MetadataPolicy(fixes[0])
         others = f" (or {', '.join(fixes[1:])})" if len(fixes) > 1 else ""
-        return f"pass metadata_policy={first.value!r}{others}: {_POLICY_EFFECT[first]}"
+        return Advised.of("pass {}{}: {}", Advice("metadata_policy", first), others, _POLICY_EFFECT[first])
 
     def to_dict(self) -> dict[str, JSON]:
         """A JSON-ready dict."""
@@ -339,6 +344,20 @@ def build_plan(
         target_name=target.naming,
     )
     _follow_text_language(source, target, plan)
+    _notes(source, target, plan)
+    if scan:
+        checker = PlanChecker(plan, target, transformer, cap)
+        with Progress("plan", total_hint, enabled=progress) as bar:
+            for page in source.store.scan(include=["metadata", "text"], segment=shard):
+                checker.observe(page)
+                bar.advance(len(page))
+        checker.finish()
+    return plan
+
+
+def _notes(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
+    """What the plan says before any record is read: columns left out, the target's name, the
+    records an existing target already holds."""
     left_out = getattr(source.store, "left_out_columns", ())
     if left_out:
         plan.notes.append(
@@ -353,14 +372,6 @@ def build_plan(
             f"the target already holds {plan.target_count} records: records with the same key are "
             "replaced, others are left alone (verification reports them as extra)"
         )
-    if scan:
-        checker = PlanChecker(plan, target, transformer, cap)
-        with Progress("plan", total_hint, enabled=progress) as bar:
-            for page in source.store.scan(include=["metadata", "text"], segment=shard):
-                checker.observe(page)
-                bar.advance(len(page))
-        checker.finish()
-    return plan
 
 
 def _follow_text_language(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
@@ -455,6 +466,10 @@ class PlanChecker:
         plan = self.plan
         if plan.records_with_problems and self.transformer.policy is not MetadataPolicy.ERROR:
             plan.notes.append(
-                f"{plan.records_with_problems} records hold metadata {plan.target_backend} cannot hold; "
-                f"metadata_policy={self.transformer.policy.value!r} transforms it (see 'transforms')"
+                Advised.of(
+                    "{} records hold metadata {} cannot hold; {} transforms it (see 'transforms')",
+                    plan.records_with_problems,
+                    plan.target_backend,
+                    Advice("metadata_policy", self.transformer.policy),
+                )
             )

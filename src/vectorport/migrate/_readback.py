@@ -26,7 +26,7 @@ from .._digest import BinSums, bin_of, key_digest
 from .._exact import StreamingTopK
 from .._models import Record
 from .._protocol import VectorStore
-from ._digestscan import in_lanes, page_digests, parallel_segments
+from ..engine._digestscan import each_segment, page_digests, parallel_segments
 
 __all__ = ["ReadBack", "list_key_sums"]
 
@@ -138,15 +138,15 @@ def list_key_sums(store: VectorStore, parts: int, concurrency: int = 4) -> tuple
     """Per-bin key digests and counts of every key ``store`` holds (no vectors, metadata or
     text; several scan segments at once where the store's segments split the reads), and the
     number of rows listed."""
-    lanes = parallel_segments(store, concurrency)
+    segments = parallel_segments(store, concurrency)
     lock = threading.Lock()
     total = BinSums(parts)
     rows = [0]
 
-    def lane(i: int) -> None:
+    def read(i: int) -> None:
         mine = BinSums(parts)
         n = 0
-        for page in store.scan(include=[], segment=(i, lanes)):
+        for page in store.scan(include=[], segment=(i, segments)):
             keys = [r.key for r in page]
             n += len(keys)
             _fold_keys(mine, keys)
@@ -154,6 +154,6 @@ def list_key_sums(store: VectorStore, parts: int, concurrency: int = 4) -> tuple
             total.merge(mine)
             rows[0] += n
 
-    in_lanes(lanes, lane)
+    each_segment(segments, read)
     total.clean()
     return total, rows[0]

@@ -11,20 +11,20 @@ The ``EXIT_*`` names are kept as aliases of the table's members.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._exit import ExitCode, Status
 from .._models import JSON
-from .._report import Report
+from .._report import DEFAULT_CAP, Capped, Report
 
 if TYPE_CHECKING:
+    from ..verify._verify import VerifyReport
     from ._plan import MigrationPlan
-    from ._run import CopyStats
-    from ._verify import VerifyReport
+    from ._records import CopyStats
 
 __all__ = [
+    "DEFAULT_CAP",
     "EXIT_DIFFERENCES",
     "EXIT_FAILURE",
     "EXIT_OK",
@@ -37,34 +37,6 @@ EXIT_OK = ExitCode.OK
 EXIT_DIFFERENCES = ExitCode.PROBLEM
 EXIT_FAILURE = ExitCode.FAILURE
 EXIT_REFUSED = ExitCode.REFUSED
-
-T = TypeVar("T")
-
-DEFAULT_CAP = 100
-"""Examples kept per group of problems or differences; totals are always exact."""
-
-
-@dataclass
-class Capped(Generic[T]):
-    """A list that keeps its first ``cap`` items but counts them all."""
-
-    cap: int = DEFAULT_CAP
-    total: int = 0
-    items: list[T] = field(default_factory=list)
-
-    def add(self, item: T) -> None:
-        self.total += 1
-        if len(self.items) < self.cap:
-            self.items.append(item)
-
-    def __bool__(self) -> bool:
-        return self.total > 0
-
-    def __iter__(self) -> Iterator[T]:
-        return iter(self.items)
-
-    def to_dict(self) -> dict[str, JSON]:
-        return {"total": self.total, "shown": len(self.items), "items": list(self.items)}
 
 
 @dataclass
@@ -101,6 +73,10 @@ class MigrationReport(Report):
     engine: dict[str, Any] = field(default_factory=dict)
     """Where it ran: ``engine`` (``local`` or ``ray``) and, on Ray, ``workers``, the write cap
     each worker got and each task's node, pid, records and rate."""
+
+    def placed(self, engine: dict[str, Any], note: str) -> None:
+        self.engine = engine
+        self.notes.append(note)
 
     def sections(self) -> dict[str, JSON]:
         return {

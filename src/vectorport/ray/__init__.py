@@ -39,10 +39,9 @@ if _missing is not None:
     )
     raise _exc
 
+from ._api import export_on_ray, migrate_on_ray, sync_on_ray, verify_on_ray  # noqa: E402
 from ._data import StoreDatasink, StoreDatasource, read_store, write_store  # noqa: E402
-from ._engine import RayRunner, export_on_ray, migrate_on_ray  # noqa: E402
-from ._sync import sync_on_ray  # noqa: E402
-from ._verify import verify_on_ray  # noqa: E402
+from ._engine import RayRunner  # noqa: E402
 
 __all__ = [
     "RayRunner",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..engine._endpoints import StoreLike
 from ..migrate import MigrationReport
 from ..migrate import run as migrate
-from ..migrate._endpoints import StoreLike
 from ._export import ExportReport, export, snapshot_url
 from ._options import ExportOptions
 

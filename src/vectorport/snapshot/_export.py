@@ -6,43 +6,40 @@ and the same runners place its work::
 
     export(source, DIR, runner=…, **options)       options: ExportOptions (typed, frozen)
       │ runner.check(options, source, DIR)         refuse what the runner cannot honour
-      │ runner.delegate(…)                         a store one process may open: one Ray task
+      │ placement.whole → runner.delegate(…)       a store one process may open: one task
       ▼
     ExportContext ── directory ── write ───────────── manifest ── verify
-                     (empty, or   runner.export():    (driver)    runner.verify(): the
-                     overwrite)   segments here, or               migration's verification of
-                                  one Ray task each               source against parquet://DIR
+                     (empty, or   segments here, or   (driver)    the one verification of
+                     overwrite)   one task each                   source against parquet://DIR
+                                  (runner.map)
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from .._exit import Status
-from .._gc import bulk_allocations
-from .._paths import writable_dir
-from .._protocol import VectorStore
 from .._report import Report
 from .._url import mask_url
+from ..backends.parquet._url import expecting, snapshot_url
+from ..engine._endpoints import Endpoint, StoreLike, count_or_none, open_source, probe_target
+from ..engine._progress import Progress
+from ..engine._runner import LocalRunner, Placement, Runner, worker_info
+from ..engine._transform import Transformer
+from ..engine._whole import delegated, note_pid
 from ..exceptions import ConfigurationError
-from ..migrate._endpoints import Endpoint, StoreLike, open_source, probe_target
-from ..migrate._engine import LocalRunner, RunContext, Runner
 from ..migrate._options import MigrateOptions
-from ..migrate._report import MigrationReport
-from ..migrate._transform import Transformer
-from ..migrate._verify import VerifyReport
-from ._options import SCAN_BATCH, ExportOptions
+from ..verify._placed import Pair, verify_placed
+from ..verify._verify import VerifyReport
+from ._options import ExportOptions
 
 if TYPE_CHECKING:
-    from ..backends.parquet._format import PartInfo
+    from ..backends.parquet.export import PartInfo
 
 __all__ = [
     "ExportContext",
@@ -51,72 +48,7 @@ __all__ = [
     "export",
     "snapshot_url",
     "write_parts",
-    "write_segment",
 ]
-
-
-def snapshot_url(directory: str | os.PathLike[str], expect_digest: str | None = None) -> str:
-    """The ``parquet://`` URL of a snapshot directory (absolute, so it means the same anywhere
-    on this machine, or on a cluster's shared file system); with ``expect_digest`` (the
-    snapshot digest export printed), the store it opens refuses any other snapshot."""
-    url = "parquet://" + quote(str(Path(directory).expanduser().resolve()))
-    return url if expect_digest is None else expecting(url, expect_digest)
-
-
-def expecting(url: str, expect_digest: str) -> str:
-    """``url`` (a ``parquet://`` snapshot) with the ``expect_digest`` parameter set, so whatever
-    opens it — a local run or Ray workers — refuses a snapshot with another digest."""
-    if urlsplit(url).scheme != "parquet":
-        raise ConfigurationError(
-            f"an expected digest checks a snapshot, and {mask_url(url)} is not one: give it for the "
-            "parquet://DIR store (or import DIR)"
-        )
-    # (urlunsplit would drop the ``//`` of ``parquet:///abs/dir``, a URL with no host)
-    head, _, query = url.partition("?")
-    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "expect_digest"]
-    return f"{head}?{urlencode([*kept, ('expect_digest', expect_digest)])}"
-
-
-def source_layout(store: VectorStore) -> dict[str, Any] | None:
-    """The source's layout description, when its backend has layouts (kept in the manifest so a
-    restore can name where the records came from)."""
-    layout = getattr(store, "layout", None)
-    to_dict = getattr(layout, "to_dict", None)
-    if callable(to_dict):
-        described = to_dict()
-        return described if isinstance(described, dict) else None
-    name = getattr(store, "layout_name", None)
-    return {"name": name} if isinstance(name, str) else None
-
-
-@bulk_allocations()
-def write_segment(
-    store: VectorStore,
-    directory: Path,
-    segment: tuple[int, int],
-    *,
-    max_part_bytes: int | None = None,
-    batch_size: int = SCAN_BATCH,
-    on_page: Callable[[int], None] | None = None,
-) -> list[Any]:
-    """Write segment ``segment`` of ``store`` as parts named ``part-<i>-<nnnnn>.parquet``; the
-    :class:`~vectorport.backends.parquet._format.PartInfo` of each. Workers of a parallel export
-    each call this for their own segments."""
-    from ..backends.parquet._format import DEFAULT_PART_BYTES, PartWriter
-
-    index, parts = segment
-    writer = PartWriter(
-        directory,
-        store.spec.dimension,
-        prefix=f"part-{index:05d}" if parts > 1 else "part",
-        max_bytes=max_part_bytes or DEFAULT_PART_BYTES,
-    )
-    for page in store.scan(batch_size=batch_size, segment=segment):
-        writer.add(page.records)
-        if on_page is not None:
-            on_page(len(page.records))
-    writer.flush()
-    return list(writer.parts)
 
 
 @dataclass
@@ -144,6 +76,12 @@ class ExportReport(Report):
     options: dict[str, Any] = field(default_factory=dict)
     """The run's :class:`~._options.ExportOptions`, as JSON values."""
     notes: list[str] = field(default_factory=list)
+
+    def placed(self, engine: dict[str, Any], note: str) -> None:
+        self.engine = str(engine["engine"])
+        self.workers = int(engine.get("workers", 1))
+        self.per_worker = list(engine.get("per_worker", []))
+        self.notes.append(note)
 
     @property
     def status(self) -> Status:
@@ -175,71 +113,13 @@ class ExportReport(Report):
         }
 
 
-def replaceable(path: Path, overwrite: bool) -> list[str]:
-    """The files an export into ``path`` removes first (a previous snapshot's, with
-    ``overwrite``); a directory holding anything else, or a snapshot without ``overwrite``, is
-    refused. Writes nothing; the write lock's file is no content."""
-    from ..backends.parquet._format import LOCK, MANIFEST, snapshot_file
-
-    present = sorted(p.name for p in path.iterdir() if p.name != LOCK)
-    ours = [n for n in present if snapshot_file(n)]
-    if present and (not overwrite or len(ours) != len(present)):
-        what = "a snapshot" if MANIFEST in present else f"{len(present)} files, e.g. {present[0]!r}"
-        hint = "pass overwrite=True to replace it" if len(ours) == len(present) else "name an empty directory"
-        raise ConfigurationError(f"{path} is not empty (it holds {what}); {hint}")
-    return ours
-
-
-def prepare_directory(path: Path, overwrite: bool) -> None:
-    """Make ``path`` (whose write lock the caller holds) an empty directory to export into:
-    :func:`replaceable` checked again under the lock, then a previous snapshot removed."""
-    for name in replaceable(path, overwrite):
-        target = path / name
-        if target.is_dir():
-            shutil.rmtree(target)
-        else:
-            target.unlink()
-
-
-def export_directory(directory: str | os.PathLike[str]) -> Path:
-    """The directory an export writes, created when missing (resolved: workers see one path)."""
-    path = Path(directory).expanduser()
-    if path.exists() and not path.is_dir():
-        raise ConfigurationError(f"{path} is a file; export writes a directory of Parquet parts")
-    return writable_dir(path, "snapshot directory").resolve()
-
-
-def finish_snapshot(report: ExportReport, store: VectorStore, directory: Path, parts: Sequence[Any]) -> None:
-    """Write the manifest of ``parts`` (from every segment); fill ``report``'s count, parts,
-    bytes, content digest and snapshot digest."""
-    from ..backends.parquet._format import SHA256_PREFIX, Manifest, fold
-
-    spec = store.spec
-    ordered = sorted(parts, key=lambda p: p.file)
-    count = sum(p.records for p in ordered)
-    digest = fold([p.digest for p in ordered])
-    written = Manifest(
-        dimension=spec.dimension,
-        metric=spec.metric.value,
-        embedding_model=spec.embedding_model,
-        name=spec.name,
-        count=count,
-        digest=digest,
-        parts=list(ordered),
-        source=report.source,
-        source_layout=source_layout(store),
-    ).save(directory)
-    report.count, report.parts, report.digest = count, len(ordered), digest
-    report.bytes = sum(p.bytes for p in ordered)
-    report.snapshot_digest = SHA256_PREFIX + hashlib.sha256(written.read_bytes()).hexdigest()
-
-
 @dataclass
 class ExportContext:
     """One export run: the source, the typed options, the directory, the report being built."""
 
     source: StoreLike
     options: ExportOptions
+    placement: Placement
     src: Endpoint
     directory: Path
     report: ExportReport
@@ -250,7 +130,7 @@ class ExportContext:
 
 def write_parts(ctx: ExportContext, on_page: Callable[[int], None] | None = None) -> list[PartInfo]:
     """Every segment of the export written in this process, one after the other."""
-    from ..backends.parquet._format import DEFAULT_PART_BYTES
+    from ..backends.parquet.export import write_segment  # pyarrow: only when an export runs
 
     o, parts = ctx.options, []
     for i in range(ctx.segments):
@@ -258,7 +138,7 @@ def write_parts(ctx: ExportContext, on_page: Callable[[int], None] | None = None
             ctx.src.store,
             ctx.directory,
             (i, ctx.segments),
-            max_part_bytes=o.max_part_bytes or DEFAULT_PART_BYTES,
+            max_part_bytes=o.max_part_bytes,
             batch_size=o.batch_size,
             on_page=on_page,
         )
@@ -281,15 +161,16 @@ def export(
     """
     opts = ExportOptions(**options)
     run = runner if runner is not None else LocalRunner()
-    run.check(opts, source, snapshot_url(directory))
-    delegated = run.delegate(source, str(directory), opts)
-    if delegated is not None:
-        assert isinstance(delegated, ExportReport)
-        return delegated
+    placement = run.check(opts, source, snapshot_url(directory))
+    whole = delegated(run, placement, export, _exported, source, str(directory), opts)
+    if whole is not None:
+        assert isinstance(whole, ExportReport)
+        return whole
     started = time.monotonic()
     src = open_source(source, **dict(opts.source_options))
     try:
-        from ..backends.parquet._lock import WriteLock
+        # the backend's own snapshot writer (pyarrow: only when an export runs)
+        from ..backends.parquet.export import WriteLock, export_directory, prepare_directory, replaceable
 
         path = export_directory(directory)
         replaceable(path, opts.overwrite)  # a refused export leaves not even a lock file
@@ -298,19 +179,32 @@ def export(
         with WriteLock(path, wait=False):
             prepare_directory(path, opts.overwrite)
             report = ExportReport(src.label, str(path), options=opts.to_dict())
-            segments = opts.segments or run.shards
-            ctx = ExportContext(source, opts, src, path, report, started, segments)
+            segments = opts.segments or placement.shards
+            ctx = ExportContext(source, opts, placement, src, path, report, started, segments)
             return _stages(ctx, run)
     finally:
         src.close()
 
 
+def _manifest(report: ExportReport, ctx: ExportContext, parts: list[PartInfo]) -> None:
+    """The snapshot's manifest, written by the parquet backend; the report says what it holds."""
+    from ..backends.parquet.export import finish_snapshot
+
+    written = finish_snapshot(ctx.src.store, ctx.directory, parts, report.source)
+    report.count, report.parts, report.bytes = written.count, written.parts, written.bytes
+    report.digest, report.snapshot_digest = written.digest, written.snapshot_digest
+
+
+def _exported(report: ExportReport) -> int:
+    return report.count
+
+
 def _stages(ctx: ExportContext, runner: Runner) -> ExportReport:
-    """write (placed by the runner) → manifest → verify (the migration's, placed by the runner)."""
+    """write (here, or one task per segment) → manifest → verify (the one verification)."""
     report = ctx.report
-    parts = runner.export(ctx)
-    _describe(report, runner)
-    finish_snapshot(report, ctx.src.store, ctx.directory, parts)
+    parts = _write(ctx, runner)
+    _describe(report, ctx.placement)
+    _manifest(report, ctx, parts)
     report.timings["export"] = time.monotonic() - ctx.started
     if ctx.options.verify:
         t0 = time.monotonic()
@@ -320,16 +214,68 @@ def _stages(ctx: ExportContext, runner: Runner) -> ExportReport:
     return report
 
 
-def _describe(report: ExportReport, runner: Runner) -> None:
-    engine = runner.describe()
-    report.engine = str(engine.get("engine", runner.name))
+def _write(ctx: ExportContext, runner: Runner) -> list[PartInfo]:
+    """Every segment's parts: here, one after the other, or one task per segment, each writing
+    into the directory (which every task must reach: a shared file system on a real cluster)."""
+    o, n = ctx.options, ctx.segments
+    with Progress("export", count_or_none(ctx.src.store), enabled=o.progress) as bar:
+        if ctx.placement.here:
+            return write_parts(ctx, on_page=bar.advance)
+        if not isinstance(ctx.source, str):
+            raise ConfigurationError(f"engine {runner.name} opens the source in its tasks: pass a URL")
+        started = time.monotonic()
+        parts: list[PartInfo] = []
+        workers = []
+        calls = [(ctx.source, o, str(ctx.directory), (i, n)) for i in range(n)]
+        for got, worker in runner.map(export_segment, calls):  # the bar follows the tasks
+            parts += got
+            workers.append(worker)
+            bar.advance(worker["records"])
+    ctx.placement.ran(workers, time.monotonic() - started)
+    return parts
+
+
+def export_segment(
+    source: str, options: ExportOptions, directory: str, segment: tuple[int, int]
+) -> tuple[list[PartInfo], dict[str, Any]]:
+    """One task: the parts of one scan segment of an export's source."""
+    from ..backends.parquet.export import write_segment
+
+    started = time.monotonic()
+    note_pid(segment)
+    folder = Path(directory)
+    # a retried task starts its segment again: the parts of a lost attempt go first, so none of
+    # them stays beside the manifest for DuckDB to read
+    for stale in [
+        *folder.glob(f"part-{segment[0]:05d}-*.parquet"),
+        *folder.glob(f".part-{segment[0]:05d}-*"),
+    ]:
+        stale.unlink(missing_ok=True)
+    src = open_source(source, **dict(options.source_options))
+    try:
+        parts = write_segment(
+            src.store,
+            folder,
+            segment,
+            max_part_bytes=options.max_part_bytes,
+            batch_size=options.batch_size,
+        )
+    finally:
+        src.close()
+    records = sum(p.records for p in parts)
+    return parts, worker_info(f"export {segment[0]}/{segment[1]}", records, started)
+
+
+def _describe(report: ExportReport, placement: Placement) -> None:
+    engine = placement.describe()
+    report.engine = str(engine["engine"])
     report.workers = int(engine.get("workers", 1))
     report.per_worker = list(engine.get("per_worker", []))
 
 
 def _verify(ctx: ExportContext, runner: Runner) -> VerifyReport:
-    """The snapshot, read back as ``parquet://DIR``, against its source: the migration's
-    verification stage (:meth:`Runner.verify`) over a run context whose target is the snapshot."""
+    """The snapshot, read back as ``parquet://DIR``, against its source: the one verification,
+    placed as the export was."""
     o, url = ctx.options, snapshot_url(ctx.directory)
     dst = probe_target(url, ctx.src.store.spec.name)
     try:
@@ -340,10 +286,8 @@ def _verify(ctx: ExportContext, runner: Runner) -> VerifyReport:
             cap=o.cap,
             source_options=o.source_options,
         )
-        report = MigrationReport(ctx.src.label, dst.label, (0, 1), Status.COPIED)
-        transformer = Transformer(dst.capabilities.metadata)
-        run = RunContext(ctx.source, url, check, ctx.src, dst, transformer, report, ctx.started)
-        return runner.verify(run)
+        pair = Pair(ctx.source, url, ctx.src, dst, Transformer(dst.capabilities.metadata))
+        return verify_placed(runner, ctx.placement, pair, check, progress=o.progress)
     finally:
         dst.close()
 

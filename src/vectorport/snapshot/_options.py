@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._options import RunOptions, option
+from .._report import DEFAULT_CAP
+from ..engine._progress import ProgressMode
 from ..exceptions import ConfigurationError
-from ..migrate._progress import ProgressMode
-from ..migrate._report import DEFAULT_CAP
 
 __all__ = ["SCAN_BATCH", "ExportOptions"]
 

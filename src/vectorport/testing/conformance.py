@@ -20,6 +20,11 @@ empty* collection each call; the suite drops the collections it makes::
             return lambda dim, metric: vectorport.connect(
                 f"memory://conf-{next(names)}", dimension=dim, metric=metric)
 
+:class:`StoreConformance` composes one mixin per concern (:class:`DeclarationTests`,
+:class:`WriteTests`, :class:`InputTests`, :class:`ScanTests`, :class:`QueryTests`,
+:class:`OracleTests`, all on :class:`ConformanceFixtures`); a backend that supports only part of
+the contract subclasses the groups it needs instead.
+
 A read-only backend (no :attr:`~vectorport.Feature.WRITE`) also provides ``store_loader``,
 ``load(store, records) -> store`` (see :meth:`vectorport.testing.backends.ServerPool.loader`):
 the read tests fill its collections through it, and every test of writes checks that a write
@@ -69,7 +74,18 @@ from .strategies import (
     typed_filters,
 )
 
-__all__ = ["StoreConformance", "StoreFactory", "assert_vectors_equal"]
+__all__ = [
+    "ConformanceFixtures",
+    "DeclarationTests",
+    "InputTests",
+    "OracleTests",
+    "QueryTests",
+    "ScanTests",
+    "StoreConformance",
+    "StoreFactory",
+    "WriteTests",
+    "assert_vectors_equal",
+]
 
 StoreFactory = Callable[[int, str], VectorStore]
 StoreLoader = Callable[[VectorStore, Sequence[Record]], VectorStore]
@@ -135,13 +151,14 @@ def _assert_same_record(got: Record, want: Record, ulps: int = 0, float_ulps: in
     assert_vectors_equal(got.vector, want.vector, ulps)
 
 
-class StoreConformance:
-    """The shared contract tests. See the module docstring for how to use it."""
+class ConformanceFixtures:
+    """The fixtures every group of conformance tests uses: ``make`` (a new empty store), ``fill``
+    (records into it, through ``store_loader`` for a read-only store) and ``loaded`` (a clustered
+    dataset per metric with its exact index). A test class provides ``store_factory``."""
 
     dimension: ClassVar[int] = 16
     dataset_size: ClassVar[int] = 400
 
-    # ------------------------------------------------------------------ helpers / fixtures
     @pytest.fixture(scope="class")
     @classmethod
     def store_loader(cls) -> StoreLoader | None:
@@ -211,7 +228,16 @@ class StoreConformance:
                 store.drop()
             store.close()
 
-    # ------------------------------------------------------------------ declarations
+    @staticmethod
+    def _metrics(make: Callable[..., VectorStore]) -> frozenset[Metric]:
+        probe = make(2, "cosine")
+        return probe.capabilities.metrics
+
+
+class DeclarationTests(ConformanceFixtures):
+    """The store declares what it can do, and its declarations are true: capabilities, and the
+    protocols its features promise."""
+
     def test_capabilities_are_declared(self, make: Callable[..., VectorStore]) -> None:
         store = make()
         caps = store.capabilities
@@ -223,7 +249,20 @@ class StoreConformance:
         info = store.info()
         assert info["count"] == 0 and info["dimension"] == 4 and info["metric"] == "cosine"
 
-    # ------------------------------------------------------------------ writes
+    def test_features_are_the_protocols_the_store_implements(self, make: Callable[..., VectorStore]) -> None:
+        store = make()
+        features = store.capabilities.features
+        assert all(isinstance(f, Feature) for f in features), f"features are Feature members: {features}"
+        for feature, proto in FEATURE_PROTOCOLS.items():
+            if feature in features:
+                assert isinstance(store, proto), f"{feature} declared but {proto.__name__} not implemented"
+        assert features <= type(store).capabilities.features, "a collection never does more than its backend"
+
+
+class WriteTests(ConformanceFixtures):
+    """Writes: upsert round-trips and replaces whole records, duplicate keys in a batch keep the
+    last, deletes by key and by filter."""
+
     def test_upsert_get_roundtrip(self, make: Callable[..., VectorStore]) -> None:
         store = make(3)
         _needs_writes(store)
@@ -294,6 +333,11 @@ class StoreConformance:
         store.upsert([Record(f"k{i}", [1, i], {"even": i % 2 == 0}) for i in range(10)])
         assert store.delete(filter={"even": True}) == 5
         assert sorted(r.key for r in _all(store)) == ["k1", "k3", "k5", "k7", "k9"]
+
+
+class InputTests(ConformanceFixtures):
+    """Bad and hostile input is refused with vectorport's errors before any I/O, and never writes
+    part of a batch."""
 
     @pytest.mark.parametrize(
         ("record", "path"),
@@ -418,7 +462,11 @@ class StoreConformance:
 
         check()
 
-    # ------------------------------------------------------------------ scans
+
+class ScanTests(ConformanceFixtures):
+    """Scans: every record once, segments that partition the collection, cursors that resume and
+    that are refused when the store did not make them."""
+
     def test_scan_yields_every_record_once(
         self, make: Callable[..., VectorStore], fill: Callable[..., VectorStore]
     ) -> None:
@@ -483,16 +531,11 @@ class StoreConformance:
             with pytest.raises(ConfigurationError, match="cursor"):
                 next(store.scan(batch_size=5, include=[], cursor=bad))  # type: ignore[arg-type]
 
-    def test_features_are_the_protocols_the_store_implements(self, make: Callable[..., VectorStore]) -> None:
-        store = make()
-        features = store.capabilities.features
-        assert all(isinstance(f, Feature) for f in features), f"features are Feature members: {features}"
-        for feature, proto in FEATURE_PROTOCOLS.items():
-            if feature in features:
-                assert isinstance(store, proto), f"{feature} declared but {proto.__name__} not implemented"
-        assert features <= type(store).capabilities.features, "a collection never does more than its backend"
 
-    # ------------------------------------------------------------------ distances
+class QueryTests(ConformanceFixtures):
+    """Queries: canonical distances per metric, and a visible under-fill when ``k`` exceeds the
+    records."""
+
     @pytest.mark.parametrize(
         ("metric", "query", "vectors", "expected"),
         [
@@ -545,7 +588,11 @@ class StoreConformance:
         assert (result.k_requested, result.k_returned) == (k, 2)
         assert store.query([1, 0], k=5, filter={"missing": "x"}).k_returned == 0
 
-    # ------------------------------------------------------------------ properties
+
+class OracleTests(ConformanceFixtures):
+    """Property tests against the exact reference: filtered queries, recall on clustered data,
+    random records that round-trip and query like the oracle."""
+
     def test_filtered_queries_match_the_oracle(
         self, loaded: tuple[VectorStore, list[Record], ExactIndex]
     ) -> None:
@@ -638,7 +685,8 @@ class StoreConformance:
 
         check()
 
-    @staticmethod
-    def _metrics(make: Callable[..., VectorStore]) -> frozenset[Metric]:
-        probe = make(2, "cosine")
-        return probe.capabilities.metrics
+
+class StoreConformance(DeclarationTests, WriteTests, InputTests, ScanTests, QueryTests, OracleTests):
+    """The shared contract tests: every group, composed. See the module docstring for how to use
+    it; a backend that supports only some of the contract composes the groups it needs instead
+    (``class TestMine(WriteTests, ScanTests)``), as Haystack's document-store test mixins do."""

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._cursor import Position, position_field
+from ..._digest import bin_of
 from ..._models import Include, Match, Metric, Record, Vector, score_from_distance
-from ..._segments import segment_of
 from ...exceptions import ConfigurationError, ConflictError
 from ._mapping import fields
 from .filters import Where
@@ -107,7 +107,7 @@ class Reader:
         and the key just before it, checked on resume: if records before the cursor were
         deleted (or lost their text, which deletes and adds them) the offsets moved, and
         resuming could skip records, so the scan stops with ConflictError instead. Segments
-        hash keys (``segment_of``): their pages read ids only, then fetch the chosen records
+        hash keys (``bin_of``): their pages read ids only, then fetch the chosen records
         by id."""
         conn = self.store.connection
         coll = conn.collection()
@@ -137,7 +137,7 @@ class Reader:
             page = self.store.mapping.records(res, include) if parts == 1 else None
             for pos in range(skip, len(ids)):
                 taken = pos - skip + 1
-                if parts == 1 or segment_of(ids[pos], parts) == index:
+                if parts == 1 or bin_of(ids[pos], parts) == index:
                     chosen.append(ids[pos])
                     if page is not None:
                         found.append(page[pos])

@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Self
 from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
 from ..._features import Feature
+from ..._lifecycle import made_concurrently
 from ..._models import CollectionSpec, Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, ConflictError, NotFoundError
@@ -289,7 +290,7 @@ class ChromaStore(BaseStore[Where]):
                     self.collection, configuration=config, metadata=meta, embedding_function=None
                 )
         except ConflictError:
-            if not self._made_concurrently(spec):
+            if not made_concurrently(self, spec):
                 raise
 
     def _drop_collection(self) -> None:

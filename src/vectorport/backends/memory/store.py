@@ -20,9 +20,10 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from ..._base import BaseStore, FilterLike
+from ..._base import BaseStore
 from ..._capabilities import Capabilities
 from ..._cursor import Position, position_field
+from ..._digest import bin_of
 from ..._exact import SearchMatrix
 from ..._features import Feature
 from ..._models import (
@@ -35,7 +36,8 @@ from ..._models import (
     Vector,
     score_from_distance,
 )
-from ..._segments import segment_of
+from ..._protocol import FilterLike
+from ..._querying import prepare_query
 from ..._textsearch import HYBRID_DEPTH, TextIndex, check_fusion, check_query_text, fuse, ranked, text_match
 from ..._url import StoreURL
 from ..._validate import Batch
@@ -280,7 +282,7 @@ class MemoryStore(BaseStore[FilterNode]):
         >>> s.drop()
         """
         text = check_query_text(text, "text_query")
-        prep = self._prepare_query(None, k, filter, include, params)
+        prep = prepare_query(self, None, k, filter, include, params)
         self._no_params(prep.params, "text_query")
         coll = self._get()
         with coll.lock:
@@ -308,7 +310,7 @@ class MemoryStore(BaseStore[FilterNode]):
         :func:`~vectorport._textsearch.fuse` (each side's ``2k`` best among the records
         matching ``filter``)."""
         text = check_query_text(text, "hybrid_query")
-        prep = self._prepare_query(vector, k, filter, include, params)
+        prep = prepare_query(self, vector, k, filter, include, params)
         self._no_params(prep.params, "hybrid_query")
         weight, rrf_k = check_fusion(weight, rrf_k)
         assert prep.vector is not None
@@ -363,7 +365,7 @@ class MemoryStore(BaseStore[FilterNode]):
             while pos < len(ordered) and len(chosen) < limit:
                 key = ordered[pos]
                 pos += 1
-                if parts == 1 or segment_of(key, parts) == index:
+                if parts == 1 or bin_of(key, parts) == index:
                     chosen.append(key)
             records = tuple(self._record(coll, coll.rows[k], include) for k in chosen)
             done = pos >= len(ordered)

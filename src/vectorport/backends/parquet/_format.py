@@ -25,6 +25,7 @@ per-record digests it can be matched on purpose by someone who may alter many re
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -32,7 +33,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -153,7 +154,8 @@ class Manifest:
         (the snapshot's digest, :func:`check_expected`); ``None`` when there is none."""
         path = directory / MANIFEST
         try:
-            raw = path.read_bytes()
+            with open_file(path) as fh:
+                raw = fh.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -251,11 +253,31 @@ def fold(digests: Sequence[str]) -> str:
     return acc.to_bytes(16, "little").hex()
 
 
+def open_file(path: Path) -> BinaryIO:
+    """``path`` opened for reading, refused when it is a symbolic link: a snapshot's manifest and
+    parts are files of its own directory, and a link (to a part of another snapshot, to a file
+    outside it) would make an import read what the directory does not hold."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise ConfigurationError(
+            f"the snapshot file {path} is a symbolic link (to {os.readlink(path)!r}); a snapshot's "
+            "manifest and parts must be files of its directory: copy the files themselves (cp -L)"
+        ) from None
+    return os.fdopen(fd, "rb")
+
+
 def _sha256(path: Path) -> str:
+    with open_file(path) as fh:
+        return _digest_of(fh)
+
+
+def _digest_of(fh: BinaryIO) -> str:
     h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+    for block in iter(lambda: fh.read(1 << 20), b""):
+        h.update(block)
     return h.hexdigest()
 
 
@@ -429,26 +451,28 @@ def check_totals(directory: Path, manifest: Manifest) -> None:
 
 def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = True) -> pa.Table:
     """A part's table, after checking the file against the manifest's size and (with ``check``)
-    SHA-256."""
+    SHA-256 (one file opened once, never through a symbolic link: :func:`open_file`)."""
     path = directory / part.file
     try:
-        size = path.stat().st_size
+        fh = open_file(path)
     except FileNotFoundError:
         raise NotFoundError(
             f"the snapshot {directory} lists {part.file} but the file is missing; copy the whole "
             "snapshot directory, or re-export it"
         ) from None
-    if size != part.bytes or (check and _sha256(path) != part.sha256):
-        raise ConfigurationError(
-            f"the snapshot part {path} does not match its manifest (size or SHA-256 differs): the "
-            "file was changed or damaged after export; restore it from another copy or re-export"
-        )
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise ConfigurationError(
-            f"the snapshot part {path} is not a readable Parquet file ({exc}); re-export"
-        ) from None
+    with fh:
+        if os.fstat(fh.fileno()).st_size != part.bytes or (check and _digest_of(fh) != part.sha256):
+            raise ConfigurationError(
+                f"the snapshot part {path} does not match its manifest (size or SHA-256 differs): the "
+                "file was changed or damaged after export; restore it from another copy or re-export"
+            )
+        fh.seek(0)
+        try:
+            table = pq.read_table(fh)
+        except (pa.ArrowException, OSError) as exc:
+            raise ConfigurationError(
+                f"the snapshot part {path} is not a readable Parquet file ({exc}); re-export"
+            ) from None
     if (
         table.schema.field("vector").type != pa.list_(pa.float32(), dimension)
         or table.num_rows != part.records

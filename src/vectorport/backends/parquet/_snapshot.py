@@ -19,6 +19,7 @@ store or process replaced it. Usable alone, without a store:
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -40,12 +41,15 @@ from ._format import (
     check_contents,
     check_expected,
     check_totals,
+    open_file,
     parse_expected_digest,
     read_part,
     records_of,
 )
 
 __all__ = ["CACHE_BYTES", "Snapshot"]
+
+log = logging.getLogger("vectorport.parquet")
 
 CACHE_BYTES = 256 * 1024 * 1024
 """Parts kept in memory at once (at least one), least recently used first out: scattered
@@ -159,6 +163,14 @@ class Snapshot:
             for part in m.parts:
                 check_contents(self.directory, part, self.table(part), m.dimension)
             self._intact = True
+            if self._expected is None:
+                log.warning(
+                    "snapshot %s is unpinned: it agrees with its own manifest, which whoever edits "
+                    "it can rewrite too; to take only the snapshot export made, pass "
+                    "--expect-digest (expect_digest=) with the digest export printed (this one's is %s)",
+                    self.directory,
+                    SHA256_PREFIX + self.sha256,
+                )
 
     def part(self, index: int) -> pa.Table:
         """Part ``index`` as one Arrow table (read and checked on first use)."""
@@ -256,7 +268,8 @@ class Snapshot:
             if not path.exists():
                 self._read(part, check=True)  # says what is missing
             try:
-                keys = pq.read_table(path, columns=["key"]).column("key").to_pylist()
+                with open_file(path) as fh:
+                    keys = pq.read_table(fh, columns=["key"]).column("key").to_pylist()
             except (pa.ArrowException, OSError):
                 self._read(part, check=True)  # a damaged file, named
                 raise

@@ -17,7 +17,7 @@ checks each part's SHA-256 the first time it loads it. ``get`` touches only the 
 its keys: the first ``get`` reads every part's key column once into an index of key hashes (12
 bytes per record). Segments ``(i, n)`` are whole parts (parts ``i, i+n, …``) when there are at least ``n``
 parts, so parallel readers each read their own files; otherwise they are by key hash
-(:func:`vectorport._segments.segment_of`), as for the memory store. Search is exact: every part
+(:func:`vectorport._digest.bin_of`), as for the memory store. Search is exact: every part
 is searched and the best ``k`` merged.
 
 Each part's entry in the manifest keeps the fold of its records' digests per key bin, so the
@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from ..._base import BaseStore
 from ..._capabilities import Capabilities
 from ..._cursor import Position, position_field
-from ..._digest import BinSums, key_hashes
+from ..._digest import BinSums, bin_of, key_hashes
 from ..._exact import SearchMatrix
 from ..._features import Feature
 from ..._models import (
@@ -57,7 +57,7 @@ from ..._models import (
     Vector,
     score_from_distance,
 )
-from ..._segments import segment_of
+from ..._paging import pages, scan_args
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError, NotFoundError
 from ...filters import ALL_OPERATORS, FilterNode, evaluate_many
@@ -246,7 +246,7 @@ class ParquetStore(BaseStore[FilterNode]):
             else:
                 keys = table.column("key").to_pylist()
                 while row < size and len(chosen) < limit:
-                    if segment_of(keys[row], n) == seg:
+                    if bin_of(keys[row], n) == seg:
                         chosen.append(row)
                     row += 1
             if chosen:
@@ -282,7 +282,7 @@ class ParquetStore(BaseStore[FilterNode]):
     ) -> Iterator[ScanPage]:
         """The records of key bins ``bins`` of ``parts``, part after part (see the module
         docstring); a page's cursor resumes after it."""
-        limit, inc, whole, position = self._scan_args(batch_size, include, (0, 1), cursor)
+        limit, inc, whole, position = scan_args(self, batch_size, include, (0, 1), cursor)
         if not (type(parts) is int and parts >= 1 and all(type(b) is int and 0 <= b < parts for b in bins)):
             raise ConfigurationError(
                 f"scan_bins takes bins 0 <= b < parts, got parts={parts!r}, bins={list(bins)!r}"
@@ -293,7 +293,7 @@ class ParquetStore(BaseStore[FilterNode]):
             )
         wanted = np.zeros(parts, dtype=bool)
         wanted[list(bins)] = True
-        yield from self._pages(lambda p: self._bins_page(limit, inc, wanted, p), whole, position)
+        yield from pages(self, lambda p: self._bins_page(limit, inc, wanted, p), whole, position)
 
     def _bins_page(
         self,

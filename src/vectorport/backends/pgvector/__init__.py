@@ -15,7 +15,7 @@ from ._embedded import embedded_data_dir, start_embedded, stop_embedded
 from ._schemes import EMBEDDED_SCHEME, LIBPQ_SCHEMES, SQLALCHEMY_SCHEMES
 
 if TYPE_CHECKING:
-    from ._schema import schema_sql
+    from ._schema_sql import schema_sql
     from .store import PgVectorStore
 
 __all__ = ["PgVectorStore", "backend", "embedded_data_dir", "schema_sql", "start_embedded", "stop_embedded"]
@@ -29,6 +29,7 @@ backend = Backend(
     schemes=(EMBEDDED_SCHEME, *LIBPQ_SCHEMES, *SQLALCHEMY_SCHEMES),
     extra="pgvector",
     requires=("psycopg",),
+    model_options="._model:model_options",
     tests=(
         TestTarget("pgvector://{server}?table={collection}", server=_SERVER),
         TestTarget("pgvector://{server}?table={collection}&index=exact", server=_SERVER, variant="exact"),
@@ -44,7 +45,7 @@ def __getattr__(name: str) -> Any:
 
         return PgVectorStore
     if name == "schema_sql":
-        from ._schema import schema_sql
+        from ._schema_sql import schema_sql
 
         return schema_sql
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,9 +28,12 @@ import psycopg
 from psycopg import sql
 
 from ..._async import AsyncStore, off_loop
-from ..._base import FilterLike
+from ..._deleting import delete_args
 from ..._models import ALL_INCLUDES, Include, QueryResult, Record, ScanPage
-from ..._validate import validate_keys, validate_records
+from ..._paging import page_of, scan_args
+from ..._protocol import FilterLike
+from ..._querying import prepare_query
+from ..._validate import check_batch_size, validate_keys, validate_records
 from ...exceptions import BackendError, BackendUnavailableError, TransientError
 from ._codec import aregister_vector_types
 from ._connections import SessionState, connection_defaults, open_connection
@@ -225,7 +228,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         params: Mapping[str, Any] | None = None,
     ) -> QueryResult:
         store = self.sync
-        q = store._prepare_query(vector, k, filter, include, params)
+        q = prepare_query(store, vector, k, filter, include, params)
         assert q.vector is not None
         call = store.searcher._search_call(q.vector, q.k, q.where, q.include, q.params)
         rows = await store.retry.acall(lambda: self._rows(call), f"{store.name}: query")
@@ -291,14 +294,14 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         cursor: str | None = None,
     ) -> AsyncIterator[ScanPage]:
         store = self.sync
-        limit, inc, part, position = store._scan_args(batch_size, include, segment, cursor)
+        limit, inc, part, position = scan_args(store, batch_size, include, segment, cursor)
         if position is None and not store.foreign.keys_checked:
             await self._off_loop(store.check_keys)  # once: a table made elsewhere
         while True:
             query, params = store.reader.scan_sql(limit, inc, part, position)
             rows = await store.retry.acall(partial(self._fetch, "scan", query, params), "pgvector: scan")
             records, position = store.reader.scan_rows(rows, limit, inc)
-            page = store._scan_result(records, position, part)
+            page = page_of(store.name, records, position, part)
             if page.records or page.cursor is None:
                 yield page
             if page.cursor is None:
@@ -306,7 +309,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
 
     async def adelete(self, keys: Iterable[str] | None = None, *, filter: FilterLike = None) -> int:
         store = self.sync
-        doomed, where = store._delete_args(keys, filter)
+        doomed, where = delete_args(store, keys, filter)
         await self._ready_to_write()
         if doomed is None:
             query, params = store.writer.delete_sql(where)
@@ -330,7 +333,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         store = self.sync
         batch = validate_records(records, store.spec, store.capabilities, store.name)
         await self._ready_to_write()
-        size = store._batch_size(batch_size, store.capabilities.max_write_batch)
+        size = check_batch_size(batch_size, store.capabilities.max_write_batch)
         for chunk in batch.chunks(size):
             write = partial(self._write, store.writer.payload(chunk), len(chunk))
             await store.retry.acall(write, "pgvector: upsert")
@@ -338,13 +341,12 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
 
     async def _write(self, payload: bytes, n: int) -> None:
         store = self.sync
-        stage, create = store.writer.stage_sql()
         async with self._borrowed("upsert") as (conn, state):
+            stage, create = store.writer.stage_sql(state.staged)
             try:
                 async with conn.transaction():
-                    if stage.as_string() not in state.staged:
+                    if create is not None:
                         await conn.execute(create)
-                        state.staged.add(stage.as_string())
                     async with conn.cursor() as copying, copying.copy(store.writer.copy_sql(stage)) as pipe:
                         await pipe.write(payload)
                     rowcount = None
@@ -354,6 +356,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
             except psycopg.errors.UndefinedTable:
                 state.staged.clear()
                 raise
+            store.writer.staged(stage, state.staged)
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None

@@ -30,19 +30,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
 
 from ..._changes import CaptureSetup, ChangeBatch
-from ...exceptions import ConfigurationError
+from ...exceptions import ConfigurationError, NotFoundError
 from ._connections import usable
 from ._pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate, decode, lsn_int, lsn_text
+from ._quote import Identifier, Literal
 from .errors import pg_errors
 
 if TYPE_CHECKING:
@@ -50,6 +52,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Capture", "OutboxFeed", "SlotFeed"]
 
+NOTE_EVERY = 60.0
+"""Seconds between notes of the last confirmation in a capture's note (a comment: a catalog
+write, not one per batch)."""
+LOCK_WAIT = 5.0
+"""Seconds a sync waits for the capture's lock before it refuses: the session of a follower
+killed a moment ago ends when the server notices, and the same command run again should not be
+refused for that."""
 _JSON_TYPES = frozenset({114, 3802})  # json, jsonb: passed to jsonb_populate_recordset as JSON
 _REPLICA_IDENTITY = {"d": "DEFAULT", "n": "NOTHING", "i": "USING INDEX"}
 
@@ -70,7 +79,11 @@ class Capture:
         self.store = store
 
     def _capture_names(self) -> _Names:
-        scope = json.dumps(sorted(self.store.layout.columns.scope_params), default=str)
+        try:
+            params = sorted(self.store.layout.columns.scope_params)
+        except NotFoundError:
+            params = []  # the table is gone (a teardown): a table of its own has no scope
+        scope = json.dumps(params, default=str)
         digest = hashlib.sha256(f"{self.store.schema}.{self.store.table}\n{scope}".encode()).hexdigest()[:12]
         base = f"vectorport_capture_{digest}"
         return _Names(slot=base, outbox=f"vectorport_outbox_{digest}", trigger=base)
@@ -123,7 +136,7 @@ class Capture:
             self._check_capturable(conn)
             installed = _installed(conn, names, self.store.schema)
             if installed:
-                return CaptureSetup(installed, names.slot, "already installed", [])
+                return CaptureSetup(installed, names.slot, self._installed_note(), [])
             chosen, why = _choose(conn)
             if method != "auto":
                 if method == "slot" and chosen != "slot":
@@ -133,13 +146,29 @@ class Capture:
             made = install(conn, names)
         return CaptureSetup(chosen, names.slot, why, made)
 
+    def _installed_note(self) -> str:
+        """Why nothing was installed, naming the target the capture feeds (a second target
+        cannot share it)."""
+        feed = self.change_feed()
+        try:
+            owner = feed.owner() if feed is not None else None
+        finally:
+            if feed is not None:
+                feed.close()
+        if owner is None:
+            return "already installed"
+        return (
+            f"already installed; it feeds the sync into {owner}, and one capture feeds one target "
+            "(a sync into another target scans the source; see 'Two targets' in docs/sync.md)"
+        )
+
     def teardown_capture(self) -> list[str]:
         """Remove whatever capture is installed on the table: slot, publication, replica
         identity change, trigger, function, outbox table. Returns what was removed."""
         names = self._capture_names()
         removed: list[str] = []
         with self.store.server.errors("capture teardown"):
-            conn = self._conn()
+            conn = self.store.server.session().conn  # the table may be gone: no layout to bind
             if conn.execute(
                 "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (names.slot,)
             ).fetchone():
@@ -155,11 +184,11 @@ class Capture:
                 if before in _REPLICA_IDENTITY and self.table_exists(conn):
                     clause: sql.Composable = sql.SQL(_REPLICA_IDENTITY[before])
                     if before == "i":
-                        clause = sql.SQL("{} {}").format(clause, sql.Identifier(str(restore.get("index"))))
+                        clause = sql.SQL("{} {}").format(clause, Identifier(str(restore.get("index"))))
                     table = self.store.layout.qualified
                     conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY {}").format(table, clause))
                     removed.append(f"replica identity FULL (back to {_REPLICA_IDENTITY[before]})")
-                conn.execute(sql.SQL("DROP PUBLICATION {}").format(sql.Identifier(names.slot)))
+                conn.execute(sql.SQL("DROP PUBLICATION {}").format(Identifier(names.slot)))
                 removed.append(f"publication {names.slot}")
             removed += self._drop_outbox(conn, names)
         return removed
@@ -182,21 +211,33 @@ class Capture:
         return None
 
     def table_exists(self, conn: psycopg.Connection[Any]) -> bool:
-        table = self.store.layout.qualified
-        row = conn.execute("SELECT to_regclass(%s)", (table.as_string(conn),)).fetchone()
+        table = Identifier(self.store.schema, self.store.table)
+        row = conn.execute("SELECT to_regclass(%s)", (table.object_name(conn),)).fetchone()
         return bool(row and row[0] is not None)
+
+    def health(self) -> dict[str, Any] | None:
+        """The installed capture's health (``None`` when none is installed): what it holds back
+        on the server (a slot's retained WAL, the outbox's rows), how far it is behind, the
+        target it feeds and when that last confirmed a batch."""
+        feed = self.change_feed()
+        if feed is None:
+            return None
+        try:
+            return feed.health()
+        finally:
+            feed.close()
 
     def _install_slot(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
         made: list[str] = []
         identity = conn.execute(
             "SELECT relreplident FROM pg_class WHERE oid = %s::regclass",
-            (self.store.layout.qualified.as_string(conn),),
+            (self.store.layout.qualified.object_name(conn),),
         ).fetchone()
         before = str(identity[0]) if identity else "d"
         with conn.transaction():
             conn.execute(
                 sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(
-                    sql.Identifier(names.slot), self.store.layout.qualified
+                    Identifier(names.slot), self.store.layout.qualified
                 )
             )
             made.append(f"publication {names.slot}")
@@ -210,12 +251,12 @@ class Capture:
             index = conn.execute(
                 "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                 "WHERE i.indrelid = %s::regclass AND i.indisreplident",
-                (self.store.layout.qualified.as_string(conn),),
+                (self.store.layout.qualified.object_name(conn),),
             ).fetchone()
             note = {"restore_replica_identity": restore, "index": index[0] if index else None}
             conn.execute(
                 sql.SQL("COMMENT ON PUBLICATION {} IS {}").format(
-                    sql.Identifier(names.slot), sql.Literal(json.dumps(note))
+                    Identifier(names.slot), Literal(json.dumps(note))
                 )
             )
         # outside the transaction: a slot is created at a consistent point, not in one that wrote
@@ -232,14 +273,14 @@ class Capture:
         rows = conn.execute(
             f"SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
             f"AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.{flag}",
-            (self.store.layout.qualified.as_string(conn),),
+            (self.store.layout.qualified.object_name(conn),),
         ).fetchall()
         return [r[0] for r in rows] == [cols.key]
 
     def _install_outbox(self, conn: psycopg.Connection[Any], names: _Names) -> list[str]:
-        schema = sql.Identifier(self.store.schema)
-        outbox = sql.Identifier(self.store.schema, names.outbox)
-        function = sql.Identifier(self.store.schema, names.trigger)
+        schema = Identifier(self.store.schema)
+        outbox = Identifier(self.store.schema, names.outbox)
+        function = Identifier(self.store.schema, names.trigger)
         key = self.store.layout.columns.key_expr("t")
         body = sql.SQL(
             "BEGIN\n"
@@ -265,18 +306,18 @@ class Capture:
             conn.execute(
                 sql.SQL(
                     "CREATE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql SET search_path = {} AS {}"
-                ).format(function, schema, sql.Literal(body.as_string(conn)))
+                ).format(function, schema, Literal(body.as_string(conn)))
             )
             conn.execute(
                 sql.SQL(
                     "CREATE TRIGGER {} AFTER INSERT OR UPDATE OR DELETE ON {} "
                     "FOR EACH ROW EXECUTE FUNCTION {}()"
-                ).format(sql.Identifier(names.trigger), self.store.layout.qualified, function)
+                ).format(Identifier(names.trigger), self.store.layout.qualified, function)
             )
             conn.execute(
                 sql.SQL(
                     "CREATE TRIGGER {} AFTER TRUNCATE ON {} FOR EACH STATEMENT EXECUTE FUNCTION {}()"
-                ).format(sql.Identifier(names.trigger + "_t"), self.store.layout.qualified, function)
+                ).format(Identifier(names.trigger + "_t"), self.store.layout.qualified, function)
             )
         return [
             f"table {self.store.schema}.{names.outbox}",
@@ -290,21 +331,21 @@ class Capture:
             for trigger in (names.trigger, names.trigger + "_t"):
                 found = conn.execute(
                     "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
-                    (trigger, self.store.layout.qualified.as_string(conn)),
+                    (trigger, self.store.layout.qualified.object_name(conn)),
                 ).fetchone()
                 if found:
                     conn.execute(
                         sql.SQL("DROP TRIGGER {} ON {}").format(
-                            sql.Identifier(trigger), self.store.layout.qualified
+                            Identifier(trigger), self.store.layout.qualified
                         )
                     )
                     removed.append(f"trigger {trigger}")
-        function = sql.Identifier(self.store.schema, names.trigger)
-        if conn.execute("SELECT to_regprocedure(%s)", (f"{function.as_string(conn)}()",)).fetchone()[0]:  # type: ignore[index]
+        function = Identifier(self.store.schema, names.trigger)
+        if conn.execute("SELECT to_regprocedure(%s)", (f"{function.object_name(conn)}()",)).fetchone()[0]:  # type: ignore[index]
             conn.execute(sql.SQL("DROP FUNCTION {}() CASCADE").format(function))
             removed.append(f"function {self.store.schema}.{names.trigger}()")
-        outbox = sql.Identifier(self.store.schema, names.outbox)
-        if conn.execute("SELECT to_regclass(%s)", (outbox.as_string(conn),)).fetchone()[0]:  # type: ignore[index]
+        outbox = Identifier(self.store.schema, names.outbox)
+        if conn.execute("SELECT to_regclass(%s)", (outbox.object_name(conn),)).fetchone()[0]:  # type: ignore[index]
             conn.execute(sql.SQL("DROP TABLE {}").format(outbox))
             removed.append(f"table {self.store.schema}.{names.outbox}")
         return removed
@@ -338,9 +379,22 @@ def _installed(conn: psycopg.Connection[Any], names: _Names, schema: str) -> str
     if slot:
         return "slot"
     outbox = conn.execute(
-        "SELECT to_regclass(%s)", (sql.Identifier(schema, names.outbox).as_string(conn),)
+        "SELECT to_regclass(%s)", (Identifier(schema, names.outbox).object_name(conn),)
     ).fetchone()
     return "outbox" if outbox and outbox[0] is not None else None
+
+
+def _parsed_note(text: str | None) -> dict[str, Any]:
+    """A capture's note (a JSON object in a comment; empty when there is none)."""
+    note = json.loads(text) if text else {}
+    return note if isinstance(note, dict) else {}
+
+
+def _lock_key(name: str) -> int:
+    """The advisory lock key of a capture (a signed 64-bit number drawn from its name)."""
+    return int.from_bytes(
+        hashlib.sha256(f"vectorport capture {name}".encode()).digest()[:8], "big", signed=True
+    )
 
 
 class _Feed:
@@ -361,6 +415,8 @@ class _Feed:
         self.conn, self._give_back = held
         self.names = names
         self.name = names.slot
+        self._claimed = False
+        self._noted = 0.0
 
     @contextmanager
     def _session(self) -> Iterator[psycopg.Connection[Any]]:
@@ -369,19 +425,130 @@ class _Feed:
             if not usable(self.conn):
                 self._give_back()  # an engine's pool drops a lost connection
                 self.conn, self._give_back = self.store.capture.hold()
+                if self._claimed:
+                    self._lock()  # the lock went with the lost session
             yield self.conn
 
     def _lost(self) -> bool:
         return not usable(self.conn)
 
     def _check_table(self) -> None:
+        """Refuse to read a capture that no longer covers the table: the table dropped, or
+        dropped and created again (a new relation the publication or the trigger never saw, so
+        none of its changes are in the feed: going on would call a target "synced" that misses
+        them)."""
         if not self.store.capture.table_exists(self.conn):
             raise ConfigurationError(
                 f"{self.store._where}: the source table was dropped; the sync position is kept: "
-                "restore the table, or remove the capture (teardown_capture()) and sync a new source"
+                "create it again and install the capture again (teardown_capture() and "
+                "setup_capture(): the next sync scans the source), or remove the capture "
+                "(teardown_capture()) and sync a new source"
+            )
+        if not self._covered(self.store.layout.qualified.object_name(self.conn)):
+            raise ConfigurationError(
+                f"{self.store._where}: the capture {self.name} no longer covers "
+                f"{self.store.schema}.{self.store.table} (the table was dropped and created again, or "
+                "its capture was altered by hand), so the changes since are not in it; the sync "
+                "position is kept: install the capture again (teardown_capture() and "
+                "setup_capture(): the next sync scans the source)"
             )
 
+    def _covered(self, table: str) -> bool:
+        """Whether the capture's publication or trigger covers ``table`` (this relation)."""
+        raise NotImplementedError
+
+    def _note(self) -> dict[str, Any]:
+        """The capture's note (its consumer), kept in a comment on its object."""
+        raise NotImplementedError
+
+    def _set_note(self, note: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def owner(self) -> str | None:
+        """The consumer the capture feeds (``None`` before a sync read it)."""
+        with self._session():
+            got = self._note().get("consumer")
+        return str(got) if got is not None else None
+
+    def claim(self, consumer: str) -> str | None:
+        """Make ``consumer`` the capture's one consumer (recorded on the server) and hold its
+        lock until :meth:`close`; return the other consumer that has it instead (nothing held)."""
+        with self._session():
+            self._check_table()
+            note = self._note()
+            owner = note.get("consumer")
+            if owner is not None and owner != consumer:
+                return str(owner)
+            self._lock()
+            self._claimed = True
+            if owner is None:
+                self._set_note({**note, "consumer": consumer})
+        return None
+
+    def _lock(self) -> None:
+        """The capture's advisory lock on the feed's connection: one sync at a time applies a
+        capture (two would each confirm what the other has not applied)."""
+        key = _lock_key(self.names.slot)
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if row and row[0]:
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
+        holder = self.conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+            "AND classid = %s AND objid = %s",
+            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
+        ).fetchone()
+        raise ConfigurationError(
+            f"{self.store._where}: another sync is applying the capture {self.name} (PostgreSQL "
+            f"session PID {holder[0] if holder else '?'}): one sync at a time follows a capture. "
+            "Stop that one first; to keep two targets in step, see 'Two targets' in docs/sync.md"
+        )
+
+    def _confirmed(self) -> None:
+        """Note the time of a confirmation in the capture's note, at most once a minute (a
+        comment is a catalog write): what ``info`` shows as the last confirmation."""
+        now = time.time()
+        if now - self._noted < NOTE_EVERY:
+            return
+        self._noted = now
+        self._set_note({**self._note(), "confirmed_at": datetime.fromtimestamp(now, UTC).isoformat()})
+
+    def health(self) -> dict[str, Any]:
+        """What :meth:`Capture.health` returns."""
+        with self._session():
+            note = self._note()
+            return {
+                "method": self.kind,
+                "name": self.name,
+                "consumer": note.get("consumer"),
+                "confirmed_at": note.get("confirmed_at"),
+                **self._held_back(),
+            }
+
+    def _held_back(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def shape(self) -> str:
+        """A digest of the table's columns and their types: a mark with another shape (a column
+        added, a type changed) cannot be gone on from by the changed keys alone."""
+        with self._session():
+            row = self.conn.execute(
+                "SELECT md5(string_agg(attname || ' ' || format_type(atttypid, atttypmod), ',' "
+                "ORDER BY attnum)) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+                "AND NOT attisdropped",
+                (self.store.layout.qualified.object_name(self.conn),),
+            ).fetchone()
+        return str(row[0]) if row else ""
+
     def close(self) -> None:
+        if self._claimed and usable(self.conn):
+            # a connection lent by an engine's pool goes back without the lock
+            self.conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(self.names.slot),))
+        self._claimed = False
         self._give_back()
 
 
@@ -390,9 +557,34 @@ class SlotFeed(_Feed):
 
     kind = "slot"
 
+    def _covered(self, table: str) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid "
+                "WHERE p.pubname = %s AND r.prrelid = to_regclass(%s)",
+                (self.names.slot, table),
+            ).fetchone()
+            is not None
+        )
+
+    def _note(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT obj_description(oid, 'pg_publication') FROM pg_publication WHERE pubname = %s",
+            (self.names.slot,),
+        ).fetchone()
+        return _parsed_note(row[0] if row else None)
+
+    def _set_note(self, note: dict[str, Any]) -> None:
+        self.conn.execute(
+            sql.SQL("COMMENT ON PUBLICATION {} IS {}").format(
+                sql.Identifier(self.names.slot), sql.Literal(json.dumps(note))
+            )
+        )
+
     def position(self) -> str:
         """The slot's confirmed position (every change before it is applied)."""
         with self._session():
+            self._check_table()
             row = self.conn.execute(
                 "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s",
                 (self.name,),
@@ -422,12 +614,27 @@ class SlotFeed(_Feed):
         skip = lsn_int(after) if after else 0
         with self._session():
             self._check_table()
+            self._check_kept()
             rows = self.conn.execute(
                 "SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes("
                 "%s, NULL, %s, 'proto_version', '1', 'publication_names', %s)",
                 (self.name, limit, self.name),
             ).fetchall()
             return self._decode(rows, skip)
+
+    def _check_kept(self) -> None:
+        """Refuse a slot the server invalidated (it held back more WAL than
+        ``max_slot_wal_keep_size``): changes are missing from it."""
+        row = self.conn.execute(
+            "SELECT wal_status FROM pg_replication_slots WHERE slot_name = %s", (self.name,)
+        ).fetchone()
+        if row is not None and row[0] == "lost":
+            raise ConfigurationError(
+                f"{self.store._where}: the replication slot {self.name} was invalidated (it held back "
+                "more WAL than max_slot_wal_keep_size allows), so changes are missing from it; the sync "
+                "position is kept: install the capture again (teardown_capture() and setup_capture(): "
+                "the next sync scans the source)"
+            )
 
     def _decode(self, rows: list[tuple[str, bytes]], skip: int) -> ChangeBatch:
         """The batch of the peeked ``(lsn, data)`` rows; transactions whose commit precedes
@@ -463,10 +670,18 @@ class SlotFeed(_Feed):
         return batch
 
     def _check_relation(self, rel: Relation) -> None:
+        """Refuse a change of the vector column's dimension, unless the table is back to the
+        collection's (each key is read back as it is now: changes made in between apply)."""
         spec = self.store.spec
         column = self.store.layout.columns.embedding
         for col in rel.columns:
             if col.name == column and col.type_modifier > 0 and col.type_modifier != spec.dimension:
+                now = self.conn.execute(
+                    "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+                    (self.store.layout.qualified.object_name(self.conn), column),
+                ).fetchone()
+                if now is not None and now[0] == spec.dimension:
+                    continue
                 raise ConfigurationError(
                     f"{self.store._where}: the column {column} became vector({col.type_modifier}) and the "
                     f"collection holds {spec.dimension}-dim vectors; a sync cannot apply that change (the "
@@ -512,6 +727,24 @@ class SlotFeed(_Feed):
             self.conn.execute(
                 "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (self.name, batch.position)
             )
+            self._confirmed()
+
+    def _held_back(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, "
+            "pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint, wal_status, "
+            "safe_wal_size, current_setting('max_slot_wal_keep_size') "
+            "FROM pg_replication_slots WHERE slot_name = %s",
+            (self.name,),
+        ).fetchone()
+        names = (
+            "retained_wal_bytes",
+            "behind_wal_bytes",
+            "wal_status",
+            "safe_wal_bytes",
+            "max_slot_wal_keep_size",
+        )
+        return dict(zip(names, row or (None,) * len(names), strict=True))
 
     def behind(self) -> int:
         """WAL bytes between the slot's confirmed position and the server's current one."""
@@ -529,12 +762,32 @@ class OutboxFeed(_Feed):
 
     kind = "outbox"
 
+    def _covered(self, table: str) -> bool:
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = to_regclass(%s)",
+                (self.names.trigger, table),
+            ).fetchone()
+            is not None
+        )
+
+    def _note(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT obj_description(to_regclass(%s), 'pg_class')", (self._table.object_name(self.conn),)
+        ).fetchone()
+        return _parsed_note(row[0] if row else None)
+
+    def _set_note(self, note: dict[str, Any]) -> None:
+        self.conn.execute(
+            sql.SQL("COMMENT ON TABLE {} IS {}").format(self._table, sql.Literal(json.dumps(note)))
+        )
+
     def __init__(
         self, store: PgVectorStore, held: tuple[psycopg.Connection[Any], Callable[[], None]], names: _Names
     ) -> None:
         super().__init__(store, held, names)
         conn = self.conn
-        row = conn.execute("SELECT %s::regclass::oid", (self._table.as_string(conn),)).fetchone()
+        row = conn.execute("SELECT %s::regclass::oid", (self._table.object_name(conn),)).fetchone()
         # the table's oid: an outbox made again (after a teardown) is another feed
         self.name = f"{names.outbox}@{row[0] if row else 0}"
 
@@ -543,13 +796,14 @@ class OutboxFeed(_Feed):
         return True
 
     @property
-    def _table(self) -> sql.Identifier:
-        return sql.Identifier(self.store.schema, self.names.outbox)
+    def _table(self) -> Identifier:
+        return Identifier(self.store.schema, self.names.outbox)
 
     def position(self) -> str:
         """``ID:XID``: the highest outbox id committed, and the oldest transaction still running
         (its 32-bit id, the snapshot's ``xmin``), read in one snapshot (:meth:`covered`)."""
         with self._session():
+            self._check_table()
             row = self.conn.execute(
                 sql.SQL(
                     "SELECT coalesce(max(id), 0), "
@@ -604,6 +858,17 @@ class OutboxFeed(_Feed):
             return
         with self._session():
             self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._table), (batch.ids,))
+            self._confirmed()
+
+    def _held_back(self) -> dict[str, Any]:
+        row = self.conn.execute(
+            sql.SQL("SELECT count(*), min(at)::text, pg_total_relation_size(%s::regclass) FROM {}").format(
+                self._table
+            ),
+            (self._table.object_name(self.conn),),
+        ).fetchone()
+        names = ("outbox_rows", "oldest_change_at", "outbox_bytes")
+        return dict(zip(names, row or (None,) * len(names), strict=True))
 
     def behind(self) -> int:
         """Rows waiting in the outbox."""

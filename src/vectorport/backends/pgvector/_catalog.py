@@ -22,6 +22,7 @@ from ._embedded import hnsw_unsafe
 from ._inspect import TableFacts, fts_language
 from ._layouts import LANGCHAIN_COLLECTIONS, ROLE_OPTION, resolve, shape
 from ._migrations import apply_migrations
+from ._quote import Identifier
 from ._rpc import RPC_PREFIXES
 from ._schema import Columns, Layout
 
@@ -112,12 +113,12 @@ class Catalog:
         if layout is None:
             return declared
         caps = replace(declared, exact=True, recall_tolerance=1.0) if layout.index == "exact" else declared
-        if layout.columns.fts is None:  # a table made elsewhere without the generated fts column
+        if not layout.columns.text_searchable:  # a table made elsewhere without a tsvector
             caps = replace(caps, features=caps.features - {Feature.HYBRID, Feature.TEXT_SEARCH})
         return caps
 
-    def identifier(self) -> sql.Identifier:
-        return sql.Identifier(self.store.schema, CATALOG_TABLE)
+    def identifier(self) -> Identifier:
+        return Identifier(self.store.schema, CATALOG_TABLE)
 
     def catalog_metric(self, conn: psycopg.Connection[Any]) -> Metric | None:
         row = self.row(conn)
@@ -151,7 +152,7 @@ class Catalog:
         """Open the table: reads only (catalog row, columns, indexes), never a write."""
         with self.store.server.errors("open"):
             conn, _ = self.store.server.conn()
-            qualified = sql.Identifier(self.store.schema, self.store.table).as_string(conn)
+            qualified = Identifier(self.store.schema, self.store.table).object_name(conn)
             found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
             if not (found and found[0]):
                 return None  # a stale catalog row is replaced when the table is created again
@@ -368,7 +369,7 @@ class Catalog:
                 )
                 # fails early, with PostgreSQL's own message, on an unknown text search config
                 conn.execute("SELECT %s::regconfig", (layout.language,))
-                qualified = layout.qualified.as_string(conn)
+                qualified = layout.qualified.object_name(conn)
                 # the row of a table dropped outside vectorport describes another table
                 conn.execute(
                     sql.SQL("DELETE FROM {} WHERE table_name = %s AND to_regclass(%s) IS NULL").format(
@@ -412,14 +413,12 @@ class Catalog:
             conn, _ = self.store.server.conn()
             with conn.transaction():
                 conn.execute(
-                    sql.SQL("DROP TABLE IF EXISTS {}").format(
-                        sql.Identifier(self.store.schema, self.store.table)
-                    )
+                    sql.SQL("DROP TABLE IF EXISTS {}").format(Identifier(self.store.schema, self.store.table))
                 )
                 for prefix in RPC_PREFIXES:
                     conn.execute(
                         sql.SQL("DROP FUNCTION IF EXISTS {}").format(
-                            sql.Identifier(self.store.schema, f"{prefix}{self.store.table}")
+                            Identifier(self.store.schema, f"{prefix}{self.store.table}")
                         )
                     )
                 if self.has_catalog(conn):
@@ -440,14 +439,14 @@ class Catalog:
                 if self.layout_name == "langchain":
                     conn.execute(
                         sql.SQL("DELETE FROM {} WHERE name = %s").format(
-                            sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+                            Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
                         ),
                         (self.store.collection,),
                     )
                 else:
                     conn.execute(
                         sql.SQL("DROP TABLE IF EXISTS {}").format(
-                            sql.Identifier(self.store.schema, self.store.table)
+                            Identifier(self.store.schema, self.store.table)
                         )
                     )
                     if self.has_catalog(conn):
@@ -461,7 +460,7 @@ class Catalog:
 
     def has_catalog(self, conn: psycopg.Connection[Any]) -> bool:
         row = conn.execute(
-            "SELECT to_regclass(%s) IS NOT NULL", (self.identifier().as_string(conn),)
+            "SELECT to_regclass(%s) IS NOT NULL", (self.identifier().object_name(conn),)
         ).fetchone()
         return bool(row and row[0])
 
@@ -487,7 +486,7 @@ class Catalog:
         except VectorportError:
             names = None
         where = f"in schema {self.store.schema!r}"
-        tail = what_exists("tables with a vector column", self.store.table, names, where)
+        tail = what_exists(self.store.collection_noun, self.store.table, names, where)
         return NotFoundError(
             f"{self.store._where} does not exist{tail}; pass dimension= (and metric=) to create it"
         )

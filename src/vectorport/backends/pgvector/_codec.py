@@ -13,12 +13,12 @@ import json
 import struct
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import psycopg
-from psycopg.abc import Buffer
-from psycopg.adapt import Dumper, Loader
+from psycopg.abc import AdaptContext, Buffer
+from psycopg.adapt import AdaptersMap, Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg.types.json import set_json_loads
@@ -26,7 +26,16 @@ from psycopg.types.json import set_json_loads
 from ..._json import fast_dumps, fast_loads
 from ..._models import JSON, Vector
 
-__all__ = ["aregister_vector_types", "copy_binary", "dumps_json", "register_vector_types"]
+__all__ = [
+    "aregister_vector_types",
+    "avector_cursors",
+    "copy_binary",
+    "dumps_json",
+    "register_vector_types",
+    "vector_cursors",
+]
+
+C = TypeVar("C", bound=psycopg.Cursor[Any] | psycopg.AsyncCursor[Any])
 
 
 def _dumps_slow(value: Any) -> str:
@@ -204,19 +213,42 @@ async def aregister_vector_types(conn: psycopg.AsyncConnection[Any]) -> frozense
     return _register(conn, await cur.fetchall())
 
 
+def vector_cursors(conn: psycopg.Connection[Any]) -> type[psycopg.Cursor[Any]]:
+    """A cursor class for ``conn`` (a subclass of its ``cursor_factory``) whose cursors load and
+    dump as :func:`register_vector_types` makes a connection do, while ``conn``'s own adapters
+    stay as they are: for a connection an application lends, which is given back with its
+    ``cursor_factory`` (its own ``SELECT embedding`` still returns what it returned before)."""
+    adapters = AdaptersMap(conn.adapters)
+    _register(adapters, conn.execute(_TYPES_SQL).fetchall())
+    return _with_adapters(conn.cursor_factory, adapters)
+
+
+async def avector_cursors(conn: psycopg.AsyncConnection[Any]) -> type[psycopg.AsyncCursor[Any]]:
+    """:func:`vector_cursors` for an async connection."""
+    adapters = AdaptersMap(conn.adapters)
+    cur = await conn.execute(_TYPES_SQL)
+    _register(adapters, await cur.fetchall())
+    return _with_adapters(conn.cursor_factory, adapters)
+
+
+def _with_adapters(base: type[C], adapters: AdaptersMap) -> type[C]:
+    def own(self: C) -> AdaptersMap:
+        return adapters
+
+    return type(f"Vectorport{base.__name__}", (base,), {"adapters": property(own)})
+
+
 def _loads_json(data: str | bytes) -> Any:
     # psycopg hands its loaders bytes
     return fast_loads(data if isinstance(data, bytes) else data.encode("utf-8"))
 
 
-def _register(
-    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], rows: list[Any]
-) -> frozenset[str]:
-    adapters = conn.adapters
+def _register(context: AdaptContext, rows: list[Any]) -> frozenset[str]:
+    adapters = context.adapters
     # json and jsonb values (metadata) read by orjson where it gives what json.loads gives
-    set_json_loads(_loads_json, conn)
+    set_json_loads(_loads_json, context)
     for name, oid, array_oid, regtype in rows:
-        TypeInfo(name, oid, array_oid, regtype=regtype).register(conn)
+        TypeInfo(name, oid, array_oid, regtype=regtype).register(context)
         if name == "vector":
             # the OID on the dumper class lets the server type the parameter without a cast;
             # the binary dumper is registered last so a %s placeholder picks it

@@ -133,6 +133,20 @@ class Connections:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[psycopg.Connection[Any]] = []
+        self._owners: dict[int, threading.Thread] = {}
+        """The thread each connection of :attr:`_all` belongs to (by ``id`` of the connection)."""
+
+    def _reap(self) -> None:
+        """Close the connections of threads that ended: a pool's threads (a verification's scan
+        lanes, each ``until_equal`` round) come and go, and their connections would otherwise stay
+        open until the store closes, one more server session per thread."""
+        with self._lock:
+            dead = [c for c in self._all if not self._owners[id(c)].is_alive()]
+            for conn in dead:
+                del self._owners[id(conn)]
+            self._all = [c for c in self._all if id(c) in self._owners]
+        for conn in dead:
+            conn.close()
 
     def get(self) -> Session:
         session: Session | None = getattr(self._local, "session", None)
@@ -144,11 +158,14 @@ class Connections:
             log.info("pgvector: the connection was lost; opening a new one")
             with self._lock:
                 self._all = [c for c in self._all if c is not session.conn]
+                self._owners.pop(id(session.conn), None)
             session.conn.close()
+        self._reap()
         session = Session(conn=self._connect())
         self._local.session = session
         with self._lock:
             self._all.append(session.conn)
+            self._owners[id(session.conn)] = threading.current_thread()
         return session
 
     def using(self) -> AbstractContextManager[None]:
@@ -176,6 +193,7 @@ class Connections:
     def close(self) -> None:
         with self._lock:
             conns, self._all = self._all, []
+            self._owners = {}
         for conn in conns:
             conn.close()
         self._local = threading.local()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from ._layouts import MAPPING_OPTIONS
+from ._layouts import MAPPING_OPTIONS, ROLE_OPTION
 
 if TYPE_CHECKING:
     from .store import PgVectorStore
@@ -27,10 +27,30 @@ def rewritten_url(
 
 def suggested_url(store: PgVectorStore) -> str:
     """The store's URL with the layout it was recognised as spelled out (``layout=``), so the
-    same table opens the same way without detection; the password stays masked."""
+    same table opens the same way without detection, and with what ``connect()`` keywords (a
+    SQLAlchemy model's table and roles) said beside the URL; the password stays masked."""
     name = store.layout_name
     named = (("layout", name),) if name and name not in ("custom", "vectorport") else ()
-    return rewritten_url(store, drop=("layout",), add=named)
+    _, _, query = store.url.masked.partition("?")
+    given = {k for k, _ in parse_qsl(query, keep_blank_values=True)}
+    mapping = store.mapping
+    said: list[tuple[str, str | None]] = [
+        ("table", store.collection),
+        ("schema", store.schema if store.schema != "public" else None),
+        *((ROLE_OPTION[role], column) for role, column in mapping.columns),
+        ("key_template", mapping.key_template.text if mapping.key_template else None),
+        ("key_expression", mapping.key_expression),
+        ("key_field", mapping.key_field),
+        ("text_key", mapping.text_key),
+        (
+            "metadata_columns",
+            None if mapping.metadata_columns is None else ",".join(mapping.metadata_columns),
+        ),
+    ]
+    if "collection" in given:
+        given.add("table")  # the URL names the collection (and so its table) already
+    kept = tuple((k, v) for k, v in said if v is not None and k not in given)
+    return rewritten_url(store, drop=("layout",), add=(*kept, *named))
 
 
 def describe_mapping(store: PgVectorStore) -> dict[str, Any]:
@@ -50,6 +70,12 @@ def describe_mapping(store: PgVectorStore) -> dict[str, Any]:
         key["expression"] = cols.key_expression
     else:
         key["column"] = cols.key
+    if cols.key_reason is not None:
+        key["chosen"] = cols.key_reason
+    if cols.numbered:
+        key["kept_in_metadata"] = (
+            "vectorport_key (for keys that are not integers; the sequence numbers their rows)"
+        )
     if cols.key_kind == "uuid" and cols.keep_key:
         key["kept_in_metadata"] = "vectorport_key (for keys that are not uuids; the row id is their uuid5)"
     if not cols.key_unique and cols.key_template is None:
@@ -61,6 +87,8 @@ def describe_mapping(store: PgVectorStore) -> dict[str, Any]:
     }
     if cols.left_out:
         metadata["left_out"] = list(cols.left_out)
+    if cols.filled:
+        metadata["filled_by_table"] = list(cols.filled)
     if cols.node_metadata:
         metadata["bookkeeping"] = "LlamaIndex node fields (_node_content, _node_type, doc ids) kept out"
     return {

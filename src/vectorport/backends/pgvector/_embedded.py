@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
+import importlib.util
 import logging
 import os
 import signal
@@ -40,6 +42,7 @@ from urllib.parse import quote
 
 from ..._activity import report
 from ..._paths import writable_dir
+from ..._registry import connect
 from ...exceptions import BackendUnavailableError, ConfigurationError, NotFoundError
 from ._watchdog import KEEP_FILE, WATCHDOG_FILE, alive, kept, postmaster_pid, prune_handles
 
@@ -71,8 +74,6 @@ T = TypeVar("T")
 
 def provider(name: str | None = None) -> str:
     """The embedded-server module to use: ``name`` if given, else the first one installed."""
-    import importlib.util
-
     for mod in (name,) if name else PROVIDERS:
         if mod not in PROVIDERS:
             raise ConfigurationError(f"server must be one of {', '.join(PROVIDERS)}, got {mod!r}")
@@ -97,8 +98,6 @@ def hnsw_unsafe(module: str) -> bool:
 
 
 def _module(name: str) -> Any:
-    import importlib
-
     with warnings.catch_warnings():
         # platformdirs warns at import time when XDG_RUNTIME_DIR is unset (containers, CI) and
         # falls back to /tmp/runtime-$UID, which is fine for a socket/lock directory.
@@ -150,11 +149,14 @@ def embedded_conninfo(
         if server is None:
             _creatable(data_dir)
             log.info("pgvector: opening the embedded server in %s", data_dir)
-            report("server_start", f"pgvector: starting the embedded PostgreSQL server in {data_dir}")
+            # one already running (kept by `vectorport pgvector start`, or another process's) is
+            # only connected to: nothing starts, so nothing is said
+            say = report if not was_running else _quiet
+            say("server_start", f"pgvector: starting the embedded PostgreSQL server in {data_dir}")
             started = time.monotonic()
             # cleanup_mode is decided at exit (_at_exit): whether the server is kept then
             server = _layer_call(lambda: layer.get_server(data_dir, cleanup_mode=None), data_dir)
-            report(
+            say(
                 "server_start",
                 f"pgvector: embedded PostgreSQL server ready ({time.monotonic() - started:.1f}s)",
                 finished=True,
@@ -265,6 +267,10 @@ def _layer_call(fn: Callable[[], T], data_dir: Path) -> T:
 LOGICAL_SETTINGS = (("wal_level", "logical"), ("max_replication_slots", "20"), ("max_wal_senders", "20"))
 """Server settings change capture needs (logical replication slots, decoded through SQL, see
 :mod:`._capture`); ``wal_level`` takes effect only at a server start."""
+RETENTION = ("max_slot_wal_keep_size", "1GB")
+"""The most WAL a replication slot may hold back on the embedded server (PostgreSQL's default,
+-1, is no bound: a follower never restarted fills the disk). A slot past it is invalidated,
+and a sync from it says so and scans again once the capture is installed again."""
 
 
 def _logical_decoding(layer: Any, module: str, server: Any, data_dir: Path) -> None:
@@ -282,9 +288,12 @@ def _logical_decoding(layer: Any, module: str, server: Any, data_dir: Path) -> N
             str(name): str(value)
             for name, value in conn.execute(
                 "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
-                ([name for name, _ in LOGICAL_SETTINGS],),
+                ([name for name, _ in (*LOGICAL_SETTINGS, RETENTION)],),
             )
         }
+        if current.get(RETENTION[0]) == "-1":
+            conn.execute(f"ALTER SYSTEM SET {RETENTION[0]} = '{RETENTION[1]}'")
+            conn.execute("SELECT pg_reload_conf()")  # a reload applies it
         if current.get("wal_level") == "logical":
             return
         for name, value in LOGICAL_SETTINGS:
@@ -370,6 +379,11 @@ def _at_exit(data_dir: Path, module: str) -> None:
         log.debug("pgvector: exit handler of %s: %s", data_dir, exc)
 
 
+def _quiet(kind: str, message: str, *, finished: bool = False) -> None:
+    """:func:`~vectorport._activity.report`'s place when there is nothing to tell the user."""
+    log.debug("%s", message)
+
+
 def start_embedded(data_dir: str | Path, *, database: str = "postgres") -> str:
     """Start (or find running) the embedded server in ``data_dir`` (created when empty) and
     mark it kept: it runs on after this and every other process using it exit, until
@@ -425,8 +439,6 @@ def local_server(directory: Path) -> Iterator[Path]:
     ``directory`` must be reachable by an unprivileged user: when the tests run as root the
     server runs as a system user of its own.
     """
-    from ..._registry import connect
-
     data = directory / "data"
     store = connect(f"pgvector://{data}?table=warmup", dimension=2)
     store.drop()

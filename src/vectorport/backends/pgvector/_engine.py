@@ -13,10 +13,15 @@ A borrowed connection is the application's, so it is handed back as it was lent:
   new one), and the error is transient so the retry borrows another;
 - the engine is never disposed: closing the store gives nothing back but what it holds.
 
-vectorport's ``vector``/``halfvec`` loaders are registered on each borrowed connection once
-(they load float32 numpy arrays, as pgvector-python's do). The sync store of an ``AsyncEngine``
-runs its rare operations (opening, creating, the first write's catalog preparation, dropping)
-on the engine's connections too (:class:`AsyncEngineBridge`). An engine on another driver
+vectorport's ``vector``/``halfvec`` loaders (float32 numpy arrays, as pgvector-python's) live
+in its own cursors: a borrowed connection's ``cursor_factory`` is, during the operation, a
+subclass of the application's whose cursors have them (:func:`~._codec.vector_cursors`), so
+the application's own ``SELECT embedding`` returns what it returned before; and nothing is
+prepared in its session (``prepare_threshold`` is ``None`` during the operation).
+
+The sync store of an ``AsyncEngine`` runs its rare operations (opening, creating, the first
+write's catalog preparation, dropping) on the engine's connections too
+(:class:`AsyncEngineBridge`). An engine on another driver
 (``+psycopg2``, ``+asyncpg``) holds connections vectorport cannot drive: the store then opens
 its own from the engine's URL and credentials (:func:`borrows_from`).
 """
@@ -28,14 +33,15 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
 
 from ..._async import calling_loop
-from ...exceptions import TransientError
-from ._codec import aregister_vector_types, register_vector_types
+from ...exceptions import BackendUnavailableError
+from ._codec import avector_cursors, register_vector_types, vector_cursors
 from ._connections import Connections, Session, SessionState, usable
 
 __all__ = [
@@ -79,7 +85,9 @@ def connections_said(engine: Any) -> str:
 @contextmanager
 def _engine_errors(engine: Any) -> Iterator[None]:
     """SQLAlchemy's errors of a checkout as the store's: the driver's error it wraps (mapped
-    like any psycopg error by the caller), or the pool's timeout as a transient error."""
+    like any psycopg error by the caller), or the pool's timeout as a
+    :class:`~vectorport.exceptions.BackendUnavailableError`: not transient, as the pool already
+    waited the application's ``pool_timeout`` (retried, ``pool_timeout=3`` failed after 30 s)."""
     try:
         yield
     except Exception as exc:
@@ -88,8 +96,9 @@ def _engine_errors(engine: Any) -> Iterator[None]:
             raise orig from exc
         if type(exc).__module__.startswith("sqlalchemy") and type(exc).__name__ == "TimeoutError":
             pool = getattr(engine, "sync_engine", engine).pool
-            raise TransientError(
-                f"pgvector: the SQLAlchemy engine's pool lent no connection in time ({pool.status()}); "
+            raise BackendUnavailableError(
+                f"pgvector: the SQLAlchemy engine's pool lent no connection within its pool_timeout "
+                f"({pool.status()}); "
                 "the application holds them all: give the engine a larger pool_size or max_overflow"
             ) from exc
         raise
@@ -103,6 +112,35 @@ def _take_back(session: SessionState, setup: list[str]) -> list[bytes]:
     return [b"; ".join(out)] if out else []
 
 
+@dataclass(frozen=True)
+class _AsLent:
+    """What vectorport changes on a borrowed connection during an operation, as the
+    application had it: the connection goes back with these."""
+
+    autocommit: bool
+    cursor_factory: type[Any]
+    prepare_threshold: int | None
+
+    @classmethod
+    def of(cls, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> _AsLent:
+        return cls(conn.autocommit, conn.cursor_factory, conn.prepare_threshold)
+
+    def mine(self, cursors: type[Any] | None) -> bool:
+        """Whether ``cursors`` (made at an earlier loan) derive from the application's factory."""
+        return cursors is not None and cursors.__base__ is self.cursor_factory
+
+    def lend(self, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], cursors: type[Any]) -> None:
+        """vectorport's cursors (its loaders) for the operation, nothing prepared in the session."""
+        conn.cursor_factory = cursors
+        conn.prepare_threshold = None
+
+    def restore(self, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+        """The application's cursor factory and prepare threshold again (autocommit apart: the
+        async connection sets it by an awaited call)."""
+        conn.cursor_factory = self.cursor_factory
+        conn.prepare_threshold = self.prepare_threshold
+
+
 class EngineConnections(Connections):
     """:class:`Connections` borrowed from a sync ``Engine``'s pool, one per operation (the
     outermost :meth:`using` block of a thread) and returned at its end."""
@@ -114,7 +152,9 @@ class EngineConnections(Connections):
         self.engine = engine
         self._first = first
         self._setup = setup
-        self._registered: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+        self._cursors: weakref.WeakKeyDictionary[psycopg.Connection[Any], type[psycopg.Cursor[Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @staticmethod
     def _refuse() -> psycopg.Connection[Any]:
@@ -146,17 +186,18 @@ class EngineConnections(Connections):
         """A connection of the engine's, set up for vectorport, and how to give it back."""
         with _engine_errors(self.engine):
             fairy = self.engine.raw_connection()
-        before = False
+        before: _AsLent | None = None
         try:
             conn = fairy.driver_connection
             if not isinstance(conn, psycopg.Connection):
                 raise TypeError(f"the engine's connection is a {type(conn).__name__}, not psycopg's")
-            before = conn.autocommit
+            before = _AsLent.of(conn)
             conn.autocommit = True
-            if conn not in self._registered:
+            cursors = self._cursors.get(conn)
+            if cursors is None or not before.mine(cursors):
                 self._first(conn)
-                register_vector_types(conn)
-                self._registered.add(conn)
+                cursors = self._cursors[conn] = vector_cursors(conn)
+            before.lend(conn, cursors)
             for statement in self._setup:
                 conn.execute(statement.encode())
         except BaseException:
@@ -189,13 +230,16 @@ class EngineConnections(Connections):
         if back is not None:
             back(session)
 
-    def _return(self, fairy: Any, autocommit: bool, session: Session | None) -> None:
+    def _return(self, fairy: Any, lent: _AsLent | None, session: Session | None) -> None:
         conn = fairy.driver_connection
         try:
             if usable(conn):
                 for statement in _take_back(session or SessionState(), self._setup):
                     conn.execute(statement)
-                conn.autocommit = autocommit
+            if lent is not None:
+                lent.restore(conn)
+                if usable(conn):
+                    conn.autocommit = lent.autocommit
         except psycopg.Error as exc:
             log.info("pgvector: a borrowed connection could not be reset (%s); the pool drops it", exc)
         if usable(conn) and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
@@ -215,7 +259,9 @@ class AsyncEngineConnections:
     def __init__(self, engine: Any, setup: list[str]) -> None:
         self.engine = engine
         self._setup = setup
-        self._registered: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
+        self._cursors: weakref.WeakKeyDictionary[
+            psycopg.AsyncConnection[Any], type[psycopg.AsyncCursor[Any]]
+        ] = weakref.WeakKeyDictionary()
 
     @asynccontextmanager
     async def borrowed(self) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], SessionState]]:
@@ -226,13 +272,14 @@ class AsyncEngineConnections:
             conn = fairy.driver_connection
             if not isinstance(conn, psycopg.AsyncConnection):
                 raise TypeError(f"the engine's connection is a {type(conn).__name__}, not psycopg's")
-            before = conn.autocommit
+            before = _AsLent.of(conn)
             await conn.set_autocommit(True)
             session = SessionState(lent=True)
             try:
-                if conn not in self._registered:
-                    await aregister_vector_types(conn)
-                    self._registered.add(conn)
+                cursors = self._cursors.get(conn)
+                if cursors is None or not before.mine(cursors):
+                    cursors = self._cursors[conn] = await avector_cursors(conn)
+                before.lend(conn, cursors)
                 for setup in self._setup:
                     await conn.execute(setup.encode())
                 yield conn, session
@@ -242,13 +289,14 @@ class AsyncEngineConnections:
             await handle.close()
 
     async def _give_back(
-        self, handle: Any, conn: psycopg.AsyncConnection[Any], session: SessionState, autocommit: bool
+        self, handle: Any, conn: psycopg.AsyncConnection[Any], session: SessionState, lent: _AsLent
     ) -> None:
+        lent.restore(conn)
         if not conn.closed and not conn.broken:
             try:
                 for statement in _take_back(session, self._setup):
                     await conn.execute(statement)
-                await conn.set_autocommit(autocommit)
+                await conn.set_autocommit(lent.autocommit)
             except psycopg.Error as exc:
                 log.info("pgvector: a borrowed connection could not be reset (%s)", exc)
         if conn.closed or conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:

@@ -22,6 +22,7 @@ from psycopg.types.json import Json
 from ..._models import CollectionSpec, Metric
 from ..._suggest import what_exists
 from ..._validate import Batch
+from ...conventions.llamaindex import to_node_metadata
 from ...exceptions import (
     ConfigurationError,
     NotFoundError,
@@ -30,11 +31,13 @@ from ...exceptions import (
     ValidationError,
     VectorportError,
 )
+from ._constraints import Constraint, ConstraintCheck, read_constraints
 from ._describe import rewritten_url
 from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
 from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE, shape
 from ._mapping import KEEP_KEY, KEY_PARTS, NO_TEXT, Columns, row_id
+from ._quote import Identifier, Literal
 from ._schema import Layout
 from .filters import Predicate
 
@@ -56,6 +59,9 @@ class ForeignTables:
         self.store = store
         self.keys_checked = False
         """The keys of the table were checked (unique, not NULL) before its first scan."""
+        self.constraints: tuple[Constraint, ...] = ()
+        """The table's CHECK constraints and unique keys, read when it was opened."""
+        self._constraint_check: ConstraintCheck | None = None
 
     # ------------------------------------------------------------------ open
     def open(
@@ -99,6 +105,8 @@ class ForeignTables:
         )
         self.store.catalog.bind_layout(layout)
         self.store.catalog.write_ready = True  # nothing of vectorport's own to prepare in such a table
+        self.constraints = read_constraints(conn, layout.qualified.object_name(conn))
+        self._constraint_check = None
         log.info(
             "pgvector: opened %s as a %s table (%d dims, %s, %s%s)",
             self.store._where,
@@ -113,8 +121,10 @@ class ForeignTables:
     def _langchain_collection(self, conn: psycopg.Connection[Any], columns: Columns) -> Columns | None:
         """The columns scoped to the LangChain collection's rows of the shared table (``None``:
         the collection has no row yet, and may be created)."""
-        collections = sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
-        known = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)).fetchone()
+        collections = Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+        known = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (collections.object_name(conn),)
+        ).fetchone()
         if not (known and known[0]):
             raise ConfigurationError(
                 f"{self.store._where} has LangChain's columns but there is no {LANGCHAIN_COLLECTIONS} table "
@@ -123,7 +133,7 @@ class ForeignTables:
             )
         row = conn.execute(
             sql.SQL("SELECT uuid FROM {} WHERE name = %s").format(
-                sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+                Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
             ),
             (self.store.collection,),
         ).fetchone()
@@ -158,7 +168,7 @@ class ForeignTables:
         """``where=`` must select some row: a condition that matches none is a mistake."""
         found = conn.execute(
             sql.SQL("SELECT EXISTS (SELECT 1 FROM {} AS t WHERE {})").format(
-                sql.Identifier(self.store.schema, self.store.table),
+                Identifier(self.store.schema, self.store.table),
                 sql.SQL(columns.scope_sql(with_null_vectors=True)),
             ),
             columns.scope_values,
@@ -174,12 +184,12 @@ class ForeignTables:
         (``None``: not the LangChain layout, or no such table), naming the collections there."""
         if self.store.mapping.layout != "langchain":
             return None
-        collections = sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+        collections = Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
         try:
             with self.store.server.errors("list LangChain collections"):
                 conn, _ = self.store.server.conn()
                 known = conn.execute(
-                    "SELECT to_regclass(%s) IS NOT NULL", (collections.as_string(conn),)
+                    "SELECT to_regclass(%s) IS NOT NULL", (collections.object_name(conn),)
                 ).fetchone()
                 if not (known and known[0]):
                     return None
@@ -199,7 +209,7 @@ class ForeignTables:
         emb = columns.ident("embedding")
         row = conn.execute(
             sql.SQL("SELECT vector_dims({}) FROM {} AS t WHERE {} AND {} IS NOT NULL LIMIT 1").format(
-                emb, sql.Identifier(self.store.schema, self.store.table), sql.SQL(columns.scope_sql()), emb
+                emb, Identifier(self.store.schema, self.store.table), sql.SQL(columns.scope_sql()), emb
             ),
             columns.scope_values,
         ).fetchone()
@@ -243,7 +253,7 @@ class ForeignTables:
         if self.store.layout_name == "langchain":
             row = conn.execute(
                 sql.SQL("SELECT cmetadata::jsonb ->> 'vectorport_metric' FROM {} WHERE name = %s").format(
-                    sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
+                    Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)
                 ),
                 (self.store.collection,),
             ).fetchone()
@@ -263,6 +273,8 @@ class ForeignTables:
         found = re.search(r"to_tsvector\(\s*'([A-Za-z_][\w.]*)'", source) or re.search(
             r"tsvector_update_trigger\(\s*'?\w+'?\s*,\s*'(?:pg_catalog\.)?([A-Za-z_]\w*)'", source
         )
+        if columns.fts is None and columns.fts_index is not None:
+            return columns.fts_index  # the keyword index's: its expression is the search's
         if self.store._explicit_language is not None:
             return self.store.language
         if found:
@@ -350,20 +362,56 @@ class ForeignTables:
 
     def layout_problems(self, key: str, metadata: dict[str, Any], text: str | None) -> list[tuple[str, str]]:
         """What keeps a record from this table before any write (a migration's plan asks): a
-        key that does not fit the table's ``key_template``. Reads nothing."""
+        key that does not fit the table's ``key_template``, a field a ``NOT NULL`` column
+        without a default needs and the record lacks. Reads nothing."""
         if self.store.catalog.bound is None:
             return []  # a table to create: vectorport's own layout takes any key
         cols = self.store.catalog.bound.columns
         template = cols.key_template
+        found: list[tuple[str, str]] = []
         if template is not None and template.split(key, [kind for _, kind, _ in cols.key_parts]) is None:
-            return [("key", f"key {key!r} does not fit key_template={template.text}")]
-        return []
+            found.append(("key", f"key {key!r} does not fit key_template={template.text}"))
+        for name in cols.required_columns:
+            if metadata.get(name) is None:
+                found.append(
+                    (
+                        f"metadata.{name}",
+                        f"the column {name!r} is NOT NULL without a default and the record has no {name!r}",
+                    )
+                )
+        return found or self._constraint_problems(key, metadata, text)
+
+    def _constraint_problems(
+        self, key: str, metadata: dict[str, Any], text: str | None
+    ) -> list[tuple[str, str]]:
+        """The table's CHECK constraints and unique keys this record would break, found by a
+        ``SELECT`` of the row the merge would write (:mod:`._constraints`): one round trip a
+        record, only for a table that has such constraints over the columns written."""
+        cols = self.store.layout.columns
+        if not self.constraints or cols.node_metadata or cols.read_only:
+            return []
+        if self._constraint_check is None:
+            names, values, keys = self._row(defaults=False)
+            self._constraint_check = ConstraintCheck(
+                self.store.layout.qualified, names, values, keys, self.constraints
+            )
+        check = self._constraint_check
+        statement = check.statement(self.store.layout.vector_type)
+        meta = dict(metadata)
+        if statement is None or self._keyed(key, meta) is not None:
+            return []
+        if text is None and cols.text_required:
+            meta[NO_TEXT] = True
+        params = {**cols.scope_values, "vp_key": row_id(cols.key_kind, key) or key, "vp_text": text}
+        params["vp_metadata"] = Json(meta)
+        with self.store.server.errors("plan"):
+            conn, _ = self.store.server.conn()
+            row = conn.execute(statement, params).fetchone()
+        return check.problems(tuple(row or ()), key)
 
     def batch(self, batch: Batch) -> tuple[list[str], list[dict[str, Any]]]:
         """Keys and metadata as the table's owner stores them; refuses the whole batch (nothing
         written) when a record does not fit."""
-        from ...conventions.llamaindex import to_node_metadata
-
         cols = self.store.layout.columns
         plain = {name for name, _ in cols.metadata_columns}
         problems: list[Problem] = []
@@ -434,9 +482,12 @@ class ForeignTables:
             meta[cols.key_field] = key
         rid = row_id(cols.key_kind, key)
         if rid != key:
-            if not cols.keep_key or rid is None:
+            if not cols.keep_key:
                 return Problem(
-                    key, "", f"key {key!r} is not a uuid and the table has no metadata column to keep it in"
+                    key,
+                    "",
+                    f"key {key!r} is not a{'n' if cols.key_kind == 'integer' else ''} {cols.key_kind} "
+                    "and the table has no metadata column to keep it in",
                 )
             meta[KEEP_KEY] = key
         return None
@@ -445,72 +496,105 @@ class ForeignTables:
         """The statements merging the staged rows into the table."""
         cols = self.store.layout.columns
         table = self.store.layout.qualified
-        targets, values = self._key_targets()
-        conflict = sql.SQL(", ").join(targets)
+        names, values, keys = self._row()
+        targets = [Identifier(name) for name in names]
+        conflict = sql.SQL(", ").join(targets[:keys])
+        insert = sql.SQL("INSERT INTO {} AS t ({}){} SELECT {} FROM {} AS s").format(
+            table,
+            sql.SQL(", ").join(targets),
+            sql.SQL(" OVERRIDING SYSTEM VALUE" if cols.overriding else ""),
+            sql.SQL(", ").join(values),
+            stage,
+        )
+        if (not cols.key_unique and cols.key_template is None) or cols.numbered:
+            # LlamaIndex's node_id has no unique index, a numbered row's key is in its metadata:
+            # replace a key's rows in one transaction
+            delete = sql.SQL("DELETE FROM {} AS t WHERE {} AND {} IN (SELECT s.key FROM {} AS s)").format(
+                table, sql.SQL(cols.scope_sql()), cols.key_expr("t"), stage
+            )
+            return [delete, insert]
+        # a row's serial id stays what it is when a natural key replaces the row
+        kept = [Identifier(n) for n in names[keys:] if n != cols.surrogate]
+        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in kept)
+        guard: sql.Composable = sql.SQL("")
+        if cols.fixed:
+            # the key belongs to another collection of a shared table: not taken over (counted)
+            guard = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(
+                sql.SQL("t.{0} = EXCLUDED.{0}").format(Identifier(c)) for c, _ in cols.fixed
+            )
+        return [sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {}{}").format(insert, conflict, updates, guard)]
+
+    def _row(self, defaults: bool = True) -> tuple[list[str], list[sql.Composable], int]:
+        """The columns a merge writes, their values from a staged row ``s`` (``key``,
+        ``embedding``, ``metadata``, ``text``) and how many of them, first, are the key's.
+        ``defaults=False``: a field the record lacks is NULL, not the column's default (a
+        plan's check must not draw a sequence's next value)."""
+        cols = self.store.layout.columns
+        targets, values = self._key_targets(defaults)
         keys = len(targets)
-        targets.append(cols.ident("embedding"))
+        targets.append(cols.embedding)
         values.append(sql.SQL("s.embedding"))
         plain = [name for name, _ in cols.metadata_columns]
         hidden = plain + ([KEY_PARTS] if cols.key_template else [])
         if cols.metadata is not None:
             meta: sql.Composable = sql.SQL("s.metadata")
             if hidden:
-                meta = sql.SQL("(s.metadata - {}::text[])").format(sql.Literal(hidden))
-            targets.append(cols.ident("metadata"))
+                meta = sql.SQL("(s.metadata - {}::text[])").format(Literal(hidden))
+            targets.append(cols.metadata)
             values.append(sql.SQL("{}::json").format(meta) if cols.metadata_json else meta)
+        fill, given = defaults, dict(cols.column_defaults)
         for name, kind in cols.metadata_columns:
-            targets.append(sql.Identifier(name))
+            targets.append(name)
             if kind in ("json", "jsonb"):
-                values.append(sql.SQL("(s.metadata -> {})::" + kind).format(sql.Literal(name)))
+                value = sql.SQL("(s.metadata -> {})::" + kind).format(Literal(name))
             else:
-                values.append(sql.SQL("(s.metadata ->> {})::{}").format(sql.Literal(name), sql.SQL(kind)))
+                value = sql.SQL("(s.metadata ->> {})::{}").format(Literal(name), sql.SQL(kind))
+            if name in given:
+                # a record without the field keeps the column's default (NOT NULL DEFAULT now()),
+                # as the application's own INSERT that leaves the column out does; the merge
+                # runs with parameters, so a % of the default's SQL is doubled
+                default = sql.SQL(given[name].replace("%", "%%") if fill else "NULL")
+                value = sql.SQL("CASE WHEN s.metadata ? {} THEN {} ELSE {} END").format(
+                    Literal(name), value, default
+                )
+            values.append(value)
         if cols.text is not None:
-            targets.append(cols.ident("text"))
+            targets.append(cols.text)
             values.append(sql.SQL("coalesce(s.text, '')") if cols.text_required else sql.SQL("s.text"))
         if cols.fts_written and cols.fts is not None:
-            targets.append(cols.ident("fts"))
+            targets.append(cols.fts)
             values.append(
                 sql.SQL("to_tsvector({}::regconfig, coalesce(s.text, ''))").format(
-                    sql.Literal(self.store.layout.language)
+                    Literal(self.store.layout.language)
                 )
             )
         for column, param in cols.fixed:
-            targets.append(sql.Identifier(column))
+            targets.append(column)
             values.append(sql.Placeholder(param))
-        insert = sql.SQL("INSERT INTO {} AS t ({}) SELECT {} FROM {} AS s").format(
-            table, sql.SQL(", ").join(targets), sql.SQL(", ").join(values), stage
-        )
-        if not cols.key_unique and cols.key_template is None:
-            # LlamaIndex's node_id has no unique index: replace a key's rows in one transaction
-            delete = sql.SQL("DELETE FROM {} AS t WHERE {} AND {} IN (SELECT s.key FROM {} AS s)").format(
-                table, sql.SQL(cols.scope_sql()), cols.key_expr("t"), stage
-            )
-            return [delete, insert]
-        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[keys:])
-        guard: sql.Composable = sql.SQL("")
-        if cols.fixed:
-            # the key belongs to another collection of a shared table: not taken over (counted)
-            guard = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(
-                sql.SQL("t.{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c, _ in cols.fixed
-            )
-        return [sql.SQL("{} ON CONFLICT ({}) DO UPDATE SET {}{}").format(insert, conflict, updates, guard)]
+        return targets, values, keys
 
-    def _key_targets(self) -> tuple[list[sql.Composable], list[sql.Composable]]:
+    def _key_targets(self, defaults: bool = True) -> tuple[list[str], list[sql.Composable]]:
         """The key's columns and their values from a staged row: the key column, or the columns
         a key template split the key into (carried in the staged metadata)."""
         cols = self.store.layout.columns
         if cols.key_field is not None:
             return [], []  # the database numbers the rows; the key is in the metadata
+        if cols.numbered and cols.key_default is not None:
+            numbered = cols.key_default.replace("%", "%%") if defaults else "NULL"
+            key: sql.Composable = sql.SQL("CASE WHEN s.metadata ? {} THEN {} ELSE s.key::bigint END").format(
+                Literal(KEEP_KEY), sql.SQL(numbered)
+            )
+            return [cols.key], [key]
         if cols.key_template is None:
             key = sql.SQL("s.key::uuid") if cols.key_kind == "uuid" else sql.SQL("s.key")
-            return [cols.ident("key")], [key]
-        targets: list[sql.Composable] = []
+            return [cols.key], [key]
+        targets: list[str] = []
         values: list[sql.Composable] = []
         for name, _, kind in cols.key_parts:
-            targets.append(sql.Identifier(name))
+            targets.append(name)
             values.append(
                 sql.SQL("(s.metadata -> {} ->> {})::{}").format(
-                    sql.Literal(KEY_PARTS), sql.Literal(name), sql.SQL(kind)
+                    Literal(KEY_PARTS), Literal(name), sql.SQL(kind)
                 )
             )
         return targets, values
@@ -521,11 +605,11 @@ class ForeignTables:
         any other table."""
         if (self.store.mapping.layout or self.store.layout_name) != "langchain" or not keys:
             return []
-        embeddings = sql.Identifier(self.store.schema, LANGCHAIN_TABLE)
+        embeddings = Identifier(self.store.schema, LANGCHAIN_TABLE)
         with self.store.server.errors("plan"):
             conn, _ = self.store.server.conn()
             found = conn.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", (embeddings.as_string(conn),)
+                "SELECT to_regclass(%s) IS NOT NULL", (embeddings.object_name(conn),)
             ).fetchone()
             if not (found and found[0]):
                 return []
@@ -533,7 +617,7 @@ class ForeignTables:
                 sql.SQL(
                     "SELECT e.id FROM {} AS e JOIN {} AS c ON c.uuid = e.collection_id "
                     "WHERE e.id = ANY(%s) AND c.name <> %s"
-                ).format(embeddings, sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
+                ).format(embeddings, Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
                 (list(keys), self.store.collection),
             ).fetchall()
         return [str(r[0]) for r in rows]
@@ -592,7 +676,7 @@ class ForeignTables:
                         sql.SQL(
                             "INSERT INTO {} (uuid, name, cmetadata) VALUES (gen_random_uuid(), %s, %s) "
                             "ON CONFLICT (name) DO NOTHING"
-                        ).format(sql.Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
+                        ).format(Identifier(self.store.schema, LANGCHAIN_COLLECTIONS)),
                         (self.store.collection, Json({"vectorport_metric": spec.metric.value})),
                     )
         log.info("pgvector: created %s as %s creates it", self.store._where, layout)

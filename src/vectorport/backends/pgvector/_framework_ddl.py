@@ -11,6 +11,7 @@ from psycopg import sql
 
 from ..._models import Metric
 from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE
+from ._quote import Identifier, Literal
 from ._schema import METRIC_OPCLASS
 
 __all__ = ["CREATABLE", "framework_ddl"]
@@ -24,17 +25,17 @@ def framework_ddl(
     """``CREATE … IF NOT EXISTS`` statements of ``layout``'s table (``[]``: not one vectorport
     makes); ``new_schema``: create the schema too (a role may create tables in an existing
     schema without being allowed to create schemas, so it is only asked for when missing)."""
-    vtype = sql.SQL("vector({})").format(sql.Literal(dimension))
-    qualified = sql.Identifier(schema, table)
+    vtype = sql.SQL("vector({})").format(Literal(dimension))
+    qualified = Identifier(schema, table)
     if layout not in CREATABLE:
         return []
-    create = [sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))] if new_schema else []
+    create = [sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema))] if new_schema else []
     return [*create, *_tables(layout, schema, table, vtype, qualified, metric)]
 
 
 def _langchain_tables(schema: str) -> list[sql.Composed]:
-    collections = sql.Identifier(schema, LANGCHAIN_COLLECTIONS)
-    embeddings = sql.Identifier(schema, LANGCHAIN_TABLE)
+    collections = Identifier(schema, LANGCHAIN_COLLECTIONS)
+    embeddings = Identifier(schema, LANGCHAIN_TABLE)
     return [
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {} (uuid uuid NOT NULL PRIMARY KEY, "
@@ -72,13 +73,13 @@ def _tables(
                 "metadata_ jsonb, node_id character varying, embedding {})"
             ).format(qualified, vtype),
             sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING btree ((metadata_ ->> 'ref_doc_id'))").format(
-                sql.Identifier(f"{base}_idx_1"), qualified
+                Identifier(f"{base}_idx_1"), qualified
             ),
             sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding {}) "
                 "WITH (m = 16, ef_construction = 64)"
             ).format(
-                sql.Identifier(f"{table}_embedding_idx"),
+                Identifier(f"{table}_embedding_idx"),
                 qualified,
                 sql.SQL(f"vector_{METRIC_OPCLASS[metric]}"),
             ),

@@ -20,6 +20,7 @@ from psycopg import sql
 
 from ...exceptions import ConfigurationError, VectorportError
 from ._build_progress import watch_index_build
+from ._quote import Identifier
 from ._schema import Layout
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class Indexing:
         return f"vectorport.pgvector.index:{self.store.schema}.{self.store.table}"
 
     def _hnsw_indexes(self, conn: psycopg.Connection[Any]) -> list[tuple[str, bool]]:
-        qualified = self.store.layout.qualified.as_string(conn)
+        qualified = self.store.layout.qualified.object_name(conn)
         return [(str(n), bool(v)) for n, v in conn.execute(_HNSW_INDEXES, (qualified,)).fetchall()]
 
     @contextmanager
@@ -144,7 +145,7 @@ class Indexing:
             )
             return False
         conn.execute(
-            sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(layout.schema, layout.hnsw_index_name))
+            sql.SQL("DROP INDEX IF EXISTS {}").format(Identifier(layout.schema, layout.hnsw_index_name))
         )
         log.info(
             "pgvector: %s: HNSW index dropped for a bulk load into %d rows; it is built after",
@@ -167,7 +168,7 @@ class Indexing:
             return False
         try:
             layout = self.store.layout
-            qualified = layout.qualified.as_string(conn)
+            qualified = layout.qualified.object_name(conn)
             found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
             if not (found and found[0]):
                 return True  # dropped meanwhile
@@ -177,7 +178,7 @@ class Indexing:
                     # an interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind
                     conn.execute(
                         sql.SQL("DROP INDEX IF EXISTS {}").format(
-                            sql.Identifier(layout.schema, layout.hnsw_index_name)
+                            Identifier(layout.schema, layout.hnsw_index_name)
                         )
                     )
                 self._build_index(conn, layout)

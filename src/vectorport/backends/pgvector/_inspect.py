@@ -38,6 +38,15 @@ _VECTOR_INDEXES = (
     "WHERE i.indrelid = %s::regclass AND am.amname IN ('hnsw', 'ivfflat') ORDER BY c.relname"
 )
 """The table's HNSW and IVFFlat indexes."""
+_TEXT_INDEXES = (
+    "SELECT pg_get_indexdef(i.indexrelid, 1, false) FROM pg_index AS i "
+    "JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_am AS am ON am.oid = c.relam "
+    "WHERE i.indrelid = %s::regclass AND am.amname = 'gin' AND i.indexprs IS NOT NULL "
+    "AND i.indpred IS NULL AND i.indisvalid ORDER BY c.relname"
+)
+"""The expressions of the table's GIN expression indexes (a keyword index such as Haystack's
+``to_tsvector('english', content)``)."""
+_TO_TSVECTOR = re.compile(r"""^to_tsvector\('([A-Za-z_][\w.]*)'::regconfig, "?([^"]+)"?\)$""")
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,10 @@ class Column:
     notnull: bool
     generated: str | None
     """The expression of a generated column (``None`` for a plain one)."""
+    default: str | None = None
+    """The column's default expression (``now()``, ``nextval(…)``; identity columns too)."""
+    always: bool = False
+    """``GENERATED ALWAYS AS IDENTITY``: an INSERT giving it a value says ``OVERRIDING SYSTEM VALUE``."""
 
 
 @dataclass(frozen=True)
@@ -79,12 +92,17 @@ class TableFacts:
     """Unique keys over several columns (a natural key such as ``(file_path, chunk_index)``)."""
     trigger_source: str = ""
     """The source of the functions the table's row triggers run (a ``tsvector`` kept by one)."""
+    text_indexes: tuple[tuple[str, str], ...] = ()
+    """``(configuration, column)`` of each GIN index on ``to_tsvector(configuration, column)``."""
 
     @classmethod
     def read(cls, conn: psycopg.Connection[Any], qualified: str) -> TableFacts:
         cols = conn.execute(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
-            "CASE WHEN a.attgenerated <> '' THEN pg_get_expr(d.adbin, d.adrelid) END "
+            "CASE WHEN a.attgenerated <> '' THEN pg_get_expr(d.adbin, d.adrelid) END, "
+            "CASE WHEN a.attidentity <> '' THEN 'nextval(' || quote_literal(pg_get_serial_sequence("
+            "a.attrelid::regclass::text, a.attname)) || '::regclass)' WHEN a.attgenerated = '' "
+            "THEN pg_get_expr(d.adbin, d.adrelid) END, a.attidentity = 'a' "
             "FROM pg_attribute AS a LEFT JOIN pg_attrdef AS d "
             "ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
             "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
@@ -110,8 +128,19 @@ class TableFacts:
             (qualified,),
         ).fetchone()
         indexes = conn.execute(_VECTOR_INDEXES, (qualified,)).fetchall()
+        text_indexes = [_TO_TSVECTOR.match(str(r[0])) for r in conn.execute(_TEXT_INDEXES, (qualified,))]
         return cls(
-            {str(n): Column(str(n), str(t), bool(nn), None if g is None else str(g)) for n, t, nn, g in cols},
+            {
+                str(n): Column(
+                    str(n),
+                    str(t),
+                    bool(nn),
+                    None if g is None else str(g),
+                    None if d is None else str(d),
+                    bool(a),
+                )
+                for n, t, nn, g, d, a in cols
+            },
             frozenset(str(r[0]) for r in unique),
             tuple(
                 VectorIndex(
@@ -127,6 +156,7 @@ class TableFacts:
             str(kind[0]) if kind else "r",
             tuple(tuple(str(c) for c in row[0]) for row in composite),
             str(triggers[0]) if triggers else "",
+            tuple((found.group(1), found.group(2)) for found in text_indexes if found),
         )
 
     def dimension(self, column: str) -> int | None:

@@ -28,7 +28,8 @@ from ...conventions import preset as convention
 from ...conventions.langchain import COLLECTIONS_TABLE, SHARED_TABLE
 from ...exceptions import ConfigurationError
 from ._inspect import Column, TableFacts
-from ._mapping import Columns, KeyTemplate
+from ._mapping import Columns, KeyTemplate, default_template
+from ._schema import check_identifier
 
 __all__ = [
     "LAYOUTS",
@@ -67,6 +68,16 @@ _INTEGER = re.compile(r"^(bigint|integer|smallint)$")
 _VECTOR = re.compile(r"^(vector|halfvec)(\((\d+)\))?$")
 _JSON = ("json", "jsonb")
 _UNHELD = frozenset({"bytea"})
+_CONSTANT = re.compile(r"^(?:'(?:[^']|'')*'(?:::[\w .\"]+(?:\[\])?)?|-?\d+(?:\.\d+)?|true|false|NULL)$")
+"""A column default that is a constant (``'en'::text``, ``0``); any other (``now()``,
+``CURRENT_TIMESTAMP``, ``nextval(…)``, ``gen_random_uuid()``) is the table's own bookkeeping."""
+
+
+def _filled(column: Column) -> bool:
+    """The table fills ``column`` itself: a computed default (``created_at DEFAULT now()``)."""
+    return column.default is not None and not _CONSTANT.match(column.default)
+
+
 """Column types no role can hold (metadata is JSON, the text is text): such columns are left out
 of the records, and ``info`` and the migration plan name them."""
 _TEXT_NAMES = ("text", "content", "document", "chunk_text", "chunk", "page_content", "body")
@@ -102,8 +113,6 @@ class MappingOptions:
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any]) -> MappingOptions:
-        from ._schema import check_identifier
-
         layout = opts.get("layout")
         if layout is not None:
             layout = str(layout).strip().lower()
@@ -357,6 +366,13 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
     column that is missing or of the wrong type and the option to pass."""
     layout = options.layout or detect(facts, table) or "custom"
     picked = _pick(facts, layout, options)
+    surrogate = picked.key
+    natural = _natural_key(facts, picked, options)
+    if natural is not None and surrogate is not None:
+        # a detected preset (Supabase's documents: a bigserial id) is not this table's shape
+        options = replace(options, key_template=natural)
+        layout = options.layout or "custom"
+        picked = _pick(facts, layout, options)
     if picked.problems:
         raise ConfigurationError(
             f"{where} cannot be used as a collection: " + "; ".join(picked.problems) + f". Its columns: "
@@ -377,6 +393,7 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
         metadata=meta.name if meta is not None else None,
         text=text.name if text is not None else None,
         fts=_fts(facts),
+        fts_index=next((c for c, col in facts.text_indexes if text is not None and col == text.name), None),
         updated_at="updated_at"
         if own and updated is not None and updated.type == "timestamp with time zone"
         else None,
@@ -387,8 +404,42 @@ def resolve(facts: TableFacts, table: str, options: MappingOptions, where: str) 
         if fts is None or fts.generated is None:
             base = replace(base, fts=None)
         return layout, _skip_null_vectors(base, options)
-    return layout, _skip_null_vectors(
-        _foreign(facts, layout, base, key, picked.kind or "text", options, used), options
+    columns = _foreign(facts, layout, base, key, picked.kind or "text", options, used)
+    if natural is not None and surrogate is not None:
+        columns = _carrying(columns, surrogate, natural)
+    return layout, _skip_null_vectors(columns, options)
+
+
+def _natural_key(facts: TableFacts, picked: _Picked, options: MappingOptions) -> KeyTemplate | None:
+    """The unique key a table declares over its own columns (``UNIQUE(file_path,
+    chunk_index)``), preferred over a serial id the database assigns when no option names the
+    key: the id says nothing of the chunk, and a copy elsewhere could not keep it."""
+    key = picked.key
+    named = any(role == "key" for role, _ in options.columns)
+    if picked.problems or picked.kind != "integer" or key is None or not _filled(key) or named:
+        return None
+    for columns in facts.composite_unique:
+        kinds = [_kind(facts.columns[name]) for name in columns]
+        if key.name not in columns and all(kinds):
+            return KeyTemplate.parse(
+                default_template([(n, k or "") for n, k in zip(columns, kinds, strict=True)])
+            )
+    return None
+
+
+def _carrying(columns: Columns, surrogate: Column, natural: KeyTemplate) -> Columns:
+    """``columns`` keyed by the natural key, the serial id carried as a metadata field."""
+    reason = (
+        f"the unique key ({', '.join(natural.fields)}) the table declares, preferred over the serial "
+        f"{surrogate.name!r} the database assigns; {surrogate.name!r} is carried in the metadata"
+    )
+    return replace(
+        columns,
+        metadata_columns=(*columns.metadata_columns, (surrogate.name, surrogate.type)),
+        column_defaults=(*columns.column_defaults, (surrogate.name, surrogate.default or "DEFAULT")),
+        filled=tuple(f for f in columns.filled if not f.startswith(f"{surrogate.name} (")),
+        surrogate=surrogate.name,
+        key_reason=reason,
     )
 
 
@@ -438,6 +489,8 @@ def _foreign(
     used: set[str],
 ) -> Columns:
     unique = kind != "expression" and key is not None and key.name in facts.unique
+    # a serial id: rows whose key is not an integer get theirs from its sequence
+    serial = key.default if kind == "integer" and key is not None and _filled(key) else None
     order = None
     order_kind = "text"
     if not unique or kind == "expression":
@@ -470,14 +523,25 @@ def _foreign(
         order_kind=order_kind,
         metadata_json=base.metadata is not None and facts.columns[base.metadata].type == "json",
         metadata_columns=tuple((c, facts.columns[c].type) for c in listed),
+        column_defaults=tuple((c, d) for c in listed if (d := facts.columns[c].default) is not None),
+        required_columns=tuple(
+            c for c in listed if facts.columns[c].notnull and facts.columns[c].default is None
+        ),
         left_out=tuple(
             f"{c.name} ({c.type})"
             for c in facts.columns.values()
-            if c.type in _UNHELD and c.name not in skip and c.name not in listed
+            if c.type in _UNHELD and c.name not in used and c.name not in listed
+        ),
+        filled=tuple(
+            f"{c.name} (DEFAULT {c.default})"
+            for c in facts.columns.values()
+            if _filled(c) and c.name not in skip and c.name not in listed
         ),
         halfvec=facts.columns[base.embedding].type.startswith("halfvec"),
         scope=scope,
-        keep_key=kind == "uuid" and base.metadata is not None,
+        keep_key=base.metadata is not None and (kind == "uuid" or serial is not None),
+        key_default=serial,
+        overriding=serial is not None and key is not None and key.always,
         node_metadata=layout == "llamaindex",
         text_key=options.text_key if base.text is None else None,
         text_required=base.text is not None and facts.columns[base.text].notnull,
@@ -500,6 +564,7 @@ def _metadata_columns(
             and c.generated is None
             and c.type != "tsvector"
             and c.type not in _UNHELD
+            and not _filled(c)
             and not _VECTOR.match(c.type)
             and not (
                 layout in ("llamaindex", "langchain") or (layout == "vectorport" and c.name == "updated_at")
@@ -527,7 +592,7 @@ def _read_only_reasons(
         )
     elif kind == "expression" and template is None:
         reasons.append("its key is an expression over columns")
-    elif kind == "integer":
+    elif kind == "integer" and (base.metadata is None or not _filled(facts.columns[base.key])):
         natural = next((c for c in facts.composite_unique if all(_kind(facts.columns[n]) for n in c)), None)
         offer = (
             f" (its unique key ({', '.join(natural)}) can be the key: pass key_template="

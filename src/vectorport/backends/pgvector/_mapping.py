@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
+from ._quote import Identifier, Literal
 
 __all__ = [
     "DEFAULT_COLUMNS",
@@ -32,6 +33,7 @@ __all__ = [
     "NO_TEXT",
     "Columns",
     "KeyTemplate",
+    "default_template",
     "row_id",
     "sql_name",
 ]
@@ -63,7 +65,7 @@ def sql_name(*parts: str) -> sql.Composable:
     quotes), so the SQL ``vectorport pgvector schema`` prints reads like hand-written SQL."""
     if all(p in _PLAIN_NAMES for p in parts):
         return sql.SQL(".".join(parts))
-    return sql.Identifier(*parts)
+    return Identifier(*parts)
 
 
 def _plain_value(column: sql.Composable, kind: str) -> sql.Composable:
@@ -76,7 +78,7 @@ def _plain_value(column: sql.Composable, kind: str) -> sql.Composable:
     utc = found.group(2) is None
     moment = sql.SQL("({} AT TIME ZONE 'UTC')").format(column) if utc else column
     iso = sql.SQL("regexp_replace(to_char({}, {}), {}, '')").format(
-        moment, sql.Literal(_ISO_FORMAT), sql.Literal(r"\.000000$")
+        moment, Literal(_ISO_FORMAT), Literal(r"\.000000$")
     )
     if utc:
         iso = sql.SQL("{} || '+00:00'").format(iso)
@@ -177,10 +179,19 @@ class KeyTemplate:
         for lit, name in zip(self.literals, self.fields, strict=False):
             if lit:
                 pieces.append(_quote(lit))
-            pieces.append(f"{sql.Identifier(name).as_string(None)}::text")
+            pieces.append(f"{Identifier(name).as_string(None)}::text")
         if self.literals[-1]:
             pieces.append(_quote(self.literals[-1]))
         return " || ".join(pieces)
+
+
+def default_template(parts: Sequence[tuple[str, str]]) -> str:
+    """The key template of a natural key ``(column, kind)``: ``{a}#chunk{b}`` for a text column
+    and an integer one (vectorport's chunk keys, ``docs/a.md#chunk3``), else the fields joined
+    by ``#``."""
+    if [kind for _, kind in parts] == ["text", "integer"]:
+        return f"{{{parts[0][0]}}}#chunk{{{parts[1][0]}}}"
+    return "#".join(f"{{{name}}}" for name, _ in parts)
 
 
 def _quote(text: str) -> str:
@@ -205,6 +216,10 @@ class Columns:
     """The ``jsonb`` (or ``json``) metadata column (``None``: none)."""
     text: str | None = "text"
     fts: str | None = "fts"
+    fts_index: str | None = None
+    """No ``tsvector`` column, but a GIN index on ``to_tsvector(fts_index, <text column>)``
+    (Haystack's keyword index): text and hybrid search use that expression in place of
+    :attr:`fts`, so the index serves them."""
     """The ``tsvector`` column full-text and hybrid search use (``None``: none)."""
     updated_at: str | None = "updated_at"
     """A ``timestamptz`` column set to ``now()`` on every upsert (``None``: none)."""
@@ -233,6 +248,12 @@ class Columns:
     """The metadata column is ``json``, not ``jsonb``."""
     metadata_columns: tuple[tuple[str, str], ...] = ()
     """Plain columns read into the metadata under their names: ``(column, format_type)``."""
+    column_defaults: tuple[tuple[str, str], ...] = ()
+    """Those of :attr:`metadata_columns` with a default, and its SQL (``created_at``,
+    ``now()``): a record that does not carry the field gets the default, not NULL."""
+    required_columns: tuple[str, ...] = ()
+    """Those of :attr:`metadata_columns` that are ``NOT NULL`` without a default: a record must
+    carry the field (a migration's plan names each record that does not)."""
     halfvec: bool = False
     """The embedding column is ``halfvec`` (read as float32)."""
     scope: str | None = None
@@ -241,7 +262,14 @@ class Columns:
     fixed: tuple[tuple[str, str], ...] = ()
     """Columns every written row gets, from a scope parameter: ``(column, parameter)``."""
     keep_key: bool = False
-    """Keys that are not uuids are kept in the metadata under :data:`KEEP_KEY` (uuid ids)."""
+    """Keys that are not uuids are kept in the metadata under :data:`KEEP_KEY` (uuid ids), or
+    that are not integers (a serial id: :attr:`key_default` numbers their rows)."""
+    key_default: str | None = None
+    """A serial or identity integer key's default (``nextval(…)``): a row whose key is not an
+    integer gets its id from the sequence, as the application's own INSERT does (the Supabase
+    hybrid search template's ``id bigserial``), its key kept under :data:`KEEP_KEY`."""
+    overriding: bool = False
+    """The key is ``GENERATED ALWAYS AS IDENTITY``: INSERTs say ``OVERRIDING SYSTEM VALUE``."""
     node_metadata: bool = False
     """The metadata holds LlamaIndex's node bookkeeping (``_node_content`` …)."""
     text_key: str | None = None
@@ -253,6 +281,16 @@ class Columns:
     left_out: tuple[str, ...] = ()
     """Columns no role can hold (``name (type)``, e.g. a ``bytea`` blob): not read, named by
     ``info`` and the migration plan."""
+    surrogate: str | None = None
+    """The serial id a natural key was preferred over (:attr:`key_reason`): read as a metadata
+    field, given by its sequence when a record carries none, never changed by an upsert."""
+    key_reason: str | None = None
+    """Why the key is what it is, where vectorport chose among the table's keys (``info``)."""
+    filled: tuple[str, ...] = ()
+    """Columns the table fills itself (a computed default: ``created_at DEFAULT now()``, as a
+    SQLAlchemy ``server_default=func.now()`` makes it), ``name (DEFAULT expr)``: not read as
+    metadata (vectorport's own ``updated_at`` is not either) and left out of every INSERT, so
+    the default fills them as the application's own INSERT does; named by ``info``."""
     fts_written: bool = False
     """The ``tsvector`` column is a plain column nothing maintains (no generation, no trigger),
     as LangChain's PGVectorStore makes it for hybrid search (``content_tsv TSVECTOR NOT NULL``,
@@ -266,6 +304,9 @@ class Columns:
     def ident(self, name: str, prefix: str | None = None) -> sql.Composable:
         """One of the columns by role (``key``, ``embedding``, ``metadata``, ``text``, ``fts``),
         optionally qualified by a table alias."""
+        if name == "fts" and self.fts is None and self.fts_index is not None and self.text:
+            text = sql_name(prefix, self.text) if prefix else sql_name(self.text)
+            return sql.SQL("to_tsvector({}::regconfig, {})").format(Literal(self.fts_index), text)
         column = getattr(self, name)
         if not isinstance(column, str) or not column:
             raise UnsupportedFeatureError(f"this table has no {name} column")
@@ -297,13 +338,13 @@ class Columns:
                 if k
             ]
             if hidden:
-                raw = sql.SQL("({} - {}::text[])").format(raw, sql.Literal(hidden))
+                raw = sql.SQL("({} - {}::text[])").format(raw, Literal(hidden))
             parts.append(raw)
         for start in range(0, len(self.metadata_columns), _MAX_BUILD_ARGS):
             chunk = self.metadata_columns[start : start + _MAX_BUILD_ARGS]
             pairs = sql.SQL(", ").join(
                 sql.SQL("{}, {}").format(
-                    sql.Literal(name),
+                    Literal(name),
                     _plain_value(sql_name(prefix, name) if prefix else sql_name(name), kind),
                 )
                 for name, kind in chunk
@@ -318,12 +359,12 @@ class Columns:
         raw = self._raw_metadata(prefix)
         if self.text and self.text_required and raw is not None:
             return sql.SQL("CASE WHEN {} ? {} THEN NULL ELSE {} END").format(
-                raw, sql.Literal(NO_TEXT), self.ident("text", prefix)
+                raw, Literal(NO_TEXT), self.ident("text", prefix)
             )
         if self.text:
             return self.ident("text", prefix)
         if self.text_key and raw is not None:
-            return sql.SQL("({} ->> {})").format(raw, sql.Literal(self.text_key))
+            return sql.SQL("({} ->> {})").format(raw, Literal(self.text_key))
         return sql.SQL("NULL::text")
 
     def embedding_expr(self, prefix: str | None = None) -> sql.Composable:
@@ -337,7 +378,7 @@ class Columns:
         if self.key_kind == "field":
             raw = self._raw_metadata(prefix)
             assert raw is not None and self.key_field is not None
-            return sql.SQL("({} ->> {})").format(raw, sql.Literal(self.key_field))
+            return sql.SQL("({} ->> {})").format(raw, Literal(self.key_field))
         if self.key_kind == "expression":
             assert self.key_expression is not None
             return sql.SQL("({})::text").format(sql.SQL(self.key_expression.replace("%", "%%")))
@@ -347,8 +388,18 @@ class Columns:
         as_text = sql.SQL("{}::text").format(column)
         raw = self._raw_metadata(prefix)
         if self.keep_key and raw is not None:
-            return sql.SQL("coalesce({} ->> {}, {})").format(raw, sql.Literal(KEEP_KEY), as_text)
+            return sql.SQL("coalesce({} ->> {}, {})").format(raw, Literal(KEEP_KEY), as_text)
         return as_text
+
+    @property
+    def text_searchable(self) -> bool:
+        """Text and hybrid search have a ``tsvector``: a column, or a keyword index's expression."""
+        return self.fts is not None or (self.fts_index is not None and self.text is not None)
+
+    @property
+    def numbered(self) -> bool:
+        """Rows whose key is not an integer are numbered by the key's sequence (:attr:`key_default`)."""
+        return self.key_kind == "integer" and self.keep_key
 
     @property
     def plain_key(self) -> bool:
@@ -380,7 +431,11 @@ class Columns:
         """A condition selecting the rows of ``keys`` (``%(keys)s`` holds the list) and the list."""
         if self.key_template is not None:
             return self._template_lookup(keys, prefix)
-        if self.key_kind in ("expression", "field") or (self.key_kind == "text" and not self.key_unique):
+        if (
+            self.key_kind in ("expression", "field")
+            or (self.key_kind == "text" and not self.key_unique)
+            or self.numbered  # a key kept in the metadata names its row, not its id
+        ):
             return sql.SQL("{} = ANY(%(keys)s)").format(self.key_expr(prefix)), list(keys)
         ids = [i for i in (row_id(self.key_kind, k) for k in keys) if i is not None]
         cast = {"uuid": "::uuid[]", "integer": "::bigint[]"}.get(self.key_kind, "")
@@ -396,7 +451,7 @@ class Columns:
             sql_name(prefix, name) if prefix else sql_name(name) for name, _, _ in self.key_parts
         )
         picks = sql.SQL(", ").join(
-            sql.SQL("(e ->> {})::{}").format(sql.Literal(i), sql.SQL(kind))
+            sql.SQL("(e ->> {})::{}").format(Literal(i), sql.SQL(kind))
             for i, (_, _, kind) in enumerate(self.key_parts)
         )
         condition = sql.SQL("({}) IN (SELECT {} FROM jsonb_array_elements(%(keys)s::jsonb) AS e)").format(

@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 
 from ...exceptions import ConfigurationError
+from ._quote import Identifier
 
 __all__ = [
     "MIGRATIONS_TABLE",
@@ -83,8 +84,8 @@ def pending_migrations(
 ) -> list[int]:
     """Versions ``schema`` lacks, found with reads only (none: nothing to write)."""
     migrations = load_migrations() if migrations is None else migrations
-    table = sql.Identifier(schema, MIGRATIONS_TABLE)
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table.as_string(conn),)).fetchone()
+    table = Identifier(schema, MIGRATIONS_TABLE)
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table.object_name(conn),)).fetchone()
     if not (row and row[0]):
         return [m.version for m in migrations]
     done = {
@@ -108,14 +109,14 @@ def apply_migrations(conn: psycopg.Connection[Any], schema: str) -> list[int]:
     lock (so concurrent processes apply each file once, and a failing file leaves nothing
     behind). Returns the versions applied."""
     migrations = load_migrations()
-    table = sql.Identifier(schema, MIGRATIONS_TABLE)
+    table = Identifier(schema, MIGRATIONS_TABLE)
     if not pending_migrations(conn, schema, migrations):
         return []  # read-only: a read-only role or a hot standby opens collections too
     lock_key = f"vectorport.pgvector.migrations:{schema}"
     applied_now: list[int] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_key,))
-        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
         conn.execute(
             sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} (\n"

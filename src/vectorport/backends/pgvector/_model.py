@@ -26,16 +26,11 @@ import importlib
 from typing import Any
 
 from ...exceptions import ConfigurationError, NotInstalledError
+from ._mapping import default_template
 
-__all__ = ["is_model", "model_options"]
+__all__ = ["model_options"]
 
 _TEXT_NAMES = ("content", "text", "document", "chunk_text", "chunk", "page_content", "body")
-
-
-def is_model(obj: Any) -> bool:
-    """A SQLAlchemy mapped class or ``Table`` (duck-typed: SQLAlchemy is not imported)."""
-    table = getattr(obj, "__table__", obj)
-    return hasattr(table, "columns") and hasattr(table, "primary_key") and hasattr(table, "fullname")
 
 
 def model_options(model: Any, given: dict[str, Any]) -> dict[str, Any]:
@@ -134,11 +129,16 @@ def _key(table: Any, unique_constraint: Any, string: type) -> list[str]:
 
 
 def _default_template(table: Any, parts: list[str]) -> str:
-    """``{a}#chunk{b}`` for a text column and an integer one (vectorport's chunk keys,
-    ``docs/a.md#chunk3``); otherwise the fields joined by ``#``."""
+    """The natural key's template (:func:`._mapping.default_template`) of the model's columns."""
     from sqlalchemy import Integer, String
 
-    kinds = [table.columns[p].type for p in parts]
-    if len(parts) == 2 and isinstance(kinds[0], String) and isinstance(kinds[1], Integer):
-        return f"{{{parts[0]}}}#chunk{{{parts[1]}}}"
-    return "#".join(f"{{{p}}}" for p in parts)
+    def kind(column: Any) -> str:
+        return (
+            "text"
+            if isinstance(column.type, String)
+            else "integer"
+            if isinstance(column.type, Integer)
+            else ""
+        )
+
+    return default_template([(p, kind(table.columns[p])) for p in parts])

@@ -16,8 +16,10 @@ from psycopg import sql
 
 from ..._cursor import Position, position_field
 from ..._models import Include, Record, Vector
+from ...conventions.llamaindex import from_node_metadata
 from ...exceptions import ConfigurationError
 from ...filters import FilterNode
+from ._quote import Identifier
 from ._schema import DEFAULT_COLUMNS
 from .filters import TRUE, PgFilterCompiler, Predicate
 
@@ -73,7 +75,7 @@ class Reader:
             out.append(
                 value
                 if plain and getattr(cols, role) == role
-                else sql.SQL("{} AS {}").format(value, sql.Identifier(role))
+                else sql.SQL("{} AS {}").format(value, Identifier(role))
             )
         return out
 
@@ -81,7 +83,7 @@ class Reader:
     def aliases(include: frozenset[Include]) -> list[sql.Composable]:
         """The output names of :meth:`columns`."""
         return [
-            sql.Identifier(name)
+            Identifier(name)
             for name, inc in (
                 ("metadata", Include.METADATA),
                 ("text", Include.TEXT),
@@ -141,8 +143,6 @@ class Reader:
     def user_metadata(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """The user's metadata of a row of a table made elsewhere (framework bookkeeping out)."""
         if self.store.layout.columns.node_metadata:
-            from ...conventions.llamaindex import from_node_metadata
-
             _, metadata = from_node_metadata(metadata)
         return metadata
 

@@ -1,10 +1,11 @@
-"""The SQL of one collection: table, indexes, search statements and Supabase RPC functions.
+"""The SQL of one collection: table, indexes and search statements.
 
 One generator serves the store (which executes it) and ``vectorport pgvector schema`` (which
-prints it), so the printed DDL is exactly what the library creates. Identifiers are quoted
-with :class:`psycopg.sql.Identifier`; the few constants DDL cannot take as parameters
-(dimension, HNSW options, text search configuration) are validated and rendered with
-:class:`psycopg.sql.Literal`.
+prints it with the Supabase RPC functions: :mod:`._schema_sql`), so the printed DDL is exactly
+what the library creates. Identifiers are quoted with ``_quote.Identifier``
+(:class:`psycopg.sql.Identifier`, ``%`` included); the few constants DDL cannot take as
+parameters (dimension, HNSW options, text search configuration) are validated and rendered with
+``_quote.Literal``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..._models import Metric
 from ..._names import NameRule
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._mapping import DEFAULT_COLUMNS, Columns
+from ._quote import Identifier, Literal
 
 __all__ = [
     "DEFAULT_COLUMNS",
@@ -34,8 +36,6 @@ __all__ = [
     "check_identifier",
     "check_table_name",
     "display_name",
-    "render_schema",
-    "schema_sql",
     "tsquery_sql",
 ]
 
@@ -110,14 +110,14 @@ class Layout:
 
     # ------------------------------------------------------------------ names
     @property
-    def qualified(self) -> sql.Identifier:
-        return sql.Identifier(self.schema, self.table)
+    def qualified(self) -> Identifier:
+        return Identifier(self.schema, self.table)
 
-    def _name(self, suffix: str, prefix: str = "") -> sql.Identifier:
-        return sql.Identifier(f"{prefix}{self.table}{suffix}")
+    def _name(self, suffix: str, prefix: str = "") -> Identifier:
+        return Identifier(f"{prefix}{self.table}{suffix}")
 
-    def _qualified_name(self, suffix: str, prefix: str = "") -> sql.Identifier:
-        return sql.Identifier(self.schema, f"{prefix}{self.table}{suffix}")
+    def _qualified_name(self, suffix: str, prefix: str = "") -> Identifier:
+        return Identifier(self.schema, f"{prefix}{self.table}{suffix}")
 
     @property
     def halfvec_index(self) -> bool:
@@ -127,7 +127,7 @@ class Layout:
 
     @property
     def vector_type(self) -> sql.Composable:
-        return sql.SQL("vector({})").format(sql.Literal(self.dimension))
+        return sql.SQL("vector({})").format(Literal(self.dimension))
 
     @property
     def operator(self) -> sql.SQL:
@@ -150,7 +150,7 @@ class Layout:
         """The ordering expression the HNSW index serves (halfvec casts above 2,000 dims)."""
         if not self.halfvec_index:
             return self.distance(column, query)
-        half = sql.SQL("halfvec({})").format(sql.Literal(self.dimension))
+        half = sql.SQL("halfvec({})").format(Literal(self.dimension))
         return sql.SQL("({}::{} {} {}::{})").format(column, half, self.operator, query, half)
 
     # ------------------------------------------------------------------ DDL
@@ -180,7 +180,7 @@ class Layout:
             return None
         kind = "halfvec" if self.halfvec_index else "vector"
         column = (
-            sql.SQL("({}::halfvec({}))").format(self.embedding(), sql.Literal(self.dimension))
+            sql.SQL("({}::halfvec({}))").format(self.embedding(), Literal(self.dimension))
             if self.halfvec_index
             else self.embedding()
         )
@@ -188,12 +188,12 @@ class Layout:
             "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ({column} {opclass}) "
             "WITH (m = {m}, ef_construction = {ef})"
         ).format(
-            name=sql.Identifier(self.hnsw_index_name),
+            name=Identifier(self.hnsw_index_name),
             table=self.qualified,
             column=column,
             opclass=sql.SQL(f"{kind}_{METRIC_OPCLASS[self.metric]}"),
-            m=sql.Literal(self.m),
-            ef=sql.Literal(self.ef_construction),
+            m=Literal(self.m),
+            ef=Literal(self.ef_construction),
         )
 
     def hnsw_build_bytes(self, rows: int) -> int:
@@ -220,11 +220,9 @@ class Layout:
                 "(to_tsvector({lang}::regconfig, coalesce(text, ''))) STORED,\n"
                 "    updated_at timestamptz NOT NULL DEFAULT now()\n"
                 ")"
-            ).format(table=self.qualified, vtype=self.vector_type, lang=sql.Literal(self.language))
+            ).format(table=self.qualified, vtype=self.vector_type, lang=Literal(self.language))
         ]
-        statements.append(
-            sql.SQL("COMMENT ON TABLE {} IS {}").format(self.qualified, sql.Literal(self.comment))
-        )
+        statements.append(sql.SQL("COMMENT ON TABLE {} IS {}").format(self.qualified, Literal(self.comment)))
         hnsw = self.hnsw_index_ddl()
         if hnsw is not None:
             statements.append(hnsw)
@@ -242,12 +240,6 @@ class Layout:
                 )
             )
         return statements
-
-    def rpc_functions(self) -> list[sql.Composed]:
-        """The search functions for Supabase RPC (:func:`._rpc.rpc_functions`)."""
-        from ._rpc import rpc_functions
-
-        return rpc_functions(self)
 
     def _embedding_present(self, prefix: str | None = None, before: str = "") -> sql.Composable:
         """``<before><embedding> IS NOT NULL`` when the column admits NULL (such rows have no
@@ -343,7 +335,7 @@ _TSQUERY = {
 
 def tsquery_sql(parser: str, language: str, text: sql.Composable) -> sql.Composable:
     """The ``tsquery`` of ``text`` by ``parser`` (``websearch``, ``plain`` or ``any``)."""
-    return sql.SQL(_TSQUERY[parser]).format(lang=sql.Literal(language), text=text)
+    return sql.SQL(_TSQUERY[parser]).format(lang=Literal(language), text=text)
 
 
 def check_identifier(what: str, name: object) -> str:
@@ -371,7 +363,7 @@ def display_name(*parts: str) -> str:
     quoted and escaped as an SQL identifier, so it reads back as exactly one name."""
     if all(_BARE.match(p) for p in parts):
         return ".".join(parts)
-    return sql.Identifier(*parts).as_string(None)
+    return Identifier(*parts).as_string(None)
 
 
 TABLE_NAMES = NameRule(
@@ -389,56 +381,3 @@ def check_table_name(name: str) -> None:
     if not isinstance(name, str) or not name:
         raise TABLE_NAMES.missing("a pgvector URL needs ?table=NAME (the collection's table)")
     TABLE_NAMES.check(name)
-
-
-def render_schema(layout: Layout, *, functions: bool = True) -> str:
-    """SQL text (no connection needed) for a collection: table, indexes, RPC functions."""
-    statements = list(layout.table_ddl())
-    if functions:
-        statements += layout.rpc_functions()
-    header = (
-        f"-- vectorport pgvector collection {display_name(layout.schema, layout.table)}: "
-        f"{layout.dimension} dims, {layout.metric.value}, index={layout.index}\n"
-        "CREATE EXTENSION IF NOT EXISTS vector;\n\n"
-    )
-    return header + "\n\n".join(s.as_string(None) + ";" for s in statements) + "\n"
-
-
-def schema_sql(
-    table: str,
-    dimension: int,
-    metric: str | Metric = "cosine",
-    *,
-    schema: str = "public",
-    index: IndexKind = "hnsw",
-    m: int = 16,
-    ef_construction: int = 64,
-    language: str = "english",
-    functions: bool = True,
-) -> str:
-    """The SQL of a collection exactly as vectorport creates it, so vectorport can open a table
-    made from it: the table, its HNSW and GIN indexes and (unless ``functions=False``) the
-    search functions ``match_<table>`` (vector), ``text_match_<table>`` (full text) and
-    ``hybrid_match_<table>``, callable over Supabase RPC (:mod:`._rpc`).
-
-    Parameters
-    ----------
-    table, dimension, metric
-        The collection's table name, vector dimension and metric (cosine, euclidean or dot).
-    schema, index, m, ef_construction, language
-        As the pgvector URL options of the same names.
-    functions
-        Include the RPC functions.
-
-    Raises
-    ------
-    ConfigurationError
-        A bad name, metric, dimension or option; nothing is connected to.
-
-    Examples
-    --------
-    >>> print(schema_sql("docs", 384).splitlines()[0])
-    -- vectorport pgvector collection public.docs: 384 dims, cosine, index=hnsw
-    """
-    layout = Layout(schema, table, dimension, Metric.parse(metric), index, m, ef_construction, language)
-    return render_schema(layout, functions=functions)

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from ..._base import FilterLike
 from ..._models import Include, Match, QueryResult, Vector, score_from_distance
+from ..._protocol import FilterLike
+from ..._querying import prepare_query
 from ..._textsearch import HYBRID_DEPTH, check_fusion, check_query_text, text_match
 from ...exceptions import ConfigurationError, UnsupportedFeatureError
 from ._connections import Session
 from ._options import SearchSettings, local_gucs_sql, set_gucs_sql
+from ._quote import Identifier
 from ._schema import tsquery_sql
 from .filters import TRUE, Predicate
 
@@ -161,7 +163,7 @@ class Searcher:
         # filter is inside, before the LIMIT: rows are ranked among those that match.
         ordering = sql.SQL("distance") if not layout.halfvec_index else layout.index_distance(emb, q)
         outer = sql.SQL(", ").join(
-            [sql.Identifier("key"), sql.Identifier("distance"), *self.store.reader.aliases(include)]
+            [Identifier("key"), Identifier("distance"), *self.store.reader.aliases(include)]
         )
         return sql.SQL(
             "SELECT {outer} FROM (SELECT {select} FROM {table} AS t WHERE {where} ORDER BY {ordering} "
@@ -252,7 +254,7 @@ class Searcher:
         """:meth:`text_query`'s statement, its parameters, the includes and ``k``, checked
         before any I/O (run by the sync store or the async one)."""
         text = check_query_text(text, "text_query")
-        prep = self.store._prepare_query(None, k, filter, include, params, includes=_TEXT_INCLUDES)
+        prep = prepare_query(self.store, None, k, filter, include, params, includes=_TEXT_INCLUDES)
         if set(prep.params) - {"text_parser"}:
             raise ConfigurationError(
                 f"text_query takes only the text_parser param, got {sorted(prep.params)}"
@@ -289,7 +291,7 @@ class Searcher:
         return QueryResult(tuple(out), k)
 
     def _require_fts(self, what: str) -> None:
-        if self.store.layout.columns.fts is None:
+        if not self.store.layout.columns.text_searchable:
             raise UnsupportedFeatureError(
                 f"{self.store._where}: {what} needs the generated tsvector column fts, which this table "
                 "(made outside vectorport) lacks; add it as `vectorport pgvector schema` prints it"
@@ -333,7 +335,7 @@ class Searcher:
         """:meth:`hybrid_query`'s search call, the includes and ``k``, checked before any I/O
         (run by the sync store or the async one)."""
         text = check_query_text(text, "hybrid_query")
-        prep = self.store._prepare_query(vector, k, filter, include, params, includes=_TEXT_INCLUDES)
+        prep = prepare_query(self.store, vector, k, filter, include, params, includes=_TEXT_INCLUDES)
         weight, rrf_k = check_fusion(weight, rrf_k)
         vec, k, inc, pred = prep.vector, prep.k, prep.include, prep.where or self.store.reader.scope()
         settings = self._settings(prep.params)

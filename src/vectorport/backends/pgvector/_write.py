@@ -17,6 +17,7 @@ from psycopg import sql
 from ..._validate import Batch
 from ...filters import FilterNode
 from ._codec import copy_binary
+from ._quote import Identifier
 
 if TYPE_CHECKING:
     from .store import PgVectorStore
@@ -31,15 +32,11 @@ class Writer:
     def __init__(self, store: PgVectorStore) -> None:
         self.store = store
 
-    def stage(self, conn: psycopg.Connection[Any], staged: set[str]) -> sql.Identifier:
-        name, create = self.stage_sql()
-        if name.as_string() not in staged:
-            conn.execute(create)
-            staged.add(name.as_string())
-        return name
-
-    def stage_sql(self) -> tuple[sql.Identifier, sql.Composed]:
-        """The session's staging table for this collection and the statement creating it."""
+    def stage_sql(self, staged: set[str]) -> tuple[sql.Identifier, sql.Composed | None]:
+        """The session's staging table for this collection and the statement creating it
+        (``None``: the session has it). The write that runs that statement adds the name to
+        ``staged`` once its transaction committed (:meth:`staged`): a failed or cancelled
+        write's rollback takes the table with it, so the next write creates it again."""
         layout = self.store.layout
         name = f"vectorport_stage_{abs(hash((layout.schema, layout.table, layout.dimension))):x}"
         # A session-private table, emptied at every commit: COPY lands here, then one
@@ -47,8 +44,13 @@ class Writer:
         create = sql.SQL(
             'CREATE TEMP TABLE IF NOT EXISTS {} (key text COLLATE "C", embedding {}, '
             "metadata jsonb, text text) ON COMMIT DELETE ROWS"
-        ).format(sql.Identifier(name), layout.vector_type)
-        return sql.Identifier(name), create
+        ).format(Identifier(name), layout.vector_type)
+        return Identifier(name), None if name in staged else create
+
+    @staticmethod
+    def staged(stage: sql.Identifier, staged: set[str]) -> None:
+        """The session holds ``stage`` (its creating transaction committed)."""
+        staged.add(stage.as_string())
 
     def merge_sql(self, stage: sql.Identifier) -> sql.Composed:
         """``INSERT … SELECT … FROM <stage> ON CONFLICT (key) DO UPDATE`` for the bound table's
@@ -57,7 +59,7 @@ class Writer:
         targets = [cols.ident(r) for r in ("key", "embedding", "metadata", "text")]
         values: list[sql.Composable] = [sql.SQL(r) for r in ("key", "embedding", "metadata", "text")]
         if cols.updated_at:
-            targets.append(sql.Identifier(cols.updated_at))
+            targets.append(Identifier(cols.updated_at))
             values.append(sql.SQL("now()"))
         updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(t) for t in targets[1:])
         return sql.SQL(
@@ -76,9 +78,11 @@ class Writer:
         payload = self.payload(batch)
         with self.store.server.errors("upsert"):
             conn, staged = self.store.server.conn()
+            stage, create = self.stage_sql(staged)
             try:
                 with conn.transaction():
-                    stage = self.stage(conn, staged)
+                    if create is not None:
+                        conn.execute(create)
                     with conn.cursor() as copying, copying.copy(self.copy_sql(stage)) as pipe:
                         pipe.write(payload)
                     rowcount = None
@@ -88,6 +92,7 @@ class Writer:
             except psycopg.errors.UndefinedTable:
                 staged.clear()  # e.g. a temp table lost with a reset session
                 raise
+            self.staged(stage, staged)
 
     def payload(self, batch: Batch) -> bytes:
         """The binary ``COPY`` of a batch as the table stores it (a table made elsewhere: its

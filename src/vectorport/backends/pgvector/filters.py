@@ -61,6 +61,7 @@ from psycopg.types.json import Jsonb
 from ...exceptions import UnsupportedFilterError
 from ...filters import And, Compare, Exists, FilterCompiler, FilterNode, In, Not, Or, Scalar
 from ._codec import dumps_json
+from ._quote import Identifier
 
 __all__ = ["LONG_LIST", "MAX_FILTER_PARAMS", "PgFilterCompiler", "Predicate"]
 
@@ -131,7 +132,7 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
     backend: ClassVar[str] = "pgvector"
 
     def __init__(self, column: sql.Composable | None = None) -> None:
-        self.column = column if column is not None else sql.Identifier("metadata")
+        self.column = column if column is not None else Identifier("metadata")
         # Identifiers quote the same way with or without a connection (double quotes doubled).
         self._m = _METADATA if column is None else column.as_string(None)
         self._count = 0

@@ -28,6 +28,7 @@ from ..._models import CollectionSpec, Metric
 from ..._url import StoreURL
 from ...exceptions import ConfigurationError
 from .._parts import Forward
+from ._async import asynchronous
 from ._capture import Capture
 from ._catalog import CATALOG_TABLE as CATALOG_TABLE
 from ._catalog import Catalog
@@ -47,7 +48,7 @@ from ._options import SearchSettings as SearchSettings
 from ._options import set_gucs_sql as set_gucs_sql
 from ._read import Reader
 from ._schema import TABLE_NAMES, VECTOR_MAX_DIM, Layout, check_identifier
-from ._schema import render_schema as render_schema
+from ._schema_sql import render_schema
 from ._schemes import EMBEDDED_SCHEME
 from ._search import Searcher
 from ._server import Server
@@ -107,6 +108,7 @@ class PgVectorStore(BaseStore[Predicate]):
 
     name: ClassVar[str] = "pgvector"
     url_params = OWN_OPTIONS
+    collection_noun: ClassVar[str] = "tables with a vector column"
     """A ``pgvector://`` URL's; a ``postgresql://`` URL also takes libpq's connection parameters."""
     capabilities: ClassVar[Capabilities] = Capabilities(
         metrics=frozenset(Metric),
@@ -290,8 +292,6 @@ class PgVectorStore(BaseStore[Predicate]):
     def asynchronous(self) -> AsyncStore[PgVectorStore]:
         """This store on psycopg's async connections (what :func:`vectorport.aconnect` returns):
         its own pool, or an ``AsyncEngine``'s; on a sync ``Engine``'s connections, off the loop."""
-        from ._async import asynchronous
-
         return asynchronous(self)
 
     def schema_sql(self) -> str:
@@ -305,7 +305,7 @@ class PgVectorStore(BaseStore[Predicate]):
         ``spanish`` …; ``None`` when it has none): what its text search stems and stops with.
         ``verify`` compares it with the source's."""
         layout = self.layout
-        return layout.language if layout.columns.fts is not None else None
+        return layout.language if layout.columns.text_searchable else None
 
     @property
     def left_out_columns(self) -> tuple[str, ...]:
@@ -381,4 +381,5 @@ class PgVectorStore(BaseStore[Predicate]):
             "inferred_from": f"SQLAlchemy model {self.sqlalchemy_model}" if self.sqlalchemy_model else None,
             "connections": mapping["connections"],
         }
+        out["capture"] = self.capture.health()  # what a change capture holds back on the server
         return out

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._cursor import Position, position_field
+from ..._digest import bin_of
 from ..._models import Include, Match, Record, Vector, score_from_distance
-from ..._segments import segment_of
 from ._bucket import NATIVE_SEGMENTS
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class Reader:
         resp = calls.call("ListVectors", **request)
         items = resp.get("vectors", [])
         if parts > NATIVE_SEGMENTS:  # more segments than the service offers: split client-side
-            items = [item for item in items if segment_of(item["key"], parts) == index]
+            items = [item for item in items if bin_of(item["key"], parts) == index]
         token = resp.get("nextToken")
         return self._records(items, include), {"token": token} if token else None
 

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ...bucketserver import LocalServer
+
 __all__ = ["TEST_SUPABASE_KEY", "local_server"]
 
 TEST_SUPABASE_KEY = "test-service-role-key"
@@ -18,8 +20,6 @@ def local_server(directory: Path) -> Iterator[Any]:
     """vectorport's local S3 Vectors server (in memory, Supabase mode on with
     :data:`TEST_SUPABASE_KEY`) served in this process for the block; yields the
     :class:`~vectorport.bucketserver.LocalServer` (its ``url`` is the endpoint)."""
-    from ...bucketserver import LocalServer
-
     del directory  # in memory: nothing outlives the session
     srv = LocalServer(supabase_key=TEST_SUPABASE_KEY)
     srv.start()

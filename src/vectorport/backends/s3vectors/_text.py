@@ -27,13 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..._base import FilterLike
 from ..._capabilities import Capabilities
 from ..._features import Feature
 from ..._models import Include, Match, QueryResult, canonical_distances, score_from_distance
+from ..._protocol import FilterLike
+from ..._querying import prepare_query
 from ..._textsearch import (
     ANALYZER_LANGUAGES,
     HYBRID_DEPTH,
+    Fused,
     canonical_language,
     check_fusion,
     check_query_text,
@@ -269,7 +271,7 @@ class TextSearch:
         {"text_rank", "text_score"}``.
         """
         text = check_query_text(text, "text_query")
-        prep = self.store._prepare_query(None, k, filter, include, params)
+        prep = prepare_query(self.store, None, k, filter, include, params)
         self._require("text_query", prep.params)
         inc = prep.include
         hits = self._text_ranking(text, prep.k, prep.where, bool(inc))
@@ -297,18 +299,12 @@ class TextSearch:
         {"rrf_score", "vector_rank", "text_rank"}``.
         """
         text = check_query_text(text, "hybrid_query")
-        prep = self.store._prepare_query(vector, k, filter, include, params)
+        prep = prepare_query(self.store, vector, k, filter, include, params)
         weight, rrf_k = check_fusion(weight, rrf_k)
         self._require("hybrid_query", prep.params)
         assert prep.vector is not None
-        depth = HYBRID_DEPTH * prep.k
-        limit = self.store.capabilities.max_top_k
-        if limit is not None and depth > limit:
-            raise ConfigurationError(
-                f"s3vectors hybrid_query ranks {HYBRID_DEPTH}k candidates per side and a query "
-                f"returns at most {limit}: k can be at most {limit // HYBRID_DEPTH}, got {prep.k}"
-            )
-        inc, metric = prep.include, self.store.spec.metric
+        depth = self._hybrid_depth(prep.k)
+        inc = prep.include
         nearest = sorted(
             self._ranking(
                 {"queryVector": {"float32": prep.vector.tolist()}, "returnDistance": True},
@@ -324,6 +320,30 @@ class TextSearch:
         hits = {h["key"]: h for h in by_text} | {h["key"]: h for h in nearest}
         distance = {h["key"]: float(h.get("distance", 0.0)) for h in nearest}
         distance.update(self._distances([f.key for f in fused if f.key not in distance], prep.vector))
+        return QueryResult(tuple(self._fused_matches(fused, hits, distance, inc)), prep.k)
+
+    def _hybrid_depth(self, k: int) -> int:
+        """How many candidates each side ranks for ``k`` results; raises when the service's
+        top-k limit cannot hold them."""
+        depth = HYBRID_DEPTH * k
+        limit = self.store.capabilities.max_top_k
+        if limit is not None and depth > limit:
+            raise ConfigurationError(
+                f"s3vectors hybrid_query ranks {HYBRID_DEPTH}k candidates per side and a query "
+                f"returns at most {limit}: k can be at most {limit // HYBRID_DEPTH}, got {k}"
+            )
+        return depth
+
+    def _fused_matches(
+        self,
+        fused: Sequence[Fused],
+        hits: Mapping[str, Mapping[str, Any]],
+        distance: Mapping[str, float],
+        inc: frozenset[Include],
+    ) -> list[Match]:
+        """The fused ranking as matches, decoded from the service's ``hits``; a key without a
+        ``distance`` (deleted since it was ranked) is left out."""
+        metric = self.store.spec.metric
         out = []
         for f in fused:
             if f.key not in distance:
@@ -341,7 +361,7 @@ class TextSearch:
                     {"rrf_score": f.rrf_score, "vector_rank": f.vector_rank, "text_rank": f.text_rank},
                 )
             )
-        return QueryResult(tuple(out), prep.k)
+        return out
 
     def _distances(self, keys: Sequence[str], query: Any) -> dict[str, float]:
         """Canonical distances from ``query`` to the stored vectors of ``keys``."""

@@ -13,11 +13,12 @@ from typing import Any, ClassVar, Self
 from ..._base import BaseStore
 from ..._capabilities import Capabilities, MetadataRules
 from ..._features import Feature
+from ..._lifecycle import made_concurrently
 from ..._models import CollectionSpec, Metric
 from ..._retry import RetryPolicy
 from ..._suggest import what_exists
 from ..._url import StoreURL
-from ..._validate import Batch, validate_records
+from ..._validate import Batch, check_batch_size, validate_records
 from ...exceptions import ConflictError, NotFoundError, UnsupportedFeatureError, VectorportError
 from .._parts import Forward
 from ._bucket import BucketClient
@@ -210,7 +211,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         try:
             self.calls.call("CreateIndex", **params)
         except ConflictError:
-            if not self._made_concurrently(spec):
+            if not made_concurrently(self, spec):
                 raise
             return
         self.mapping.created()
@@ -253,7 +254,7 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         # checked before the first write, so a bad record never leaves half an upsert behind.
         batch = validate_records(records, self.spec, self.capabilities, self.name)
         metas = self.mapping.encode(batch, self.name)
-        size = self._batch_size(batch_size, self.capabilities.max_write_batch)
+        size = check_batch_size(batch_size, self.capabilities.max_write_batch)
         for start in range(0, len(batch), size):
             chunk, encoded = batch[start : start + size], metas[start : start + size]
             self.retry.call(

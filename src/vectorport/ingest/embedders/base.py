@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 import numpy as np
@@ -97,6 +97,12 @@ class BaseEmbedder(Embedder, ABC):
         collection is created for it, so a failure leaves nothing behind. Local models: nothing
         to check."""
 
+    def _requests(self, texts: list[str]) -> Iterator[tuple[int, int]]:
+        """The ``[start, end)`` slices of ``texts`` sent in one request each: ``batch_size`` texts
+        (a provider with a token limit per request cuts them shorter)."""
+        for start in range(0, len(texts), self._batch_size):
+            yield start, min(start + self._batch_size, len(texts))
+
     def _expected_dimension(self) -> int | None:
         """The dimension to check results against (``None``: learn it from the first answer)."""
         return self.dimension
@@ -104,8 +110,8 @@ class BaseEmbedder(Embedder, ABC):
     def _embed(self, texts: list[str], input_type: InputType) -> Matrix:
         parts: list[Matrix] = []
         expected = self._expected_dimension()
-        for start in range(0, len(texts), self._batch_size):
-            part = texts[start : start + self._batch_size]
+        for start, end in self._requests(texts):
+            part = texts[start:end]
             with self._lock:
                 self.calls += 1
                 self.texts_embedded += len(part)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..._retry import RetryPolicy
 from ...exceptions import BackendUnavailableError, ConfigurationError, NotInstalledError, TransientError
 from .base import BaseEmbedder, EmbeddingError, InputType, Matrix
 
-__all__ = ["DEFAULT_VOYAGE_MODEL", "KNOWN_DIMENSIONS", "VoyageEmbedder"]
+__all__ = ["DEFAULT_VOYAGE_MODEL", "KNOWN_DIMENSIONS", "REQUEST_TOKENS", "VoyageEmbedder"]
 
 DEFAULT_VOYAGE_MODEL = "voyage-3.5"
 PROVIDER = "voyage"
@@ -46,6 +47,23 @@ KNOWN_DIMENSIONS: dict[str, int] = {
 _CONTEXT: dict[str, int] = {"voyage-2": 4000, "voyage-large-2": 16000, "voyage-code-2": 16000}
 _DEFAULT_CONTEXT = 32000
 
+MAX_TEXTS = 1000
+"""Texts per request the API accepts (docs.voyageai.com, "Text embedding models")."""
+
+REQUEST_TOKENS: dict[str, int] = {
+    "voyage-3-lite": 1_000_000,
+    "voyage-3.5-lite": 1_000_000,
+    "voyage-4-lite": 1_000_000,
+    "voyage-2": 320_000,
+    "voyage-3": 320_000,
+    "voyage-3.5": 320_000,
+    "voyage-4": 320_000,
+}
+"""Tokens per request the API accepts, per model (docs.voyageai.com, "Text embedding models",
+read 2025); every other model: :data:`DEFAULT_REQUEST_TOKENS`, the smallest limit listed
+(voyage-3-large, voyage-code-3, voyage-law-2, ...)."""
+DEFAULT_REQUEST_TOKENS = 120_000
+
 
 class VoyageEmbedder(BaseEmbedder):
     """Voyage AI text embeddings (``input_type`` ``document`` for chunks, ``query`` for queries).
@@ -57,7 +75,11 @@ class VoyageEmbedder(BaseEmbedder):
     output_dimension
         Shorter vectors for models that support it; recorded in the ``model_id`` (``@256``).
     batch_size
-        Texts per request (the API accepts up to 1,000 and a per-model token total).
+        Texts per request, at most 1,000 (the API's limit).
+    request_tokens
+        Tokens per request (default: the model's limit, :data:`REQUEST_TOKENS`): a request is
+        cut shorter than ``batch_size`` texts when their token count (the documented estimate,
+        which over-counts) would pass it.
     retry
         Backoff for rate limits and unavailability.
     """
@@ -70,10 +92,14 @@ class VoyageEmbedder(BaseEmbedder):
         base_url: str | None = None,
         output_dimension: int | None = None,
         batch_size: int = 128,
+        request_tokens: int | None = None,
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
     ) -> None:
+        if batch_size > MAX_TEXTS:
+            raise ConfigurationError(f"voyage: batch_size {batch_size} is above the API's {MAX_TEXTS} texts")
         super().__init__(batch_size)
+        self.request_tokens = request_tokens or REQUEST_TOKENS.get(model, DEFAULT_REQUEST_TOKENS)
         self.model = model
         self.api_key = api_key or os.environ.get("VOYAGE_API_KEY")
         self.base_url = base_url or os.environ.get("VOYAGE_BASE_URL")
@@ -100,6 +126,18 @@ class VoyageEmbedder(BaseEmbedder):
     @property
     def max_tokens(self) -> int | None:
         return _CONTEXT.get(self.model, _DEFAULT_CONTEXT)
+
+    def _requests(self, texts: list[str]) -> Iterator[tuple[int, int]]:
+        """At most ``batch_size`` texts and ``request_tokens`` tokens per request (a text longer
+        than that alone: the API truncates it to the model's context)."""
+        start, tokens = 0, 0
+        for i, n in enumerate(self.count_tokens(texts)):
+            if i > start and (i - start >= self.batch_size or tokens + n > self.request_tokens):
+                yield start, i
+                start, tokens = i, 0
+            tokens += n
+        if start < len(texts):
+            yield start, len(texts)
 
     def _get_client(self) -> Any:
         if self._client is None:

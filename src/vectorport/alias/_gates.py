@@ -1,0 +1,164 @@
+"""The switch's evidence: each gate a named check with the value it saw and the bar it held
+against; the switch is refused unless every gate holds.
+
+Gates: enough shadowed queries, overlap@k with the served answers, the candidate's p99 latency
+against the serving store's on the same queries, no repair pending, the backfill done, and a
+digest verification of the pair (:func:`vectorport.migrate.verify`) finding the data equal. The
+app keeps writing while the verification reads both stores, so a key it reports different is
+read again from both once: a write in flight (the serving store written, the candidate not yet)
+is not a difference; a key still different is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .. import migrate
+from .._protocol import VectorStore
+from ..verify._verify import same_content
+from ._figures import figures
+from ._model import AliasState, Member
+from ._registry import Registry
+
+__all__ = ["Gate", "Gates", "check_gates"]
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The bars a switch must clear (each ``None`` turns its gate off)."""
+
+    min_queries: int | None = 100
+    min_overlap: float | None = 0.9
+    max_p99_ratio: float | None = 1.5
+    verify: bool = True
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One check of a switch."""
+
+    name: str
+    ok: bool
+    value: Any
+    bar: Any
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        value = None if isinstance(self.value, float) and math.isnan(self.value) else self.value
+        return {"name": self.name, "ok": self.ok, "value": value, "bar": self.bar, "detail": self.detail}
+
+
+def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: Gates) -> list[Gate]:
+    f = figures(registry.shadow_rows(state.name, member.url))
+    out: list[Gate] = []
+    if gates.min_queries is not None:
+        out.append(
+            Gate(
+                "queries",
+                f.queries >= gates.min_queries,
+                f.queries,
+                gates.min_queries,
+                f"{f.queries} shadowed queries answered ({f.errors} errors); the gate asks "
+                f"{gates.min_queries}",
+            )
+        )
+    if gates.min_overlap is not None:
+        ok = not math.isnan(f.overlap) and f.overlap >= gates.min_overlap
+        out.append(
+            Gate(
+                "overlap",
+                ok,
+                f.overlap,
+                gates.min_overlap,
+                (
+                    f"mean overlap@k with the served answers {f.overlap:.3f}"
+                    if f.queries
+                    else "no shadowed query answered yet: nothing to judge"
+                )
+                + f"; the gate asks >= {gates.min_overlap}",
+            )
+        )
+    if gates.max_p99_ratio is not None:
+        ratio = f.p99_ratio
+        ok = not math.isnan(ratio) and ratio <= gates.max_p99_ratio
+        out.append(
+            Gate(
+                "p99_ratio",
+                ok,
+                ratio,
+                gates.max_p99_ratio,
+                (
+                    f"candidate p99 {f.candidate.p99:.2f} ms / serving p99 {f.serving.p99:.2f} ms "
+                    f"= {ratio:.2f}"
+                    if f.queries
+                    else "no shadowed query answered yet: nothing to judge"
+                )
+                + f"; the gate asks <= {gates.max_p99_ratio}",
+            )
+        )
+    return out
+
+
+def _verify_gate(serving: VectorStore, candidate: VectorStore) -> Gate:
+    report = migrate.verify(serving, candidate, sample_queries=0, cap=1000)
+    suspects = {str(k) for k in [*report.missing, *report.extra]} | {
+        str(d.get("key")) for kind in (report.vectors, report.metadata, report.text) for d in kind
+    }
+    shown = (
+        len(report.missing.items)
+        + len(report.extra.items)
+        + sum(len(kind.items) for kind in (report.vectors, report.metadata, report.text))
+    )
+    data = report.differences - int(report.count_mismatch) - len(report.collection)
+    if data > shown or report.collection:
+        return Gate(
+            "verify",
+            False,
+            report.differences,
+            0,
+            f"the candidate differs from the serving store: {report.missing.total} missing, "
+            f"{report.extra.total} extra, {report.vectors.total + report.metadata.total + report.text.total} "
+            f"changed{'; ' + '; '.join(report.collection) if report.collection else ''}",
+        )
+    keys = sorted(suspects)
+    truth = {r.key: r for r in serving.get(keys, include=["vector", "metadata", "text"])} if keys else {}
+    held = {r.key: r for r in candidate.get(keys, include=["vector", "metadata", "text"])} if keys else {}
+    still = [
+        k for k in keys if (k in truth) != (k in held) or (k in truth and not same_content(truth[k], held[k]))
+    ]
+    missing = sum(1 for k in still if k in truth and k not in held)
+    detail = (
+        f"digest verification: {report.compared} records compared, equal"
+        + (f" ({len(keys)} keys written meanwhile read again: equal)" if keys else "")
+        if not still
+        else f"the candidate differs from the serving store: {len(still)} records ({missing} missing), "
+        f"e.g. {', '.join(still[:3])}"
+    )
+    return Gate("verify", not still, len(still), 0, detail)
+
+
+def check_gates(
+    registry: Registry,
+    state: AliasState,
+    member: Member,
+    stores: tuple[VectorStore, VectorStore],
+    gates: Gates,
+) -> list[Gate]:
+    """Every gate of switching ``state`` to ``member`` (``stores``: serving, member)."""
+    out = _shadow_gates(registry, state, member, gates)
+    pending = sum(1 for r in registry.repairs(state.name, 100_000) if r.member == member.url)
+    out.append(Gate("repairs", pending == 0, pending, 0, f"{pending} repairs pending for the candidate"))
+    out.append(
+        Gate(
+            "backfill",
+            member.backfilled,
+            member.backfilled,
+            True,
+            "backfill done" if member.backfilled else "the backfill has not finished",
+        )
+    )
+    if gates.verify:
+        out.append(_verify_gate(*stores))
+    return out

@@ -1,0 +1,285 @@
+"""The operator's calls: each moves an alias one phase on in one registry transaction and returns
+an :class:`~._report.AliasReport`; ``vectorport alias …`` runs the same calls.
+
+=================  ==================================================================
+``create``         a new alias serving one store
+``shadow``         a candidate joins: dual-written (or fed by ``sync --follow``),
+                   backfilled, and shadowing a sample of the reads
+``switch``         the candidate serves, when every gate holds (else refused, exit 4);
+                   the store it replaces keeps receiving every write
+``rollback``       the previous store serves again, at once, with every write
+``retire``         a member leaves the alias (its data stays where it is)
+``status``         phase, members, shadow figures, repairs
+=================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+
+from .._exit import Status
+from .._protocol import VectorStore
+from .._registry import connect
+from ..exceptions import ConfigurationError
+from ._backfill import SETTLE, BackfillStats, Copy, backfill, copy_with_migrate, copy_with_sync
+from ._figures import by_shape, figures
+from ._gates import Gates, check_gates
+from ._model import AliasState, Feed, Member, Phase, Role
+from ._registry import Registry
+from ._report import AliasReport
+from ._routing import CHECK_INTERVAL
+
+__all__ = ["create", "retire", "rollback", "shadow", "status", "switch"]
+
+
+@contextlib.contextmanager
+def _registry(location: str | None) -> Iterator[Registry]:
+    registry = Registry(location)
+    try:
+        yield registry
+    finally:
+        registry.close()
+
+
+@contextlib.contextmanager
+def _opened(*urls: str) -> Iterator[list[VectorStore]]:
+    stores: list[VectorStore] = []
+    try:
+        for url in urls:
+            stores.append(connect(url))
+        yield stores
+    finally:
+        for store in stores:
+            store.close()
+
+
+def _report(registry: Registry, action: str, state: AliasState, started: float) -> AliasReport:
+    return AliasReport(action, state, registry.label, seconds=time.monotonic() - started)
+
+
+def create(name: str, serve: str, *, registry: str | None = None, sample: float = 1.0) -> AliasReport:
+    """A new alias ``name`` serving the store at ``serve`` (which must exist).
+
+    >>> import tempfile, vectorport
+    >>> from vectorport import alias
+    >>> reg = tempfile.mkdtemp() + "/aliases.sqlite"
+    >>> _ = vectorport.connect("memory://doctest-alias", dimension=2)
+    >>> alias.create("docs", "memory://doctest-alias", registry=reg).state.phase
+    <Phase.SERVING: 'serving'>
+    """
+    started = time.monotonic()
+    if not 0.0 <= sample <= 1.0:
+        raise ConfigurationError(f"sample must be between 0 and 1, got {sample}")
+    with _registry(registry) as reg, _opened(serve) as (store,):
+        member = Member(serve, Role.SERVING, embedding_model=store.spec.embedding_model)
+        state = AliasState(name, Phase.SERVING, 1, sample, (member,))
+        reg.create(state, f"created, serving {member.label}")
+        return _report(reg, "create", state, started)
+
+
+def shadow(
+    name: str,
+    candidate: str,
+    *,
+    registry: str | None = None,
+    feed: Feed | str = Feed.DUAL_WRITE,
+    sample: float | None = None,
+    copy: Copy = copy_with_migrate,
+    settle: float = SETTLE,
+) -> AliasReport:
+    """Add ``candidate`` (created with the serving store's dimension and metric when missing):
+    from the next version every process writes it after the serving store (``dual-write``; with
+    ``capture`` it is left to ``vectorport sync --follow``) and shadows a ``sample`` of the reads;
+    with ``dual-write`` it is then backfilled (:mod:`._backfill`). Returns after the backfill."""
+    started = time.monotonic()
+    how = Feed(feed)
+    with _registry(registry) as reg:
+        state = reg.require(name)
+        if state.phase is not Phase.SERVING:
+            raise ConfigurationError(
+                f"alias {name!r} is in phase {state.phase.value}: a candidate joins an alias that serves "
+                "one store (retire or switch first)"
+            )
+        with _opened(state.serving.url) as (serving,):
+            spec = serving.spec
+            target = connect(
+                candidate, dimension=spec.dimension, metric=spec.metric, embedding_model=spec.embedding_model
+            )
+            try:
+                member = Member(
+                    candidate, Role.CANDIDATE, how, spec.embedding_model, backfilled=how is Feed.CAPTURE
+                )
+                reg.clear_writes(name)
+                reg.drop_repairs(name, candidate)
+                reg.clear_shadow(name, candidate)
+                after = state.with_members(Phase.SHADOW, (*state.members, member))
+                if sample is not None:
+                    after = AliasState(after.name, after.phase, after.version, sample, after.members)
+                reg.change(state, after, f"{member.label} shadows ({how.value})")
+                report = _report(reg, "shadow", after, started)
+                if how is Feed.DUAL_WRITE:
+                    report.backfill = backfill(reg, name, serving, target, copy=copy, settle=settle)
+                    report.state = _mark_backfilled(reg, name, candidate)
+            finally:
+                target.close()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _mark_backfilled(reg: Registry, name: str, url: str) -> AliasState:
+    state = reg.require(name)
+    members = tuple(
+        Member(m.url, m.role, m.feed, m.embedding_model, True) if m.url == url else m for m in state.members
+    )
+    after = state.with_members(state.phase, members)
+    reg.change(state, after, "backfill done")
+    reg.clear_writes(name)
+    return after
+
+
+def _wait_for_processes() -> None:
+    # every process reads the new version by its first call after the routing bound: the call
+    # returns once that holds
+    time.sleep(CHECK_INTERVAL)
+
+
+def switch(name: str, *, registry: str | None = None, gates: Gates | None = None) -> AliasReport:
+    """Make the candidate serve when every gate holds (:mod:`._gates`); else a report with status
+    ``refused`` naming each failed gate, and nothing changed. The store that served stays a
+    member (``previous``) receiving every write, so :func:`rollback` is instant."""
+    started = time.monotonic()
+    with _registry(registry) as reg:
+        state = reg.require(name)
+        candidates = [m for m in state.members if m.role is Role.CANDIDATE]
+        if state.phase is not Phase.SHADOW or not candidates:
+            raise ConfigurationError(
+                f"alias {name!r} is in phase {state.phase.value}: switch needs a shadowing candidate "
+                f"(`vectorport alias shadow {name} URL`)"
+            )
+        member = candidates[0]
+        with _opened(state.serving.url, member.url) as (serving, target):
+            caught_up = None
+            if member.feed is Feed.CAPTURE:
+                state, caught_up = _take_over(reg, state, member, (serving, target))
+                member = state.member(member.url)
+            report = _report(reg, "switch", state, started)
+            report.backfill = caught_up
+            report.gates = check_gates(reg, state, member, (serving, target), gates or Gates())
+        failed = [g for g in report.gates if not g.ok]
+        if failed:
+            report.status = Status.REFUSED
+            report.reasons = [f"{g.name}: {g.detail}" for g in failed]
+            return report
+        members = tuple(_swapped(m, member.url) for m in state.members)
+        report.state = state.with_members(Phase.SWITCHED, members)
+        reg.change(state, report.state, f"switched to {member.label}")
+    _wait_for_processes()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _take_over(
+    reg: Registry, state: AliasState, member: Member, stores: tuple[VectorStore, VectorStore]
+) -> tuple[AliasState, BackfillStats]:
+    """A capture-fed candidate becomes dual-written before it may serve: the alias writes it
+    (logging the keys) from the next version on, then one ``sync`` pass applies what the stopped
+    follower had not, and the keys written meanwhile are copied again (:mod:`._backfill`)."""
+    members = tuple(
+        Member(m.url, m.role, Feed.DUAL_WRITE, m.embedding_model, False) if m.url == member.url else m
+        for m in state.members
+    )
+    after = state.with_members(state.phase, members)
+    reg.clear_writes(state.name)
+    reg.change(state, after, f"{member.label} dual-written (was fed by capture)")
+    stats = backfill(reg, state.name, *stores, copy=copy_with_sync(state.serving.url, member.url))
+    return _mark_backfilled(reg, state.name, member.url), stats
+
+
+def _swapped(m: Member, new: str) -> Member:
+    if m.url == new:
+        return Member(m.url, Role.SERVING, Feed.DUAL_WRITE, m.embedding_model, True)
+    if m.role is Role.SERVING:
+        return Member(m.url, Role.PREVIOUS, Feed.DUAL_WRITE, m.embedding_model, True)
+    return m
+
+
+def rollback(name: str, *, registry: str | None = None) -> AliasReport:
+    """Serve the previous store again, at once (it received every write since the switch); the
+    store it replaces shadows again as the candidate, so a later :func:`switch` needs no backfill."""
+    started = time.monotonic()
+    with _registry(registry) as reg:
+        state = reg.require(name)
+        previous = [m for m in state.members if m.role is Role.PREVIOUS]
+        if state.phase is not Phase.SWITCHED or not previous:
+            raise ConfigurationError(f"alias {name!r} is in phase {state.phase.value}: nothing to roll back")
+        old = previous[0]
+        members = tuple(
+            Member(m.url, Role.CANDIDATE, Feed.DUAL_WRITE, m.embedding_model, True)
+            if m.role is Role.SERVING
+            else Member(m.url, Role.SERVING, Feed.DUAL_WRITE, m.embedding_model, True)
+            if m.url == old.url
+            else m
+            for m in state.members
+        )
+        after = state.with_members(Phase.SHADOW, members)
+        reg.change(state, after, f"rolled back to {old.label}")
+        report = _report(reg, "rollback", after, started)
+    _wait_for_processes()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def retire(name: str, url: str, *, registry: str | None = None) -> AliasReport:
+    """``url`` leaves the alias: no more writes or shadow reads reach it (its data is left as
+    is: drop it by its own URL when you are sure). The serving store cannot be retired."""
+    started = time.monotonic()
+    with _registry(registry) as reg:
+        state = reg.require(name)
+        leaving = state.member(url)
+        if leaving.role is Role.SERVING:
+            raise ConfigurationError(
+                f"{leaving.label} serves alias {name!r}: switch to another member before retiring it"
+            )
+        members = tuple(m for m in state.members if m.url != url)
+        phase = Phase.SERVING if len(members) == 1 else state.phase
+        after = state.with_members(phase, members)
+        reg.change(state, after, f"retired {leaving.label}")
+        reg.drop_repairs(name, url)
+        report = _report(reg, "retire", after, started)
+    _wait_for_processes()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def status(name: str, *, registry: str | None = None) -> AliasReport:
+    """The alias now: phase, members, shadow figures per member and filter shape, repairs
+    pending, counters (dropped shadow reads, member errors) and the phase history. Status
+    ``findings`` when repairs are pending or a member failed shadowed queries."""
+    started = time.monotonic()
+    with _registry(registry) as reg:
+        state = reg.require(name)
+        report = _report(reg, "status", state, started)
+        for member in state.others:
+            rows = reg.shadow_rows(name, member.url)
+            report.rows[member.label] = rows
+            report.figures[member.label] = figures(rows)
+            report.shapes[member.label] = by_shape(rows)
+        report.repairs = reg.repair_count(name)
+        report.counters = {
+            state.member(u).label if _is_member(state, u) else u: c for u, c in reg.counters(name).items()
+        }
+        report.events = reg.events(name)
+    if report.repairs:
+        report.reasons.append(f"{report.repairs} writes wait in the repair queue")
+    report.reasons += [
+        f"{url}: {f.errors} shadowed queries failed" for url, f in report.figures.items() if f.errors
+    ]
+    report.status = Status.FINDINGS if report.reasons else Status.HEALTHY
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _is_member(state: AliasState, url: str) -> bool:
+    return any(m.url == url for m in state.members)

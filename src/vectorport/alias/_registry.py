@@ -1,0 +1,306 @@
+"""The alias registry: each alias's phase, members and version, and what the alias records while
+it runs (the touched-key log, the repair queue, the shadow log, counters and phase events).
+
+Tables (one SQL text for SQLite and PostgreSQL, :mod:`._sql`):
+
+=========================  ==============================================================
+``vectorport_alias``       name, phase, version, sample: one row per alias
+``vectorport_alias_member`` alias, url, role, feed, embedding_model, backfilled
+``vectorport_alias_write`` seq, alias, key, op: keys written through the alias while a
+                           backfill runs (:mod:`._backfill`)
+``vectorport_alias_repair`` alias, member, key, attempts, error: writes a member missed
+``vectorport_alias_shadow`` one row per shadowed query (bounded: the newest
+                           :data:`SHADOW_LOG_ROWS` per alias are kept)
+``vectorport_alias_count`` alias, member, counter, value: dropped shadow reads, errors
+``vectorport_alias_event`` alias, at, phase, version, detail: the phase history
+=========================  ==============================================================
+
+A phase change is one transaction that checks the version it read (a concurrent change is a
+:class:`~vectorport.exceptions.ConflictError`) and bumps it; processes serving the alias compare
+the version (one indexed read) at most every :data:`~._store.CHECK_INTERVAL` seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..exceptions import ConflictError, NotFoundError
+from ._model import AliasState, Feed, Member, Phase, Role
+from ._sql import Connection, open_connection
+
+__all__ = ["SHADOW_LOG_ROWS", "Registry", "Repair", "ShadowRow"]
+
+SHADOW_LOG_ROWS = 20_000
+"""Shadowed queries kept per alias (the oldest are deleted as new ones arrive)."""
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vectorport_alias (name TEXT PRIMARY KEY, phase TEXT NOT NULL, "
+    "version BIGINT NOT NULL, sample DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS vectorport_alias_member (alias TEXT NOT NULL, url TEXT NOT NULL, "
+    "role TEXT NOT NULL, feed TEXT NOT NULL, embedding_model TEXT, backfilled INTEGER NOT NULL, "
+    "position INTEGER NOT NULL, PRIMARY KEY (alias, url))",
+    "CREATE TABLE IF NOT EXISTS vectorport_alias_write (seq {serial}, alias TEXT NOT NULL, "
+    "key TEXT NOT NULL, op TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS vectorport_alias_write_key ON vectorport_alias_write (alias, seq)",
+    "CREATE TABLE IF NOT EXISTS vectorport_alias_repair (id {serial}, alias TEXT NOT NULL, "
+    "member TEXT NOT NULL, key TEXT NOT NULL, attempts INTEGER NOT NULL, error TEXT, "
+    "at DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS vectorport_alias_shadow (id {serial}, alias TEXT NOT NULL, "
+    "member TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, shape TEXT NOT NULL, k INTEGER NOT NULL, "
+    "overlap DOUBLE PRECISION, rbo DOUBLE PRECISION, top1 DOUBLE PRECISION, "
+    "score_diff DOUBLE PRECISION, serving_ms DOUBLE PRECISION, candidate_ms DOUBLE PRECISION, "
+    "error TEXT)",
+    "CREATE INDEX IF NOT EXISTS vectorport_alias_shadow_at ON vectorport_alias_shadow (alias, id)",
+    "CREATE TABLE IF NOT EXISTS vectorport_alias_count (alias TEXT NOT NULL, member TEXT NOT NULL, "
+    "counter TEXT NOT NULL, value BIGINT NOT NULL, PRIMARY KEY (alias, member, counter))",
+    "CREATE TABLE IF NOT EXISTS vectorport_alias_event (id {serial}, alias TEXT NOT NULL, "
+    "at DOUBLE PRECISION NOT NULL, phase TEXT NOT NULL, version BIGINT NOT NULL, detail TEXT NOT NULL)",
+)
+
+_SHADOW_COLUMNS = "member, at, shape, k, overlap, rbo, top1, score_diff, serving_ms, candidate_ms, error"
+
+
+@dataclass(frozen=True)
+class ShadowRow:
+    """One shadowed query: the candidate's answer compared with the served one."""
+
+    member: str
+    at: float
+    shape: str
+    """The filter's shape (fields and operators, no values): ``(none)`` without a filter."""
+    k: int
+    overlap: float | None
+    rbo: float | None
+    top1: float | None
+    """1.0 when both top-1 keys agree, else 0.0."""
+    score_diff: float | None
+    """Mean absolute score difference over the keys both returned."""
+    serving_ms: float
+    candidate_ms: float | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A key a member missed (its write failed): re-copied from the serving store."""
+
+    id: int
+    member: str
+    key: str
+    attempts: int
+    error: str | None
+
+
+def _timings(row: ShadowRow) -> tuple[float, float | None, str | None]:
+    return row.serving_ms, row.candidate_ms, row.error
+
+
+def _members(state: AliasState) -> list[tuple[str, Sequence[Any]]]:
+    text = (
+        "INSERT INTO vectorport_alias_member (alias, url, role, feed, embedding_model, backfilled, "
+        "position) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    )
+    return [
+        (text, (state.name, m.url, m.role.value, m.feed.value, m.embedding_model, int(m.backfilled), i))
+        for i, m in enumerate(state.members)
+    ]
+
+
+def _event(state: AliasState, detail: str) -> tuple[str, Sequence[Any]]:
+    return (
+        "INSERT INTO vectorport_alias_event (alias, at, phase, version, detail) VALUES (?, ?, ?, ?, ?)",
+        (state.name, time.time(), state.phase.value, state.version, detail),
+    )
+
+
+class Registry:
+    """The registry of aliases at one location (``None``: the user's SQLite file)."""
+
+    def __init__(self, location: str | None = None) -> None:
+        self.conn: Connection = open_connection(location)
+        self.location = self.conn.registry
+        self.label = self.conn.label
+        serial = self.conn.dialect.serial
+        self.conn.run([(s.format(serial=serial), ()) for s in _SCHEMA])
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ----------------------------------------------------------------- aliases
+    def version(self, name: str) -> int | None:
+        """The alias's version (``None`` when there is no such alias): what processes poll."""
+        rows = self.conn.rows("SELECT version FROM vectorport_alias WHERE name = ?", (name,))
+        return int(rows[0][0]) if rows else None
+
+    def load(self, name: str) -> AliasState | None:
+        """The alias as the registry holds it now, or ``None``."""
+        head = self.conn.rows("SELECT phase, version, sample FROM vectorport_alias WHERE name = ?", (name,))
+        if not head:
+            return None
+        rows = self.conn.rows(
+            "SELECT url, role, feed, embedding_model, backfilled FROM vectorport_alias_member "
+            "WHERE alias = ? ORDER BY position",
+            (name,),
+        )
+        members = tuple(Member(u, Role(r), Feed(f), m, bool(b)) for u, r, f, m, b in rows)
+        phase, version, sample = head[0]
+        return AliasState(name, Phase(phase), int(version), float(sample), members)
+
+    def require(self, name: str) -> AliasState:
+        """The alias, or a :class:`NotFoundError` saying how to create it."""
+        state = self.load(name)
+        if state is None:
+            names = self.names()
+            known = f"; aliases there: {', '.join(names)}" if names else ""
+            raise NotFoundError(
+                f"no alias {name!r} in the registry {self.label}{known}; create it with "
+                f"`vectorport alias create {name} --serve URL`"
+            )
+        return state
+
+    def names(self) -> list[str]:
+        return [r[0] for r in self.conn.rows("SELECT name FROM vectorport_alias ORDER BY name")]
+
+    def create(self, state: AliasState, detail: str) -> None:
+        """Record a new alias (a :class:`ConflictError` when the name is taken)."""
+        if self.version(state.name) is not None:
+            raise ConflictError(
+                f"alias {state.name!r} already exists in the registry {self.label}; see "
+                f"`vectorport alias status {state.name}`"
+            )
+        head = (
+            "INSERT INTO vectorport_alias (name, phase, version, sample, updated) VALUES (?, ?, ?, ?, ?)",
+            (state.name, state.phase.value, state.version, state.sample, time.time()),
+        )
+        self.conn.run([head, *_members(state), _event(state, detail)])
+
+    def change(self, before: AliasState, after: AliasState, detail: str) -> None:
+        """Move the alias from ``before`` to ``after`` in one transaction, refused with a
+        :class:`ConflictError` when another change landed since ``before`` was read."""
+        if self.version(before.name) != before.version:
+            raise ConflictError(
+                f"alias {before.name!r} changed while this command ran (version {before.version} "
+                "is gone); read `vectorport alias status` and run the command again"
+            )
+        head = (
+            "UPDATE vectorport_alias SET phase = ?, version = ?, sample = ?, updated = ? "
+            "WHERE name = ? AND version = ?",
+            (after.phase.value, after.version, after.sample, time.time(), before.name, before.version),
+        )
+        drop = ("DELETE FROM vectorport_alias_member WHERE alias = ?", (before.name,))
+        self.conn.run([head, drop, *_members(after), _event(after, detail)])
+        if self.version(before.name) != after.version:  # pragma: no cover - a lost race
+            raise ConflictError(f"alias {before.name!r} was changed concurrently; run the command again")
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        rows = self.conn.rows(
+            "SELECT at, phase, version, detail FROM vectorport_alias_event WHERE alias = ? ORDER BY id",
+            (name,),
+        )
+        return [{"at": at, "phase": p, "version": int(v), "detail": d} for at, p, v, d in rows]
+
+    # ----------------------------------------------------------------- touched-key log
+    def log_writes(self, name: str, keys: Iterable[str], op: str) -> None:
+        text = "INSERT INTO vectorport_alias_write (alias, key, op) VALUES (?, ?, ?)"
+        self.conn.run([(text, [(name, k, op) for k in keys])], many=True)
+
+    def last_write(self, name: str) -> int:
+        """The newest sequence number of the touched-key log (0 when empty)."""
+        rows = self.conn.rows("SELECT MAX(seq) FROM vectorport_alias_write WHERE alias = ?", (name,))
+        return int(rows[0][0] or 0)
+
+    def written_since(self, name: str, seq: int) -> dict[str, int]:
+        """Each key written after ``seq``, with its newest sequence number."""
+        rows = self.conn.rows(
+            "SELECT key, MAX(seq) FROM vectorport_alias_write WHERE alias = ? AND seq > ? GROUP BY key",
+            (name, seq),
+        )
+        return {k: int(s) for k, s in rows}
+
+    def clear_writes(self, name: str) -> None:
+        self.conn.run([("DELETE FROM vectorport_alias_write WHERE alias = ?", (name,))])
+
+    # ----------------------------------------------------------------- repair queue
+    def add_repairs(self, name: str, member: str, keys: Iterable[str], error: str) -> None:
+        text = (
+            "INSERT INTO vectorport_alias_repair (alias, member, key, attempts, error, at) "
+            "VALUES (?, ?, ?, 0, ?, ?)"
+        )
+        now = time.time()
+        self.conn.run([(text, [(name, member, k, error, now) for k in keys])], many=True)
+
+    def repairs(self, name: str, limit: int = 500) -> list[Repair]:
+        rows = self.conn.rows(
+            "SELECT id, member, key, attempts, error FROM vectorport_alias_repair WHERE alias = ? "
+            "ORDER BY id LIMIT ?",
+            (name, limit),
+        )
+        return [Repair(int(i), m, k, int(a), e) for i, m, k, a, e in rows]
+
+    def repair_count(self, name: str) -> int:
+        rows = self.conn.rows("SELECT COUNT(*) FROM vectorport_alias_repair WHERE alias = ?", (name,))
+        return int(rows[0][0])
+
+    def repaired(self, ids: Sequence[int]) -> None:
+        self.conn.run([("DELETE FROM vectorport_alias_repair WHERE id = ?", [(i,) for i in ids])], many=True)
+
+    def repair_failed(self, ids: Sequence[int], error: str) -> None:
+        text = "UPDATE vectorport_alias_repair SET attempts = attempts + 1, error = ?, at = ? WHERE id = ?"
+        now = time.time()
+        self.conn.run([(text, [(error, now, i) for i in ids])], many=True)
+
+    def drop_repairs(self, name: str, member: str) -> None:
+        text = "DELETE FROM vectorport_alias_repair WHERE alias = ? AND member = ?"
+        self.conn.run([(text, (name, member))])
+
+    # ----------------------------------------------------------------- shadow log, counters
+    def add_shadow(self, name: str, rows: Sequence[ShadowRow]) -> None:
+        """Append shadowed queries and keep the newest :data:`SHADOW_LOG_ROWS` of the alias."""
+        text = f"INSERT INTO vectorport_alias_shadow (alias, {_SHADOW_COLUMNS}) VALUES (?{', ?' * 11})"
+        values = [
+            (name, r.member, r.at, r.shape, r.k, r.overlap, r.rbo, r.top1, r.score_diff, *_timings(r))
+            for r in rows
+        ]
+        trim = (
+            "DELETE FROM vectorport_alias_shadow WHERE alias = ? AND id <= "
+            "(SELECT MAX(id) FROM vectorport_alias_shadow WHERE alias = ?) - ?"
+        )
+        self.conn.run([(text, values)], many=True)
+        self.conn.run([(trim, (name, name, SHADOW_LOG_ROWS))])
+
+    def shadow_rows(
+        self, name: str, member: str | None = None, limit: int = SHADOW_LOG_ROWS
+    ) -> list[ShadowRow]:
+        """The newest shadowed queries (of ``member``, or all), oldest first."""
+        where, params = ("alias = ? AND member = ?", (name, member)) if member else ("alias = ?", (name,))
+        rows = self.conn.rows(
+            f"SELECT {_SHADOW_COLUMNS} FROM vectorport_alias_shadow WHERE {where} ORDER BY id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [ShadowRow(*r) for r in reversed(rows)]
+
+    def clear_shadow(self, name: str, member: str) -> None:
+        self.conn.run(
+            [("DELETE FROM vectorport_alias_shadow WHERE alias = ? AND member = ?", (name, member))]
+        )
+
+    def bump(self, name: str, member: str, counts: dict[str, int]) -> None:
+        """Add to the alias's counters of a member (dropped shadow reads, member errors)."""
+        text = (
+            "INSERT INTO vectorport_alias_count (alias, member, counter, value) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (alias, member, counter) DO UPDATE SET value = vectorport_alias_count.value + "
+            "excluded.value"
+        )
+        self.conn.run([(text, [(name, member, c, v) for c, v in sorted(counts.items()) if v])], many=True)
+
+    def counters(self, name: str) -> dict[str, dict[str, int]]:
+        rows = self.conn.rows(
+            "SELECT member, counter, value FROM vectorport_alias_count WHERE alias = ?", (name,)
+        )
+        out: dict[str, dict[str, int]] = {}
+        for member, counter, value in rows:
+            out.setdefault(member, {})[counter] = int(value)
+        return out

@@ -1,0 +1,124 @@
+"""Writes through an alias reach every member: the serving store first (its result is the app's
+result), then each dual-write member; a member's failure becomes repair-queue entries, not the
+app's error. While a backfill runs, each write's keys are logged before the serving store is
+written (the touched-key log, :mod:`._backfill`).
+
+A repair, like the backfill's re-copy, copies a key's *current* record from the serving store
+(the truth: it is written first) to the member, or deletes it there when the serving store no
+longer holds it: :func:`recopy` is the one way a member is brought back to the serving store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._models import Record
+from .._protocol import VectorStore
+from ..exceptions import TransientError, VectorportError
+from ..verify._verify import same_content  # the verifier's rule of equality
+from ._registry import Registry
+from ._routing import Routing
+
+__all__ = ["Op", "recopy", "repair", "write"]
+
+log = logging.getLogger("vectorport.alias")
+
+_ALL = ("vector", "metadata", "text")
+RECOPY_ROUNDS = 10
+"""Copies of a key that keeps changing under :func:`recopy` before it gives up (a transient error)."""
+
+
+@dataclass(frozen=True)
+class Op:
+    """One app write: records to upsert, or keys to delete."""
+
+    kind: str
+    """``upsert`` or ``delete``."""
+    records: Sequence[Record] = ()
+    keys: Sequence[str] = ()
+
+    @property
+    def touched(self) -> list[str]:
+        return [r.key for r in self.records] if self.kind == "upsert" else list(self.keys)
+
+    def apply(self, store: VectorStore) -> None:
+        if self.kind == "upsert":
+            store.upsert(self.records)
+        else:
+            store.delete(list(self.keys))
+
+
+def write(registry: Registry, routing: Routing, op: Op) -> None:
+    """Apply ``op`` to the serving store (errors are the app's), then to every dual-write member
+    (errors queue repairs); then log the keys when a backfill runs."""
+    name = routing.state.name
+    if routing.state.logging_writes:  # before the serving write: see _backfill
+        registry.log_writes(name, op.touched, op.kind)
+    op.apply(routing.serving)
+    for member, store in routing.written():
+        try:
+            if store is None:
+                raise VectorportError(routing.down.get(member.url, "the member could not be opened"))
+            op.apply(store)
+        except VectorportError as exc:
+            log.warning("alias %s: %s missed a write (%s); queued for repair", name, member.label, exc)
+            registry.add_repairs(name, member.url, op.touched, f"{type(exc).__name__}: {exc}")
+            registry.bump(name, member.url, {"write_errors": 1})
+
+
+def recopy(serving: VectorStore, member: VectorStore, keys: Sequence[str]) -> int:
+    """Make ``member`` hold what ``serving`` holds for ``keys`` (copied, or deleted when
+    missing); returns how many records differed and were written.
+
+    Safe against a concurrent app write: after writing, the serving store is read again, and a
+    key whose record changed since the first read (the app wrote it between this read and this
+    write, so the copy may have replaced its newer record in the member) is copied again."""
+    fixed = 0
+    todo = list(dict.fromkeys(keys))
+    for _ in range(RECOPY_ROUNDS):
+        if not todo:
+            return fixed
+        truth = {r.key: r for r in serving.get(todo, include=_ALL)}
+        held = {r.key: r for r in member.get(todo, include=_ALL)}
+        stale = [r for k, r in truth.items() if k not in held or not same_content(r, held[k])]
+        gone = [k for k in todo if k not in truth and k in held]
+        if stale:
+            member.upsert(stale)
+        if gone:
+            member.delete(gone)
+        fixed += len(stale) + len(gone)
+        written = [r.key for r in stale] + gone
+        again = {r.key: r for r in serving.get(written, include=_ALL)} if written else {}
+        todo = [k for k in written if _changed(truth.get(k), again.get(k))]
+    raise TransientError(f"{len(todo)} keys kept changing while being copied to {member.url.masked}")
+
+
+def _changed(before: Record | None, after: Record | None) -> bool:
+    if before is None or after is None:
+        return (before is None) != (after is None)
+    return not same_content(before, after)
+
+
+def repair(registry: Registry, routing: Routing, limit: int = 500) -> tuple[int, int]:
+    """Retry up to ``limit`` queued repairs: ``(repaired, still pending)``."""
+    name = routing.state.name
+    queued = registry.repairs(name, limit)
+    done = 0
+    for url in sorted({r.member for r in queued}):
+        ids = [r.id for r in queued if r.member == url]
+        store = routing.stores.get(url)
+        if url not in {m.url for m in routing.state.others}:
+            registry.repaired(ids)  # the member left the alias
+            continue
+        try:
+            if store is None:
+                raise VectorportError(routing.down.get(url, "the member could not be opened"))
+            recopy(routing.serving, store, sorted({r.key for r in queued if r.member == url}))
+        except VectorportError as exc:
+            registry.repair_failed(ids, f"{type(exc).__name__}: {exc}")
+            continue
+        registry.repaired(ids)
+        done += len(ids)
+    return done, registry.repair_count(name)

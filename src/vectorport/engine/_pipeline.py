@@ -1,0 +1,161 @@
+"""The one acknowledged-write pipeline: read ahead, write batches concurrently, acknowledge in
+order. The migration's copy (:mod:`vectorport.migrate._records`), sync's scan pass
+(:mod:`vectorport.sync._pass`) and its capture pass (:mod:`vectorport.sync._capture`) all write
+through it; what each does with an acknowledgement (move a checkpoint's cursor, record digests
+in a sync state) is theirs.
+
+A *unit* (a scan page, a batch of captured changes) is cut into write batches, which a thread
+pool writes, at most ``window`` at a time. A unit is acknowledged once every batch cut from it
+was written **and** every unit submitted before it was acknowledged, so whoever records
+progress from the acknowledgements never records past a record the target does not hold. The
+first failed batch stops new writes; :meth:`Acknowledged.close` waits for the batches in flight
+and hands over the units acknowledged up to the failure, then the error is raised by the caller
+(:attr:`Acknowledged.error`). Writes are idempotent upserts, so a batch written again after a
+resume leaves one record.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Generic, TypeVar
+
+from .._models import Record, ScanPage
+from .._protocol import VectorStore
+from .._retry import RetryPolicy, retry_scope
+from ..exceptions import TransientError
+
+__all__ = ["Acknowledged", "prefetched", "upserting"]
+
+U = TypeVar("U")
+B = TypeVar("B")
+
+
+class Acknowledged(Generic[U, B]):
+    """Units of write batches, written by ``concurrency`` threads, acknowledged in order (see the
+    module docstring). ``write(batch)`` writes one batch; ``on_batch(batch)`` runs in the writer
+    thread once it is written (progress, a read-back). At most ``window`` batches (default
+    ``2 * concurrency``) and ``units`` units (default: no bound) wait for acknowledgement."""
+
+    def __init__(
+        self,
+        write: Callable[[B], None],
+        *,
+        concurrency: int,
+        window: int | None = None,
+        units: int | None = None,
+        on_batch: Callable[[B], None] | None = None,
+        name: str = "vectorport-write",
+    ) -> None:
+        self.write, self.on_batch = write, on_batch
+        self.max_units = units
+        self.pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix=name)
+        self.room = threading.BoundedSemaphore(window or max(2, 2 * concurrency))
+        self.units: deque[tuple[U, list[Future[None]]]] = deque()
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, unit: U, batches: Iterable[B]) -> bool:
+        """Queue ``unit``'s batches, waiting for room in the window; False (and nothing more
+        queued) once a batch has failed."""
+        if self.max_units is not None:
+            while len(self.units) >= self.max_units and self.error is None:
+                wait([f for f in self.units[0][1] if not f.done()], timeout=0.5)
+                if all(f.done() for f in self.units[0][1]):
+                    break
+        futures: list[Future[None]] = []
+        self.units.append((unit, futures))
+        for batch in batches:
+            if not self._wait_for_room():
+                return False
+            fut = self.pool.submit(self._one, batch)
+            fut.add_done_callback(lambda _f: self.room.release())
+            futures.append(fut)
+        return self.error is None
+
+    def acknowledged(self) -> Iterator[U]:
+        """The units acknowledged since the last call, in the order they were submitted."""
+        while self.units and all(f.done() and f.exception() is None for f in self.units[0][1]):
+            yield self.units.popleft()[0]
+
+    def close(self) -> list[U]:
+        """Wait for every batch in flight; the units acknowledged since the last call, up to the
+        first failure (:attr:`error` says which, if any)."""
+        self.pool.shutdown(wait=True)
+        return list(self.acknowledged())
+
+    def _wait_for_room(self) -> bool:
+        while not self.room.acquire(timeout=0.5):
+            if self.error is not None:
+                return False
+        if self.error is not None:
+            self.room.release()
+            return False
+        return True
+
+    def _one(self, batch: B) -> None:
+        try:
+            self.write(batch)
+        except BaseException as exc:
+            with self._lock:
+                self.error = self.error or exc
+            raise
+        if self.on_batch is not None:
+            self.on_batch(batch)
+
+
+def upserting(
+    target: VectorStore, retry: RetryPolicy | None, on_retry: Callable[[TransientError], None] | None
+) -> Callable[[Sequence[Record]], None]:
+    """A batch writer: ``target.upsert`` under ``retry`` (the run's policy replaces the store's
+    own for its calls, one retry layer), each retry reported to ``on_retry``."""
+
+    def write(records: Sequence[Record]) -> None:
+        with retry_scope(retry, on_retry=on_retry):
+            target.upsert(list(records))
+
+    return write
+
+
+def prefetched(pages: Iterable[ScanPage]) -> Iterator[ScanPage]:
+    """``pages``, with the next one read by a thread while the caller works on the current one
+    (a source's read, often in a driver that releases the GIL, overlaps the transform, checks
+    and digests). At most one page waits; closing the iterator stops the reader after the read
+    it is in."""
+    slot: queue.Queue[tuple[ScanPage | None, BaseException | None]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def hand_over(item: tuple[ScanPage | None, BaseException | None]) -> bool:
+        while not stop.is_set():
+            try:
+                slot.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for page in pages:
+                if not hand_over((page, None)):
+                    return
+            hand_over((None, None))
+        except BaseException as exc:  # handed to the caller, raised there
+            hand_over((None, exc))
+
+    reader = threading.Thread(target=read, name="vectorport-prefetch", daemon=True)
+    reader.start()
+    try:
+        while True:
+            page, exc = slot.get()
+            if exc is not None:
+                raise exc
+            if page is None:
+                return
+            yield page
+    finally:
+        stop.set()
+        reader.join()

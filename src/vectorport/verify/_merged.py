@@ -1,0 +1,456 @@
+"""Verification by merged per-key-bin digests, for engines that split the work into tasks.
+
+A verification that cannot hold every key hash in one process splits each store into native
+scan segments (``scan(segment=(i, n))``), one task each. A task returns, per key bin
+(:func:`vectorport._digest.bin_of`, the same for every backend), the XOR of its records'
+16-byte digests and their count (:class:`~vectorport._digest.BinSums`, read by
+:func:`~vectorport.engine._digestscan.digest_segment` as every verification reads), never
+keys: a source record is digested as the target should hold it (after the migration's
+transforms), a target record as it is. Merged on the driver, a key bin whose digest and count
+agree holds equal records. Only the key bins that differ are read again, by tasks that scan
+keys only and fetch just those keys from both stores (:func:`detail_task`), judged by the single-process rules
+(:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with the
+backends' declared float ulps (so a Chroma target whose floats came back an ulp off still
+verifies equal: its bins differ by digest, not by judgement), text exactly.
+
+The sampled queries' exact top-k is merged the same way: each source task keeps the best rows of
+its segment (:class:`~vectorport._exact.StreamingTopK`) and the driver folds them.
+
+The tasks are plain functions of URLs (each opens its own stores), so an engine only maps them:
+:func:`verify_merged` takes the ``runner``'s ``map`` (Ray tasks in :mod:`vectorport.ray`;
+threads of this process by default).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._digest import MAX_BINS, BinSums, bin_count, bin_of
+from .._exact import StreamingTopK
+from .._features import Feature
+from .._gc import bulk_allocations
+from .._models import JSON, Record
+from .._protocol import VectorStore
+from .._registry import connect
+from .._report import DEFAULT_CAP, Capped
+from ..engine._digestscan import digest_segment
+from ..engine._endpoints import Endpoint, open_source, probe_target
+from ..engine._progress import Progress, ProgressMode
+from ..engine._runner import LocalRunner, worker_info
+from ..engine._transform import MetadataPolicy, Transformer
+from ..exceptions import ConfigurationError
+from ._queries import ask_queries, pick_queries, query_check
+from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page, collection_differences
+
+__all__ = [
+    "MergedVerifyReport",
+    "SegmentDetail",
+    "SegmentScan",
+    "Tasks",
+    "detail_task",
+    "scan_task",
+    "verify_merged",
+]
+
+SCAN_BATCH = 1000
+GET_BATCH = 1000
+"""Keys fetched from each store at once in the detailed pass."""
+
+Tasks = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
+"""A runner's :meth:`~vectorport.engine.Runner.map`: ``fn(*args)`` of every call, yielded as
+they finish (in any order), so the driver folds one result at a time."""
+
+
+@dataclass
+class SegmentScan:
+    """What one task found in one native scan segment of one store."""
+
+    side: str
+    segment: tuple[int, int]
+    sums: BinSums
+    records: int
+    worker: dict[str, Any]
+    top_distances: list[npt.NDArray[np.float64]] = field(default_factory=list)
+    top_keys: list[npt.NDArray[np.object_]] = field(default_factory=list)
+
+
+@bulk_allocations()
+def scan_task(
+    url: str,
+    options: Mapping[str, Any],
+    side: str,
+    segment: tuple[int, int],
+    parts: int,
+    transformer: Transformer | None,
+    queries: npt.NDArray[np.float32] | None = None,
+    size: int = 0,
+) -> SegmentScan:
+    """Digest native segment ``segment`` of the store at ``url`` into ``parts`` key bins;
+    records go through ``transformer`` first (the source side). With ``queries``, also the
+    exact best ``size`` rows of the segment for each."""
+    started = time.monotonic()
+    store = connect(url, **dict(options))
+    try:
+        top = None
+        if queries is not None and len(queries):
+            top = StreamingTopK(store.spec.metric, queries, size)
+        read = digest_segment(store, transformer, parts, segment, top=top, batch_size=SCAN_BATCH)
+        sums, records = read.sums, read.records
+    finally:
+        store.close()
+    scan = SegmentScan(
+        side, segment, sums, records, worker_info(f"{side} {segment[0]}/{segment[1]}", records, started)
+    )
+    if top is not None:
+        scan.top_distances, scan.top_keys = top.distances, top.keys
+    return scan
+
+
+@dataclass
+class SegmentDetail:
+    """The differences one task found among the differing key bins of one native segment."""
+
+    side: str
+    segment: tuple[int, int]
+    keys: int = 0
+    """Keys of the differing key bins read from this side."""
+    compared: int = 0
+    duplicates: int = 0
+    missing: Capped[str] = field(default_factory=Capped)
+    extra: Capped[str] = field(default_factory=Capped)
+    vectors: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    metadata: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    text: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    worker: dict[str, Any] = field(default_factory=dict)
+
+
+def _wanted_keys(
+    store: VectorStore, segment: tuple[int, int], parts: int, wanted: frozenset[int]
+) -> Iterator[list[str]]:
+    """Pages of the keys of native segment ``segment`` that fall in the ``wanted`` key bins."""
+    pending: list[str] = []
+    for page in store.scan(batch_size=SCAN_BATCH, include=[], segment=segment):
+        pending.extend(r.key for r in page.records if bin_of(r.key, parts) in wanted)
+        while len(pending) >= GET_BATCH:
+            yield pending[:GET_BATCH]
+            pending = pending[GET_BATCH:]
+    if pending:
+        yield pending
+
+
+def detail_task(
+    source_url: str,
+    target_url: str,
+    source_options: Mapping[str, Any],
+    target_options: Mapping[str, Any],
+    side: str,
+    segment: tuple[int, int],
+    parts: int,
+    wanted: frozenset[int],
+    transformer: Transformer,
+    tolerance: float = VECTOR_TOLERANCE,
+    float_ulps: int = 0,
+    cap: int = DEFAULT_CAP,
+) -> SegmentDetail:
+    """Compare the records of the ``wanted`` key bins found in native segment ``segment``
+    of one side: on the source side every such record with the target's record of its key
+    (missing, vectors, metadata, text); on the target side, which of its keys the source lacks
+    (extra) and keys scanned twice (duplicates)."""
+    started = time.monotonic()
+    detail = SegmentDetail(
+        side,
+        segment,
+        missing=Capped(cap),
+        extra=Capped(cap),
+        vectors=Capped(cap),
+        metadata=Capped(cap),
+        text=Capped(cap),
+    )
+    source = connect(source_url, **dict(source_options))
+    try:
+        target = connect(target_url, **dict(target_options))
+        try:
+            if side == "source":
+                _detail_source(detail, source, target, parts, wanted, transformer, tolerance, float_ulps)
+            else:
+                _detail_target(detail, source, target, parts, wanted)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    detail.worker = worker_info(f"detail {side} {segment[0]}/{segment[1]}", detail.keys, started)
+    return detail
+
+
+def _detail_source(
+    detail: SegmentDetail,
+    source: VectorStore,
+    target: VectorStore,
+    parts: int,
+    wanted: frozenset[int],
+    transformer: Transformer,
+    tolerance: float,
+    float_ulps: int,
+) -> None:
+    """Each wanted source record against the target's record of its key."""
+    for keys in _wanted_keys(source, detail.segment, parts, wanted):
+        detail.keys += len(keys)
+        page = source.get(keys, include=["vector", "metadata", "text"])
+        res = _compare_page(page, target, transformer, True, tolerance, float_ulps)
+        detail.compared += res.compared
+        for key in res.missing:
+            detail.missing.add(key)
+        pairs = ((detail.vectors, res.vectors), (detail.metadata, res.metadata), (detail.text, res.text))
+        for group, items in pairs:
+            for item in items:
+                group.add(item)
+
+
+def _detail_target(
+    detail: SegmentDetail, source: VectorStore, target: VectorStore, parts: int, wanted: frozenset[int]
+) -> None:
+    """The wanted target keys the source lacks (extra), and keys scanned twice (duplicates)."""
+    seen: set[str] = set()
+    for keys in _wanted_keys(target, detail.segment, parts, wanted):
+        detail.keys += len(keys)
+        fresh = [k for k in keys if k not in seen]
+        detail.duplicates += len(keys) - len(fresh)
+        seen.update(fresh)
+        known = {r.key for r in source.get(list(dict.fromkeys(fresh)), include=[])}
+        for key in fresh:
+            if key not in known:
+                detail.extra.add(key)
+
+
+@dataclass
+class MergedVerifyReport(VerifyReport):
+    """A :class:`~._verify.VerifyReport` computed from merged key-bin digests, plus how:
+    ``engine``, ``workers``, the native ``scan_segments`` per store, the ``key_bins`` digested,
+    those that differed, and each task's rate."""
+
+    engine: str = "local"
+    workers: int = 1
+    scan_segments: int = 1
+    key_bins: int = 0
+    differing_bins: int = 0
+    per_worker: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def sections(self) -> dict[str, JSON]:
+        out = super().sections()
+        scanned = sum(w["records"] for w in self.per_worker if not str(w["task"]).startswith("detail"))
+        digest = self.timings.get("digest", 0.0)
+        out.update(
+            {
+                "engine": self.engine,
+                "workers": self.workers,
+                "scan_segments": self.scan_segments,
+                "key_bins": self.key_bins,
+                "differing_bins": self.differing_bins,
+                "records_per_second": round(scanned / digest, 1) if digest > 0 else None,
+                "per_worker": list(self.per_worker),
+                "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            }
+        )
+        return out
+
+
+def _merge_top(exact: StreamingTopK, scan: SegmentScan) -> None:
+    """Fold one segment's best rows into the exact top-k of every query."""
+    if not scan.top_distances:
+        return
+    for i in range(len(exact.queries)):
+        d = np.concatenate([exact.distances[i], scan.top_distances[i]])
+        k = np.concatenate([exact.keys[i], scan.top_keys[i]])
+        order = np.lexsort((k, d))[: exact.size]
+        exact.distances[i], exact.keys[i] = d[order], k[order]
+
+
+def _count(store: VectorStore, scanned: int) -> int:
+    """The store's own count, or what its scan found when counting would be another full scan
+    (buckets have no count API)."""
+    return store.count() if Feature.NATIVE_COUNT in store.capabilities.features else scanned
+
+
+@dataclass
+class _Merge:
+    """One merged verification: the URLs and options each task opens, the driver's endpoints,
+    the key bins and the report being filled."""
+
+    source: str
+    target: str
+    src_opts: dict[str, Any]
+    dst_opts: dict[str, Any]
+    runner: Tasks
+    native: list[tuple[int, int]]
+    src: Endpoint
+    dst: Endpoint
+    transformer: Transformer
+    report: MergedVerifyReport
+    parts: int = 0
+    top_k: int = 0
+    queries: list[Record] = field(default_factory=list)
+    wanted: frozenset[int] = frozenset()
+
+
+def verify_merged(
+    source: str,
+    target: str,
+    *,
+    runner: Tasks | None = None,
+    segments: int = 2,
+    workers: int = 1,
+    engine: str = "local",
+    metadata_policy: MetadataPolicy | str = MetadataPolicy.ERROR,
+    text_key: str | None = None,
+    sample_queries: int = 20,
+    k: int = 10,
+    tolerance: float = VECTOR_TOLERANCE,
+    cap: int = DEFAULT_CAP,
+    source_options: Mapping[str, Any] | None = None,
+    target_options: Mapping[str, Any] | None = None,
+    progress: ProgressMode | bool = False,
+) -> MergedVerifyReport:
+    """Compare ``target`` with ``source`` (URLs) by merged segment digests (module docstring),
+    each store read as ``segments`` native scan segments by ``runner``'s tasks. Same verdict,
+    counts and difference lists as :func:`vectorport.verify`; ``progress`` as there (the
+    ``verify`` stage counts the source's records, here as each segment's task finishes)."""
+    if segments < 1:
+        raise ConfigurationError(f"segments must be at least 1, got {segments}")
+    started = time.monotonic()
+    src_opts, dst_opts = dict(source_options or {}), dict(target_options or {})
+    src = open_source(source, **src_opts)
+    try:
+        dst = _existing_target(target, src, dst_opts)
+        try:
+            report = MergedVerifyReport(src.label, dst.label, (0, 1), engine=engine, workers=workers)
+            report.missing, report.extra = Capped(cap), Capped(cap)
+            report.vectors, report.metadata, report.text = Capped(cap), Capped(cap), Capped(cap)
+            report.scan_segments, report.method = segments, "digest"
+            report.collection = collection_differences(src.store, dst.store)
+            if src.store.spec.dimension != dst.store.spec.dimension:  # as verify_stores says
+                report.skipped.append("queries: the collections' dimensions differ")
+                sample_queries = 0
+            transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
+            native = [(i, segments) for i in range(segments)]
+            tasks = runner if runner is not None else LocalRunner().map
+            m = _Merge(source, target, src_opts, dst_opts, tasks, native, src, dst, transformer, report)
+            exact = _digest_pass(m, sample_queries, k, progress)
+            if m.wanted:
+                _detail_pass(m, tolerance, cap)
+            if m.queries:
+                t0 = time.monotonic()
+                answers = ask_queries(src.store, dst.store, m.queries, m.top_k)()
+                report.queries = query_check(dst.store, m.queries, exact, m.top_k, cap, answers)
+                report.timings["queries"] = time.monotonic() - t0
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    report.per_worker.sort(key=lambda w: (str(w["task"]).startswith("detail"), str(w["task"])))
+    report.seconds = time.monotonic() - started
+    report.timings["total"] = report.seconds
+    return report
+
+
+def _existing_target(target: str, src: Endpoint, dst_opts: dict[str, Any]) -> Endpoint:
+    """The target, which must exist; ``dst_opts`` gains the collection name the tasks open."""
+    dst = probe_target(target, src.store.spec.name, **dst_opts)
+    try:
+        if dst.naming is not None and dst.naming.refused:
+            raise ConfigurationError(f"the target cannot exist: {dst.naming.reason()}")
+        if not dst.exists:
+            raise ConfigurationError(f"the target {dst.label} does not exist; nothing to verify")
+    except BaseException:
+        dst.close()
+        raise
+    if "collection" not in dst_opts and dst.naming is not None:
+        dst_opts["collection"] = dst.naming.name
+    return dst
+
+
+def _digest_pass(m: _Merge, sample_queries: int, k: int, progress: ProgressMode | bool) -> StreamingTopK:
+    """Every native segment of both stores digested by the runner's tasks and merged; the
+    report's counts and differing key bins; the sampled queries' exact top-k."""
+    src, dst, report = m.src, m.dst, m.report
+    source_count = src.store.count() if Feature.NATIVE_COUNT in src.capabilities.features else None
+    # without a count (buckets), the most bins: a differing one then costs the fewest reads
+    m.parts = MAX_BINS if source_count is None else bin_count(source_count)
+    report.key_bins = m.parts
+    limits = [t for t in (src.capabilities.max_top_k, dst.capabilities.max_top_k) if t]
+    m.top_k = min([k, *limits])
+    m.queries = pick_queries(src.store, (0, 1), sample_queries)
+    qmatrix = (
+        np.stack([np.asarray(r.vector, dtype=np.float32) for r in m.queries])
+        if m.queries
+        else np.empty((0, src.store.spec.dimension), dtype=np.float32)
+    )
+    t0 = time.monotonic()
+    calls: list[tuple[Any, ...]] = [
+        (m.source, m.src_opts, "source", s, m.parts, m.transformer, qmatrix, m.top_k + 5) for s in m.native
+    ]
+    calls += [(m.target, m.dst_opts, "target", s, m.parts, None) for s in m.native]
+    merged = {side: BinSums(m.parts) for side in ("source", "target")}
+    scanned = {"source": 0, "target": 0}
+    exact = StreamingTopK(src.store.spec.metric, qmatrix, m.top_k + 5)
+    scan: SegmentScan
+    with Progress("verify", source_count, enabled=progress) as bar:
+        for scan in m.runner(scan_task, calls):  # folded as they finish: one result held at a time
+            merged[scan.side].merge(scan.sums)
+            scanned[scan.side] += scan.records
+            report.per_worker.append(scan.worker)
+            if scan.side == "source":
+                bar.advance(scan.records)
+                if m.queries:
+                    _merge_top(exact, scan)
+    report.timings["digest"] = time.monotonic() - t0
+    report.source_count = source_count if source_count is not None else scanned["source"]
+    report.target_count = _count(dst.store, scanned["target"])
+    report.target_scanned = scanned["target"]
+    differing = merged["source"].differing(merged["target"])
+    report.differing_bins = len(differing)
+    report.bins = {"parts": m.parts, "differing": len(differing)}
+    m.wanted = frozenset(differing)
+    equal = set(range(m.parts)) - m.wanted
+    report.compared = int(sum(int(merged["source"].counts[s]) for s in equal))
+    return exact
+
+
+def _detail_pass(m: _Merge, tolerance: float, cap: int) -> None:
+    """The differing key bins compared record by record by the runner's tasks."""
+    report = m.report
+    t0 = time.monotonic()
+    float_ulps = m.src.capabilities.metadata.float_ulps + m.dst.capabilities.metadata.float_ulps
+    common = (m.parts, m.wanted, m.transformer, tolerance, float_ulps, cap)
+    calls = [
+        (m.source, m.target, m.src_opts, m.dst_opts, side, s, *common)
+        for side in ("source", "target")
+        for s in m.native
+    ]
+    d: SegmentDetail
+    for d in m.runner(detail_task, calls):
+        report.per_worker.append(d.worker)
+        report.compared += d.compared
+        report.duplicates += d.duplicates
+        for mine, theirs in (
+            (report.missing, d.missing),
+            (report.extra, d.extra),
+            (report.vectors, d.vectors),
+            (report.metadata, d.metadata),
+            (report.text, d.text),
+        ):
+            _merge_capped(mine, theirs)
+    report.timings["detail"] = time.monotonic() - t0
+
+
+def _merge_capped(into: Capped[Any], part: Capped[Any]) -> None:
+    for item in part.items:
+        if len(into.items) < into.cap:
+            into.items.append(item)
+    into.total += part.total

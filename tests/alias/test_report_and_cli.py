@@ -1,0 +1,99 @@
+"""``vectorport alias``: the commands' output and exit codes, and ``status --report`` rendered
+in a real headless browser (as the compare report is); opening the alias with ``aconnect`` and
+LlamaIndex."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import vectorport
+from vectorport import alias
+from vectorport.cli import app
+
+from ..compare._chromium import render
+from ._data import DIM, filled
+
+pytestmark = [pytest.mark.memory, pytest.mark.alias]
+
+PLOTS = {"plot-overlap-time", "plot-p99-time", "plot-errors-time", "plot-latency-cdf"}
+
+
+@pytest.fixture
+def shadowing(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """An alias ``docs`` whose candidate shadowed 60 queries of three filter shapes."""
+    slug = request.node.name
+    old, new = f"memory://{slug}-old", f"memory://{slug}-new"
+    filled(old)
+    reg = str(tmp_path / "aliases.sqlite")
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, settle=0.0)
+    store = vectorport.connect(f"alias://docs?registry={reg}")
+    rng = np.random.default_rng(3)
+    shapes = [None, {"lang": "en"}, {"$and": [{"lang": "fr"}, {"year": {"$lt": 2004}}]}]
+    for i in range(60):
+        store.query(rng.normal(size=DIM), k=5, filter=shapes[i % 3])
+    store.close()
+    yield reg, old, new
+    for url in (old, new):
+        with contextlib.suppress(vectorport.NotFoundError):
+            vectorport.connect(url).drop()
+
+
+def test_the_commands_print_the_alias_and_exit_by_the_table(shadowing: tuple[str, str, str]) -> None:
+    reg, _, new = shadowing
+    runner = CliRunner()
+    res = runner.invoke(app, ["alias", "status", "docs", "--registry", reg])
+    assert res.exit_code == 0, res.output
+    assert "alias docs: shadow (version 3, sample 1): healthy" in res.stdout
+    assert f"shadow {new}: 60 queries, 0 errors, overlap@k 1.000" in res.stdout
+    assert "$and(lang $eq, year $lt)" in res.stdout
+    res = runner.invoke(app, ["alias", "switch", "docs", "--registry", reg, "--min-queries", "100"])
+    assert res.exit_code == 4, res.output
+    assert "refused: queries: 60 shadowed queries answered (0 errors); the gate asks 100" in res.stdout
+    res = runner.invoke(
+        app, ["alias", "switch", "docs", "--registry", reg, "--min-queries", "50", "--max-p99-ratio", "0"]
+    )
+    assert res.exit_code == 0 and "switched (version 4" in res.stdout, res.output
+    res = runner.invoke(app, ["alias", "retire", "docs", new, "--registry", reg])
+    assert res.exit_code == 2 and "switch to another member before retiring it" in res.output
+    res = runner.invoke(app, ["alias", "status", "nope", "--registry", reg])
+    assert res.exit_code == 2 and "no alias 'nope'" in res.output
+
+
+def test_status_report_renders_in_a_browser(shadowing: tuple[str, str, str], tmp_path: Path) -> None:
+    reg, _, _ = shadowing
+    page = tmp_path / "alias.html"
+    res = CliRunner().invoke(app, ["alias", "status", "docs", "--registry", reg, "--report", str(page)])
+    assert res.exit_code == 0, res.output
+    source = page.read_text()
+    assert re.findall(r"https?://[^\"' <]+", source) == ["http://www.w3.org/2000/svg"] * len(PLOTS)
+    dom = render(page)
+    assert set(re.findall(r'<svg class="plot" id="([^"]+)"', dom)) == PLOTS
+    rendered = re.search(r'data-plots-rendered="(\d+)"', dom)
+    assert rendered is not None and int(rendered.group(1)) == len(PLOTS)
+    assert "$and(fr" not in dom and "$and(lang $eq, year $lt)" in dom
+    assert len(re.findall(r'<rect class="bar"', dom)) >= 2
+
+
+async def test_aconnect_and_llamaindex_open_the_alias(shadowing: tuple[str, str, str]) -> None:
+    reg, old, _ = shadowing
+    url = f"alias://docs?registry={reg}"
+    store = await vectorport.aconnect(url)
+    try:
+        assert await store.acount() == 60
+    finally:
+        await store.aclose()
+    from llama_index.core.vector_stores.types import VectorStoreQuery
+
+    from vectorport.llamaindex import LlamaIndexStore
+
+    li = LlamaIndexStore(url)
+    found = li.query(VectorStoreQuery(query_embedding=list(np.ones(DIM)), similarity_top_k=3))
+    assert len(found.ids or []) == 3
+    assert [m.key for m in vectorport.connect(old).query(np.ones(DIM), k=3)] == found.ids

@@ -1,0 +1,189 @@
+"""A bounded soak of ``sync --follow`` (issue 42): about 500 writes a second into a captured
+table for ``VECTORPORT_SOAK_SECONDS`` (default 80), with a column added, the table rebuilt
+(dropped and created again, then its capture installed again, as the error says) and the
+follower killed with ``SIGKILL`` and started again, while the source's PostgreSQL sessions are
+sampled from ``pg_stat_activity``. It ends with ``--until-equal`` and the target read back with
+boto3 equal to the source read with psycopg, or with a non-zero status naming every difference:
+never ``synced`` over one."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vectorport
+
+from ._raw import raw_metadata
+from .test_sync_capture import DIM, _admin, _env, _follow_cmd, _on, source
+from .test_sync_capture_losses import _sessions, _table
+
+__all__ = ["source"]  # the fixture, shared with test_sync_capture
+
+SECONDS = float(os.environ.get("VECTORPORT_SOAK_SECONDS", "80"))
+RATE = 500
+"""Row writes a second (inserts, updates and deletes, ten per transaction)."""
+
+
+class _Writer(threading.Thread):
+    """Writes about :data:`RATE` rows a second with psycopg; pauses while the table is rebuilt."""
+
+    def __init__(self, pg_dir: Path, table: str) -> None:
+        super().__init__(daemon=True)
+        self.pg_dir, self.table = pg_dir, table
+        self.stop, self.paused = threading.Event(), threading.Event()
+        self.writes = 0
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        rng = random.Random(42)
+        with _admin(self.pg_dir) as conn:
+            while not self.stop.is_set():
+                if self.paused.is_set():
+                    time.sleep(0.05)
+                    continue
+                t0 = time.monotonic()
+                try:
+                    with conn.transaction():
+                        self._ten(conn, rng)
+                    self.writes += 10
+                except Exception as exc:  # the table rebuilt under a write: counted, not fatal
+                    self.errors.append(str(exc))
+                time.sleep(max(0.0, 10 / RATE - (time.monotonic() - t0)))
+
+    def _ten(self, conn: Any, rng: random.Random) -> None:
+        for _ in range(10):
+            key = f"doc/{rng.randrange(0, 2000):05d}#c"
+            if rng.random() < 0.2:
+                conn.execute(f"DELETE FROM {self.table} WHERE key = %s", (key,))
+                continue
+            vec = "[" + ",".join(f"{rng.uniform(-1, 1):.4f}" for _ in range(DIM)) + "]"
+            conn.execute(
+                f"INSERT INTO {self.table} (key, embedding, metadata) VALUES (%s, %s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET embedding = excluded.embedding, "
+                "metadata = excluded.metadata",
+                (key, vec, json.dumps({"n": rng.randrange(1000)})),
+            )
+
+
+class _Sampler(threading.Thread):
+    def __init__(self, pg_dir: Path) -> None:
+        super().__init__(daemon=True)
+        self.pg_dir = pg_dir
+        self.stop = threading.Event()
+        self.samples: list[int] = []
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            self.samples.append(_sessions(self.pg_dir))
+
+
+def _start(source: str, target: str, state: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        _follow_cmd(source, target, state, *extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+
+
+def _rebuild(source: str, pg_dir: Path, writer: _Writer, follower: subprocess.Popen[str]) -> None:
+    """Drop the table and create it again with its rows (the follower stops with an error,
+    never "synced"), then install its capture again, as that error says."""
+    table = _table(source)
+    writer.paused.set()
+    time.sleep(0.3)
+    with _admin(pg_dir) as conn:
+        conn.execute(f"CREATE TABLE {table}_keep AS SELECT * FROM {table}")
+        conn.execute(f"DROP TABLE {table}")
+    vectorport.connect(source, dimension=DIM).close()
+    with _admin(pg_dir) as conn:
+        cols = [r[0] for r in conn.execute(f"SELECT * FROM {table}_keep LIMIT 0").description or []]
+        kept = ", ".join(c for c in cols if c in ("key", "embedding", "metadata", "text", "owner"))
+        if "owner" in cols:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN owner text DEFAULT 'alice'")
+        conn.execute(f"INSERT INTO {table} ({kept}) SELECT {kept} FROM {table}_keep")
+        conn.execute(f"DROP TABLE {table}_keep")
+    _, err = follower.communicate(timeout=60)
+    assert follower.returncode not in (0, None) and "no longer covers" in err, err
+    _on(source, "teardown_capture")
+    _on(source, "setup_capture", "slot")
+    writer.paused.clear()
+
+
+@pytest.mark.slow
+@pytest.mark.pgvector
+@pytest.mark.s3vectors
+def test_soak_follow_never_says_synced_over_a_difference(
+    source: str, url_for: Callable[..., str], tmp_path: Path, pg_dir: Path
+) -> None:
+    target, state = url_for("s3vectors"), tmp_path / "s.sqlite"
+    _on(source, "setup_capture", "slot")
+    base = _sessions(pg_dir)
+    writer, sampler = _Writer(pg_dir, _table(source)), _Sampler(pg_dir)
+    sampler.start()
+    writer.start()
+    rng = random.Random(7)
+    events = {"kills": 0, "refused": 0}
+    start = time.monotonic()
+    schema_at, rebuild_at = SECONDS * 0.35, SECONDS * 0.65
+    proc = _start(source, target, state)
+    try:
+        while (elapsed := time.monotonic() - start) < SECONDS:
+            time.sleep(rng.uniform(4.0, 9.0))
+            if schema_at and elapsed > schema_at:
+                with _admin(pg_dir) as conn:
+                    conn.execute(f"ALTER TABLE {_table(source)} ADD COLUMN owner text DEFAULT 'alice'")
+                schema_at = 0.0
+            if rebuild_at and elapsed > rebuild_at:
+                _rebuild(source, pg_dir, writer, proc)
+                rebuild_at = 0.0
+                events["refused"] += 1
+            else:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                events["kills"] += 1
+            proc = _start(source, target, state)
+    finally:
+        writer.stop.set()
+        writer.join()
+        proc.kill()
+        proc.wait()
+    final = _start(source, target, state, "--until-equal")
+    out, err = final.communicate(timeout=300)
+    assert out.strip(), err
+    sampler.stop.set()
+    sampler.join()
+    report = json.loads(out.strip().splitlines()[-1])
+    src, dst = raw_metadata(source), raw_metadata(target)
+    differences = sorted(k for k in src.keys() | dst.keys() if src.get(k) != dst.get(k))
+    print(
+        f"soak: {SECONDS:.0f}s, {writer.writes} writes ({writer.writes / SECONDS:.0f}/s), {events}, "
+        f"sessions {base} -> max {max(sampler.samples)}, final {report['status']}, {len(src)} records"
+    )
+    if final.returncode == 0:
+        assert report["status"] == "verified" and differences == [], differences[:20]
+    else:  # a non-zero status names every difference
+        check = report["verification"]
+        named = {
+            item if isinstance(item, str) else item["key"]
+            for part in ("missing", "extra", "vectors", "metadata", "text")
+            for item in check[part]["items"]
+        }
+        assert set(differences) <= named, (report, differences[:20])
+    assert events["kills"] >= 3 and writer.writes >= RATE * SECONDS * 0.5
+    assert max(sampler.samples) - base <= 15, sampler.samples
+    assert all(v.get("owner") == "alice" for v in dst.values())
+    _on(target, "drop")
+    with _admin(pg_dir) as conn:
+        conn.execute(f"ALTER TABLE {_table(source)} DROP COLUMN IF EXISTS owner")
