@@ -1,6 +1,7 @@
 """Shadow overhead: the serving path's latency through an alias against the store directly.
 
     python benchmarks/alias_bench.py [--n 20000] [--dim 128] [--queries 400] [--rounds 3] [--json]
+        [--output FILE] [--quick]
 
 One collection (clustered float32 vectors, cosine, HNSW, metadata ``{"lang": one of 5}``) in an
 embedded PostgreSQL + pgvector server, copied into a second table, the candidate. Two aliases
@@ -17,17 +18,10 @@ sample 0.1).
 
 from __future__ import annotations
 
-import argparse
-import json
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import _harness as h
 
 import vectorport
 from vectorport import alias
@@ -35,6 +29,7 @@ from vectorport.testing import clustered_vectors, query_vectors
 
 K = 10
 LANGS = ("en", "fr", "de", "ja", "pt")
+WARM = 50
 
 
 def _load(url: str, n: int, dim: int) -> None:
@@ -47,24 +42,8 @@ def _load(url: str, n: int, dim: int) -> None:
             )
 
 
-def _timed(sides: dict[str, Any], queries: np.ndarray, times: dict[str, list[float]]) -> None:
-    """Each query on every side in turn (the order rotating), so that a change of the machine's
-    load reaches every side alike."""
-    names = list(sides)
-    for i, q in enumerate(queries):
-        where = {"lang": "fr"} if i % 2 else None
-        for name in names[i % len(names) :] + names[: i % len(names)]:
-            began = time.perf_counter()
-            sides[name].query(q, k=K, filter=where)
-            times[name].append((time.perf_counter() - began) * 1000)
-
-
-def _figures(ms: list[float]) -> dict[str, float]:
-    p50, p99 = np.percentile(np.asarray(ms), [50, 99])
-    return {"p50_ms": round(float(p50), 3), "p99_ms": round(float(p99), 3)}
-
-
-def run(n: int, dim: int, queries: int, rounds: int, root: Path) -> dict[str, Any]:
+def _sides(root: Path, n: int, dim: int) -> tuple[dict[str, Any], str, str]:
+    """The store directly and the three aliases serving it (registry, candidate)."""
     pgdir = root / "pg"
     serving, candidate = f"pgvector://{pgdir}?table=serving", f"pgvector://{pgdir}?table=candidate"
     _load(serving, n, dim)
@@ -80,60 +59,65 @@ def run(n: int, dim: int, queries: int, rounds: int, root: Path) -> dict[str, An
         "alias sample 0.1": vectorport.connect(f"alias://s01?registry={reg}"),
         "alias sample 1.0": vectorport.connect(f"alias://s10?registry={reg}"),
     }
+    return sides, reg, candidate
+
+
+def run(n: int, dim: int, queries: int, rounds: int, root: Path) -> dict[str, Any]:
+    sides, reg, candidate = _sides(root, n, dim)
     qs = query_vectors(queries, dim, seed=7)
-    _timed(sides, qs[:50], {name: [] for name in sides})  # warm: connections, statements, caches
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    names = list(sides)
-    for _ in range(rounds):
-        _timed(sides, qs, times)
+
+    def way(store: Any) -> h.Way:
+        def go(r: int) -> None:
+            # warm-up rounds are negative: the first queries again (connections, statements, caches)
+            i = r % len(qs) if r >= 0 else (-1 - r) % min(WARM, len(qs))
+            store.query(qs[i], k=K, filter={"lang": "fr"} if i % 2 else None)
+
+        return go
+
+    race = h.Race("direct", {name: way(store) for name, store in sides.items()}, ratio="time")
+    race.run(rounds * len(qs), warmup=min(WARM, len(qs)))
     for store in sides.values():
         store.close()
     shadowed = {name: alias.status(name, registry=reg).figures[candidate] for name in ("s01", "s10")}
-    direct = _figures(times["direct"])
-    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "rounds": rounds, "direct": direct}
-    for name in names[1:]:
-        f = _figures(times[name])
-        out[name] = f | {
-            "p50_ratio": round(f["p50_ms"] / direct["p50_ms"], 3),
-            "p99_ratio": round(f["p99_ms"] / direct["p99_ms"], 3),
+    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "rounds": rounds}
+    p50, p99 = race.ratios(50), race.ratios(99)
+    for name in sides:
+        out[name] = {
+            "p50_ms": round(race.percentile_ms(name, 50), 3),
+            "p99_ms": round(race.percentile_ms(name, 99), 3),
         }
+        if name != "direct":
+            out[name] |= {"p50_ratio": p50[name], "p99_ratio": p99[name]}
     out["shadowed"] = {k: {"queries": v.queries, "overlap": v.overlap} for k, v in shadowed.items()}
     return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=20_000)
-    parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--queries", type=int, default=400)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="vectorport-alias-bench-"))
-    try:
-        out = run(args.n, args.dim, args.queries, args.rounds, root)
-    finally:
-        subprocess.run(
-            [sys.executable, "-m", "vectorport", "pgvector", "stop", str(root / "pg")], check=False
+    ap = h.parser(__doc__, n=20_000, dim=128, repeat=3, quick={"n": 2000, "queries": 60, "repeat": 1})
+    ap.add_argument("--queries", type=int, default=400)
+    args = h.parse(ap)
+    with h.workdir("alias-bench") as root:
+        out = run(args.n, args.dim, args.queries, args.repeat, root)
+    names = [k for k in out if k == "direct" or k.startswith("alias")]
+    rows = [
+        [
+            name,
+            out[name]["p50_ms"],
+            out[name]["p99_ms"],
+            out[name].get("p50_ratio", 1.0),
+            out[name].get("p99_ratio", 1.0),
+        ]
+        for name in names
+    ]
+    text = (
+        f"{args.n:,} records, {args.dim} dims, {args.queries} queries x {args.repeat} rounds\n"
+        + h.table(["side", "p50 ms", "p99 ms", "p50 / direct", "p99 / direct"], rows)
+        + "".join(
+            f"\nshadowed by {k}: {s['queries']} queries, overlap@k {s['overlap']:.3f}"
+            for k, s in out["shadowed"].items()
         )
-        shutil.rmtree(root, ignore_errors=True)
-    if args.json:
-        print(json.dumps(out, indent=2))
-        return
-    print(f"{args.n} records, {args.dim} dims, {args.queries} queries x {args.rounds} rounds")
-    print(f"  direct              p50 {out['direct']['p50_ms']:.3f} ms  p99 {out['direct']['p99_ms']:.3f} ms")
-    for name in names_of(out):
-        f = out[name]
-        print(
-            f"  {name:<19} p50 {f['p50_ms']:.3f} ms  p99 {f['p99_ms']:.3f} ms  "
-            f"(x{f['p50_ratio']:.3f} / x{f['p99_ratio']:.3f} direct)"
-        )
-    for name, s in out["shadowed"].items():
-        print(f"  shadowed by {name}: {s['queries']} queries, overlap@k {s['overlap']:.3f}")
-
-
-def names_of(out: dict[str, Any]) -> list[str]:
-    return [k for k in out if k.startswith("alias")]
+    )
+    h.emit("alias", args, out, text)
 
 
 if __name__ == "__main__":
