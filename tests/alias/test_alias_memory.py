@@ -14,7 +14,7 @@ import vectorport
 from vectorport import Record, alias
 from vectorport._exit import ExitCode, Status
 from vectorport.alias._registry import Registry
-from vectorport.exceptions import ConfigurationError, NotFoundError
+from vectorport.exceptions import BackendError, ConfigurationError, NotFoundError
 
 from ._data import DIM, filled, records, registry
 
@@ -251,3 +251,12 @@ def test_switch_rollback_switch_retire_keep_every_write(pair: tuple[str, str], r
     phases = [e["phase"] for e in alias.status("docs", registry=reg).events]
     assert phases == ["serving", "shadow", "shadow", "switched", "shadow", "switched", "serving"]
     app.close()
+
+
+def test_a_registry_that_is_no_database_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "aliases.sqlite"
+    bad.write_text("not a database\n" * 200)
+    with pytest.raises(
+        BackendError, match=r"the alias registry .*aliases.sqlite failed \(write\): file is not a database"
+    ):
+        alias.status("docs", registry=str(bad))
