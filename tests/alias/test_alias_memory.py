@@ -15,6 +15,7 @@ from vectorport import Record, alias
 from vectorport._exit import ExitCode, Status
 from vectorport.alias._registry import Registry
 from vectorport.exceptions import BackendError, ConfigurationError, NotFoundError
+from vectorport.migrate import PlanRefusedError
 
 from ._data import DIM, filled, records, registry
 
@@ -260,3 +261,21 @@ def test_a_registry_that_is_no_database_is_a_clear_error(tmp_path: Path) -> None
         BackendError, match=r"the alias registry .*aliases.sqlite failed \(write\): file is not a database"
     ):
         alias.status("docs", registry=str(bad))
+
+
+@pytest.mark.chroma
+def test_a_candidate_whose_backfill_fails_leaves_the_alias(
+    names: tuple[str, str], reg: str, tmp_path: Path
+) -> None:
+    old, _ = names
+    store = vectorport.connect(old, dimension=DIM)
+    store.upsert([Record("nested", np.ones(DIM), {"author": {"name": "ada"}}, "t")])  # Chroma cannot hold it
+    try:
+        alias.create("docs", old, registry=reg)
+        with pytest.raises(PlanRefusedError):
+            alias.shadow("docs", f"chroma://{tmp_path}/chroma?collection=docs", registry=reg, settle=0.0)
+        report = alias.status("docs", registry=reg)
+        assert report.state.phase is alias.Phase.SERVING and [m.url for m in report.state.members] == [old]
+        assert report.events[-1]["detail"] == "backfill failed: candidate removed"
+    finally:
+        store.drop()
