@@ -20,6 +20,7 @@ from typing import Any
 
 from .._paths import state_dir, writable_file
 from .._url import mask_url
+from ..backends.pgvector import start_embedded  # imports no driver
 from ..exceptions import BackendError, BackendUnavailableError, ConfigurationError
 
 __all__ = ["Connection", "Dialect", "default_registry", "open_connection"]
@@ -101,8 +102,6 @@ def _target(registry: str) -> tuple[Dialect, str]:
     if scheme in ("postgresql", "postgres"):
         return _postgres(), registry
     if scheme == "pgvector":
-        from ..backends.pgvector import start_embedded
-
         return _postgres(), start_embedded(registry.split("://", 1)[1].split("?", 1)[0])
     if scheme in ("sqlite", "file", ""):
         path = Path(registry.split("://", 1)[1] if scheme else registry).expanduser()
