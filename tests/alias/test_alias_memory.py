@@ -14,6 +14,7 @@ import vectorport
 from vectorport import Record, alias
 from vectorport._exit import ExitCode, Status
 from vectorport.alias._registry import Registry
+from vectorport.alias._shadow import Shadow
 from vectorport.exceptions import BackendError, ConfigurationError, NotFoundError
 from vectorport.migrate import PlanRefusedError
 
@@ -135,8 +136,6 @@ def test_shadow_reads_are_compared_and_the_queue_drops_without_slowing(
     assert set(report.shapes[new]) == {"(none)", "year $gte"}
     # a queue of one: queries arriving faster than the candidate answers are dropped and counted
     store = vectorport.connect(f"alias://docs?registry={reg}")
-    from vectorport.alias._shadow import Shadow
-
     store.shadow = Shadow(store.registry, "docs", lambda: None, size=1)
     for _ in range(300):
         store.query(rng.normal(size=DIM), k=5)
