@@ -59,6 +59,10 @@ def test_alias_opens_like_a_store_and_serves_the_serving_member(pair: tuple[str,
     assert store.count() == 60 and store.spec.dimension == DIM
     assert [r.key for r in store.get(["doc#1", "nope"])] == ["doc#1"]
     assert sum(len(p) for p in store.scan(batch_size=7)) == 60
+    info, theirs = store.info(), direct.info()
+    assert info["alias"]["phase"] == "serving" and info["capabilities"]["features"] == ["write"]
+    # the serving member's limits, its feature protocols (text search …) not routed by the alias
+    assert {**info["capabilities"], "features": None} == {**theirs["capabilities"], "features": None}
     store.close()
 
 
