@@ -140,9 +140,7 @@ RECHECKS = 5
 flight between the serving store and the candidate settles within one)."""
 
 
-def _still_different(
-    serving: BaseStore[object], candidate: BaseStore[object], keys: list[str]
-) -> tuple[list[str], int]:
+def _still_different(serving: VectorStore, candidate: VectorStore, keys: list[str]) -> tuple[list[str], int]:
     """The keys that differ in each of :data:`RECHECKS` reads of both stores, 0.2 s apart, and
     how many of them the candidate lacks."""
     include = ["vector", "metadata", "text"]

@@ -129,7 +129,7 @@ def shadow(
 
 
 def _backfilled(
-    reg: Registry, name: str, stores: tuple[BaseStore[object], BaseStore[object]], copy: Copy, settle: float
+    reg: Registry, name: str, stores: tuple[VectorStore, VectorStore], copy: Copy, settle: float
 ) -> BackfillStats:
     """The backfill; when it fails (a plan refused, a store down) the candidate leaves the alias
     again, so the app's writes stop going to a store that will not be switched to."""
