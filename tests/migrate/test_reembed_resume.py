@@ -90,6 +90,7 @@ def test_reembed_killed_twice_embeds_each_chunk_once(url_for: Callable[..., str]
     twice = sorted(int(t.split()[1]) for t, c in counts.items() if c > 1)
     assert not twice, (len(twice), twice[:3], twice[-3:], copied, report["copy"])
     assert report["copy"]["resumed_from"] == copied[-1]
+    assert report["copy"]["retries"] > 0  # the 429s of the last run, counted
     assert report["copy"]["records"] + report["copy"]["skipped"] == N - copied[-1]
     assert report["verification"]["ok"], report["verification"]
     with vectorport.connect(target) as dst:
