@@ -20,7 +20,7 @@ from vectorport.migrate import Checkpoint
 
 from ..ingest.voyage_server import VoyageServer, fake_vector
 
-N = int(os.environ.get("RN", 50_000))
+N = 50_000
 CONCURRENCY = 4
 BATCH = 128  # the Voyage embedder's request size: one request per write batch
 SRC_ROOT = str(Path(vectorport.__file__).resolve().parents[1])
