@@ -14,7 +14,9 @@ import vectorport
 from vectorport import Record, alias
 from vectorport._exit import ExitCode, Status
 from vectorport.alias._registry import Registry
-from vectorport.exceptions import ConfigurationError, NotFoundError
+from vectorport.alias._shadow import Shadow
+from vectorport.exceptions import BackendError, ConfigurationError, NotFoundError
+from vectorport.migrate import PlanRefusedError
 
 from ._data import DIM, filled, records, registry
 
@@ -57,6 +59,10 @@ def test_alias_opens_like_a_store_and_serves_the_serving_member(pair: tuple[str,
     assert store.count() == 60 and store.spec.dimension == DIM
     assert [r.key for r in store.get(["doc#1", "nope"])] == ["doc#1"]
     assert sum(len(p) for p in store.scan(batch_size=7)) == 60
+    info, theirs = store.info(), direct.info()
+    assert info["alias"]["phase"] == "serving" and info["capabilities"]["features"] == ["write"]
+    # the serving member's limits, its feature protocols (text search …) not routed by the alias
+    assert {**info["capabilities"], "features": None} == {**theirs["capabilities"], "features": None}
     store.close()
 
 
@@ -134,8 +140,6 @@ def test_shadow_reads_are_compared_and_the_queue_drops_without_slowing(
     assert set(report.shapes[new]) == {"(none)", "year $gte"}
     # a queue of one: queries arriving faster than the candidate answers are dropped and counted
     store = vectorport.connect(f"alias://docs?registry={reg}")
-    from vectorport.alias._shadow import Shadow
-
     store.shadow = Shadow(store.registry, "docs", lambda: None, size=1)
     for _ in range(300):
         store.query(rng.normal(size=DIM), k=5)
@@ -251,3 +255,30 @@ def test_switch_rollback_switch_retire_keep_every_write(pair: tuple[str, str], r
     phases = [e["phase"] for e in alias.status("docs", registry=reg).events]
     assert phases == ["serving", "shadow", "shadow", "switched", "shadow", "switched", "serving"]
     app.close()
+
+
+def test_a_registry_that_is_no_database_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "aliases.sqlite"
+    bad.write_text("not a database\n" * 200)
+    with pytest.raises(
+        BackendError, match=r"the alias registry .*aliases.sqlite failed \(write\): file is not a database"
+    ):
+        alias.status("docs", registry=str(bad))
+
+
+@pytest.mark.chroma
+def test_a_candidate_whose_backfill_fails_leaves_the_alias(
+    names: tuple[str, str], reg: str, tmp_path: Path
+) -> None:
+    old, _ = names
+    store = vectorport.connect(old, dimension=DIM)
+    store.upsert([Record("nested", np.ones(DIM), {"author": {"name": "ada"}}, "t")])  # Chroma cannot hold it
+    try:
+        alias.create("docs", old, registry=reg)
+        with pytest.raises(PlanRefusedError):
+            alias.shadow("docs", f"chroma://{tmp_path}/chroma?collection=docs", registry=reg, settle=0.0)
+        report = alias.status("docs", registry=reg)
+        assert report.state.phase is alias.Phase.SERVING and [m.url for m in report.state.members] == [old]
+        assert report.events[-1]["detail"] == "backfill failed: candidate removed"
+    finally:
+        store.drop()

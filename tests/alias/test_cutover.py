@@ -1,7 +1,15 @@
-"""The cut-over of a running LangChain app: three app processes serve queries with filters and
-writes while the operator runs create → shadow (dual-write, backfill by migrate) → switch →
-rollback → switch → retire. No call fails, every acknowledged write is in the final store (read
-with its own client), and every process serves from the new store within the routing bound."""
+"""The cut-over of a running LangChain app, Chroma → pgvector → a vector bucket: three app
+processes serve queries with filters and writes (adds, updates, deletes) while the operator runs
+
+1. create (Chroma) → shadow pgvector (dual-write, backfill by ``migrate``) → switch → rollback →
+   switch → retire Chroma;
+2. shadow a bucket with ``--feed capture`` (``vectorport sync --follow`` from pgvector's change
+   capture) → stop the follower → switch (the candidate made dual-written and caught up) →
+   rollback → switch → retire pgvector.
+
+No call fails, every acknowledged write is in the final store (the bucket, read with boto3), and
+every call that starts after a switch or rollback returned is served by the store it made serving
+(the routing bound)."""
 
 from __future__ import annotations
 
@@ -21,40 +29,80 @@ from vectorport._exit import Status
 
 from ._operator import Apps, check_bound, check_calls, check_store, entries, seed, shadowed, wait_for
 
-pytestmark = [pytest.mark.alias, pytest.mark.langchain, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.alias,
+    pytest.mark.langchain,
+    pytest.mark.chroma,
+    pytest.mark.pgvector,
+    pytest.mark.s3vectors,
+    pytest.mark.slow,
+]
 
-SEEDED = 120
+SEEDED = 60
+Change = tuple[float, float, str]
 
 
-@pytest.mark.chroma
-@pytest.mark.pgvector
-def test_three_processes_move_from_chroma_to_pgvector_and_back(
+def test_three_processes_move_from_chroma_to_pgvector_to_a_bucket(
     url_for: Callable[..., str], tmp_path: Path
 ) -> None:
     reg = str(tmp_path / "aliases.sqlite")
-    apps = Apps(f"alias://app?registry={reg}", tmp_path)
-    old, new = url_for("chroma+http"), url_for("pgvector")
-    seed(old, SEEDED)
-    alias.create("app", old, registry=reg)
-    gates = alias.Gates(min_queries=30, min_overlap=0.8, max_p99_ratio=None)
+    apps = Apps(f"alias://app?registry={reg}", tmp_path)  # importing while the stores are prepared
+    chroma, pg, bucket = url_for("chroma+http"), url_for("pgvector"), url_for("s3vectors")
+    seed(chroma, SEEDED)
+    alias.create("app", chroma, registry=reg)
+    changes: list[Change] = []
     with apps.running() as logs:
-        report = alias.shadow("app", new, registry=reg)
+        report = alias.shadow("app", pg, registry=reg)
         assert report.backfill is not None and report.backfill.copied >= SEEDED
-        wait_for(shadowed("app", reg, new, 30), 60)
-        changes = []
-        for step, serving in ((alias.switch, new), (alias.rollback, old), (alias.switch, new)):
-            kwargs = {"gates": gates} if step is alias.switch else {}
-            asked = time.time()
-            done = step("app", registry=reg, **kwargs)
-            assert done.status is Status.APPLIED, done.reasons
-            changes.append((asked, time.time(), serving))
-            _serve(logs, 0.8)
-        assert alias.retire("app", old, registry=reg).state.members[0].url == new
-        _serve(logs, 0.5)
+        wait_for(shadowed("app", reg, pg, 20), 60)
+        changes += _switch_rollback_switch(reg, logs, pg, chroma, min_overlap=0.8)
+        assert alias.retire("app", chroma, registry=reg).state.members[0].url == pg
+        _capture_into(reg, logs, pg, bucket, changes)
+        assert alias.retire("app", pg, registry=reg).state.members[0].url == bucket
+        _serve(logs, 0.3)
     calls = entries(logs)
     check_calls(calls)
-    check_store(new, calls, SEEDED)
+    check_store(bucket, calls, SEEDED)
     check_bound(calls, changes)
+
+
+def _capture_into(reg: str, logs: list[Path], pg: str, bucket: str, changes: list[Change]) -> None:
+    """The second move: the bucket fed by ``sync --follow`` while it shadows, then switched."""
+    with vectorport.connect(pg) as source:
+        source.setup_capture()
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "vectorport", "sync", pg, bucket, "--delete", "--follow", "--no-progress"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: _count(bucket) >= SEEDED, 60)  # the follower's first pass
+        assert alias.shadow("app", bucket, registry=reg, feed="capture").backfill is None
+        wait_for(shadowed("app", reg, bucket, 20), 60)
+        follower.send_signal(signal.SIGINT)  # the operator stops the follower, then switches
+        follower.communicate(timeout=60)
+        # the follower's lag shows in the overlap: the bucket missed the newest writes when asked
+        changes += _switch_rollback_switch(reg, logs, bucket, pg, min_overlap=0.6)
+    finally:
+        follower.kill()
+        with vectorport.connect(pg) as source:
+            source.teardown_capture()
+
+
+def _switch_rollback_switch(
+    reg: str, logs: list[Path], new: str, old: str, min_overlap: float
+) -> list[Change]:
+    gates = alias.Gates(min_queries=20, min_overlap=min_overlap, max_p99_ratio=None)
+    changes = []
+    for step, serving in ((alias.switch, new), (alias.rollback, old), (alias.switch, new)):
+        kwargs = {"gates": gates} if step is alias.switch else {}
+        asked = time.time()
+        done = step("app", registry=reg, **kwargs)
+        assert done.status is Status.APPLIED, done.reasons
+        changes.append((asked, time.time(), serving))
+        _serve(logs, 0.3)
+    return changes
 
 
 def _serve(logs: list[Path], seconds: float) -> None:
@@ -62,55 +110,6 @@ def _serve(logs: list[Path], seconds: float) -> None:
     before = len(entries(logs))
     wait_for(lambda: len(entries(logs)) >= before + 10, 30)
     time.sleep(seconds)
-
-
-@pytest.mark.pgvector
-@pytest.mark.s3vectors
-def test_capture_fed_bucket_candidate_takes_over_from_pgvector(
-    url_for: Callable[..., str], tmp_path: Path
-) -> None:
-    """``--feed capture``: ``vectorport sync --follow`` feeds the bucket while it shadows; the
-    switch makes it dual-written, applies what the stopped follower had not, and then judges."""
-    reg = str(tmp_path / "aliases.sqlite")
-    apps = Apps(f"alias://cap?registry={reg}", tmp_path)
-    old, new = url_for("pgvector"), url_for("s3vectors")
-    seed(old, SEEDED)
-    with vectorport.connect(old) as source:
-        source.setup_capture()
-    alias.create("cap", old, registry=reg)
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "vectorport", "sync", old, new, "--delete", "--follow", "--no-progress"],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    # the follower's lag shows: the bucket misses the newest writes of the shadowed queries' time
-    gates = alias.Gates(min_queries=30, min_overlap=0.6, max_p99_ratio=None)
-    try:
-        with apps.running() as logs:
-            wait_for(lambda: _count(new) >= SEEDED, 60)  # the follower's first pass
-            assert alias.shadow("cap", new, registry=reg, feed="capture").backfill is None
-            wait_for(shadowed("cap", reg, new, 30), 60)
-            follower.send_signal(signal.SIGINT)  # the operator stops the follower, then switches
-            follower.communicate(timeout=60)
-            changes = []
-            for step, serving in ((alias.switch, new), (alias.rollback, old), (alias.switch, new)):
-                kwargs = {"gates": gates} if step is alias.switch else {}
-                asked = time.time()
-                done = step("cap", registry=reg, **kwargs)
-                assert done.status is Status.APPLIED, done.reasons
-                changes.append((asked, time.time(), serving))
-                _serve(logs, 0.5)
-            alias.retire("cap", old, registry=reg)
-            _serve(logs, 0.3)
-    finally:
-        follower.kill()
-        with vectorport.connect(old) as source:
-            source.teardown_capture()
-    calls = entries(logs)
-    check_calls(calls)
-    check_store(new, calls, SEEDED)
-    check_bound(calls, changes)
 
 
 def _count(url: str) -> int:

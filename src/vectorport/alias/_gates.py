@@ -12,6 +12,7 @@ is not a difference; a key still different is.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,12 +124,7 @@ def _verify_gate(serving: VectorStore, candidate: VectorStore) -> Gate:
             f"changed{'; ' + '; '.join(report.collection) if report.collection else ''}",
         )
     keys = sorted(suspects)
-    truth = {r.key: r for r in serving.get(keys, include=["vector", "metadata", "text"])} if keys else {}
-    held = {r.key: r for r in candidate.get(keys, include=["vector", "metadata", "text"])} if keys else {}
-    still = [
-        k for k in keys if (k in truth) != (k in held) or (k in truth and not same_content(truth[k], held[k]))
-    ]
-    missing = sum(1 for k in still if k in truth and k not in held)
+    still, missing = _still_different(serving, candidate, keys)
     detail = (
         f"digest verification: {report.compared} records compared, equal"
         + (f" ({len(keys)} keys written meanwhile read again: equal)" if keys else "")
@@ -137,6 +133,32 @@ def _verify_gate(serving: VectorStore, candidate: VectorStore) -> Gate:
         f"e.g. {', '.join(still[:3])}"
     )
     return Gate("verify", not still, len(still), 0, detail)
+
+
+RECHECKS = 5
+"""Reads of a key the verification found different before it counts as a difference (a write in
+flight between the serving store and the candidate settles within one)."""
+
+
+def _still_different(serving: VectorStore, candidate: VectorStore, keys: list[str]) -> tuple[list[str], int]:
+    """The keys that differ in each of :data:`RECHECKS` reads of both stores, 0.2 s apart, and
+    how many of them the candidate lacks."""
+    include = ["vector", "metadata", "text"]
+    still, missing = keys, 0
+    for attempt in range(RECHECKS):
+        if not still:
+            break
+        if attempt:
+            time.sleep(0.2)
+        truth = {r.key: r for r in serving.get(still, include=include)}
+        held = {r.key: r for r in candidate.get(still, include=include)}
+        still = [
+            k
+            for k in still
+            if (k in truth) != (k in held) or (k in truth and not same_content(truth[k], held[k]))
+        ]
+        missing = sum(1 for k in still if k in truth and k not in held)
+    return still, missing
 
 
 def check_gates(

@@ -120,12 +120,30 @@ def shadow(
                 reg.change(state, after, f"{member.label} shadows ({how.value})")
                 report = _report(reg, "shadow", after, started)
                 if how is Feed.DUAL_WRITE:
-                    report.backfill = backfill(reg, name, serving, target, copy=copy, settle=settle)
+                    report.backfill = _backfilled(reg, name, (serving, target), copy, settle)
                     report.state = _mark_backfilled(reg, name, candidate)
             finally:
                 target.close()
     report.seconds = time.monotonic() - started
     return report
+
+
+def _backfilled(
+    reg: Registry, name: str, stores: tuple[VectorStore, VectorStore], copy: Copy, settle: float
+) -> BackfillStats:
+    """The backfill; when it fails (a plan refused, a store down) the candidate leaves the alias
+    again, so the app's writes stop going to a store that will not be switched to."""
+    try:
+        return backfill(reg, name, *stores, copy=copy, settle=settle)
+    except BaseException:
+        state = reg.require(name)
+        url = stores[1].url.raw
+        if any(m.url == url for m in state.members):
+            members = tuple(m for m in state.members if m.url != url)
+            reg.change(
+                state, state.with_members(Phase.SERVING, members), "backfill failed: candidate removed"
+            )
+        raise
 
 
 def _mark_backfilled(reg: Registry, name: str, url: str) -> AliasState:

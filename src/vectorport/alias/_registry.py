@@ -123,8 +123,9 @@ class Registry:
         self.conn: Connection = open_connection(location)
         self.location = self.conn.registry
         self.label = self.conn.label
-        serial = self.conn.dialect.serial
-        self.conn.run([(s.format(serial=serial), ()) for s in _SCHEMA])
+        dialect = self.conn.dialect
+        lock = [(dialect.schema_lock, ())] if dialect.schema_lock else []
+        self.conn.run([*lock, *((s.format(serial=dialect.serial), ()) for s in _SCHEMA)])
 
     def close(self) -> None:
         self.conn.close()

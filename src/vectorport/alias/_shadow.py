@@ -156,11 +156,14 @@ class Shadow:
                 job = self._queue.get(timeout=FLUSH_INTERVAL / 2)
             except queue.Empty:
                 job = None
-            if job is not None:
-                self._rows.extend(_ask(job, m.url, s, self._warm) for m, s in job.routing.shadowed())
-            if time.monotonic() - flushed >= FLUSH_INTERVAL:
-                self._flush()
-                flushed = time.monotonic()
+            try:
+                if job is not None:
+                    self._rows.extend(_ask(job, m.url, s, self._warm) for m, s in job.routing.shadowed())
+                if time.monotonic() - flushed >= FLUSH_INTERVAL:
+                    flushed = time.monotonic()
+                    self._flush()
+            except Exception as exc:  # the thread serves for the app's lifetime: log, go on
+                log.warning("alias %s: shadow thread: %s: %s", self.name, type(exc).__name__, exc)
         self._drain()
 
     def _drain(self) -> None:

@@ -20,7 +20,8 @@ from typing import Any
 
 from .._paths import state_dir, writable_file
 from .._url import mask_url
-from ..exceptions import BackendUnavailableError, ConfigurationError
+from ..backends.pgvector import start_embedded  # imports no driver
+from ..exceptions import BackendError, BackendUnavailableError, ConfigurationError
 
 __all__ = ["Connection", "Dialect", "default_registry", "open_connection"]
 
@@ -44,6 +45,11 @@ class Dialect:
     connect: Callable[[str], Any]
     unavailable: tuple[type[BaseException], ...]
     """Driver errors that mean the registry cannot be reached (or is locked beyond the wait)."""
+    failed: tuple[type[BaseException], ...]
+    """Every other error of the driver (a refused statement, a file that is no database)."""
+    schema_lock: str | None
+    """A statement that serializes concurrent creations of the tables (``None``: the write
+    transaction already does)."""
 
     def sql(self, text: str) -> str:
         return text.replace("?", self.placeholder)
@@ -62,21 +68,30 @@ def _postgres_connect(dsn: str) -> Any:
     return psycopg.connect(dsn, autocommit=True, connect_timeout=5)
 
 
-def _postgres_errors() -> tuple[type[BaseException], ...]:
+def _postgres_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     try:
         import psycopg
     except ImportError:
-        return ()
-    return (psycopg.OperationalError, psycopg.InterfaceError)
+        return (), ()
+    return (psycopg.OperationalError, psycopg.InterfaceError), (psycopg.Error,)
 
 
 SQLITE = Dialect(
-    "sqlite", "INTEGER PRIMARY KEY AUTOINCREMENT", "?", _sqlite_connect, (sqlite3.OperationalError,)
+    "sqlite",
+    "INTEGER PRIMARY KEY AUTOINCREMENT",
+    "?",
+    _sqlite_connect,
+    (sqlite3.OperationalError,),
+    (sqlite3.Error,),
+    None,  # BEGIN IMMEDIATE takes the database's write lock
 )
 
 
 def _postgres() -> Dialect:
-    return Dialect("postgresql", "BIGSERIAL PRIMARY KEY", "%s", _postgres_connect, _postgres_errors())
+    unavailable, failed = _postgres_errors()
+    # two processes creating the tables at once would collide in the catalog: one at a time
+    lock = "SELECT pg_advisory_xact_lock(7366291)"
+    return Dialect("postgresql", "BIGSERIAL PRIMARY KEY", "%s", _postgres_connect, unavailable, failed, lock)
 
 
 def _target(registry: str) -> tuple[Dialect, str]:
@@ -87,8 +102,6 @@ def _target(registry: str) -> tuple[Dialect, str]:
     if scheme in ("postgresql", "postgres"):
         return _postgres(), registry
     if scheme == "pgvector":
-        from ..backends.pgvector import start_embedded
-
         return _postgres(), start_embedded(registry.split("://", 1)[1].split("?", 1)[0])
     if scheme in ("sqlite", "file", ""):
         path = Path(registry.split("://", 1)[1] if scheme else registry).expanduser()
@@ -125,6 +138,8 @@ class Connection:
                     f"the alias registry {self.label} cannot be reached ({what}): {exc}; the alias "
                     "serves no call it cannot check against its registry"
                 ) from exc
+            except self.dialect.failed as exc:
+                raise BackendError(f"the alias registry {self.label} failed ({what}): {exc}") from exc
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None

@@ -50,6 +50,7 @@ class AliasStore(BaseStore[FilterNode]):
         max_read_batch=10_000,
         max_delete_batch=10_000,
         max_scan_page=10_000,
+        exact=False,  # as exact as the member serving it, which the class does not know
         filter_operators=frozenset(ALL_OPERATORS),
         features=frozenset({Feature.WRITE}),
     )

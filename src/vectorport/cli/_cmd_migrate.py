@@ -121,6 +121,8 @@ def _print_plan(plan: MigrationPlan) -> None:
         table.add_row("target records now", str(plan.target_count))
     shard = f" (shard {plan.shard[0]}/{plan.shard[1]})" if plan.shard[1] > 1 else ""
     table.add_row("records", f"{plan.records}{shard}")
+    if plan.reembed_estimate is not None:
+        table.add_row(f"re-embedding with {plan.reembed}", plan.reembed_estimate.describe())
     table.add_row(
         "metadata policy", plan.policy.value + (f", text key {plan.text_key!r}" if plan.text_key else "")
     )
@@ -143,6 +145,10 @@ def _print_plan(plan: MigrationPlan) -> None:
                 out_console.print(f"    {occ['key']!r} at {occ['path']}", highlight=False, markup=False)
             if group.occurrences.total > SHOWN:
                 out_console.print(f"    … and {group.occurrences.total - SHOWN} more (see --json)")
+    if plan.no_text:
+        out_console.print(f"[bold]records with no text to re-embed[/bold]: {plan.no_text.records}")
+        for occ in plan.no_text.occurrences.items[:SHOWN]:
+            out_console.print(f"    {occ['key']!r}", highlight=False, markup=False)
     if plan.key_problems:
         out_console.print(
             f"[bold]record keys {plan.target_backend} rejects[/bold]: {plan.key_problems.message}"

@@ -47,7 +47,7 @@ from ._copy import DEFAULT_BATCH, copy_placed
 from ._options import MigrateOptions
 from ._plan import PlanChecker, PlanRefusedError, build_plan
 from ._readback import ReadBack
-from ._reembed import load_embedder
+from ._reembed import ReembedEstimate, load_embedder
 from ._report import MigrationReport
 
 __all__ = ["RunContext", "migrate"]
@@ -253,6 +253,7 @@ def _plan(ctx: RunContext) -> bool:
         shard=ctx.segment,
         reembed=ctx.model_id,
         reembed_dimension=ctx.embedder.dimension if ctx.embedder is not None else None,
+        estimate=ReembedEstimate.of(ctx.embedder) if ctx.embedder is not None else None,
         cap=o.cap,
         progress=o.progress,
         total_hint=count_or_none(ctx.src.store, ctx.segment) if o.progress and not ctx.one_pass else None,

@@ -20,6 +20,7 @@ from ..engine._names import TargetName
 from ..engine._progress import Progress, ProgressMode
 from ..engine._transform import MetadataPolicy, Transformed, Transformer, problem_kind
 from ..exceptions import Advice, Advised, UnsupportedError
+from ._reembed import ReembedEstimate
 
 __all__ = ["MigrationPlan", "PlanChecker", "PlanRefusedError", "ProblemGroup", "build_plan"]
 
@@ -96,6 +97,9 @@ def _grouped(
         _add(groups, kind, key, found, cap)
 
 
+NO_TEXT = "the record has no text to re-embed"
+
+
 @dataclass
 class MigrationPlan:
     """What a migration will do, and whether it may run (:attr:`refused`).
@@ -127,6 +131,8 @@ class MigrationPlan:
     invalid one (then the plan is refused and names a valid one)."""
     key_problems: ProblemGroup | None = None
     """Record keys the target rejects."""
+    no_text: ProblemGroup | None = None
+    """Re-embedding: the records that have no text to embed (by key)."""
     metadata_problems: dict[str, ProblemGroup] = field(default_factory=dict)
     """Every value the target cannot hold, by kind of problem (before any policy)."""
     transforms: dict[str, ProblemGroup] = field(default_factory=dict)
@@ -139,12 +145,15 @@ class MigrationPlan:
     policy_outcomes: dict[str, int] = field(default_factory=dict)
     """For each non-default policy: how many records it would still leave unwritable."""
     notes: list[str] = field(default_factory=list)
+    reembed_estimate: ReembedEstimate | None = None
+    """Re-embedding: the texts and tokens the model will be sent, and the estimated cost."""
 
     @property
     def refused(self) -> bool:
         """The migration must not run: nothing will be written."""
         name_refused = self.target_name is not None and self.target_name.refused
-        return bool(name_refused or self.incompatible or self.key_problems or self.records_unresolved)
+        problems = self.key_problems or self.no_text or self.records_unresolved
+        return bool(name_refused or self.incompatible or problems)
 
     @property
     def lossy(self) -> bool:
@@ -159,6 +168,12 @@ class MigrationPlan:
             out.append(
                 f"{self.key_problems.records} record keys are rejected by {self.target_backend} "
                 f"({self.key_problems.message}); rename them in the source"
+            )
+        if self.no_text:
+            keys = ", ".join(repr(o["key"]) for o in self.no_text.occurrences.items[:5])
+            more = " ..." if self.no_text.records > 5 else ""
+            out.append(
+                f"{self.no_text.records} records have no text to re-embed with {self.reembed}: {keys}{more}"
             )
         if self.records_unresolved:
             kinds = ", ".join(f"{g.kind} ({g.records} records)" for g in self.unresolved.values())
@@ -177,6 +192,11 @@ class MigrationPlan:
         """Which flag to pass (or name to use) to make a refused plan run, when one exists."""
         if self.incompatible or self.key_problems:
             return None
+        if self.no_text:
+            return (
+                "give those records their text in the source (or name the metadata key holding it with "
+                "text_key), or migrate without reembed"
+            )
         hint = self._policy_suggestion()
         if self.target_name is None or not self.target_name.refused:
             return hint
@@ -212,6 +232,7 @@ class MigrationPlan:
             "metadata_policy": self.policy.value,
             "text_key": self.text_key,
             "reembed": self.reembed,
+            "reembed_estimate": self.reembed_estimate.to_dict() if self.reembed_estimate else None,
             "refused": self.refused,
             "lossy": self.lossy,
             "reasons": self.reasons(),
@@ -219,6 +240,7 @@ class MigrationPlan:
             "incompatible": list(self.incompatible),
             "target_name": self.target_name.to_dict() if self.target_name else None,
             "key_problems": self.key_problems.to_dict() if self.key_problems else None,
+            "no_text": self.no_text.to_dict() if self.no_text else None,
             "records_with_problems": self.records_with_problems,
             "records_transformed": self.records_transformed,
             "records_unresolved": self.records_unresolved,
@@ -310,6 +332,7 @@ def build_plan(
     shard: tuple[int, int] = (0, 1),
     reembed: str | None = None,
     reembed_dimension: int | None = None,
+    estimate: ReembedEstimate | None = None,
     cap: int = DEFAULT_CAP,
     progress: ProgressMode | bool = False,
     total_hint: int | None = None,
@@ -319,6 +342,7 @@ def build_plan(
 
     ``scan=False``: only the checks that need no record (names, dimension, metric, model); the
     records are then checked by a :class:`PlanChecker` as a single-pass copy streams them.
+    ``estimate``: a re-embedding's, filled with the texts the model will be sent.
 
     A source that carries its own digests (a snapshot, :class:`SupportsIntegrityCheck`) is
     checked against them first, whole, so a damaged or edited one is refused before any write."""
@@ -342,6 +366,7 @@ def build_plan(
         reembed=reembed,
         incompatible=_compatibility(src_spec, planned, target, reembed_dimension, reembed),
         target_name=target.naming,
+        reembed_estimate=estimate,
     )
     _follow_text_language(source, target, plan)
     _notes(source, target, plan)
@@ -419,7 +444,10 @@ class PlanChecker:
         if self.key_check is not None and page:
             for key in self.key_check.taken_keys([rec.key for rec in page]):
                 self._key_problem(key, "belongs to another collection of this shared table")
-        return [self._record(rec) for rec in page]
+        outs = [self._record(rec) for rec in page]
+        if self.plan.reembed_estimate is not None:
+            self.plan.reembed_estimate.add([o.text for o in outs if o.text is not None])
+        return outs
 
     def _key_problem(self, key: str, why: str) -> None:
         plan = self.plan
@@ -427,6 +455,13 @@ class PlanChecker:
             plan.key_problems = ProblemGroup("rejected key", why, occurrences=Capped(self.cap))
         plan.key_problems.records += 1
         plan.key_problems.occurrences.add({"key": key, "path": "key", "message": why})
+
+    def _no_text(self, key: str) -> None:
+        plan = self.plan
+        if plan.no_text is None:
+            plan.no_text = ProblemGroup("no text", NO_TEXT, occurrences=Capped(self.cap))
+        plan.no_text.records += 1
+        plan.no_text.occurrences.add({"key": key, "path": "text", "message": NO_TEXT})
 
     def _record(self, rec: Record) -> Transformed:
         plan, cap, layout_check = self.plan, self.cap, self.layout_check
@@ -436,7 +471,7 @@ class PlanChecker:
             self._key_problem(rec.key, why)
         out = self.transformer.apply(rec.metadata, rec.text)
         if plan.reembed and out.text is None:
-            out.unresolved.append(("text", "the record has no text to re-embed"))
+            self._no_text(rec.key)
         layout = [] if out.unresolved else _layout_problems(layout_check, rec.key, out.metadata, out.text)
         if out.problems or layout:
             plan.records_with_problems += 1

@@ -60,7 +60,8 @@ class CopyStats:
     """Records written (acknowledged by the target) in this run."""
     batches: int = 0
     retries: int = 0
-    """Batches retried after a :class:`~vectorport.exceptions.TransientError`."""
+    """Calls (writes, and re-embedding requests) retried after a
+    :class:`~vectorport.exceptions.TransientError`."""
     resumed_from: int = 0
     """Records a previous run had already copied (from the checkpoint)."""
     resumed_cursor: str | None = None
@@ -247,7 +248,9 @@ class _Copy:
     def _write(self, batch: _Batch) -> None:
         records, texts, checked = batch
         if self.embedder is not None and texts is not None:
-            vectors = embed_texts(self.embedder, texts)
+            # the embedder's own policy (a provider's rate limits), its retries counted
+            with retry_scope(None, on_retry=self._retried):
+                vectors = embed_texts(self.embedder, texts)
             records = [Record(r.key, vectors[i], r.metadata, r.text) for i, r in enumerate(records)]
         # The store retries each of its calls (one retry layer); the migration's policy, when
         # given, replaces the store's for the copy, and every retry is counted in the report.

@@ -9,14 +9,76 @@ migration asks to re-embed, to turn the spec into one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._embedder import Embedder
-from .._models import Vector
+from .._models import JSON, Vector
 
-__all__ = ["Embedder", "embed_texts", "load_embedder"]
+__all__ = ["Embedder", "ReembedEstimate", "embed_texts", "load_embedder"]
+
+
+@dataclass
+class ReembedEstimate:
+    """What a re-embedding will send to its model, counted by the plan's pass over the source:
+    texts, tokens (the embedder's own count, or its documented estimate) and, for a paid
+    provider, the cost at its list price -- an estimate, said as one, with where the price was
+    read (free tiers and discounts not applied).
+
+    >>> from vectorport.ingest.embedders import HashEmbedder
+    >>> est = ReembedEstimate.of(HashEmbedder(8))
+    >>> est.add(["one two three", "four"])
+    >>> est.texts, est.tokens, est.cost, est.describe()
+    (2, 4, None, '2 texts, 4 tokens (no charge known for hash:8)')
+    """
+
+    model: str
+    count: Callable[[Sequence[str]], list[int]] = field(repr=False, compare=False)
+    usd_per_million_tokens: float | None = None
+    price_source: str | None = None
+    texts: int = 0
+    tokens: int = 0
+
+    @classmethod
+    def of(cls, embedder: Embedder) -> ReembedEstimate:
+        # a price is known only for a paid provider's embedder (``price``); a local model has none
+        price: tuple[float, str] | None = getattr(embedder, "price", None)
+        usd, source = price if price is not None else (None, None)
+        return cls(embedder.model_id, embedder.count_tokens, usd, source)
+
+    def add(self, texts: Sequence[str]) -> None:
+        """Count a page's texts."""
+        self.texts += len(texts)
+        self.tokens += sum(self.count(texts)) if texts else 0
+
+    @property
+    def cost(self) -> float | None:
+        """Estimated US dollars, ``None`` when the model has no known price."""
+        if self.usd_per_million_tokens is None:
+            return None
+        return self.tokens * self.usd_per_million_tokens / 1e6
+
+    def describe(self) -> str:
+        counted = f"{self.texts} texts, {self.tokens} tokens"
+        if self.cost is None:
+            return f"{counted} (no charge known for {self.model})"
+        return (
+            f"{counted}, estimated ${self.cost:.2f} at ${self.usd_per_million_tokens} per million tokens "
+            f"({self.price_source}; free tiers and discounts not applied)"
+        )
+
+    def to_dict(self) -> dict[str, JSON]:
+        cost = self.cost
+        return {
+            "model": self.model,
+            "texts": self.texts,
+            "tokens": self.tokens,
+            "usd_per_million_tokens": self.usd_per_million_tokens,
+            "estimated_cost_usd": None if cost is None else round(cost, 4),
+            "price_source": self.price_source,
+        }
 
 
 def load_embedder(model: str) -> tuple[Embedder, str]:

@@ -75,6 +75,12 @@ class BaseEmbedder(Embedder, ABC):
     def batch_size(self) -> int:
         return self._batch_size
 
+    @property
+    def price(self) -> tuple[float, str] | None:
+        """US dollars per million tokens and where that price was read; ``None``: no charge
+        known (a local model)."""
+        return None
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return approx_token_counts(texts)
 

@@ -21,7 +21,13 @@ from ..._retry import RetryPolicy
 from ...exceptions import BackendUnavailableError, ConfigurationError, NotInstalledError, TransientError
 from .base import BaseEmbedder, EmbeddingError, InputType, Matrix
 
-__all__ = ["DEFAULT_VOYAGE_MODEL", "KNOWN_DIMENSIONS", "REQUEST_TOKENS", "VoyageEmbedder"]
+__all__ = [
+    "DEFAULT_VOYAGE_MODEL",
+    "KNOWN_DIMENSIONS",
+    "PRICES_PER_MILLION_TOKENS",
+    "REQUEST_TOKENS",
+    "VoyageEmbedder",
+]
 
 DEFAULT_VOYAGE_MODEL = "voyage-3.5"
 PROVIDER = "voyage"
@@ -63,6 +69,27 @@ REQUEST_TOKENS: dict[str, int] = {
 read 2025); every other model: :data:`DEFAULT_REQUEST_TOKENS`, the smallest limit listed
 (voyage-3-large, voyage-code-3, voyage-law-2, ...)."""
 DEFAULT_REQUEST_TOKENS = 120_000
+
+PRICES_PER_MILLION_TOKENS: dict[str, float] = {
+    "voyage-3": 0.06,
+    "voyage-3-large": 0.18,
+    "voyage-3-lite": 0.02,
+    "voyage-3.5": 0.06,
+    "voyage-3.5-lite": 0.02,
+    "voyage-4": 0.06,
+    "voyage-4-large": 0.12,
+    "voyage-4-lite": 0.02,
+    "voyage-code-2": 0.12,
+    "voyage-code-3": 0.18,
+    "voyage-context-3": 0.18,
+    "voyage-finance-2": 0.12,
+    "voyage-law-2": 0.12,
+    "voyage-multilingual-2": 0.12,
+}
+"""US dollars per million tokens: list prices, for an *estimate* before a re-embedding starts
+(``migrate --reembed --plan``). Without the free tokens every account gets (200M, 50M for the
+domain models) or the Batch API's discount; the bill is what Voyage counts."""
+PRICES_SOURCE = "Voyage AI list prices, docs.voyageai.com/docs/pricing, as of May 2026"
 
 
 class VoyageEmbedder(BaseEmbedder):
@@ -138,6 +165,12 @@ class VoyageEmbedder(BaseEmbedder):
             tokens += n
         if start < len(texts):
             yield start, len(texts)
+
+    @property
+    def price(self) -> tuple[float, str] | None:
+        """The model's list price, US dollars per million tokens, and where it was read."""
+        usd = PRICES_PER_MILLION_TOKENS.get(self.model)
+        return None if usd is None else (usd, PRICES_SOURCE)
 
     def _get_client(self) -> Any:
         if self._client is None:
