@@ -228,7 +228,8 @@ class Demo:
         return "no findings" if report.ok else f"{len(report.findings)} findings (see above)"
 
     def _need_migrate(self) -> Callable[..., Any]:
-        migrate: Callable[..., Any] | None = getattr(vectorport, "migrate", None)
+        # vectorport.migrate.run: calling the module itself is deprecated (the demo once warned)
+        migrate: Callable[..., Any] | None = getattr(getattr(vectorport, "migrate", None), "run", None)
         if migrate is None:
             raise _Skip("vectorport.migrate is not part of this build yet")
         return migrate
