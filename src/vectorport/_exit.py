@@ -31,6 +31,8 @@ code  name         meaning                                            statuses
                    equal, but the target's search quality on the
                    sampled queries is below both the source's and
                    its declared recall against exact truth
+130   ``INTER…``   interrupted (Ctrl-C); ``migrate`` and ``sync``
+                   print the command that resumes (``INTERRUPTED``)
 ====  ===========  =================================================  ==============================
 
 >>> Status.DIFFERENCES.exit_code
@@ -57,6 +59,8 @@ class ExitCode(IntEnum):
     FAILURE = 3
     REFUSED = 4
     QUALITY = 5
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT, as shells report it)."""
 
 
 class Status(StrEnum):

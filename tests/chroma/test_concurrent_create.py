@@ -42,3 +42,13 @@ def test_two_processes_initialise_one_new_directory(attempt: int) -> None:
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err[-2000:]
+
+
+def test_the_initialisation_leaves_no_lock_file_behind(tmp_path: Path) -> None:
+    """The lock file once stayed beside the directory (``.NAME.vectorport-init.lock`` in the
+    working directory of ``chroma://./NAME``); it is removed once the database exists."""
+    subprocess.run(
+        [sys.executable, "-c", OPENER, "fresh-db", "coll", "0"], cwd=tmp_path, check=True, timeout=120
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh-db"]
+    assert not [p.name for p in (tmp_path / "fresh-db").iterdir() if p.name.endswith(".lock")]

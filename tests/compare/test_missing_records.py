@@ -143,3 +143,17 @@ def test_assert_same_fails_on_one_changed_metadata_value() -> None:
     finally:
         a.drop()
         b.drop()
+
+
+@pytest.mark.parametrize("pair", [1], indirect=True)
+def test_a_failed_gate_whose_queries_all_found_the_truth_prints_no_empty_header(
+    pair: tuple[str, str, list[str]],
+) -> None:
+    """The one lost record is no query's answer: recall 1.0, the records gate fails, and the
+    explanation says no query differs instead of a "worst queries" header over nothing."""
+    src, dst, gone = pair
+    far = [r.vector for r in RECORDS if r.key not in gone][:5]
+    result = vectorport.compare({"src": src, "dst": dst}, far, k=1, min_recall=1.0, warmup=0)
+    assert [g.gate for g in result.failures] == ["max-missing"]
+    text = result.explain()
+    assert "worst queries" not in text and "no query's results differ from the exact truth" in text, text

@@ -19,6 +19,7 @@ import vectorport
 from vectorport.backends.pgvector._mapping import KEEP_KEY, KEY_NAMESPACE
 from vectorport.migrate import Transformer
 
+from ._corpus import node_order
 from .pg_tables import _SUPABASE_UUID, DATABASE, SPECS, Row, Tables, TableSpec, read_truth, run_builder
 
 pytestmark = [pytest.mark.interop, pytest.mark.pgvector]
@@ -36,14 +37,30 @@ def _truth(plain: Any, spec: TableSpec) -> dict[str, Row]:
     uses are metadata, a NULL column is a missing key, LlamaIndex's source document is kept
     (as ``ref_doc_id``) and the rest of its bookkeeping is not."""
     columns = (*spec.plain_metadata, *_EXTRA_METADATA.get(spec.name, ()))
-    hidden = tuple(h for h in spec.hidden_metadata if h != "ref_doc_id")
+    hidden = tuple(h for h in spec.hidden_metadata if h not in ("ref_doc_id", "_node_content"))
     rows = read_truth(plain, replace(spec, plain_metadata=columns, hidden_metadata=hidden))
     return {
         key: replace(
-            row, metadata={k: v for k, v in row.metadata.items() if not (k in columns and v is None)}
+            row,
+            metadata={
+                **{
+                    k: v
+                    for k, v in row.metadata.items()
+                    if not (k in columns and v is None) and k != "_node_content"
+                },
+                **_node_order(row.metadata.get("_node_content")),
+            },
         )
         for key, row in rows.items()
     }
+
+
+def _node_order(node_content: Any) -> dict[str, str]:
+    """A LlamaIndex node's metadata key order, as its record carries it (json(b) reorders keys;
+    LlamaIndex renders them in the node's order)."""
+    if not isinstance(node_content, str):
+        return {}
+    return node_order(json.loads(node_content).get("metadata") or {})
 
 
 def _same(got: dict[str, Any], want: dict[str, Row], ulps: int = 0) -> None:

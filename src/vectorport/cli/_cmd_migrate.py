@@ -298,7 +298,7 @@ def migrate(
         if options["checkpoint"] is not None:
             with contextlib.suppress(VectorportError):
                 _interrupted(shard_path(options["checkpoint"], parse_shard(options["shard"])))
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     except PlanRefusedError as exc:
         refused = exc.report if isinstance(exc.report, MigrationReport) else None
         data = cli_words(refused.to_dict() if refused else {"status": "refused", "plan": exc.plan.to_dict()})

@@ -150,7 +150,7 @@ class _Command:
             n = self.workers if self.engine is Engine.ray else 1
             shards = [(i, n) for i in range(n)] if n > 1 else [parse_shard(options["shard"])]
             _interrupted(Path(options["state"]), shards)
-            raise typer.Exit(130) from None
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
         data = cli_words(report.to_dict())
         write_report(self.report_path, data)
         if self.as_json:  # JSON Lines: one line per pass, so `sync --json >> log` stays parseable
@@ -259,11 +259,17 @@ def sync(
         raise typer.Exit(code)
 
 
+_LOG_EVERY = 30.0
+"""Seconds between two lag lines on a stderr that is no terminal, while the feed is behind."""
+
+
 class _LagPrinter:
     """The lag of a change feed: with ``--progress json`` a ``vectorport.progress/1`` line on
     stderr per read (stage ``follow``, or ``capture`` for a pass's read); under ``--follow``
     also a ``vectorport.sync.lag/1`` line on stdout per read (``--json``), else a line on
-    stderr at most once a second (and whenever it catches up)."""
+    stderr at most once a second (and whenever it catches up); when stderr is no terminal (a CI
+    log, journald) at most every :data:`_LOG_EVERY` seconds while behind and once when it
+    catches up, not again while idle (a line twice a second flooded such logs)."""
 
     def __init__(self, as_json: bool, follow: bool = True, mode: ProgressMode = ProgressMode.NONE) -> None:
         self.as_json, self.follow, self.mode = as_json, follow, mode
@@ -288,7 +294,8 @@ class _LagPrinter:
             return
         now = time.monotonic()
         idle = lag.behind == 0
-        if now - self.last < 1.0 and idle == self.idle:
+        live = err_console.is_terminal
+        if idle == self.idle and (now - self.last < (1.0 if live else _LOG_EVERY) or (idle and not live)):
             return
         self.last, self.idle = now, idle
         err_console.print(

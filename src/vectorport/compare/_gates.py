@@ -293,7 +293,7 @@ def explain(result: ComparisonResult, *, examples: int = 3) -> str:
                 kinds[g.gate] = None if members is None or current is None else current | members
     if examples <= 0:
         return "\n".join(lines)
-    lines.append("worst queries ('-' exact result the store missed, '+' result not in the exact top k):")
+    blocks: list[str] = []
     for label, kinds in scopes.items():
         report = result.store(label)
         shown: set[int] = set()
@@ -305,6 +305,13 @@ def explain(result: ComparisonResult, *, examples: int = 3) -> str:
                     shown.add(o.query)
                     block.extend(query_diff(result, label, o))
         if block:
-            lines.append(f"  {label} ({report.backend}, {report.url}):")
-            lines.extend(block)
+            blocks.append(f"  {label} ({report.backend}, {report.url}):")
+            blocks.extend(block)
+    if blocks:
+        lines.append("worst queries ('-' exact result the store missed, '+' result not in the exact top k):")
+        lines.extend(blocks)
+    else:  # a header over nothing read as if the diffs were lost
+        lines.append(
+            "no query's results differ from the exact truth: the gates failed on the records, not on a search"
+        )
     return "\n".join(lines)

@@ -4,6 +4,7 @@ closing what chromadb leaves open."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -178,12 +179,15 @@ def embedded_client(path: str) -> Any:
 
     Two processes creating the same new directory at once (two migrations into one new
     target) each initialised the database and lost each other's collections; the first
-    initialisation is serialised by a lock file beside the directory.
+    initialisation is serialised by a lock file inside the new directory, removed once the
+    database exists (it was once left beside the directory, in the user's working directory).
+    A process that waited on it finds the database made; one that comes later takes no lock.
     """
-    parent = os.path.dirname(os.path.abspath(path)) or "."
-    lock_path = os.path.join(parent, f".{os.path.basename(path)}.vectorport-init.lock")
+    if os.path.exists(os.path.join(path, _DATABASE)):
+        return chromadb.PersistentClient(path=path, settings=_settings())
+    lock_path = os.path.join(path, ".vectorport-init.lock")
     try:
-        os.makedirs(parent, exist_ok=True)
+        os.makedirs(path, exist_ok=True)
         lock = open(lock_path, "a+b")  # noqa: SIM115 - held across the initialisation below
     except OSError:  # a read-only parent: nobody can be creating a database there
         return chromadb.PersistentClient(path=path, settings=_settings())
@@ -192,9 +196,15 @@ def embedded_client(path: str) -> Any:
         try:
             client = chromadb.PersistentClient(path=path, settings=_settings())
             client.heartbeat()  # the database file and its schema exist before the lock is let go
+            with contextlib.suppress(OSError):
+                os.unlink(lock_path)
             return client
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+_DATABASE = "chroma.sqlite3"
+"""The file a ``PersistentClient`` keeps its catalog in: there once the database is made."""
 
 
 def close_client(client: Any) -> None:

@@ -522,21 +522,7 @@ def _foreign(
         order=order,
         order_kind=order_kind,
         metadata_json=base.metadata is not None and facts.columns[base.metadata].type == "json",
-        metadata_columns=tuple((c, facts.columns[c].type) for c in listed),
-        column_defaults=tuple((c, d) for c in listed if (d := facts.columns[c].default) is not None),
-        required_columns=tuple(
-            c for c in listed if facts.columns[c].notnull and facts.columns[c].default is None
-        ),
-        left_out=tuple(
-            f"{c.name} ({c.type})"
-            for c in facts.columns.values()
-            if c.type in _UNHELD and c.name not in used and c.name not in listed
-        ),
-        filled=tuple(
-            f"{c.name} (DEFAULT {c.default})"
-            for c in facts.columns.values()
-            if _filled(c) and c.name not in skip and c.name not in listed
-        ),
+        **_plain_columns(facts, listed, used, skip),
         halfvec=facts.columns[base.embedding].type.startswith("halfvec"),
         scope=scope,
         keep_key=base.metadata is not None and (kind == "uuid" or serial is not None),
@@ -548,6 +534,30 @@ def _foreign(
         own=False,
         read_only="; ".join(_read_only_reasons(facts, base, kind, options, listed)) or None,
     )
+
+
+def _plain_columns(
+    facts: TableFacts, listed: tuple[str, ...], used: set[str], skip: set[str]
+) -> dict[str, Any]:
+    """The :class:`Columns` fields of the columns no role takes: those read as metadata (with
+    their defaults, and those a record must give), those no record field can hold, and those
+    the table fills itself."""
+    cols = facts.columns
+    return {
+        "metadata_columns": tuple((c, cols[c].type) for c in listed),
+        "column_defaults": tuple((c, d) for c in listed if (d := cols[c].default) is not None),
+        "required_columns": tuple(c for c in listed if cols[c].notnull and cols[c].default is None),
+        "left_out": tuple(
+            f"{c.name} ({c.type})"
+            for c in cols.values()
+            if c.type in _UNHELD and c.name not in used and c.name not in listed
+        ),
+        "filled": tuple(
+            f"{c.name} (DEFAULT {c.default})"
+            for c in cols.values()
+            if _filled(c) and c.name not in skip and c.name not in listed
+        ),
+    }
 
 
 def _metadata_columns(

@@ -104,6 +104,13 @@ def check_endpoint(endpoint: str) -> str:
     return endpoint
 
 
+def _hostname(endpoint: str) -> str:
+    try:
+        return urlsplit(endpoint).hostname or ""
+    except ValueError:  # botocore says what is wrong with it
+        return ""
+
+
 def boto_client(
     endpoint: str | None, region: str | None, profile: str | None, max_attempts: int, workers: int
 ) -> Any:
@@ -117,9 +124,13 @@ def boto_client(
         kwargs: dict[str, Any] = {"config": _boto_config(max_attempts, workers)}
         if endpoint:
             kwargs["endpoint_url"] = endpoint
-            if (urlsplit(endpoint).hostname or "") in _LOCAL_HOSTS and session.get_credentials() is None:
-                # The local server does not check signatures; spare users inventing credentials.
-                kwargs.update(aws_access_key_id="vectorport", aws_secret_access_key="vectorport")
+        # the URL's endpoint, or the one boto3 takes from the environment (the same server)
+        reached = (
+            endpoint or os.environ.get("AWS_ENDPOINT_URL_S3VECTORS") or os.environ.get("AWS_ENDPOINT_URL")
+        )
+        if reached and _hostname(reached) in _LOCAL_HOSTS and session.get_credentials() is None:
+            # The local server does not check signatures; spare users inventing credentials.
+            kwargs.update(aws_access_key_id="vectorport", aws_secret_access_key="vectorport")
         if session.region_name is None:
             kwargs["region_name"] = "us-east-1"
         try:
