@@ -79,6 +79,28 @@ class VectorIndex:
         return OPCLASS_METRIC.get(self.opclass)
 
 
+_COLUMNS = (
+    "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
+    "CASE WHEN a.attgenerated <> '' THEN pg_get_expr(d.adbin, d.adrelid) END, "
+    "CASE WHEN a.attidentity <> '' THEN 'nextval(' || quote_literal(pg_get_serial_sequence("
+    "a.attrelid::regclass::text, a.attname)) || '::regclass)' WHEN a.attgenerated = '' "
+    "THEN pg_get_expr(d.adbin, d.adrelid) END, a.attidentity = 'a' "
+    "FROM pg_attribute AS a LEFT JOIN pg_attrdef AS d "
+    "ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+    "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
+)
+"""Each column: name, type, NOT NULL, generation expression, default (a sequence's for identity
+columns), and whether it is always generated."""
+
+_UNIQUE_COLUMNS = (
+    "SELECT a.attname FROM pg_index AS i JOIN pg_attribute AS a "
+    "ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+    "WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1 "
+    "AND i.indpred IS NULL AND i.indexprs IS NULL"
+)
+"""Columns a plain, valid, whole-table unique index covers alone."""
+
+
 @dataclass(frozen=True)
 class TableFacts:
     """A table's columns (in order), single-column unique keys and pgvector indexes."""
@@ -97,24 +119,8 @@ class TableFacts:
 
     @classmethod
     def read(cls, conn: psycopg.Connection[Any], qualified: str) -> TableFacts:
-        cols = conn.execute(
-            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
-            "CASE WHEN a.attgenerated <> '' THEN pg_get_expr(d.adbin, d.adrelid) END, "
-            "CASE WHEN a.attidentity <> '' THEN 'nextval(' || quote_literal(pg_get_serial_sequence("
-            "a.attrelid::regclass::text, a.attname)) || '::regclass)' WHEN a.attgenerated = '' "
-            "THEN pg_get_expr(d.adbin, d.adrelid) END, a.attidentity = 'a' "
-            "FROM pg_attribute AS a LEFT JOIN pg_attrdef AS d "
-            "ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-            "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-            (qualified,),
-        ).fetchall()
-        unique = conn.execute(
-            "SELECT a.attname FROM pg_index AS i JOIN pg_attribute AS a "
-            "ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
-            "WHERE i.indrelid = %s::regclass AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1 "
-            "AND i.indpred IS NULL AND i.indexprs IS NULL",
-            (qualified,),
-        ).fetchall()
+        cols = conn.execute(_COLUMNS, (qualified,)).fetchall()
+        unique = conn.execute(_UNIQUE_COLUMNS, (qualified,)).fetchall()
         composite = conn.execute(_COMPOSITE_KEYS, (qualified,)).fetchall()
         kind = conn.execute(
             "SELECT relkind::text FROM pg_class WHERE oid = %s::regclass", (qualified,)
