@@ -6,6 +6,7 @@ client (psycopg, boto3, chromadb)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
@@ -332,7 +333,17 @@ def test_capture_health_retention_bound_and_teardown_of_a_dropped_table(
         store.close()
     with _admin(pg_dir) as conn:
         conn.execute(f"DROP TABLE {_table(source)}")
-    removed = _on(source, "teardown_capture")
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "vectorport", "sync", "--teardown-capture", source, "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    removed = json.loads(proc.stdout)["removed"]
     assert any("replication slot" in r for r in removed) and any("publication" in r for r in removed)
     with _admin(pg_dir) as conn:
         slots = conn.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name = %s", (slot,))
