@@ -30,7 +30,8 @@ from .test_sync_capture_losses import _sessions, _table
 
 SECONDS = float(os.environ.get("VECTORPORT_SOAK_SECONDS", "80"))
 RATE = 500
-"""Row writes a second (inserts, updates and deletes, ten per transaction)."""
+"""Row writes a second (inserts, updates and deletes, :data:`BATCH` per transaction)."""
+BATCH = 50
 
 
 class _Writer(threading.Thread):
@@ -53,16 +54,15 @@ class _Writer(threading.Thread):
                 t0 = time.monotonic()
                 try:
                     with conn.transaction():
-                        self._ten(conn, rng)
-                    self.writes += 10
+                        self.writes += self._batch(conn, rng)
                 except Exception as exc:  # the table rebuilt under a write: counted, not fatal
                     self.errors.append(str(exc))
-                time.sleep(max(0.0, 10 / RATE - (time.monotonic() - t0)))
+                time.sleep(max(0.0, BATCH / RATE - (time.monotonic() - t0)))
 
-    def _ten(self, conn: Any, rng: random.Random) -> None:
-        """Ten row writes in two statements: about 8 upserts and 2 deletes."""
-        keys = list(dict.fromkeys(f"doc/{rng.randrange(0, 2000):05d}#c" for _ in range(10)))
-        gone, kept = keys[:2], keys[2:]
+    def _batch(self, conn: Any, rng: random.Random) -> int:
+        """:data:`BATCH` row writes in two statements, a fifth of them deletes; how many."""
+        keys = list(dict.fromkeys(f"doc/{rng.randrange(0, 2000):05d}#c" for _ in range(BATCH)))
+        gone, kept = keys[: BATCH // 5], keys[BATCH // 5 :]
         conn.execute(f"DELETE FROM {self.table} WHERE key = ANY(%s)", (gone,))
         vecs = ["[" + ",".join(f"{rng.uniform(-1, 1):.4f}" for _ in range(DIM)) + "]" for _ in kept]
         metas = [json.dumps({"n": rng.randrange(1000)}) for _ in kept]
@@ -72,6 +72,7 @@ class _Writer(threading.Thread):
             "ON CONFLICT (key) DO UPDATE SET embedding = excluded.embedding, metadata = excluded.metadata",
             (kept, vecs, metas),
         )
+        return len(keys)
 
 
 class _Sampler(threading.Thread):
