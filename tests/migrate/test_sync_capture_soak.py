@@ -107,7 +107,12 @@ def _rebuild(source: str, pg_dir: Path, writer: _Writer, follower: subprocess.Po
     with _admin(pg_dir) as conn, conn.transaction():
         conn.execute(f"ALTER TABLE {table} RENAME TO {table}_old")
         conn.execute(f"CREATE TABLE {table} (LIKE {table}_old INCLUDING ALL)")
-        conn.execute(f"INSERT INTO {table} SELECT * FROM {table}_old")
+        cols = conn.execute(
+            "SELECT string_agg(quote_ident(attname), ', ') FROM pg_attribute WHERE attrelid = %s::regclass "
+            "AND attnum > 0 AND NOT attisdropped AND attgenerated = ''",
+            (f"{table}_old",),
+        ).fetchone()[0]
+        conn.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {table}_old")
         conn.execute(f"DROP TABLE {table}_old")
     _, err = follower.communicate(timeout=60)
     assert follower.returncode not in (0, None), err
