@@ -88,16 +88,25 @@ class _Sampler(threading.Thread):
 
 
 def _start(source: str, target: str, state: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        _follow_cmd(source, target, state, *extra),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    """A follower; its stdout (a JSON line per read) goes nowhere, its stderr to a file
+    beside the state (``_stderr`` reads it)."""
+    with open(state.with_suffix(".err"), "w") as err:
+        return subprocess.Popen(
+            _follow_cmd(source, target, state, *extra),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            env=_env(),
+        )
 
 
-def _rebuild(source: str, pg_dir: Path, writer: _Writer, follower: subprocess.Popen[str]) -> None:
+def _stderr(state: Path) -> str:
+    return state.with_suffix(".err").read_text()
+
+
+def _rebuild(
+    source: str, pg_dir: Path, writer: _Writer, follower: subprocess.Popen[str], state: Path
+) -> None:
     """Rebuild the table in one transaction (a new table with its rows, swapped in for the old
     one, as a repack does): the follower stops with an error, never "synced"; then install its
     capture again, as that error says."""
@@ -114,8 +123,9 @@ def _rebuild(source: str, pg_dir: Path, writer: _Writer, follower: subprocess.Po
         ).fetchone()[0]
         conn.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {table}_old")
         conn.execute(f"DROP TABLE {table}_old")
-    _, err = follower.communicate(timeout=60)
-    assert follower.returncode not in (0, None), err
+    follower.wait(timeout=60)
+    err = _stderr(state)
+    assert follower.returncode != 0, err
     assert "no longer covers" in err, err
     _on(source, "teardown_capture")
     _on(source, "setup_capture", "slot")
@@ -173,7 +183,7 @@ def test_soak_follow_never_says_synced_over_a_difference(
                     conn.execute(f"ALTER TABLE {_table(source)} ADD COLUMN owner text DEFAULT 'alice'")
                 schema_at = 0.0
             if rebuild_at and elapsed > rebuild_at:
-                _rebuild(source, pg_dir, writer, proc)
+                _rebuild(source, pg_dir, writer, proc, state)
                 rebuild_at = 0.0
                 events["refused"] += 1
             else:
@@ -186,7 +196,13 @@ def test_soak_follow_never_says_synced_over_a_difference(
         writer.join()
         proc.kill()
         proc.wait()
-    final = _start(source, target, state, "--until-equal")
+    final = subprocess.Popen(
+        _follow_cmd(source, target, state, "--until-equal"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     out, err = final.communicate(timeout=300)
     assert out.strip(), err
     sampler.stop.set()
