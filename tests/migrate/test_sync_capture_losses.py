@@ -163,6 +163,7 @@ def test_until_equal_keeps_the_sessions_bounded(
     with _admin(pg_dir) as conn:
         conn.execute(f"DELETE FROM {_table(target)} WHERE key = 'planted'")
     follower.join(timeout=60)
+    print(f"until_equal: {peak} sessions above the baseline at most, over 8 s")
     assert not follower.is_alive() and done[0].status.value == "verified"
     assert peak <= 12, f"{peak} sessions opened by one follower"
     assert _sessions(pg_dir) <= before + 1
