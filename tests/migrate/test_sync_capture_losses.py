@@ -156,16 +156,18 @@ def test_until_equal_keeps_the_sessions_bounded(
         daemon=True,
     )
     follower.start()
-    peak = 0
+    samples = []
     for _ in range(16):
         time.sleep(0.5)
-        peak = max(peak, _sessions(pg_dir) - before)
+        samples.append(_sessions(pg_dir) - before)
+    peak = max(samples)
     with _admin(pg_dir) as conn:
         conn.execute(f"DELETE FROM {_table(target)} WHERE key = 'planted'")
     follower.join(timeout=60)
     print(f"until_equal: {peak} sessions above the baseline at most, over 8 s")
     assert not follower.is_alive() and done[0].status.value == "verified"
-    assert peak <= 12, f"{peak} sessions opened by one follower"
+    # bounded by the verification's threads (8 lanes, each reading both stores), not growing
+    assert peak <= 20 and max(samples[8:]) <= max(samples[:8]) + 2, samples
     assert _sessions(pg_dir) <= before + 1
     _raw_equal(source, target)
     _on(target, "drop")
