@@ -6,6 +6,7 @@ client (psycopg, boto3, chromadb)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
@@ -155,15 +156,18 @@ def test_until_equal_keeps_the_sessions_bounded(
         daemon=True,
     )
     follower.start()
-    peak = 0
+    samples = []
     for _ in range(16):
         time.sleep(0.5)
-        peak = max(peak, _sessions(pg_dir) - before)
+        samples.append(_sessions(pg_dir) - before)
+    peak = max(samples)
     with _admin(pg_dir) as conn:
         conn.execute(f"DELETE FROM {_table(target)} WHERE key = 'planted'")
     follower.join(timeout=60)
+    print(f"until_equal: {peak} sessions above the baseline at most, over 8 s")
     assert not follower.is_alive() and done[0].status.value == "verified"
-    assert peak <= 12, f"{peak} sessions opened by one follower"
+    # bounded by the verification's threads (8 lanes, each reading both stores), not growing
+    assert peak <= 20 and max(samples[8:]) <= max(samples[:8]) + 2, samples
     assert _sessions(pg_dir) <= before + 1
     _raw_equal(source, target)
     _on(target, "drop")
@@ -332,7 +336,17 @@ def test_capture_health_retention_bound_and_teardown_of_a_dropped_table(
         store.close()
     with _admin(pg_dir) as conn:
         conn.execute(f"DROP TABLE {_table(source)}")
-    removed = _on(source, "teardown_capture")
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "vectorport", "sync", "--teardown-capture", source, "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    removed = json.loads(proc.stdout)["removed"]
     assert any("replication slot" in r for r in removed) and any("publication" in r for r in removed)
     with _admin(pg_dir) as conn:
         slots = conn.execute("SELECT slot_name FROM pg_replication_slots WHERE slot_name = %s", (slot,))

@@ -13,9 +13,10 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,13 @@ import pytest
 import vectorport
 
 from ._raw import raw_metadata
-from .test_sync_capture import DIM, _admin, _env, _follow_cmd, _on, source
+from .test_sync_capture import DIM, _admin, _env, _follow_cmd, _on
 from .test_sync_capture_losses import _sessions, _table
-
-__all__ = ["source"]  # the fixture, shared with test_sync_capture
 
 SECONDS = float(os.environ.get("VECTORPORT_SOAK_SECONDS", "80"))
 RATE = 500
-"""Row writes a second (inserts, updates and deletes, ten per transaction)."""
+"""Row writes a second (inserts, updates and deletes, :data:`BATCH` per transaction)."""
+BATCH = 50
 
 
 class _Writer(threading.Thread):
@@ -54,25 +54,25 @@ class _Writer(threading.Thread):
                 t0 = time.monotonic()
                 try:
                     with conn.transaction():
-                        self._ten(conn, rng)
-                    self.writes += 10
+                        self.writes += self._batch(conn, rng)
                 except Exception as exc:  # the table rebuilt under a write: counted, not fatal
                     self.errors.append(str(exc))
-                time.sleep(max(0.0, 10 / RATE - (time.monotonic() - t0)))
+                time.sleep(max(0.0, BATCH / RATE - (time.monotonic() - t0)))
 
-    def _ten(self, conn: Any, rng: random.Random) -> None:
-        for _ in range(10):
-            key = f"doc/{rng.randrange(0, 2000):05d}#c"
-            if rng.random() < 0.2:
-                conn.execute(f"DELETE FROM {self.table} WHERE key = %s", (key,))
-                continue
-            vec = "[" + ",".join(f"{rng.uniform(-1, 1):.4f}" for _ in range(DIM)) + "]"
-            conn.execute(
-                f"INSERT INTO {self.table} (key, embedding, metadata) VALUES (%s, %s, %s) "
-                "ON CONFLICT (key) DO UPDATE SET embedding = excluded.embedding, "
-                "metadata = excluded.metadata",
-                (key, vec, json.dumps({"n": rng.randrange(1000)})),
-            )
+    def _batch(self, conn: Any, rng: random.Random) -> int:
+        """:data:`BATCH` row writes in two statements, a fifth of them deletes; how many."""
+        keys = list(dict.fromkeys(f"doc/{rng.randrange(0, 2000):05d}#c" for _ in range(BATCH)))
+        gone, kept = keys[: BATCH // 5], keys[BATCH // 5 :]
+        conn.execute(f"DELETE FROM {self.table} WHERE key = ANY(%s)", (gone,))
+        vecs = ["[" + ",".join(f"{rng.uniform(-1, 1):.4f}" for _ in range(DIM)) + "]" for _ in kept]
+        metas = [json.dumps({"n": rng.randrange(1000)}) for _ in kept]
+        conn.execute(
+            f"INSERT INTO {self.table} (key, embedding, metadata) SELECT k, e::vector, m::jsonb "
+            "FROM unnest(%s::text[], %s::text[], %s::text[]) AS t(k, e, m) "
+            "ON CONFLICT (key) DO UPDATE SET embedding = excluded.embedding, metadata = excluded.metadata",
+            (kept, vecs, metas),
+        )
+        return len(keys)
 
 
 class _Sampler(threading.Thread):
@@ -88,45 +88,82 @@ class _Sampler(threading.Thread):
 
 
 def _start(source: str, target: str, state: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        _follow_cmd(source, target, state, *extra),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    """A follower; its stdout (a JSON line per read) goes nowhere, its stderr to a file
+    beside the state (``_stderr`` reads it)."""
+    with open(state.with_suffix(".err"), "w") as err:
+        return subprocess.Popen(
+            _follow_cmd(source, target, state, *extra),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            env=_env(),
+        )
 
 
-def _rebuild(source: str, pg_dir: Path, writer: _Writer, follower: subprocess.Popen[str]) -> None:
-    """Drop the table and create it again with its rows (the follower stops with an error,
-    never "synced"), then install its capture again, as that error says."""
+def _stderr(state: Path) -> str:
+    return state.with_suffix(".err").read_text()
+
+
+def _rebuild(
+    source: str, pg_dir: Path, writer: _Writer, follower: subprocess.Popen[str], state: Path
+) -> None:
+    """Rebuild the table in one transaction (a new table with its rows, swapped in for the old
+    one, as a repack does): the follower stops with an error, never "synced"; then install its
+    capture again, as that error says."""
     table = _table(source)
     writer.paused.set()
     time.sleep(0.3)
-    with _admin(pg_dir) as conn:
-        conn.execute(f"CREATE TABLE {table}_keep AS SELECT * FROM {table}")
-        conn.execute(f"DROP TABLE {table}")
-    vectorport.connect(source, dimension=DIM).close()
-    with _admin(pg_dir) as conn:
-        cols = [r[0] for r in conn.execute(f"SELECT * FROM {table}_keep LIMIT 0").description or []]
-        kept = ", ".join(c for c in cols if c in ("key", "embedding", "metadata", "text", "owner"))
-        if "owner" in cols:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN owner text DEFAULT 'alice'")
-        conn.execute(f"INSERT INTO {table} ({kept}) SELECT {kept} FROM {table}_keep")
-        conn.execute(f"DROP TABLE {table}_keep")
-    _, err = follower.communicate(timeout=60)
-    assert follower.returncode not in (0, None) and "no longer covers" in err, err
+    with _admin(pg_dir) as conn, conn.transaction():
+        conn.execute(f"ALTER TABLE {table} RENAME TO {table}_old")
+        conn.execute(f"CREATE TABLE {table} (LIKE {table}_old INCLUDING ALL)")
+        cols = conn.execute(
+            "SELECT string_agg(quote_ident(attname), ', ') FROM pg_attribute WHERE attrelid = %s::regclass "
+            "AND attnum > 0 AND NOT attisdropped AND attgenerated = ''",
+            (f"{table}_old",),
+        ).fetchone()[0]
+        conn.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {table}_old")
+        conn.execute(f"DROP TABLE {table}_old")
+    follower.wait(timeout=60)
+    err = _stderr(state)
+    assert follower.returncode != 0, err
+    assert "no longer covers" in err, err
     _on(source, "teardown_capture")
     _on(source, "setup_capture", "slot")
     writer.paused.clear()
+
+
+def _raw_source(source: str, pg_dir: Path) -> dict[str, dict[str, Any]]:
+    """The source's records as the target should hold them, read with psycopg: the metadata
+    column, with the added ``owner`` column mapped into it."""
+    with _admin(pg_dir) as conn:
+        rows = conn.execute(f"SELECT key, metadata, owner FROM {_table(source)}").fetchall()
+    return {str(k): {**dict(m), "owner": owner} for k, m, owner in rows}
+
+
+@pytest.fixture
+def soak_source(url_for: Callable[..., str], pg_dir: Path) -> Iterator[str]:
+    """A table of its own (rebuilt by the test, so dropped by it with SQL) and its capture."""
+    url = url_for("pgvector")
+    vectorport.connect(url, dimension=DIM).close()
+    yield url
+    with _admin(pg_dir) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {_table(url)}")
+    subprocess.run(
+        [sys.executable, "-m", "vectorport", "sync", "--teardown-capture", url],
+        capture_output=True,
+        env=_env(),
+        timeout=120,
+        check=True,
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.pgvector
 @pytest.mark.s3vectors
 def test_soak_follow_never_says_synced_over_a_difference(
-    source: str, url_for: Callable[..., str], tmp_path: Path, pg_dir: Path
+    soak_source: str, url_for: Callable[..., str], tmp_path: Path, pg_dir: Path
 ) -> None:
+    source = soak_source
     target, state = url_for("s3vectors"), tmp_path / "s.sqlite"
     _on(source, "setup_capture", "slot")
     base = _sessions(pg_dir)
@@ -146,7 +183,7 @@ def test_soak_follow_never_says_synced_over_a_difference(
                     conn.execute(f"ALTER TABLE {_table(source)} ADD COLUMN owner text DEFAULT 'alice'")
                 schema_at = 0.0
             if rebuild_at and elapsed > rebuild_at:
-                _rebuild(source, pg_dir, writer, proc)
+                _rebuild(source, pg_dir, writer, proc, state)
                 rebuild_at = 0.0
                 events["refused"] += 1
             else:
@@ -159,13 +196,19 @@ def test_soak_follow_never_says_synced_over_a_difference(
         writer.join()
         proc.kill()
         proc.wait()
-    final = _start(source, target, state, "--until-equal")
+    final = subprocess.Popen(
+        _follow_cmd(source, target, state, "--until-equal"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     out, err = final.communicate(timeout=300)
     assert out.strip(), err
     sampler.stop.set()
     sampler.join()
     report = json.loads(out.strip().splitlines()[-1])
-    src, dst = raw_metadata(source), raw_metadata(target)
+    src, dst = _raw_source(source, pg_dir), raw_metadata(target)
     differences = sorted(k for k in src.keys() | dst.keys() if src.get(k) != dst.get(k))
     print(
         f"soak: {SECONDS:.0f}s, {writer.writes} writes ({writer.writes / SECONDS:.0f}/s), {events}, "
@@ -185,5 +228,3 @@ def test_soak_follow_never_says_synced_over_a_difference(
     assert max(sampler.samples) - base <= 15, sampler.samples
     assert all(v.get("owner") == "alice" for v in dst.values())
     _on(target, "drop")
-    with _admin(pg_dir) as conn:
-        conn.execute(f"ALTER TABLE {_table(source)} DROP COLUMN IF EXISTS owner")

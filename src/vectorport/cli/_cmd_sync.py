@@ -33,6 +33,7 @@ from typing import Annotated, Any
 import typer
 
 from .._exit import ExitCode
+from .._registry import open_unbound
 from ..engine._progress import ProgressMode, emit_progress
 from ..exceptions import ConfigurationError, VectorportError
 from ..migrate import SyncOptions, SyncReport, parse_shard, shard_path
@@ -312,7 +313,8 @@ def _capture_command(source: str, *, setup: bool, method: str, as_json: bool) ->
     from .._features import change_capture_of
 
     try:
-        store = connect(source)
+        # teardown opens no collection: it must work once the table is gone
+        store = connect(source) if setup else open_unbound(source)
         capture = change_capture_of(store)
         try:
             if capture is None:

@@ -536,6 +536,7 @@ class _Feed:
         """A digest of the table's columns and their types: a mark with another shape (a column
         added, a type changed) cannot be gone on from by the changed keys alone."""
         with self._session():
+            self._check_table()
             row = self.conn.execute(
                 "SELECT md5(string_agg(attname || ' ' || format_type(atttypid, atttypmod), ',' "
                 "ORDER BY attnum)) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "

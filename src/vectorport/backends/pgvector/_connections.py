@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -120,6 +121,16 @@ def usable(conn: psycopg.Connection[Any]) -> bool:
     return not (conn.closed or conn.broken) and conn.info.transaction_status != TransactionStatus.UNKNOWN
 
 
+def _ended(owner: weakref.ref[Connections], conn: psycopg.Connection[Any]) -> None:
+    """A thread's session is gone (the thread ended, or the store let go of it): close its
+    connection (the owner is held weakly: a store dropped unclosed is not kept alive by this)."""
+    connections = owner()
+    if connections is None:
+        conn.close()
+    else:
+        connections.forget(conn)
+
+
 class Connections:
     """One connection per thread (psycopg connections serialise their use), closed together.
 
@@ -133,20 +144,6 @@ class Connections:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[psycopg.Connection[Any]] = []
-        self._owners: dict[int, threading.Thread] = {}
-        """The thread each connection of :attr:`_all` belongs to (by ``id`` of the connection)."""
-
-    def _reap(self) -> None:
-        """Close the connections of threads that ended: a pool's threads (a verification's scan
-        lanes, each ``until_equal`` round) come and go, and their connections would otherwise stay
-        open until the store closes, one more server session per thread."""
-        with self._lock:
-            dead = [c for c in self._all if not self._owners[id(c)].is_alive()]
-            for conn in dead:
-                del self._owners[id(conn)]
-            self._all = [c for c in self._all if id(c) in self._owners]
-        for conn in dead:
-            conn.close()
 
     def get(self) -> Session:
         session: Session | None = getattr(self._local, "session", None)
@@ -158,15 +155,22 @@ class Connections:
             log.info("pgvector: the connection was lost; opening a new one")
             with self._lock:
                 self._all = [c for c in self._all if c is not session.conn]
-                self._owners.pop(id(session.conn), None)
             session.conn.close()
-        self._reap()
         session = Session(conn=self._connect())
         self._local.session = session
         with self._lock:
             self._all.append(session.conn)
-            self._owners[id(session.conn)] = threading.current_thread()
+        # a thread's local storage goes when the thread ends, and its connection is closed then:
+        # a pool's threads (a verification's scan lanes, each until_equal round) come and go, and
+        # would otherwise leave one server session each until the store closes
+        weakref.finalize(session, _ended, weakref.ref(self), session.conn)
         return session
+
+    def forget(self, conn: psycopg.Connection[Any]) -> None:
+        """Close ``conn`` and stop counting it among the open ones."""
+        with self._lock:
+            self._all = [c for c in self._all if c is not conn]
+        conn.close()
 
     def using(self) -> AbstractContextManager[None]:
         """The span of one operation: a connection lent for it (a SQLAlchemy engine's,
@@ -193,7 +197,6 @@ class Connections:
     def close(self) -> None:
         with self._lock:
             conns, self._all = self._all, []
-            self._owners = {}
         for conn in conns:
             conn.close()
         self._local = threading.local()
