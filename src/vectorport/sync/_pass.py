@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,7 +93,9 @@ class _Pass:
         retry: RetryPolicy | None,
         progress: ProgressMode | bool,
         shard: tuple[int, int] = (0, 1),
+        prepare: Callable[[Sequence[Record]], list[Record]] | None = None,
     ) -> None:
+        self.prepare = prepare
         self.source: VectorStore = src.store
         self.target: VectorStore = dst.store
         self.state = state
@@ -214,7 +216,7 @@ class _Pass:
 
     def _scan_once(self, bar: Progress) -> None:
         writes: Acknowledged[_Page, list[Record]] = Acknowledged(
-            upserting(self.target, self.retry, self._retried),
+            upserting(self.target, self.retry, self._retried, self.prepare),
             concurrency=self.concurrency,
             units=self.concurrency + 1,
             name="vectorport-sync",
@@ -349,6 +351,12 @@ def outside_shards(state: str | os.PathLike[str], dst: Endpoint, parts: int) -> 
     )
 
 
+def _model(transform: JSON) -> JSON:
+    """The re-embedding model a state's (or a run's) fixed options name (``None``: the source's
+    own vectors are copied)."""
+    return transform.get("reembed") if isinstance(transform, dict) else None
+
+
 def _start(
     state: SyncState,
     src: Endpoint,
@@ -369,6 +377,11 @@ def _start(
         reason = full
     elif state.parts is None:
         reason = "first sync of this pair: the target is read once to record what it holds"
+    elif _model(state.get("transform")) != _model(transform):
+        reason = (
+            f"the state was synced with {_model(state.get('transform')) or 'the source vectors'}, "
+            f"this run writes {_model(transform) or 'the source vectors'}: every record is written again"
+        )
     else:
         reason = outside(state, dst, shard)
     info: dict[str, Any] = {
@@ -470,6 +483,7 @@ def scan_pass(ctx: SyncContext, transform: JSON, why: str | None, position: JSON
         retry=o.retry,
         progress=o.progress,
         shard=ctx.segment,
+        prepare=ctx.prepare,
     )
     run.info = info
     _phases(run, report)

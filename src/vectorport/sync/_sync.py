@@ -61,6 +61,7 @@ def _capture_run(ctx: SyncContext, feed: ChangeFeed) -> CaptureRun:
         batch_size=min(o.batch_size or most, most),
         retry=o.retry,
         concurrency=o.concurrency,
+        prepare=ctx.prepare,
     )
 
 
@@ -129,7 +130,7 @@ def sync(
     with opened(source, target, opts, opts.shard, placement) as ctx:
         ctx.report.engine = placement.describe()
         _check_fixed(ctx)
-        check_spec(ctx.src, ctx.dst)
+        check_spec(ctx.src, ctx.dst, ctx.embedder)
         _passes(ctx, run, on_lag)
         _finish(ctx, run)
         return ctx.report
@@ -173,8 +174,9 @@ def _check_fixed(ctx: SyncContext) -> None:
     for path in paths:
         recorded = recorded_fixed(path)
         if recorded is not None:
+            # another model is no refusal: the pass is a full one, named so (scan_pass)
             ctx.options.check_fixed(
-                recorded,
+                {name: value for name, value in recorded.items() if name != "reembed"},
                 "sync state",
                 path,
                 "sync with the values it records, or pass full=True to rewrite the target with the "
