@@ -28,7 +28,9 @@ from vectorport.testing import clustered_records
 
 def _direct(model: str, texts: list[str]) -> float:
     embedder = resolve_embedder(model)
-    embedder.embed_documents(texts[:8])  # loads the model (lazily loaded ones) before the clock
+    # loads the model and warms it: a torch model's first pass over new input shapes ran 5x
+    # slower than the next ones here, which would flatter whichever leg runs second
+    embedder.embed_documents(texts)
     t0 = time.perf_counter()
     embedder.embed_documents(texts)
     return len(texts) / (time.perf_counter() - t0)
