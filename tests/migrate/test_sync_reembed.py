@@ -83,3 +83,14 @@ def test_sync_reembed_names_a_record_without_text(voyage: VoyageServer, tmp_path
     [item] = report.sync.unwritable.items
     assert item["key"] == "bare" and "no text to re-embed" in str(item["problems"])
     assert _embedded(voyage) == 1 and voyage.embedded["some text"] == 1
+
+
+def test_a_first_sync_over_a_reembedded_copy_rewrites_only_what_changed(tmp_path: Path) -> None:
+    """The target's vectors are the model's: its full first pass judges by text and metadata."""
+    source, target = _urls()
+    with vectorport.connect(source, dimension=2) as src:
+        src.upsert([Record(f"k{i}", [1.0, i], {"i": i}, f"text {i}") for i in range(50)])
+        assert vectorport.migrate.run(source, target, reembed="hash:8").exit_code == 0
+        src.upsert([Record("k7", [1.0, 7], {"i": 7}, "text 7 edited")])
+    report = vectorport.sync(source, target, state=tmp_path / "s.db", reembed="hash:8")
+    assert report.sync.mode == "full" and report.sync.written == 1 and report.sync.unchanged == 49

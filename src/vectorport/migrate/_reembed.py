@@ -64,8 +64,9 @@ class ReembedEstimate:
         counted = f"{self.texts} texts, {self.tokens} tokens"
         if self.cost is None:
             return f"{counted} (no charge known for {self.model})"
+        shown = f"{self.cost:,.2f}" if self.cost >= 1 else f"{self.cost:.4f}"
         return (
-            f"{counted}, estimated ${self.cost:.2f} at ${self.usd_per_million_tokens} per million tokens "
+            f"{counted}, estimated ${shown} at ${self.usd_per_million_tokens} per million tokens "
             f"({self.price_source}; free tiers and discounts not applied)"
         )
 

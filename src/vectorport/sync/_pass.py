@@ -146,10 +146,14 @@ class _Pass:
         if self.info["mode"] == "full":
             found = {r.key: r for r in self.target.get(keys)} if keys else {}
             self.stats.target_read += len(found)
+            # re-embedding: the target's vectors are the model's, so its text and metadata say
+            # whether a record changed (unless the model itself changed: every record is rewritten)
+            own_vectors = self.prepare is not None and not self.info.get("new_model")
             for rec, seg, digest in items:
                 got = found.get(rec.key)
+                mine = Record(rec.key, got.vector, rec.metadata, rec.text) if own_vectors and got else rec
                 if got is None or not same_content(
-                    rec, got, tolerance=VECTOR_TOLERANCE, float_ulps=self.float_ulps
+                    mine, got, tolerance=VECTOR_TOLERANCE, float_ulps=self.float_ulps
                 ):
                     changed.append((rec, seg, digest))
                     self._count_change(got is None)
@@ -385,6 +389,7 @@ def _start(
     else:
         reason = outside(state, dst, shard)
     info: dict[str, Any] = {
+        "new_model": state.parts is not None and _model(state.get("transform")) != _model(transform),
         "mode": "full" if reason else "incremental",
         "reason": reason,
         "phase": "scan",
