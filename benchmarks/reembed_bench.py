@@ -7,10 +7,11 @@ called directly, in the same run, with the default batch size and concurrency.
 N records (``clustered_records``: a text of 39-43 characters each) in a ``memory://`` source. Direct:
 ``embedder.embed_documents`` over every text, in the embedder's own batches, one caller. Through
 vectorport: ``vectorport.migrate.run(src, dst, reembed=MODEL, verify=False)``, its copy's seconds
-(scan, embedding, writes; the model load before it and the plan are not counted, as the direct leg
-loads its model before the clock starts too). Ratio = vectorport's chunks/s over the direct chunks/s
-(goal >= 0.9); ``--repeat R``: R rounds, each the direct leg then vectorport, and the median ratio.
-Prints one JSON document.
+(scan, embedding, writes; the model load before it and the plan are not counted: the direct leg
+also times a fresh embedder whose model is loaded). Torch's own threads contend with the copy's
+on a small busy machine: compare with ``OMP_NUM_THREADS=1``. Ratio = vectorport's chunks/s over
+the direct chunks/s (goal >= 0.9); ``--repeat R``: R rounds, each the direct leg then vectorport,
+and the median ratio. Prints one JSON document.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from vectorport.testing import clustered_records
 
 def _direct(model: str, texts: list[str]) -> float:
     embedder = resolve_embedder(model)
-    # loads the model and warms it: a torch model's first pass over new input shapes ran 5x
-    # slower than the next ones here, which would flatter whichever leg runs second
-    embedder.embed_documents(texts)
+    # loads the model, as the migration does (its plan reads the dimension) before its copy; the
+    # instance is as fresh as the migration's (a torch model's first pass over new shapes is slower)
+    assert embedder.dimension > 0
     t0 = time.perf_counter()
     embedder.embed_documents(texts)
     return len(texts) / (time.perf_counter() - t0)
