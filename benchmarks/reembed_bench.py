@@ -10,7 +10,8 @@ vectorport: ``vectorport.migrate.run(src, dst, reembed=MODEL, verify=False)``, i
 (scan, embedding, writes; the model load before it and the plan are not counted, as the direct leg
 loads its model before the clock starts too). Ratio = vectorport's chunks/s over the direct chunks/s
 (goal >= 0.9); ``--repeat R``: R rounds, the two in turns, and the median ratio. ``--quick``
-uses the ``hash:384`` embedder (no model to load).
+uses the ``hash:384`` embedder (no model to load). Torch's own threads contend with the copy's on
+a small busy machine: compare with ``OMP_NUM_THREADS=1``.
 """
 
 from __future__ import annotations

@@ -108,12 +108,20 @@ class Acknowledged(Generic[U, B]):
 
 
 def upserting(
-    target: VectorStore, retry: RetryPolicy | None, on_retry: Callable[[TransientError], None] | None
+    target: VectorStore,
+    retry: RetryPolicy | None,
+    on_retry: Callable[[TransientError], None] | None,
+    prepare: Callable[[Sequence[Record]], list[Record]] | None = None,
 ) -> Callable[[Sequence[Record]], None]:
     """A batch writer: ``target.upsert`` under ``retry`` (the run's policy replaces the store's
-    own for its calls, one retry layer), each retry reported to ``on_retry``."""
+    own for its calls, one retry layer), each retry reported to ``on_retry``. ``prepare``, in
+    the writer thread before the write: e.g. new vectors from the texts (``--reembed``), under
+    its own retry policy, its retries reported too."""
 
     def write(records: Sequence[Record]) -> None:
+        if prepare is not None:
+            with retry_scope(None, on_retry=on_retry):
+                records = prepare(records)
         with retry_scope(retry, on_retry=on_retry):
             target.upsert(list(records))
 

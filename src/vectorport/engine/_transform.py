@@ -18,7 +18,7 @@ from .._models import JSON
 from .._validate import metadata_problems
 from ..exceptions import ConfigurationError
 
-__all__ = ["Change", "MetadataPolicy", "Transformed", "Transformer", "problem_kind"]
+__all__ = ["NO_TEXT", "Change", "MetadataPolicy", "Transformed", "Transformer", "problem_kind"]
 
 
 class MetadataPolicy(StrEnum):
@@ -112,6 +112,9 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+NO_TEXT = "the record has no text to re-embed"
+
+
 class Transformer:
     """Apply a :class:`MetadataPolicy` for a target's :class:`MetadataRules`, plus ``text_key``.
 
@@ -137,16 +140,27 @@ class Transformer:
         rules: MetadataRules,
         policy: MetadataPolicy | str = MetadataPolicy.ERROR,
         text_key: str | None = None,
+        *,
+        needs_text: bool = False,
     ) -> None:
         self.rules = rules
         self.policy = MetadataPolicy.parse(policy)
         self.text_key = text_key or None
+        self.needs_text = needs_text
+        """A record without text cannot be written (its vector is made from its text: re-embedding)."""
         # Per-value checks: size and key-count limits are record-level and handled after.
         self._value_rules = replace(rules, max_keys=None, max_total_bytes=None, max_filterable_bytes=None)
 
     def apply(self, metadata: dict[str, JSON] | None, text: str | None) -> Transformed:
         """Transform one record's metadata and text. Never raises for unholdable values: they
-        are listed in ``problems`` and, when the policy cannot fix them, ``unresolved``."""
+        are listed in ``problems`` and, when the policy cannot fix them, ``unresolved`` (with
+        ``needs_text``, a record left without text too)."""
+        out = self._apply(metadata, text)
+        if self.needs_text and out.text is None:
+            out.unresolved.append(("text", NO_TEXT))
+        return out
+
+    def _apply(self, metadata: dict[str, JSON] | None, text: str | None) -> Transformed:
         meta = dict(metadata or {})
         changes: list[Change] = []
         if self.text_key is not None and text is None and isinstance(meta.get(self.text_key), str):

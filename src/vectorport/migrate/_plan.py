@@ -18,7 +18,7 @@ from .._validate import key_problem
 from ..engine._endpoints import Endpoint
 from ..engine._names import TargetName
 from ..engine._progress import Progress, ProgressMode
-from ..engine._transform import MetadataPolicy, Transformed, Transformer, problem_kind
+from ..engine._transform import NO_TEXT, MetadataPolicy, Transformed, Transformer, problem_kind
 from ..exceptions import Advice, Advised, UnsupportedError
 from ._reembed import ReembedEstimate
 
@@ -95,9 +95,6 @@ def _grouped(
         by_kind.setdefault(kind_of if kind_of else problem_kind(message), []).append((path, message))
     for kind, found in by_kind.items():
         _add(groups, kind, key, found, cap)
-
-
-NO_TEXT = "the record has no text to re-embed"
 
 
 @dataclass

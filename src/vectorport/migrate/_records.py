@@ -42,7 +42,7 @@ from ..engine._progress import IndexBar, Progress, ProgressMode
 from ..engine._transform import Transformer
 from ..exceptions import Advice, Advised, TransientError, ValidationError
 from ._plan import PlanChecker
-from ._reembed import embed_texts
+from ._reembed import reembedded
 
 __all__ = ["CopyJob", "CopyStats", "copy_records"]
 
@@ -142,8 +142,8 @@ class _Slot:
     digests: list[tuple[int, bytes]] = field(default_factory=list)
 
 
-_Batch = tuple[list[Record], list[str] | None, list[dict[str, JSON]]]
-"""A write batch: its records, their texts (to re-embed) and the metadata already checked."""
+_Batch = tuple[list[Record], list[dict[str, JSON]]]
+"""A write batch: its records and the metadata already checked."""
 
 
 class _Copy:
@@ -214,44 +214,42 @@ class _Copy:
             return  # nothing more is written; the rest is only checked
         records = [Record(r.key, r.vector, o.metadata, o.text) for r, o in zip(page, outs, strict=True)]
         holdable = [not o.unresolved for o in outs]
-        texts = [o.text or "" for o in outs]
         slot = _Slot(page.cursor, len(records))
         if self.digests is not None:
             slot.digests = page_digests(records, None, self.digests.parts)
         if self.recheck > 0:
-            records, holdable, texts = self._not_yet_written(records, holdable, texts)
+            records, holdable = self._not_yet_written(records, holdable)
         batches: list[_Batch] = []
         for start in range(0, len(records), self.batch_size):
             end = start + self.batch_size
             chunk = records[start:end]
             # metadata the checks just found holdable is not checked again by the target's upsert
             checked = [r.metadata for r, ok in zip(chunk, holdable[start:end], strict=True) if ok]
-            batches.append((chunk, texts[start:end] if self.embedder is not None else None, checked))
+            batches.append((chunk, checked))
         self.writes.submit(slot, batches)
         self._advance(self.writes.acknowledged())
 
     def _not_yet_written(
-        self, records: list[Record], holdable: list[bool], texts: list[str]
-    ) -> tuple[list[Record], list[bool], list[str]]:
+        self, records: list[Record], holdable: list[bool]
+    ) -> tuple[list[Record], list[bool]]:
         """A page just after a resumed re-embedding's cursor, without the records the killed run
         already wrote (they are in the target, embedded by the same model: not embedded again)."""
         self.recheck -= 1
         held = {r.key for r in self.target.get([r.key for r in records], include=[])}
         if not held:
-            return records, holdable, texts
+            return records, holdable
         keep = [i for i, r in enumerate(records) if r.key not in held]
         with self.lock:
             self.stats.skipped += len(records) - len(keep)
         self.bar.advance(len(records) - len(keep))
-        return [records[i] for i in keep], [holdable[i] for i in keep], [texts[i] for i in keep]
+        return [records[i] for i in keep], [holdable[i] for i in keep]
 
     def _write(self, batch: _Batch) -> None:
-        records, texts, checked = batch
-        if self.embedder is not None and texts is not None:
+        records, checked = batch
+        if self.embedder is not None:
             # the embedder's own policy (a provider's rate limits), its retries counted
             with retry_scope(None, on_retry=self._retried):
-                vectors = embed_texts(self.embedder, texts)
-            records = [Record(r.key, vectors[i], r.metadata, r.text) for i, r in enumerate(records)]
+                records = reembedded(self.embedder, records)
         # The store retries each of its calls (one retry layer); the migration's policy, when
         # given, replaces the store's for the copy, and every retry is counted in the report.
         with (

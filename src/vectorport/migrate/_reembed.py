@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._embedder import Embedder
-from .._models import JSON, Vector
+from .._models import JSON, Record, Vector
 
-__all__ = ["Embedder", "ReembedEstimate", "embed_texts", "load_embedder"]
+__all__ = ["Embedder", "ReembedEstimate", "embed_texts", "load_embedder", "reembedded"]
 
 
 @dataclass
@@ -64,8 +64,9 @@ class ReembedEstimate:
         counted = f"{self.texts} texts, {self.tokens} tokens"
         if self.cost is None:
             return f"{counted} (no charge known for {self.model})"
+        shown = f"{self.cost:,.2f}" if self.cost >= 1 else f"{self.cost:.4f}"
         return (
-            f"{counted}, estimated ${self.cost:.2f} at ${self.usd_per_million_tokens} per million tokens "
+            f"{counted}, estimated ${shown} at ${self.usd_per_million_tokens} per million tokens "
             f"({self.price_source}; free tiers and discounts not applied)"
         )
 
@@ -87,6 +88,13 @@ def load_embedder(model: str) -> tuple[Embedder, str]:
 
     embedder = resolve_embedder(model)
     return embedder, embedder.model_id
+
+
+def reembedded(embedder: Embedder, records: Sequence[Record]) -> list[Record]:
+    """``records`` with vectors made from their texts by ``embedder`` (its own retry policy,
+    each retry reported to the enclosing :func:`~vectorport._retry.retry_scope`)."""
+    vectors = embed_texts(embedder, [r.text or "" for r in records])
+    return [Record(r.key, vectors[i], r.metadata, r.text) for i, r in enumerate(records)]
 
 
 def embed_texts(embedder: Embedder, texts: Sequence[str]) -> Vector:

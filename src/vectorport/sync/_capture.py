@@ -148,7 +148,9 @@ class CaptureRun:
         batch_size: int,
         retry: RetryPolicy | None,
         concurrency: int = 1,
+        prepare: Callable[[Sequence[Record]], list[Record]] | None = None,
     ) -> None:
+        self.prepare = prepare
         self.source, self.target, self.state = source, target, state
         self.transformer, self.stats, self.feed = transformer, stats, feed
         self.delete = delete
@@ -264,7 +266,7 @@ class CaptureRun:
         """Upsert ``records`` in batches of the target's size, ``concurrency`` at a time (the
         state marks them all unknown first, so their order does not matter)."""
         writes: Acknowledged[None, list[Record]] = Acknowledged(
-            upserting(self.target, self.retry, self._retried),
+            upserting(self.target, self.retry, self._retried, self.prepare),
             concurrency=self.concurrency,
             name="vectorport-capture",
         )

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .._models import JSON
+from .._embedder import Embedder
+from .._models import JSON, Record
 from .._paths import default_state
 from ..engine._checkpoint import shard_path
 from ..engine._endpoints import Endpoint, StoreLike, open_pair
@@ -20,6 +22,7 @@ from ..engine._transform import Transformer
 from ..exceptions import ConfigurationError
 from ..migrate._copy import DEFAULT_BATCH
 from ..migrate._plan import planned_target_spec
+from ..migrate._reembed import load_embedder, reembedded
 from ._options import SyncOptions
 from ._report import SyncReport
 from ._state import SyncState
@@ -27,15 +30,20 @@ from ._state import SyncState
 __all__ = ["SyncContext", "check_spec", "opened", "pair_of", "state_path"]
 
 
-def check_spec(src: Endpoint, dst: Endpoint) -> None:
+def check_spec(src: Endpoint, dst: Endpoint, embedder: Embedder | None = None) -> None:
+    """Create a missing target (with the re-embedding model's dimension, and the model recorded);
+    refuse one whose vectors are not those the sync writes."""
+    dim, model = (embedder.dimension, embedder.model_id) if embedder is not None else (None, None)
     if not dst.exists:
-        dst.ensure(planned_target_spec(src.store.spec, dst, None, None))
+        dst.ensure(planned_target_spec(src.store.spec, dst, dim, model))
         return
     a, b = src.store.spec, dst.store.spec
-    if (a.dimension, a.metric) != (b.dimension, b.metric):
+    want = dim or a.dimension
+    if (want, a.metric) != (b.dimension, b.metric):
+        made = f"{model} makes" if model else f"the source {src.label} holds"
         raise ConfigurationError(
-            f"the target {dst.label} holds {b.dimension}-dim {b.metric.value} vectors, the source "
-            f"{src.label} {a.dimension}-dim {a.metric.value}: sync into a new collection"
+            f"the target {dst.label} holds {b.dimension}-dim {b.metric.value} vectors, {made} "
+            f"{want}-dim {a.metric.value}: sync into a new collection"
         )
 
 
@@ -75,6 +83,13 @@ class SyncContext:
     state: SyncState | None = None
     segment: tuple[int, int] = (0, 1)
     batch: int = DEFAULT_BATCH
+    embedder: Embedder | None = None
+    """``reembed``: the model the written records' vectors are made with."""
+
+    @property
+    def prepare(self) -> Callable[[Sequence[Record]], list[Record]] | None:
+        """What the writers do to a batch before writing it: re-embed it, with ``reembed``."""
+        return None if self.embedder is None else partial(reembedded, self.embedder)
 
 
 def _context(
@@ -88,12 +103,16 @@ def _context(
     """The context of a run over the opened ``pair``: placed here, the state of ``segment`` is
     opened in this process (else the report names the state every shard's file sits beside)."""
     src, dst = pair
-    transformer = Transformer(dst.capabilities.metadata, options.metadata_policy, options.text_key)
+    rules, reembed = dst.capabilities.metadata, options.reembed
+    transformer = Transformer(
+        rules, options.metadata_policy, options.text_key, needs_text=reembed is not None
+    )
     path = state_path(options.state, src, dst)
     report = SyncReport(src.label, dst.label, delete=options.delete, options=options.to_dict())
     report.sync.unwritable.cap = options.cap
     ctx = SyncContext(source, target, options, placement, src, dst, transformer, report, time.monotonic())
     ctx.segment = segment
+    ctx.embedder = load_embedder(reembed)[0] if reembed else None
     ctx.batch = min(options.batch_size or DEFAULT_BATCH, dst.capabilities.max_write_batch)
     report.state = str(path)
     if placement.here:

@@ -50,6 +50,13 @@ class SyncOptions(TransferOptions):
         resume="fixed",
     )
     text_key: str | None = option(None, "Source metadata key holding the chunk text.", resume="fixed")
+    reembed: str | None = option(
+        None,
+        "Re-embed each written record's text with MODEL (recorded in the state: a state synced with "
+        "another model is a full pass).",
+        resume="fixed",
+        metavar="MODEL",
+    )
     sample_queries: int = option(20, "Sampled queries with --verify (0: none).", minimum=0)
     k: int = option(10, "Top-k of the sampled queries.", minimum=1)
     progress: ProgressMode = option(

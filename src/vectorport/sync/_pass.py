@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,7 +93,9 @@ class _Pass:
         retry: RetryPolicy | None,
         progress: ProgressMode | bool,
         shard: tuple[int, int] = (0, 1),
+        prepare: Callable[[Sequence[Record]], list[Record]] | None = None,
     ) -> None:
+        self.prepare = prepare
         self.source: VectorStore = src.store
         self.target: VectorStore = dst.store
         self.state = state
@@ -144,10 +146,14 @@ class _Pass:
         if self.info["mode"] == "full":
             found = {r.key: r for r in self.target.get(keys)} if keys else {}
             self.stats.target_read += len(found)
+            # re-embedding: the target's vectors are the model's, so its text and metadata say
+            # whether a record changed (unless the model itself changed: every record is rewritten)
+            own_vectors = self.prepare is not None and not self.info.get("new_model")
             for rec, seg, digest in items:
                 got = found.get(rec.key)
+                mine = Record(rec.key, got.vector, rec.metadata, rec.text) if own_vectors and got else rec
                 if got is None or not same_content(
-                    rec, got, tolerance=VECTOR_TOLERANCE, float_ulps=self.float_ulps
+                    mine, got, tolerance=VECTOR_TOLERANCE, float_ulps=self.float_ulps
                 ):
                     changed.append((rec, seg, digest))
                     self._count_change(got is None)
@@ -214,7 +220,7 @@ class _Pass:
 
     def _scan_once(self, bar: Progress) -> None:
         writes: Acknowledged[_Page, list[Record]] = Acknowledged(
-            upserting(self.target, self.retry, self._retried),
+            upserting(self.target, self.retry, self._retried, self.prepare),
             concurrency=self.concurrency,
             units=self.concurrency + 1,
             name="vectorport-sync",
@@ -349,6 +355,12 @@ def outside_shards(state: str | os.PathLike[str], dst: Endpoint, parts: int) -> 
     )
 
 
+def _model(transform: JSON) -> JSON:
+    """The re-embedding model a state's (or a run's) fixed options name (``None``: the source's
+    own vectors are copied)."""
+    return transform.get("reembed") if isinstance(transform, dict) else None
+
+
 def _start(
     state: SyncState,
     src: Endpoint,
@@ -369,9 +381,15 @@ def _start(
         reason = full
     elif state.parts is None:
         reason = "first sync of this pair: the target is read once to record what it holds"
+    elif _model(state.get("transform")) != _model(transform):
+        reason = (
+            f"the state was synced with {_model(state.get('transform')) or 'the source vectors'}, "
+            f"this run writes {_model(transform) or 'the source vectors'}: every record is written again"
+        )
     else:
         reason = outside(state, dst, shard)
     info: dict[str, Any] = {
+        "new_model": state.parts is not None and _model(state.get("transform")) != _model(transform),
         "mode": "full" if reason else "incremental",
         "reason": reason,
         "phase": "scan",
@@ -471,6 +489,7 @@ def scan_pass(ctx: SyncContext, transform: JSON, why: str | None, position: JSON
         retry=o.retry,
         progress=o.progress,
         shard=ctx.segment,
+        prepare=ctx.prepare,
     )
     run.info = info
     _phases(run, report)

@@ -74,6 +74,7 @@ def _capture_run(ctx: SyncContext, feed: ChangeFeed) -> CaptureRun:
         batch_size=min(o.batch_size or most, most),
         retry=o.retry,
         concurrency=o.concurrency,
+        prepare=ctx.prepare,
     )
 
 
@@ -142,7 +143,7 @@ def sync(
     with opened(source, target, opts, opts.shard, placement) as ctx, _feed(ctx) as feed:
         ctx.report.engine = placement.describe()
         _check_fixed(ctx)
-        check_spec(ctx.src, ctx.dst)  # creates a missing target: after every refusal above
+        check_spec(ctx.src, ctx.dst, ctx.embedder)  # creates a missing target: after every refusal above
         _passes(ctx, run, feed, on_lag)
         _finish(ctx, run)
         return ctx.report
@@ -198,8 +199,9 @@ def _check_fixed(ctx: SyncContext) -> None:
     for path in paths:
         recorded = recorded_fixed(path)
         if recorded is not None:
+            # another model is no refusal: the pass is a full one, named so (scan_pass)
             ctx.options.check_fixed(
-                recorded,
+                {name: value for name, value in recorded.items() if name != "reembed"},
                 "sync state",
                 path,
                 Advised.of(
