@@ -130,6 +130,17 @@ def source_root_of(source_root: str | os.PathLike[str] | None) -> Path | None:
     return root
 
 
+def _check_embedder(store: VectorStore, embedder: Embedder | None) -> None:
+    """Refuse an embedder of another dimension than the collection's, before any read."""
+    spec = store.spec
+    if embedder is not None and embedder.dimension != spec.dimension:
+        raise ModelMismatchError(
+            f"collection {spec.name!r} at {store.url.masked} holds {spec.dimension}-dimensional vectors, "
+            f"but {embedder.model_id!r} makes {embedder.dimension}-dimensional ones; pass the "
+            "collection's embedder (--embedder) or --no-embedder"
+        )
+
+
 def diagnose(
     store: VectorStore,
     *,
@@ -159,12 +170,7 @@ def diagnose(
     report = DoctorReport(store.url.masked, spec.embedding_model, spec.dimension)
     wanted = [c for c in CHECKS if c not in skip]
     root = source_root_of(source_root)
-    if embedder is not None and embedder.dimension != spec.dimension:
-        raise ModelMismatchError(
-            f"collection {spec.name!r} at {store.url.masked} holds {spec.dimension}-dimensional vectors, "
-            f"but {embedder.model_id!r} makes {embedder.dimension}-dimensional ones; pass the "
-            "collection's embedder (--embedder) or --no-embedder"
-        )
+    _check_embedder(store, embedder)
     scan = _Scan(spec.dimension, sample if embedder is not None and "embedding-drift" in wanted else None)
     scan.read(store, progress)
     report.records = scan.seen
