@@ -16,11 +16,13 @@ resume leaves one record.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from .._models import Record, ScanPage
@@ -34,11 +36,24 @@ U = TypeVar("U")
 B = TypeVar("B")
 
 
+@dataclass
+class _Pending(Generic[U]):
+    """A unit waiting for its batches: how many are not written yet."""
+
+    unit: U
+    left: int
+
+
 class Acknowledged(Generic[U, B]):
     """Units of write batches, written by ``concurrency`` threads, acknowledged in order (see the
     module docstring). ``write(batch)`` writes one batch; ``on_batch(batch)`` runs in the writer
     thread once it is written (progress, a read-back). At most ``window`` batches (default
-    ``2 * concurrency``) and ``units`` units (default: no bound) wait for acknowledgement."""
+    ``2 * concurrency``) and ``units`` units (default: no bound) wait for acknowledgement.
+
+    Acknowledged units go to ``on_unit`` when given, called in order under the pipeline's lock
+    by the writer thread that completes them (so a ``KeyboardInterrupt`` in the caller's thread
+    never cuts one in half); otherwise the caller takes them with :meth:`acknowledged` (in its
+    own thread: a state only that thread may touch, such as a SQLite connection)."""
 
     def __init__(
         self,
@@ -48,44 +63,58 @@ class Acknowledged(Generic[U, B]):
         window: int | None = None,
         units: int | None = None,
         on_batch: Callable[[B], None] | None = None,
+        on_unit: Callable[[U], None] | None = None,
         name: str = "vectorport-write",
     ) -> None:
-        self.write, self.on_batch = write, on_batch
+        self.write, self.on_batch, self.on_unit = write, on_batch, on_unit
         self.max_units = units
         self.pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix=name)
         self.room = threading.BoundedSemaphore(window or max(2, 2 * concurrency))
-        self.units: deque[tuple[U, list[Future[None]]]] = deque()
+        self.units: deque[_Pending[U]] = deque()
         self.error: BaseException | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._settled = threading.Condition(self._lock)
 
     def submit(self, unit: U, batches: Iterable[B]) -> bool:
         """Queue ``unit``'s batches, waiting for room in the window; False (and nothing more
         queued) once a batch has failed."""
-        if self.max_units is not None:
-            while len(self.units) >= self.max_units and self.error is None:
-                wait([f for f in self.units[0][1] if not f.done()], timeout=0.5)
-                if all(f.done() for f in self.units[0][1]):
-                    break
-        futures: list[Future[None]] = []
-        self.units.append((unit, futures))
-        for batch in batches:
+        self._wait_for_units()
+        listed = list(batches)
+        pending = _Pending(unit, len(listed))
+        with self._lock:
+            self.units.append(pending)
+        for batch in listed:
             if not self._wait_for_room():
                 return False
             fut = self.pool.submit(self._one, batch)
-            fut.add_done_callback(lambda _f: self.room.release())
-            futures.append(fut)
+            fut.add_done_callback(functools.partial(self._finished, pending))
+        if not listed:
+            self._settle()
         return self.error is None
 
     def acknowledged(self) -> Iterator[U]:
-        """The units acknowledged since the last call, in the order they were submitted."""
-        while self.units and all(f.done() and f.exception() is None for f in self.units[0][1]):
-            yield self.units.popleft()[0]
+        """The units acknowledged since the last call, in the order they were submitted (none
+        when they go to ``on_unit``)."""
+        while self.on_unit is None:
+            with self._lock:
+                if not (self.units and self.units[0].left == 0):
+                    return
+                unit = self.units.popleft().unit
+            yield unit
 
     def close(self) -> list[U]:
         """Wait for every batch in flight; the units acknowledged since the last call, up to the
         first failure (:attr:`error` says which, if any)."""
         self.pool.shutdown(wait=True)
         return list(self.acknowledged())
+
+    def _wait_for_units(self) -> None:
+        """At most ``units`` units wait: the head's batches are waited for first."""
+        if self.max_units is None:
+            return
+        with self._settled:
+            while len(self.units) >= self.max_units and self.error is None and self.units[0].left:
+                self._settled.wait(timeout=0.5)
 
     def _wait_for_room(self) -> bool:
         while not self.room.acquire(timeout=0.5):
@@ -105,6 +134,21 @@ class Acknowledged(Generic[U, B]):
             raise
         if self.on_batch is not None:
             self.on_batch(batch)
+
+    def _finished(self, pending: _Pending[U], fut: Future[None]) -> None:
+        self.room.release()
+        if fut.exception() is not None:
+            return  # the unit stays unacknowledged, and every unit after it
+        with self._lock:
+            pending.left -= 1
+        self._settle()
+
+    def _settle(self) -> None:
+        with self._settled:
+            if self.on_unit is not None:
+                while self.units and self.units[0].left == 0:
+                    self.on_unit(self.units.popleft().unit)
+            self._settled.notify_all()
 
 
 def upserting(

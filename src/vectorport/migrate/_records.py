@@ -170,6 +170,7 @@ class _Copy:
             concurrency=job.concurrency,
             window=window,
             on_batch=self._written,
+            on_unit=self._advance,
             name="vectorport-migrate",
         )
 
@@ -189,7 +190,7 @@ class _Copy:
             close = getattr(pages, "close", None)
             if close is not None:
                 close()  # stops the prefetching reader
-            self._advance(self.writes.close())
+            self.writes.close()
             stats.seconds = time.monotonic() - started
             if self.checkpoint is not None:
                 self.checkpoint.save()
@@ -227,7 +228,6 @@ class _Copy:
             checked = [r.metadata for r, ok in zip(chunk, holdable[start:end], strict=True) if ok]
             batches.append((chunk, checked))
         self.writes.submit(slot, batches)
-        self._advance(self.writes.acknowledged())
 
     def _not_yet_written(
         self, records: list[Record], holdable: list[bool]
@@ -271,23 +271,23 @@ class _Copy:
         if self.on_written is not None:
             self.on_written([r.key for r in batch[0]])
 
-    def _advance(self, slots: Iterable[_Slot]) -> None:
-        """Acknowledged pages, in order: fold their digests, move the checkpoint past them."""
-        ck, moved = self.checkpoint, False
-        for slot in slots:
-            moved = True
-            if self.digests is not None:
-                for seg, digest in slot.digests:
-                    self.digests.add(seg, digest)
-            if ck is not None:
-                ck.copied += slot.size
-                if slot.cursor is None:
-                    # not complete yet: the target may still have deferred work (an index build)
-                    ck.scanned = True
-                else:
-                    ck.cursor = slot.cursor
+    def _advance(self, slot: _Slot) -> None:
+        """An acknowledged page, in order (in the writer thread that completed it): fold its
+        digests, move the checkpoint past it."""
+        ck = self.checkpoint
+        if self.digests is not None:
+            for seg, digest in slot.digests:
+                self.digests.add(seg, digest)
+        if ck is None:
+            return
+        ck.copied += slot.size
+        if slot.cursor is None:
+            # not complete yet: the target may still have deferred work (an index build)
+            ck.scanned = True
+        else:
+            ck.cursor = slot.cursor
         now = time.monotonic()
-        if ck is not None and moved and (ck.scanned or now - self.last_save >= self.save_interval):
+        if ck.scanned or now - self.last_save >= self.save_interval:
             ck.save()
             self.last_save = now
 
