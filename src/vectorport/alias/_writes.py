@@ -26,6 +26,7 @@ from .._protocol import VectorStore
 from ..exceptions import TransientError, VectorportError
 from ..verify._verify import same_content  # the verifier's rule of equality
 from ._embedding import Embedders, other_model, reembedded, require_text
+from ._model import Member
 from ._registry import Registry
 from ._routing import Routing
 
@@ -134,25 +135,46 @@ def _changed(before: Record | None, after: Record | None, vectors: bool) -> bool
 
 def repair(registry: Registry, routing: Routing, embedders: Embedders, limit: int = 500) -> tuple[int, int]:
     """Retry up to ``limit`` queued repairs: ``(repaired, still pending)``; a member of another
-    model has the records' text embedded by its own."""
+    model has the records' text embedded by its own. Repairs queued for a member that serves
+    now (written just before a switch) are copied from the store that served those writes."""
     name = routing.state.name
     queued = registry.repairs(name, limit)
     done = 0
     for url in sorted({r.member for r in queued}):
         ids = [r.id for r in queued if r.member == url]
-        store = routing.stores.get(url)
-        if url not in {m.url for m in routing.state.others}:
-            registry.repaired(ids)  # the member left the alias
-            continue
+        keys = sorted({r.key for r in queued if r.member == url})
         try:
-            if store is None:
-                raise VectorportError(routing.down.get(url, "the member could not be opened"))
-            member = routing.state.member(url)
-            embedder = embedders.of(member) if other_model(member, routing.state.serving) else None
-            recopy(routing.serving, store, sorted({r.key for r in queued if r.member == url}), embedder)
+            pair = _repair_pair(registry, routing, url, keys)
+            if pair is not None:
+                source, target, member, keys = pair
+                other = other_model(member, routing.state.serving) or url == routing.state.serving.url
+                recopy(source, target, keys, embedders.of(member) if other else None)
         except VectorportError as exc:
             registry.repair_failed(ids, f"{type(exc).__name__}: {exc}")
             continue
         registry.repaired(ids)
         done += len(ids)
     return done, registry.repair_count(name)
+
+
+def _repair_pair(
+    registry: Registry, routing: Routing, url: str, keys: list[str]
+) -> tuple[VectorStore, VectorStore, Member, list[str]] | None:
+    """``(source, target, target member, keys)`` of a member's repairs; ``None``: nothing to do
+    (the member left the alias, or it serves now and no other model's store served before)."""
+    state = routing.state
+    if url == state.serving.url:
+        before = [m for m in state.written if other_model(m, state.serving)]  # served before
+        if not before or before[0].url not in routing.stores:
+            return None
+        # a key queued for the previous store too was written since the switch: the serving
+        # store holds its newer record
+        newer = {r.key for r in registry.repairs(state.name, 100_000) if r.member == before[0].url}
+        todo = [k for k in keys if k not in newer]
+        return routing.stores[before[0].url], routing.serving, state.serving, todo
+    if url not in {m.url for m in state.others}:
+        return None  # the member left the alias
+    store = routing.stores.get(url)
+    if store is None:
+        raise VectorportError(routing.down.get(url, "the member could not be opened"))
+    return routing.serving, store, state.member(url), keys

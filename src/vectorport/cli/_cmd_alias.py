@@ -68,12 +68,20 @@ def shadow(
         ),
     ] = alias.Feed.DUAL_WRITE,
     sample: Annotated[float | None, typer.Option("--sample", help="Share of reads shadowed.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="The candidate's embedding model when it is another (hash:64, sentence-transformers:NAME, "
+            "voyage:MODEL): backfilled by migrate --reembed, each written text embedded again by it.",
+        ),
+    ] = None,
     registry: Registry = None,
     as_json: bool = JsonOption,
 ) -> None:
     """A candidate joins: it receives every write, a sample of the reads, and a backfill."""
     with reported_errors():
-        report = alias.shadow(name, url, registry=registry, feed=feed, sample=sample)
+        report = alias.shadow(name, url, registry=registry, feed=feed, sample=sample, model=model)
     _done(report, as_json)
 
 
