@@ -55,15 +55,15 @@ def test_running_app_changes_model_from_minilm_to_hash64(
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     reg = str(tmp_path / "aliases.sqlite")
-    apps = Apps(f"alias://app?registry={reg}", tmp_path, n=2)
+    apps = Apps(f"alias://app?registry={reg}", tmp_path, n=2, warm_up=240)
     old, new = url_for("pgvector"), url_for("pgvector")
     _seed(old)
     alias.create("app", old, registry=reg)
     with apps.running() as logs:
         report = alias.shadow("app", new, registry=reg, model=NEW)
         assert report.backfill is not None and report.backfill.copied == SEEDED
-        wait_for(shadowed("app", reg, new, 20), 60)
-        gates = alias.Gates(min_queries=20, min_overlap=0.9, max_p99_ratio=None)
+        wait_for(shadowed("app", reg, new, 10), 120)
+        gates = alias.Gates(min_queries=10, min_overlap=0.9, max_p99_ratio=None)
         switched = _switch(reg, gates)
         wait_for(lambda: sum(c["start"] > switched for c in entries(logs)) >= 40, 30)
     calls = entries(logs)

@@ -6,6 +6,7 @@ and the switch judges the candidate by text and metadata, not by overlap."""
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,3 +117,28 @@ def test_switch_to_another_model_gates_on_data_not_overlap_and_serves_its_model(
     app.close()
     wait_for(lambda: "doc#late" in held_by_model(old, OLD))  # the previous store, in its model
     assert held_by_model(new, NEW) == held_by_model(old, OLD)
+
+
+def test_switch_gates_on_quality_on_labelled_queries_and_status_shows_it(
+    urls: tuple[str, str, str], tmp_path: Path
+) -> None:
+    old, new, reg = urls
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, model=NEW, settle=0.0)
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        "".join(json.dumps({"text": t, "relevant": [f"doc#{i}"]}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    report = alias.status("docs", registry=reg, queries=str(path))
+    serving, candidate = report.quality[old], report.quality[new]
+    assert serving.queries == candidate.queries == len(TEXTS)
+    assert serving.hit == 1.0  # each text finds itself in its own model (hash:16)
+    assert f"quality {new}: nDCG@10 {candidate.ndcg:.3f}" in report.render()
+    ratio = candidate.ndcg / serving.ndcg
+
+    def gates(bar: float) -> alias.Gates:
+        return alias.Gates(None, None, None, False, min_ndcg_ratio=bar, queries=str(path))
+
+    refused = alias.switch("docs", registry=reg, gates=gates(ratio + 0.01))
+    assert refused.status.value == "refused" and refused.reasons[0].startswith("ndcg_ratio: nDCG@10")
+    assert alias.switch("docs", registry=reg, gates=gates(ratio - 0.01)).status.value == "applied"

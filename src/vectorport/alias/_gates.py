@@ -23,9 +23,11 @@ from typing import Any
 
 from .. import migrate
 from .._protocol import VectorStore
-from ._embedding import other_model
+from ..exceptions import ConfigurationError
+from ._embedding import Embedders, other_model
 from ._figures import figures
 from ._model import AliasState, Member
+from ._quality import labelled, quality, ratio_detail
 from ._registry import Registry
 from ._writes import agree
 
@@ -40,6 +42,10 @@ class Gates:
     min_overlap: float | None = 0.9
     max_p99_ratio: float | None = 1.5
     verify: bool = True
+    min_ndcg_ratio: float | None = None
+    """The candidate's nDCG@k over the serving store's on :attr:`queries`, at least."""
+    queries: str | None = None
+    """A JSONL file of labelled queries (``vectorport compare --queries``'s format)."""
 
 
 @dataclass(frozen=True)
@@ -194,9 +200,29 @@ def check_gates(
             "backfill done" if member.backfilled else "the backfill has not finished",
         )
     )
+    if gates.min_ndcg_ratio is not None:
+        out.append(_quality_gate(state, member, stores, gates))
     if gates.verify:
         out.append(_text_gate(*stores) if other_model(member, state.serving) else _verify_gate(*stores))
     return out
+
+
+def _quality_gate(
+    state: AliasState, member: Member, stores: tuple[VectorStore, VectorStore], gates: Gates
+) -> Gate:
+    """The candidate's quality on labelled queries against the serving store's."""
+    if gates.queries is None:
+        raise ConfigurationError("--min-ndcg-ratio needs --queries Q.jsonl (labelled queries)")
+    queries = labelled(gates.queries)
+    embedders = Embedders()
+    serving = quality(stores[0], state.serving, queries, embedders)
+    candidate = quality(stores[1], member, queries, embedders)
+    models = (str(member.embedding_model), str(state.serving.embedding_model))
+    ratio, detail = ratio_detail(candidate, serving, models)
+    bar = gates.min_ndcg_ratio
+    return Gate(
+        "ndcg_ratio", bar is not None and ratio >= bar, ratio, bar, f"{detail}; the gate asks >= {bar}"
+    )
 
 
 def _keys(store: VectorStore) -> set[str]:

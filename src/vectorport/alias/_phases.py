@@ -23,13 +23,15 @@ from .._embedder import Embedder
 from .._exit import Status
 from .._protocol import VectorStore
 from .._registry import connect
+from ..compare._metrics import Relevance
 from ..exceptions import ConfigurationError
 from ..ingest.embedders import resolve_embedder
 from ._backfill import SETTLE, BackfillStats, Copy, backfill, copy_with_migrate, copy_with_sync
-from ._embedding import other_model
+from ._embedding import Embedders, other_model
 from ._figures import by_shape, figures
 from ._gates import Gates, check_gates
 from ._model import AliasState, Feed, Member, Phase, Role
+from ._quality import labelled, quality
 from ._registry import Registry
 from ._report import AliasReport
 from ._routing import CHECK_INTERVAL
@@ -290,14 +292,17 @@ def retire(name: str, url: str, *, registry: str | None = None) -> AliasReport:
     return report
 
 
-def status(name: str, *, registry: str | None = None) -> AliasReport:
+def status(name: str, *, registry: str | None = None, queries: str | None = None) -> AliasReport:
     """The alias now: phase, members, shadow figures per member and filter shape, repairs
-    pending, counters (dropped shadow reads, member errors) and the phase history. Status
+    pending, counters (dropped shadow reads, member errors) and the phase history; with
+    ``queries`` (labelled, JSONL) each member's nDCG@k, MRR and hit@k in its own model. Status
     ``findings`` when repairs are pending or a member failed shadowed queries."""
     started = time.monotonic()
     with _registry(registry) as reg:
         state = reg.require(name)
         report = _report(reg, "status", state, started)
+        if queries is not None:
+            report.quality = _quality(state, queries)
         for member in state.others:
             rows = reg.shadow_rows(name, member.url)
             report.rows[member.label] = rows
@@ -316,6 +321,16 @@ def status(name: str, *, registry: str | None = None) -> AliasReport:
     report.status = Status.FINDINGS if report.reasons else Status.HEALTHY
     report.seconds = time.monotonic() - started
     return report
+
+
+def _quality(state: AliasState, path: str) -> dict[str, Relevance]:
+    """Each member's quality on the labelled queries of ``path``, in its own model."""
+    labelled_queries, embedders = labelled(path), Embedders()
+    with _opened(*(m.url for m in state.members)) as stores:
+        return {
+            m.label: quality(store, m, labelled_queries, embedders)
+            for m, store in zip(state.members, stores, strict=True)
+        }
 
 
 def _is_member(state: AliasState, url: str) -> bool:
