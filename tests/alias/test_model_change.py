@@ -61,13 +61,13 @@ def test_running_app_changes_model_from_minilm_to_hash64(
     alias.create("app", old, registry=reg)
     with apps.running() as logs:
         report = alias.shadow("app", new, registry=reg, model=NEW)
-        assert report.backfill is not None and report.backfill.copied == SEEDED
+        assert report.backfill is not None and report.backfill.copied >= SEEDED
         wait_for(shadowed("app", reg, new, 10), 120)
         gates = alias.Gates(min_queries=10, min_overlap=0.9, max_p99_ratio=None)
         switched = _switch(reg, gates)
         wait_for(lambda: sum(c["start"] > switched for c in entries(logs)) >= 40, 30)
     calls = entries(logs)
-    check_calls(calls)
+    check_calls(calls, min_writes=10)
     check_store(new, calls, SEEDED)  # every acknowledged write, by the raw client (psycopg)
     assert _embedded_by(new, NEW) > SEEDED  # … each with the vector hash:64 gives its text
     after = [c for c in calls if c["op"] == "query" and c["start"] > switched]
