@@ -20,6 +20,7 @@ from vectorport import Record, alias
 from vectorport.exceptions import ConfigurationError, NotFoundError, ValidationError
 from vectorport.ingest.embedders import resolve_embedder
 from vectorport.langchain import LangChainStore
+from vectorport.search import search
 
 from ._data import registry
 
@@ -112,6 +113,8 @@ def test_switch_to_another_model_gates_on_data_not_overlap_and_serves_its_model(
     app.add_texts(["after the switch"], metadatas=[{"i": 100}], ids=["doc#late"])
     docs = app.similarity_search("after the switch", k=1)
     assert docs[0].page_content == "after the switch" and app.store.served_by == new
+    found = search(app.store, None, "after the switch", k=1)  # `vectorport search alias://…`
+    assert (found.keys, found.model_id) == (["doc#late"], NEW)
     with pytest.raises(ConfigurationError, match="now serves vectors of hash:8:1"):
         app.store.query(np.ones(16, dtype=np.float32), k=3)
     app.close()

@@ -29,6 +29,11 @@ class EmbedsText(Protocol):
     """A store that embeds texts itself, with its members' own models (the alias store): the
     framework adapters hand it texts, not the vectors of their own embedding function."""
 
+    @property
+    def text_model(self) -> str:
+        """The model a text query is embedded with now (the serving member's)."""
+        ...
+
     def add_texts(
         self, keys: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
     ) -> None: ...

@@ -174,6 +174,11 @@ class AliasStore(BaseStore[FilterNode]):
     ) -> list[Match]:
         return list(self._served(self._vector_route(), vector, k, where, include, params).matches)
 
+    @property
+    def text_model(self) -> str:
+        """The model a text query is embedded with now: the serving member's."""
+        return self._route().state.serving.embedding_model or ""
+
     def query_text(
         self,
         text: str,
