@@ -14,12 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores.types import VectorStoreQuery
 
 import vectorport
 from vectorport import Record, alias
 from vectorport.exceptions import ConfigurationError, NotFoundError, ValidationError
 from vectorport.ingest.embedders import resolve_embedder
 from vectorport.langchain import LangChainStore
+from vectorport.llamaindex import LlamaIndexStore
 from vectorport.search import search
 
 from ._data import registry
@@ -145,3 +148,20 @@ def test_switch_gates_on_quality_on_labelled_queries_and_status_shows_it(
     refused = alias.switch("docs", registry=reg, gates=gates(ratio + 0.01))
     assert refused.status.value == "refused" and refused.reasons[0].startswith("ndcg_ratio: nDCG@10")
     assert alias.switch("docs", registry=reg, gates=gates(ratio - 0.01)).status.value == "applied"
+
+
+@pytest.mark.llamaindex
+def test_llamaindex_through_an_alias_hands_it_texts(urls: tuple[str, str, str]) -> None:
+    old, new, reg = urls
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, model=NEW, settle=0.0)
+    li = LlamaIndexStore(f"alias://docs?registry={reg}")
+    # the node's own embedding (any model) is not what the members store: each embeds the text
+    li.add([TextNode(id_="node#1", text="a node about buckets", embedding=[0.5] * 16, metadata={"i": 7})])
+    question = VectorStoreQuery(
+        query_embedding=[0.5] * 16, query_str="a node about buckets", similarity_top_k=1
+    )
+    assert li.query(question).ids == ["node#1"]
+    li.close()
+    wait_for(lambda: "node#1" in held_by_model(new, NEW))
+    assert held_by_model(old, OLD)["node#1"] == "a node about buckets"
