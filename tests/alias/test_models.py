@@ -16,9 +16,11 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import VectorStoreQuery
+from typer.testing import CliRunner
 
 import vectorport
 from vectorport import Record, alias
+from vectorport.cli import app
 from vectorport.exceptions import ConfigurationError, NotFoundError, ValidationError
 from vectorport.ingest.embedders import resolve_embedder
 from vectorport.langchain import LangChainStore
@@ -165,3 +167,24 @@ def test_llamaindex_through_an_alias_hands_it_texts(urls: tuple[str, str, str]) 
     li.close()
     wait_for(lambda: "node#1" in held_by_model(new, NEW))
     assert held_by_model(old, OLD)["node#1"] == "a node about buckets"
+
+
+def test_the_commands_take_the_model_and_the_labelled_queries(
+    urls: tuple[str, str, str], tmp_path: Path
+) -> None:
+    old, new, reg = urls
+    runner = CliRunner()
+    assert runner.invoke(app, ["alias", "create", "docs", "--serve", old, "--registry", reg]).exit_code == 0
+    res = runner.invoke(app, ["alias", "shadow", "docs", new, "--model", NEW, "--registry", reg])
+    assert res.exit_code == 0 and f"candidate {new} (dual-write, model {NEW})" in res.output
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        "".join(json.dumps({"text": t, "relevant": [f"doc#{i}"]}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    res = runner.invoke(app, ["alias", "status", "docs", "--registry", reg, "--queries", str(path), "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["quality"][old]["hit"] == 1.0
+    switch = ["alias", "switch", "docs", "--registry", reg, "--min-queries", "0", "--queries", str(path)]
+    res = runner.invoke(app, [*switch, "--min-ndcg-ratio", "1000"])
+    assert res.exit_code == 4 and "refused: ndcg_ratio: nDCG@10" in res.output
+    res = runner.invoke(app, ["alias", "switch", "docs", "--registry", reg, "--min-ndcg-ratio", "0.5"])
+    assert res.exit_code == 2 and "--min-ndcg-ratio needs --queries" in res.output
