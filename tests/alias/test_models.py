@@ -122,8 +122,15 @@ def test_switch_to_another_model_gates_on_data_not_overlap_and_serves_its_model(
     assert (found.keys, found.model_id) == (["doc#late"], NEW)
     with pytest.raises(ConfigurationError, match="now serves vectors of hash:8:1"):
         app.store.query(np.ones(16, dtype=np.float32), k=3)
-    app.close()
     wait_for(lambda: "doc#late" in held_by_model(old, OLD))  # the previous store, in its model
+    assert held_by_model(new, NEW) == held_by_model(old, OLD)
+
+    alias.rollback("docs", registry=reg)  # the old model serves again, with every write
+    app.add_texts(["after the rollback"], metadatas=[{"i": 101}], ids=["doc#back"])
+    assert app.similarity_search("after the rollback", k=1)[0].page_content == "after the rollback"
+    assert app.store.served_by == old
+    app.close()
+    wait_for(lambda: "doc#back" in held_by_model(new, NEW))
     assert held_by_model(new, NEW) == held_by_model(old, OLD)
 
 
