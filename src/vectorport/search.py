@@ -142,7 +142,7 @@ def _ranked(
     if mode == "text":
         return text_search_of(store).text_query(text, fetch, filter=filter, include=include), ""
     fused = hybrid_search_of(store) if mode == "hybrid" else None
-    if fused is None and isinstance(store, EmbedsText):  # an alias: each member's own model
+    if fused is None and isinstance(store, EmbedsText) and store.text_model:
         return store.query_text(text, fetch, filter=filter), store.text_model
     if embedder is None:
         raise ConfigurationError(f"{mode} search needs an embedder")

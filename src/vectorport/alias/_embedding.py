@@ -31,7 +31,8 @@ class EmbedsText(Protocol):
 
     @property
     def text_model(self) -> str:
-        """The model a text query is embedded with now (the serving member's)."""
+        """The model a text query is embedded with now (the serving member's); empty: none the
+        store can run, so the caller embeds with its own function and passes vectors."""
         ...
 
     def add_texts(

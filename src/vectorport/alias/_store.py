@@ -176,8 +176,14 @@ class AliasStore(BaseStore[FilterNode]):
 
     @property
     def text_model(self) -> str:
-        """The model a text query is embedded with now: the serving member's."""
-        return self._route().state.serving.embedding_model or ""
+        """The model a text query is embedded with now: the serving member's; empty when it
+        records none that vectorport runs (the app then embeds, with its own function)."""
+        serving = self._route().state.serving
+        try:
+            self.embedders.of(serving)
+        except ConfigurationError:
+            return ""
+        return serving.embedding_model or ""
 
     def query_text(
         self,

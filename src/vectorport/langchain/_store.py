@@ -130,7 +130,7 @@ class LangChainStore(AwaitableMethods, LangChainVectorStore):
         if not batch.texts:
             return []
         store = self._handle.current
-        if isinstance(store, EmbedsText):  # an alias embeds with each member's own model
+        if isinstance(store, EmbedsText) and store.text_model:  # an alias: each member embeds with its own model
             store.add_texts(batch.keys, batch.texts, batch.metadatas)
             return batch.keys
         vectors = embedded(self._embedding, "embed_documents", self._embedding.embed_documents(batch.texts))
@@ -163,7 +163,7 @@ class LangChainStore(AwaitableMethods, LangChainVectorStore):
         """Documents and their canonical distance to ``query`` (lower is nearer)."""
         self._handle.check_filter(filter)
         store = self._handle.current
-        if isinstance(store, EmbedsText):  # an alias embeds with each member's own model
+        if isinstance(store, EmbedsText) and store.text_model:
             return Search.pairs(store.query_text(query, k, filter=filter, include=READ))
         vector = embedded(self._embedding, "embed_query", [self._embedding.embed_query(query)])[0]
         return self.similarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)

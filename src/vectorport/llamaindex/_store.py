@@ -110,7 +110,7 @@ class LlamaIndexStore(BasePydanticVectorStore):
         """Upsert the nodes (by node id, full replace); each needs its embedding."""
         records = [_record(node) for node in nodes]
         store = self._handle.current
-        if records and isinstance(store, EmbedsText):  # an alias embeds with each member's model
+        if records and isinstance(store, EmbedsText) and store.text_model:
             store.add_texts(
                 [r.key for r in records], [r.text or "" for r in records], [r.metadata for r in records]
             )
@@ -226,7 +226,7 @@ class LlamaIndexStore(BasePydanticVectorStore):
         if query.node_ids:
             among = store.get(query.node_ids, include=["vector", *_READ])
             return _result(_rank(among, store.spec.metric, vector, k, flt))
-        if query.query_str and isinstance(store, EmbedsText):  # an alias: each member's model
+        if query.query_str and isinstance(store, EmbedsText) and store.text_model:
             return _result(store.query_text(query.query_str, k, filter=flt))
         return _result(store.query(vector, k, filter=flt))
 
