@@ -130,7 +130,7 @@ class LangChainStore(AwaitableMethods, LangChainVectorStore):
         if not batch.texts:
             return []
         store = self._handle.current
-        if isinstance(store, EmbedsText) and store.text_model:  # an alias: each member embeds with its own model
+        if isinstance(store, EmbedsText) and store.text_model:  # an alias: each member embeds it
             store.add_texts(batch.keys, batch.texts, batch.metadatas)
             return batch.keys
         vectors = embedded(self._embedding, "embed_documents", self._embedding.embed_documents(batch.texts))
