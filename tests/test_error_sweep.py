@@ -153,7 +153,8 @@ CASES: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("import: manifest not JSON", ["import", "{tmp}/badmanifest", "memory://sweep-imp"], {}, 2, None),
     ("import: digest not hex", ["import", "{tmp}/snap", "memory://sweep-imp", "--expect-digest", "xyz"], {}, 2, None),
     ("import: wrong digest", ["import", "{tmp}/snap", "memory://sweep-imp", "--expect-digest", "sha256:" + "0" * 64], {}, 2, None),
-    ("import: into wrong dimension", ["import", "{tmp}/snap", "memory://sweep-dim3"], {}, 4, None),
+    # pinned: an unpinned import also warns that nothing pinned it (one more stderr line)
+    ("import: into wrong dimension", ["import", "{tmp}/snap", "memory://sweep-dim3", "--expect-digest", "{snap_digest}"], {}, 4, None),
     ("sync: no target", ["sync", "memory://sweep-src"], {}, 2, None),
     ("sync: bad every", ["sync", "memory://sweep-src", "memory://sweep-dst", "--every", "nonsense"], {}, 2, None),
     ("sync: follow with every", ["sync", "memory://sweep-src", "memory://sweep-dst", "--follow", "--every", "5m"], {}, 2, None),

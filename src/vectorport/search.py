@@ -13,6 +13,7 @@ from ._embedder import Embedder
 from ._features import hybrid_search_of, text_search_of
 from ._models import Match, QueryResult
 from ._protocol import VectorStore
+from .alias._embedding import EmbedsText
 from .exceptions import ConfigurationError
 from .ingest.compat import check_embedder
 
@@ -141,6 +142,8 @@ def _ranked(
     if mode == "text":
         return text_search_of(store).text_query(text, fetch, filter=filter, include=include), ""
     fused = hybrid_search_of(store) if mode == "hybrid" else None
+    if fused is None and isinstance(store, EmbedsText) and store.text_model:
+        return store.query_text(text, fetch, filter=filter), store.text_model
     if embedder is None:
         raise ConfigurationError(f"{mode} search needs an embedder")
     model = check_embedder(store, embedder) or embedder.model_id

@@ -27,7 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import migrate
+from .._embedder import Embedder
 from .._protocol import VectorStore
+from ..ingest.embedders import same_model
 from ._registry import Registry
 from ._routing import CHECK_INTERVAL
 from ._writes import recopy
@@ -55,8 +57,11 @@ class BackfillStats:
 
 
 def copy_with_migrate(serving: VectorStore, candidate: VectorStore) -> int:
-    """The bulk copy: :func:`vectorport.migrate.run`, unverified (the source changes under it)."""
-    report = migrate.run(serving, candidate, verify=False, progress="none")
+    """The bulk copy: :func:`vectorport.migrate.run`, unverified (the source changes under it);
+    a candidate of another embedding model is copied by ``migrate --reembed`` with its model."""
+    model = candidate.spec.embedding_model
+    reembed = None if same_model(model, serving.spec.embedding_model) else model
+    report = migrate.run(serving, candidate, verify=False, progress="none", reembed=reembed)
     return report.copy.records if report.copy is not None else 0
 
 
@@ -80,8 +85,10 @@ def backfill(
     *,
     copy: Copy = copy_with_migrate,
     settle: float = SETTLE,
+    embedder: Embedder | None = None,
 ) -> BackfillStats:
-    """Copy ``serving`` into ``candidate`` while the app writes both (see the module docstring)."""
+    """Copy ``serving`` into ``candidate`` while the app writes both (see the module docstring);
+    ``embedder``: the candidate's, when its model is another one."""
     started = time.monotonic()
     time.sleep(settle)
     stats = BackfillStats(copied=copy(serving, candidate))
@@ -89,6 +96,6 @@ def backfill(
     keys = [k for k, seq in sorted(registry.written_since(name, 0).items()) if seq <= end]
     stats.touched = len(keys)
     for start in range(0, len(keys), _CHUNK):
-        stats.recopied += recopy(serving, candidate, keys[start : start + _CHUNK])
+        stats.recopied += recopy(serving, candidate, keys[start : start + _CHUNK], embedder)
     stats.seconds = time.monotonic() - started
     return stats

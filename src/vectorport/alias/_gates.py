@@ -7,6 +7,11 @@ digest verification of the pair (:func:`vectorport.migrate.verify`) finding the 
 app keeps writing while the verification reads both stores, so a key it reports different is
 read again from both once: a write in flight (the serving store written, the candidate not yet)
 is not a difference; a key still different is.
+
+When the candidate's embedding model is another one, the overlap with the served answers is
+information, not a gate (two models rank differently: that is the point of the change), and
+the data check compares keys, text and metadata (the vectors are the other model's); quality on
+labelled queries (``--min-ndcg-ratio`` with ``--queries``, :mod:`._quality`) judges the model.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from typing import Any
 
 from .. import migrate
 from .._protocol import VectorStore
-from ..verify._verify import same_content
+from ..exceptions import ConfigurationError
+from ._embedding import Embedders, other_model
 from ._figures import figures
 from ._model import AliasState, Member
+from ._quality import labelled, quality, ratio_detail
 from ._registry import Registry
+from ._writes import agree
 
 __all__ = ["Gate", "Gates", "check_gates"]
 
@@ -34,6 +42,10 @@ class Gates:
     min_overlap: float | None = 0.9
     max_p99_ratio: float | None = 1.5
     verify: bool = True
+    min_ndcg_ratio: float | None = None
+    """The candidate's nDCG@k over the serving store's on :attr:`queries`, at least."""
+    queries: str | None = None
+    """A JSONL file of labelled queries (``vectorport compare --queries``'s format)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,7 @@ class Gate:
 
 def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: Gates) -> list[Gate]:
     f = figures(registry.shadow_rows(state.name, member.url))
+    informative = other_model(member, state.serving)
     out: list[Gate] = []
     if gates.min_queries is not None:
         out.append(
@@ -66,7 +79,7 @@ def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: 
             )
         )
     if gates.min_overlap is not None:
-        ok = not math.isnan(f.overlap) and f.overlap >= gates.min_overlap
+        ok = informative or (not math.isnan(f.overlap) and f.overlap >= gates.min_overlap)
         out.append(
             Gate(
                 "overlap",
@@ -78,7 +91,11 @@ def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: 
                     if f.queries
                     else "no shadowed query answered yet: nothing to judge"
                 )
-                + f"; the gate asks >= {gates.min_overlap}",
+                + (
+                    f" (another model: information, not a gate of >= {gates.min_overlap})"
+                    if informative
+                    else f"; the gate asks >= {gates.min_overlap}"
+                ),
             )
         )
     if gates.max_p99_ratio is not None:
@@ -140,9 +157,11 @@ RECHECKS = 5
 flight between the serving store and the candidate settles within one)."""
 
 
-def _still_different(serving: VectorStore, candidate: VectorStore, keys: list[str]) -> tuple[list[str], int]:
+def _still_different(
+    serving: VectorStore, candidate: VectorStore, keys: list[str], vectors: bool = True
+) -> tuple[list[str], int]:
     """The keys that differ in each of :data:`RECHECKS` reads of both stores, 0.2 s apart, and
-    how many of them the candidate lacks."""
+    how many of them the candidate lacks (``vectors`` false: by text and metadata)."""
     include = ["vector", "metadata", "text"]
     still, missing = keys, 0
     for attempt in range(RECHECKS):
@@ -155,7 +174,7 @@ def _still_different(serving: VectorStore, candidate: VectorStore, keys: list[st
         still = [
             k
             for k in still
-            if (k in truth) != (k in held) or (k in truth and not same_content(truth[k], held[k]))
+            if (k in truth) != (k in held) or (k in truth and not agree(truth[k], held[k], vectors))
         ]
         missing = sum(1 for k in still if k in truth and k not in held)
     return still, missing
@@ -181,6 +200,44 @@ def check_gates(
             "backfill done" if member.backfilled else "the backfill has not finished",
         )
     )
+    if gates.min_ndcg_ratio is not None:
+        out.append(_quality_gate(state, member, stores, gates))
     if gates.verify:
-        out.append(_verify_gate(*stores))
+        out.append(_text_gate(*stores) if other_model(member, state.serving) else _verify_gate(*stores))
     return out
+
+
+def _quality_gate(
+    state: AliasState, member: Member, stores: tuple[VectorStore, VectorStore], gates: Gates
+) -> Gate:
+    """The candidate's quality on labelled queries against the serving store's."""
+    if gates.queries is None:
+        raise ConfigurationError("--min-ndcg-ratio needs --queries Q.jsonl (labelled queries)")
+    queries = labelled(gates.queries)
+    embedders = Embedders()
+    serving = quality(stores[0], state.serving, queries, embedders)
+    candidate = quality(stores[1], member, queries, embedders)
+    models = (str(member.embedding_model), str(state.serving.embedding_model))
+    ratio, detail = ratio_detail(candidate, serving, models)
+    bar = gates.min_ndcg_ratio
+    return Gate(
+        "ndcg_ratio", bar is not None and ratio >= bar, ratio, bar, f"{detail}; the gate asks >= {bar}"
+    )
+
+
+def _keys(store: VectorStore) -> set[str]:
+    return {r.key for page in store.scan(include=[]) for r in page.records}
+
+
+def _text_gate(serving: VectorStore, candidate: VectorStore) -> Gate:
+    """The data check of a candidate of another model: every key of either store, by text and
+    metadata, read again while it differs (:func:`_still_different`)."""
+    keys = sorted(_keys(serving) | _keys(candidate))
+    still, missing = _still_different(serving, candidate, keys, vectors=False)
+    detail = (
+        f"{len(keys)} records compared by text and metadata (another model's vectors), equal"
+        if not still
+        else f"the candidate differs from the serving store: {len(still)} records ({missing} missing), "
+        f"e.g. {', '.join(still[:3])}"
+    )
+    return Gate("verify", not still, len(still), 0, detail)

@@ -19,14 +19,19 @@ import contextlib
 import time
 from collections.abc import Iterator
 
+from .._embedder import Embedder
 from .._exit import Status
 from .._protocol import VectorStore
 from .._registry import connect
+from ..compare._metrics import Relevance
 from ..exceptions import ConfigurationError
+from ..ingest.embedders import resolve_embedder
 from ._backfill import SETTLE, BackfillStats, Copy, backfill, copy_with_migrate, copy_with_sync
+from ._embedding import Embedders, other_model
 from ._figures import by_shape, figures
 from ._gates import Gates, check_gates
 from ._model import AliasState, Feed, Member, Phase, Role
+from ._quality import labelled, quality
 from ._registry import Registry
 from ._report import AliasReport
 from ._routing import CHECK_INTERVAL
@@ -88,13 +93,20 @@ def shadow(
     sample: float | None = None,
     copy: Copy = copy_with_migrate,
     settle: float = SETTLE,
+    model: str | None = None,
 ) -> AliasReport:
     """Add ``candidate`` (created with the serving store's dimension and metric when missing):
     from the next version every process writes it after the serving store (``dual-write``; with
     ``capture`` it is left to ``vectorport sync --follow``) and shadows a ``sample`` of the reads;
-    with ``dual-write`` it is then backfilled (:mod:`._backfill`). Returns after the backfill."""
+    with ``dual-write`` it is then backfilled (:mod:`._backfill`). Returns after the backfill.
+
+    ``model``: the candidate's embedding model (an embedder spec, e.g. ``hash:64``) when it is
+    another than the serving store's: the candidate is created with its dimension, backfilled by
+    ``migrate --reembed`` and every written text is embedded again by it (:mod:`._embedding`)."""
     started = time.monotonic()
     how = Feed(feed)
+    if model is not None and how is Feed.CAPTURE:
+        raise ConfigurationError("a candidate of another model is fed by dual-write (the alias embeds it)")
     with _registry(registry) as reg:
         state = reg.require(name)
         if state.phase is not Phase.SERVING:
@@ -104,13 +116,16 @@ def shadow(
             )
         with _opened(state.serving.url) as (serving,):
             spec = serving.spec
+            embedder = None if model is None else resolve_embedder(model)
             target = connect(
-                candidate, dimension=spec.dimension, metric=spec.metric, embedding_model=spec.embedding_model
+                candidate,
+                dimension=spec.dimension if embedder is None else embedder.dimension,
+                metric=spec.metric,
+                embedding_model=spec.embedding_model if embedder is None else embedder.model_id,
             )
             try:
-                member = Member(
-                    candidate, Role.CANDIDATE, how, spec.embedding_model, backfilled=how is Feed.CAPTURE
-                )
+                recorded = target.spec.embedding_model if embedder is None else embedder.model_id
+                member = Member(candidate, Role.CANDIDATE, how, recorded, backfilled=how is Feed.CAPTURE)
                 reg.clear_writes(name)
                 reg.drop_repairs(name, candidate)
                 reg.clear_shadow(name, candidate)
@@ -120,7 +135,8 @@ def shadow(
                 reg.change(state, after, f"{member.label} shadows ({how.value})")
                 report = _report(reg, "shadow", after, started)
                 if how is Feed.DUAL_WRITE:
-                    report.backfill = _backfilled(reg, name, (serving, target), copy, settle)
+                    other = embedder if other_model(member, state.serving) else None
+                    report.backfill = _backfilled(reg, name, (serving, target), copy, settle, other)
                     report.state = _mark_backfilled(reg, name, candidate)
             finally:
                 target.close()
@@ -129,12 +145,17 @@ def shadow(
 
 
 def _backfilled(
-    reg: Registry, name: str, stores: tuple[VectorStore, VectorStore], copy: Copy, settle: float
+    reg: Registry,
+    name: str,
+    stores: tuple[VectorStore, VectorStore],
+    copy: Copy,
+    settle: float,
+    embedder: Embedder | None,
 ) -> BackfillStats:
     """The backfill; when it fails (a plan refused, a store down) the candidate leaves the alias
     again, so the app's writes stop going to a store that will not be switched to."""
     try:
-        return backfill(reg, name, *stores, copy=copy, settle=settle)
+        return backfill(reg, name, *stores, copy=copy, settle=settle, embedder=embedder)
     except BaseException:
         state = reg.require(name)
         url = stores[1].url.raw
@@ -271,14 +292,17 @@ def retire(name: str, url: str, *, registry: str | None = None) -> AliasReport:
     return report
 
 
-def status(name: str, *, registry: str | None = None) -> AliasReport:
+def status(name: str, *, registry: str | None = None, queries: str | None = None) -> AliasReport:
     """The alias now: phase, members, shadow figures per member and filter shape, repairs
-    pending, counters (dropped shadow reads, member errors) and the phase history. Status
+    pending, counters (dropped shadow reads, member errors) and the phase history; with
+    ``queries`` (labelled, JSONL) each member's nDCG@k, MRR and hit@k in its own model. Status
     ``findings`` when repairs are pending or a member failed shadowed queries."""
     started = time.monotonic()
     with _registry(registry) as reg:
         state = reg.require(name)
         report = _report(reg, "status", state, started)
+        if queries is not None:
+            report.quality = _quality(state, queries)
         for member in state.others:
             rows = reg.shadow_rows(name, member.url)
             report.rows[member.label] = rows
@@ -297,6 +321,16 @@ def status(name: str, *, registry: str | None = None) -> AliasReport:
     report.status = Status.FINDINGS if report.reasons else Status.HEALTHY
     report.seconds = time.monotonic() - started
     return report
+
+
+def _quality(state: AliasState, path: str) -> dict[str, Relevance]:
+    """Each member's quality on the labelled queries of ``path``, in its own model."""
+    labelled_queries, embedders = labelled(path), Embedders()
+    with _opened(*(m.url for m in state.members)) as stores:
+        return {
+            m.label: quality(store, m, labelled_queries, embedders)
+            for m, store in zip(state.members, stores, strict=True)
+        }
 
 
 def _is_member(state: AliasState, url: str) -> bool:

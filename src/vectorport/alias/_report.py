@@ -9,10 +9,12 @@ from typing import Any, ClassVar
 
 from .._exit import Status
 from .._report import Report
+from ..compare._metrics import Relevance
 from ._backfill import BackfillStats
 from ._figures import Figures
 from ._gates import Gate
 from ._model import AliasState
+from ._quality import K
 from ._registry import ShadowRow
 
 __all__ = ["AliasReport"]
@@ -45,6 +47,8 @@ class AliasReport(Report):
     events: list[dict[str, Any]] = field(default_factory=list)
     rows: dict[str, list[ShadowRow]] = field(default_factory=dict)
     """``status``: the shadow log per member (masked URL), what the HTML report plots."""
+    quality: dict[str, Relevance] = field(default_factory=dict)
+    """``status --queries``: per member (masked URL), its quality on the labelled queries."""
     seconds: float = 0.0
 
     def sections(self) -> dict[str, Any]:
@@ -71,6 +75,7 @@ class AliasReport(Report):
             "backfill": None if self.backfill is None else vars(self.backfill),
             "shadow": {url: f.to_dict() for url, f in self.figures.items()},
             "shapes": {url: {sh: f.to_dict() for sh, f in by.items()} for url, by in self.shapes.items()},
+            "quality": {url: vars(q) for url, q in self.quality.items()},
             "repairs_pending": self.repairs,
             "counters": self.counters,
             "events": self.events,
@@ -83,7 +88,10 @@ class AliasReport(Report):
         lines = [
             f"alias {s.name}: {s.phase.value} (version {s.version}, sample {s.sample:g}): {self.status.value}"
         ]
-        lines += [f"  {m.role.value:<9} {m.label} ({m.feed.value})" for m in s.members]
+        lines += [
+            f"  {m.role.value:<9} {m.label} ({m.feed.value}, model {m.embedding_model or 'unknown'})"
+            for m in s.members
+        ]
         if self.backfill is not None:
             b = self.backfill
             lines.append(
@@ -102,6 +110,11 @@ class AliasReport(Report):
                 lines.append(
                     f"    {shape:<30} {g.queries:>6} queries  overlap@k {g.overlap:.3f}  errors {g.errors}"
                 )
+        for url, q in self.quality.items():
+            lines.append(
+                f"  quality {url}: nDCG@{K} {q.ndcg:.3f}, MRR {q.mrr:.3f}, hit@{K} {q.hit:.3f} "
+                f"on {q.queries} labelled queries"
+            )
         if self.counters:
             for url, counts in sorted(self.counters.items()):
                 shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))

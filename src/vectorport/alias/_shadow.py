@@ -7,6 +7,11 @@ non-serving member, compares (overlap@k, rank-biased overlap, top-1 agreement, s
 both latencies — the measures of :mod:`vectorport.compare._metrics`), and writes the rows to
 the registry's bounded shadow log about once a second. A member that fails is counted as an
 error row; nothing here reaches the app. The same thread runs the repair queue (``periodic``).
+
+A member of another embedding model (:mod:`._embedding`) is asked with the query's text embedded
+by its own model; a query that came as a vector only is never sent to it (counted as
+``other_model``): its answer would be to a vector of another space. When the models differ the
+overlap with the served answer is information about the new model, not a test of the copy.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._models import QueryResult
@@ -24,6 +29,7 @@ from .._protocol import VectorStore
 from ..compare._metrics import overlap_at_k, rank_biased_overlap
 from ..exceptions import VectorportError
 from ..filters import And, Compare, Exists, FilterNode, In, Not, Or
+from ._embedding import Embedders, other_model
 from ._registry import Registry, ShadowRow
 from ._routing import Routing
 
@@ -70,6 +76,8 @@ class ShadowQuery:
     served: QueryResult
     serving_ms: float
     at: float
+    text: str | None = None
+    """The query's text when the app asked by text (a member of another model embeds it)."""
 
 
 def compare_answers(
@@ -85,12 +93,17 @@ def compare_answers(
     return overlap_at_k(a, b, k), rank_biased_overlap(a, b), top1, diff
 
 
+def _failed(query: ShadowQuery, url: str, error: str) -> ShadowRow:
+    row = ShadowRow(
+        url, query.at, shape_of(query.where), query.k, None, None, None, None, query.serving_ms, None
+    )
+    return _replace_error(row, error)
+
+
 def _ask(query: ShadowQuery, url: str, store: VectorStore | None, warm: set[str]) -> ShadowRow:
-    shape = shape_of(query.where)
-    base = ShadowRow(url, query.at, shape, query.k, None, None, None, None, query.serving_ms, None)
     if store is None:
         why = query.routing.down.get(url, "could not be opened")
-        return _replace_error(base, f"member down: {why}")
+        return _failed(query, url, f"member down: {why}")
     started = time.perf_counter()
     try:
         if url not in warm:  # a member's first query opens connections: not its latency
@@ -99,10 +112,12 @@ def _ask(query: ShadowQuery, url: str, store: VectorStore | None, warm: set[str]
             started = time.perf_counter()
         other = store.query(query.vector, query.k, filter=query.where, include=[], params=query.params)
     except VectorportError as exc:
-        return _replace_error(base, f"{type(exc).__name__}: {exc}")
+        return _failed(query, url, f"{type(exc).__name__}: {exc}")
     ms = (time.perf_counter() - started) * 1000
     overlap, rbo, top1, diff = compare_answers(query.served, other, query.k)
-    return ShadowRow(url, query.at, shape, query.k, overlap, rbo, top1, diff, query.serving_ms, ms)
+    return ShadowRow(
+        url, query.at, shape_of(query.where), query.k, overlap, rbo, top1, diff, query.serving_ms, ms
+    )
 
 
 def _replace_error(row: ShadowRow, error: str) -> ShadowRow:
@@ -115,9 +130,16 @@ class Shadow:
     """The bounded queue and the thread that asks, compares and records."""
 
     def __init__(
-        self, registry: Registry, name: str, periodic: Callable[[], None], size: int = QUEUE_SIZE
+        self,
+        registry: Registry,
+        name: str,
+        periodic: Callable[[], None],
+        embedders: Embedders,
+        size: int = QUEUE_SIZE,
     ) -> None:
         self.registry = registry
+        self.embedders = embedders
+        self._other: dict[str, int] = {}
         self.name = name
         self._periodic = periodic
         self._queue: queue.Queue[ShadowQuery | None] = queue.Queue(maxsize=size)
@@ -158,7 +180,7 @@ class Shadow:
                 job = None
             try:
                 if job is not None:
-                    self._rows.extend(_ask(job, m.url, s, self._warm) for m, s in job.routing.shadowed())
+                    self._rows.extend(self._asked(job))
                 if time.monotonic() - flushed >= FLUSH_INTERVAL:
                     flushed = time.monotonic()
                     self._flush()
@@ -173,17 +195,37 @@ class Shadow:
             except queue.Empty:
                 break
             if job is not None:
-                self._rows.extend(_ask(job, m.url, s, self._warm) for m, s in job.routing.shadowed())
+                self._rows.extend(self._asked(job))
         self._flush()
+
+    def _asked(self, job: ShadowQuery) -> list[ShadowRow]:
+        """The rows of one shadowed query: each backfilled member asked in its own model."""
+        rows: list[ShadowRow] = []
+        serving = job.routing.state.serving
+        for member, store in job.routing.shadowed():
+            query = job
+            if other_model(member, serving):
+                if job.text is None:
+                    with self._lock:
+                        self._other[member.url] = self._other.get(member.url, 0) + 1
+                    continue
+                try:
+                    query = replace(job, vector=self.embedders.of(member).embed_query(job.text))
+                except VectorportError as exc:
+                    rows.append(_failed(job, member.url, f"{type(exc).__name__}: {exc}"))
+                    continue
+            rows.append(_ask(query, member.url, store, self._warm))
+        return rows
 
     def _flush(self) -> None:
         with self._lock:
             rows, self._rows = self._rows, []
             dropped, self._dropped = self._dropped, {}
+            other, self._other = self._other, {}
         try:
             if rows:
                 self.registry.add_shadow(self.name, rows)
-            for url, count in _errors(rows, dropped).items():
+            for url, count in _errors(rows, dropped, other).items():
                 self.registry.bump(self.name, url, count)
             self._periodic()
         except VectorportError as exc:  # the registry is down: keep the newest rows for later
@@ -200,8 +242,12 @@ class Shadow:
             thread.join(timeout=30)
 
 
-def _errors(rows: Iterable[ShadowRow], dropped: dict[str, int]) -> dict[str, dict[str, int]]:
+def _errors(
+    rows: Iterable[ShadowRow], dropped: dict[str, int], other: dict[str, int]
+) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {url: {"dropped": n} for url, n in dropped.items()}
+    for url, n in other.items():
+        counts.setdefault(url, {})["other_model"] = n
     for row in rows:
         mine = counts.setdefault(row.member, {})
         mine["shadowed"] = mine.get("shadowed", 0) + 1

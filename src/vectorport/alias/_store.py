@@ -7,6 +7,13 @@ Reads go to the serving member; a sample of the queries is shadowed by the other
 :class:`~vectorport.BaseStore` so that ``connect``, ``aconnect`` and the framework adapters open
 it like any store (validation, batching and filter parsing run once, here), and each primitive
 calls a member's public methods.
+
+**Texts and models.** :meth:`AliasStore.query_text` and :meth:`AliasStore.add_texts` (what
+``LangChainStore`` and ``LlamaIndexStore`` call on an alias) embed the text with the serving
+member's own model; a shadowed query is embedded again by each candidate's model, a written text
+by each dual-write member's (:mod:`._embedding`). A vector given by the app is taken to be in the
+model the alias served when this process first used it: once a switch makes another model serve,
+a vector query or write is refused (never answered in the wrong space) — ask by text.
 """
 
 from __future__ import annotations
@@ -22,12 +29,14 @@ from .._base import BaseStore
 from .._capabilities import Capabilities
 from .._cursor import Position
 from .._features import Feature
-from .._models import CollectionSpec, Include, Match, Metric, Record, Vector
+from .._models import CollectionSpec, Include, Match, Metric, QueryResult, Record, Vector
 from .._retry import RetryPolicy
 from .._url import StoreURL
 from .._validate import Batch
 from ..exceptions import ConfigurationError, ConflictError, UnsupportedFeatureError, VectorportError
-from ..filters import ALL_OPERATORS, FilterNode
+from ..filters import ALL_OPERATORS, FilterNode, parse_filter
+from ..ingest.embedders import same_model
+from ._embedding import Embedders, reembedded
 from ._model import Phase
 from ._registry import Registry
 from ._routing import CHECK_INTERVAL, Router, Routing
@@ -35,6 +44,8 @@ from ._shadow import Shadow, ShadowQuery
 from ._writes import Op, repair, write
 
 __all__ = ["AliasStore"]
+
+_TEXT_READ = (Include.METADATA, Include.TEXT)
 
 
 class AliasStore(BaseStore[FilterNode]):
@@ -63,7 +74,10 @@ class AliasStore(BaseStore[FilterNode]):
         super().__init__(url, alias, retry=RetryPolicy(attempts=1))
         self.registry = registry
         self.router = Router(registry, alias, interval)
-        self.shadow = Shadow(registry, alias, self._repair)
+        self.embedders = Embedders()
+        self.shadow = Shadow(registry, alias, self._repair, self.embedders)
+        self._vector_model: str | None = None
+        """The model of the app's vectors: the serving one when this process first routed."""
         self.served_by: str | None = None
         """The URL of the member that served this process's latest call (for tests and logs)."""
 
@@ -79,7 +93,22 @@ class AliasStore(BaseStore[FilterNode]):
     def _route(self) -> Routing:
         routing = self.router.current()
         self.served_by = routing.state.serving.url
+        if self._vector_model is None:
+            self._vector_model = routing.state.serving.embedding_model or ""
         self.shadow.start()  # the repair queue runs in its thread
+        return routing
+
+    def _vector_route(self) -> Routing:
+        """The routing for a call that brings the app's own vectors: refused when another model
+        than theirs serves now."""
+        routing = self._route()
+        serving = routing.state.serving.embedding_model
+        if self._vector_model and serving and not same_model(self._vector_model, serving):
+            raise ConfigurationError(
+                f"alias {self.collection!r} now serves vectors of {serving}, and this process's vectors "
+                f"come from {self._vector_model}: query and write by text (query_text, add_texts, "
+                "LangChainStore, LlamaIndexStore), which the alias embeds with each member's model"
+            )
         return routing
 
     def _collection_capabilities(self, declared: Capabilities) -> Capabilities:
@@ -107,14 +136,24 @@ class AliasStore(BaseStore[FilterNode]):
 
     # ----------------------------------------------------------------- writes
     def _write(self, batch: Batch) -> None:
-        write(self.registry, self._route(), Op("upsert", records=list(batch.records())))
+        write(self.registry, self._vector_route(), Op("upsert", records=list(batch.records())))
+
+    def add_texts(
+        self, keys: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Upsert records by their text, embedded with the serving member's own model (each
+        other member's model embeds it for that member)."""
+        routing = self._route()
+        bare = [Record(k, None, dict(m), t) for k, t, m in zip(keys, texts, metadatas, strict=True)]
+        records = reembedded(bare, self.embedders.of(routing.state.serving))
+        write(self.registry, routing, Op("upsert", records=records))
 
     def _remove(self, keys: Sequence[str]) -> None:
         write(self.registry, self._route(), Op("delete", keys=keys))
 
     def _repair(self) -> None:
         if self._spec is not None and self.registry.repair_count(self.collection):
-            repair(self.registry, self.router.current())
+            repair(self.registry, self.router.current(), self.embedders)
 
     # ----------------------------------------------------------------- reads
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
@@ -133,15 +172,54 @@ class AliasStore(BaseStore[FilterNode]):
         include: frozenset[Include],
         params: Mapping[str, Any],
     ) -> list[Match]:
+        return list(self._served(self._vector_route(), vector, k, where, include, params).matches)
+
+    @property
+    def text_model(self) -> str:
+        """The model a text query is embedded with now: the serving member's; empty when it
+        records none that vectorport runs (the app then embeds, with its own function)."""
+        serving = self._route().state.serving
+        try:
+            self.embedders.of(serving)
+        except ConfigurationError:
+            return ""
+        return serving.embedding_model or ""
+
+    def query_text(
+        self,
+        text: str,
+        k: int = 10,
+        *,
+        filter: Any = None,
+        include: Sequence[Include] = _TEXT_READ,
+    ) -> QueryResult:
+        """The ``k`` records nearest to ``text``, embedded with the serving member's own model
+        (a shadowing member of another model embeds it with its own)."""
         routing = self._route()
+        where = None if filter is None else parse_filter(filter)
+        vector = self.embedders.of(routing.state.serving).embed_query(text)
+        return self._served(routing, vector, k, where, frozenset(include), {}, text)
+
+    def _served(
+        self,
+        routing: Routing,
+        vector: Any,
+        k: int,
+        where: FilterNode | None,
+        include: frozenset[Include],
+        params: Mapping[str, Any],
+        text: str | None = None,
+    ) -> QueryResult:
+        """The serving member's answer; a sample offered to the shadow thread."""
         started = time.perf_counter()
         served = routing.serving.query(vector, k, filter=where, include=sorted(include), params=params)
         ms = (time.perf_counter() - started) * 1000
         if routing.state.phase is not Phase.SERVING and routing.shadowed():
             sample = routing.state.sample
             if sample >= 1.0 or random.random() < sample:
-                self.shadow.offer(ShadowQuery(routing, vector, k, where, params, served, ms, time.time()))
-        return list(served.matches)
+                query = ShadowQuery(routing, vector, k, where, params, served, ms, time.time(), text)
+                self.shadow.offer(query)
+        return served
 
     def _scan_page(
         self, limit: int, include: frozenset[Include], segment: tuple[int, int], after: Position | None

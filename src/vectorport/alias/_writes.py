@@ -3,6 +3,11 @@ result), then each dual-write member; a member's failure becomes repair-queue en
 app's error. While a backfill runs, each write's keys are logged before the serving store is
 written (the touched-key log, :mod:`._backfill`).
 
+A member of another embedding model than the serving store's (:mod:`._embedding`) is not
+written in the app's call: its keys go to the repair queue (reason :data:`REEMBED`), whose
+thread embeds their text again with the member's model, in batches, off the request path; a
+write of a record without text is refused by name before anything is written.
+
 A repair, like the backfill's re-copy, copies a key's *current* record from the serving store
 (the truth: it is written first) to the member, or deletes it there when the serving store no
 longer holds it: :func:`recopy` is the one way a member is brought back to the serving store.
@@ -14,18 +19,24 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._embedder import Embedder
+from .._json import json_equal
 from .._models import Record
 from .._protocol import VectorStore
 from ..exceptions import TransientError, VectorportError
 from ..verify._verify import same_content  # the verifier's rule of equality
+from ._embedding import Embedders, other_model, reembedded, require_text
+from ._model import Member
 from ._registry import Registry
 from ._routing import Routing
 
-__all__ = ["Op", "recopy", "repair", "write"]
+__all__ = ["REEMBED", "Op", "agree", "recopy", "repair", "write"]
 
 log = logging.getLogger("vectorport.alias")
 
 _ALL = ("vector", "metadata", "text")
+REEMBED = "re-embed: the member embeds with another model"
+"""The repair queue's reason for a write a member of another model embeds off the app's call."""
 RECOPY_ROUNDS = 10
 """Copies of a key that keeps changing under :func:`recopy` before it gives up (a transient error)."""
 
@@ -52,12 +63,20 @@ class Op:
 
 def write(registry: Registry, routing: Routing, op: Op) -> None:
     """Apply ``op`` to the serving store (errors are the app's), then to every dual-write member
-    (errors queue repairs); then log the keys when a backfill runs."""
+    (errors queue repairs; a member of another model: queued to be embedded again); then log
+    the keys when a backfill runs."""
     name = routing.state.name
+    serving = routing.state.serving
+    later = [m for m, _ in routing.written() if op.kind == "upsert" and other_model(m, serving)]
+    for member in later:
+        require_text(op.records, member)
     if routing.state.logging_writes:  # before the serving write: see _backfill
         registry.log_writes(name, op.touched, op.kind)
     op.apply(routing.serving)
     for member, store in routing.written():
+        if member in later:
+            registry.add_repairs(name, member.url, op.touched, REEMBED)
+            continue
         try:
             if store is None:
                 raise VectorportError(routing.down.get(member.url, "the member could not be opened"))
@@ -68,9 +87,13 @@ def write(registry: Registry, routing: Routing, op: Op) -> None:
             registry.bump(name, member.url, {"write_errors": 1})
 
 
-def recopy(serving: VectorStore, member: VectorStore, keys: Sequence[str]) -> int:
+def recopy(
+    serving: VectorStore, member: VectorStore, keys: Sequence[str], embedder: Embedder | None = None
+) -> int:
     """Make ``member`` hold what ``serving`` holds for ``keys`` (copied, or deleted when
-    missing); returns how many records differed and were written.
+    missing); returns how many records differed and were written. With ``embedder`` (the
+    member's model is another one) records are compared by text and metadata and written with
+    their text embedded by it.
 
     Safe against a concurrent app write: after writing, the serving store is read again, and a
     key whose record changed since the first read (the app wrote it between this read and this
@@ -82,43 +105,76 @@ def recopy(serving: VectorStore, member: VectorStore, keys: Sequence[str]) -> in
             return fixed
         truth = {r.key: r for r in serving.get(todo, include=_ALL)}
         held = {r.key: r for r in member.get(todo, include=_ALL)}
-        stale = [r for k, r in truth.items() if k not in held or not same_content(r, held[k])]
+        vectors = embedder is None
+        stale = [r for k, r in truth.items() if k not in held or not agree(r, held[k], vectors)]
         gone = [k for k in todo if k not in truth and k in held]
         if stale:
-            member.upsert(stale)
+            member.upsert(stale if embedder is None else reembedded(stale, embedder))
         if gone:
             member.delete(gone)
         fixed += len(stale) + len(gone)
         written = [r.key for r in stale] + gone
         again = {r.key: r for r in serving.get(written, include=_ALL)} if written else {}
-        todo = [k for k in written if _changed(truth.get(k), again.get(k))]
+        todo = [k for k in written if _changed(truth.get(k), again.get(k), vectors)]
     raise TransientError(f"{len(todo)} keys kept changing while being copied to {member.url.masked}")
 
 
-def _changed(before: Record | None, after: Record | None) -> bool:
+def agree(truth: Record, held: Record, vectors: bool) -> bool:
+    """Whether ``held`` is ``truth``: all of it, or (``vectors`` false: another model's
+    vectors) its text and metadata."""
+    if vectors:
+        return same_content(truth, held)
+    return truth.text == held.text and json_equal(truth.metadata or {}, held.metadata or {})
+
+
+def _changed(before: Record | None, after: Record | None, vectors: bool) -> bool:
     if before is None or after is None:
         return (before is None) != (after is None)
-    return not same_content(before, after)
+    return not agree(before, after, vectors)
 
 
-def repair(registry: Registry, routing: Routing, limit: int = 500) -> tuple[int, int]:
-    """Retry up to ``limit`` queued repairs: ``(repaired, still pending)``."""
+def repair(registry: Registry, routing: Routing, embedders: Embedders, limit: int = 500) -> tuple[int, int]:
+    """Retry up to ``limit`` queued repairs: ``(repaired, still pending)``; a member of another
+    model has the records' text embedded by its own. Repairs queued for a member that serves
+    now (written just before a switch) are copied from the store that served those writes."""
     name = routing.state.name
     queued = registry.repairs(name, limit)
     done = 0
     for url in sorted({r.member for r in queued}):
         ids = [r.id for r in queued if r.member == url]
-        store = routing.stores.get(url)
-        if url not in {m.url for m in routing.state.others}:
-            registry.repaired(ids)  # the member left the alias
-            continue
+        keys = sorted({r.key for r in queued if r.member == url})
         try:
-            if store is None:
-                raise VectorportError(routing.down.get(url, "the member could not be opened"))
-            recopy(routing.serving, store, sorted({r.key for r in queued if r.member == url}))
+            pair = _repair_pair(registry, routing, url, keys)
+            if pair is not None:
+                source, target, member, keys = pair
+                other = other_model(member, routing.state.serving) or url == routing.state.serving.url
+                recopy(source, target, keys, embedders.of(member) if other else None)
         except VectorportError as exc:
             registry.repair_failed(ids, f"{type(exc).__name__}: {exc}")
             continue
         registry.repaired(ids)
         done += len(ids)
     return done, registry.repair_count(name)
+
+
+def _repair_pair(
+    registry: Registry, routing: Routing, url: str, keys: list[str]
+) -> tuple[VectorStore, VectorStore, Member, list[str]] | None:
+    """``(source, target, target member, keys)`` of a member's repairs; ``None``: nothing to do
+    (the member left the alias, or it serves now and no other model's store served before)."""
+    state = routing.state
+    if url == state.serving.url:
+        before = [m for m in state.written if other_model(m, state.serving)]  # served before
+        if not before or before[0].url not in routing.stores:
+            return None
+        # a key queued for the previous store too was written since the switch: the serving
+        # store holds its newer record
+        newer = {r.key for r in registry.repairs(state.name, 100_000) if r.member == before[0].url}
+        todo = [k for k in keys if k not in newer]
+        return routing.stores[before[0].url], routing.serving, state.serving, todo
+    if url not in {m.url for m in state.others}:
+        return None  # the member left the alias
+    store = routing.stores.get(url)
+    if store is None:
+        raise VectorportError(routing.down.get(url, "the member could not be opened"))
+    return routing.serving, store, state.member(url), keys

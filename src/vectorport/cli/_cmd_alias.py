@@ -35,6 +35,18 @@ Registry = Annotated[
 ]
 
 
+Queries = Annotated[
+    Path | None,
+    typer.Option(
+        "--queries",
+        help="Labelled queries (JSONL, as `vectorport compare --queries`): each member's nDCG@10, MRR, "
+        "hit@10, the text embedded by its own model.",
+        exists=True,
+        dir_okay=False,
+    ),
+]
+
+
 def _done(report: alias.AliasReport, as_json: bool) -> None:
     if as_json:
         emit_json(report.to_dict())
@@ -68,12 +80,20 @@ def shadow(
         ),
     ] = alias.Feed.DUAL_WRITE,
     sample: Annotated[float | None, typer.Option("--sample", help="Share of reads shadowed.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="The candidate's embedding model when it is another (hash:64, sentence-transformers:NAME, "
+            "voyage:MODEL): backfilled by migrate --reembed, each written text embedded again by it.",
+        ),
+    ] = None,
     registry: Registry = None,
     as_json: bool = JsonOption,
 ) -> None:
     """A candidate joins: it receives every write, a sample of the reads, and a backfill."""
     with reported_errors():
-        report = alias.shadow(name, url, registry=registry, feed=feed, sample=sample)
+        report = alias.shadow(name, url, registry=registry, feed=feed, sample=sample, model=model)
     _done(report, as_json)
 
 
@@ -92,11 +112,25 @@ def switch(
     verify: Annotated[
         bool, typer.Option("--verify/--no-verify", help="Digest-verify the pair first.")
     ] = True,
+    min_ndcg_ratio: Annotated[
+        float | None,
+        typer.Option(
+            "--min-ndcg-ratio", help="Candidate nDCG@10 over serving nDCG@10 on --queries, at least."
+        ),
+    ] = None,
+    queries: Queries = None,
     registry: Registry = None,
     as_json: bool = JsonOption,
 ) -> None:
     """Serve from the candidate when every gate holds (else exit 4, naming each failed gate)."""
-    gates = alias.Gates(min_queries or None, min_overlap or None, max_p99_ratio or None, verify)
+    gates = alias.Gates(
+        min_queries or None,
+        min_overlap or None,
+        max_p99_ratio or None,
+        verify,
+        min_ndcg_ratio,
+        None if queries is None else str(queries),
+    )
     with reported_errors():
         report = alias.switch(name, registry=registry, gates=gates)
     _done(report, as_json)
@@ -133,11 +167,12 @@ def status(
             "--report", help="Write the shadow figures over time as an HTML page.", callback=writable_path
         ),
     ] = None,
+    queries: Queries = None,
     as_json: bool = JsonOption,
 ) -> None:
     """Phase, members, shadow figures per filter shape, repairs pending, phase history."""
     with reported_errors():
-        report = alias.status(name, registry=registry)
+        report = alias.status(name, registry=registry, queries=None if queries is None else str(queries))
     if report_path is not None:
         err_console.print(
             f"report written to {write_html(report, report_path)}", highlight=False, markup=False

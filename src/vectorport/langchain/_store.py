@@ -15,6 +15,7 @@ from .._async import AsyncStore
 from .._handle import StoreHandle
 from .._models import Metric, score_from_distance
 from .._protocol import VectorStore
+from ..alias._embedding import EmbedsText
 from ..exceptions import NotFoundError
 from ._awaitable import AwaitableMethods
 from ._documents import READ, Batch, Search, delete_filter, document, embedded, store_argument
@@ -128,6 +129,10 @@ class LangChainStore(AwaitableMethods, LangChainVectorStore):
         batch = Batch.of(texts, metadatas, ids)
         if not batch.texts:
             return []
+        store = self._handle.current
+        if isinstance(store, EmbedsText) and store.text_model:  # an alias: each member embeds it
+            store.add_texts(batch.keys, batch.texts, batch.metadatas)
+            return batch.keys
         vectors = embedded(self._embedding, "embed_documents", self._embedding.embed_documents(batch.texts))
         self._handle.for_write(len(vectors[0])).upsert(batch.records(vectors))
         return batch.keys
@@ -157,6 +162,9 @@ class LangChainStore(AwaitableMethods, LangChainVectorStore):
     ) -> list[tuple[Document, float]]:
         """Documents and their canonical distance to ``query`` (lower is nearer)."""
         self._handle.check_filter(filter)
+        store = self._handle.current
+        if isinstance(store, EmbedsText) and store.text_model:
+            return Search.pairs(store.query_text(query, k, filter=filter, include=READ))
         vector = embedded(self._embedding, "embed_query", [self._embedding.embed_query(query)])[0]
         return self.similarity_search_with_score_by_vector(vector, k, filter=filter, **kwargs)
 

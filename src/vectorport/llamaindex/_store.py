@@ -22,6 +22,7 @@ from .._exact import ExactIndex
 from .._handle import StoreHandle
 from .._models import Match, Metric, Record, score_from_distance
 from .._protocol import VectorStore
+from ..alias._embedding import EmbedsText
 from ..conventions.llamaindex import DOC_ID_KEYS, from_node_metadata, to_node_metadata
 from ..exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError
 from ..filters import evaluate, parse_filter
@@ -108,7 +109,12 @@ class LlamaIndexStore(BasePydanticVectorStore):
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Upsert the nodes (by node id, full replace); each needs its embedding."""
         records = [_record(node) for node in nodes]
-        if records:
+        store = self._handle.current
+        if records and isinstance(store, EmbedsText) and store.text_model:
+            store.add_texts(
+                [r.key for r in records], [r.text or "" for r in records], [r.metadata for r in records]
+            )
+        elif records:
             self._handle.for_write(_dimension(records)).upsert(records)
         return [r.key for r in records]
 
@@ -220,6 +226,8 @@ class LlamaIndexStore(BasePydanticVectorStore):
         if query.node_ids:
             among = store.get(query.node_ids, include=["vector", *_READ])
             return _result(_rank(among, store.spec.metric, vector, k, flt))
+        if query.query_str and isinstance(store, EmbedsText) and store.text_model:
+            return _result(store.query_text(query.query_str, k, filter=flt))
         return _result(store.query(vector, k, filter=flt))
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
