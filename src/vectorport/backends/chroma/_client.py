@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import os
 import re
+import threading
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -182,7 +183,18 @@ def embedded_client(path: str) -> Any:
     initialisation is serialised by a lock file inside the new directory, removed once the
     database exists (it was once left beside the directory, in the user's working directory).
     A process that waited on it finds the database made; one that comes later takes no lock.
+    Within a process, clients are made one at a time: chromadb shares one system per path, and
+    two threads making the first client of a path at once broke each other's ("could not connect
+    to tenant default_tenant").
     """
+    with _MAKING:
+        return _made_client(path)
+
+
+_MAKING = threading.Lock()
+
+
+def _made_client(path: str) -> Any:
     if os.path.exists(os.path.join(path, _DATABASE)):
         return chromadb.PersistentClient(path=path, settings=_settings())
     lock_path = os.path.join(path, ".vectorport-init.lock")
