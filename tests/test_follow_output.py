@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from vectorport.migrate._capture import Lag
-from vectorport.migrate._progress import ProgressMode
 
 from vectorport._exit import ExitCode
 from vectorport.cli import _cmd_sync
+from vectorport.engine._progress import ProgressMode
+from vectorport.sync._capture import Lag
 
 pytestmark = pytest.mark.memory
 

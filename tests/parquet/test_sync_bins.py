@@ -98,8 +98,8 @@ import os, signal, sys, vectorport
 from vectorport.sync import _pass
 calls = 0
 real = _pass.upserting
-def upserting(target, retry, on_retry):
-    write = real(target, retry, on_retry)
+def upserting(*args, **kwargs):
+    write = real(*args, **kwargs)
     def killing(records):
         global calls
         calls += 1

@@ -169,6 +169,9 @@ class _Copy:
             self._write,
             concurrency=job.concurrency,
             window=window,
+            # at most a window of pages written but not yet acknowledged (a page before them still
+            # retrying): a resume re-checks that many pages past the checkpoint (``recheck``)
+            units=window,
             on_batch=self._written,
             on_unit=self._advance,
             name="vectorport-migrate",
