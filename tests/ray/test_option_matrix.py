@@ -157,6 +157,7 @@ SYNC_CASES: dict[str, list[str]] = {
     "shard": ["--shard", "0/2"],
     "follow": ["--follow"],
     "max-outage": ["--max-outage", "5"],
+    "reembed": ["--reembed", f"hash:{DIM}", "--text-key", "title"],
 }
 SYNC_REFUSED_BY = {"ray": {"shard", "follow", "max-outage"}}
 SYNC_VOLATILE = {"state", "shards", "target_read", "source_read", "bins", "bins_read", "bins_checked"}
