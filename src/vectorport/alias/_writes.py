@@ -24,7 +24,7 @@ from .._json import json_equal
 from .._models import Record
 from .._protocol import VectorStore
 from ..exceptions import TransientError, VectorportError
-from ..verify._verify import same_content  # the verifier's rule of equality
+from ..verify._judge import same_content  # the verifier's rule of equality
 from ._embedding import Embedders, other_model, reembedded, require_text
 from ._model import Member
 from ._registry import Registry

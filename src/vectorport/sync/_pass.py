@@ -47,7 +47,7 @@ from ..engine._pipeline import Acknowledged, upserting
 from ..engine._progress import IndexBar, Progress, ProgressMode
 from ..engine._transform import Transformer
 from ..exceptions import ConflictError, TransientError
-from ..verify._verify import VECTOR_TOLERANCE, same_content
+from ..verify._judge import VECTOR_TOLERANCE, same_content
 from ._context import SyncContext
 from ._report import SyncReport, SyncStats
 from ._state import SyncState, recorded

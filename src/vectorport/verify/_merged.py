@@ -24,208 +24,33 @@ threads of this process by default).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from .._digest import MAX_BINS, BinSums, bin_count, bin_of
+from .._digest import MAX_BINS, BinSums, bin_count
 from .._exact import StreamingTopK
 from .._features import Feature
-from .._gc import bulk_allocations
 from .._models import JSON, Record
 from .._protocol import VectorStore
-from .._registry import connect
 from .._report import DEFAULT_CAP, Capped
-from ..engine._digestscan import digest_segment
 from ..engine._endpoints import Endpoint, open_source, probe_target
 from ..engine._progress import Progress, ProgressMode
-from ..engine._runner import LocalRunner, worker_info
+from ..engine._runner import LocalRunner
 from ..engine._transform import MetadataPolicy, Transformer
 from ..exceptions import ConfigurationError
+from ._judge import VECTOR_TOLERANCE
 from ._queries import ask_queries, pick_queries, query_check
-from ._verify import VECTOR_TOLERANCE, VerifyReport, _compare_page, collection_differences
+from ._tasks import SegmentDetail, SegmentScan, detail_task, fold_detail, merge_top, scan_task
+from ._verify import VerifyReport, collection_differences
 
-__all__ = [
-    "MergedVerifyReport",
-    "SegmentDetail",
-    "SegmentScan",
-    "Tasks",
-    "detail_task",
-    "scan_task",
-    "verify_merged",
-]
-
-SCAN_BATCH = 1000
-GET_BATCH = 1000
-"""Keys fetched from each store at once in the detailed pass."""
+__all__ = ["MergedVerifyReport", "Tasks", "verify_merged"]
 
 Tasks = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
 """A runner's :meth:`~vectorport.engine.Runner.map`: ``fn(*args)`` of every call, yielded as
 they finish (in any order), so the driver folds one result at a time."""
-
-
-@dataclass
-class SegmentScan:
-    """What one task found in one native scan segment of one store."""
-
-    side: str
-    segment: tuple[int, int]
-    sums: BinSums
-    records: int
-    worker: dict[str, Any]
-    top_distances: list[npt.NDArray[np.float64]] = field(default_factory=list)
-    top_keys: list[npt.NDArray[np.object_]] = field(default_factory=list)
-
-
-@bulk_allocations()
-def scan_task(
-    url: str,
-    options: Mapping[str, Any],
-    side: str,
-    segment: tuple[int, int],
-    parts: int,
-    transformer: Transformer | None,
-    queries: npt.NDArray[np.float32] | None = None,
-    size: int = 0,
-) -> SegmentScan:
-    """Digest native segment ``segment`` of the store at ``url`` into ``parts`` key bins;
-    records go through ``transformer`` first (the source side). With ``queries``, also the
-    exact best ``size`` rows of the segment for each."""
-    started = time.monotonic()
-    store = connect(url, **dict(options))
-    try:
-        top = None
-        if queries is not None and len(queries):
-            top = StreamingTopK(store.spec.metric, queries, size)
-        read = digest_segment(store, transformer, parts, segment, top=top, batch_size=SCAN_BATCH)
-        sums, records = read.sums, read.records
-    finally:
-        store.close()
-    scan = SegmentScan(
-        side, segment, sums, records, worker_info(f"{side} {segment[0]}/{segment[1]}", records, started)
-    )
-    if top is not None:
-        scan.top_distances, scan.top_keys = top.distances, top.keys
-    return scan
-
-
-@dataclass
-class SegmentDetail:
-    """The differences one task found among the differing key bins of one native segment."""
-
-    side: str
-    segment: tuple[int, int]
-    keys: int = 0
-    """Keys of the differing key bins read from this side."""
-    compared: int = 0
-    duplicates: int = 0
-    missing: Capped[str] = field(default_factory=Capped)
-    extra: Capped[str] = field(default_factory=Capped)
-    vectors: Capped[dict[str, JSON]] = field(default_factory=Capped)
-    metadata: Capped[dict[str, JSON]] = field(default_factory=Capped)
-    text: Capped[dict[str, JSON]] = field(default_factory=Capped)
-    worker: dict[str, Any] = field(default_factory=dict)
-
-
-def _wanted_keys(
-    store: VectorStore, segment: tuple[int, int], parts: int, wanted: frozenset[int]
-) -> Iterator[list[str]]:
-    """Pages of the keys of native segment ``segment`` that fall in the ``wanted`` key bins."""
-    pending: list[str] = []
-    for page in store.scan(batch_size=SCAN_BATCH, include=[], segment=segment):
-        pending.extend(r.key for r in page.records if bin_of(r.key, parts) in wanted)
-        while len(pending) >= GET_BATCH:
-            yield pending[:GET_BATCH]
-            pending = pending[GET_BATCH:]
-    if pending:
-        yield pending
-
-
-def detail_task(
-    source_url: str,
-    target_url: str,
-    source_options: Mapping[str, Any],
-    target_options: Mapping[str, Any],
-    side: str,
-    segment: tuple[int, int],
-    parts: int,
-    wanted: frozenset[int],
-    transformer: Transformer,
-    tolerance: float = VECTOR_TOLERANCE,
-    float_ulps: int = 0,
-    cap: int = DEFAULT_CAP,
-) -> SegmentDetail:
-    """Compare the records of the ``wanted`` key bins found in native segment ``segment``
-    of one side: on the source side every such record with the target's record of its key
-    (missing, vectors, metadata, text); on the target side, which of its keys the source lacks
-    (extra) and keys scanned twice (duplicates)."""
-    started = time.monotonic()
-    detail = SegmentDetail(
-        side,
-        segment,
-        missing=Capped(cap),
-        extra=Capped(cap),
-        vectors=Capped(cap),
-        metadata=Capped(cap),
-        text=Capped(cap),
-    )
-    source = connect(source_url, **dict(source_options))
-    try:
-        target = connect(target_url, **dict(target_options))
-        try:
-            if side == "source":
-                _detail_source(detail, source, target, parts, wanted, transformer, tolerance, float_ulps)
-            else:
-                _detail_target(detail, source, target, parts, wanted)
-        finally:
-            target.close()
-    finally:
-        source.close()
-    detail.worker = worker_info(f"detail {side} {segment[0]}/{segment[1]}", detail.keys, started)
-    return detail
-
-
-def _detail_source(
-    detail: SegmentDetail,
-    source: VectorStore,
-    target: VectorStore,
-    parts: int,
-    wanted: frozenset[int],
-    transformer: Transformer,
-    tolerance: float,
-    float_ulps: int,
-) -> None:
-    """Each wanted source record against the target's record of its key."""
-    for keys in _wanted_keys(source, detail.segment, parts, wanted):
-        detail.keys += len(keys)
-        page = source.get(keys, include=["vector", "metadata", "text"])
-        res = _compare_page(page, target, transformer, True, tolerance, float_ulps)
-        detail.compared += res.compared
-        for key in res.missing:
-            detail.missing.add(key)
-        pairs = ((detail.vectors, res.vectors), (detail.metadata, res.metadata), (detail.text, res.text))
-        for group, items in pairs:
-            for item in items:
-                group.add(item)
-
-
-def _detail_target(
-    detail: SegmentDetail, source: VectorStore, target: VectorStore, parts: int, wanted: frozenset[int]
-) -> None:
-    """The wanted target keys the source lacks (extra), and keys scanned twice (duplicates)."""
-    seen: set[str] = set()
-    for keys in _wanted_keys(target, detail.segment, parts, wanted):
-        detail.keys += len(keys)
-        fresh = [k for k in keys if k not in seen]
-        detail.duplicates += len(keys) - len(fresh)
-        seen.update(fresh)
-        known = {r.key for r in source.get(list(dict.fromkeys(fresh)), include=[])}
-        for key in fresh:
-            if key not in known:
-                detail.extra.add(key)
 
 
 @dataclass
@@ -259,17 +84,6 @@ class MergedVerifyReport(VerifyReport):
             }
         )
         return out
-
-
-def _merge_top(exact: StreamingTopK, scan: SegmentScan) -> None:
-    """Fold one segment's best rows into the exact top-k of every query."""
-    if not scan.top_distances:
-        return
-    for i in range(len(exact.queries)):
-        d = np.concatenate([exact.distances[i], scan.top_distances[i]])
-        k = np.concatenate([exact.keys[i], scan.top_keys[i]])
-        order = np.lexsort((k, d))[: exact.size]
-        exact.distances[i], exact.keys[i] = d[order], k[order]
 
 
 def _count(store: VectorStore, scanned: int) -> int:
@@ -408,7 +222,7 @@ def _digest_pass(m: _Merge, sample_queries: int, k: int, progress: ProgressMode 
             if scan.side == "source":
                 bar.advance(scan.records)
                 if m.queries:
-                    _merge_top(exact, scan)
+                    merge_top(exact, scan)
     report.timings["digest"] = time.monotonic() - t0
     report.source_count = source_count if source_count is not None else scanned["source"]
     report.target_count = _count(dst.store, scanned["target"])
@@ -436,21 +250,5 @@ def _detail_pass(m: _Merge, tolerance: float, cap: int) -> None:
     d: SegmentDetail
     for d in m.runner(detail_task, calls):
         report.per_worker.append(d.worker)
-        report.compared += d.compared
-        report.duplicates += d.duplicates
-        for mine, theirs in (
-            (report.missing, d.missing),
-            (report.extra, d.extra),
-            (report.vectors, d.vectors),
-            (report.metadata, d.metadata),
-            (report.text, d.text),
-        ):
-            _merge_capped(mine, theirs)
+        fold_detail(report, d)
     report.timings["detail"] = time.monotonic() - t0
-
-
-def _merge_capped(into: Capped[Any], part: Capped[Any]) -> None:
-    for item in part.items:
-        if len(into.items) < into.cap:
-            into.items.append(item)
-    into.total += part.total

@@ -12,7 +12,7 @@ from .._report import DEFAULT_CAP
 from ..engine._options import parse_shard
 from ..engine._progress import ProgressMode
 from ..engine._transform import MetadataPolicy
-from ._verify import VECTOR_TOLERANCE
+from ._judge import VECTOR_TOLERANCE
 
 __all__ = ["VerifyOptions"]
 

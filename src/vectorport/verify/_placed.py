@@ -17,8 +17,9 @@ from ..engine._progress import ProgressMode
 from ..engine._runner import Placement, Runner
 from ..engine._transform import MetadataPolicy, Transformer
 from ..exceptions import ConfigurationError
+from ._judge import VECTOR_TOLERANCE
 from ._merged import verify_merged
-from ._verify import VECTOR_TOLERANCE, VerifyReport, verify_stores
+from ._verify import VerifyReport, verify_stores
 
 __all__ = ["Pair", "verify_placed"]
 

@@ -21,11 +21,9 @@ method, an 8-byte hash per key; in the digest method 24 bytes per key bin.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -33,21 +31,23 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from .._digest import BinSums, bin_count, bin_of
+from .._digest import BinSums, bin_count
 from .._exact import StreamingTopK
 from .._exit import Status
 from .._gc import bulk_allocations
-from .._json import json_equal
-from .._models import JSON, Record
+from .._models import JSON
 from .._protocol import VectorStore
 from .._report import DEFAULT_CAP, Capped, Report
 from .._textsearch import canonical_language
 from ..engine._digestscan import scan_digests
 from ..engine._progress import Progress, ProgressMode
+from ..engine._runner import LocalRunner
 from ..engine._transform import Transformer
 from ..exceptions import ConfigurationError
 from ..migrate._readback import ReadBack, list_key_sums
+from ._judge import VECTOR_TOLERANCE, PageResult, compare_page, key_hashes, same_content, vector_difference
 from ._queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
+from ._tasks import SegmentDetail, detail_task, fold_detail
 
 __all__ = [
     "QueryCheck",
@@ -57,30 +57,6 @@ __all__ = [
     "vector_difference",
     "verify_stores",
 ]
-
-VECTOR_TOLERANCE = 1e-6
-"""Largest allowed ``max|a - b|`` relative to ``max(1, max|a|)``: a few float32 ulps."""
-_SHOW = 300
-
-
-def _key_hash(key: str) -> int:
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
-
-
-def _hashes(keys: Sequence[str]) -> npt.NDArray[np.uint64]:
-    return np.fromiter((_key_hash(k) for k in keys), dtype=np.uint64, count=len(keys))
-
-
-def _short(value: JSON) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= _SHOW else text[:_SHOW] + f"… ({len(text)} chars)"
-
-
-def _metadata_paths(expected: dict[str, JSON], actual: dict[str, JSON]) -> list[str]:
-    out = [f"metadata.{k}" for k in expected if k not in actual]
-    out += [f"metadata.{k}" for k in actual if k not in expected]
-    out += [f"metadata.{k}" for k in expected if k in actual and not json_equal(expected[k], actual[k])]
-    return out
 
 
 @dataclass
@@ -229,94 +205,6 @@ class VerifyReport(Report):
         }
 
 
-@dataclass
-class _PageResult:
-    hashes: npt.NDArray[np.uint64]
-    compared: int = 0
-    missing: list[str] = field(default_factory=list)
-    vectors: list[dict[str, JSON]] = field(default_factory=list)
-    metadata: list[dict[str, JSON]] = field(default_factory=list)
-    text: list[dict[str, JSON]] = field(default_factory=list)
-
-
-def vector_difference(expected: object, actual: object, tolerance: float) -> dict[str, JSON] | None:
-    """How ``actual`` differs from ``expected`` beyond ``tolerance`` (relative to the largest
-    component, at least 1), or ``None`` when it does not."""
-    a = np.asarray(expected, dtype=np.float32)
-    b = None if actual is None else np.asarray(actual, dtype=np.float32)
-    if b is None or a.shape != b.shape:
-        return {"problem": "missing or wrong shape"}
-    if np.array_equal(a, b, equal_nan=True):
-        return None
-    with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf: judged below
-        diff = float(np.max(np.abs(a - b))) if a.size else 0.0
-        scale = max(1.0, float(np.max(np.abs(a))) if a.size else 1.0)
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        return {"problem": "NaN or infinite components that the other side does not hold"}
-    if diff > tolerance * scale:
-        return {"max_abs_diff": diff}
-    return None
-
-
-def same_content(
-    expected: Record, actual: Record, *, tolerance: float = VECTOR_TOLERANCE, float_ulps: int = 0
-) -> bool:
-    """Whether the target's ``actual`` record holds ``expected`` (already transformed), by the
-    rules of verification: vectors at ``tolerance``, metadata as JSON, text exactly."""
-    return (
-        vector_difference(expected.vector, actual.vector, tolerance) is None
-        and json_equal(expected.metadata or {}, actual.metadata or {}, float_ulps)
-        and expected.text == actual.text
-    )
-
-
-def _compare_page(
-    page: Sequence[Record],
-    target: VectorStore,
-    transformer: Transformer | None,
-    compare_vectors: bool,
-    tolerance: float,
-    float_ulps: int = 0,
-) -> _PageResult:
-    keys = [r.key for r in page]
-    result = _PageResult(_hashes(keys))
-    found = {r.key: r for r in target.get(keys)}
-    for rec in page:
-        got = found.get(rec.key)
-        if got is None:
-            result.missing.append(rec.key)
-            continue
-        result.compared += 1
-        if transformer is not None:
-            out = transformer.apply(rec.metadata, rec.text)
-            meta, text = out.metadata, out.text
-        else:
-            meta, text = rec.metadata, rec.text
-        if compare_vectors:
-            problem = vector_difference(rec.vector, got.vector, tolerance)
-            if problem is not None:
-                result.vectors.append({"key": rec.key, **problem})
-        actual = got.metadata or {}
-        if not json_equal(meta, actual, float_ulps):
-            result.metadata.append(
-                {
-                    "key": rec.key,
-                    "paths": _metadata_paths(meta, actual),
-                    "expected": _short(meta),
-                    "actual": _short(actual),
-                }
-            )
-        if text != got.text:
-            result.text.append(
-                {
-                    "key": rec.key,
-                    "expected": None if text is None else _short(text),
-                    "actual": None if got.text is None else _short(got.text),
-                }
-            )
-    return result
-
-
 class _Pass:
     """The record-by-record comparison: the source streamed (restricted to some key bins
     when ``only`` is given), the same keys fetched from the target page by page, then the
@@ -339,7 +227,7 @@ class _Pass:
         self.concurrency = max(1, concurrency)
         self.hashes: list[npt.NDArray[np.uint64]] = []
 
-    def _merge(self, res: _PageResult) -> None:
+    def _merge(self, res: PageResult) -> None:
         report = self.report
         self.hashes.append(res.hashes)
         report.compared += res.compared
@@ -357,23 +245,18 @@ class _Pass:
         shard: tuple[int, int],
         exact: StreamingTopK | None,
         advance: Callable[[int], None] | None,
-        *,
-        only: tuple[frozenset[int], int] | None = None,
     ) -> None:
         include = ["vector", "metadata", "text"] if self.compare_vectors else ["metadata", "text"]
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="vectorport-verify") as pool:
-            inflight: deque[tuple[Future[_PageResult], int]] = deque()
+            inflight: deque[tuple[Future[PageResult], int]] = deque()
             for page in self.source.scan(include=include, segment=shard):
                 if exact is not None and self.compare_vectors:
                     exact.update_records(page.records)
-                records: Sequence[Record] = page.records
-                if only is not None:
-                    records = [r for r in records if bin_of(r.key, only[1]) in only[0]]
                 inflight.append(
                     (
                         pool.submit(
-                            _compare_page,
-                            records,
+                            compare_page,
+                            page.records,
                             self.target,
                             self.transformer,
                             self.compare_vectors,
@@ -394,7 +277,7 @@ class _Pass:
                 if advance is not None:
                     advance(n)
 
-    def extras(self, only: tuple[frozenset[int], int] | None) -> None:
+    def extras(self) -> None:
         """Target keys the source pass did not see, and keys the target holds twice."""
         report = self.report
         known = np.sort(np.concatenate(self.hashes)) if self.hashes else np.empty(0, dtype=np.uint64)
@@ -403,17 +286,14 @@ class _Pass:
         for page in self.target.scan(include=[]):
             keys = [r.key for r in page]
             scanned += len(keys)
-            if only is not None:
-                keys = [k for k in keys if bin_of(k, only[1]) in only[0]]
-            h = _hashes(keys)
+            h = key_hashes(keys)
             seen.append(h)
             pos = np.searchsorted(known, h)
             pos[pos >= len(known)] = 0
             absent = known[pos] != h if len(known) else np.ones(len(h), dtype=bool)
             for i in np.flatnonzero(absent):
                 report.extra.add(keys[int(i)])
-        if only is None:
-            report.target_scanned = scanned
+        report.target_scanned = scanned
         if seen:
             all_seen = np.sort(np.concatenate(seen))
             report.duplicates = int(np.count_nonzero(all_seen[1:] == all_seen[:-1]))
@@ -510,7 +390,7 @@ def _data_pass(
     if report.method == "keyed":
         pass_.keyed(shard, exact, advance)
         if not sharded:
-            pass_.extras(None)
+            pass_.extras()
         return
     _by_digest(pass_, copied, exact, advance, read_back)
     if report.target_count is None and not sharded:
@@ -654,7 +534,17 @@ def _by_digest(
     if not differing:
         report.compared = expected.total
         return
-    only = (frozenset(differing), parts)
-    pass_.keyed((0, 1), None, None, only=only)
+    _detail(pass_, parts, frozenset(differing))
     report.compared += expected.total - sum(expected.counts[s] for s in differing)
-    pass_.extras(only)
+
+
+def _detail(pass_: _Pass, parts: int, wanted: frozenset[int]) -> None:
+    """The ``wanted`` key bins compared record by record, each side by a task of this process
+    (the tasks the merged verification places, :func:`~._tasks.detail_task`)."""
+    common = (parts, wanted, pass_.transformer, pass_.tolerance, pass_.float_ulps, pass_.report.missing.cap)
+    calls: list[tuple[Any, ...]] = [
+        (pass_.source, pass_.target, {}, {}, side, (0, 1), *common) for side in ("source", "target")
+    ]
+    d: SegmentDetail
+    for d in LocalRunner().map(detail_task, calls):
+        fold_detail(pass_.report, d)

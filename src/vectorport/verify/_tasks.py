@@ -1,0 +1,243 @@
+"""The verification's tasks, which any runner maps (threads here, Ray tasks elsewhere): the
+digest read of one native scan segment of one store (:func:`scan_task`) and the record-by-record
+comparison of the key bins whose digests differ (:func:`detail_task`), with how the driver folds
+each result into its report.
+
+A task is given each store as a URL (and options), which it opens and closes — what a task in
+another process needs —, or as a store this process holds (:data:`Side`), used as it is."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._digest import BinSums, bin_of
+from .._exact import StreamingTopK
+from .._gc import bulk_allocations
+from .._models import JSON
+from .._protocol import VectorStore
+from .._registry import connect
+from .._report import DEFAULT_CAP, Capped
+from ..engine._digestscan import digest_segment
+from ..engine._runner import worker_info
+from ..engine._transform import Transformer
+from ._judge import VECTOR_TOLERANCE, compare_page
+
+__all__ = [
+    "SCAN_BATCH",
+    "SegmentDetail",
+    "SegmentScan",
+    "Side",
+    "detail_task",
+    "fold_detail",
+    "merge_top",
+    "scan_task",
+]
+
+SCAN_BATCH = 1000
+GET_BATCH = 1000
+"""Keys fetched from each store at once in the detailed pass."""
+
+Side = str | VectorStore
+"""One store of a verification as a task gets it: a URL it opens (with its options), or a
+store of this process."""
+
+
+@contextmanager
+def opened(side: Side, options: Mapping[str, Any]) -> Iterator[VectorStore]:
+    """The store of ``side``: opened from its URL (and closed after), or the store given."""
+    if not isinstance(side, str):
+        yield side
+        return
+    store = connect(side, **dict(options))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@dataclass
+class SegmentScan:
+    """What one task found in one native scan segment of one store."""
+
+    side: str
+    segment: tuple[int, int]
+    sums: BinSums
+    records: int
+    worker: dict[str, Any]
+    top_distances: list[npt.NDArray[np.float64]] = field(default_factory=list)
+    top_keys: list[npt.NDArray[np.object_]] = field(default_factory=list)
+
+
+@bulk_allocations()
+def scan_task(
+    store: Side,
+    options: Mapping[str, Any],
+    side: str,
+    segment: tuple[int, int],
+    parts: int,
+    transformer: Transformer | None,
+    queries: npt.NDArray[np.float32] | None = None,
+    size: int = 0,
+) -> SegmentScan:
+    """Digest native segment ``segment`` of ``store`` into ``parts`` key bins; records go
+    through ``transformer`` first (the source side). With ``queries``, also the exact best
+    ``size`` rows of the segment for each."""
+    started = time.monotonic()
+    with opened(store, options) as opened_store:
+        top = None
+        if queries is not None and len(queries):
+            top = StreamingTopK(opened_store.spec.metric, queries, size)
+        read = digest_segment(opened_store, transformer, parts, segment, top=top, batch_size=SCAN_BATCH)
+    worker = worker_info(f"{side} {segment[0]}/{segment[1]}", read.records, started)
+    scan = SegmentScan(side, segment, read.sums, read.records, worker)
+    if top is not None:
+        scan.top_distances, scan.top_keys = top.distances, top.keys
+    return scan
+
+
+def merge_top(exact: StreamingTopK, scan: SegmentScan) -> None:
+    """Fold one segment's best rows into the exact top-k of every query."""
+    if not scan.top_distances:
+        return
+    for i in range(len(exact.queries)):
+        d = np.concatenate([exact.distances[i], scan.top_distances[i]])
+        k = np.concatenate([exact.keys[i], scan.top_keys[i]])
+        order = np.lexsort((k, d))[: exact.size]
+        exact.distances[i], exact.keys[i] = d[order], k[order]
+
+
+@dataclass
+class SegmentDetail:
+    """The differences one task found among the differing key bins of one native segment."""
+
+    side: str
+    segment: tuple[int, int]
+    keys: int = 0
+    """Keys of the differing key bins read from this side."""
+    compared: int = 0
+    duplicates: int = 0
+    missing: Capped[str] = field(default_factory=Capped)
+    extra: Capped[str] = field(default_factory=Capped)
+    vectors: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    metadata: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    text: Capped[dict[str, JSON]] = field(default_factory=Capped)
+    worker: dict[str, Any] = field(default_factory=dict)
+
+
+def _wanted_keys(
+    store: VectorStore, segment: tuple[int, int], parts: int, wanted: frozenset[int]
+) -> Iterator[list[str]]:
+    """Pages of the keys of native segment ``segment`` that fall in the ``wanted`` key bins."""
+    pending: list[str] = []
+    for page in store.scan(batch_size=SCAN_BATCH, include=[], segment=segment):
+        pending.extend(r.key for r in page.records if bin_of(r.key, parts) in wanted)
+        while len(pending) >= GET_BATCH:
+            yield pending[:GET_BATCH]
+            pending = pending[GET_BATCH:]
+    if pending:
+        yield pending
+
+
+def detail_task(
+    source: Side,
+    target: Side,
+    source_options: Mapping[str, Any],
+    target_options: Mapping[str, Any],
+    side: str,
+    segment: tuple[int, int],
+    parts: int,
+    wanted: frozenset[int],
+    transformer: Transformer | None,
+    tolerance: float = VECTOR_TOLERANCE,
+    float_ulps: int = 0,
+    cap: int = DEFAULT_CAP,
+) -> SegmentDetail:
+    """Compare the records of the ``wanted`` key bins found in native segment ``segment``
+    of one side: on the source side every such record with the target's record of its key
+    (missing, vectors, metadata, text); on the target side, which of its keys the source lacks
+    (extra) and keys scanned twice (duplicates)."""
+    started = time.monotonic()
+    detail = SegmentDetail(
+        side,
+        segment,
+        missing=Capped(cap),
+        extra=Capped(cap),
+        vectors=Capped(cap),
+        metadata=Capped(cap),
+        text=Capped(cap),
+    )
+    with opened(source, source_options) as src, opened(target, target_options) as dst:
+        if side == "source":
+            _detail_source(detail, src, dst, parts, wanted, transformer, tolerance, float_ulps)
+        else:
+            _detail_target(detail, src, dst, parts, wanted)
+    detail.worker = worker_info(f"detail {side} {segment[0]}/{segment[1]}", detail.keys, started)
+    return detail
+
+
+def _detail_source(
+    detail: SegmentDetail,
+    source: VectorStore,
+    target: VectorStore,
+    parts: int,
+    wanted: frozenset[int],
+    transformer: Transformer | None,
+    tolerance: float,
+    float_ulps: int,
+) -> None:
+    """Each wanted source record against the target's record of its key."""
+    for keys in _wanted_keys(source, detail.segment, parts, wanted):
+        detail.keys += len(keys)
+        page = source.get(keys, include=["vector", "metadata", "text"])
+        res = compare_page(page, target, transformer, True, tolerance, float_ulps)
+        detail.compared += res.compared
+        for key in res.missing:
+            detail.missing.add(key)
+        pairs = ((detail.vectors, res.vectors), (detail.metadata, res.metadata), (detail.text, res.text))
+        for group, items in pairs:
+            for item in items:
+                group.add(item)
+
+
+def _detail_target(
+    detail: SegmentDetail, source: VectorStore, target: VectorStore, parts: int, wanted: frozenset[int]
+) -> None:
+    """The wanted target keys the source lacks (extra), and keys scanned twice (duplicates)."""
+    seen: set[str] = set()
+    for keys in _wanted_keys(target, detail.segment, parts, wanted):
+        detail.keys += len(keys)
+        fresh = [k for k in keys if k not in seen]
+        detail.duplicates += len(keys) - len(fresh)
+        seen.update(fresh)
+        known = {r.key for r in source.get(list(dict.fromkeys(fresh)), include=[])}
+        for key in fresh:
+            if key not in known:
+                detail.extra.add(key)
+
+
+def fold_detail(report: Any, detail: SegmentDetail) -> None:
+    """Add what one detail task found to ``report`` (a :class:`~._verify.VerifyReport`)."""
+    report.compared += detail.compared
+    report.duplicates += detail.duplicates
+    for mine, theirs in (
+        (report.missing, detail.missing),
+        (report.extra, detail.extra),
+        (report.vectors, detail.vectors),
+        (report.metadata, detail.metadata),
+        (report.text, detail.text),
+    ):
+        _merge_capped(mine, theirs)
+
+
+def _merge_capped(into: Capped[Any], part: Capped[Any]) -> None:
+    for item in part.items:
+        if len(into.items) < into.cap:
+            into.items.append(item)
+    into.total += part.total
