@@ -8,12 +8,13 @@ bucket service's segments), one scan otherwise — and each record costs one has
 through the migration's :class:`Transformer` first, the target side is taken as read.
 
 The same pass feeds the exact top-k of the sampled queries (:class:`StreamingTopK`), so the
-query check needs no pass of its own.
+query check needs no pass of its own. Verification runs it as tasks, one per segment
+(:func:`vectorport.verify._tasks.scan_task`); the copy's read-back folds its pages with
+:func:`page_digests`.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -31,7 +32,6 @@ __all__ = [
     "each_segment",
     "page_digests",
     "parallel_segments",
-    "scan_digests",
 ]
 
 
@@ -98,33 +98,3 @@ def digest_segment(
         if advance is not None:
             advance(len(page))
     return DigestScan(sums, n)
-
-
-def scan_digests(
-    store: VectorStore,
-    transformer: Transformer | None,
-    parts: int,
-    *,
-    exact: StreamingTopK | None = None,
-    concurrency: int = 4,
-    advance: Callable[[int], None] | None = None,
-) -> DigestScan:
-    """Read every record of ``store`` once (vectors, metadata, text) and fold it into
-    ``parts`` key bins; rows also go to ``exact`` when given."""
-    segments = parallel_segments(store, concurrency)
-    lock = threading.Lock()
-    total = BinSums(parts)
-    seen = [0]
-
-    def read(i: int) -> None:
-        top = exact.empty_like() if exact is not None else None  # merged once, no lock per page
-        mine = digest_segment(store, transformer, parts, (i, segments), top=top, advance=advance)
-        with lock:
-            total.merge(mine.sums)
-            seen[0] += mine.records
-            if exact is not None and top is not None:
-                exact.merge(top)
-
-    each_segment(segments, read)
-    total.clean()
-    return DigestScan(total, seen[0])

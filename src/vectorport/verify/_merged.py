@@ -24,13 +24,13 @@ threads of this process by default).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._digest import MAX_BINS, BinSums, bin_count
+from .._digest import MAX_BINS, bin_count
 from .._exact import StreamingTopK
 from .._features import Feature
 from .._models import JSON, Record
@@ -43,14 +43,10 @@ from ..engine._transform import MetadataPolicy, Transformer
 from ..exceptions import ConfigurationError
 from ._judge import VECTOR_TOLERANCE
 from ._queries import ask_queries, pick_queries, query_check
-from ._tasks import SegmentDetail, SegmentScan, detail_task, fold_detail, merge_top, scan_task
+from ._tasks import SegmentDetail, Tasks, detail_task, digest_sides, fold_detail, segment_calls
 from ._verify import VerifyReport, collection_differences
 
 __all__ = ["MergedVerifyReport", "Tasks", "verify_merged"]
-
-Tasks = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
-"""A runner's :meth:`~vectorport.engine.Runner.map`: ``fn(*args)`` of every call, yielded as
-they finish (in any order), so the driver folds one result at a time."""
 
 
 @dataclass
@@ -206,23 +202,14 @@ def _digest_pass(m: _Merge, sample_queries: int, k: int, progress: ProgressMode 
         else np.empty((0, src.store.spec.dimension), dtype=np.float32)
     )
     t0 = time.monotonic()
-    calls: list[tuple[Any, ...]] = [
-        (m.source, m.src_opts, "source", s, m.parts, m.transformer, qmatrix, m.top_k + 5) for s in m.native
-    ]
-    calls += [(m.target, m.dst_opts, "target", s, m.parts, None) for s in m.native]
-    merged = {side: BinSums(m.parts) for side in ("source", "target")}
-    scanned = {"source": 0, "target": 0}
     exact = StreamingTopK(src.store.spec.metric, qmatrix, m.top_k + 5)
-    scan: SegmentScan
+    segments = len(m.native)
+    calls = segment_calls(m.source, m.src_opts, "source", segments, m.parts, m.transformer, exact)
+    calls += segment_calls(m.target, m.dst_opts, "target", segments, m.parts, None, None)
     with Progress("verify", source_count, enabled=progress) as bar:
-        for scan in m.runner(scan_task, calls):  # folded as they finish: one result held at a time
-            merged[scan.side].merge(scan.sums)
-            scanned[scan.side] += scan.records
-            report.per_worker.append(scan.worker)
-            if scan.side == "source":
-                bar.advance(scan.records)
-                if m.queries:
-                    merge_top(exact, scan)
+        got = digest_sides(m.runner, calls, m.parts, exact, on_source=bar.advance)
+    merged, scanned = got.sums, got.records
+    report.per_worker.extend(got.workers)
     report.timings["digest"] = time.monotonic() - t0
     report.source_count = source_count if source_count is not None else scanned["source"]
     report.target_count = _count(dst.store, scanned["target"])

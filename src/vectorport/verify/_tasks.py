@@ -9,7 +9,7 @@ another process needs —, or as a store this process holds (:data:`Side`), used
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,21 +24,30 @@ from .._models import JSON
 from .._protocol import VectorStore
 from .._registry import connect
 from .._report import DEFAULT_CAP, Capped
-from ..engine._digestscan import digest_segment
-from ..engine._runner import worker_info
+from ..engine._digestscan import digest_segment, parallel_segments
+from ..engine._runner import LocalRunner, worker_info
 from ..engine._transform import Transformer
 from ._judge import VECTOR_TOLERANCE, compare_page
 
 __all__ = [
     "SCAN_BATCH",
+    "Digested",
     "SegmentDetail",
     "SegmentScan",
     "Side",
+    "Tasks",
     "detail_task",
+    "digest_sides",
+    "digests_here",
     "fold_detail",
     "merge_top",
     "scan_task",
+    "segment_calls",
 ]
+
+Tasks = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], Iterable[Any]]
+"""A runner's :meth:`~vectorport.engine.Runner.map`: ``fn(*args)`` of every call, yielded as
+they finish (in any order), so the driver folds one result at a time."""
 
 SCAN_BATCH = 1000
 GET_BATCH = 1000
@@ -85,16 +94,21 @@ def scan_task(
     transformer: Transformer | None,
     queries: npt.NDArray[np.float32] | None = None,
     size: int = 0,
+    advance: Callable[[int], None] | None = None,
+    batch_size: int | None = SCAN_BATCH,
 ) -> SegmentScan:
     """Digest native segment ``segment`` of ``store`` into ``parts`` key bins; records go
     through ``transformer`` first (the source side). With ``queries``, also the exact best
-    ``size`` rows of the segment for each."""
+    ``size`` rows of the segment for each. ``advance``: told each page's records (a task of
+    this process)."""
     started = time.monotonic()
     with opened(store, options) as opened_store:
         top = None
         if queries is not None and len(queries):
             top = StreamingTopK(opened_store.spec.metric, queries, size)
-        read = digest_segment(opened_store, transformer, parts, segment, top=top, batch_size=SCAN_BATCH)
+        read = digest_segment(
+            opened_store, transformer, parts, segment, top=top, advance=advance, batch_size=batch_size
+        )
     worker = worker_info(f"{side} {segment[0]}/{segment[1]}", read.records, started)
     scan = SegmentScan(side, segment, read.sums, read.records, worker)
     if top is not None:
@@ -111,6 +125,78 @@ def merge_top(exact: StreamingTopK, scan: SegmentScan) -> None:
         k = np.concatenate([exact.keys[i], scan.top_keys[i]])
         order = np.lexsort((k, d))[: exact.size]
         exact.distances[i], exact.keys[i] = d[order], k[order]
+
+
+def segment_calls(
+    store: Side,
+    options: Mapping[str, Any],
+    side: str,
+    segments: int,
+    parts: int,
+    transformer: Transformer | None,
+    exact: StreamingTopK | None,
+    *,
+    advance: Callable[[int], None] | None = None,
+    batch_size: int | None = SCAN_BATCH,
+) -> list[tuple[Any, ...]]:
+    """The :func:`scan_task` calls that digest every one of ``segments`` native scan segments of
+    ``store`` (feeding the best rows for ``exact``'s queries, when given)."""
+    queries, size = (exact.queries, exact.size) if exact is not None else (None, 0)
+    common = (parts, transformer, queries, size, advance, batch_size)
+    return [(store, options, side, (i, segments), *common) for i in range(segments)]
+
+
+@dataclass
+class Digested:
+    """Both sides' merged key-bin digests, the records each side's tasks read, and the tasks."""
+
+    sums: dict[str, BinSums]
+    records: dict[str, int]
+    workers: list[dict[str, Any]] = field(default_factory=list)
+
+
+def digest_sides(
+    tasks: Tasks,
+    calls: Sequence[tuple[Any, ...]],
+    parts: int,
+    exact: StreamingTopK | None,
+    on_source: Callable[[int], None] | None = None,
+) -> Digested:
+    """Run the :func:`scan_task` ``calls`` as ``tasks`` and merge what they found, one result
+    at a time as they finish: each side's digests and records, the source side's (or, with
+    only target calls, the target's) best rows into ``exact``; ``on_source`` is told each
+    source segment's records."""
+    out = Digested({side: BinSums(parts) for side in ("source", "target")}, {"source": 0, "target": 0})
+    scan: SegmentScan
+    for scan in tasks(scan_task, calls):
+        out.sums[scan.side].merge(scan.sums)
+        out.records[scan.side] += scan.records
+        out.workers.append(scan.worker)
+        if exact is not None:
+            merge_top(exact, scan)
+        if scan.side == "source" and on_source is not None:
+            on_source(scan.records)
+    return out
+
+
+def digests_here(
+    store: VectorStore,
+    side: str,
+    parts: int,
+    transformer: Transformer | None,
+    exact: StreamingTopK | None,
+    advance: Callable[[int], None] | None,
+    concurrency: int,
+) -> tuple[BinSums, int]:
+    """One store of this process digested by the scan tasks, as many segments at once as its
+    backend reads in parallel (:func:`~vectorport.engine._digestscan.parallel_segments`);
+    its key-bin digests and the records read."""
+    segments = parallel_segments(store, concurrency)
+    calls = segment_calls(
+        store, {}, side, segments, parts, transformer, exact, advance=advance, batch_size=None
+    )
+    got = digest_sides(LocalRunner().map, calls, parts, exact)
+    return got.sums[side], got.records[side]
 
 
 @dataclass

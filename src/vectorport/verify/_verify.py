@@ -39,7 +39,6 @@ from .._models import JSON
 from .._protocol import VectorStore
 from .._report import DEFAULT_CAP, Capped, Report
 from .._textsearch import canonical_language
-from ..engine._digestscan import scan_digests
 from ..engine._progress import Progress, ProgressMode
 from ..engine._runner import LocalRunner
 from ..engine._transform import Transformer
@@ -47,7 +46,7 @@ from ..exceptions import ConfigurationError
 from ..migrate._readback import ReadBack, list_key_sums
 from ._judge import VECTOR_TOLERANCE, PageResult, compare_page, key_hashes, same_content, vector_difference
 from ._queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
-from ._tasks import SegmentDetail, detail_task, fold_detail
+from ._tasks import SegmentDetail, detail_task, digests_here, fold_detail
 
 __all__ = [
     "QueryCheck",
@@ -514,16 +513,16 @@ def _by_digest(
         feed = exact if copied is not None else None
         # read beside the source's scan (no copy's digests), the source's records are the progress
         moved = advance if copied is not None else None
-        scan = scan_digests(pass_.target, None, parts, exact=feed, concurrency=threads, advance=moved)
-        return scan.sums, scan.records, []
+        sums, rows = digests_here(pass_.target, "target", parts, None, feed, moved, threads)
+        return sums, rows, []
 
     if copied is None:
         # both stores at once: they are usually different servers (or one is in-process)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-target") as pool:
             later = pool.submit(target_side)
-            expected = scan_digests(
-                pass_.source, pass_.transformer, parts, exact=exact, concurrency=threads, advance=advance
-            ).sums
+            expected, _ = digests_here(
+                pass_.source, "source", parts, pass_.transformer, exact, advance, threads
+            )
             actual, rows, keys_moved = later.result()
     else:
         expected = copied
