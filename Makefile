@@ -10,7 +10,7 @@ DEMO_ARGS ?=
 # the end, so a test that grows the suite toward its 25-minute budget shows in the log.
 PYTEST_WORKERS ?= 2
 
-.PHONY: test lint typecheck pytest demo bench clean chromium
+.PHONY: test lint typecheck pytest demo bench bench-quick clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/*_bench.py; do $(PY) $$b || exit 1; done
+
+# every benchmark once at its smoke-test sizes: do they still run on this tree?
+bench-quick: $(STAMP)
+	for b in benchmarks/*_bench.py; do echo "== $$b" >&2; $(PY) $$b --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .demo
