@@ -128,6 +128,9 @@ class Step:
     ``pass dimension= (and metric=) to create it`` in Python, the commands that create a
     collection on the command line. ``subject`` is what the step acts on where a wording names
     it (the source whose change capture to install).
+
+    >>> Advised.of("x does not exist; {}", Step(Action.CREATE))
+    'x does not exist; pass dimension= (and metric=) to create it'
     """
 
     action: Action
@@ -169,8 +172,8 @@ class Advised(str):
 
     ``Advised.of("pass {}: {}", Advice("metadata_policy", "flatten"), why)`` fills each ``{}`` of
     the (constant) template with the next argument: an :class:`Advice`, :class:`Call` or
-    :class:`Step` stays a part, anything else is inserted as text. :meth:`worded` says the same with another
-    :class:`Wording` (the command line's flags).
+    :class:`Step` stays a part, anything else is inserted as text. :meth:`worded` says the same
+    with another :class:`Wording` (the command line's flags).
 
     >>> note = Advised.of("pass {} to delete them", Advice("delete", True))
     >>> note, note.advice
