@@ -105,3 +105,51 @@ def test_a_validation_error_keeps_the_advice_of_its_hint() -> None:
         "nothing was written. run again (with a checkpoint=, resume=True continues it)"
     )
     assert cli_text(error).endswith("run again (with a --checkpoint, --resume continues it)")
+
+
+CREATE = "`vectorport ingest PATH URL` (--embedder and --metric set its spec) or `vectorport migrate SRC URL`"
+
+
+def _said(args: list[str]) -> str:
+    """The error line a command prints (exit 2), on one line."""
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 2, out.output
+    return " ".join(out.stderr.split())
+
+
+@pytest.mark.parametrize(
+    ("url", "python", "command_line"),
+    [
+        ("memory://advice-missing", "pass dimension= (and metric=) to create it", f"create it with {CREATE}"),
+        pytest.param(
+            "chroma://{tmp}/typo?collection=docs",
+            "check the path, or pass dimension= (and metric=) to create the collection there",
+            f"check the path, or create the collection there with {CREATE}",
+            marks=pytest.mark.chroma,
+        ),
+    ],
+    ids=["memory", "chroma"],
+)
+def test_creating_a_collection_is_a_keyword_in_python_and_a_command_on_the_command_line(
+    url: str, python: str, command_line: str, tmp_path: Path
+) -> None:
+    url = url.format(tmp=tmp_path)
+    with pytest.raises(NotFoundError) as missing:
+        vectorport.connect(url)
+    assert str(missing.value).endswith(python), str(missing.value)
+    said = _said(["search", url, "login"])
+    assert said.endswith(command_line), said
+    assert "dimension=" not in said and "metric=)" not in said, said
+
+
+def test_following_without_capture_is_a_keyword_in_python_and_a_flag_on_the_command_line(
+    source: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        sync(source, "memory://advice-dst", state=tmp_path / "s.sqlite", follow=True)
+    assert str(refused.value) == (
+        f"{source} cannot capture its changes (only PostgreSQL sources can), so follow=True has "
+        "nothing to follow: call sync again on a schedule instead, which scans"
+    )
+    said = _said(["sync", source, "memory://advice-dst", "--state", str(tmp_path / "c.sqlite"), "--follow"])
+    assert said.endswith("so --follow has nothing to follow: run sync --every 30s instead, which scans"), said

@@ -22,7 +22,15 @@ from ._models import CollectionSpec, Metric
 from ._retry import RetryPolicy
 from ._suggest import what_exists
 from ._url import StoreURL
-from .exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
+from .exceptions import (
+    Action,
+    Advised,
+    ConfigurationError,
+    NotFoundError,
+    Step,
+    UnsupportedFeatureError,
+    VectorportError,
+)
 
 __all__ = ["StoreLifecycle", "made_concurrently"]
 
@@ -168,9 +176,14 @@ class StoreLifecycle(ABC):
         except VectorportError:
             names = None
         return NotFoundError(
-            f"{self.name} collection {self.collection!r} does not exist at {self.url}"
-            f"{what_exists(self.collection_noun, self.collection, names)}; pass dimension= (and "
-            "metric=) to create it"
+            Advised.of(
+                "{} collection {!r} does not exist at {}{}; {}",
+                self.name,
+                self.collection,
+                self.url,
+                what_exists(self.collection_noun, self.collection, names),
+                Step(Action.CREATE),
+            )
         )
 
     def _check_spec_supported(self, spec: CollectionSpec) -> None:

@@ -25,11 +25,12 @@ Several classes also inherit the built-in exception a caller already catches (``
 off and retry exactly these.
 
 Advice is structured: where a message names an option and a value (``metadata_policy='flatten'``,
-``resume=True``) or a call (``vectorport.sync('a', 'b')``), the message is an :class:`Advised`
-text built from :class:`Advice` and :class:`Call` parts. Its ``str`` says them in Python; the
-command line renders the same parts as its flags (``--metadata-policy flatten``) through its
-option declarations, so rewording a sentence cannot break the command line's advice. An error
-carries them as :attr:`VectorportError.advice`; a report note is an :class:`Advised` itself.
+``resume=True``), a call (``vectorport.sync('a', 'b')``) or a step each wording says its own way
+(create the collection, install change capture), the message is an :class:`Advised` text built
+from :class:`Advice`, :class:`Call` and :class:`Step` parts. Its ``str`` says them in Python; the
+command line renders the same parts as its flags and commands (``--metadata-policy flatten``)
+through its option declarations, so rewording a sentence cannot break the command line's advice.
+An error carries them as :attr:`VectorportError.advice`; a report note is an :class:`Advised` itself.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from ._names import NameRule
 
 __all__ = [
+    "Action",
     "Advice",
     "Advised",
     "BackendError",
@@ -56,6 +58,7 @@ __all__ = [
     "NotFoundError",
     "NotInstalledError",
     "Problem",
+    "Step",
     "TransientError",
     "UnsupportedError",
     "UnsupportedFeatureError",
@@ -102,16 +105,57 @@ class Call:
         return f"vectorport.{self.command}({', '.join(map(repr, self.args))})"
 
 
+class Action(Enum):
+    """A step a message advises that each wording says as a phrase of its own: in Python a
+    keyword argument or a store method, on the command line the command that does it. The
+    value is the Python wording."""
+
+    ADOPT = "pass dimension= to adopt it"
+    CREATE = "pass dimension= (and metric=) to create it"
+    CREATE_THERE = "pass dimension= (and metric=) to create the collection there"
+    CREATE_TABLE = "create the collection with dimension="
+    CREATE_WITH_INDEX = "pass dimension= (and metric=) to create it with the index"
+    NAME_METRIC = "pass metric= (cosine, euclidean or dot; searches are then exact)"
+    REINSTALL_CAPTURE = "teardown_capture() and setup_capture()"
+    REMOVE_CAPTURE = "teardown_capture()"
+    SCHEDULE_SYNC = "call sync again on a schedule"
+    SETUP_CAPTURE = "install it first with the source store's setup_capture()"
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step named in a message, said whole by each wording: ``Step(Action.CREATE)`` is
+    ``pass dimension= (and metric=) to create it`` in Python, the commands that create a
+    collection on the command line. ``subject`` is what the step acts on where a wording names
+    it (the source whose change capture to install).
+
+    >>> Advised.of("x does not exist; {}", Step(Action.CREATE))
+    'x does not exist; pass dimension= (and metric=) to create it'
+    """
+
+    action: Action
+    subject: str = ""
+
+    def __str__(self) -> str:
+        return self.action.value
+
+
+Part = str | Advice | Call | Step
+"""One part of an :class:`Advised` text."""
+
+
 class Wording(Protocol):
-    """How an :class:`Advised` text says its :class:`Advice` and :class:`Call` parts."""
+    """How an :class:`Advised` text says its :class:`Advice`, :class:`Call` and :class:`Step` parts."""
 
     def option(self, advice: Advice) -> str: ...
 
     def call(self, call: Call) -> str: ...
 
+    def step(self, step: Step) -> str: ...
+
 
 class _PythonWording:
-    """The library's own wording: keyword arguments and function calls."""
+    """The library's own wording: keyword arguments, function calls and store methods."""
 
     def option(self, advice: Advice) -> str:
         return str(advice)
@@ -119,36 +163,39 @@ class _PythonWording:
     def call(self, call: Call) -> str:
         return str(call)
 
+    def step(self, step: Step) -> str:
+        return str(step)
+
 
 class Advised(str):
     """A message naming options or calls: a ``str`` (their Python wording) that keeps its parts.
 
     ``Advised.of("pass {}: {}", Advice("metadata_policy", "flatten"), why)`` fills each ``{}`` of
-    the (constant) template with the next argument: an :class:`Advice` or :class:`Call` stays a
-    part, anything else is inserted as text. :meth:`worded` says the same with another
-    :class:`Wording` (the command line's flags).
+    the (constant) template with the next argument: an :class:`Advice`, :class:`Call` or
+    :class:`Step` stays a part, anything else is inserted as text. :meth:`worded` says the same
+    with another :class:`Wording` (the command line's flags).
 
     >>> note = Advised.of("pass {} to delete them", Advice("delete", True))
     >>> note, note.advice
     ('pass delete=True to delete them', (Advice(option='delete', value=True),))
     """
 
-    parts: tuple[str | Advice | Call, ...]
+    parts: tuple[Part, ...]
 
-    def __new__(cls, parts: Sequence[str | Advice | Call]) -> Advised:
+    def __new__(cls, parts: Sequence[Part]) -> Advised:
         text = super().__new__(cls, _render(parts, PYTHON))
         text.parts = tuple(parts)
         return text
 
-    def __getnewargs__(self) -> tuple[tuple[str | Advice | Call, ...]]:  # type: ignore[override]
+    def __getnewargs__(self) -> tuple[tuple[Part, ...]]:  # type: ignore[override]
         return (self.parts,)
 
     @classmethod
     def of(cls, template: str, *args: object) -> Advised:
         """``template``'s ``{}`` fields (``{!r}``, ``{:g}`` …) filled by ``args`` in order, as
-        :meth:`str.format` would; :class:`Advice` and :class:`Call` arguments (and an
-        :class:`Advised` argument's parts) stay parts."""
-        parts: list[str | Advice | Call] = []
+        :meth:`str.format` would; :class:`Advice`, :class:`Call` and :class:`Step` arguments
+        (and an :class:`Advised` argument's parts) stay parts."""
+        parts: list[Part] = []
         values = iter(args)
         formatter = string.Formatter()
         for literal, field, spec, conversion in formatter.parse(template):
@@ -158,7 +205,7 @@ class Advised(str):
             value = next(values)
             if isinstance(value, Advised):
                 parts.extend(value.parts)
-            elif isinstance(value, Advice | Call):
+            elif isinstance(value, Advice | Call | Step):
                 parts.append(value)
             else:
                 parts.append(format(formatter.convert_field(value, conversion), spec or ""))
@@ -170,15 +217,22 @@ class Advised(str):
         return tuple(p for p in self.parts if isinstance(p, Advice))
 
     def worded(self, wording: Wording) -> str:
-        """This text with its options and calls said by ``wording``."""
+        """This text with its options, calls and steps said by ``wording``."""
         return _render(self.parts, wording)
 
 
-def _render(parts: Sequence[str | Advice | Call], wording: Wording) -> str:
-    return "".join(
-        wording.option(p) if isinstance(p, Advice) else wording.call(p) if isinstance(p, Call) else p
-        for p in parts
-    )
+def _render(parts: Sequence[Part], wording: Wording) -> str:
+    return "".join(_said(p, wording) for p in parts)
+
+
+def _said(part: Part, wording: Wording) -> str:
+    if isinstance(part, Advice):
+        return wording.option(part)
+    if isinstance(part, Call):
+        return wording.call(part)
+    if isinstance(part, Step):
+        return wording.step(part)
+    return part
 
 
 PYTHON: Wording = _PythonWording()
@@ -204,7 +258,7 @@ class VectorportError(Exception):
         return message.advice if isinstance(message, Advised) else ()
 
     def worded(self, wording: Wording) -> str:
-        """The message with its options and calls said by ``wording``."""
+        """The message with its options, calls and steps said by ``wording``."""
         message = self.args[0] if self.args else None
         return message.worded(wording) if isinstance(message, Advised) else str(self)
 

@@ -5,6 +5,7 @@ the outbox run by a role without REPLICATION, and teardown leaving nothing on th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -653,3 +654,33 @@ def test_a_scan_pass_trims_the_outbox_rows_its_scan_covered(tmp_path: Path) -> N
             _on(source, "teardown_capture")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.pgvector
+def test_follow_without_capture_names_the_store_method_in_python_and_the_flag_on_the_command_line(
+    source: str, tmp_path: Path
+) -> None:
+    """A source that can capture but has none installed: Python names ``setup_capture()``, the
+    command line ``sync --setup-capture`` with the source."""
+    from typer.testing import CliRunner
+
+    from vectorport.cli import app
+    from vectorport.exceptions import ConfigurationError
+
+    target = "memory://capture-advice-dst"
+    with pytest.raises(ConfigurationError) as refused:
+        sync(source, target, state=tmp_path / "s.sqlite", follow=True)
+    python = str(refused.value)
+    assert python.endswith(
+        "so follow=True has nothing to read: install it first with the source store's setup_capture()"
+    ), python
+    label = python.split(" has no change capture installed")[0]
+    out = CliRunner().invoke(app, ["sync", source, target, "--state", str(tmp_path / "c.sqlite"), "--follow"])
+    assert out.exit_code == 2, out.output
+    said = " ".join(out.stderr.split())
+    assert said.endswith(
+        f"{label} has no change capture installed, so --follow has nothing to read: "
+        f"run vectorport sync --setup-capture {label} first"
+    ), said
+    with contextlib.suppress(vectorport.NotFoundError):
+        _on(target, "drop")

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import vectorport
 from vectorport import Record
+from vectorport.cli import app
 from vectorport.exceptions import ConfigurationError
 from vectorport.migrate import sync
 
@@ -332,6 +334,10 @@ def test_capture_health_retention_bound_and_teardown_of_a_dropped_table(
         report = doctor.diagnose(store)
         assert [f.check for f in report.findings] == ["capture"]
         assert "holds back retained wal bytes" in report.findings[0].message
+        assert report.findings[0].message.endswith("or remove the capture (teardown_capture())")
+        doc = json.loads(CliRunner().invoke(app, ["doctor", source, "--no-embedder", "--json"]).stdout)
+        (said,) = [f["message"] for f in doc["findings"] if f["check"] == "capture"]
+        assert said.endswith("or remove the capture (sync --teardown-capture)"), said
     finally:
         store.close()
     with _admin(pg_dir) as conn:

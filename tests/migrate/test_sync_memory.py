@@ -217,17 +217,6 @@ def test_the_library_names_options_and_the_command_line_its_flags(
     assert refused.value.advice == (Advice("follow", True),)
     worded = cli_text(refused.value)
     assert "--follow has nothing to follow: run sync --every 30s instead, which scans" in worded, worded
-    missing = ConfigurationError(
-        Advised.of(
-            "{} has no change capture installed, so {} has nothing to read: "
-            "install it first with the source store's setup_capture()",
-            src,
-            Advice("follow", True),
-        )
-    )
-    assert cli_text(missing).endswith(
-        f"--follow has nothing to read: run vectorport sync --setup-capture {src} first"
-    )
     state_msg = Advised.of(
         "the sync state s.sqlite belongs to another sync (...); pass another {} path", Advice("state")
     )

@@ -6,6 +6,7 @@ arguments; 3 the backend failed.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,7 +18,7 @@ from .._protocol import VectorStore
 from .._registry import connect
 from .._suggest import nearest
 from ..exceptions import ConfigurationError
-from ._common import JsonOption, emit_json, err_console, out_console, reported_errors
+from ._common import JsonOption, cli_text, emit_json, err_console, out_console, reported_errors
 
 if TYPE_CHECKING:
     from .._embedder import Embedder
@@ -112,8 +113,8 @@ def doctor(
 
 
 def _name_flags(report: DoctorReport) -> None:
-    """The skip reasons name the flags a user of the command line passes, not ``diagnose``'s
-    keyword arguments."""
+    """The skip reasons and findings name the flags and commands a user of the command line
+    passes, not ``diagnose``'s keyword arguments or a store's methods."""
     from ..ingest.doctor import NO_CANARIES, NO_SOURCE_ROOT
 
     flags = {
@@ -122,6 +123,7 @@ def _name_flags(report: DoctorReport) -> None:
     }
     for check, why in report.checks_skipped.items():
         report.checks_skipped[check] = flags.get(why, why)
+    report.findings = [dataclasses.replace(f, message=cli_text(f.message)) for f in report.findings]
 
 
 def _check_skips(skip: list[str]) -> None:

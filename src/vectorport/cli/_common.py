@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -178,49 +177,19 @@ def parse_json_arg(value: str | None, what: str) -> Any:
         raise typer.Exit(ExitCode.USAGE) from None
 
 
-_CREATE = (
-    "`vectorport ingest PATH URL` (--embedder and --metric set its spec) or `vectorport migrate SRC URL`"
-)
-# The library's advice names keyword arguments (``connect(url, dimension=…)``); on the command
-# line collections are created by the commands that write one, so the advice names those.
-_CLI_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"check the path, or pass dimension= \(and metric=\) to create the collection there"),
-     f"check the path, or create the collection there with {_CREATE}"),
-    (re.compile(r"pass dimension= \(and metric=\) to create it(?: with the index)?"),
-     f"create it with {_CREATE}"),
-    (re.compile(r"create the collection with dimension="), f"create it with {_CREATE}"),
-    (re.compile(r"pass dimension= to adopt it"), f"write its first vectors with {_CREATE}"),
-    (re.compile(r"pass metric= \(cosine, euclidean or dot; searches are then exact\)"),
-     "add metric=cosine (or euclidean, dot) to the URL (searches are then exact)"),
-    # sync's change capture and schedule: the Python calls become the command's own flags
-    (re.compile(r"(\S+) has no change capture installed, so (\S+) has nothing to read: "
-                r"install it first with the source store's setup_capture\(\)"),
-     r"\1 has no change capture installed, so \2 has nothing to read: "
-     r"run vectorport sync --setup-capture \1 first"),
-    (re.compile(r"call sync again on a schedule instead"), "run sync --every 30s instead"),
-    (re.compile(r"remove the capture \(teardown_capture\(\)\)"),
-     "remove the capture (sync --teardown-capture)"),
-    (re.compile(r"install the capture again \(teardown_capture\(\) and setup_capture\(\)"),
-     "install the capture again (sync --teardown-capture SOURCE, then sync --setup-capture SOURCE"),
-)  # fmt: skip
-
-
 def cli_text(message: str | BaseException) -> str:
     """A library message (or error) as the command line says it: its structured advice
-    (:class:`~vectorport.exceptions.Advised`) in flags, and advice naming Python keyword
-    arguments to create a collection (``pass dimension=``) as the commands that do it.
+    (:class:`~vectorport.exceptions.Advised`) in flags and commands; a plain sentence as it is.
 
-    >>> cli_text("x is missing; pass dimension= (and metric=) to create it")[:47]
+    >>> from vectorport.exceptions import Action, Advised, Step
+    >>> cli_text(Advised.of("x is missing; {}", Step(Action.CREATE)))[:47]
     'x is missing; create it with `vectorport ingest'
     """
     if isinstance(message, VectorportError):
-        message = message.worded(FLAGS)
-    elif isinstance(message, BaseException):
-        message = str(message)
-    message = worded(message, FLAGS)
-    for pattern, replacement in _CLI_ADVICE:
-        message = pattern.sub(replacement, message)
-    return message
+        return message.worded(FLAGS)
+    if isinstance(message, BaseException):
+        return str(message)
+    return worded(message, FLAGS)
 
 
 _ADVICE_KEYS = frozenset({"suggestion", "reasons", "notes"})

@@ -21,7 +21,7 @@ import typer
 from .._options import RunOptions
 from ..engine._progress import ProgressMode
 from ..engine._transform import MetadataPolicy
-from ..exceptions import Advice, Call, Wording
+from ..exceptions import Action, Advice, Call, Step, Wording
 
 __all__ = [
     "FLAGS",
@@ -53,12 +53,35 @@ _FLAGS: dict[str, tuple[str, str | None]] = {}
 it off, as the commands derived them (filled as each command is declared)."""
 
 
+_CREATE = (
+    "`vectorport ingest PATH URL` (--embedder and --metric set its spec) or `vectorport migrate SRC URL`"
+)
+
+_STEPS: dict[Action, str] = {
+    Action.ADOPT: f"write its first vectors with {_CREATE}",
+    Action.CREATE: f"create it with {_CREATE}",
+    Action.CREATE_TABLE: f"create it with {_CREATE}",
+    Action.CREATE_THERE: f"create the collection there with {_CREATE}",
+    Action.CREATE_WITH_INDEX: f"create it with {_CREATE}",
+    Action.NAME_METRIC: "add metric=cosine (or euclidean, dot) to the URL (searches are then exact)",
+    Action.REINSTALL_CAPTURE: "sync --teardown-capture SOURCE, then sync --setup-capture SOURCE",
+    Action.REMOVE_CAPTURE: "sync --teardown-capture",
+    Action.SCHEDULE_SYNC: "run sync --every 30s",
+    Action.SETUP_CAPTURE: "run vectorport sync --setup-capture {subject} first",
+}
+"""Each step as the command line takes it: the library's advice names keyword arguments
+(``connect(url, dimension=…)``) and store methods (``setup_capture()``); on the command line
+collections are created by the commands that write one, and change capture by ``sync``'s own
+flags. ``{subject}`` is the step's subject."""
+
+
 class _FlagWording:
     """Advice as the command line says it, from :data:`_FLAGS`: ``metadata_policy='flatten'`` is
     ``--metadata-policy flatten``, ``resume=True`` ``--resume``, ``checkpoint=`` ``--checkpoint``,
     ``verify=False`` ``--no-verify``, ``text_key=None`` ``no --text-key``; a call of a command's
-    function (``vectorport.sync('a', 'b')``) is its command line (``vectorport sync a b``). An
-    option the command line does not offer keeps its Python wording.
+    function (``vectorport.sync('a', 'b')``) is its command line (``vectorport sync a b``); a
+    step is the command that takes it (:data:`_STEPS`). An option the command line does not
+    offer keeps its Python wording.
 
     >>> from vectorport.exceptions import Advice, Advised
     >>> _FLAGS.update({"metadata_policy": ("--metadata-policy", None), "verify": ("--verify", "--no-verify")})
@@ -88,9 +111,14 @@ class _FlagWording:
     def call(self, call: Call) -> str:
         return shlex.join(["vectorport", call.command, *call.args])
 
+    def step(self, step: Step) -> str:
+        words = _STEPS.get(step.action)
+        return str(step) if words is None else words.format(subject=step.subject)
+
 
 FLAGS: Wording = _FlagWording()
-"""The command line's wording of advice: the flags its commands derived from the run options."""
+"""The command line's wording of advice: the flags its commands derived from the run options,
+and the commands that take each step."""
 
 
 def option_parameters(

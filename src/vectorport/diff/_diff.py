@@ -10,18 +10,17 @@ diff is about the records, not search quality.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .._exit import Status
-from .._options import RunOptions, option
+from .._options import option
 from .._report import Capped, Report
 from ..engine._endpoints import StoreLike, open_pair
-from ..engine._progress import ProgressMode
 from ..engine._runner import LocalRunner, Runner
-from ..engine._transform import MetadataPolicy, Transformer
+from ..engine._transform import Transformer
 from ..exceptions import ConfigurationError
+from ..verify._options import PairOptions, VerifyOptions
 from ..verify._placed import Pair, verify_placed
 from ..verify._verify import VerifyReport
 
@@ -29,34 +28,18 @@ __all__ = ["DiffOptions", "DiffReport", "diff"]
 
 
 @dataclass(frozen=True)
-class DiffOptions(RunOptions):
-    """How :func:`diff` runs (its keyword arguments and ``vectorport diff`` flags)."""
+class DiffOptions(PairOptions):
+    """How :func:`diff` runs (its keyword arguments and ``vectorport diff`` flags): the options of
+    the pair a verification takes, and how many keys to list."""
 
     COMMAND: ClassVar[str] = "diff"
 
-    metadata_policy: MetadataPolicy = option(
-        MetadataPolicy.ERROR,
-        "The policy the migration used (error, flatten, stringify or drop): the expected "
-        "metadata is the source's, transformed.",
-    )
-    text_key: str | None = option(None, "The source metadata key holding the text, as the migration used it.")
     limit: int = option(1000, "Keys listed per kind (missing, extra, changed); totals are exact.", minimum=1)
-    progress: ProgressMode = option(
-        ProgressMode.NONE,
-        "Progress on stderr: bar, json (JSON Lines) or none (CLI default: bar when stderr is a terminal).",
-        metavar="MODE",
-    )
-    source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)
-    target_options: Mapping[str, Any] = option(dict, "Options of the target store.", cli=False, factory=True)
 
-    # what the verification it runs reads from its options
-    sample_queries: ClassVar[int] = 0
-    k: ClassVar[int] = 10
-    method: ClassVar[str] = "auto"
-
-    @property
-    def cap(self) -> int:
-        return self.limit
+    def verification(self) -> VerifyOptions:
+        """The verification a diff runs: no sampled query (a diff is about the records), each
+        kind of difference kept up to ``limit`` keys."""
+        return VerifyOptions(**self.pair_options(), sample_queries=0, cap=self.limit)
 
 
 @dataclass
@@ -147,7 +130,7 @@ def diff(source: StoreLike, target: StoreLike, *, runner: Runner | None = None, 
             raise ConfigurationError(f"the target {dst.label} does not exist; nothing to compare")
         transformer = Transformer(dst.capabilities.metadata, o.metadata_policy, o.text_key)
         pair = Pair(source, target, src, dst, transformer)
-        verification = verify_placed(run, placement, pair, o, progress=o.progress)
+        verification = verify_placed(run, placement, pair, o.verification(), progress=o.progress)
     finally:
         dst.close()
         src.close()

@@ -42,7 +42,7 @@ from .._features import change_capture_of
 from .._models import Record
 from .._protocol import VectorStore
 from .._report import Report
-from ..exceptions import ConfigurationError
+from ..exceptions import Action, Advised, ConfigurationError, Step
 from .canaries import CanaryResult, CanarySet, check_canaries
 from .compat import ModelMismatchError
 from .documents import sha256_hex
@@ -218,9 +218,15 @@ def _capture(store: VectorStore, report: DoctorReport) -> Finding | None:
     consumer, last = health.get("consumer") or "no target yet", health.get("confirmed_at") or "never"
     return Finding(
         "capture",
-        f"the change capture {health.get('name')} holds back {held} on the server (it feeds the sync "
-        f"into {consumer}, last confirmed {last}): "
-        "run that sync (it confirms what it applies), or remove the capture (teardown_capture())",
+        Advised.of(
+            "the change capture {} holds back {} on the server (it feeds the sync into {}, last "
+            "confirmed {}): run that sync (it confirms what it applies), or remove the capture ({})",
+            health.get("name"),
+            held,
+            consumer,
+            last,
+            Step(Action.REMOVE_CAPTURE),
+        ),
     )
 
 

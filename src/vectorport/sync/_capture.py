@@ -39,7 +39,15 @@ from .._protocol import VectorStore
 from .._retry import Backoff, RetryPolicy, retry_scope
 from ..engine._pipeline import Acknowledged, upserting
 from ..engine._transform import Transformer
-from ..exceptions import Advice, Advised, BackendUnavailableError, ConfigurationError, TransientError
+from ..exceptions import (
+    Action,
+    Advice,
+    Advised,
+    BackendUnavailableError,
+    ConfigurationError,
+    Step,
+    TransientError,
+)
 from ._report import SyncStats
 from ._state import SyncState
 
@@ -337,8 +345,9 @@ def check_follow(source: VectorStore, label: str) -> None:
         raise ConfigurationError(
             Advised.of(
                 "{} cannot capture its changes (only PostgreSQL sources can), so {} has nothing to "
-                "follow: call sync again on a schedule instead, which scans",
+                "follow: {} instead, which scans",
                 label,
                 Advice("follow", True),
+                Step(Action.SCHEDULE_SYNC),
             )
         )

@@ -30,7 +30,7 @@ from ..engine._endpoints import StoreLike
 from ..engine._progress import ProgressMode
 from ..engine._runner import LocalRunner, Runner
 from ..engine._whole import delegated
-from ..exceptions import Advice, Advised, ConfigurationError
+from ..exceptions import Action, Advice, Advised, ConfigurationError, Step
 from ..verify._placed import Pair, verify_placed
 from ..verify._verify import VerifyReport
 from ._capture import (
@@ -261,10 +261,10 @@ def _check_feed(ctx: SyncContext, feed: ChangeFeed | None) -> None:
         if feed is None:
             raise ConfigurationError(
                 Advised.of(
-                    "{} has no change capture installed, so {} has nothing to read: "
-                    "install it first with the source store's setup_capture()",
+                    "{} has no change capture installed, so {} has nothing to read: {}",
                     ctx.src.label,
                     Advice("follow", True),
+                    Step(Action.SETUP_CAPTURE, ctx.src.label),
                 )
             )
 

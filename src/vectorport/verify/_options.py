@@ -4,7 +4,7 @@ report ``options``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, fields
 from typing import Any, ClassVar
 
 from .._options import RunOptions, option
@@ -14,14 +14,15 @@ from ..engine._progress import ProgressMode
 from ..engine._transform import MetadataPolicy
 from ._judge import VECTOR_TOLERANCE
 
-__all__ = ["VerifyOptions"]
+__all__ = ["PairOptions", "VerifyOptions"]
 
 
 @dataclass(frozen=True)
-class VerifyOptions(RunOptions):
-    """How :func:`vectorport.migrate.verify` runs (its keyword arguments)."""
-
-    COMMAND: ClassVar[str] = "verify"
+class PairOptions(RunOptions):
+    """What every command that compares the records of two stores takes (:class:`VerifyOptions`,
+    :class:`~vectorport.diff.DiffOptions`), declared once: how the target's records were
+    transformed, the progress, and the stores' own options. The last three are keyword-only, so in
+    each command's keyword arguments and report ``options`` they follow the command's own fields."""
 
     metadata_policy: MetadataPolicy = option(
         MetadataPolicy.ERROR,
@@ -29,6 +30,26 @@ class VerifyOptions(RunOptions):
         "metadata is the source's, transformed.",
     )
     text_key: str | None = option(None, "The source metadata key holding the text, as the migration used it.")
+    _: KW_ONLY
+    progress: ProgressMode = option(
+        ProgressMode.NONE,
+        "Progress on stderr: bar, json (JSON Lines) or none (CLI default: bar when stderr is a terminal).",
+        metavar="MODE",
+    )
+    source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)
+    target_options: Mapping[str, Any] = option(dict, "Options of the target store.", cli=False, factory=True)
+
+    def pair_options(self) -> dict[str, Any]:
+        """These options by name, as another command comparing the same pair takes them."""
+        return {f.name: getattr(self, f.name) for f in fields(PairOptions)}
+
+
+@dataclass(frozen=True)
+class VerifyOptions(PairOptions):
+    """How :func:`vectorport.migrate.verify` runs (its keyword arguments)."""
+
+    COMMAND: ClassVar[str] = "verify"
+
     shard: tuple[int, int] = option(
         (0, 1), "Verify only shard I of N (0-based) of the source.", runners=("local",), metavar="I/N"
     )
@@ -38,11 +59,6 @@ class VerifyOptions(RunOptions):
     cap: int = option(DEFAULT_CAP, "Examples kept per group of problems in the report.", cli=False)
     # Ray's parallelism is its workers, each reading one native scan segment
     concurrency: int = option(4, "Pages compared in parallel (threads).", runners=("local",), minimum=1)
-    progress: ProgressMode = option(
-        ProgressMode.NONE,
-        "Progress on stderr: bar, json (JSON Lines) or none (CLI default: bar when stderr is a terminal).",
-        metavar="MODE",
-    )
     method: str = option(
         "auto",
         "digest (both stores read once, then only differing key bins record by record), keyed "
@@ -52,8 +68,6 @@ class VerifyOptions(RunOptions):
         # Ray merges per-segment digests: it has no keyed pass
         only={"ray": ("auto", "digest")},
     )
-    source_options: Mapping[str, Any] = option(dict, "Options of the source store.", cli=False, factory=True)
-    target_options: Mapping[str, Any] = option(dict, "Options of the target store.", cli=False, factory=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

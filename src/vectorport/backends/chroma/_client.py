@@ -22,7 +22,7 @@ from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT, Settings
 from ..._names import NameRule
 from ..._suggest import what_exists
 from ..._url import StoreURL
-from ...exceptions import ConfigurationError, NotFoundError
+from ...exceptions import Action, Advised, ConfigurationError, NotFoundError, Step
 from .errors import map_errors
 
 __all__ = [
@@ -314,9 +314,14 @@ class ChromaConnection:
             return
         parent, name = os.path.split(os.path.abspath(self.path))
         raise NotFoundError(
-            f"{self.where}: there is no Chroma database in {self.path} (no {DATABASE_FILE})"
-            f"{what_exists('Chroma databases', name, databases_in(parent), f'in {parent}')}; "
-            "check the path, or pass dimension= (and metric=) to create the collection there"
+            Advised.of(
+                "{}: there is no Chroma database in {} (no {}){}; check the path, or {}",
+                self.where,
+                self.path,
+                DATABASE_FILE,
+                what_exists("Chroma databases", name, databases_in(parent), f"in {parent}"),
+                Step(Action.CREATE_THERE),
+            )
         )
 
     def close(self) -> None:

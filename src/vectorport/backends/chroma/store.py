@@ -38,7 +38,7 @@ from ..._features import Feature
 from ..._lifecycle import made_concurrently
 from ..._models import CollectionSpec, Metric
 from ..._url import StoreURL
-from ...exceptions import ConfigurationError, ConflictError, NotFoundError
+from ...exceptions import Action, Advised, ConfigurationError, ConflictError, NotFoundError, Step
 from ...filters import FilterNode
 from .._parts import Forward
 from ._client import COLLECTION_NAMES, HNSW_KEYS, MAX_BATCH, ChromaConnection, resolve
@@ -271,7 +271,7 @@ class ChromaStore(BaseStore[Where]):
         dimension = dimension or actual or self._dimension_hint
         if dimension is None:
             raise ConfigurationError(
-                f"{conn.where} is empty and records no dimension; pass dimension= to adopt it"
+                Advised.of("{} is empty and records no dimension; {}", conn.where, Step(Action.ADOPT))
             )
         model = meta.get(META_MODEL) or _foreign_model(config, int(dimension))
         with conn.op("describe"):

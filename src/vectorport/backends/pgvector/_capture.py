@@ -41,7 +41,7 @@ import psycopg
 from psycopg import sql
 
 from ..._changes import CaptureSetup, ChangeBatch
-from ...exceptions import ConfigurationError, NotFoundError
+from ...exceptions import Action, Advised, ConfigurationError, NotFoundError, Step
 from ._connections import usable
 from ._pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate, decode, lsn_int, lsn_text
 from ._quote import Identifier, Literal
@@ -439,18 +439,28 @@ class _Feed:
         them)."""
         if not self.store.capture.table_exists(self.conn):
             raise ConfigurationError(
-                f"{self.store._where}: the source table was dropped; the sync position is kept: "
-                "create it again and install the capture again (teardown_capture() and "
-                "setup_capture(): the next sync scans the source), or remove the capture "
-                "(teardown_capture()) and sync a new source"
+                Advised.of(
+                    "{}: the source table was dropped; the sync position is kept: create it again "
+                    "and install the capture again ({}: the next sync scans the source), or remove "
+                    "the capture ({}) and sync a new source",
+                    self.store._where,
+                    Step(Action.REINSTALL_CAPTURE),
+                    Step(Action.REMOVE_CAPTURE),
+                )
             )
         if not self._covered(self.store.layout.qualified.object_name(self.conn)):
             raise ConfigurationError(
-                f"{self.store._where}: the capture {self.name} no longer covers "
-                f"{self.store.schema}.{self.store.table} (the table was dropped and created again, or "
-                "its capture was altered by hand), so the changes since are not in it; the sync "
-                "position is kept: install the capture again (teardown_capture() and "
-                "setup_capture(): the next sync scans the source)"
+                Advised.of(
+                    "{}: the capture {} no longer covers {}.{} (the table was dropped and created "
+                    "again, or its capture was altered by hand), so the changes since are not in it; "
+                    "the sync position is kept: install the capture again ({}: the next sync scans "
+                    "the source)",
+                    self.store._where,
+                    self.name,
+                    self.store.schema,
+                    self.store.table,
+                    Step(Action.REINSTALL_CAPTURE),
+                )
             )
 
     def _covered(self, table: str) -> bool:
@@ -631,10 +641,14 @@ class SlotFeed(_Feed):
         ).fetchone()
         if row is not None and row[0] == "lost":
             raise ConfigurationError(
-                f"{self.store._where}: the replication slot {self.name} was invalidated (it held back "
-                "more WAL than max_slot_wal_keep_size allows), so changes are missing from it; the sync "
-                "position is kept: install the capture again (teardown_capture() and setup_capture(): "
-                "the next sync scans the source)"
+                Advised.of(
+                    "{}: the replication slot {} was invalidated (it held back more WAL than "
+                    "max_slot_wal_keep_size allows), so changes are missing from it; the sync "
+                    "position is kept: install the capture again ({}: the next sync scans the source)",
+                    self.store._where,
+                    self.name,
+                    Step(Action.REINSTALL_CAPTURE),
+                )
             )
 
     def _decode(self, rows: list[tuple[str, bytes]], skip: int) -> ChangeBatch:

@@ -17,7 +17,15 @@ from ..._capabilities import Capabilities
 from ..._features import Feature
 from ..._models import CollectionSpec, Metric
 from ..._suggest import what_exists
-from ...exceptions import ConfigurationError, NotFoundError, UnsupportedFeatureError, VectorportError
+from ...exceptions import (
+    Action,
+    Advised,
+    ConfigurationError,
+    NotFoundError,
+    Step,
+    UnsupportedFeatureError,
+    VectorportError,
+)
 from ._embedded import hnsw_unsafe
 from ._inspect import TableFacts, fts_language
 from ._layouts import LANGCHAIN_COLLECTIONS, ROLE_OPTION, resolve, shape
@@ -241,9 +249,13 @@ class Catalog:
             )
         else:
             raise ConfigurationError(
-                f"{self.store._where} has no HNSW index on {columns.embedding!r} telling its metric: pass "
-                "metric= (cosine, euclidean or dot; searches are then exact), or create an HNSW index "
-                "(vectorport pgvector schema prints one)"
+                Advised.of(
+                    "{} has no HNSW index on {!r} telling its metric: {}, or create an HNSW index "
+                    "(vectorport pgvector schema prints one)",
+                    self.store._where,
+                    columns.embedding,
+                    Step(Action.NAME_METRIC),
+                )
             )
         self.bind_layout(layout)
         self.unrecorded = True
@@ -488,7 +500,7 @@ class Catalog:
         where = f"in schema {self.store.schema!r}"
         tail = what_exists(self.store.collection_noun, self.store.table, names, where)
         return NotFoundError(
-            f"{self.store._where} does not exist{tail}; pass dimension= (and metric=) to create it"
+            Advised.of("{} does not exist{}; {}", self.store._where, tail, Step(Action.CREATE))
         )
 
     def list_collections(self) -> list[str]:

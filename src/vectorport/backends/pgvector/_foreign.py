@@ -24,9 +24,12 @@ from ..._suggest import what_exists
 from ..._validate import Batch
 from ...conventions.llamaindex import to_node_metadata
 from ...exceptions import (
+    Action,
+    Advised,
     ConfigurationError,
     NotFoundError,
     Problem,
+    Step,
     UnsupportedFeatureError,
     ValidationError,
     VectorportError,
@@ -77,8 +80,12 @@ class ForeignTables:
         dim = facts.dimension(columns.embedding) or self._data_dimension(conn, columns)
         if dim is None:
             raise NotFoundError(
-                f"{self.store._where}: the collection holds no vectors and its column "
-                f"{columns.embedding!r} declares no dimension; pass dimension= (--dimension) to write to it"
+                Advised.of(
+                    "{}: the collection holds no vectors and its column {!r} declares no dimension; {}",
+                    self.store._where,
+                    columns.embedding,
+                    Step(Action.ADOPT),
+                )
             )
         metric = self._foreign_metric(facts, columns, conn)
         # an index on an expression (LangChain's ``(embedding::vector(n))``) serves no search
@@ -199,9 +206,13 @@ class ForeignTables:
             names = None
         where = f"in {self.store.schema}.{LANGCHAIN_COLLECTIONS}"
         return NotFoundError(
-            f"{self.store.url.masked}: LangChain collection {self.store.collection!r} does not exist"
-            f"{what_exists('collections', self.store.collection, names, where)}; name one with "
-            "collection=NAME, or pass dimension= (and metric=) to create it"
+            Advised.of(
+                "{}: LangChain collection {!r} does not exist{}; name one with collection=NAME, or {}",
+                self.store.url.masked,
+                self.store.collection,
+                what_exists("collections", self.store.collection, names, where),
+                Step(Action.CREATE),
+            )
         )
 
     def _data_dimension(self, conn: psycopg.Connection[Any], columns: Columns) -> int | None:
@@ -240,8 +251,12 @@ class ForeignTables:
         # by cosine_distance whatever its index: the table's metric is the one LlamaIndex uses)
         if self.store.layout_name in ("custom", None):
             raise ConfigurationError(
-                f"{self.store._where} has no vector index on {columns.embedding!r} telling its metric: pass "
-                "metric= (cosine, euclidean or dot; searches are then exact)"
+                Advised.of(
+                    "{} has no vector index on {!r} telling its metric: {}",
+                    self.store._where,
+                    columns.embedding,
+                    Step(Action.NAME_METRIC),
+                )
             )
         # LangChain, LlamaIndex, vecs and Supabase's match_documents all default to cosine
         return Metric.COSINE

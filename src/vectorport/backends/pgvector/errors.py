@@ -14,12 +14,15 @@ from contextlib import contextmanager
 import psycopg
 
 from ...exceptions import (
+    Action,
+    Advised,
     BackendError,
     BackendUnavailableError,
     ConfigurationError,
     ConflictError,
     NotFoundError,
     Problem,
+    Step,
     TransientError,
     UnsupportedFeatureError,
     ValidationError,
@@ -53,7 +56,7 @@ SQLSTATE_CODES: dict[str, tuple[type[VectorportError], str]] = {
         UnsupportedFeatureError,
         "a function or operator is missing; is the vector extension installed?",
     ),
-    "42P01": (NotFoundError, "the table does not exist; create the collection with dimension="),
+    "42P01": (NotFoundError, Advised.of("the table does not exist; {}", Step(Action.CREATE_TABLE))),
     "42P07": (ConflictError, "the table already exists"),
     "53100": (BackendError, "the server's disk is full; free space on it, then retry"),
     "53200": (
@@ -175,7 +178,7 @@ def pg_errors(
         text = _BAD.sub("", str(exc).strip())
         detail = _scrub(text.splitlines()[0] if text else type(exc).__name__, password)
         state = f" [SQLSTATE {exc.sqlstate}]" if exc.sqlstate else ""
-        message = f"pgvector {what} on {where} failed: {detail}{state}; {hint}"
+        message = Advised.of("pgvector {} on {} failed: {}{}; {}", what, where, detail, state, hint)
         err: VectorportError
         if cls is ValidationError:
             outcome = "nothing was written" if what in _WRITES else f"the {what} returned nothing"

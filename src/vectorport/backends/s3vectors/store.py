@@ -19,7 +19,15 @@ from ..._retry import RetryPolicy
 from ..._suggest import what_exists
 from ..._url import StoreURL
 from ..._validate import Batch, check_batch_size, validate_records
-from ...exceptions import ConflictError, NotFoundError, UnsupportedFeatureError, VectorportError
+from ...exceptions import (
+    Action,
+    Advised,
+    ConflictError,
+    NotFoundError,
+    Step,
+    UnsupportedFeatureError,
+    VectorportError,
+)
 from .._parts import Forward
 from ._bucket import BucketClient
 from ._client import INDEX_NAMES, resolve
@@ -224,17 +232,27 @@ class S3VectorsStore(BaseStore[dict[str, Any]]):
         except NotFoundError:
             buckets = _names(self.calls, "ListVectorBuckets", "vectorBuckets", "vectorBucketName")
             return NotFoundError(
-                f"{self.name}: the vector bucket {self.bucket!r} does not exist at {self.url.masked}"
-                f"{what_exists('buckets', self.bucket, buckets)}; pass dimension= (and metric=) to create "
-                "it with the index"
+                Advised.of(
+                    "{}: the vector bucket {!r} does not exist at {}{}; {}",
+                    self.name,
+                    self.bucket,
+                    self.url.masked,
+                    what_exists("buckets", self.bucket, buckets),
+                    Step(Action.CREATE_WITH_INDEX),
+                )
             )
         except VectorportError:  # may not read the bucket (permissions): say what is known
             pass
         indexes = _names(self.calls, "ListIndexes", "indexes", "indexName", vectorBucketName=self.bucket)
         return NotFoundError(
-            f"{self.name}: the index {self.index!r} does not exist in the vector bucket {self.bucket!r}"
-            f"{what_exists('indexes', self.index, indexes, 'in it')}; pass dimension= (and metric=) to "
-            "create it"
+            Advised.of(
+                "{}: the index {!r} does not exist in the vector bucket {!r}{}; {}",
+                self.name,
+                self.index,
+                self.bucket,
+                what_exists("indexes", self.index, indexes, "in it"),
+                Step(Action.CREATE),
+            )
         )
 
     def _drop_collection(self) -> None:
