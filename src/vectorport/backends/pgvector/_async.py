@@ -7,7 +7,8 @@ The statements, their parameters and the decoding of rows are the sync store's (
 statements). Only where they run differs. Each pooled
 connection keeps its own session state (``hnsw.*`` settings sent only when they change, the
 staging table), as the sync store's connections do. Every operation of the protocol runs
-there (queries, text and hybrid search, get, count, scan pages, deletes, upserts); what
+there (queries, text and hybrid search, get, count, scan pages, deletes, upserts); searches
+awaited at the same time are sent a few to a connection in one pipeline (:mod:`._pipelined`); what
 happens once (opening, creating, dropping, the first write's catalog preparation, a foreign
 table's key check before its first scan) runs the sync store's code off the event loop
 (:func:`~vectorport._async.off_loop`; on an ``AsyncEngine``'s connection when it has one).
