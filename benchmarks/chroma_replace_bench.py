@@ -38,6 +38,21 @@ that differ in those settings alone.
 timed (CPU of the process, all threads); then 20 ``add`` calls of 50 records, timed. Every write
 call of an embedded Chroma first reads back its log from the HNSW index's last save (Rust
 ``local_compaction_manager.rs``), which happens every ``sync_threshold`` records.
+
+    python benchmarks/chroma_replace_bench.py batches [--n 5000] [--dim 384] [--batches 100,500,2000,5000]
+        [--rounds 2] [--ways chromadb,vectorport]
+
+``batches``: what one batch of ``sync --follow``'s writes costs, by batch size, written by
+chromadb's own calls and through vectorport. Per batch size, one fresh collection per way
+(``--n`` records), then ``--rounds`` batches in turns, each the mix of the follow benchmark (a
+third new records, a third stored records with a new vector, a third with new metadata only):
+``chromadb`` makes the fewest Chroma calls that apply it (``delete`` of the re-vectored ids,
+one ``add`` of the new and re-vectored records, one ``update`` of the metadata-only ones);
+``vectorport`` is ``store.upsert`` inside ``store.split_replace()``, as sync writes (it reads
+the stored records to compare, validates, converts). Reported per way: ms and CPU ms (the
+process, all threads: Chroma's Rust workers too) a record, and the Chroma write rate the
+batch size allows. A way may name HNSW settings after ``@``
+(``vectorport@ef_construction=50``): its collection is created with them.
 """
 
 from __future__ import annotations
@@ -266,7 +281,120 @@ def churn_main(argv: list[str]) -> None:
     h.emit("chroma-replace.churn", args, out, text)
 
 
+BATCH_WAYS = ("chromadb", "vectorport")
+
+
+def chroma_calls(coll: Any, records: list[Record], stored: set[str]) -> None:
+    """A mixed batch in the fewest chromadb calls: the re-vectored ids deleted, the new and
+    re-vectored records added in one call, the metadata-only ones updated in one call (sync
+    writes the same records inside ``split_replace``; no read of what is stored)."""
+    third = len(records) // 3
+    added, touched = records[: 2 * third], records[2 * third :]
+    coll.delete(ids=[r.key for r in added if r.key in stored])
+    coll.add(
+        ids=[r.key for r in added],
+        embeddings=np.stack([np.asarray(r.vector, dtype=np.float32) for r in added]),
+        metadatas=[r.metadata for r in added],
+        documents=[r.text for r in added],
+    )
+    coll.update(ids=[r.key for r in touched], metadatas=[r.metadata for r in touched])
+
+
+def _batch_size_run(
+    root: Any, rng: np.random.Generator, n: int, dim: int, batch: int, rounds: int, ways: tuple[str, ...]
+) -> dict[str, Any]:
+    """One batch size: a fresh collection per way, ``rounds`` mixed batches in turns."""
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    stores = {}
+    for i, way in enumerate(ways):
+        _, _, settings = way.partition("@")
+        extra = f"&{settings.replace(',', '&')}" if settings else ""
+        stores[way] = vectorport.connect(
+            f"chroma://{root / f'b{batch}-{i}'}?collection=bench{extra}", dimension=dim
+        )
+        for start in range(0, n, 2000):
+            stores[way].upsert(
+                Record(f"k{j}", vectors[j], {"i": j}, f"text {j}") for j in range(start, min(n, start + 2000))
+            )
+    third = batch // 3
+    stored = {f"k{j}" for j in range(n)}
+    made: dict[int, list[Record]] = {}
+
+    def batch_of(r: int) -> list[Record]:
+        if r not in made:  # the same batch for every way of the round
+            made.clear()
+            made[r] = mixed_batch(rng, vectors, third, r + 1, n + (r + 1) * third)
+        return made[r]
+
+    def way(name: str) -> h.Way:
+        store = stores[name]
+        if name.partition("@")[0] == "chromadb":
+            coll = store.connection.collection()
+            return lambda r: chroma_calls(coll, batch_of(r), stored)
+        return lambda r: write("split_replace", store, None, batch_of(r))
+
+    race = h.Race(ways[0], {name: way(name) for name in ways}).run(rounds)
+    for store in stores.values():
+        store.close()
+    written = rounds * 3 * third
+    row: dict[str, Any] = {"batch": 3 * third}
+    for name in ways:
+        wall, cpu = sum(race.seconds[name]), sum(race.cpu[name])
+        row[name] = {
+            "ms_per_record": round(wall / written * 1000, 3),
+            "cpu_ms_per_record": round(cpu / written * 1000, 3),
+            "records_per_second": round(written / wall),
+        }
+    return row
+
+
+def batches(
+    n: int, dim: int, sizes: list[int], rounds: int, ways: tuple[str, ...] = BATCH_WAYS
+) -> dict[str, Any]:
+    """See the module docstring (``batches``)."""
+    rng = np.random.default_rng(0)
+    with h.workdir("chroma-batches") as root:
+        rows = [_batch_size_run(root, rng, n, dim, size, rounds, ways) for size in sizes]
+    return {"records": n, "dim": dim, "rounds": rounds, "ways": list(ways), "batches": rows}
+
+
+def batches_main(argv: list[str]) -> None:
+    ap = h.parser(
+        __doc__,
+        n=5_000,
+        repeat=2,
+        quick={"n": 1000, "batches": "60,300"},
+        prog="chroma_replace_bench.py batches",
+    )
+    ap.add_argument("--batches", default="100,500,2000,5000", help="batch sizes, comma-separated")
+    ap.add_argument(
+        "--ways", default=",".join(BATCH_WAYS), help=f"comma-separated, of {', '.join(BATCH_WAYS)}"
+    )
+    args = h.parse(ap, argv)
+    ways = tuple(h.csv(args.ways))
+    if not ways or any(w.partition("@")[0] not in BATCH_WAYS for w in ways):
+        ap.error(f"--ways: one or more of {', '.join(BATCH_WAYS)}, got {args.ways!r}")
+    out = batches(args.n, args.dim, h.sizes(args.batches), args.repeat, ways)
+    rows = [
+        [
+            row["batch"],
+            way,
+            row[way]["ms_per_record"],
+            row[way]["cpu_ms_per_record"],
+            row[way]["records_per_second"],
+            round(row[way]["ms_per_record"] / row[ways[0]]["ms_per_record"], 2),
+        ]
+        for row in out["batches"]
+        for way in ways
+    ]
+    text = h.table(["batch", "way", "ms/record", "CPU ms/record", "records/s", f"time / {ways[0]}"], rows)
+    h.emit("chroma-replace.batches", args, out, text)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["batches"]:
+        batches_main(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["calls"]:
         calls_main(sys.argv[2:])
         return

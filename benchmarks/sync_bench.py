@@ -3,7 +3,7 @@ and ``sync --follow`` from a pgvector source under a steady write load.
 
     python benchmarks/sync_bench.py [--n 200000] [--dim 128] [--changed 0.001] [--capture-changes 100]
     python benchmarks/sync_bench.py follow --target s3vectors|chroma [--n 10000] [--rate 1000] [--seconds 60]
-        [--dim 128] [--timeline]
+        [--dim 128] [--timeline] [--target-options ef_construction=50,...]
     python benchmarks/sync_bench.py parquet [--n 50000] [--dim 128] [--changes 100] [--target memory|pgvector]
 
 Each also takes ``--json``, ``--output FILE`` and ``--quick`` (a smoke-test size).
@@ -27,10 +27,12 @@ deletes, in transactions of 50) while ``vectorport sync SRC DST --delete --follo
 into the local bucket server or an embedded Chroma; the lag it reports (the age of the oldest
 change not yet applied, at each read of the slot) is summarised as p50/p95/max, and after the
 writes stop and it caught up, ``verify`` must find the target equal. ``--timeline`` adds every
-reading (seconds since the first write, lag, changes read). The cores used on average, while the
-writes ran and while the follower caught up after them: the follower, the source's PostgreSQL
-server (the writes, the slot's decoding, the read-back), this process (the writer threads; the
-local bucket server too, when it is the target), and what the machine's other processes used.
+reading (seconds since the first write, lag, changes read). ``--target-options`` adds options to
+the target's URL (for Chroma, the collection's HNSW settings at creation: ``ef_construction=50``).
+The cores used on average, while the writes ran and while the follower caught up after them:
+the follower, the source's PostgreSQL server (the writes, the slot's decoding, the read-back),
+this process (the writer threads; the local bucket server too, when it is the target), and what
+the machine's other processes used.
 
 ``parquet``: a Parquet snapshot source (``parquet://DIR``, exported from ``--n`` records) and a
 memory (or embedded pgvector) target: the migration, the first sync, ``--changes`` changes written
@@ -442,10 +444,12 @@ def follow(
     index: str = "exact",
     writers: int = 2,
     timeline: bool = False,
+    target_options: str = "",
 ) -> dict[str, Any]:
     """See the module docstring (``follow``)."""
     out: dict[str, Any] = {"target": target_kind, "records": n, "dim": dim, "rate": rate, "seconds": seconds}
-    out.update(index=index, writers=writers)
+    out.update(index=index, writers=writers, target_options=target_options)
+    extra = "".join(f"&{option}" for option in target_options.split(",") if option)
     with h.workdir("follow-bench") as root, contextlib.ExitStack() as stack:
         # no HNSW index on the source: its maintenance, not the capture, would cap the write rate
         # on a small machine (about 130 writes/s on 2 shared cores); the target keeps its own index
@@ -454,9 +458,9 @@ def follow(
             server = LocalServer()
             server.start()
             stack.callback(server.stop)
-            dst = f"s3vectors://bench/follow?endpoint_url={server.url}"
+            dst = f"s3vectors://bench/follow?endpoint_url={server.url}{extra}"
         else:
-            dst = f"chroma://{root / 'chroma'}?collection=follow"
+            dst = f"chroma://{root / 'chroma'}?collection=follow{extra}"
         _load_source(src, n, dim)
         out.update(_follow_run(src, dst, root, out))
         if not timeline:
@@ -573,9 +577,18 @@ def follow_main(argv: list[str]) -> None:
     ap.add_argument("--index", choices=["exact", "hnsw"], default="exact", help="the source's index")
     ap.add_argument("--writers", type=int, default=2, help="writer threads")
     ap.add_argument("--timeline", action="store_true", help="list every lag reading")
+    ap.add_argument("--target-options", default="", help="name=value,… added to the target's URL")
     args = h.parse(ap, argv)
     out = follow(
-        args.target, args.n, args.dim, args.rate, args.seconds, args.index, args.writers, args.timeline
+        args.target,
+        args.n,
+        args.dim,
+        args.rate,
+        args.seconds,
+        args.index,
+        args.writers,
+        args.timeline,
+        args.target_options,
     )
     keys = (
         "writes",

@@ -231,3 +231,37 @@ def test_a_server_that_is_gone_is_a_one_line_error(own_server: Path) -> None:
 
     message = asyncio.run(main())
     assert "\n" not in message and "no longer answers" in message and "start it again" in message
+
+
+def test_searches_gathered_beside_others_run_each_with_its_own_settings(pg_url: Callable[..., str]) -> None:
+    """Concurrent searches go a few to a connection in one pipeline, grouped by the ``hnsw.*``
+    settings they need: each must still run with its own (``ef_search=1`` without iterative
+    scans finds a single row; the others find k), and one whose caller gave up is skipped."""
+    url = pg_url(pool_size=2)
+    records = _records(200)
+    probes = [r.vector for r in records[:48]]
+    kinds: list[dict[str, Any]] = [
+        {},
+        {"filter": {"even": True}},
+        {"params": {"ef_search": 1, "iterative_scan": "off"}},
+        {"filter": {"even": False}, "params": {"ef_search": 40}},
+    ]
+    calls = [(q, kinds[i % 4]) for i, q in enumerate(probes)]
+
+    async def main() -> tuple[list[list[str]], bool]:
+        async with await vectorport.aconnect(url, dimension=8) as store:
+            await store.aupsert(records)
+            abandoned = asyncio.ensure_future(store.aquery(probes[0], k=5, params={"ef_search": 1}))
+            tasks = [store.aquery(q, k=5, **kw) for q, kw in calls]
+            abandoned.cancel()
+            found = await asyncio.gather(*tasks)
+            again = await store.aquery(probes[0], k=5)  # the queue is not stuck behind it
+            await store.adrop()
+            return [r.keys for r in found], again.keys == found[0].keys and abandoned.cancelled()
+
+    with vectorport.connect(url, dimension=8) as sync:
+        sync.upsert(records)
+        expected = [sync.query(q, k=5, **kw).keys for q, kw in calls]
+    found, settled = asyncio.run(main())
+    assert found == expected and settled
+    assert [len(keys) for keys in found[:4]] == [5, 5, 1, 5]

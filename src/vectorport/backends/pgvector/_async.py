@@ -7,7 +7,8 @@ The statements, their parameters and the decoding of rows are the sync store's (
 statements). Only where they run differs. Each pooled
 connection keeps its own session state (``hnsw.*`` settings sent only when they change, the
 staging table), as the sync store's connections do. Every operation of the protocol runs
-there (queries, text and hybrid search, get, count, scan pages, deletes, upserts); what
+there (queries, text and hybrid search, get, count, scan pages, deletes, upserts); searches
+awaited at the same time are sent a few to a connection in one pipeline (:mod:`._pipelined`); what
 happens once (opening, creating, dropping, the first write's catalog preparation, a foreign
 table's key check before its first scan) runs the sync store's code off the event loop
 (:func:`~vectorport._async.off_loop`; on an ``AsyncEngine``'s connection when it has one).
@@ -40,6 +41,7 @@ from ._connections import SessionState, connection_defaults, open_connection
 from ._embedded import connect_embedded
 from ._engine import AsyncEngineBridge, borrows_from
 from ._options import local_gucs_sql, set_gucs_sql
+from ._pipelined import Pipelined
 from ._search import SearchCall
 from .errors import pg_errors
 
@@ -74,6 +76,10 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         """The application's ``AsyncEngine``, whose pool lends the connections (else our own pool)."""
         self._recovering: asyncio.Lock | None = None
         self._recovered = 0.0
+        self._searches: Pipelined[SearchCall, list[Any]] = Pipelined(
+            self._rows, self._pipelined_rows, lambda: store.server.pool_size
+        )
+        """Concurrent searches, sent a few to a connection (not on a lent connection)."""
 
     async def _off_loop(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
         """The sync store's code off the loop, told this loop: on an ``AsyncEngine`` it borrows
@@ -211,6 +217,38 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
             rows: list[Any] = await cur.fetchall()
             return rows
 
+    async def _search(self, call: SearchCall) -> list[Any]:
+        """The rows of a search: queued with the searches awaited beside it, so that a
+        connection is sent several at once (:mod:`._pipelined`); on a lent connection alone."""
+        if self._lender is not None:
+            return await self._rows(call)
+        return await self._searches.run(call)
+
+    async def _pipelined_rows(self, calls: Sequence[SearchCall]) -> list[list[Any]]:
+        """The rows of several searches, sent in one pipeline on one connection. Those that
+        need the same ``hnsw.*`` settings go together, the settings the session holds first,
+        so a setting is sent only where it changes. The pipeline is one implicit transaction:
+        the session's settings are known again only once it succeeded."""
+        store = self.sync
+        async with self._borrowed(calls[0].what) as (conn, state):
+            held = state.unsettle()
+            order = sorted(
+                range(len(calls)), key=lambda i: (_changes(held, calls[i]) > 0, calls[i].gucs or ())
+            )
+            cursors: dict[int, psycopg.AsyncCursor[Any]] = {}
+            async with conn.pipeline():
+                for i in order:
+                    call = calls[i]
+                    changed = [(n, v) for n, v in call.gucs or () if held.get(n) != v]
+                    if changed:
+                        names, values = [n for n, _ in changed], [x for pair in changed for x in pair]
+                        await conn.execute(set_gucs_sql(names).encode("ascii"), values, prepare=True)
+                        held.update(changed)
+                    query = store.searcher._statement(conn, call.key, call.build)
+                    cursors[i] = await conn.execute(query, call.params, binary=True, prepare=True)
+            state.hold(held)
+            return [await cursors[i].fetchall() for i in range(len(calls))]
+
     async def _fetch(self, what: str, query: sql.Composed, params: Mapping[str, Any]) -> list[Any]:
         async with self._borrowed(what) as (conn, _):
             cur = await conn.execute(query, params, binary=True)
@@ -231,7 +269,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         q = prepare_query(store, vector, k, filter, include, params)
         assert q.vector is not None
         call = store.searcher._search_call(q.vector, q.k, q.where, q.include, q.params)
-        rows = await store.retry.acall(lambda: self._rows(call), f"{store.name}: query")
+        rows = await store.retry.acall(lambda: self._search(call), f"{store.name}: query")
         return QueryResult(tuple(store.searcher._matches(rows, q.include)[: q.k]), q.k)
 
     async def aget(self, keys: Iterable[str], *, include: Iterable[str] | None = None) -> list[Record]:
@@ -282,7 +320,7 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
     ) -> QueryResult:
         store = self.sync
         call, inc, k = store.searcher._hybrid_call(vector, text, k, filter, weight, rrf_k, include, params)
-        rows = await store.retry.acall(lambda: self._rows(call), "pgvector: hybrid query")
+        rows = await store.retry.acall(lambda: self._search(call), "pgvector: hybrid query")
         return store.searcher._hybrid_result(rows, inc, k)
 
     async def ascan(
@@ -390,6 +428,11 @@ async def _probe(store: PgVectorStore, what: str) -> None:
             "start it again (the store reconnects on its next call) or check the URL"
         ) from exc
     await conn.close()
+
+
+def _changes(held: Mapping[str, str], call: SearchCall) -> int:
+    """How many of the settings ``call`` needs differ from those ``held``."""
+    return sum(held.get(name) != value for name, value in call.gucs or ())
 
 
 def _lost(conn: psycopg.AsyncConnection[Any]) -> Callable[[], bool]:

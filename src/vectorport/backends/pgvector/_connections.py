@@ -108,6 +108,16 @@ class SessionState:
             self._before.update(changed)
             self.gucs, self.applied, self._before = self._before, wanted, {}
 
+    def unsettle(self) -> dict[str, str]:
+        """The settings this session holds, forgotten until :meth:`hold`: several statements
+        are about to change them in one implicit transaction, which a failure undoes."""
+        held, self.gucs, self.applied, self._before = self.gucs, {}, None, {}
+        return dict(held)
+
+    def hold(self, gucs: dict[str, str]) -> None:
+        """``gucs`` are in effect: the statements that set them were committed."""
+        self.gucs, self.applied = gucs, None
+
 
 @dataclass
 class Session(SessionState):
