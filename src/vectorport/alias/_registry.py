@@ -8,7 +8,8 @@ Tables (one SQL text for SQLite and PostgreSQL, :mod:`._sql`):
 ``vectorport_alias_member`` alias, url, role, feed, embedding_model, backfilled
 ``vectorport_alias_write`` seq, alias, key, op: keys written through the alias while a
                            backfill runs (:mod:`._backfill`)
-``vectorport_alias_repair`` alias, member, key, attempts, error: writes a member missed
+``vectorport_alias_repair`` id, alias, member, key, attempts, error: writes a member missed (the
+                           id orders them: a repair never applies an older write over a newer)
 ``vectorport_alias_shadow`` one row per shadowed query (bounded: the newest
                            :data:`SHADOW_LOG_ROWS` per alias are kept)
 ``vectorport_alias_count`` alias, member, counter, value: dropped shadow reads, errors
@@ -240,6 +241,16 @@ class Registry:
             (name, limit),
         )
         return [Repair(int(i), m, k, int(a), e) for i, m, k, a, e in rows]
+
+    def newest_repairs(self, name: str, member: str, keys: Sequence[str]) -> dict[str, int]:
+        """Of ``keys``, those queued for ``member``, each with its newest entry's id (the
+        sequence of the newest write the member lacks)."""
+        rows = self.conn.rows(
+            "SELECT key, MAX(id) FROM vectorport_alias_repair WHERE alias = ? AND member = ? GROUP BY key",
+            (name, member),
+        )
+        wanted = set(keys)
+        return {k: int(i) for k, i in rows if k in wanted}
 
     def repair_count(self, name: str) -> int:
         rows = self.conn.rows("SELECT COUNT(*) FROM vectorport_alias_repair WHERE alias = ?", (name,))
