@@ -20,7 +20,7 @@ from ..engine._names import TargetName
 from ..engine._progress import Progress, ProgressMode
 from ..engine._transform import NO_TEXT, MetadataPolicy, Transformed, Transformer, problem_kind
 from ..exceptions import Advice, Advised, UnsupportedError
-from ._reembed import ReembedEstimate
+from ._reembed import ReembedEstimate, same_vectors
 
 __all__ = ["MigrationPlan", "PlanChecker", "PlanRefusedError", "ProblemGroup", "build_plan"]
 
@@ -277,6 +277,39 @@ def planned_target_spec(
     )
 
 
+def target_conflicts(
+    src: CollectionSpec,
+    existing: CollectionSpec,
+    reembed_dim: int | None,
+    reembed_model: str | None,
+    verb: str,
+) -> list[str]:
+    """Why an existing target cannot take these vectors: another dimension, metric or embedding
+    model (two models in one collection: its queries would compare vectors of different
+    spaces). ``verb`` names the command in the advice (``migrate``, ``sync``)."""
+    out: list[str] = []
+    want_dim = reembed_dim or src.dimension
+    if existing.dimension != want_dim:
+        out.append(
+            f"the target collection {existing.name!r} has {existing.dimension} dimensions; the "
+            f"{'re-embedded' if reembed_dim else 'source'} vectors have {want_dim}: "
+            f"{verb} into a new collection"
+        )
+    if existing.metric is not src.metric:
+        out.append(
+            f"the target collection {existing.name!r} uses the {existing.metric.value} metric; the "
+            f"source uses {src.metric.value}: {verb} into a new collection"
+        )
+    want_model = reembed_model or src.embedding_model
+    if want_model and existing.embedding_model and not same_vectors(want_model, existing.embedding_model):
+        out.append(
+            f"the target collection {existing.name!r} holds vectors from {existing.embedding_model!r}; "
+            f"these are from {want_model!r}: {verb} into a new collection (an alias moves an app "
+            "to it: docs/reembed.md)"
+        )
+    return out
+
+
 def _compatibility(
     src: CollectionSpec,
     planned: CollectionSpec,
@@ -289,24 +322,7 @@ def _compatibility(
     out: list[str] = []
     want_dim = reembed_dim or src.dimension
     if target.exists:
-        if planned.dimension != want_dim:
-            out.append(
-                f"the target collection {planned.name!r} has {planned.dimension} dimensions; the "
-                f"{'re-embedded' if reembed_dim else 'source'} vectors have {want_dim}: "
-                "migrate into a new collection"
-            )
-        if planned.metric is not src.metric:
-            out.append(
-                f"the target collection {planned.name!r} uses the {planned.metric.value} metric; the "
-                f"source uses {src.metric.value}: migrate into a new collection"
-            )
-        want_model = reembed_model or src.embedding_model
-        if want_model and planned.embedding_model and want_model != planned.embedding_model:
-            out.append(
-                f"the target collection {planned.name!r} holds vectors from {planned.embedding_model!r}; "
-                f"these are from {want_model!r}: migrate into a new collection"
-            )
-        return out
+        return target_conflicts(src, planned, reembed_dim, reembed_model, "migrate")
     if src.metric not in caps.metrics:
         names = ", ".join(sorted(m.value for m in caps.metrics))
         out.append(

@@ -82,6 +82,16 @@ class ReembedEstimate:
         }
 
 
+def same_vectors(a: str, b: str) -> bool:
+    """Whether two recorded model ids name the same embedding model
+    (:func:`vectorport.ingest.embedders.same_model`: Chroma's default is all-MiniLM-L6-v2)."""
+    if a == b:
+        return True
+    from ..ingest.embedders import same_model
+
+    return same_model(a, b)
+
+
 def load_embedder(model: str) -> tuple[Embedder, str]:
     """The embedder for ``model`` and the model id to record on the target collection."""
     from ..ingest.embedders import resolve_embedder
