@@ -390,7 +390,21 @@ def build_plan(
                 checker.observe(page)
                 bar.advance(len(page))
         checker.finish()
+    if estimate is not None and estimate.resumed:
+        _count_left(source, transformer, shard, estimate)
     return plan
+
+
+def _count_left(
+    source: Endpoint, transformer: Transformer, shard: tuple[int, int], est: ReembedEstimate
+) -> None:
+    """A resumed re-embedding's estimate: the texts past the checkpoint's cursor (what the copy
+    reads on); none when the interrupted run acknowledged every record."""
+    if est.after is None:
+        return
+    for page in source.store.scan(include=["metadata", "text"], segment=shard, cursor=est.after):
+        texts = [transformer.apply(rec.metadata, rec.text).text for rec in page]
+        est.add([t for t in texts if t is not None])
 
 
 def _notes(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
@@ -458,8 +472,9 @@ class PlanChecker:
             for key in self.key_check.taken_keys([rec.key for rec in page]):
                 self._key_problem(key, "belongs to another collection of this shared table")
         outs = [self._record(rec) for rec in page]
-        if self.plan.reembed_estimate is not None:
-            self.plan.reembed_estimate.add([o.text for o in outs if o.text is not None])
+        estimate = self.plan.reembed_estimate
+        if estimate is not None and not estimate.resumed:  # a resumed run's: _count_left
+            estimate.add([o.text for o in outs if o.text is not None])
         return outs
 
     def _key_problem(self, key: str, why: str) -> None:
