@@ -94,6 +94,7 @@ def doctor(
             canaries=recorded,
             sample=sample,
             skip=tuple(skip or ()),
+            models=None if no_embedder else (),
         )
         _name_flags(report)
         saved = None
@@ -181,6 +182,14 @@ def _print_report(report: DoctorReport, saved: Path | None) -> None:
         out_console.print(
             f"canary {state} overlap={c.overlap:.2f} score_shift={shift} "
             f"vector_sim={c.vector_similarity:.4f} {c.text[:60]!r}",
+            highlight=False,
+        )
+    for m in report.models:
+        state = "[green]agrees[/green]" if m.agrees else "[red]other model[/red]"
+        lowest = ", ".join(f"{k} {v:.4f}" for k, v in m.similarity.items())
+        out_console.print(
+            f"model {state} {m.store}: records {m.recorded}, vectors from {m.comes_from or 'no model tried'} "
+            f"({m.records} records; lowest similarity {lowest or '-'})",
             highlight=False,
         )
     if saved:
