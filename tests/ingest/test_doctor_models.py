@@ -73,6 +73,21 @@ def test_a_store_whose_vectors_come_from_another_model_is_named(stores: tuple[st
     assert json.loads(res.stdout)["checks_skipped"]["canary-model"] == "no embedder"
 
 
+def test_a_recorded_model_that_cannot_run_here_is_a_note_not_a_finding() -> None:
+    url = _store("chroma:my-own-function", HASH)
+    try:
+        report = diagnose(vectorport.connect(url))
+        [model] = report.models
+        assert (
+            model.agrees
+            and model.comes_from is None
+            and "canary-model" not in {f.check for f in report.findings}
+        )
+        assert model.notes[0].startswith("chroma:my-own-function not tried: ")
+    finally:
+        vectorport.connect(url).drop()
+
+
 def test_doctor_of_an_alias_says_which_model_each_members_vectors_come_from(
     stores: tuple[str, str], tmp_path: Path
 ) -> None:

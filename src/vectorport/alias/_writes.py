@@ -197,15 +197,18 @@ def _repair_pair(
     nothing to do (the member left the alias, or it serves now and no store served before)."""
     state = routing.state
     if url == state.serving.url:  # queued before a switch: copied from the store that served then
-        before = sorted(
-            (m for m in state.written if m.url in routing.stores), key=lambda m: m.role is not Role.PREVIOUS
-        )
+        before = sorted(state.written, key=lambda m: m.role is not Role.PREVIOUS)
         if not before:
             return None
-        return (before[0], routing.stores[before[0].url]), (state.serving, routing.serving)
+        return (before[0], _opened(routing, before[0].url)), (state.serving, routing.serving)
     if url not in {m.url for m in state.others}:
         return None  # the member left the alias
+    return (state.serving, routing.serving), (state.member(url), _opened(routing, url))
+
+
+def _opened(routing: Routing, url: str) -> VectorStore:
+    """The member's store, or the error that keeps its repairs queued (it is down)."""
     store = routing.stores.get(url)
     if store is None:
         raise VectorportError(routing.down.get(url, "the member could not be opened"))
-    return (state.serving, routing.serving), (state.member(url), store)
+    return store

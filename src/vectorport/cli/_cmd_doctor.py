@@ -192,6 +192,8 @@ def _print_report(report: DoctorReport, saved: Path | None) -> None:
             f"({m.records} records; lowest similarity {lowest or '-'})",
             highlight=False,
         )
+        for note in m.notes:
+            out_console.print(f"  [yellow]note:[/yellow] {note}", highlight=False)
     if saved:
         out_console.print(f"canaries recorded to {saved}")
 

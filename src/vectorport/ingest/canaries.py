@@ -39,7 +39,7 @@ import numpy as np
 from .._embedder import Embedder
 from .._models import Record
 from .._protocol import VectorStore
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, VectorportError
 from .embedders import resolve_embedder, same_model
 
 __all__ = [
@@ -239,10 +239,11 @@ class ModelCanary:
 
     @property
     def agrees(self) -> bool:
-        """The store's vectors come from the model it records (or no record could tell)."""
-        return not self.records or (
-            self.comes_from is not None and same_model(self.comes_from, self.recorded)
-        )
+        """The store's vectors come from the model it records, or nothing tells otherwise (no
+        record with text, or the recorded model could not be run here: see ``notes``)."""
+        if self.comes_from is not None:
+            return same_model(self.comes_from, self.recorded)
+        return not self.records or not any(same_model(m, self.recorded) for m in self.similarity)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "agrees": self.agrees}
@@ -278,12 +279,12 @@ def model_canaries(
         tried.append(model)
         try:
             embedder = load(model)
-        except ConfigurationError as exc:
+            if embedder.dimension != dim:
+                continue
+            fresh = np.asarray(embedder.embed_documents([r.text or "" for r in drawn]), dtype=np.float64)
+        except VectorportError as exc:  # a model this process cannot run, a provider that failed
             out.notes.append(f"{model} not tried: {exc}")
             continue
-        if embedder.dimension != dim:
-            continue
-        fresh = np.asarray(embedder.embed_documents([r.text or "" for r in drawn]), dtype=np.float64)
         sims = np.einsum("ij,ij->i", fresh, stored) / (
             np.linalg.norm(fresh, axis=1) * np.linalg.norm(stored, axis=1) + 1e-12
         )
