@@ -160,7 +160,15 @@ def test_switch_gates_on_quality_on_labelled_queries_and_status_shows_it(
 
     refused = alias.switch("docs", registry=reg, gates=gates(ratio + 0.01))
     assert refused.status.value == "refused" and refused.reasons[0].startswith("ndcg_ratio: nDCG@10")
+    measured = max(r.at for r in alias.status("docs", registry=reg).quality_recorded)
     assert alias.switch("docs", registry=reg, gates=gates(ratio - 0.01)).status.value == "applied"
+    # the switch's gate recorded what it measured: the report page shows it (per member, model)
+    recorded = {r.member: r for r in alias.status("docs", registry=reg).quality_recorded}
+    assert {m: (r.model, r.ndcg) for m, r in recorded.items()} == {
+        old: (OLD, serving.ndcg),
+        new: (NEW, candidate.ndcg),
+    }
+    assert min(r.at for r in recorded.values()) > measured
 
 
 @pytest.mark.llamaindex

@@ -31,8 +31,8 @@ from ._embedding import Embedders, other_model
 from ._figures import by_shape, figures
 from ._gates import Gates, check_gates
 from ._model import AliasState, Feed, Member, Phase, Role
-from ._quality import labelled, quality
-from ._registry import QualityRow, Registry
+from ._quality import labelled, measured, quality
+from ._registry import Registry
 from ._report import AliasReport
 from ._routing import CHECK_INTERVAL
 
@@ -303,7 +303,7 @@ def status(name: str, *, registry: str | None = None, queries: str | None = None
         report = _report(reg, "status", state, started)
         if queries is not None:
             report.quality = _quality(state, queries)
-            reg.add_quality(name, _measured(state, report.quality))
+            reg.add_quality(name, measured(state, report.quality))
         report.quality_recorded = reg.quality(name)
         for member in state.others:
             rows = reg.shadow_rows(name, member.url)
@@ -333,16 +333,6 @@ def _quality(state: AliasState, path: str) -> dict[str, Relevance]:
             m.label: quality(store, m, labelled_queries, embedders)
             for m, store in zip(state.members, stores, strict=True)
         }
-
-
-def _measured(state: AliasState, quality: dict[str, Relevance]) -> list[QualityRow]:
-    """The rows the registry keeps of a measurement made now (by member label, in its model)."""
-    now = time.time()
-    return [
-        QualityRow(m.label, m.embedding_model, now, q.queries, q.ndcg, q.mrr, q.hit)
-        for m in state.members
-        if (q := quality.get(m.label)) is not None
-    ]
 
 
 def _is_member(state: AliasState, url: str) -> bool:

@@ -16,9 +16,10 @@ A repair never applies an older write over a newer one. The queue's ids are the 
 sequence: a key whose source (the store the repair copies from) has a *newer* write queued for
 it lacks that write, while the target received it (directly, or through its own newer entry), so
 the repair leaves the key to that write. The check is made between reading the source and
-writing the target, and a member of another model is queued *before* the serving store is
-written, so that a write landing around a switch is seen by a repair draining the queue
-(a process still routing by the version before the switch included).
+writing the target, so a write landing around a switch is seen by a repair draining the queue
+(a process still routing by the version before the switch included). What it cannot see is a
+write that lands entirely between that check and the target's write (milliseconds): records
+carry no version a store could compare on write.
 """
 
 from __future__ import annotations
@@ -80,11 +81,10 @@ def write(registry: Registry, routing: Routing, op: Op) -> None:
         require_text(op.records, member)
     if routing.state.logging_writes:  # before the serving write: see _backfill
         registry.log_writes(name, op.touched, op.kind)
-    for member in later:  # before the serving write: its sequence is seen by a repair (above)
-        registry.add_repairs(name, member.url, op.touched, REEMBED)
     op.apply(routing.serving)
     for member, store in routing.written():
-        if member in later:
+        if member in later:  # after the serving write: a repair drained before it would copy nothing
+            registry.add_repairs(name, member.url, op.touched, REEMBED)
             continue
         try:
             if store is None:
