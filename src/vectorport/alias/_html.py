@@ -191,9 +191,15 @@ def render_html(report: AliasReport) -> str:
     rows = report.rows
     s = report.state
     members = _table(
-        ["member", "role", "feed", "backfilled"],
+        ["member", "role", "feed", "model", "backfilled"],
         [
-            [(_e(m.label), "l"), (m.role.value, ""), (m.feed.value, ""), (str(m.backfilled), "")]
+            [
+                (_e(m.label), "l"),
+                (m.role.value, ""),
+                (m.feed.value, ""),
+                (_e(m.embedding_model or "unknown"), ""),
+                (str(m.backfilled), ""),
+            ]
             for m in s.members
         ],
     )
