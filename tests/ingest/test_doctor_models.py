@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import vectorport
-from vectorport import Record, alias
+from vectorport import Embedder, Record, alias
 from vectorport.cli import app
 from vectorport.ingest import diagnose
 from vectorport.ingest.embedders import DEFAULT_EMBEDDER, resolve_embedder
@@ -25,10 +25,10 @@ HASH = "hash:384"
 TEXTS = [f"note {i} on {w}" for i in range(12) for w in ("harbours", "ledgers")]
 
 
-def _store(recorded: str, made_by: str) -> str:
+def _store(recorded: str, made_by: Embedder) -> str:
     """A memory store recording ``recorded`` whose vectors ``made_by`` made."""
     url = f"memory://doctor-models-{uuid.uuid4().hex[:8]}"
-    vectors = resolve_embedder(made_by).embed_documents(TEXTS)
+    vectors = made_by.embed_documents(TEXTS)
     with vectorport.connect(url, dimension=384, embedding_model=recorded) as store:
         store.upsert(
             [Record(f"k{i}", v, {"i": i}, t) for i, (t, v) in enumerate(zip(TEXTS, vectors, strict=True))]
@@ -36,30 +36,40 @@ def _store(recorded: str, made_by: str) -> str:
     return url
 
 
+@pytest.fixture(scope="module")
+def minilm() -> Iterator[Embedder]:
+    """The packaged all-MiniLM-L6-v2, loaded once for the module (offline)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        yield resolve_embedder(DEFAULT_EMBEDDER)
+
+
 @pytest.fixture
-def stores(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+def stores(minilm: Embedder, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
     """A consistent store (all-MiniLM's vectors, recorded so) and a wrong one (recorded
     all-MiniLM, vectors from ``hash:384``)."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    good, wrong = _store(DEFAULT_EMBEDDER, DEFAULT_EMBEDDER), _store(DEFAULT_EMBEDDER, HASH)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the command line loads the model again
+    good, wrong = _store(DEFAULT_EMBEDDER, minilm), _store(DEFAULT_EMBEDDER, resolve_embedder(HASH))
     yield good, wrong
     for url in (good, wrong):
         vectorport.connect(url).drop()
 
 
-def test_a_store_whose_vectors_come_from_another_model_is_named(stores: tuple[str, str]) -> None:
+def test_a_store_whose_vectors_come_from_another_model_is_named(
+    stores: tuple[str, str], minilm: Embedder
+) -> None:
     good, wrong = stores
-    report = diagnose(vectorport.connect(good))
+    report = diagnose(vectorport.connect(good), embedder=minilm)
     assert "canary-model" in report.checks_run and report.ok, report.findings
     [model] = report.models
     assert model.agrees and model.comes_from == DEFAULT_EMBEDDER and model.records == 8
 
-    report = diagnose(vectorport.connect(wrong), models=[HASH])
+    report = diagnose(vectorport.connect(wrong), embedder=minilm, models=[HASH])
     [found] = [f for f in report.findings if f.check == "canary-model"]
     assert found.keys == (wrong,)
     assert f"{wrong} records {DEFAULT_EMBEDDER} but its vectors come from {HASH}" in found.message
     # with no other model known: none of those tried, with how far they are
-    alone = diagnose(vectorport.connect(wrong))
+    alone = diagnose(vectorport.connect(wrong), embedder=minilm)
     [found] = [f for f in alone.findings if f.check == "canary-model"]
     assert f"its vectors come from none of {DEFAULT_EMBEDDER} (similarity" in found.message
     assert alone.models[0].similarity[DEFAULT_EMBEDDER] < 0.5
@@ -74,7 +84,7 @@ def test_a_store_whose_vectors_come_from_another_model_is_named(stores: tuple[st
 
 
 def test_a_recorded_model_that_cannot_run_here_is_a_note_not_a_finding() -> None:
-    url = _store("chroma:my-own-function", HASH)
+    url = _store("chroma:my-own-function", resolve_embedder(HASH))
     try:
         report = diagnose(vectorport.connect(url))
         [model] = report.models
