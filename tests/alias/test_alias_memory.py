@@ -314,3 +314,22 @@ def test_a_candidate_that_fails_a_write_just_before_the_switch_gets_it_and_keeps
     held = {r.key: r.text for r in vectorport.connect(new).get(["missed", "twice"])}
     assert held == {"missed": "only before", "twice": "second text"}
     assert registry_.repair_count("docs") == 0
+
+
+def test_writes_the_previous_store_missed_reach_it_when_a_rollback_makes_it_serve(
+    pair: tuple[str, str], reg: str
+) -> None:
+    old, new = pair
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, settle=0.0)
+    off = alias.Gates(min_queries=None, min_overlap=None, max_p99_ratio=None, verify=False)
+    assert alias.switch("docs", registry=reg, gates=off).status.value == "applied"
+    registry_ = Registry(reg)
+    switched = Router(registry_, "docs").current()
+    down = Routing(switched.state, {new: switched.stores[new]}, {old: "down for the test"})
+    write(registry_, down, Op("upsert", [Record("late", np.ones(DIM), {"lang": "en"}, "while down")]))
+    assert registry_.repair_count("docs") == 1
+    alias.rollback("docs", registry=reg)
+    repair(registry_, Router(registry_, "docs").current(), Embedders())
+    assert [r.text for r in vectorport.connect(old).get(["late"])] == ["while down"]
+    assert registry_.repair_count("docs") == 0
