@@ -13,8 +13,11 @@ import pytest
 import vectorport
 from vectorport import Record, alias
 from vectorport._exit import ExitCode, Status
+from vectorport.alias._embedding import Embedders
 from vectorport.alias._registry import Registry
+from vectorport.alias._routing import Router, Routing
 from vectorport.alias._shadow import Shadow
+from vectorport.alias._writes import Op, repair, write
 from vectorport.exceptions import BackendError, ConfigurationError, NotFoundError
 from vectorport.migrate import PlanRefusedError
 
@@ -282,3 +285,51 @@ def test_a_candidate_whose_backfill_fails_leaves_the_alias(
         assert report.events[-1]["detail"] == "backfill failed: candidate removed"
     finally:
         store.drop()
+
+
+def test_a_candidate_that_fails_a_write_just_before_the_switch_gets_it_and_keeps_newer_ones(
+    pair: tuple[str, str], reg: str
+) -> None:
+    """A process that has not seen the switch writes two keys while the candidate is down (both
+    queued for it); the switched alias writes one of them again. Drained after the switch, the
+    queue brings the new serving store the key it missed, and leaves the newer text of the other."""
+    old, new = pair
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, settle=0.0)
+    registry_ = Registry(reg)
+    seen = Router(registry_, "docs").current()
+    down = Routing(seen.state, {old: seen.stores[old]}, {new: "down for the test"})
+    off = alias.Gates(min_queries=None, min_overlap=None, max_p99_ratio=None, verify=False)
+    assert alias.switch("docs", registry=reg, gates=off).status.value == "applied"
+    after = Router(registry_, "docs").current()
+
+    def put(routing: Routing, key: str, text: str) -> None:
+        write(registry_, routing, Op("upsert", [Record(key, np.ones(DIM), {"lang": "en"}, text)]))
+
+    put(down, "missed", "only before")
+    put(down, "twice", "first text")
+    put(after, "twice", "second text")
+    assert registry_.repair_count("docs") == 2
+    repair(registry_, after, Embedders())
+    held = {r.key: r.text for r in vectorport.connect(new).get(["missed", "twice"])}
+    assert held == {"missed": "only before", "twice": "second text"}
+    assert registry_.repair_count("docs") == 0
+
+
+def test_writes_the_previous_store_missed_reach_it_when_a_rollback_makes_it_serve(
+    pair: tuple[str, str], reg: str
+) -> None:
+    old, new = pair
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, settle=0.0)
+    off = alias.Gates(min_queries=None, min_overlap=None, max_p99_ratio=None, verify=False)
+    assert alias.switch("docs", registry=reg, gates=off).status.value == "applied"
+    registry_ = Registry(reg)
+    switched = Router(registry_, "docs").current()
+    down = Routing(switched.state, {new: switched.stores[new]}, {old: "down for the test"})
+    write(registry_, down, Op("upsert", [Record("late", np.ones(DIM), {"lang": "en"}, "while down")]))
+    assert registry_.repair_count("docs") == 1
+    alias.rollback("docs", registry=reg)
+    repair(registry_, Router(registry_, "docs").current(), Embedders())
+    assert [r.text for r in vectorport.connect(old).get(["late"])] == ["while down"]
+    assert registry_.repair_count("docs") == 0

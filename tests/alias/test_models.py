@@ -20,6 +20,10 @@ from typer.testing import CliRunner
 
 import vectorport
 from vectorport import Record, alias
+from vectorport.alias._embedding import Embedders
+from vectorport.alias._registry import Registry
+from vectorport.alias._routing import Router, Routing
+from vectorport.alias._writes import Op, repair, write
 from vectorport.cli import app
 from vectorport.exceptions import ConfigurationError, NotFoundError, ValidationError
 from vectorport.ingest.embedders import resolve_embedder
@@ -156,7 +160,15 @@ def test_switch_gates_on_quality_on_labelled_queries_and_status_shows_it(
 
     refused = alias.switch("docs", registry=reg, gates=gates(ratio + 0.01))
     assert refused.status.value == "refused" and refused.reasons[0].startswith("ndcg_ratio: nDCG@10")
+    measured = max(r.at for r in alias.status("docs", registry=reg).quality_recorded)
     assert alias.switch("docs", registry=reg, gates=gates(ratio - 0.01)).status.value == "applied"
+    # the switch's gate recorded what it measured: the report page shows it (per member, model)
+    recorded = {r.member: r for r in alias.status("docs", registry=reg).quality_recorded}
+    assert {m: (r.model, r.ndcg) for m, r in recorded.items()} == {
+        old: (OLD, serving.ndcg),
+        new: (NEW, candidate.ndcg),
+    }
+    assert min(r.at for r in recorded.values()) > measured
 
 
 @pytest.mark.llamaindex
@@ -195,3 +207,31 @@ def test_the_commands_take_the_model_and_the_labelled_queries(
     assert res.exit_code == 4 and "refused: ndcg_ratio: nDCG@10" in res.output
     res = runner.invoke(app, ["alias", "switch", "docs", "--registry", reg, "--min-ndcg-ratio", "0.5"])
     assert res.exit_code == 2 and "--min-ndcg-ratio needs --queries" in res.output
+
+
+def test_a_key_written_around_the_switch_keeps_its_newer_text_in_the_new_serving_store(
+    urls: tuple[str, str, str],
+) -> None:
+    """The race, step by step: a process still routing by the version before the switch writes
+    a key (the candidate misses it: queued to be embedded by its model), the switched alias
+    writes it again (the new serving store takes it; the previous one misses it), then the stale
+    process drains the queue. The older text must not land over the newer one."""
+    old, new, reg = urls
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, model=NEW, settle=0.0)
+    registry_ = Registry(reg)
+    before = Router(registry_, "docs").current()  # a process that has not seen the switch yet
+    off = alias.Gates(min_queries=None, min_overlap=None, max_p99_ratio=None, verify=False)
+    assert alias.switch("docs", registry=reg, gates=off).status.value == "applied"
+    after = Router(registry_, "docs").current()
+
+    def put(routing: Routing, model: str, text: str) -> None:
+        write(registry_, routing, Op("upsert", [Record("doc#race", embedded(model, [text])[0], {}, text)]))
+
+    put(before, OLD, "first text")  # the candidate misses it: queued (embedded later by hash:8:1)
+    put(after, NEW, "second text")  # served now by the candidate; the previous store misses it
+    assert registry_.repair_count("docs") == 2
+    repair(registry_, before, Embedders())  # the stale process drains the queue
+    assert held_by_model(new, NEW)["doc#race"] == "second text"
+    assert held_by_model(old, OLD)["doc#race"] == "second text"
+    assert registry_.repair_count("docs") == 0

@@ -5,6 +5,7 @@ LlamaIndex."""
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from pathlib import Path
 
@@ -26,9 +27,11 @@ PLOTS = {"plot-overlap-time", "plot-p99-time", "plot-errors-time", "plot-latency
 
 @pytest.fixture
 def shadowing(tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    """An alias ``docs`` whose candidate shadowed 60 queries of three filter shapes."""
+    """An alias ``docs`` whose candidate shadowed 60 queries of three filter shapes (both
+    members record ``hash:8``, which embeds a labelled query's text for each)."""
     slug = request.node.name
     old, new = f"memory://{slug}-old", f"memory://{slug}-new"
+    vectorport.connect(old, dimension=DIM, embedding_model="hash:8")
     filled(old)
     reg = str(tmp_path / "aliases.sqlite")
     alias.create("docs", old, registry=reg)
@@ -67,18 +70,39 @@ def test_the_commands_print_the_alias_and_exit_by_the_table(shadowing: tuple[str
 
 
 def test_status_report_renders_in_a_browser(shadowing: tuple[str, str, str], tmp_path: Path) -> None:
-    reg, _, _ = shadowing
-    page = tmp_path / "alias.html"
-    res = CliRunner().invoke(app, ["alias", "status", "docs", "--registry", reg, "--report", str(page)])
+    """The page, with the quality the registry recorded when ``status --queries`` measured it
+    (per member and per model) though this call was given no queries."""
+    reg, old, new = shadowing
+    page, queries = tmp_path / "alias.html", tmp_path / "q.jsonl"
+    queries.write_text(
+        "".join(json.dumps({"text": f"text {i}", "relevant": [f"doc#{i}"]}) + "\n" for i in range(20))
+    )
+    runner = CliRunner()
+    measured = runner.invoke(
+        app, ["alias", "status", "docs", "--registry", reg, "--queries", str(queries), "--json"]
+    )
+    assert measured.exit_code == 0, measured.output
+    quality = json.loads(measured.stdout)["quality"]
+    res = runner.invoke(app, ["alias", "status", "docs", "--registry", reg, "--report", str(page), "--json"])
     assert res.exit_code == 0, res.output
+    recorded = {q["member"]: q for q in json.loads(res.stdout)["quality_recorded"]}
+    assert {m: (q["model"], q["queries"], q["ndcg"]) for m, q in recorded.items()} == {
+        m: ("hash:8", 20, q["ndcg"]) for m, q in quality.items()
+    }
+    plots = PLOTS | {"plot-quality"}
     source = page.read_text()
-    assert re.findall(r"https?://[^\"' <]+", source) == ["http://www.w3.org/2000/svg"] * len(PLOTS)
+    assert re.findall(r"https?://[^\"' <]+", source) == ["http://www.w3.org/2000/svg"] * len(plots)
     dom = render(page)
-    assert set(re.findall(r'<svg class="plot" id="([^"]+)"', dom)) == PLOTS
+    assert set(re.findall(r'<svg class="plot" id="([^"]+)"', dom)) == plots
     rendered = re.search(r'data-plots-rendered="(\d+)"', dom)
-    assert rendered is not None and int(rendered.group(1)) == len(PLOTS)
+    assert rendered is not None and int(rendered.group(1)) == len(plots)
     assert "$and(fr" not in dom and "$and(lang $eq, year $lt)" in dom
-    assert len(re.findall(r'<rect class="bar"', dom)) >= 2
+    assert len(re.findall(r'<rect class="bar"', dom)) >= 2 + 6  # the quality chart: 3 bars per member
+    section = dom[dom.index("Quality on labelled queries") :]
+    for member in (old, new):
+        ndcg = f"{quality[member]['ndcg']:.3f}"
+        assert re.search(rf"{re.escape(member)}</td>.*?hash:8</td><td[^>]*>20</td><td[^>]*>{ndcg}<", section)
+    assert re.search(r"<td class=\"l\">hash:8</td><td[^>]*>2</td><td[^>]*>40</td>", section)  # per model
 
 
 async def test_aconnect_and_llamaindex_open_the_alias(shadowing: tuple[str, str, str]) -> None:

@@ -13,7 +13,8 @@ import pytest
 
 import vectorport
 from vectorport import Record
-from vectorport.ingest.embedders import HashEmbedder
+from vectorport.exceptions import ConfigurationError
+from vectorport.ingest.embedders import resolve_embedder
 
 from ..ingest.voyage_server import VoyageServer, fake_vector
 
@@ -62,16 +63,43 @@ def test_sync_reembeds_what_changed_and_a_new_model_is_a_full_pass(
         [rec] = dst.get(["k3"])
         want = fake_vector("voyage-test", DOC + "text 3 edited", 32)
         np.testing.assert_allclose(rec.vector, want, atol=1e-6)
-    third = vectorport.sync(source, target, state=state, reembed="hash:32")
-    assert third.sync.mode == "full" and third.sync.written == 203, third.to_dict()
-    assert any(
-        "full pass: the state was synced with voyage:voyage-test, this run writes hash:32" in note
-        for note in third.notes
-    ), third.notes
-    assert _embedded(voyage) == 208  # the new model, not the old one
+    # the same dimension, another model: refused by name before any write, never mixed
+    with pytest.raises(ConfigurationError, match=_MIXED.format(old="voyage:voyage-test", new="hash:32")):
+        vectorport.sync(source, target, state=state, reembed="hash:32")
     with vectorport.connect(target) as dst:
-        [rec] = dst.get(["new1"])
-        np.testing.assert_allclose(rec.vector, HashEmbedder(32).embed_documents(["new text 1"])[0], atol=1e-6)
+        assert dst.spec.embedding_model == "voyage:voyage-test"
+        [rec] = dst.get(["k3"])
+        np.testing.assert_allclose(rec.vector, want, atol=1e-6)
+    assert _embedded(voyage) == 208
+
+
+_MIXED = "holds vectors from '{old}'; these are from '{new}': sync into a new collection"
+
+
+def test_a_target_recording_no_model_is_rewritten_whole_when_the_model_changes(tmp_path: Path) -> None:
+    """A target that records no model (made outside vectorport) cannot say which model its
+    vectors are from: the state can, and a state synced with another model is a full pass."""
+    source, target = _urls()
+    state = tmp_path / "state.db"
+    vectorport.connect(target, dimension=8)
+    with vectorport.connect(source, dimension=2, embedding_model="hash:2") as src:
+        src.upsert([Record(f"k{i}", [1.0, i], {"i": i}, f"text {i}") for i in range(20)])
+    assert vectorport.sync(source, target, state=state, reembed="hash:8").sync.written == 20
+    third = vectorport.sync(source, target, state=state, reembed="hash:8:3")
+    assert third.sync.mode == "full" and third.sync.written == 20, third.to_dict()
+    assert any(
+        "full pass: the state was synced with hash:8, this run writes hash:8:3" in n for n in third.notes
+    )
+    with vectorport.connect(target) as dst:
+        [rec] = dst.get(["k5"])
+    want = resolve_embedder("hash:8:3").embed_documents(["text 5"])[0]
+    np.testing.assert_allclose(rec.vector, want, atol=1e-6)
+    # a plain sync writes the source's vectors (hash:2): not into a target of another model
+    other = f"memory://sync-re-other-{uuid.uuid4().hex[:8]}"
+    vectorport.connect(other, dimension=2, embedding_model="hash:2:9")
+    with pytest.raises(ConfigurationError, match=_MIXED.format(old="hash:2:9", new="hash:2")):
+        vectorport.sync(source, other, state=tmp_path / "p.db")
+    assert vectorport.connect(other).count() == 0
 
 
 def test_sync_reembed_names_a_record_without_text(voyage: VoyageServer, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from ..exceptions import ConfigurationError
 from ._embedding import Embedders, other_model
 from ._figures import figures
 from ._model import AliasState, Member
-from ._quality import labelled, quality, ratio_detail
+from ._quality import labelled, measured, quality, ratio_detail
 from ._registry import Registry
 from ._writes import agree
 
@@ -201,22 +201,28 @@ def check_gates(
         )
     )
     if gates.min_ndcg_ratio is not None:
-        out.append(_quality_gate(state, member, stores, gates))
+        out.append(_quality_gate(registry, state, member, stores, gates))
     if gates.verify:
         out.append(_text_gate(*stores) if other_model(member, state.serving) else _verify_gate(*stores))
     return out
 
 
 def _quality_gate(
-    state: AliasState, member: Member, stores: tuple[VectorStore, VectorStore], gates: Gates
+    registry: Registry,
+    state: AliasState,
+    member: Member,
+    stores: tuple[VectorStore, VectorStore],
+    gates: Gates,
 ) -> Gate:
-    """The candidate's quality on labelled queries against the serving store's."""
+    """The candidate's quality on labelled queries against the serving store's (recorded, as
+    ``status --queries`` records its own)."""
     if gates.queries is None:
         raise ConfigurationError("--min-ndcg-ratio needs --queries Q.jsonl (labelled queries)")
     queries = labelled(gates.queries)
     embedders = Embedders()
     serving = quality(stores[0], state.serving, queries, embedders)
     candidate = quality(stores[1], member, queries, embedders)
+    registry.add_quality(state.name, measured(state, {state.serving.label: serving, member.label: candidate}))
     models = (str(member.embedding_model), str(state.serving.embedding_model))
     ratio, detail = ratio_detail(candidate, serving, models)
     bar = gates.min_ndcg_ratio

@@ -1,5 +1,6 @@
-"""``alias status --report FILE.html``: the shadow figures over time as one self-contained page,
-drawn with the comparison report's style and plots (:mod:`vectorport.compare._html`)."""
+"""``alias status --report FILE.html``: the shadow figures over time, and the members' quality
+on labelled queries per member and per model, as one self-contained page drawn with the
+comparison report's style and plots (:mod:`vectorport.compare._html`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from ..compare._html import _e, _f, _table, bar_chart, line_chart, page
 from ._figures import figures
-from ._registry import ShadowRow
+from ._quality import K
+from ._registry import QualityRow, ShadowRow
 from ._report import AliasReport
 
 __all__ = ["WINDOWS", "render_html", "write_html"]
@@ -112,14 +114,92 @@ def _shape_table(report: AliasReport) -> str:
     return _table(headers, rows)
 
 
+def _quality(report: AliasReport) -> list[str]:
+    """Quality on labelled queries (nDCG@k, MRR, hit@k) per member and per model, as the
+    registry recorded it (``status --queries``, now or before); a member's row against the
+    serving store's nDCG@k where the serving store was measured."""
+    rows = report.quality_recorded
+    if not rows:
+        return [
+            f"<p>No labelled queries measured: <code>vectorport alias status {_e(report.state.name)} "
+            "--queries Q.jsonl</code> (the JSONL of <code>vectorport compare --queries</code>).</p>"
+        ]
+    roles = {m.label: m.role.value for m in report.state.members}
+    served = [r for r in rows if roles.get(r.member) == "serving"]
+    base = served[-1].ndcg if served else math.nan
+    members = _table(
+        [
+            "member",
+            "role",
+            "model",
+            "queries",
+            f"nDCG@{K}",
+            "MRR",
+            f"hit@{K}",
+            "nDCG / serving",
+            "measured (UTC)",
+        ],
+        [
+            [
+                (_e(r.member), "l"),
+                (_e(roles.get(r.member, "left the alias")), ""),
+                (_e(r.model or "unknown"), ""),
+                (str(r.queries), ""),
+                (_f(r.ndcg, ".3f"), ""),
+                (_f(r.mrr, ".3f"), ""),
+                (_f(r.hit, ".3f"), ""),
+                (_f(r.ndcg / base if base > 0 else math.nan, ".2f"), ""),
+                (dt.datetime.fromtimestamp(r.at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S"), ""),
+            ]
+            for r in rows
+        ],
+    )
+    by_model: dict[str, list[QualityRow]] = {}
+    for r in rows:
+        by_model.setdefault(r.model or "unknown", []).append(r)
+    models = _table(
+        ["model", "members", "queries", f"nDCG@{K}", "MRR", f"hit@{K}"],
+        [[(_e(m), "l"), (str(len(rs)), ""), *_weighted(rs)] for m, rs in by_model.items()],
+    )
+    labels = [f"{r.member} · {r.model or 'unknown'}" for r in rows]
+    chart = bar_chart(
+        "plot-quality",
+        f"quality on labelled queries, per member and model (nDCG@{K}, MRR, hit@{K})",
+        labels,
+        [
+            (f"nDCG@{K}", [r.ndcg for r in rows]),
+            ("MRR", [r.mrr for r in rows]),
+            (f"hit@{K}", [r.hit for r in rows]),
+        ],
+        max_value=1.0,
+    )
+    return ["<h3>Per member</h3>", members, "<h3>Per model</h3>", models, chart]
+
+
+def _weighted(rows: list[QualityRow]) -> list[tuple[str, str]]:
+    """A model's figures over its members: their means weighted by queries."""
+    n = sum(r.queries for r in rows)
+    cells = [(str(n), "")]
+    for pick in ("ndcg", "mrr", "hit"):
+        mean = sum(getattr(r, pick) * r.queries for r in rows) / n if n else math.nan
+        cells.append((_f(mean, ".3f"), ""))
+    return cells
+
+
 def render_html(report: AliasReport) -> str:
     """The page of a ``status`` report (its shadow log: ``report.rows``)."""
     rows = report.rows
     s = report.state
     members = _table(
-        ["member", "role", "feed", "backfilled"],
+        ["member", "role", "feed", "model", "backfilled"],
         [
-            [(_e(m.label), "l"), (m.role.value, ""), (m.feed.value, ""), (str(m.backfilled), "")]
+            [
+                (_e(m.label), "l"),
+                (m.role.value, ""),
+                (m.feed.value, ""),
+                (_e(m.embedding_model or "unknown"), ""),
+                (str(m.backfilled), ""),
+            ]
             for m in s.members
         ],
     )
@@ -154,6 +234,8 @@ def render_html(report: AliasReport) -> str:
         *_plots(rows),
         "<h2>By filter shape</h2>",
         _shape_table(report),
+        "<h2>Quality on labelled queries</h2>",
+        *_quality(report),
         "<h2>Counters</h2>",
         counters,
         "<h2>Phase history</h2>",

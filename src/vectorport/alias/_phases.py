@@ -31,7 +31,7 @@ from ._embedding import Embedders, other_model
 from ._figures import by_shape, figures
 from ._gates import Gates, check_gates
 from ._model import AliasState, Feed, Member, Phase, Role
-from ._quality import labelled, quality
+from ._quality import labelled, measured, quality
 from ._registry import Registry
 from ._report import AliasReport
 from ._routing import CHECK_INTERVAL
@@ -303,6 +303,8 @@ def status(name: str, *, registry: str | None = None, queries: str | None = None
         report = _report(reg, "status", state, started)
         if queries is not None:
             report.quality = _quality(state, queries)
+            reg.add_quality(name, measured(state, report.quality))
+        report.quality_recorded = reg.quality(name)
         for member in state.others:
             rows = reg.shadow_rows(name, member.url)
             report.rows[member.label] = rows

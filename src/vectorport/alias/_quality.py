@@ -10,6 +10,7 @@ The queries file is ``vectorport compare``'s JSONL (``{"text": …, "relevant": 
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 from .._protocol import VectorStore
@@ -17,9 +18,10 @@ from ..compare._metrics import Relevance, relevance_of
 from ..compare._queries import Query, load_queries
 from ..exceptions import ConfigurationError
 from ._embedding import Embedders
-from ._model import Member
+from ._model import AliasState, Member
+from ._registry import QualityRow
 
-__all__ = ["K", "labelled", "quality", "ratio_detail"]
+__all__ = ["K", "labelled", "measured", "quality", "ratio_detail"]
 
 K = 10
 """The depth of nDCG@k and hit@k."""
@@ -59,3 +61,14 @@ def ratio_detail(candidate: Relevance, serving: Relevance, models: tuple[str, st
         f"on {candidate.queries} labelled queries; MRR {candidate.mrr:.3f} / {serving.mrr:.3f}, "
         f"hit@{K} {candidate.hit:.3f} / {serving.hit:.3f}"
     )
+
+
+def measured(state: AliasState, figures: dict[str, Relevance]) -> list[QualityRow]:
+    """What the registry keeps of a measurement made now (``figures`` by member label): each
+    member's figures in its model (``status --report`` shows the newest of each)."""
+    now = time.time()
+    return [
+        QualityRow(m.label, m.embedding_model, now, q.queries, q.ndcg, q.mrr, q.hit)
+        for m in state.members
+        if (q := figures.get(m.label)) is not None
+    ]

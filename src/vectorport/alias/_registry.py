@@ -8,11 +8,14 @@ Tables (one SQL text for SQLite and PostgreSQL, :mod:`._sql`):
 ``vectorport_alias_member`` alias, url, role, feed, embedding_model, backfilled
 ``vectorport_alias_write`` seq, alias, key, op: keys written through the alias while a
                            backfill runs (:mod:`._backfill`)
-``vectorport_alias_repair`` alias, member, key, attempts, error: writes a member missed
+``vectorport_alias_repair`` id, alias, member, key, attempts, error: writes a member missed (the
+                           id orders them: a repair never applies an older write over a newer)
 ``vectorport_alias_shadow`` one row per shadowed query (bounded: the newest
                            :data:`SHADOW_LOG_ROWS` per alias are kept)
 ``vectorport_alias_count`` alias, member, counter, value: dropped shadow reads, errors
 ``vectorport_alias_event`` alias, at, phase, version, detail: the phase history
+``vectorport_alias_quality`` alias, member, model, at, queries, ndcg, mrr, hit: each member's
+                           quality on labelled queries, as ``status --queries`` measured it
 =========================  ==============================================================
 
 A phase change is one transaction that checks the version it read (a concurrent change is a
@@ -31,7 +34,7 @@ from ..exceptions import ConflictError, NotFoundError
 from ._model import AliasState, Feed, Member, Phase, Role
 from ._sql import Connection, open_connection
 
-__all__ = ["SHADOW_LOG_ROWS", "Registry", "Repair", "ShadowRow"]
+__all__ = ["SHADOW_LOG_ROWS", "QualityRow", "Registry", "Repair", "ShadowRow"]
 
 SHADOW_LOG_ROWS = 20_000
 """Shadowed queries kept per alias (the oldest are deleted as new ones arrive)."""
@@ -58,6 +61,9 @@ _SCHEMA = (
     "counter TEXT NOT NULL, value BIGINT NOT NULL, PRIMARY KEY (alias, member, counter))",
     "CREATE TABLE IF NOT EXISTS vectorport_alias_event (id {serial}, alias TEXT NOT NULL, "
     "at DOUBLE PRECISION NOT NULL, phase TEXT NOT NULL, version BIGINT NOT NULL, detail TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS vectorport_alias_quality (id {serial}, alias TEXT NOT NULL, "
+    "member TEXT NOT NULL, model TEXT, at DOUBLE PRECISION NOT NULL, queries INTEGER NOT NULL, "
+    "ndcg DOUBLE PRECISION NOT NULL, mrr DOUBLE PRECISION NOT NULL, hit DOUBLE PRECISION NOT NULL)",
 )
 
 _SHADOW_COLUMNS = "member, at, shape, k, overlap, rbo, top1, score_diff, serving_ms, candidate_ms, error"
@@ -92,6 +98,19 @@ class Repair:
     key: str
     attempts: int
     error: str | None
+
+
+@dataclass(frozen=True)
+class QualityRow:
+    """One member's quality on labelled queries, in its model, when it was measured."""
+
+    member: str
+    model: str | None
+    at: float
+    queries: int
+    ndcg: float
+    mrr: float
+    hit: float
 
 
 def _timings(row: ShadowRow) -> tuple[float, float | None, str | None]:
@@ -241,6 +260,16 @@ class Registry:
         )
         return [Repair(int(i), m, k, int(a), e) for i, m, k, a, e in rows]
 
+    def newest_repairs(self, name: str, member: str, keys: Sequence[str]) -> dict[str, int]:
+        """Of ``keys``, those queued for ``member``, each with its newest entry's id (the
+        sequence of the newest write the member lacks)."""
+        rows = self.conn.rows(
+            "SELECT key, MAX(id) FROM vectorport_alias_repair WHERE alias = ? AND member = ? GROUP BY key",
+            (name, member),
+        )
+        wanted = set(keys)
+        return {k: int(i) for k, i in rows if k in wanted}
+
     def repair_count(self, name: str) -> int:
         rows = self.conn.rows("SELECT COUNT(*) FROM vectorport_alias_repair WHERE alias = ?", (name,))
         return int(rows[0][0])
@@ -287,6 +316,24 @@ class Registry:
         self.conn.run(
             [("DELETE FROM vectorport_alias_shadow WHERE alias = ? AND member = ?", (name, member))]
         )
+
+    def add_quality(self, name: str, rows: Sequence[QualityRow]) -> None:
+        text = (
+            "INSERT INTO vectorport_alias_quality (alias, member, model, at, queries, ndcg, mrr, hit) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        values = [(name, r.member, r.model, r.at, r.queries, r.ndcg, r.mrr, r.hit) for r in rows]
+        self.conn.run([(text, values)], many=True)
+
+    def quality(self, name: str) -> list[QualityRow]:
+        """The newest measurement of each member in each model, in the order they were made."""
+        rows = self.conn.rows(
+            "SELECT member, model, at, queries, ndcg, mrr, hit FROM vectorport_alias_quality "
+            "WHERE alias = ? ORDER BY id",
+            (name,),
+        )
+        newest = {(r[0], r[1]): QualityRow(*r) for r in rows}
+        return list(newest.values())
 
     def bump(self, name: str, member: str, counts: dict[str, int]) -> None:
         """Add to the alias's counters of a member (dropped shadow reads, member errors)."""

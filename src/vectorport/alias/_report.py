@@ -15,7 +15,7 @@ from ._figures import Figures
 from ._gates import Gate
 from ._model import AliasState
 from ._quality import K
-from ._registry import ShadowRow
+from ._registry import QualityRow, ShadowRow
 
 __all__ = ["AliasReport"]
 
@@ -49,6 +49,9 @@ class AliasReport(Report):
     """``status``: the shadow log per member (masked URL), what the HTML report plots."""
     quality: dict[str, Relevance] = field(default_factory=dict)
     """``status --queries``: per member (masked URL), its quality on the labelled queries."""
+    quality_recorded: list[QualityRow] = field(default_factory=list)
+    """``status``: the newest quality the registry holds of each member in each model (what
+    ``status --queries`` measured, now or before): the HTML report's quality section."""
     seconds: float = 0.0
 
     def sections(self) -> dict[str, Any]:
@@ -76,6 +79,7 @@ class AliasReport(Report):
             "shadow": {url: f.to_dict() for url, f in self.figures.items()},
             "shapes": {url: {sh: f.to_dict() for sh, f in by.items()} for url, by in self.shapes.items()},
             "quality": {url: vars(q) for url, q in self.quality.items()},
+            "quality_recorded": [vars(q) for q in self.quality_recorded],
             "repairs_pending": self.repairs,
             "counters": self.counters,
             "events": self.events,

@@ -30,6 +30,7 @@ from .._capabilities import Capabilities
 from .._cursor import Position
 from .._features import Feature
 from .._models import CollectionSpec, Include, Match, Metric, QueryResult, Record, Vector
+from .._protocol import VectorStore
 from .._retry import RetryPolicy
 from .._url import StoreURL
 from .._validate import Batch
@@ -241,6 +242,16 @@ class AliasStore(BaseStore[FilterNode]):
         return self._route().serving.count()
 
     # ----------------------------------------------------------------- the rest
+    def member_stores(self) -> list[tuple[str, VectorStore, str | None]]:
+        """Each opened member: its label, store and recorded embedding model (``doctor`` checks
+        which model each one's vectors come from: :class:`~vectorport.ingest.canaries.HasMembers`)."""
+        routing = self._route()
+        return [
+            (m.label, routing.stores[m.url], m.embedding_model)
+            for m in routing.state.members
+            if m.url in routing.stores
+        ]
+
     def info(self) -> dict[str, Any]:
         state = self._route().state
         members = [{"url": m.label, "role": m.role.value, "feed": m.feed.value} for m in state.members]

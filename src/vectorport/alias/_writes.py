@@ -11,12 +11,21 @@ write of a record without text is refused by name before anything is written.
 A repair, like the backfill's re-copy, copies a key's *current* record from the serving store
 (the truth: it is written first) to the member, or deletes it there when the serving store no
 longer holds it: :func:`recopy` is the one way a member is brought back to the serving store.
+
+A repair never applies an older write over a newer one. The queue's ids are the writes'
+sequence: a key whose source (the store the repair copies from) has a *newer* write queued for
+it lacks that write, while the target received it (directly, or through its own newer entry), so
+the repair leaves the key to that write. The check is made between reading the source and
+writing the target, so a write landing around a switch is seen by a repair draining the queue
+(a process still routing by the version before the switch included). What it cannot see is a
+write that lands entirely between that check and the target's write (milliseconds): records
+carry no version a store could compare on write.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .._embedder import Embedder
@@ -26,8 +35,8 @@ from .._protocol import VectorStore
 from ..exceptions import TransientError, VectorportError
 from ..verify._judge import same_content  # the verifier's rule of equality
 from ._embedding import Embedders, other_model, reembedded, require_text
-from ._model import Member
-from ._registry import Registry
+from ._model import Member, Role
+from ._registry import Registry, Repair
 from ._routing import Routing
 
 __all__ = ["REEMBED", "Op", "agree", "recopy", "repair", "write"]
@@ -74,7 +83,7 @@ def write(registry: Registry, routing: Routing, op: Op) -> None:
         registry.log_writes(name, op.touched, op.kind)
     op.apply(routing.serving)
     for member, store in routing.written():
-        if member in later:
+        if member in later:  # after the serving write: a repair drained before it would copy nothing
             registry.add_repairs(name, member.url, op.touched, REEMBED)
             continue
         try:
@@ -88,12 +97,17 @@ def write(registry: Registry, routing: Routing, op: Op) -> None:
 
 
 def recopy(
-    serving: VectorStore, member: VectorStore, keys: Sequence[str], embedder: Embedder | None = None
+    serving: VectorStore,
+    member: VectorStore,
+    keys: Sequence[str],
+    embedder: Embedder | None = None,
+    superseded: Callable[[Sequence[str]], set[str]] | None = None,
 ) -> int:
     """Make ``member`` hold what ``serving`` holds for ``keys`` (copied, or deleted when
     missing); returns how many records differed and were written. With ``embedder`` (the
     member's model is another one) records are compared by text and metadata and written with
-    their text embedded by it.
+    their text embedded by it. ``superseded`` (asked after ``serving`` is read, before
+    ``member`` is written) names the keys ``serving`` lacks a newer write of: left as they are.
 
     Safe against a concurrent app write: after writing, the serving store is read again, and a
     key whose record changed since the first read (the app wrote it between this read and this
@@ -105,6 +119,10 @@ def recopy(
             return fixed
         truth = {r.key: r for r in serving.get(todo, include=_ALL)}
         held = {r.key: r for r in member.get(todo, include=_ALL)}
+        if superseded is not None:
+            newer = superseded(todo)
+            todo = [k for k in todo if k not in newer]
+            truth = {k: r for k, r in truth.items() if k not in newer}
         vectors = embedder is None
         stale = [r for k, r in truth.items() if k not in held or not agree(r, held[k], vectors)]
         gone = [k for k in todo if k not in truth and k in held]
@@ -135,46 +153,62 @@ def _changed(before: Record | None, after: Record | None, vectors: bool) -> bool
 
 def repair(registry: Registry, routing: Routing, embedders: Embedders, limit: int = 500) -> tuple[int, int]:
     """Retry up to ``limit`` queued repairs: ``(repaired, still pending)``; a member of another
-    model has the records' text embedded by its own. Repairs queued for a member that serves
-    now (written just before a switch) are copied from the store that served those writes."""
+    model than its source's has the records' text embedded by its own. Repairs queued for a
+    member that serves now (written just before a switch) are copied from the store that served
+    those writes. A key whose source has a newer write queued is left to that write (above)."""
     name = routing.state.name
     queued = registry.repairs(name, limit)
     done = 0
     for url in sorted({r.member for r in queued}):
-        ids = [r.id for r in queued if r.member == url]
-        keys = sorted({r.key for r in queued if r.member == url})
+        mine = [r for r in queued if r.member == url]
         try:
-            pair = _repair_pair(registry, routing, url, keys)
-            if pair is not None:
-                source, target, member, keys = pair
-                other = other_model(member, routing.state.serving) or url == routing.state.serving.url
-                recopy(source, target, keys, embedders.of(member) if other else None)
+            _repair_member(registry, routing, embedders, mine)
         except VectorportError as exc:
-            registry.repair_failed(ids, f"{type(exc).__name__}: {exc}")
+            registry.repair_failed([r.id for r in mine], f"{type(exc).__name__}: {exc}")
             continue
-        registry.repaired(ids)
-        done += len(ids)
+        registry.repaired([r.id for r in mine])
+        done += len(mine)
     return done, registry.repair_count(name)
 
 
+def _repair_member(registry: Registry, routing: Routing, embedders: Embedders, queued: list[Repair]) -> None:
+    """Bring one member's ``queued`` keys back to its source, but the keys of which the source
+    has a newer write queued (the sequence of a key's write: its newest entry's id)."""
+    pair = _repair_pair(routing, queued[0].member)
+    if pair is None:
+        return
+    (source_member, source), (member, target) = pair
+    seq: dict[str, int] = {}
+    for r in queued:
+        seq[r.key] = max(r.id, seq.get(r.key, 0))
+
+    def superseded(keys: Sequence[str]) -> set[str]:
+        newest = registry.newest_repairs(routing.state.name, source_member.url, keys)
+        return {k for k, at in newest.items() if at > seq.get(k, 0)}
+
+    embedder = embedders.of(member) if other_model(member, source_member) else None
+    recopy(source, target, sorted(seq), embedder, superseded)
+
+
 def _repair_pair(
-    registry: Registry, routing: Routing, url: str, keys: list[str]
-) -> tuple[VectorStore, VectorStore, Member, list[str]] | None:
-    """``(source, target, target member, keys)`` of a member's repairs; ``None``: nothing to do
-    (the member left the alias, or it serves now and no other model's store served before)."""
+    routing: Routing, url: str
+) -> tuple[tuple[Member, VectorStore], tuple[Member, VectorStore]] | None:
+    """``((source member, store), (target member, store))`` of a member's repairs; ``None``:
+    nothing to do (the member left the alias, or it serves now and no store served before)."""
     state = routing.state
-    if url == state.serving.url:
-        before = [m for m in state.written if other_model(m, state.serving)]  # served before
-        if not before or before[0].url not in routing.stores:
+    if url == state.serving.url:  # queued before a switch: copied from the store that served then
+        before = sorted(state.written, key=lambda m: m.role is not Role.PREVIOUS)
+        if not before:
             return None
-        # a key queued for the previous store too was written since the switch: the serving
-        # store holds its newer record
-        newer = {r.key for r in registry.repairs(state.name, 100_000) if r.member == before[0].url}
-        todo = [k for k in keys if k not in newer]
-        return routing.stores[before[0].url], routing.serving, state.serving, todo
+        return (before[0], _opened(routing, before[0].url)), (state.serving, routing.serving)
     if url not in {m.url for m in state.others}:
         return None  # the member left the alias
+    return (state.serving, routing.serving), (state.member(url), _opened(routing, url))
+
+
+def _opened(routing: Routing, url: str) -> VectorStore:
+    """The member's store, or the error that keeps its repairs queued (it is down)."""
     store = routing.stores.get(url)
     if store is None:
         raise VectorportError(routing.down.get(url, "the member could not be opened"))
-    return routing.serving, store, state.member(url), keys
+    return store

@@ -95,6 +95,7 @@ def doctor(
             canaries=recorded,
             sample=sample,
             skip=tuple(skip or ()),
+            models=None if no_embedder else (),
         )
         _name_flags(report)
         saved = None
@@ -185,6 +186,16 @@ def _print_report(report: DoctorReport, saved: Path | None) -> None:
             f"vector_sim={c.vector_similarity:.4f} {c.text[:60]!r}",
             highlight=False,
         )
+    for m in report.models:
+        state = "[green]agrees[/green]" if m.agrees else "[red]other model[/red]"
+        lowest = ", ".join(f"{k} {v:.4f}" for k, v in m.similarity.items())
+        out_console.print(
+            f"model {state} {m.store}: records {m.recorded}, vectors from {m.comes_from or 'no model tried'} "
+            f"({m.records} records; lowest similarity {lowest or '-'})",
+            highlight=False,
+        )
+        for note in m.notes:
+            out_console.print(f"  [yellow]note:[/yellow] {note}", highlight=False)
     if saved:
         out_console.print(f"canaries recorded to {saved}")
 

@@ -12,6 +12,13 @@ the current embedder and reports *drift* when
 
 Re-record the canaries (``vectorport doctor --record-canaries FILE``) after an intended change
 such as re-indexing with a new model.
+
+*Model canaries* (:func:`model_canaries`) ask which model a store's vectors come from: a few
+known records (drawn by key hash, like the default canary texts) have their text embedded by the
+model the store records, and their stored vectors must agree; when they do not, the other models
+known (another member's of an alias, the one passed to ``doctor``, those named in the records'
+metadata) are tried, and the one that agrees is named. An alias is checked member by member
+(:class:`HasMembers`), each with its own recorded model.
 """
 
 from __future__ import annotations
@@ -22,19 +29,30 @@ import heapq
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .._embedder import Embedder
+from .._models import Record
 from .._protocol import VectorStore
-from ..exceptions import ConfigurationError
-from .embedders import same_model
+from ..exceptions import ConfigurationError, VectorportError
+from .embedders import resolve_embedder, same_model
 
-__all__ = ["Canary", "CanaryResult", "CanarySet", "check_canaries", "default_canary_texts", "record_canaries"]
+__all__ = [
+    "Canary",
+    "CanaryResult",
+    "CanarySet",
+    "HasMembers",
+    "ModelCanary",
+    "check_canaries",
+    "default_canary_texts",
+    "model_canaries",
+    "record_canaries",
+]
 
 FORMAT = "vectorport-canaries/1"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -98,23 +116,28 @@ class CanaryResult:
         return asdict(self)
 
 
-def default_canary_texts(store: VectorStore, n: int = 8) -> list[str]:
-    """``n`` query texts drawn from the collection: the opening sentence(s) of ``n`` chunks
-    chosen by key hash (so the choice is stable across runs and backends)."""
-    chosen: list[tuple[int, str, str]] = []
-    for page in store.scan(include=["text"]):
+def drawn_records(store: VectorStore, n: int, include: Sequence[str] = ("text",)) -> list[Record]:
+    """``n`` records with text chosen by key hash (the same ones on every run and backend), by
+    key."""
+    chosen: list[tuple[int, str, Record]] = []
+    for page in store.scan(include=list(include)):
         for rec in page:
             if not rec.text or not rec.text.strip():
                 continue
-            rank = -int.from_bytes(hashlib.sha1(rec.key.encode()).digest()[:8], "big")
-            item = (rank, rec.key, rec.text)
+            item = (-int.from_bytes(hashlib.sha1(rec.key.encode()).digest()[:8], "big"), rec.key, rec)
             if len(chosen) < n:
                 heapq.heappush(chosen, item)
-            elif item > chosen[0]:
+            elif item[:2] > chosen[0][:2]:
                 heapq.heapreplace(chosen, item)
+    return [rec for _, _, rec in sorted(chosen, key=lambda t: t[1])]
+
+
+def default_canary_texts(store: VectorStore, n: int = 8) -> list[str]:
+    """``n`` query texts drawn from the collection: the opening sentence(s) of ``n`` chunks
+    chosen by key hash (so the choice is stable across runs and backends)."""
     out = []
-    for _, _, text in sorted(chosen, key=lambda t: t[1]):
-        words = " ".join(text.split())
+    for rec in drawn_records(store, n):
+        words = " ".join((rec.text or "").split())
         lead = ""
         for sentence in _SENTENCE.split(words):
             lead = f"{lead} {sentence}".strip()
@@ -189,3 +212,84 @@ def check_canaries(
             )
         )
     return results
+
+
+@runtime_checkable
+class HasMembers(Protocol):
+    """A store made of member stores of their own models (the alias): doctor checks each."""
+
+    def member_stores(self) -> list[tuple[str, VectorStore, str | None]]:
+        """Each member: its label, its opened store, its recorded embedding model."""
+        ...
+
+
+@dataclass
+class ModelCanary:
+    """Which model one store's vectors come from, by known records re-embedded."""
+
+    store: str
+    recorded: str | None
+    records: int
+    """Records drawn (with text) and embedded again."""
+    similarity: dict[str, float] = field(default_factory=dict)
+    """Each model tried: the lowest cosine similarity of its vectors to the stored ones."""
+    comes_from: str | None = None
+    """The model whose vectors agree with the stored ones; ``None``: none tried."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        """The store's vectors come from the model it records, or nothing tells otherwise (no
+        record with text, or the recorded model could not be run here: see ``notes``)."""
+        if self.comes_from is not None:
+            return same_model(self.comes_from, self.recorded)
+        return not self.records or not any(same_model(m, self.recorded) for m in self.similarity)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "agrees": self.agrees}
+
+
+def model_canaries(
+    store: VectorStore,
+    recorded: str,
+    others: Sequence[str] = (),
+    *,
+    label: str | None = None,
+    n: int = 8,
+    threshold: float = 0.99,
+    load: Callable[[str], Embedder] = resolve_embedder,
+) -> ModelCanary:
+    """Embed the text of ``n`` known records with ``recorded`` (then, if their stored vectors
+    disagree, with each of ``others`` of the store's dimension) and name the model whose vectors
+    agree (every record's cosine similarity at least ``threshold``)."""
+    dim = store.spec.dimension
+    drawn = [  # a vector of another length or with NaN is the other checks' finding, not a model's
+        r
+        for r in drawn_records(store, n, ("vector", "text"))
+        if r.vector is not None and len(r.vector) == dim and np.isfinite(np.asarray(r.vector)).all()
+    ]
+    out = ModelCanary(label or store.url.masked, recorded, len(drawn))
+    if not drawn:
+        return out
+    stored = np.asarray([r.vector for r in drawn], dtype=np.float64)
+    tried: list[str] = []
+    for model in (recorded, *others):
+        if any(same_model(model, t) for t in tried):
+            continue
+        tried.append(model)
+        try:
+            embedder = load(model)
+            if embedder.dimension != dim:
+                continue
+            fresh = np.asarray(embedder.embed_documents([r.text or "" for r in drawn]), dtype=np.float64)
+        except VectorportError as exc:  # a model this process cannot run, a provider that failed
+            out.notes.append(f"{model} not tried: {exc}")
+            continue
+        sims = np.einsum("ij,ij->i", fresh, stored) / (
+            np.linalg.norm(fresh, axis=1) * np.linalg.norm(stored, axis=1) + 1e-12
+        )
+        out.similarity[model] = round(float(sims.min()), 6)
+        if float(sims.min()) >= threshold:
+            out.comes_from = model
+            break
+    return out

@@ -19,6 +19,10 @@ torn-document      a document's chunks disagree: mixed ``doc_hash``/``total_chun
 embedding-drift    re-embedding a sample of stored chunk texts with the current embedder
                    gives vectors far from the stored ones (needs an embedder)
 canary-drift       recorded canary queries retrieve differently now (see ``canaries``)
+canary-model       a store's vectors do not come from the model it records: known records'
+                   texts embedded by it disagree with their stored vectors; the model they
+                   come from is named when another known one agrees (an alias: each member,
+                   see :func:`~.canaries.model_canaries`)
 ================== ==================================================================
 """
 
@@ -28,7 +32,7 @@ import hashlib
 import heapq
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -43,10 +47,10 @@ from .._models import Record
 from .._protocol import VectorStore
 from .._report import Report
 from ..exceptions import Action, Advised, ConfigurationError, Step
-from .canaries import CanaryResult, CanarySet, check_canaries
+from .canaries import CanaryResult, CanarySet, HasMembers, ModelCanary, check_canaries, model_canaries
 from .compat import ModelMismatchError
 from .documents import sha256_hex
-from .embedders import same_model
+from .embedders import resolve_embedder, same_model
 from .indexer import ProgressFn
 
 __all__ = ["CHECKS", "NO_CANARIES", "NO_SOURCE_ROOT", "DoctorReport", "Finding", "diagnose", "source_root_of"]
@@ -61,6 +65,7 @@ CHECKS = (
     "torn-document",
     "embedding-drift",
     "canary-drift",
+    "canary-model",
     "capture",
 )
 HELD_BACK = {"retained_wal_bytes": 128 * 2**20, "outbox_rows": 100_000}
@@ -100,6 +105,8 @@ class DoctorReport(Report):
     checks_skipped: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     canaries: list[CanaryResult] = field(default_factory=list)
+    models: list[ModelCanary] = field(default_factory=list)
+    """``canary-model``: which model each store's vectors come from (an alias: each member's)."""
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -111,6 +118,7 @@ class DoctorReport(Report):
         out = asdict(self)
         out["findings"] = [f.to_dict() for f in self.findings]
         out["canaries"] = [c.to_dict() for c in self.canaries]
+        out["models"] = [m.to_dict() for m in self.models]
         out["ok"] = self.ok
         return out
 
@@ -153,6 +161,7 @@ def diagnose(
     skip: tuple[str, ...] = (),
     max_keys: int = 20,
     progress: ProgressFn | None = None,
+    models: Sequence[str] | None = (),
 ) -> DoctorReport:
     """Run the health checks (see the module docstring) and return every finding.
 
@@ -165,6 +174,9 @@ def diagnose(
         Folder the ``source`` metadata is relative to; enables ``orphan``.
     canaries
         Canaries recorded earlier with :func:`~vectorport.ingest.record_canaries`.
+    models
+        Models ``canary-model`` tries, besides those recorded, when a store's vectors do not
+        come from its recorded model (``None``: the check is skipped, nothing re-embedded).
     """
     spec = store.spec
     report = DoctorReport(store.url.masked, spec.embedding_model, spec.dimension)
@@ -195,8 +207,37 @@ def diagnose(
         report.checks_skipped["canary-drift"] = "no embedder"
     else:
         d.run("canary-drift", lambda: d.canary_drift(store, embedder, canaries))
+    _canary_model(d, store, embedder, models)
     d.run("capture", lambda: _capture(store, report))
     return report
+
+
+def _canary_model(
+    d: _Doctor, store: VectorStore, embedder: Embedder | None, models: Sequence[str] | None
+) -> None:
+    """Run ``canary-model`` over the store, or each member of an alias, that records a model."""
+    members = store.member_stores() if isinstance(store, HasMembers) else [(store.url.masked, store, None)]
+    targets = [(label, s, model or s.spec.embedding_model) for label, s, model in members]
+    if models is None:
+        d.report.checks_skipped["canary-model"] = "no embedder"
+    elif not any(model for _, _, model in targets):
+        d.report.checks_skipped["canary-model"] = "no embedding model recorded"
+    else:
+        given = [embedder.model_id] if embedder is not None else []
+        known = [m for _, _, m in targets if m] + given + list(models) + [m for m in d.scan.by_model if m]
+        d.run("canary-model", lambda: d.canary_model(targets, known, _loader(embedder)))
+
+
+def _loader(embedder: Embedder | None) -> Callable[[str], Embedder]:
+    """Embedders by model id, each loaded once (``embedder`` for its own id)."""
+    loaded: dict[str, Embedder] = {} if embedder is None else {embedder.model_id: embedder}
+
+    def load(model: str) -> Embedder:
+        if model not in loaded:
+            loaded[model] = resolve_embedder(model)
+        return loaded[model]
+
+    return load
 
 
 def _capture(store: VectorStore, report: DoctorReport) -> Finding | None:
@@ -419,6 +460,35 @@ class _Doctor:
             f"< {threshold} to their stored vector (min {float(sims.min()):.4f}): the stored "
             f"vectors do not come from {embedder.model_id} as it is now",
             drifted,
+        )
+
+    def canary_model(
+        self,
+        targets: list[tuple[str, VectorStore, str | None]],
+        known: list[str],
+        load: Callable[[str], Embedder],
+    ) -> Finding | None:
+        for label, store, model in targets:
+            if model:
+                others = [m for m in known if not same_model(m, model)]
+                self.report.models.append(model_canaries(store, model, others, label=label, load=load))
+        wrong = [m for m in self.report.models if not m.agrees]
+        if not wrong:
+            return None
+        said = "; ".join(
+            f"{m.store} records {m.recorded} but its vectors come from "
+            + (
+                m.comes_from
+                or "none of " + ", ".join(f"{k} (similarity {v:.3f})" for k, v in m.similarity.items())
+            )
+            for m in wrong
+        )
+        return Finding(
+            "canary-model",
+            f"{said}: its queries are embedded by the recorded model, in another space than its "
+            "vectors; re-embed it (`vectorport migrate --reembed MODEL`) into a new collection",
+            tuple(m.store for m in wrong),
+            len(wrong),
         )
 
     def canary_drift(self, store: VectorStore, embedder: Embedder, canaries: CanarySet) -> Finding | None:

@@ -246,6 +246,11 @@ def _plan(ctx: RunContext) -> bool:
     o, report = ctx.options, ctx.report
     ctx.one_pass = not o.plan_only and _one_pass_allowed(ctx)
     t0 = time.monotonic()
+    estimate = ReembedEstimate.of(ctx.embedder) if ctx.embedder is not None else None
+    ck = ctx.ck  # a single pass streams from the checkpoint on: its estimate counts only those
+    resumed = ck is not None and o.resume and (ck.cursor is not None or ck.scanned)
+    if estimate is not None and ck is not None and resumed and not ctx.one_pass:
+        estimate.resume(None if ck.scanned else ck.cursor, ck.copied)
     report.plan = build_plan(
         ctx.src,
         ctx.dst,
@@ -253,7 +258,7 @@ def _plan(ctx: RunContext) -> bool:
         shard=ctx.segment,
         reembed=ctx.model_id,
         reembed_dimension=ctx.embedder.dimension if ctx.embedder is not None else None,
-        estimate=ReembedEstimate.of(ctx.embedder) if ctx.embedder is not None else None,
+        estimate=estimate,
         cap=o.cap,
         progress=o.progress,
         total_hint=count_or_none(ctx.src.store, ctx.segment) if o.progress and not ctx.one_pass else None,

@@ -20,7 +20,7 @@ from ..engine._names import TargetName
 from ..engine._progress import Progress, ProgressMode
 from ..engine._transform import NO_TEXT, MetadataPolicy, Transformed, Transformer, problem_kind
 from ..exceptions import Advice, Advised, UnsupportedError
-from ._reembed import ReembedEstimate
+from ._reembed import ReembedEstimate, same_vectors
 
 __all__ = ["MigrationPlan", "PlanChecker", "PlanRefusedError", "ProblemGroup", "build_plan"]
 
@@ -277,6 +277,39 @@ def planned_target_spec(
     )
 
 
+def target_conflicts(
+    src: CollectionSpec,
+    existing: CollectionSpec,
+    reembed_dim: int | None,
+    reembed_model: str | None,
+    verb: str,
+) -> list[str]:
+    """Why an existing target cannot take these vectors: another dimension, metric or embedding
+    model (two models in one collection: its queries would compare vectors of different
+    spaces). ``verb`` names the command in the advice (``migrate``, ``sync``)."""
+    out: list[str] = []
+    want_dim = reembed_dim or src.dimension
+    if existing.dimension != want_dim:
+        out.append(
+            f"the target collection {existing.name!r} has {existing.dimension} dimensions; the "
+            f"{'re-embedded' if reembed_dim else 'source'} vectors have {want_dim}: "
+            f"{verb} into a new collection"
+        )
+    if existing.metric is not src.metric:
+        out.append(
+            f"the target collection {existing.name!r} uses the {existing.metric.value} metric; the "
+            f"source uses {src.metric.value}: {verb} into a new collection"
+        )
+    want_model = reembed_model or src.embedding_model
+    if want_model and existing.embedding_model and not same_vectors(want_model, existing.embedding_model):
+        out.append(
+            f"the target collection {existing.name!r} holds vectors from {existing.embedding_model!r}; "
+            f"these are from {want_model!r}: {verb} into a new collection (an alias moves an app "
+            "to it: docs/reembed.md)"
+        )
+    return out
+
+
 def _compatibility(
     src: CollectionSpec,
     planned: CollectionSpec,
@@ -289,24 +322,7 @@ def _compatibility(
     out: list[str] = []
     want_dim = reembed_dim or src.dimension
     if target.exists:
-        if planned.dimension != want_dim:
-            out.append(
-                f"the target collection {planned.name!r} has {planned.dimension} dimensions; the "
-                f"{'re-embedded' if reembed_dim else 'source'} vectors have {want_dim}: "
-                "migrate into a new collection"
-            )
-        if planned.metric is not src.metric:
-            out.append(
-                f"the target collection {planned.name!r} uses the {planned.metric.value} metric; the "
-                f"source uses {src.metric.value}: migrate into a new collection"
-            )
-        want_model = reembed_model or src.embedding_model
-        if want_model and planned.embedding_model and want_model != planned.embedding_model:
-            out.append(
-                f"the target collection {planned.name!r} holds vectors from {planned.embedding_model!r}; "
-                f"these are from {want_model!r}: migrate into a new collection"
-            )
-        return out
+        return target_conflicts(src, planned, reembed_dim, reembed_model, "migrate")
     if src.metric not in caps.metrics:
         names = ", ".join(sorted(m.value for m in caps.metrics))
         out.append(
@@ -374,7 +390,21 @@ def build_plan(
                 checker.observe(page)
                 bar.advance(len(page))
         checker.finish()
+    if estimate is not None and estimate.resumed:
+        _count_left(source, transformer, shard, estimate)
     return plan
+
+
+def _count_left(
+    source: Endpoint, transformer: Transformer, shard: tuple[int, int], est: ReembedEstimate
+) -> None:
+    """A resumed re-embedding's estimate: the texts past the checkpoint's cursor (what the copy
+    reads on); none when the interrupted run acknowledged every record."""
+    if est.after is None:
+        return
+    for page in source.store.scan(include=["metadata", "text"], segment=shard, cursor=est.after):
+        texts = [transformer.apply(rec.metadata, rec.text).text for rec in page]
+        est.add([t for t in texts if t is not None])
 
 
 def _notes(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
@@ -442,8 +472,9 @@ class PlanChecker:
             for key in self.key_check.taken_keys([rec.key for rec in page]):
                 self._key_problem(key, "belongs to another collection of this shared table")
         outs = [self._record(rec) for rec in page]
-        if self.plan.reembed_estimate is not None:
-            self.plan.reembed_estimate.add([o.text for o in outs if o.text is not None])
+        estimate = self.plan.reembed_estimate
+        if estimate is not None and not estimate.resumed:  # a resumed run's: _count_left
+            estimate.add([o.text for o in outs if o.text is not None])
         return outs
 
     def _key_problem(self, key: str, why: str) -> None:

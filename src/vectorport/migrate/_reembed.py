@@ -40,6 +40,11 @@ class ReembedEstimate:
     price_source: str | None = None
     texts: int = 0
     tokens: int = 0
+    done: int = 0
+    """Records an interrupted run already embedded (its checkpoint says so): not counted."""
+    after: str | None = field(default=None, repr=False)
+    """A resumed run's checkpoint cursor: only the records past it are counted."""
+    resumed: bool = False
 
     @classmethod
     def of(cls, embedder: Embedder) -> ReembedEstimate:
@@ -47,6 +52,11 @@ class ReembedEstimate:
         price: tuple[float, str] | None = getattr(embedder, "price", None)
         usd, source = price if price is not None else (None, None)
         return cls(embedder.model_id, embedder.count_tokens, usd, source)
+
+    def resume(self, cursor: str | None, done: int) -> None:
+        """Count only what a resumed run has left: the records past ``cursor`` (``None``: the
+        interrupted run acknowledged every record), ``done`` already embedded."""
+        self.after, self.done, self.resumed = cursor, done, True
 
     def add(self, texts: Sequence[str]) -> None:
         """Count a page's texts."""
@@ -62,6 +72,8 @@ class ReembedEstimate:
 
     def describe(self) -> str:
         counted = f"{self.texts} texts, {self.tokens} tokens"
+        if self.resumed:
+            counted += f" left ({self.done} already embedded by the interrupted run, not counted)"
         if self.cost is None:
             return f"{counted} (no charge known for {self.model})"
         shown = f"{self.cost:,.2f}" if self.cost >= 1 else f"{self.cost:.4f}"
@@ -76,10 +88,21 @@ class ReembedEstimate:
             "model": self.model,
             "texts": self.texts,
             "tokens": self.tokens,
+            "already_done": self.done,
             "usd_per_million_tokens": self.usd_per_million_tokens,
             "estimated_cost_usd": None if cost is None else round(cost, 4),
             "price_source": self.price_source,
         }
+
+
+def same_vectors(a: str, b: str) -> bool:
+    """Whether two recorded model ids name the same embedding model
+    (:func:`vectorport.ingest.embedders.same_model`: Chroma's default is all-MiniLM-L6-v2)."""
+    if a == b:
+        return True
+    from ..ingest.embedders import same_model
+
+    return same_model(a, b)
 
 
 def load_embedder(model: str) -> tuple[Embedder, str]:

@@ -21,7 +21,7 @@ from ..engine._runner import Placement
 from ..engine._transform import Transformer
 from ..exceptions import ConfigurationError
 from ..migrate._copy import DEFAULT_BATCH
-from ..migrate._plan import planned_target_spec
+from ..migrate._plan import planned_target_spec, target_conflicts
 from ..migrate._reembed import load_embedder, reembedded
 from ._options import SyncOptions
 from ._report import SyncReport
@@ -32,18 +32,16 @@ __all__ = ["SyncContext", "check_spec", "opened", "pair_of", "state_path"]
 
 def check_spec(src: Endpoint, dst: Endpoint, embedder: Embedder | None = None) -> None:
     """Create a missing target (with the re-embedding model's dimension, and the model recorded);
-    refuse one whose vectors are not those the sync writes."""
+    refuse one whose vectors are not those the sync writes (another dimension, metric or
+    embedding model: :func:`~vectorport.migrate._plan.target_conflicts`, migrate's rule)."""
     dim, model = (embedder.dimension, embedder.model_id) if embedder is not None else (None, None)
     if not dst.exists:
         dst.ensure(planned_target_spec(src.store.spec, dst, dim, model))
         return
-    a, b = src.store.spec, dst.store.spec
-    want = dim or a.dimension
-    if (want, a.metric) != (b.dimension, b.metric):
-        made = f"{model} makes" if model else f"the source {src.label} holds"
+    conflicts = target_conflicts(src.store.spec, dst.store.spec, dim, model, "sync")
+    if conflicts:
         raise ConfigurationError(
-            f"the target {dst.label} holds {b.dimension}-dim {b.metric.value} vectors, {made} "
-            f"{want}-dim {a.metric.value}: sync into a new collection"
+            f"the target {dst.label} cannot take this sync's vectors: " + "; ".join(conflicts)
         )
 
 
