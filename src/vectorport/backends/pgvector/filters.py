@@ -12,6 +12,8 @@ operator       predicate (``m`` is the ``metadata jsonb NOT NULL`` column)
                jsonb equality is type-strict (``true`` ≠ ``1``, ``"1"`` ≠ ``1``) and numeric
                (``1`` = ``1.0``); containment is what the GIN index on ``m`` serves.
 ``$ne v``      ``NOT ($eq v)`` — so a missing field matches.
+``$is v``      ``m @> {f: v}`` — the scalar alone: jsonb containment unwraps no array below the
+               top level, so ``{f: [v]}`` does not contain ``{f: v}``. ``$is_not``: its ``NOT``.
 ``$in``        one value: as ``$eq``. Up to :data:`LONG_LIST` values: ``m @? '$ ? (@."f" == v1 ||
                @."f" == v2 …)'``, one jsonpath parameter. More: hashed membership (below).
                ``$nin`` is the negation, hashed from two values on.
@@ -260,6 +262,14 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
 
     def visit_ne(self, node: Compare) -> Predicate:
         return self._negate(self._eq(node.field, node.value))
+
+    def visit_is(self, node: Compare) -> Predicate:
+        params: dict[str, Any] = {}
+        scalar = self._param(params, _jsonb({node.field: node.value}))
+        return Predicate(f"({self._m} @> {scalar})", params)
+
+    def visit_is_not(self, node: Compare) -> Predicate:
+        return self._negate(self.visit_is(node))
 
     def visit_gt(self, node: Compare) -> Predicate:
         return self._range(node)
