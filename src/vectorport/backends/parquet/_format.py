@@ -30,13 +30,15 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..._arrow import metadata_json, records_of, records_to_table, schema
@@ -78,6 +80,9 @@ DEFAULT_PART_BYTES = 128 * 1024 * 1024
 """A part is closed when its records reach about this many bytes in memory (and on disk,
 before compression): the unit a reader holds at once and a parallel reader gets as a task."""
 ROW_GROUP = 10_000
+PAGE_BYTES = 16 * 1024 * 1024
+"""Bytes of texts and metadata in one page a part is read in (a scan page, a slice of the
+integrity check), at least one record: a page of 1,000 records of 25 MB texts would hold 25 GB."""
 KEY_BINS = 4096
 """Key bins a part's ``bins`` fold: a power of two, so a sync state's bins (a power of two too,
 :func:`~vectorport._digest.bin_count`) fold from them exactly up to 4,096 (about a million
@@ -402,16 +407,7 @@ def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: 
     manifest's (and so its per-bin folds, where the part keeps them: a sync trusts them to skip
     bins): a part edited and given a matching SHA-256 is still refused. A non-finite vector
     (no backend stores one) is refused here too, so an import fails before its first write."""
-    records = records_of(table, None, True, dimension)
-    for rec in records:
-        if not np.all(np.isfinite(np.asarray(rec.vector, dtype=np.float32))):
-            # a bad input file (exit 2), not a record a target refused: no store takes NaN
-            raise ConfigurationError(
-                f"record {rec.key!r} in the snapshot part {directory / part.file} holds a NaN or "
-                "infinite vector; nothing was written. Remove or fix that record at the source and "
-                "export again"
-            )
-    sums = bins_of(records)
+    sums = bins_of(_checked_records(directory, part, table, dimension))
     total = 0
     for d in sums.digests:
         total ^= d
@@ -427,6 +423,40 @@ def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: 
             "per-bin digests differ from the manifest's (the manifest was edited after export); "
             "nothing was written. Restore the snapshot from another copy or re-export it"
         )
+
+
+def _checked_records(directory: Path, part: PartInfo, table: pa.Table, dimension: int) -> Iterator[Record]:
+    """A part's records, a page of :data:`PAGE_BYTES` at a time, each vector checked finite."""
+    sizes = row_bytes(table)
+    start = 0
+    while start < table.num_rows:
+        stop = start + within(sizes[start:], PAGE_BYTES)
+        for rec in records_of(table.slice(start, stop - start), None, True, dimension):
+            if not np.all(np.isfinite(np.asarray(rec.vector, dtype=np.float32))):
+                # a bad input file (exit 2), not a record a target refused: no store takes NaN
+                raise ConfigurationError(
+                    f"record {rec.key!r} in the snapshot part {directory / part.file} holds a NaN or "
+                    "infinite vector; nothing was written. Remove or fix that record at the source and "
+                    "export again"
+                )
+            yield rec
+        start = stop
+
+
+def row_bytes(table: pa.Table) -> npt.NDArray[np.int64]:
+    """Each row's bytes of text and metadata (UTF-8), read from the columns' offsets: no copy."""
+    total = np.zeros(table.num_rows, dtype=np.int64)
+    for name in ("text", "metadata"):
+        if name in table.column_names:
+            lengths = pc.binary_length(table.column(name)).to_numpy(zero_copy_only=False)
+            total += np.nan_to_num(lengths, nan=0).astype(np.int64)
+    return total
+
+
+def within(sizes: npt.NDArray[np.int64], cap: int) -> int:
+    """How many of the first rows of ``sizes`` fit in ``cap`` bytes, at least one (when any)."""
+    fits = int(np.searchsorted(np.cumsum(sizes), cap, side="right"))
+    return max(fits, min(1, len(sizes)))
 
 
 def _same_bins(packed: object, sums: BinSums) -> bool:

@@ -35,6 +35,7 @@ from ..._models import Include, Record
 from ...exceptions import ConfigurationError, NotFoundError, TransientError
 from ._format import (
     MANIFEST,
+    PAGE_BYTES,
     SHA256_PREFIX,
     Manifest,
     PartInfo,
@@ -45,6 +46,8 @@ from ._format import (
     parse_expected_digest,
     read_part,
     records_of,
+    row_bytes,
+    within,
 )
 
 __all__ = ["CACHE_BYTES", "Snapshot"]
@@ -217,6 +220,13 @@ class Snapshot:
                 if Include.TEXT not in include:
                     rec.text = None
         return out
+
+    def page(self, part: PartInfo, rows: Sequence[int]) -> list[int]:
+        """The first of ``rows`` of ``part`` whose texts and metadata fit in :data:`PAGE_BYTES`
+        (at least one): what one scan page reads, whatever the records' sizes."""
+        chosen = list(rows)
+        sizes = row_bytes(self.table(part))[chosen]
+        return chosen[: within(sizes, PAGE_BYTES)]
 
     def parts_holding(self, keys: Sequence[str]) -> list[PartInfo]:
         """The parts of the manifest that may hold ``keys`` (a hash collision adds a part, never
