@@ -26,11 +26,12 @@ per-record digests it can be matched on purpose by someone who may alter many re
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -57,11 +58,14 @@ __all__ = [
     "bins_of",
     "check_contents",
     "check_expected",
+    "check_file",
     "check_totals",
     "combine",
     "combine_bins",
     "content_digest",
+    "group_starts",
     "parse_expected_digest",
+    "read_groups",
     "read_part",
     "records_of",
     "schema",
@@ -335,7 +339,17 @@ def write_part(directory: Path, name: str, table: pa.Table, digest: str, bins: s
     XOR of its records' digests (:func:`content_digest`), ``bins`` that per key bin
     (:func:`bins_of`, packed; ``None`` when unknown)."""
     tmp = directory / f".{name}.tmp"
-    pq.write_table(table, tmp, row_group_size=ROW_GROUP, compression="zstd")
+    # row groups of at most ROW_GROUP rows and PAGE_BYTES of texts and metadata (at least one
+    # row): a reader decodes one group at a time, so large texts never make a whole part resident
+    sizes = row_bytes(table)
+    with pq.ParquetWriter(tmp, table.schema, compression="zstd") as writer:
+        start = 0
+        while True:
+            stop = start + min(ROW_GROUP, within(sizes[start:], PAGE_BYTES))
+            writer.write_table(table.slice(start, stop - start), row_group_size=ROW_GROUP)
+            start = stop
+            if start >= table.num_rows:
+                break
     _fsync(tmp)
     path = directory / name
     os.replace(tmp, path)
@@ -402,12 +416,12 @@ def snapshot_file(name: str) -> bool:
     )
 
 
-def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: int) -> None:
+def check_contents(directory: Path, part: PartInfo, tables: Iterable[pa.Table], dimension: int) -> None:
     """Recompute the content digest of a part's records from its data and compare it with the
     manifest's (and so its per-bin folds, where the part keeps them: a sync trusts them to skip
     bins): a part edited and given a matching SHA-256 is still refused. A non-finite vector
     (no backend stores one) is refused here too, so an import fails before its first write."""
-    sums = bins_of(_checked_records(directory, part, table, dimension))
+    sums = bins_of(rec for table in tables for rec in _checked_records(directory, part, table, dimension))
     total = 0
     for d in sums.digests:
         total ^= d
@@ -479,9 +493,9 @@ def check_totals(directory: Path, manifest: Manifest) -> None:
         )
 
 
-def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = True) -> pa.Table:
-    """A part's table, after checking the file against the manifest's size and (with ``check``)
-    SHA-256 (one file opened once, never through a symbolic link: :func:`open_file`)."""
+def _open_part(directory: Path, part: PartInfo, *, check: bool) -> BinaryIO:
+    """A part's file opened (never through a symbolic link: :func:`open_file`), after checking it
+    against the manifest's size and (with ``check``) SHA-256, positioned at its start."""
     path = directory / part.file
     try:
         fh = open_file(path)
@@ -490,22 +504,75 @@ def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = 
             f"the snapshot {directory} lists {part.file} but the file is missing; copy the whole "
             "snapshot directory, or re-export it"
         ) from None
-    with fh:
-        if os.fstat(fh.fileno()).st_size != part.bytes or (check and _digest_of(fh) != part.sha256):
-            raise ConfigurationError(
-                f"the snapshot part {path} does not match its manifest (size or SHA-256 differs): the "
-                "file was changed or damaged after export; restore it from another copy or re-export"
-            )
-        fh.seek(0)
-        try:
-            table = pq.read_table(fh)
-        except (pa.ArrowException, OSError) as exc:
-            raise ConfigurationError(
-                f"the snapshot part {path} is not a readable Parquet file ({exc}); re-export"
-            ) from None
+    if os.fstat(fh.fileno()).st_size != part.bytes or (check and _digest_of(fh) != part.sha256):
+        fh.close()
+        raise ConfigurationError(
+            f"the snapshot part {path} does not match its manifest (size or SHA-256 differs): the "
+            "file was changed or damaged after export; restore it from another copy or re-export"
+        )
+    fh.seek(0)
+    return fh
+
+
+def check_file(directory: Path, part: PartInfo) -> None:
+    """The part's file has the manifest's size and SHA-256 (read in blocks, nothing kept)."""
+    with _open_part(directory, part, check=True):
+        pass
+
+
+def _parquet(directory: Path, part: PartInfo, fh: BinaryIO, dimension: int) -> pq.ParquetFile:
+    """The part's Parquet reader, its schema and row count checked against the manifest."""
+    path = directory / part.file
+    try:
+        found = pq.ParquetFile(fh)
+    except (pa.ArrowException, OSError) as exc:
+        raise ConfigurationError(
+            f"the snapshot part {path} is not a readable Parquet file ({exc}); re-export"
+        ) from None
     if (
-        table.schema.field("vector").type != pa.list_(pa.float32(), dimension)
-        or table.num_rows != part.records
+        found.schema_arrow.field("vector").type != pa.list_(pa.float32(), dimension)
+        or found.metadata.num_rows != part.records
     ):
         raise ConfigurationError(f"the snapshot part {path} does not have the manifest's shape; re-export")
-    return table
+    return found
+
+
+def _read(directory: Path, part: PartInfo, read: Callable[[], pa.Table]) -> pa.Table:
+    try:
+        return read()
+    except (pa.ArrowException, OSError) as exc:
+        raise ConfigurationError(
+            f"the snapshot part {directory / part.file} is not a readable Parquet file ({exc}); re-export"
+        ) from None
+
+
+def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = True) -> pa.Table:
+    """A part's table, after checking the file against the manifest's size and (with ``check``)
+    SHA-256 (one file opened once)."""
+    with _open_part(directory, part, check=check) as fh:
+        found = _parquet(directory, part, fh, dimension)
+        return _read(directory, part, found.read)
+
+
+def read_groups(
+    directory: Path,
+    part: PartInfo,
+    dimension: int,
+    groups: Iterable[int] | None = None,
+    *,
+    check: bool = True,
+) -> Iterator[pa.Table]:
+    """A part's row groups ``groups`` (all for ``None``) one at a time, after the checks of
+    :func:`read_part`: what a reader holds is one group, never the whole part."""
+    with _open_part(directory, part, check=check) as fh:
+        found = _parquet(directory, part, fh, dimension)
+        for group in range(found.num_row_groups) if groups is None else groups:
+            yield _read(directory, part, functools.partial(found.read_row_group, group))
+
+
+def group_starts(directory: Path, part: PartInfo) -> npt.NDArray[np.int64]:
+    """The first row of each row group of a part, and its row count last (from the footer)."""
+    with _open_part(directory, part, check=False) as fh:
+        meta = pq.ParquetFile(fh).metadata
+        counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)

@@ -237,14 +237,13 @@ class ParquetStore(BaseStore[FilterNode]):
             if by_part and index % n != seg:
                 index, row = index + 1, 0
                 continue
-            table = self.snapshot.table(parts[index])
-            size = table.num_rows
+            size = parts[index].records
             chosen: list[int] = []
             if by_part:
                 chosen = list(range(row, min(row + limit, size)))
                 row += len(chosen)
             else:
-                keys = table.column("key").to_pylist()
+                keys = self.snapshot.keys(parts[index])
                 while row < size and len(chosen) < limit:
                     if bin_of(keys[row], n) == seg:
                         chosen.append(row)
