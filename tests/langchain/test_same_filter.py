@@ -39,14 +39,6 @@ LLAMA = MetadataFilters(
         MetadataFilter(key="stars", value=10, operator=FilterOperator.GTE),
     ]
 )
-# S3 Vectors cannot compare a whole value (LlamaIndex's EQ): it refuses LLAMA, and a LlamaIndex
-# app there writes the element test CONTAINS, which on this scalar field selects the same nodes
-LLAMA_ELEMENT = MetadataFilters(
-    filters=[
-        MetadataFilter(key="lang", value="en", operator=FilterOperator.CONTAINS),
-        MetadataFilter(key="stars", value=10, operator=FilterOperator.GTE),
-    ]
-)
 TEXTS = [f"note {i} about {['vectors', 'tables', 'buckets'][i % 3]} and search" for i in range(30)]
 METAS: list[dict[str, Any]] = [
     {"lang": ["en", "fr", "en"][i % 3], **({"stars": i} if i % 4 else {})} for i in range(30)
@@ -62,15 +54,6 @@ SAMPLES = {
     "$is_not": {"lang": {"$is_not": "en"}},
     "$or": {"$or": [{"lang": "en"}, {"stars": 3}]},
 }
-
-
-def llama_filters(li: LlamaIndexStore) -> MetadataFilters:
-    """LLAMA where the backend compares whole values; else LLAMA_ELEMENT, once LLAMA is refused."""
-    if "$is" in li.client.capabilities.filter_operators:
-        return LLAMA
-    with pytest.raises(vectorport.UnsupportedFilterError, match=r"\$is"):
-        li.query(VectorStoreQuery(query_embedding=[1.0] * 32, similarity_top_k=3, filters=LLAMA))
-    return LLAMA_ELEMENT
 
 
 class Counting(Embeddings):
@@ -112,9 +95,7 @@ def test_the_same_filter_returns_the_same_documents(
     query = "search about tables"
     ours = lc.similarity_search(query, k=20, filter=PORTABLE)
     theirs = li.query(
-        VectorStoreQuery(
-            query_embedding=emb.embed_query(query), similarity_top_k=20, filters=llama_filters(li)
-        )
+        VectorStoreQuery(query_embedding=emb.embed_query(query), similarity_top_k=20, filters=LLAMA)
     )
     assert {d.id for d in ours} == want
     assert [d.id for d in ours] == theirs.ids
@@ -129,9 +110,7 @@ async def test_the_same_filter_returns_the_same_documents_async(
     query = "notes on buckets"
     ours = await lc.asimilarity_search(query, k=20, filter=PORTABLE)
     theirs = await li.aquery(
-        VectorStoreQuery(
-            query_embedding=emb.embed_query(query), similarity_top_k=20, filters=llama_filters(li)
-        )
+        VectorStoreQuery(query_embedding=emb.embed_query(query), similarity_top_k=20, filters=LLAMA)
     )
     want = {f"d{i:02d}" for i in range(30) if evaluate(parse_filter(PORTABLE), METAS[i])}
     assert {d.id for d in ours} == want
