@@ -65,7 +65,7 @@ def test_large_texts_import_in_memory_bounded_by_the_page_bytes(pg_dir: Path, tm
     # three times over) and one row group read: about 20 pages, whatever the snapshot holds. Twice
     # as many texts take the same (measured: 291 MB for 96 MB, 306 MB for 192 MB); a part read
     # whole and pages of every record it holds took 580 MB for 96 MB, and twice that for 192 MB.
-    assert out["growth"] < 24 * PAGE_BYTES
+    assert out["growth"] < 26 * PAGE_BYTES
 
     with vectorport.connect(target) as copied:
         got = copied.get(["big0", f"big{N - 1}"])

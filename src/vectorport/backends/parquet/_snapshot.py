@@ -62,6 +62,11 @@ CACHE_BYTES = 256 * 1024 * 1024
 ``get`` batches (a verification's) then read each part about once."""
 
 
+GROUP_CACHE_BYTES = 2 * PAGE_BYTES
+"""Row groups kept in memory at once (at least one), least recently used first out: what a
+scan holds besides its pages, so a snapshot of large texts is read in bounded memory."""
+
+
 class Snapshot:
     """One snapshot directory, read lazily and safely from several threads at once (a
     verification's scan lanes and queries). ``expect_digest``: the snapshot's digest as export
@@ -77,8 +82,9 @@ class Snapshot:
         self._stamp: tuple[int, int, int] | None = None
         """The manifest file's (inode, size, mtime) when it was read: a rename over it changes them."""
         self._cached: OrderedDict[str, pa.Table] = OrderedDict()
-        self._group: tuple[str, int, pa.Table] | None = None
-        """The row group read last (part file, group, table): a scan reads a part group by group."""
+        self._groups: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
+        """Row groups read last, by (part file, group): a scan reads a part group by group, and a
+        verification's lanes take turns (at most :data:`GROUP_CACHE_BYTES`, at least one)."""
         self._starts: dict[str, npt.NDArray[np.int64]] = {}
         """Each part file's first row per row group (its row count last)."""
         self._checked: set[str] = set()
@@ -159,8 +165,8 @@ class Snapshot:
         self._checked &= files
         self._keys = {n: k for n, k in self._keys.items() if n in files}
         self._starts = {n: s for n, s in self._starts.items() if n in files}
-        if self._group is not None and self._group[0] not in files:
-            self._group = None
+        for held in [g for g in self._groups if g[0] not in files]:
+            del self._groups[held]
 
     def check_integrity(self) -> None:
         """Check every part against the manifest before a migration (``import``) writes anything:
@@ -260,13 +266,21 @@ class Snapshot:
             group = int(np.searchsorted(starts, rows[0], side="right")) - 1
             if max(rows) >= starts[group + 1]:
                 return self.table(part), 0
-            if self._group is None or self._group[:2] != (part.file, group):
-                if part.file not in self._checked:  # its SHA-256, once, before any group is used
-                    check_file(self.directory, part)
-                    self._checked.add(part.file)
-                (table,) = read_groups(self.directory, part, self.manifest.dimension, [group], check=False)
-                self._group = (part.file, group, table)
-            return self._group[2], int(starts[group])
+            return self._group(part, group), int(starts[group])
+
+    def _group(self, part: PartInfo, group: int) -> pa.Table:
+        """Row group ``group`` of ``part`` (read on first use, the part's SHA-256 checked once)."""
+        table = self._groups.get((part.file, group))
+        if table is None:
+            if part.file not in self._checked:
+                check_file(self.directory, part)
+                self._checked.add(part.file)
+            (table,) = read_groups(self.directory, part, self.manifest.dimension, [group], check=False)
+            self._groups[(part.file, group)] = table
+            while len(self._groups) > 1 and sum(t.nbytes for t in self._groups.values()) > GROUP_CACHE_BYTES:
+                self._groups.popitem(last=False)
+        self._groups.move_to_end((part.file, group))
+        return table
 
     def parts_holding(self, keys: Sequence[str]) -> list[PartInfo]:
         """The parts of the manifest that may hold ``keys`` (a hash collision adds a part, never
