@@ -108,3 +108,27 @@ def test_eq_ne_in_nin_compare_the_whole_value_as_simplevectorstore_does(ours: Ll
                 n.node_id: n.metadata["tags"] for n in _nodes() if n.node_id in want
             }
     assert sorted(ours.query(_query(FILTERS["eq"], FilterCondition.AND)).ids or []) == red
+
+
+@pytest.mark.pgvector
+def test_a_long_in_list_is_one_hashed_membership_on_pgvector(url_for: Callable[..., str]) -> None:
+    """IN/NIN with thousands of values: one membership test per field (two bind parameters), so
+    the row's metadata is read once, not once per value; the answer is SimpleVectorStore's."""
+    from vectorport.backends.pgvector.filters import PgFilterCompiler
+
+    values = [f"tag{i}" for i in range(5_000)] + ["red", "blue"]
+    for op in (FilterOperator.IN, FilterOperator.NIN):
+        portable = to_portable(MetadataFilters(filters=[_f("tags", values, op)]))
+        assert len(PgFilterCompiler().where(parse_filter(portable)).params) == 2
+    ours = LlamaIndexStore(url_for("pgvector"))
+    ours.add(_nodes())
+    theirs = SimpleVectorStore()
+    theirs.add(_nodes())
+    try:
+        for op in (FilterOperator.IN, FilterOperator.NIN):
+            query = _query([_f("tags", values, op)], FilterCondition.AND)
+            want = sorted(theirs.query(query).ids or [])
+            assert sorted(ours.query(query).ids or []) == want and want
+    finally:
+        ours.client.drop()
+        ours.close()
