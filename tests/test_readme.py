@@ -9,6 +9,7 @@ download (``tests/_chroma_onnx.py``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -78,3 +79,55 @@ def test_readme_commands_work_as_printed(tmp_path: Path, chroma_default_ef: Path
     failed = readme_commands()[int(ran[-1])] if ran else "(before the first command)"
     assert proc.returncode == 0, f"{failed}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert "t1" in proc.stdout  # the login ticket answers "login problems"
+
+
+def test_the_offline_form_downloads_nothing(tmp_path: Path) -> None:
+    """The README's offline one-liner makes the tickets collection with no download: every
+    proxy points at a closed port, ``$HOME`` has no Chroma cache and gets none; chromadb reads
+    back the three documents under its default function, and ``vectorport search`` (its
+    packaged model) answers the login question with the login ticket."""
+    chromadb = pytest.importorskip("chromadb")
+    (line,) = [c for c in readme_commands() if c.startswith("HF_HUB_OFFLINE=1 python -c")]
+    home = tmp_path / "home"
+    home.mkdir()
+    dead = "http://127.0.0.1:9"  # the discard port: any download through a proxy fails at once
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")},
+        "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
+        "HOME": str(home),
+        "PYTHONPATH": str(Path(vectorport.__file__).parents[1]),
+        "ANONYMIZED_TELEMETRY": "False",
+        **{name: dead for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")},
+        "NO_PROXY": "",
+        "no_proxy": "",
+    }
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", line],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not (home / ".cache" / "chroma").exists()
+
+    client = chromadb.PersistentClient(str(tmp_path / "my-chroma"))
+    collection = client.get_collection("tickets")
+    got = collection.get(ids=["t1", "t2", "t3"], include=["documents", "embeddings"])
+    assert got["documents"][0] == "I cannot log in after resetting my password"
+    assert len(got["embeddings"][0]) == 384
+    assert collection.configuration_json["embedding_function"]["name"] == "default"
+
+    url = f"chroma://{tmp_path / 'my-chroma'}?collection=tickets"
+    search = subprocess.run(
+        [sys.executable, "-m", "vectorport", "search", url, "login problems", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert search.returncode == 0, search.stderr[-3000:]
+    assert json.loads(search.stdout)["matches"][0]["key"] == "t1"

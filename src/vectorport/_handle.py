@@ -148,6 +148,12 @@ class StoreHandle:
                 "another store)"
             )
 
+    def compiles(self, operator: str) -> bool:
+        """Whether the backend runs the filter ``operator`` (known before its collection exists;
+        ``True`` when nothing tells)."""
+        store = self._store if self._store is not None else self._checker
+        return store is None or operator in store.capabilities.filter_operators
+
     def check_filter(self, filter: Any) -> None:
         """Raise before any I/O when ``filter`` is malformed or the backend cannot run it
         (:class:`~vectorport.exceptions.FilterError`,

@@ -50,6 +50,8 @@ SAMPLES = {
     "$ne": {"lang": {"$ne": "en"}},
     "$nin": {"lang": {"$nin": ["en"]}},
     "$in": {"lang": {"$in": ["en"]}},
+    "$is": {"lang": {"$is": "en"}},
+    "$is_not": {"lang": {"$is_not": "en"}},
     "$or": {"$or": [{"lang": "en"}, {"stars": 3}]},
 }
 

@@ -67,6 +67,11 @@ SAME = {
     "all": [_f("tags", ["red", "blue"], FilterOperator.ALL)],
     "lte-and-ne": [_f("size", 4, FilterOperator.LTE), _f("kind", "b", FilterOperator.NE)],
     "lt-gt": [_f("size", 7, FilterOperator.LT), _f("size", 2, FilterOperator.GT)],
+    # the whole value, as Python's == and `in`: a list field never equals one of its elements
+    "eq-on-a-list-and-a-scalar": [_f("tags", "red", FilterOperator.EQ), _f("kind", "a", FilterOperator.EQ)],
+    "ne-on-a-list": [_f("tags", "red", FilterOperator.NE), _f("size", 4, FilterOperator.LTE)],
+    "in-nin": [_f("tags", ["red", "blue"], FilterOperator.IN), _f("kind", ["a", "c"], FilterOperator.NIN)],
+    "in-on-a-scalar": [_f("kind", ["a", "c"], FilterOperator.IN), _f("size", 5, FilterOperator.GTE)],
 }
 
 
@@ -119,6 +124,6 @@ def test_nested_filters_and_doc_ids_make_one_portable_filter() -> None:
         ]
     )
     assert to_portable(nested) == {
-        "$and": [{"kind": {"$eq": "a"}}, {"$or": [{"size": {"$gt": 3}}, {"tags": {"$in": ["red"]}}]}]
+        "$and": [{"kind": {"$is": "a"}}, {"$or": [{"size": {"$gt": 3}}, {"tags": {"$in": ["red"]}}]}]
     }
     assert to_portable(MetadataFilters(filters=[])) is None

@@ -18,13 +18,17 @@ __all__ = [
 ]
 
 Scalar: TypeAlias = str | int | float | bool
-CompareOp: TypeAlias = Literal["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]
+CompareOp: TypeAlias = Literal["$eq", "$ne", "$is", "$is_not", "$gt", "$gte", "$lt", "$lte"]
 RANGE_OPS: frozenset[str] = frozenset({"$gt", "$gte", "$lt", "$lte"})
 
 
 @dataclass(frozen=True)
 class Compare:
-    """``field <op> value``. Range operators (``$gt`` …) always carry a number."""
+    """``field <op> value``. Range operators (``$gt`` …) always carry a number.
+
+    ``$eq`` matches a scalar equal to ``value`` or a list holding it; ``$is`` only the scalar
+    (a list never, whatever it holds): the whole value is compared, as LlamaIndex's ``EQ`` does.
+    ``$ne`` and ``$is_not`` are their negations."""
 
     field: str
     op: CompareOp

@@ -1,8 +1,9 @@
 """The compiler base class every backend's native filter compiler derives from.
 
 A subclass defines one ``visit_<op>`` method per operator it can express exactly
-(``visit_eq``, ``visit_ne``, ``visit_gt``, ``visit_gte``, ``visit_lt``, ``visit_lte``,
-``visit_in``, ``visit_nin``, ``visit_exists``, ``visit_and``, ``visit_or``, ``visit_not``).
+(``visit_eq``, ``visit_ne``, ``visit_is``, ``visit_is_not``, ``visit_gt``, ``visit_gte``,
+``visit_lt``, ``visit_lte``, ``visit_in``, ``visit_nin``, ``visit_exists``, ``visit_and``,
+``visit_or``, ``visit_not``).
 Any operator without a method raises :class:`~vectorport.exceptions.UnsupportedFilterError`
 naming the backend and the operator, and :meth:`FilterCompiler.supported_operators` is derived
 from the methods, so capabilities never restate it.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import ClassVar, Generic, NoReturn, TypeVar
 
 from ..exceptions import UnsupportedFilterError
-from ._ast import And, Compare, Exists, FilterNode, In, Not, Or
+from ._ast import And, Compare, CompareOp, Exists, FilterNode, In, Not, Or
 from ._parse import to_dict
 
 __all__ = ["ALL_OPERATORS", "FilterCompiler", "push_not_down"]
@@ -27,6 +28,8 @@ ALL_OPERATORS: tuple[str, ...] = (
     "$gt",
     "$gte",
     "$in",
+    "$is",
+    "$is_not",
     "$lt",
     "$lte",
     "$ne",
@@ -34,6 +37,9 @@ ALL_OPERATORS: tuple[str, ...] = (
     "$not",
     "$or",
 )
+
+
+_DUAL: dict[str, CompareOp] = {"$eq": "$ne", "$ne": "$eq", "$is": "$is_not", "$is_not": "$is"}
 
 
 def _method_name(op: str) -> str:
@@ -70,10 +76,10 @@ class FilterCompiler(Generic[T]):
 def push_not_down(node: FilterNode) -> FilterNode:
     """Rewrite ``$not`` with exact equivalents (De Morgan and operator duals) where they exist.
 
-    ``not $eq → $ne``, ``not $in → $nin``, ``not $exists → $exists`` flipped, ``not $and →
-    $or`` of negations, and so on. ``not`` over a range operator has no exact dual (a missing
-    or non-numeric field matches the negation but not the opposite range), so it stays a
-    :class:`Not`; a backend without ``visit_not`` then refuses it.
+    ``not $eq → $ne``, ``not $is → $is_not``, ``not $in → $nin``, ``not $exists → $exists``
+    flipped, ``not $and → $or`` of negations, and so on. ``not`` over a range operator has no
+    exact dual (a missing or non-numeric field matches the negation but not the opposite
+    range), so it stays a :class:`Not`; a backend without ``visit_not`` then refuses it.
     """
     if isinstance(node, And):
         return And(tuple(push_not_down(c) for c in node.children))
@@ -88,8 +94,8 @@ def push_not_down(node: FilterNode) -> FilterNode:
         return Or(tuple(push_not_down(Not(c)) for c in child.children))
     if isinstance(child, Or):
         return And(tuple(push_not_down(Not(c)) for c in child.children))
-    if isinstance(child, Compare) and child.op in ("$eq", "$ne"):
-        return Compare(child.field, "$ne" if child.op == "$eq" else "$eq", child.value)
+    if isinstance(child, Compare) and child.op in _DUAL:
+        return Compare(child.field, _DUAL[child.op], child.value)
     if isinstance(child, In):
         return In(child.field, child.values, negated=not child.negated)
     if isinstance(child, Exists):

@@ -5,6 +5,8 @@ Semantics (see ``docs/filters.md`` for the truth table):
 * ``$eq v`` matches a scalar field equal to ``v`` or an array field with an element equal to
   ``v``. Equality is type-strict: ``true`` never equals ``1``, ``"1"`` never equals ``1``;
   ``1`` equals ``1.0``.
+* ``$is v`` matches a scalar field equal to ``v`` (same type-strict equality), never an array:
+  the whole value is compared (LlamaIndex's ``EQ``). ``$is_not`` is exactly ``not $is``.
 * ``$ne`` is exactly ``not $eq`` and ``$nin`` exactly ``not $in``: both match a missing field.
 * ``$gt/$gte/$lt/$lte`` match only a numeric scalar field (not bool, not an array).
 * ``$in`` matches when ``$eq`` matches any of its values.
@@ -67,6 +69,8 @@ def evaluate(node: FilterNode | None, metadata: Mapping[str, Any] | None) -> boo
             return stored is not _MISSING and _eq(stored, node.value)
         if node.op == "$ne":
             return stored is _MISSING or not _eq(stored, node.value)
+        if node.op in ("$is", "$is_not"):
+            return _scalar_eq(stored, node.value) is (node.op == "$is")
         if stored is _MISSING or isinstance(stored, bool) or not isinstance(stored, int | float):
             return False
         return _RANGE[node.op](stored, node.value)  # type: ignore[arg-type]

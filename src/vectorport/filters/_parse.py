@@ -16,7 +16,7 @@ MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
 """Most objects, lists and values one filter may hold."""
 
-_FIELD_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not")
+_FIELD_OPS = ("$eq", "$ne", "$is", "$is_not", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not")
 _LOGICAL_OPS = ("$and", "$or", "$not")
 
 
@@ -126,7 +126,7 @@ def _parse_field(field: str, value: Any, path: str) -> FilterNode:
 
 
 def _parse_operator(field: str, op: str, operand: Any, path: str) -> FilterNode:
-    if op in ("$eq", "$ne"):
+    if op in ("$eq", "$ne", "$is", "$is_not"):
         return Compare(field, cast(CompareOp, op), _scalar(operand, path))
     if op in RANGE_OPS:
         if isinstance(operand, bool) or not isinstance(operand, int | float):

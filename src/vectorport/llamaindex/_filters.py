@@ -3,9 +3,10 @@
 ==========================  ==========================================  ===========================
 LlamaIndex                  portable filter                             note
 ==========================  ==========================================  ===========================
-``EQ`` / ``NE``             ``{k: {"$eq": v}}`` / ``{k: {"$ne": v}}``   ``NE`` matches a missing key
+``EQ`` / ``NE``             ``{k: {"$is": v}}`` / ``{k: {"$is_not": v}}`` the whole value
 ``GT GTE LT LTE``           ``$gt $gte $lt $lte``                       numbers only
-``IN`` / ``NIN``            ``$in`` / ``$nin``                          ``NIN`` matches a missing key
+``IN``                      ``{"$or": [{k: {"$is": v1}} …]}``           the whole value
+``NIN``                     ``{"$and": [{k: {"$is_not": v1}} …]}``      the whole value
 ``CONTAINS``                ``{k: {"$eq": v}}``                         a list field holding ``v``
 ``ANY``                     ``{k: {"$in": [...]}}``                     a list field holding one
 ``ALL``                     ``{"$and": [{k: v1}, {k: v2} …]}``          a list field holding all
@@ -13,6 +14,14 @@ condition ``AND`` / ``OR``  ``$and`` / ``$or``                          nested `
 condition ``NOT``           ``{"$not": {"$or": [...]}}``                none of the filters matches
 ``TEXT_MATCH(_INSENSITIVE)``, ``IS_EMPTY``                              refused: no portable form
 ==========================  ==========================================  ===========================
+
+``EQ``, ``NE``, ``IN`` and ``NIN`` compare the whole value, as ``SimpleVectorStore`` does (Python's
+``==`` and ``in``): ``EQ tags='a'`` does not match ``tags=['a', 'b']`` and ``NE`` does; ``NE`` and
+``NIN`` match a node without the key. The portable ``$eq``/``$in`` would match the list's
+elements; ``$is`` never matches a list. A backend that cannot tell a list from a scalar in its
+search (S3 Vectors, which has no ``$is``) gets them as LlamaIndex's own ``S3VectorStore`` sends
+them (``$eq``, ``$ne``, ``$in``, ``$nin``: on a list field, its elements), so an app answers there
+as with LlamaIndex's store for that service (``to_portable(..., whole_values=False)``).
 
 ``CONTAINS``, ``ANY`` and ``ALL`` have the list meaning LlamaIndex's database stores give them
 (PostgreSQL's ``@>``, Chroma's and S3's any-element match); ``SimpleVectorStore`` also applies
@@ -43,8 +52,12 @@ _NUMBER_OPS = {
 }
 
 
-def to_portable(filters: MetadataFilters | None) -> dict[str, Any] | None:
+def to_portable(filters: MetadataFilters | None, *, whole_values: bool = True) -> dict[str, Any] | None:
     """The portable filter meaning ``filters`` (``None`` or no filters: ``None``).
+
+    ``whole_values=False`` (a backend without ``$is``: S3 Vectors) sends ``EQ``/``NE``/``IN``/
+    ``NIN`` as ``$eq``/``$ne``/``$in``/``$nin``, as LlamaIndex's own ``S3VectorStore`` does: on
+    a list field they then test its elements.
 
     Raises
     ------
@@ -58,16 +71,18 @@ def to_portable(filters: MetadataFilters | None) -> dict[str, Any] | None:
     ...     MetadataFilter(key="lang", value="en"),
     ...     MetadataFilter(key="stars", value=10, operator=">="),
     ... ]))
-    {'$and': [{'lang': {'$eq': 'en'}}, {'stars': {'$gte': 10}}]}
+    {'$and': [{'lang': {'$is': 'en'}}, {'stars': {'$gte': 10}}]}
     """
     if filters is None or not filters.filters:
         return None
-    return _group(filters)
+    return _group(filters, _OPERATORS if whole_values else _ELEMENT_OPERATORS)
 
 
-def _group(filters: MetadataFilters) -> dict[str, Any]:
+def _group(filters: MetadataFilters, table: _Table) -> dict[str, Any]:
     children = [
-        _group(f) if isinstance(f, MetadataFilters) else _one(f) for f in filters.filters if _nonempty(f)
+        _group(f, table) if isinstance(f, MetadataFilters) else _one(f, table)
+        for f in filters.filters
+        if _nonempty(f)
     ]
     if not children:
         raise UnsupportedFilterError(
@@ -85,9 +100,9 @@ def _nonempty(f: Any) -> bool:
     return not isinstance(f, MetadataFilters) or bool(f.filters)
 
 
-def _one(f: MetadataFilter) -> dict[str, Any]:
+def _one(f: MetadataFilter, table: _Table) -> dict[str, Any]:
     op = getattr(f, "operator", FilterOperator.EQ)  # the legacy ExactMatchFilter has none
-    translate = _OPERATORS.get(op)
+    translate = table.get(op)
     if translate is None:
         raise UnsupportedFilterError(
             f"LlamaIndex's {op.name} filter on {f.key!r} has no portable form (substring and "
@@ -133,21 +148,36 @@ def _number(key: str, value: Any, op: FilterOperator) -> dict[str, Any]:
     return {key: {_NUMBER_OPS[op]: value}}
 
 
-def _all(key: str, value: Any, op: FilterOperator) -> dict[str, Any]:
-    each: Sequence[dict[str, Any]] = [{key: {"$eq": v}} for v in _values(key, value, op)]
-    return each[0] if len(each) == 1 else {"$and": list(each)}
+def _each(name: str, join: str) -> Callable[[str, Any, FilterOperator], dict[str, Any]]:
+    """``{join: [{key: {name: v}} …]}`` over the filter's values (one value: its test alone)."""
+
+    def build(key: str, value: Any, op: FilterOperator) -> dict[str, Any]:
+        each: Sequence[dict[str, Any]] = [{key: {name: _scalar(key, v, op)}} for v in _values(key, value, op)]
+        return each[0] if len(each) == 1 else {join: list(each)}
+
+    return build
 
 
-_OPERATORS: dict[FilterOperator, Callable[[str, Any, FilterOperator], dict[str, Any]]] = {
-    FilterOperator.ALL: _all,
+_Table = dict[FilterOperator, Callable[[str, Any, FilterOperator], dict[str, Any]]]
+
+_OPERATORS: _Table = {
+    FilterOperator.ALL: _each("$eq", "$and"),
     FilterOperator.ANY: lambda key, value, op: {key: {"$in": _values(key, value, op)}},
     FilterOperator.CONTAINS: _compare("$eq"),
-    FilterOperator.EQ: _compare("$eq"),
+    FilterOperator.EQ: _compare("$is"),
     FilterOperator.GT: _number,
     FilterOperator.GTE: _number,
-    FilterOperator.IN: lambda key, value, op: {key: {"$in": _values(key, value, op)}},
+    FilterOperator.IN: _each("$is", "$or"),
     FilterOperator.LT: _number,
     FilterOperator.LTE: _number,
+    FilterOperator.NE: _compare("$is_not"),
+    FilterOperator.NIN: _each("$is_not", "$and"),
+}
+
+_ELEMENT_OPERATORS: _Table = {
+    **_OPERATORS,
+    FilterOperator.EQ: _compare("$eq"),
+    FilterOperator.IN: lambda key, value, op: {key: {"$in": _values(key, value, op)}},
     FilterOperator.NE: _compare("$ne"),
     FilterOperator.NIN: lambda key, value, op: {key: {"$nin": _values(key, value, op)}},
 }

@@ -167,11 +167,16 @@ class LlamaIndexStore(BasePydanticVectorStore):
         self, node_ids: list[str] | None, filters: MetadataFilters | None, kwargs: dict[str, Any]
     ) -> dict[str, Any] | None:
         source = kwargs.pop("_source", None)
-        flt = {_REF_DOC: {"$eq": source}} if source is not None else to_portable(filters)
+        flt = {_REF_DOC: {"$eq": source}} if source is not None else self._portable(filters)
         if node_ids is None and flt is None:
             raise ConfigurationError("delete_nodes() needs node_ids or filters; clear() deletes everything")
         self._handle.check_filter(flt)
         return flt
+
+    def _portable(self, filters: MetadataFilters | None) -> dict[str, Any] | None:
+        """``filters`` as a portable filter: EQ/NE/IN/NIN on whole values where the backend can
+        tell a list from a scalar; else as LlamaIndex's own store for that service sends them."""
+        return to_portable(filters, whole_values=self._handle.compiles("$is"))
 
     def clear(self) -> None:
         """Delete every node, keeping the (empty) collection."""
@@ -188,7 +193,7 @@ class LlamaIndexStore(BasePydanticVectorStore):
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         """The nodes with these ids (in that order) and/or matching ``filters``."""
-        flt = to_portable(filters)
+        flt = self._portable(filters)
         self._handle.check_filter(flt)
         store = self._handle.current
         if store is None:
@@ -203,7 +208,7 @@ class LlamaIndexStore(BasePydanticVectorStore):
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         """:meth:`get_nodes`, awaitable."""
-        flt = to_portable(filters)
+        flt = self._portable(filters)
         self._handle.check_filter(flt)
         store = await self._handle.acurrent()
         if store is None:
@@ -217,7 +222,7 @@ class LlamaIndexStore(BasePydanticVectorStore):
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The ``similarity_top_k`` nodes nearest to ``query.query_embedding`` among those
         matching ``query.filters`` (and ``query.doc_ids``, and ``query.node_ids`` when given)."""
-        vector, flt = _query_filter(query)
+        vector, flt = _query_filter(query, self._portable(query.filters))
         self._handle.check_filter(flt)
         store = self._handle.current
         if store is None:
@@ -232,7 +237,7 @@ class LlamaIndexStore(BasePydanticVectorStore):
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """:meth:`query`, awaitable."""
-        vector, flt = _query_filter(query)
+        vector, flt = _query_filter(query, self._portable(query.filters))
         self._handle.check_filter(flt)
         store = await self._handle.acurrent()
         if store is None:
@@ -247,8 +252,11 @@ class LlamaIndexStore(BasePydanticVectorStore):
 _READ = ("metadata", "text")
 
 
-def _query_filter(query: VectorStoreQuery) -> tuple[list[float], dict[str, Any] | None]:
-    """The query vector and portable filter of a query, after refusing what this store does not do."""
+def _query_filter(
+    query: VectorStoreQuery, flt: dict[str, Any] | None
+) -> tuple[list[float], dict[str, Any] | None]:
+    """The query vector and portable filter (``flt``: its ``filters``, translated) of a query,
+    after refusing what this store does not do."""
     if query.mode != VectorStoreQueryMode.DEFAULT:
         raise UnsupportedFeatureError(
             f"LlamaIndexStore runs dense (DEFAULT) queries, not {query.mode.value!r}; "
@@ -256,7 +264,6 @@ def _query_filter(query: VectorStoreQuery) -> tuple[list[float], dict[str, Any] 
         )
     if query.query_embedding is None:
         raise ConfigurationError("the query has no query_embedding; LlamaIndexStore searches by vector")
-    flt = to_portable(query.filters)
     if query.doc_ids:
         docs = {_REF_DOC: {"$in": list(query.doc_ids)}}
         flt = docs if flt is None else {"$and": [flt, docs]}

@@ -49,7 +49,9 @@ def _leaf(
 ) -> st.SearchStrategy[dict[str, Any]]:
     return st.one_of(
         values.map(lambda v: {field: v}),
-        st.tuples(st.sampled_from(["$eq", "$ne"]), values).map(lambda t: {field: {t[0]: t[1]}}),
+        st.tuples(st.sampled_from(["$eq", "$ne", "$is", "$is_not"]), values).map(
+            lambda t: {field: {t[0]: t[1]}}
+        ),
         st.tuples(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]), numbers).map(
             lambda t: {field: {t[0]: t[1]}}
         ),
@@ -224,7 +226,7 @@ def hostile_filters() -> st.SearchStrategy[Any]:
     """Filters that are malformed, unsupported somewhere, or huge: unknown and misplaced
     operators, wrong operand types, empty lists and objects, deep nesting, odd field names."""
     ops = st.sampled_from(
-        ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not", "$and", "$or",
+        ["$eq", "$ne", "$is", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not", "$and", "$or",
          "$regex", "$where", "", "$"]
     )  # fmt: skip
     field = st.one_of(st.sampled_from(["lang", "n", "tags", "a.b", "$and", "", "\x00", "\ud800"]), _ODD_TEXT)

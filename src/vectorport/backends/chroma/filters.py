@@ -8,6 +8,7 @@ check every operator against the oracle on a real collection):
   ``$contains``/``$not_contains``, which in turn never match a scalar. The same field may be
   an array on one record and a scalar on another, so every equality compiles to both forms:
   ``$eq v`` → ``$or[$eq v, $contains v]`` and ``$ne v`` → ``$and[$ne v, $not_contains v]``.
+  ``$is``/``$is_not`` (the scalar alone, never an array) are Chroma's own ``$eq``/``$ne``.
 * Scalar comparisons are numeric across int and float (``1`` matches ``1.0``), but
   ``$contains`` is type-strict (``$contains 1`` misses ``[1.0]``), so an integral number is
   looked for in arrays both as an int and as a float.
@@ -201,6 +202,14 @@ class ChromaFilterCompiler(FilterCompiler[Where]):
         clauses: list[Where] = [self._scalar_ne(f, node.value)]
         clauses += [{f: {"$not_contains": v}} for v in self._variants(node, node.value)]
         return self._join("$and", clauses)
+
+    def visit_is(self, node: Compare) -> Where:
+        self._number(node, node.value)
+        return self._scalar_eq(self._field(node, node.field), node.value)
+
+    def visit_is_not(self, node: Compare) -> Where:
+        self._number(node, node.value)
+        return self._scalar_ne(self._field(node, node.field), node.value)
 
     def _range(self, node: Compare) -> Where:
         f = self._field(node, node.field)

@@ -26,17 +26,20 @@ per-record digests it can be matched on purpose by someone who may alter many re
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..._arrow import metadata_json, records_of, records_to_table, schema
@@ -55,11 +58,14 @@ __all__ = [
     "bins_of",
     "check_contents",
     "check_expected",
+    "check_file",
     "check_totals",
     "combine",
     "combine_bins",
     "content_digest",
+    "group_starts",
     "parse_expected_digest",
+    "read_groups",
     "read_part",
     "records_of",
     "schema",
@@ -78,6 +84,9 @@ DEFAULT_PART_BYTES = 128 * 1024 * 1024
 """A part is closed when its records reach about this many bytes in memory (and on disk,
 before compression): the unit a reader holds at once and a parallel reader gets as a task."""
 ROW_GROUP = 10_000
+PAGE_BYTES = 16 * 1024 * 1024
+"""Bytes of texts and metadata in one page a part is read in (a scan page, a slice of the
+integrity check), at least one record: a page of 1,000 records of 25 MB texts would hold 25 GB."""
 KEY_BINS = 4096
 """Key bins a part's ``bins`` fold: a power of two, so a sync state's bins (a power of two too,
 :func:`~vectorport._digest.bin_count`) fold from them exactly up to 4,096 (about a million
@@ -330,7 +339,17 @@ def write_part(directory: Path, name: str, table: pa.Table, digest: str, bins: s
     XOR of its records' digests (:func:`content_digest`), ``bins`` that per key bin
     (:func:`bins_of`, packed; ``None`` when unknown)."""
     tmp = directory / f".{name}.tmp"
-    pq.write_table(table, tmp, row_group_size=ROW_GROUP, compression="zstd")
+    # row groups of at most ROW_GROUP rows and PAGE_BYTES of texts and metadata (at least one
+    # row): a reader decodes one group at a time, so large texts never make a whole part resident
+    sizes = row_bytes(table)
+    with pq.ParquetWriter(tmp, table.schema, compression="zstd") as writer:
+        start = 0
+        while True:
+            stop = start + min(ROW_GROUP, within(sizes[start:], PAGE_BYTES))
+            writer.write_table(table.slice(start, stop - start), row_group_size=ROW_GROUP)
+            start = stop
+            if start >= table.num_rows:
+                break
     _fsync(tmp)
     path = directory / name
     os.replace(tmp, path)
@@ -397,21 +416,12 @@ def snapshot_file(name: str) -> bool:
     )
 
 
-def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: int) -> None:
+def check_contents(directory: Path, part: PartInfo, tables: Iterable[pa.Table], dimension: int) -> None:
     """Recompute the content digest of a part's records from its data and compare it with the
     manifest's (and so its per-bin folds, where the part keeps them: a sync trusts them to skip
     bins): a part edited and given a matching SHA-256 is still refused. A non-finite vector
     (no backend stores one) is refused here too, so an import fails before its first write."""
-    records = records_of(table, None, True, dimension)
-    for rec in records:
-        if not np.all(np.isfinite(np.asarray(rec.vector, dtype=np.float32))):
-            # a bad input file (exit 2), not a record a target refused: no store takes NaN
-            raise ConfigurationError(
-                f"record {rec.key!r} in the snapshot part {directory / part.file} holds a NaN or "
-                "infinite vector; nothing was written. Remove or fix that record at the source and "
-                "export again"
-            )
-    sums = bins_of(records)
+    sums = bins_of(rec for table in tables for rec in _checked_records(directory, part, table, dimension))
     total = 0
     for d in sums.digests:
         total ^= d
@@ -427,6 +437,40 @@ def check_contents(directory: Path, part: PartInfo, table: pa.Table, dimension: 
             "per-bin digests differ from the manifest's (the manifest was edited after export); "
             "nothing was written. Restore the snapshot from another copy or re-export it"
         )
+
+
+def _checked_records(directory: Path, part: PartInfo, table: pa.Table, dimension: int) -> Iterator[Record]:
+    """A part's records, a page of :data:`PAGE_BYTES` at a time, each vector checked finite."""
+    sizes = row_bytes(table)
+    start = 0
+    while start < table.num_rows:
+        stop = start + within(sizes[start:], PAGE_BYTES)
+        for rec in records_of(table.slice(start, stop - start), None, True, dimension):
+            if not np.all(np.isfinite(np.asarray(rec.vector, dtype=np.float32))):
+                # a bad input file (exit 2), not a record a target refused: no store takes NaN
+                raise ConfigurationError(
+                    f"record {rec.key!r} in the snapshot part {directory / part.file} holds a NaN or "
+                    "infinite vector; nothing was written. Remove or fix that record at the source and "
+                    "export again"
+                )
+            yield rec
+        start = stop
+
+
+def row_bytes(table: pa.Table) -> npt.NDArray[np.int64]:
+    """Each row's bytes of text and metadata (UTF-8), read from the columns' offsets: no copy."""
+    total = np.zeros(table.num_rows, dtype=np.int64)
+    for name in ("text", "metadata"):
+        if name in table.column_names:
+            lengths = pc.binary_length(table.column(name)).to_numpy(zero_copy_only=False)
+            total += np.nan_to_num(lengths, nan=0).astype(np.int64)
+    return total
+
+
+def within(sizes: npt.NDArray[np.int64], cap: int) -> int:
+    """How many of the first rows of ``sizes`` fit in ``cap`` bytes, at least one (when any)."""
+    fits = int(np.searchsorted(np.cumsum(sizes), cap, side="right"))
+    return max(fits, min(1, len(sizes)))
 
 
 def _same_bins(packed: object, sums: BinSums) -> bool:
@@ -449,9 +493,9 @@ def check_totals(directory: Path, manifest: Manifest) -> None:
         )
 
 
-def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = True) -> pa.Table:
-    """A part's table, after checking the file against the manifest's size and (with ``check``)
-    SHA-256 (one file opened once, never through a symbolic link: :func:`open_file`)."""
+def _open_part(directory: Path, part: PartInfo, *, check: bool) -> BinaryIO:
+    """A part's file opened (never through a symbolic link: :func:`open_file`), after checking it
+    against the manifest's size and (with ``check``) SHA-256, positioned at its start."""
     path = directory / part.file
     try:
         fh = open_file(path)
@@ -460,22 +504,75 @@ def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = 
             f"the snapshot {directory} lists {part.file} but the file is missing; copy the whole "
             "snapshot directory, or re-export it"
         ) from None
-    with fh:
-        if os.fstat(fh.fileno()).st_size != part.bytes or (check and _digest_of(fh) != part.sha256):
-            raise ConfigurationError(
-                f"the snapshot part {path} does not match its manifest (size or SHA-256 differs): the "
-                "file was changed or damaged after export; restore it from another copy or re-export"
-            )
-        fh.seek(0)
-        try:
-            table = pq.read_table(fh)
-        except (pa.ArrowException, OSError) as exc:
-            raise ConfigurationError(
-                f"the snapshot part {path} is not a readable Parquet file ({exc}); re-export"
-            ) from None
+    if os.fstat(fh.fileno()).st_size != part.bytes or (check and _digest_of(fh) != part.sha256):
+        fh.close()
+        raise ConfigurationError(
+            f"the snapshot part {path} does not match its manifest (size or SHA-256 differs): the "
+            "file was changed or damaged after export; restore it from another copy or re-export"
+        )
+    fh.seek(0)
+    return fh
+
+
+def check_file(directory: Path, part: PartInfo) -> None:
+    """The part's file has the manifest's size and SHA-256 (read in blocks, nothing kept)."""
+    with _open_part(directory, part, check=True):
+        pass
+
+
+def _parquet(directory: Path, part: PartInfo, fh: BinaryIO, dimension: int) -> pq.ParquetFile:
+    """The part's Parquet reader, its schema and row count checked against the manifest."""
+    path = directory / part.file
+    try:
+        found = pq.ParquetFile(fh)
+    except (pa.ArrowException, OSError) as exc:
+        raise ConfigurationError(
+            f"the snapshot part {path} is not a readable Parquet file ({exc}); re-export"
+        ) from None
     if (
-        table.schema.field("vector").type != pa.list_(pa.float32(), dimension)
-        or table.num_rows != part.records
+        found.schema_arrow.field("vector").type != pa.list_(pa.float32(), dimension)
+        or found.metadata.num_rows != part.records
     ):
         raise ConfigurationError(f"the snapshot part {path} does not have the manifest's shape; re-export")
-    return table
+    return found
+
+
+def _read(directory: Path, part: PartInfo, read: Callable[[], pa.Table]) -> pa.Table:
+    try:
+        return read()
+    except (pa.ArrowException, OSError) as exc:
+        raise ConfigurationError(
+            f"the snapshot part {directory / part.file} is not a readable Parquet file ({exc}); re-export"
+        ) from None
+
+
+def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = True) -> pa.Table:
+    """A part's table, after checking the file against the manifest's size and (with ``check``)
+    SHA-256 (one file opened once)."""
+    with _open_part(directory, part, check=check) as fh:
+        found = _parquet(directory, part, fh, dimension)
+        return _read(directory, part, found.read)
+
+
+def read_groups(
+    directory: Path,
+    part: PartInfo,
+    dimension: int,
+    groups: Iterable[int] | None = None,
+    *,
+    check: bool = True,
+) -> Iterator[pa.Table]:
+    """A part's row groups ``groups`` (all for ``None``) one at a time, after the checks of
+    :func:`read_part`: what a reader holds is one group, never the whole part."""
+    with _open_part(directory, part, check=check) as fh:
+        found = _parquet(directory, part, fh, dimension)
+        for group in range(found.num_row_groups) if groups is None else groups:
+            yield _read(directory, part, functools.partial(found.read_row_group, group))
+
+
+def group_starts(directory: Path, part: PartInfo) -> npt.NDArray[np.int64]:
+    """The first row of each row group of a part, and its row count last (from the footer)."""
+    with _open_part(directory, part, check=False) as fh:
+        meta = pq.ParquetFile(fh).metadata
+        counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)

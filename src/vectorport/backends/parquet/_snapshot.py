@@ -35,16 +35,22 @@ from ..._models import Include, Record
 from ...exceptions import ConfigurationError, NotFoundError, TransientError
 from ._format import (
     MANIFEST,
+    PAGE_BYTES,
     SHA256_PREFIX,
     Manifest,
     PartInfo,
     check_contents,
     check_expected,
+    check_file,
     check_totals,
+    group_starts,
     open_file,
     parse_expected_digest,
+    read_groups,
     read_part,
     records_of,
+    row_bytes,
+    within,
 )
 
 __all__ = ["CACHE_BYTES", "Snapshot"]
@@ -54,6 +60,11 @@ log = logging.getLogger("vectorport.parquet")
 CACHE_BYTES = 256 * 1024 * 1024
 """Parts kept in memory at once (at least one), least recently used first out: scattered
 ``get`` batches (a verification's) then read each part about once."""
+
+
+GROUP_CACHE_BYTES = 2 * PAGE_BYTES
+"""Row groups kept in memory at once (at least one), least recently used first out: what a
+scan holds besides its pages, so a snapshot of large texts is read in bounded memory."""
 
 
 class Snapshot:
@@ -71,6 +82,11 @@ class Snapshot:
         self._stamp: tuple[int, int, int] | None = None
         """The manifest file's (inode, size, mtime) when it was read: a rename over it changes them."""
         self._cached: OrderedDict[str, pa.Table] = OrderedDict()
+        self._groups: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
+        """Row groups read last, by (part file, group): a scan reads a part group by group, and a
+        verification's lanes take turns (at most :data:`GROUP_CACHE_BYTES`, at least one)."""
+        self._starts: dict[str, npt.NDArray[np.int64]] = {}
+        """Each part file's first row per row group (its row count last)."""
         self._checked: set[str] = set()
         self._keys: dict[str, npt.NDArray[np.int64]] = {}
         """Each part file's key hashes, in row order."""
@@ -148,6 +164,9 @@ class Snapshot:
             del self._cached[name]
         self._checked &= files
         self._keys = {n: k for n, k in self._keys.items() if n in files}
+        self._starts = {n: s for n, s in self._starts.items() if n in files}
+        for held in [g for g in self._groups if g[0] not in files]:
+            del self._groups[held]
 
     def check_integrity(self) -> None:
         """Check every part against the manifest before a migration (``import``) writes anything:
@@ -161,7 +180,10 @@ class Snapshot:
             m = self.manifest
             check_totals(self.directory, m)
             for part in m.parts:
-                check_contents(self.directory, part, self.table(part), m.dimension)
+                # group by group: a part of large texts is never resident whole
+                groups = read_groups(self.directory, part, m.dimension, check=True)
+                check_contents(self.directory, part, groups, m.dimension)
+                self._checked.add(part.file)
             self._intact = True
             if self._expected is None:
                 log.warning(
@@ -208,8 +230,10 @@ class Snapshot:
         self, part: PartInfo, rows: Sequence[int] | None, include: frozenset[Include]
     ) -> list[Record]:
         """The records at ``rows`` of ``part`` (all rows for ``None``), with what ``include``
-        asks for."""
-        out = records_of(self.table(part), rows, Include.VECTOR in include, self.manifest.dimension)
+        asks for: read from the one row group holding them when the part is not in memory."""
+        table, first = self._holding(part, rows)
+        local = None if rows is None else [r - first for r in rows]
+        out = records_of(table, local, Include.VECTOR in include, self.manifest.dimension)
         if Include.METADATA not in include or Include.TEXT not in include:
             for rec in out:
                 if Include.METADATA not in include:
@@ -217,6 +241,46 @@ class Snapshot:
                 if Include.TEXT not in include:
                     rec.text = None
         return out
+
+    def page(self, part: PartInfo, rows: Sequence[int]) -> list[int]:
+        """The first of ``rows`` (ascending) of ``part`` in the row group of the first, whose
+        texts and metadata fit in :data:`PAGE_BYTES` (at least one): what one scan page reads,
+        whatever the records' sizes."""
+        chosen = list(rows)
+        if not chosen:
+            return chosen
+        table, first = self._holding(part, chosen[:1])
+        chosen = [r for r in chosen if r < first + table.num_rows]
+        sizes = row_bytes(table)[[r - first for r in chosen]]
+        return chosen[: within(sizes, PAGE_BYTES)]
+
+    def _holding(self, part: PartInfo, rows: Sequence[int] | None) -> tuple[pa.Table, int]:
+        """A table holding ``rows`` of ``part`` and the part's row its first row is: the part
+        when it is in memory (or the rows span groups), else the row group holding them."""
+        with self.lock:
+            if rows is None or not len(rows) or part.file in self._cached:
+                return self.table(part), 0
+            starts = self._starts.get(part.file)
+            if starts is None:
+                starts = self._starts[part.file] = group_starts(self.directory, part)
+            group = int(np.searchsorted(starts, rows[0], side="right")) - 1
+            if max(rows) >= starts[group + 1]:
+                return self.table(part), 0
+            return self._group(part, group), int(starts[group])
+
+    def _group(self, part: PartInfo, group: int) -> pa.Table:
+        """Row group ``group`` of ``part`` (read on first use, the part's SHA-256 checked once)."""
+        table = self._groups.get((part.file, group))
+        if table is None:
+            if part.file not in self._checked:
+                check_file(self.directory, part)
+                self._checked.add(part.file)
+            (table,) = read_groups(self.directory, part, self.manifest.dimension, [group], check=False)
+            self._groups[(part.file, group)] = table
+            while len(self._groups) > 1 and sum(t.nbytes for t in self._groups.values()) > GROUP_CACHE_BYTES:
+                self._groups.popitem(last=False)
+        self._groups.move_to_end((part.file, group))
+        return table
 
     def parts_holding(self, keys: Sequence[str]) -> list[PartInfo]:
         """The parts of the manifest that may hold ``keys`` (a hash collision adds a part, never

@@ -237,19 +237,21 @@ class ParquetStore(BaseStore[FilterNode]):
             if by_part and index % n != seg:
                 index, row = index + 1, 0
                 continue
-            table = self.snapshot.table(parts[index])
-            size = table.num_rows
+            size = parts[index].records
             chosen: list[int] = []
             if by_part:
                 chosen = list(range(row, min(row + limit, size)))
                 row += len(chosen)
             else:
-                keys = table.column("key").to_pylist()
+                keys = self.snapshot.keys(parts[index])
                 while row < size and len(chosen) < limit:
                     if bin_of(keys[row], n) == seg:
                         chosen.append(row)
                     row += 1
             if chosen:
+                kept = self.snapshot.page(parts[index], chosen)
+                if len(kept) < len(chosen):  # bytes, not rows, ended the page
+                    chosen, row = kept, kept[-1] + 1
                 after = {"part": index, "row": row} if row < size else {"part": index + 1, "row": 0}
                 done = after["part"] >= len(parts)
                 return self.snapshot.records(parts[index], chosen, include), None if done else after
@@ -312,8 +314,8 @@ class ParquetStore(BaseStore[FilterNode]):
             rows = np.flatnonzero(wanted[self._key_hashes(current[index]) % parts])
             rows = rows[rows >= row]
             if len(rows):
-                chosen = rows[:limit].tolist()
-                more = len(rows) > limit
+                chosen = self.snapshot.page(current[index], rows[:limit].tolist())
+                more = len(rows) > len(chosen)
                 after = {"bins": parts, "part": index + 1, "row": 0}
                 if more:
                     after.update(part=index, row=chosen[-1] + 1)

@@ -38,7 +38,7 @@ from ._constraints import Constraint, ConstraintCheck, read_constraints
 from ._describe import rewritten_url
 from ._framework_ddl import framework_ddl
 from ._inspect import TableFacts
-from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE, shape
+from ._layouts import LANGCHAIN_COLLECTIONS, LANGCHAIN_TABLE, LAYOUTS, shape
 from ._mapping import KEEP_KEY, KEY_PARTS, NO_TEXT, Columns, row_id
 from ._quote import Identifier, Literal
 from ._schema import Layout
@@ -53,6 +53,15 @@ log = logging.getLogger("vectorport.pgvector")
 
 _SCOPE_PARAM = "vp_collection"
 _SCALAR_CAST = {"json": "{}::json", "jsonb": "{}"}
+
+
+def no_text_column(where: str) -> str:
+    """Why a record with a text cannot be written where there is no text column, and what to do."""
+    with_text = ", ".join(name for name in LAYOUTS if (found := shape(name)) is not None and found.text)
+    return (
+        f"{where} has no text column: add text_key=NAME to the target URL to keep the text in the "
+        f"metadata under that key, or choose a layout with a text column (layout= {with_text})"
+    )
 
 
 class ForeignTables:
@@ -380,10 +389,12 @@ class ForeignTables:
         key that does not fit the table's ``key_template``, a field a ``NOT NULL`` column
         without a default needs and the record lacks. Reads nothing."""
         if self.store.catalog.bound is None:
-            return []  # a table to create: vectorport's own layout takes any key
+            return self._created_problems(text)  # a table to create takes any key
         cols = self.store.catalog.bound.columns
         template = cols.key_template
         found: list[tuple[str, str]] = []
+        if text is not None and cols.text is None and not (cols.text_key and cols.metadata is not None):
+            found.append(("text", no_text_column(f"the {self.store.layout_name or 'custom'} table")))
         if template is not None and template.split(key, [kind for _, kind, _ in cols.key_parts]) is None:
             found.append(("key", f"key {key!r} does not fit key_template={template.text}"))
         for name in cols.required_columns:
@@ -395,6 +406,15 @@ class ForeignTables:
                     )
                 )
         return found or self._constraint_problems(key, metadata, text)
+
+    def _created_problems(self, text: str | None) -> list[tuple[str, str]]:
+        """A record with a text, for a table to create in a layout without a text column (vecs)
+        and no ``text_key`` to keep the text in the metadata."""
+        mapping = self.store.mapping
+        found = shape(mapping.layout)
+        if text is None or found is None or found.text or mapping.text_key:
+            return []
+        return [("text", no_text_column(f"the {mapping.layout} table"))]
 
     def _constraint_problems(
         self, key: str, metadata: dict[str, Any], text: str | None
@@ -462,14 +482,7 @@ class ForeignTables:
                 if cols.text_key and cols.metadata is not None:
                     meta[cols.text_key] = text
                 else:
-                    problems.append(
-                        Problem(
-                            key,
-                            "",
-                            "the table has no text column: pass text_key=NAME to keep the text in "
-                            "the metadata under that key",
-                        )
-                    )
+                    problems.append(Problem(key, "", no_text_column("the table")))
             if cols.node_metadata:
                 meta = to_node_metadata(key, text, meta, text_in_node=False)
             keys.append(row_id(cols.key_kind, key) or key)

@@ -12,6 +12,11 @@ operator       predicate (``m`` is the ``metadata jsonb NOT NULL`` column)
                jsonb equality is type-strict (``true`` ≠ ``1``, ``"1"`` ≠ ``1``) and numeric
                (``1`` = ``1.0``); containment is what the GIN index on ``m`` serves.
 ``$ne v``      ``NOT ($eq v)`` — so a missing field matches.
+``$is v``      ``m @> {f: v}`` — the scalar alone: jsonb containment unwraps no array below the
+               top level, so ``{f: [v]}`` does not contain ``{f: v}``. ``$is_not``: its ``NOT``.
+               Two or more on one field under ``$or`` (``$is_not`` under ``$and``: LlamaIndex's
+               ``IN``/``NIN``): ``COALESCE((m -> f) IN (SELECT jsonb_array_elements(values)),
+               FALSE)``, hashed once per query (jsonb never equals an array to a scalar).
 ``$in``        one value: as ``$eq``. Up to :data:`LONG_LIST` values: ``m @? '$ ? (@."f" == v1 ||
                @."f" == v2 …)'``, one jsonpath parameter. More: hashed membership (below).
                ``$nin`` is the negation, hashed from two values on.
@@ -230,6 +235,7 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
         the ``$ne``/``$nin`` ones (none of their pairs holds: ``NOT`` any holds).
         """
         negated = op == " AND "
+        wholes, children = self._whole_members(children, negated)
         merged: list[Pair] = []
         rest: list[FilterNode] = []
         for child in children:
@@ -239,9 +245,33 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
             else:
                 merged.extend(pairs)
         if len(merged) < 2:  # nothing to merge: each child as it compiles alone
-            return self._join([self.compile(c) for c in children], op)
+            return self._join([*wholes, *(self.compile(c) for c in children)], op)
         test = self._none_equal(merged) if negated else self._any_equal(merged)
-        return self._join([test, *map(self.compile, rest)], op)
+        return self._join([*wholes, test, *map(self.compile, rest)], op)
+
+    def _whole_members(
+        self, children: Sequence[FilterNode], negated: bool
+    ) -> tuple[list[Predicate], list[FilterNode]]:
+        """The ``$is`` children (``$is_not`` when ``negated``) of a field tested for two values
+        or more, as one hashed membership of the whole value per field; the other children."""
+        name = "$is_not" if negated else "$is"
+        by_field: dict[str, list[Scalar]] = {}
+        for child in children:
+            if isinstance(child, Compare) and child.op == name:
+                by_field.setdefault(child.field, []).append(child.value)
+        many = {f: values for f, values in by_field.items() if len(values) > 1}
+        tests = []
+        for field, values in many.items():
+            params: dict[str, Any] = {}
+            f = self._param(params, field)
+            v = self._param(params, _jsonb(values))
+            test = Predicate(
+                f"COALESCE(({self._m} -> {f}::text) IN (SELECT jsonb_array_elements({v}::jsonb)), FALSE)",
+                params,
+            )
+            tests.append(self._negate(test) if negated else test)
+        rest = [c for c in children if not (isinstance(c, Compare) and c.op == name and c.field in many)]
+        return tests, rest
 
     def _range(self, node: Compare) -> Predicate:
         params: dict[str, Any] = {}
@@ -260,6 +290,14 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
 
     def visit_ne(self, node: Compare) -> Predicate:
         return self._negate(self._eq(node.field, node.value))
+
+    def visit_is(self, node: Compare) -> Predicate:
+        params: dict[str, Any] = {}
+        scalar = self._param(params, _jsonb({node.field: node.value}))
+        return Predicate(f"({self._m} @> {scalar})", params)
+
+    def visit_is_not(self, node: Compare) -> Predicate:
+        return self._negate(self.visit_is(node))
 
     def visit_gt(self, node: Compare) -> Predicate:
         return self._range(node)

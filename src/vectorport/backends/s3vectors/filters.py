@@ -7,6 +7,8 @@ Exact by construction, or refused (``UnsupportedFilterError``) before any reques
 * ``$ne`` and ``$nin`` match a missing key in vectorport; AWS does not document what they do
   with one, so they are sent as ``{"$or": [{k: {"$ne": v}}, {k: {"$exists": false}}]}``,
   which is exact whichever way the service decides.
+* ``$is``/``$is_not`` (a scalar field equal to ``v``, never a list holding it) have no S3 form:
+  its ``$eq`` matches list elements too and no operator tests a value's type. They are refused.
 * ``$not`` is pushed down (De Morgan, operator duals); a negated range operator has no exact
   S3 form (it would have to match non-numeric values) and is refused.
 * Filtering on a non-filterable key (the layout's text field, or any the index declares) and
