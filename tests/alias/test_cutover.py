@@ -4,8 +4,8 @@ processes serve queries with filters and writes (adds, updates, deletes) while t
 1. create (Chroma) → shadow pgvector (dual-write, backfill by ``migrate``) → switch → rollback →
    switch → retire Chroma;
 2. shadow a bucket with ``--feed capture`` (``vectorport sync --follow`` from pgvector's change
-   capture) → stop the follower → switch (the candidate made dual-written and caught up) →
-   rollback → switch → retire pgvector.
+   capture) → switch, the follower still running (the switch waits for it to catch up, makes the
+   candidate dual-written and the follower stops by itself) → rollback → switch → retire pgvector.
 
 No call fails, every acknowledged write is in the final store (the bucket, read with boto3), and
 every call that starts after a switch or rollback returned is served by the store it made serving
@@ -14,7 +14,6 @@ every call that starts after a switch or rollback returned is served by the stor
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -80,10 +79,14 @@ def _capture_into(reg: str, logs: list[Path], pg: str, bucket: str, changes: lis
         wait_for(lambda: _count(bucket) >= SEEDED, 60)  # the follower's first pass
         assert alias.shadow("app", bucket, registry=reg, feed="capture").backfill is None
         wait_for(shadowed("app", reg, bucket, 20), 60)
-        follower.send_signal(signal.SIGINT)  # the operator stops the follower, then switches
-        follower.communicate(timeout=60)
-        # the follower's lag shows in the overlap: the bucket missed the newest writes when asked
+        (lease,) = alias.status("app", registry=reg).followers.values()
+        assert lease.running and lease.pid == follower.pid
+        # the follower still runs: the first switch waits for it to catch up and takes over, and
+        # it stops by itself; the follower's lag shows in the overlap (the bucket missed the
+        # newest writes when asked)
         changes += _switch_rollback_switch(reg, logs, bucket, pg, min_overlap=0.6)
+        _, err = follower.communicate(timeout=30)
+        assert follower.returncode == 0, err
     finally:
         follower.kill()
         with vectorport.connect(pg) as source:

@@ -289,6 +289,7 @@ def follow_until(
     on_lag: Callable[[Lag], None] | None,
     caught_up: Callable[[], bool] | None,
     max_outage: float = 0.0,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Apply changes continuously; each time the feed is drained, ``caught_up()`` may end the
     run (``until_equal``: the target verifies equal). Runs until then or until interrupted.
@@ -298,12 +299,13 @@ def follow_until(
     from the stored position after a backoff (:data:`OUTAGE`), for up to ``max_outage``
     seconds (0: for as long as it lasts); then :class:`~vectorport.exceptions.BackendUnavailableError`
     ends the run, the position kept. Any other error (a dropped table, a dimension change)
-    ends it at once, the position kept."""
+    ends it at once, the position kept. ``stop()`` true after a batch ends the run too (another
+    writer took the target over: :mod:`._lease`)."""
     outage = Backoff(OUTAGE, max_outage)
     while True:
         try:
-            run.drain(on_lag)
-            done = caught_up is not None and caught_up()
+            run.drain(on_lag, stop)
+            done = (stop is not None and stop()) or (caught_up is not None and caught_up())
         except (TransientError, BackendUnavailableError) as exc:
             where, lasted = run.position, outage.lasted
             wait = outage.next_wait()
