@@ -4,8 +4,9 @@ through the lease it holds beside its sync state (:mod:`vectorport.sync._lease`)
 ``status`` shows every follower between two members of the alias (running or how it stopped);
 one that writes into the serving store, or into a member the alias writes itself, is a finding.
 ``switch`` of a capture-fed candidate first waits (at most :data:`CATCH_UP` seconds) for a
-running follower to be caught up: a read of its change feed, made after the switch began, that
-found nothing left to apply. Refused otherwise, nothing changed. Then, once the alias
+running follower to be caught up: every change committed before the switch began applied (a
+read of its feed after that, which held all the feed had, applied; under steady writes the feed
+is never empty, so "nothing left" would never come). Refused otherwise, nothing changed. Then, once the alias
 dual-writes the candidate, it takes the target over (:func:`~vectorport.sync._lease.hand_over`):
 the follower stops by itself at its next read of the feed, and no follower starts on that sync
 state again, so no follower of the old serving store writes into the store the alias serves
@@ -69,8 +70,8 @@ def wait_caught_up(
     state: AliasState, member: Member, wait: float | None = None
 ) -> tuple[Gate, Follower | None]:
     """The ``follower`` gate of switching to a capture-fed ``member``: no follower runs, or the
-    running one read its feed and found nothing left, after this call began (waits up to
-    ``wait`` seconds, default :data:`CATCH_UP`). Changes nothing."""
+    running one applied every change committed before this call began (waits up to ``wait``
+    seconds, default :data:`CATCH_UP`). Changes nothing."""
     wait = CATCH_UP if wait is None else wait
     began = time.time()
     lease = follower(sync_state(state.serving, member))

@@ -117,6 +117,11 @@ class Lag:
     applied: int
     """Changes applied since the run started."""
     position: str | None
+    read_at: float = 0.0
+    """When the batch was read (``time.time()``)."""
+    complete: bool = True
+    """The batch held every change the feed had when read (fewer than :data:`READ_LIMIT`): once
+    it is applied, so is every change committed before :attr:`read_at`."""
 
     def to_dict(self) -> dict[str, JSON]:
         return {
@@ -174,10 +179,13 @@ class CaptureRun:
                 f"the source table's columns changed while its changes were applied ({self.feed.kind} "
                 f"{self.feed.name}): records changed with no captured change; a scan pass is needed"
             )
+        read_at = time.time()
         batch = self.feed.read(READ_LIMIT, after=self.position)
         now = datetime.now(UTC)
         age = (now - batch.oldest).total_seconds() if batch.oldest is not None else 0.0
-        self.lag = Lag(max(age, 0.0), batch.changes, self.applied, batch.position or self.position)
+        where = batch.position or self.position
+        complete = batch.changes < READ_LIMIT
+        self.lag = Lag(max(age, 0.0), batch.changes, self.applied, where, read_at, complete)
         if batch.position is None:
             return False
         self.apply(batch)

@@ -6,8 +6,8 @@ there by another process would break the follower's open transaction):
 
 ``STATE.follower``
     rewritten (atomically) by the follower at each read of the change feed: its pid and host,
-    when it started, the heartbeat's time, its :class:`~._capture.Lag` and the time of the
-    latest read that found nothing left to apply (caught up); the time it stopped, and why.
+    when it started, the heartbeat's time, its :class:`~._capture.Lag` and the time before
+    which every committed change is applied (caught up); the time it stopped, and why.
 ``STATE.handover``
     written by whoever takes over feeding the target (``vectorport alias switch`` makes the
     target dual-written by the alias): the follower stops at its next read of the feed, and
@@ -70,7 +70,8 @@ class Follower:
     applied: int
     position: str | None
     caught_up: float | None
-    """The latest heartbeat whose read found nothing left to apply (lag 0), or ``None``."""
+    """Every change committed before this time is applied (the read time of the latest batch
+    that held all the feed had, once applied), or ``None``."""
     stopped: float | None = None
     why: str | None = None
     """Why it stopped (``handed over …``, ``interrupted``, an error)."""
@@ -85,7 +86,7 @@ class Follower:
         return time.time() <= self.next_by + SILENCE
 
     def caught_up_since(self, when: float) -> bool:
-        """Whether a read of the feed at or after ``when`` found nothing left to apply."""
+        """Whether every change committed before ``when`` is applied."""
         return self.caught_up is not None and self.caught_up >= when
 
     def to_dict(self) -> dict[str, JSON]:
@@ -100,8 +101,8 @@ class Follower:
             return f"{who}: stopped at {when} ({self.why or 'gone without a word: killed'})"
         if self.caught_up is None and self.behind == 0:
             lag = "no read of the change feed yet (a first pass runs)"
-        elif self.behind == 0:
-            lag = "caught up"
+        elif self.caught_up is not None and self.beat - self.caught_up < 2 * (self.next_by - self.beat) + 1:
+            lag = f"caught up (lag {self.lag_seconds:.1f} s at the last read)"
         else:
             lag = f"{self.behind} changes behind, lag {self.lag_seconds:.1f} s"
         return f"{who}: running, {lag}, {self.applied} changes applied, last heard {ago:.1f} s ago"
@@ -158,7 +159,7 @@ class Lease:
         _write(self.path, asdict(self.current))
 
     def beat(self, lag: Lag) -> None:
-        """Record one read of the feed (``lag.behind == 0``: nothing left to apply)."""
+        """Record one read of the feed, once its batch is applied."""
         now = time.time()
         self.current = replace(
             self.current,
@@ -168,7 +169,7 @@ class Lease:
             behind=lag.behind,
             applied=lag.applied,
             position=lag.position,
-            caught_up=now if lag.behind == 0 else self.current.caught_up,
+            caught_up=lag.read_at if lag.complete else self.current.caught_up,
         )
         with contextlib.suppress(OSError):  # a full disk must not stop the follower
             _write(self.path, asdict(self.current))
