@@ -33,7 +33,7 @@ from vectorport import alias
 from vectorport.testing import clustered_vectors, query_vectors
 
 K = 10
-BLOCK = 20
+BLOCK = 5
 """Queries a side asks in a row before the next side's turn."""
 LANGS = ("en", "fr", "de", "ja", "pt")
 WARM = 50
