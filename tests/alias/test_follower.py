@@ -2,7 +2,8 @@
 status`` shows it running (its pid, how far behind); ``alias switch`` waits for it to be caught
 up, takes the candidate over (dual-write) and the follower stops by itself, exit 0; a follower
 of the same two stores is refused from then on, and ``alias shadow --feed capture`` lets one run
-again. A lease that says the follower is far behind keeps the switch refused, nothing changed."""
+again. A lease that says the follower is far behind keeps the switch refused, nothing changed;
+one that says a follower writes into the serving store is a finding of ``status``."""
 
 from __future__ import annotations
 
@@ -112,3 +113,9 @@ def test_a_follower_that_is_behind_keeps_the_switch_refused(
     refused = alias.switch("g", registry=reg, gates=NO_SHADOW_GATES)
     assert refused.status is Status.REFUSED and refused.reasons[0].startswith("follower:")
     assert [m.role for m in alias.status("g", registry=reg).state.members] == [Role.SERVING, Role.CANDIDATE]
+    # a follower into the serving store, which the alias writes itself, is a finding of status
+    into = sync_state(state.member(candidate), state.serving)
+    into.with_name(into.name + ".follower").write_text(json.dumps(dataclasses.asdict(behind)))
+    shown = alias.status("g", registry=reg)
+    assert shown.status is Status.FINDINGS and len(shown.followers) == 2
+    assert [r for r in shown.reasons if f"pid {os.getpid()}" in r and r.endswith("stop it")], shown.reasons
