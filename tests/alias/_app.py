@@ -5,8 +5,9 @@ Each call is logged as one JSON line: start and end time, operation, key, the me
 whether it failed, and which member served it (``AliasStore.served_by``). Keys are this process's
 own (``p<N>-…``), so the last acknowledged write of each key is what the final store must hold.
 
-Run: ``python -m tests.alias._app ALIAS_URL PROCESS LOG STOP_FILE``; the calls begin when
-``STOP_FILE`` with the suffix ``.go`` appears (the process imports its libraries meanwhile).
+Run: ``python -m tests.alias._app ALIAS_URL PROCESS LOG STOP_FILE [MODEL]``; the calls begin when
+``STOP_FILE`` with the suffix ``.go`` appears (the process imports its libraries meanwhile, and
+loads ``MODEL`` once, an embedder spec the alias will embed with).
 """
 
 from __future__ import annotations
@@ -20,14 +21,17 @@ from pathlib import Path
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from vectorport.ingest.embedders import resolve_embedder
 from vectorport.langchain import LangChainStore
 
 DIM = 16
 TEXTS = [f"topic {i} about {w}" for i in range(40) for w in ("ports", "vectors", "tables")]
 
 
-def main(url: str, proc: int, log_path: str, stop: str) -> None:
+def main(url: str, proc: int, log_path: str, stop: str, preload: str | None = None) -> None:
     rng = random.Random(proc)
+    if preload:  # the model's libraries imported and its files read while the test seeds
+        resolve_embedder(preload).embed_query("warm")
     Path(log_path).with_suffix(".ready").touch()
     while not Path(stop).with_suffix(".go").exists():
         time.sleep(0.05)
@@ -68,6 +72,6 @@ def main(url: str, proc: int, log_path: str, stop: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4])
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], *sys.argv[5:6])
     sys.stdout.flush()
     os._exit(0)  # the store is closed: the drivers' interpreter-exit teardown is not under test

@@ -37,10 +37,12 @@ def seed(url: str, n: int = 120) -> None:
 
 
 class Apps:
-    """``n`` app processes on ``url``, started at once (they import their libraries while the
-    test prepares the stores) and set going by :meth:`go`."""
+    """``n`` app processes on ``url``, started at once (they import their libraries, and load
+    ``preload``'s model, while the test prepares the stores) and set going by :meth:`running`."""
 
-    def __init__(self, url: str, tmp: Path, n: int = PROCESSES, warm_up: float = 60) -> None:
+    def __init__(
+        self, url: str, tmp: Path, n: int = PROCESSES, warm_up: float = 60, preload: str | None = None
+    ) -> None:
         self.warm_up = warm_up
         """Seconds the processes have for their first calls (loading an embedding model: more)."""
         self.stop = tmp / "stop"
@@ -49,7 +51,8 @@ class Apps:
         root = Path(__file__).resolve().parents[2]
         self.procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "tests.alias._app", url, str(i), str(log), str(self.stop)],
+                [sys.executable, "-m", "tests.alias._app", url, str(i), str(log), str(self.stop)]
+                + ([preload] if preload else []),
                 cwd=root,
                 env=env,
             )
@@ -60,7 +63,9 @@ class Apps:
     def running(self) -> Iterator[list[Path]]:
         """The apps making calls until the block ends; yields their log files."""
         try:
-            wait_for(lambda: all(log.with_suffix(".ready").exists() for log in self.logs), 120)
+            wait_for(
+                lambda: all(log.with_suffix(".ready").exists() for log in self.logs), max(120, self.warm_up)
+            )
             self.stop.with_suffix(".go").touch()
             wait_for(
                 lambda: all(log.exists() and len(log.read_text().splitlines()) >= 5 for log in self.logs),

@@ -143,7 +143,7 @@ def test_shadow_reads_are_compared_and_the_queue_drops_without_slowing(
     assert set(report.shapes[new]) == {"(none)", "year $gte"}
     # a queue of one: queries arriving faster than the candidate answers are dropped and counted
     store = vectorport.connect(f"alias://docs?registry={reg}")
-    store.shadow = Shadow(store.registry, "docs", lambda: None, store.embedders, size=1)
+    store.shadow = Shadow(store.registry, "docs", lambda _: None, store.embedders, size=1)
     for _ in range(300):
         store.query(rng.normal(size=DIM), k=5)
     store.close()

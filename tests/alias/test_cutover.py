@@ -4,8 +4,8 @@ processes serve queries with filters and writes (adds, updates, deletes) while t
 1. create (Chroma) → shadow pgvector (dual-write, backfill by ``migrate``) → switch → rollback →
    switch → retire Chroma;
 2. shadow a bucket with ``--feed capture`` (``vectorport sync --follow`` from pgvector's change
-   capture) → stop the follower → switch (the candidate made dual-written and caught up) →
-   rollback → switch → retire pgvector.
+   capture) → switch, the follower still running (the switch waits for it to catch up, makes the
+   candidate dual-written and the follower stops by itself) → rollback → switch → retire pgvector.
 
 No call fails, every acknowledged write is in the final store (the bucket, read with boto3), and
 every call that starts after a switch or rollback returned is served by the store it made serving
@@ -14,11 +14,11 @@ every call that starts after a switch or rollback returned is served by the stor
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,10 +54,12 @@ def test_three_processes_move_from_chroma_to_pgvector_to_a_bucket(
     with apps.running() as logs:
         report = alias.shadow("app", pg, registry=reg)
         assert report.backfill is not None and report.backfill.copied >= SEEDED
-        wait_for(shadowed("app", reg, pg, 20), 60)
-        changes += _switch_rollback_switch(reg, logs, pg, chroma, min_overlap=0.8)
-        assert alias.retire("app", chroma, registry=reg).state.members[0].url == pg
-        _capture_into(reg, logs, pg, bucket, changes)
+        # the follower into the bucket starts now: its start and first pass run during the first move
+        with _following(pg, bucket) as follower:
+            wait_for(shadowed("app", reg, pg, 20), 60)
+            changes += _switch_rollback_switch(reg, logs, pg, chroma, min_overlap=0.8)
+            assert alias.retire("app", chroma, registry=reg).state.members[0].url == pg
+            _capture_into(reg, logs, (pg, bucket), follower, changes)
         assert alias.retire("app", pg, registry=reg).state.members[0].url == bucket
         _serve(logs, 0.3)
     calls = entries(logs)
@@ -66,8 +68,9 @@ def test_three_processes_move_from_chroma_to_pgvector_to_a_bucket(
     check_bound(calls, changes)
 
 
-def _capture_into(reg: str, logs: list[Path], pg: str, bucket: str, changes: list[Change]) -> None:
-    """The second move: the bucket fed by ``sync --follow`` while it shadows, then switched."""
+@contextmanager
+def _following(pg: str, bucket: str) -> Iterator[subprocess.Popen[str]]:
+    """``vectorport sync PG BUCKET --delete --follow`` running, from pgvector's change capture."""
     with vectorport.connect(pg) as source:
         source.setup_capture()
     follower = subprocess.Popen(
@@ -77,17 +80,29 @@ def _capture_into(reg: str, logs: list[Path], pg: str, bucket: str, changes: lis
         text=True,
     )
     try:
-        wait_for(lambda: _count(bucket) >= SEEDED, 60)  # the follower's first pass
-        assert alias.shadow("app", bucket, registry=reg, feed="capture").backfill is None
-        wait_for(shadowed("app", reg, bucket, 20), 60)
-        follower.send_signal(signal.SIGINT)  # the operator stops the follower, then switches
-        follower.communicate(timeout=60)
-        # the follower's lag shows in the overlap: the bucket missed the newest writes when asked
-        changes += _switch_rollback_switch(reg, logs, bucket, pg, min_overlap=0.6)
+        yield follower
     finally:
         follower.kill()
         with vectorport.connect(pg) as source:
             source.teardown_capture()
+
+
+def _capture_into(
+    reg: str, logs: list[Path], urls: tuple[str, str], follower: subprocess.Popen[str], changes: list[Change]
+) -> None:
+    """The second move: the bucket fed by the follower while it shadows, then switched."""
+    pg, bucket = urls
+    wait_for(lambda: _count(bucket) >= SEEDED, 60)  # the follower's first pass
+    assert alias.shadow("app", bucket, registry=reg, feed="capture").backfill is None
+    wait_for(shadowed("app", reg, bucket, 20), 60)
+    (lease,) = alias.status("app", registry=reg).followers.values()
+    assert lease.running and lease.pid == follower.pid
+    # the follower still runs: the first switch waits for it to catch up and takes over, and it
+    # stops by itself; the follower's lag shows in the overlap (the bucket missed the newest
+    # writes when asked)
+    changes += _switch_rollback_switch(reg, logs, bucket, pg, min_overlap=0.6)
+    _, err = follower.communicate(timeout=30)
+    assert follower.returncode == 0, err
 
 
 def _switch_rollback_switch(

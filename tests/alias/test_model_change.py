@@ -55,7 +55,7 @@ def test_running_app_changes_model_from_minilm_to_hash64(
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     reg = str(tmp_path / "aliases.sqlite")
-    apps = Apps(f"alias://app?registry={reg}", tmp_path, n=2, warm_up=240)
+    apps = Apps(f"alias://app?registry={reg}", tmp_path, n=2, warm_up=240, preload=DEFAULT_EMBEDDER)
     old, new = url_for("pgvector"), url_for("pgvector")
     _seed(old)
     alias.create("app", old, registry=reg)

@@ -26,9 +26,11 @@ from .._registry import connect
 from ..compare._metrics import Relevance
 from ..exceptions import ConfigurationError
 from ..ingest.embedders import resolve_embedder
+from ..sync._lease import take_back
 from ._backfill import SETTLE, BackfillStats, Copy, backfill, copy_with_migrate, copy_with_sync
 from ._embedding import Embedders, other_model
 from ._figures import by_shape, figures
+from ._follower import STOPPED, followers, stray, sync_state, wait_caught_up, wait_stopped
 from ._gates import Gates, check_gates
 from ._model import AliasState, Feed, Member, Phase, Role
 from ._quality import labelled, measured, quality
@@ -128,6 +130,8 @@ def shadow(
                 member = Member(candidate, Role.CANDIDATE, how, recorded, backfilled=how is Feed.CAPTURE)
                 reg.clear_writes(name)
                 reg.drop_repairs(name, candidate)
+                if how is Feed.CAPTURE:  # a follower may feed it (again)
+                    take_back(sync_state(state.serving, member))
                 reg.clear_shadow(name, candidate)
                 after = state.with_members(Phase.SHADOW, (*state.members, member))
                 if sample is not None:
@@ -187,7 +191,8 @@ def _wait_for_processes() -> None:
 def switch(name: str, *, registry: str | None = None, gates: Gates | None = None) -> AliasReport:
     """Make the candidate serve when every gate holds (:mod:`._gates`); else a report with status
     ``refused`` naming each failed gate, and nothing changed. The store that served stays a
-    member (``previous``) receiving every write, so :func:`rollback` is instant."""
+    member (``previous``) receiving every write, so :func:`rollback` is instant. A capture-fed
+    candidate is first taken over from its follower (:mod:`._follower`)."""
     started = time.monotonic()
     with _registry(registry) as reg:
         state = reg.require(name)
@@ -198,14 +203,15 @@ def switch(name: str, *, registry: str | None = None, gates: Gates | None = None
                 f"(`vectorport alias shadow {name} URL`)"
             )
         member = candidates[0]
+        report = _report(reg, "switch", state, started)
         with _opened(state.serving.url, member.url) as (serving, target):
-            caught_up = None
             if member.feed is Feed.CAPTURE:
-                state, caught_up = _take_over(reg, state, member, (serving, target))
+                state = _take_over(reg, report, member, (serving, target))
+                if report.status is Status.REFUSED:
+                    return report
                 member = state.member(member.url)
-            report = _report(reg, "switch", state, started)
-            report.backfill = caught_up
-            report.gates = check_gates(reg, state, member, (serving, target), gates or Gates())
+            report.state = state
+            report.gates += check_gates(reg, state, member, (serving, target), gates or Gates())
         failed = [g for g in report.gates if not g.ok]
         if failed:
             report.status = Status.REFUSED
@@ -220,20 +226,43 @@ def switch(name: str, *, registry: str | None = None, gates: Gates | None = None
 
 
 def _take_over(
-    reg: Registry, state: AliasState, member: Member, stores: tuple[VectorStore, VectorStore]
-) -> tuple[AliasState, BackfillStats]:
-    """A capture-fed candidate becomes dual-written before it may serve: the alias writes it
-    (logging the keys) from the next version on, then one ``sync`` pass applies what the stopped
-    follower had not, and the keys written meanwhile are copied again (:mod:`._backfill`)."""
-    members = tuple(
+    reg: Registry, report: AliasReport, member: Member, stores: tuple[VectorStore, VectorStore]
+) -> AliasState:
+    """A capture-fed candidate becomes dual-written before it may serve: once its follower is
+    caught up, the alias writes it (logging the keys) from the next version on, the follower
+    stops by itself (:mod:`._follower`), then one ``sync`` pass applies what the follower had
+    not, and the keys written meanwhile are copied again (:mod:`._backfill`). Refused (the
+    report's status), the alias as it was, when the follower does not catch up or stop in time."""
+    state = report.state
+    gate, lease = wait_caught_up(state, member)
+    report.gates.append(gate)
+    if not gate.ok:
+        report.status, report.reasons = Status.REFUSED, [f"{gate.name}: {gate.detail}"]
+        return state
+    fed = tuple(
         Member(m.url, m.role, Feed.DUAL_WRITE, m.embedding_model, False) if m.url == member.url else m
         for m in state.members
     )
-    after = state.with_members(state.phase, members)
+    after = state.with_members(state.phase, fed)
     reg.clear_writes(state.name)
     reg.change(state, after, f"{member.label} dual-written (was fed by capture)")
-    stats = backfill(reg, state.name, *stores, copy=copy_with_sync(state.serving.url, member.url))
-    return _mark_backfilled(reg, state.name, member.url), stats
+    lease = wait_stopped(after, member, f"alias {state.name} (switch)")
+    if lease is not None and lease.running:
+        back = reg.require(state.name)
+        reg.change(back, back.with_members(back.phase, state.members), "follower did not stop: capture again")
+        report.status = Status.REFUSED
+        report.reasons = [
+            f"follower: asked to stop, the follower ({lease.describe()}) still runs after "
+            f"{STOPPED:.0f} s; run switch again once it has exited"
+        ]
+        return reg.require(state.name)
+    if lease is not None:
+        report.notes.append(
+            f"the follower {lease.describe()}; the alias writes {member.label} itself now: "
+            "do not start it again (`sync --follow` of these two stores is refused from now on)"
+        )
+    report.backfill = backfill(reg, state.name, *stores, copy=copy_with_sync(state.serving.url, member.url))
+    return _mark_backfilled(reg, state.name, member.url)
 
 
 def _swapped(m: Member, new: str) -> Member:
@@ -310,6 +339,7 @@ def status(name: str, *, registry: str | None = None, queries: str | None = None
             report.rows[member.label] = rows
             report.figures[member.label] = figures(rows)
             report.shapes[member.label] = by_shape(rows)
+        report.followers = followers(state)
         report.repairs = reg.repair_count(name)
         report.counters = {
             state.member(u).label if _is_member(state, u) else u: c for u, c in reg.counters(name).items()
@@ -317,6 +347,7 @@ def status(name: str, *, registry: str | None = None, queries: str | None = None
         report.events = reg.events(name)
     if report.repairs:
         report.reasons.append(f"{report.repairs} writes wait in the repair queue")
+    report.reasons += stray(state)
     report.reasons += [
         f"{url}: {f.errors} shadowed queries failed" for url, f in report.figures.items() if f.errors
     ]

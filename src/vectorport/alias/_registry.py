@@ -66,6 +66,12 @@ _SCHEMA = (
     "ndcg DOUBLE PRECISION NOT NULL, mrr DOUBLE PRECISION NOT NULL, hit DOUBLE PRECISION NOT NULL)",
 )
 
+_BUMP = (
+    "INSERT INTO vectorport_alias_count (alias, member, counter, value) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (alias, member, counter) DO UPDATE SET value = vectorport_alias_count.value + "
+    "excluded.value"
+)
+
 _SHADOW_COLUMNS = "member, at, shape, k, overlap, rbo, top1, score_diff, serving_ms, candidate_ms, error"
 
 
@@ -138,13 +144,19 @@ def _event(state: AliasState, detail: str) -> tuple[str, Sequence[Any]]:
 class Registry:
     """The registry of aliases at one location (``None``: the user's SQLite file)."""
 
-    def __init__(self, location: str | None = None) -> None:
+    def __init__(self, location: str | None = None, *, create: bool = True) -> None:
         self.conn: Connection = open_connection(location)
         self.location = self.conn.registry
         self.label = self.conn.label
-        dialect = self.conn.dialect
-        lock = [(dialect.schema_lock, ())] if dialect.schema_lock else []
-        self.conn.run([*lock, *((s.format(serial=dialect.serial), ()) for s in _SCHEMA)])
+        if create:
+            dialect = self.conn.dialect
+            lock = [(dialect.schema_lock, ())] if dialect.schema_lock else []
+            self.conn.run([*lock, *((s.format(serial=dialect.serial), ()) for s in _SCHEMA)])
+
+    def fork(self) -> Registry:
+        """Another connection to the same registry (its tables made already): a background
+        thread's, so that its writes never hold the lock the app's calls take."""
+        return Registry(self.location, create=False)
 
     def close(self) -> None:
         self.conn.close()
@@ -287,8 +299,11 @@ class Registry:
         self.conn.run([(text, (name, member))])
 
     # ----------------------------------------------------------------- shadow log, counters
-    def add_shadow(self, name: str, rows: Sequence[ShadowRow]) -> None:
-        """Append shadowed queries and keep the newest :data:`SHADOW_LOG_ROWS` of the alias."""
+    def add_shadow(
+        self, name: str, rows: Sequence[ShadowRow], counts: dict[str, dict[str, int]] | None = None
+    ) -> None:
+        """Append shadowed queries, keep the newest :data:`SHADOW_LOG_ROWS` of the alias and add
+        ``counts`` (per member, as :meth:`bump`), in one transaction."""
         text = f"INSERT INTO vectorport_alias_shadow (alias, {_SHADOW_COLUMNS}) VALUES (?{', ?' * 11})"
         values = [
             (name, r.member, r.at, r.shape, r.k, r.overlap, r.rbo, r.top1, r.score_diff, *_timings(r))
@@ -298,8 +313,19 @@ class Registry:
             "DELETE FROM vectorport_alias_shadow WHERE alias = ? AND id <= "
             "(SELECT MAX(id) FROM vectorport_alias_shadow WHERE alias = ?) - ?"
         )
-        self.conn.run([(text, values)], many=True)
-        self.conn.run([(trim, (name, name, SHADOW_LOG_ROWS))])
+        bumps = [
+            (name, member, c, v)
+            for member, by in sorted((counts or {}).items())
+            for c, v in sorted(by.items())
+            if v
+        ]
+        statements: list[tuple[str, Sequence[Any]]] = [(text, values)] if values else []
+        if values:
+            statements.append((trim, [(name, name, SHADOW_LOG_ROWS)]))
+        if bumps:
+            statements.append((_BUMP, bumps))
+        if statements:
+            self.conn.run(statements, many=True)
 
     def shadow_rows(
         self, name: str, member: str | None = None, limit: int = SHADOW_LOG_ROWS
@@ -337,12 +363,7 @@ class Registry:
 
     def bump(self, name: str, member: str, counts: dict[str, int]) -> None:
         """Add to the alias's counters of a member (dropped shadow reads, member errors)."""
-        text = (
-            "INSERT INTO vectorport_alias_count (alias, member, counter, value) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (alias, member, counter) DO UPDATE SET value = vectorport_alias_count.value + "
-            "excluded.value"
-        )
-        self.conn.run([(text, [(name, member, c, v) for c, v in sorted(counts.items()) if v])], many=True)
+        self.conn.run([(_BUMP, [(name, member, c, v) for c, v in sorted(counts.items()) if v])], many=True)
 
     def counters(self, name: str) -> dict[str, dict[str, int]]:
         rows = self.conn.rows(

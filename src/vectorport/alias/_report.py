@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from .._exit import Status
 from .._report import Report
 from ..compare._metrics import Relevance
+from ..sync._lease import Follower
 from ._backfill import BackfillStats
 from ._figures import Figures
 from ._gates import Gate
@@ -47,6 +48,10 @@ class AliasReport(Report):
     events: list[dict[str, Any]] = field(default_factory=list)
     rows: dict[str, list[ShadowRow]] = field(default_factory=dict)
     """``status``: the shadow log per member (masked URL), what the HTML report plots."""
+    followers: dict[str, Follower] = field(default_factory=dict)
+    """``status``: the ``sync --follow`` runs between two members, by ``SOURCE -> TARGET``."""
+    notes: list[str] = field(default_factory=list)
+    """What the operator should know (``switch``: what became of a capture-fed candidate's follower)."""
     quality: dict[str, Relevance] = field(default_factory=dict)
     """``status --queries``: per member (masked URL), its quality on the labelled queries."""
     quality_recorded: list[QualityRow] = field(default_factory=list)
@@ -80,6 +85,8 @@ class AliasReport(Report):
             "shapes": {url: {sh: f.to_dict() for sh, f in by.items()} for url, by in self.shapes.items()},
             "quality": {url: vars(q) for url, q in self.quality.items()},
             "quality_recorded": [vars(q) for q in self.quality_recorded],
+            "followers": {pair: f.to_dict() for pair, f in self.followers.items()},
+            "notes": self.notes,
             "repairs_pending": self.repairs,
             "counters": self.counters,
             "events": self.events,
@@ -123,6 +130,8 @@ class AliasReport(Report):
             for url, counts in sorted(self.counters.items()):
                 shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
                 lines.append(f"  counters {url}: {shown}")
+        lines += [f"  follower {pair}: {f.describe()}" for pair, f in self.followers.items()]
         lines.append(f"  repairs pending: {self.repairs}")
+        lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  refused: {r}" for r in self.reasons]
         return "\n".join(lines)

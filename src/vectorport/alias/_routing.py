@@ -14,11 +14,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .._protocol import VectorStore
 from .._registry import connect
 from ..exceptions import NotFoundError, VectorportError
-from ._model import AliasState, Member
+from ._model import AliasState, Member, Phase
 from ._registry import Registry
 
 __all__ = ["CHECK_INTERVAL", "Router", "Routing"]
@@ -55,6 +56,12 @@ class Routing:
         (a half-copied store's answers would be no evidence)."""
         return [(m, s) for m, s in self.others() if m.backfilled]
 
+    @cached_property
+    def shadowing(self) -> bool:
+        """Whether a sampled query is asked of another member (worked out once per version,
+        not on each call)."""
+        return self.state.phase is not Phase.SERVING and any(m.backfilled for m in self.state.others)
+
     def written(self) -> list[tuple[Member, VectorStore | None]]:
         """The members written after the serving store, and their stores (``None``: down)."""
         return [(m, self.stores.get(m.url)) for m in self.state.written]
@@ -71,9 +78,14 @@ class Router:
         self._routing: Routing | None = None
         self._checked = 0.0
         self._opened = 0.0
+        self._fresh: tuple[Routing, float] | None = None
+        """The routing and when it was checked, published together for the lock-free path."""
 
     def current(self) -> Routing:
         """The routing to use for a call starting now (the registry read when it is due)."""
+        fresh = self._fresh
+        if fresh is not None and time.monotonic() - fresh[1] < self.interval:
+            return fresh[0]  # no lock on the path of most calls: the check is not due
         with self._lock:
             now = time.monotonic()
             routing = self._routing
@@ -91,6 +103,7 @@ class Router:
                 self._opened = now
             self._checked = now
             assert routing is not None
+            self._fresh = (routing, now)
             return routing
 
     def _reload(self, old: Routing | None) -> Routing:
@@ -119,6 +132,7 @@ class Router:
 
     def close(self) -> None:
         with self._lock:
+            self._fresh = None
             routing, self._routing = self._routing, None
         if routing is not None:
             for store in routing.stores.values():

@@ -5,8 +5,9 @@ The app's call only offers the query to a bounded queue (``put_nowait``): when t
 the query is dropped and counted, never waited for. One daemon thread per alias store asks each
 non-serving member, compares (overlap@k, rank-biased overlap, top-1 agreement, score difference,
 both latencies — the measures of :mod:`vectorport.compare._metrics`), and writes the rows to
-the registry's bounded shadow log about once a second. A member that fails is counted as an
-error row; nothing here reaches the app. The same thread runs the repair queue (``periodic``).
+the registry's bounded shadow log about once a second, on a registry connection of its own (the
+app's calls never wait for that write). A member that fails is counted as an error row; nothing
+here reaches the app. The same thread runs the repair queue (``periodic``).
 
 A member of another embedding model (:mod:`._embedding`) is asked with the query's text embedded
 by its own model; a query that came as a vector only is never sent to it (counted as
@@ -133,11 +134,14 @@ class Shadow:
         self,
         registry: Registry,
         name: str,
-        periodic: Callable[[], None],
+        periodic: Callable[[Registry], None],
         embedders: Embedders,
         size: int = QUEUE_SIZE,
     ) -> None:
-        self.registry = registry
+        self._origin = registry
+        self.registry: Registry | None = None
+        """The thread's own connection to the registry (:meth:`Registry.fork`): its writes never
+        hold the lock of the connection the app's calls read the version on."""
         self.embedders = embedders
         self._other: dict[str, int] = {}
         self.name = name
@@ -152,7 +156,8 @@ class Shadow:
 
     def offer(self, query: ShadowQuery) -> None:
         """Queue a served query for the other members; when the queue is full, drop and count."""
-        self._start()
+        if self._thread is None:
+            self._start()
         try:
             self._queue.put_nowait(query)
         except queue.Full:
@@ -161,23 +166,32 @@ class Shadow:
                     self._dropped[member.url] = self._dropped.get(member.url, 0) + 1
 
     def _start(self) -> None:
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name=f"alias-{self.name}", daemon=True)
-                    self._thread.start()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"alias-{self.name}", daemon=True)
+                self._thread.start()
 
     def start(self) -> None:
         """Start the thread (the repair queue runs even when nothing is shadowed)."""
-        self._start()
+        if self._thread is None:
+            self._start()
+
+    def drained(self, timeout: float) -> bool:
+        """Wait until every query offered so far has been asked (at most ``timeout`` seconds);
+        whether it has. (Benchmarks: another side's timing starts on an idle thread.)"""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return not self._queue.unfinished_tasks
 
     def _run(self) -> None:
         flushed = time.monotonic()
         while not self._stop.is_set():
+            got = True
             try:
                 job = self._queue.get(timeout=FLUSH_INTERVAL / 2)
             except queue.Empty:
-                job = None
+                job, got = None, False
             try:
                 if job is not None:
                     self._rows.extend(self._asked(job))
@@ -186,6 +200,9 @@ class Shadow:
                     self._flush()
             except Exception as exc:  # the thread serves for the app's lifetime: log, go on
                 log.warning("alias %s: shadow thread: %s: %s", self.name, type(exc).__name__, exc)
+            finally:
+                if got:
+                    self._queue.task_done()
         self._drain()
 
     def _drain(self) -> None:
@@ -196,6 +213,7 @@ class Shadow:
                 break
             if job is not None:
                 self._rows.extend(self._asked(job))
+            self._queue.task_done()
         self._flush()
 
     def _asked(self, job: ShadowQuery) -> list[ShadowRow]:
@@ -223,11 +241,11 @@ class Shadow:
             dropped, self._dropped = self._dropped, {}
             other, self._other = self._other, {}
         try:
-            if rows:
-                self.registry.add_shadow(self.name, rows)
-            for url, count in _errors(rows, dropped, other).items():
-                self.registry.bump(self.name, url, count)
-            self._periodic()
+            if self.registry is None:
+                self.registry = self._origin.fork()
+            # the log, its trim and the counters in one transaction, once a second
+            self.registry.add_shadow(self.name, rows, _errors(rows, dropped, other))
+            self._periodic(self.registry)
         except VectorportError as exc:  # the registry is down: keep the newest rows for later
             log.warning("alias %s: shadow log not written: %s", self.name, exc)
             with self._lock:
@@ -240,6 +258,9 @@ class Shadow:
             self._stop.set()
             self._queue.put(None)
             thread.join(timeout=30)
+        registry, self.registry = self.registry, None
+        if registry is not None:
+            registry.close()
 
 
 def _errors(

@@ -38,7 +38,6 @@ from ..exceptions import ConfigurationError, ConflictError, UnsupportedFeatureEr
 from ..filters import ALL_OPERATORS, FilterNode, parse_filter
 from ..ingest.embedders import same_model
 from ._embedding import Embedders, reembedded
-from ._model import Phase
 from ._registry import Registry
 from ._routing import CHECK_INTERVAL, Router, Routing
 from ._shadow import Shadow, ShadowQuery
@@ -152,9 +151,10 @@ class AliasStore(BaseStore[FilterNode]):
     def _remove(self, keys: Sequence[str]) -> None:
         write(self.registry, self._route(), Op("delete", keys=keys))
 
-    def _repair(self) -> None:
-        if self._spec is not None and self.registry.repair_count(self.collection):
-            repair(self.registry, self.router.current(), self.embedders)
+    def _repair(self, registry: Registry) -> None:
+        """The repair queue's round, on the shadow thread's own registry connection."""
+        if self._spec is not None and registry.repair_count(self.collection):
+            repair(registry, self.router.current(), self.embedders)
 
     # ----------------------------------------------------------------- reads
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
@@ -215,11 +215,10 @@ class AliasStore(BaseStore[FilterNode]):
         started = time.perf_counter()
         served = routing.serving.query(vector, k, filter=where, include=sorted(include), params=params)
         ms = (time.perf_counter() - started) * 1000
-        if routing.state.phase is not Phase.SERVING and routing.shadowed():
-            sample = routing.state.sample
-            if sample >= 1.0 or random.random() < sample:
-                query = ShadowQuery(routing, vector, k, where, params, served, ms, time.time(), text)
-                self.shadow.offer(query)
+        # decided before anything is built: an unsampled query costs one random draw
+        if routing.shadowing and (routing.state.sample >= 1.0 or random.random() < routing.state.sample):
+            query = ShadowQuery(routing, vector, k, where, params, served, ms, time.time(), text)
+            self.shadow.offer(query)
         return served
 
     def _scan_page(

@@ -125,6 +125,11 @@ class Lag:
     applied: int
     """Changes applied since the run started."""
     position: str | None
+    read_at: float = 0.0
+    """When the batch was read (``time.time()``)."""
+    complete: bool = True
+    """The batch held every change the feed had when read (fewer than :data:`READ_LIMIT`): once
+    it is applied, so is every change committed before :attr:`read_at`."""
 
     def to_dict(self) -> dict[str, JSON]:
         return {
@@ -182,10 +187,13 @@ class CaptureRun:
                 f"the source table's columns changed while its changes were applied ({self.feed.kind} "
                 f"{self.feed.name}): records changed with no captured change; a scan pass is needed"
             )
+        read_at = time.time()
         batch = self.feed.read(READ_LIMIT, after=self.position)
         now = datetime.now(UTC)
         age = (now - batch.oldest).total_seconds() if batch.oldest is not None else 0.0
-        self.lag = Lag(max(age, 0.0), batch.changes, self.applied, batch.position or self.position)
+        where = batch.position or self.position
+        complete = batch.changes < READ_LIMIT
+        self.lag = Lag(max(age, 0.0), batch.changes, self.applied, where, read_at, complete)
         if batch.position is None:
             return False
         self.apply(batch)
@@ -297,6 +305,7 @@ def follow_until(
     on_lag: Callable[[Lag], None] | None,
     caught_up: Callable[[], bool] | None,
     max_outage: float = 0.0,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Apply changes continuously; each time the feed is drained, ``caught_up()`` may end the
     run (``until_equal``: the target verifies equal). Runs until then or until interrupted.
@@ -306,12 +315,13 @@ def follow_until(
     from the stored position after a backoff (:data:`OUTAGE`), for up to ``max_outage``
     seconds (0: for as long as it lasts); then :class:`~vectorport.exceptions.BackendUnavailableError`
     ends the run, the position kept. Any other error (a dropped table, a dimension change)
-    ends it at once, the position kept."""
+    ends it at once, the position kept. ``stop()`` true after a batch ends the run too (another
+    writer took the target over: :mod:`._lease`)."""
     outage = Backoff(OUTAGE, max_outage)
     while True:
         try:
-            run.drain(on_lag)
-            done = caught_up is not None and caught_up()
+            run.drain(on_lag, stop)
+            done = (stop is not None and stop()) or (caught_up is not None and caught_up())
         except (TransientError, BackendUnavailableError) as exc:
             where, lasted = run.position, outage.lasted
             wait = outage.next_wait()

@@ -46,6 +46,7 @@ from ._capture import (
     trim_scanned,
 )
 from ._context import SyncContext, check_spec, opened
+from ._lease import Lease, handover
 from ._options import SyncOptions
 from ._pass import outside, outside_shards, scan_pass
 from ._report import SyncReport, SyncStats
@@ -258,6 +259,21 @@ def _check_feed(ctx: SyncContext, feed: ChangeFeed | None) -> None:
         )
     if ctx.options.follow:
         check_follow(ctx.src.store, ctx.src.label)
+        took = handover(ctx.state.path) if ctx.state is not None else None
+        if took is not None:
+            raise ConfigurationError(
+                Advised.of(
+                    "{} is written by {} since {} (it took the target over from this sync's follower): "
+                    "a follower of {} would write that store's changes into it. To follow again, "
+                    "make it a capture-fed candidate (`vectorport alias shadow … --feed capture`) or "
+                    "pass another {} path",
+                    ctx.dst.label,
+                    took.get("by"),
+                    time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(str(took.get("at", 0))))),
+                    ctx.src.label,
+                    Advice("state"),
+                )
+            )
         if feed is None:
             raise ConfigurationError(
                 Advised.of(
@@ -284,7 +300,38 @@ def _passes(
     """The pass (or passes) one call runs: a capture pass when the source captures its changes
     and the state can go on from them, else a scan pass by every shard of the runner; then, with
     ``follow``, changes as they come, and with ``until_equal``, passes until the target
-    verifies equal."""
+    verifies equal. A follower holds a lease beside its state (:mod:`._lease`): a heartbeat at
+    each read of the feed, and it stops once another writer took its target over."""
+    o = ctx.options
+    if o.follow and feed is not None and ctx.state is not None:
+        with Lease(ctx.state.path, o.poll) as lease:  # status and alias switch see it run
+            _rounds(ctx, runner, feed, _beating(lease, on_lag), lease.handed_over)
+            took = handover(ctx.state.path)
+            if took is not None:
+                ctx.report.notes.append(
+                    f"the follower stopped: {took.get('by')} took over writing {ctx.dst.label}"
+                )
+        return
+    _rounds(ctx, runner, feed, on_lag, None)
+
+
+def _beating(lease: Lease, on_lag: Callable[[Lag], None] | None) -> Callable[[Lag], None]:
+    def beat(lag: Lag) -> None:
+        lease.beat(lag)
+        if on_lag is not None:
+            on_lag(lag)
+
+    return beat
+
+
+def _rounds(
+    ctx: SyncContext,
+    runner: Runner,
+    feed: ChangeFeed | None,
+    on_lag: Callable[[Lag], None] | None,
+    stop: Callable[[], bool] | None,
+) -> None:
+    """Passes until the run is done (see :func:`_passes`)."""
     o = ctx.options
     transform = o.fixed()
     why = "asked for (full)" if o.full else None
@@ -302,6 +349,7 @@ def _passes(
                     on_lag=on_lag,
                     caught_up=until,
                     max_outage=o.max_outage,
+                    stop=stop,
                 )
             except Reshaped:
                 continue  # the next round scans (its notes say why), then follows again
