@@ -75,9 +75,16 @@ _DEFAULT_EF_DIMENSION = 384
 
 
 def _foreign_model(config: Mapping[str, Any], dimension: int) -> str | None:
-    """``chroma:<model>`` from the collection's embedding-function configuration. Chroma's
+    """The model of the collection's embedding-function configuration:
+    ``sentence-transformers:<model>`` for Chroma's ``SentenceTransformerEmbeddingFunction``
+    (a model vectorport runs, by name or folder), ``chroma:<model>`` for any other. Chroma's
     default one is recorded even on collections whose vectors came from elsewhere, so it
-    counts only when the dimension is its own (384)."""
+    counts only when the dimension is its own (384).
+
+    >>> _foreign_model({"embedding_function": {"type": "known", "name": "sentence_transformer",
+    ...     "config": {"model_name": "/models/bge-small"}}}, 384)
+    'sentence-transformers:/models/bge-small'
+    """
     ef = config.get("embedding_function") or {}
     if ef.get("type") != "known":
         return None
@@ -85,6 +92,8 @@ def _foreign_model(config: Mapping[str, Any], dimension: int) -> str | None:
     name = inner.get("model_name") or inner.get("model") or ef.get("name")
     if ef.get("name") == "default" and dimension != _DEFAULT_EF_DIMENSION:
         return None
+    if ef.get("name") == "sentence_transformer" and name:
+        return f"sentence-transformers:{name}"
     return f"chroma:{name}" if name else None
 
 

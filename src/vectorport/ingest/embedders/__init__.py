@@ -74,13 +74,25 @@ def same_model(a: str | None, b: str | None) -> bool:
     """
     if a is None or b is None:
         return a == b
-    return _ALIASES.get(a, a) == _ALIASES.get(b, b)
+    return _canonical(a) == _canonical(b)
+
+
+def _canonical(model_id: str) -> str:
+    """One id per model: the aliases above, and a sentence-transformers model recorded by its
+    folder (Chroma records a ``SentenceTransformerEmbeddingFunction`` by the path it was given)
+    named as vectorport names a folder's model, by the folder's name."""
+    model_id = _ALIASES.get(model_id, model_id)
+    for prefix in _ST_PREFIXES:
+        rest = model_id.removeprefix(prefix)
+        if rest != model_id and ("/" in rest or "\\" in rest) and Path(rest).expanduser().is_dir():
+            model_id = SentenceTransformerEmbedder(rest).model_id
+            break
+    return _ALIASES.get(model_id, model_id)
 
 
 def has_aliases(model_id: str) -> bool:
     """Whether another recorded id names the same model as ``model_id``."""
-    canonical = _ALIASES.get(model_id, model_id)
-    return canonical in _ALIASES.values()
+    return _canonical(model_id) in _ALIASES.values()
 
 
 def resolve_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedder:

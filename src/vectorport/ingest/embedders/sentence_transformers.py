@@ -42,6 +42,13 @@ def packaged_model_path() -> Path:
     return folder
 
 
+def _is_packaged(path: str) -> bool:
+    try:
+        return Path(path) == packaged_model_path().resolve()
+    except ConfigurationError:  # the package is not installed
+        return False
+
+
 class SentenceTransformerEmbedder(BaseEmbedder):
     """A sentence-transformers model on CPU (or ``device``), vectors L2-normalised.
 
@@ -73,7 +80,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
             short = DEFAULT_MODEL
         elif Path(name).expanduser().exists():
             self.path = str(Path(name).expanduser().resolve())
-            short = Path(self.path).name
+            # the packaged folder is all-MiniLM-L6-v2 whatever its name ("model")
+            short = DEFAULT_MODEL if _is_packaged(self.path) else Path(self.path).name
         else:
             self.path = name
             short = name
