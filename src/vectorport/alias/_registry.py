@@ -26,12 +26,13 @@ the version (one indexed read) at most every :data:`~._store.CHECK_INTERVAL` sec
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import ConflictError, NotFoundError
 from ._model import AliasState, Feed, Member, Phase, Role
+from ._queues import Repair, WriteQueues
 from ._sql import Connection, open_connection
 
 __all__ = ["SHADOW_LOG_ROWS", "QualityRow", "Registry", "Repair", "ShadowRow"]
@@ -96,17 +97,6 @@ class ShadowRow:
 
 
 @dataclass(frozen=True)
-class Repair:
-    """A key a member missed (its write failed): re-copied from the serving store."""
-
-    id: int
-    member: str
-    key: str
-    attempts: int
-    error: str | None
-
-
-@dataclass(frozen=True)
 class QualityRow:
     """One member's quality on labelled queries, in its model, when it was measured."""
 
@@ -141,8 +131,10 @@ def _event(state: AliasState, detail: str) -> tuple[str, Sequence[Any]]:
     )
 
 
-class Registry:
-    """The registry of aliases at one location (``None``: the user's SQLite file)."""
+class Registry(WriteQueues):
+    """The registry of aliases at one location (``None``: the user's SQLite file): the
+    aliases, their events, shadow log, quality and counters; the writes' log and repair queue
+    (:class:`~._queues.WriteQueues`)."""
 
     def __init__(self, location: str | None = None, *, create: bool = True) -> None:
         self.conn: Connection = open_connection(location)
@@ -233,70 +225,6 @@ class Registry:
             (name,),
         )
         return [{"at": at, "phase": p, "version": int(v), "detail": d} for at, p, v, d in rows]
-
-    # ----------------------------------------------------------------- touched-key log
-    def log_writes(self, name: str, keys: Iterable[str], op: str) -> None:
-        text = "INSERT INTO vectorport_alias_write (alias, key, op) VALUES (?, ?, ?)"
-        self.conn.run([(text, [(name, k, op) for k in keys])], many=True)
-
-    def last_write(self, name: str) -> int:
-        """The newest sequence number of the touched-key log (0 when empty)."""
-        rows = self.conn.rows("SELECT MAX(seq) FROM vectorport_alias_write WHERE alias = ?", (name,))
-        return int(rows[0][0] or 0)
-
-    def written_since(self, name: str, seq: int) -> dict[str, int]:
-        """Each key written after ``seq``, with its newest sequence number."""
-        rows = self.conn.rows(
-            "SELECT key, MAX(seq) FROM vectorport_alias_write WHERE alias = ? AND seq > ? GROUP BY key",
-            (name, seq),
-        )
-        return {k: int(s) for k, s in rows}
-
-    def clear_writes(self, name: str) -> None:
-        self.conn.run([("DELETE FROM vectorport_alias_write WHERE alias = ?", (name,))])
-
-    # ----------------------------------------------------------------- repair queue
-    def add_repairs(self, name: str, member: str, keys: Iterable[str], error: str) -> None:
-        text = (
-            "INSERT INTO vectorport_alias_repair (alias, member, key, attempts, error, at) "
-            "VALUES (?, ?, ?, 0, ?, ?)"
-        )
-        now = time.time()
-        self.conn.run([(text, [(name, member, k, error, now) for k in keys])], many=True)
-
-    def repairs(self, name: str, limit: int = 500) -> list[Repair]:
-        rows = self.conn.rows(
-            "SELECT id, member, key, attempts, error FROM vectorport_alias_repair WHERE alias = ? "
-            "ORDER BY id LIMIT ?",
-            (name, limit),
-        )
-        return [Repair(int(i), m, k, int(a), e) for i, m, k, a, e in rows]
-
-    def newest_repairs(self, name: str, member: str, keys: Sequence[str]) -> dict[str, int]:
-        """Of ``keys``, those queued for ``member``, each with its newest entry's id (the
-        sequence of the newest write the member lacks)."""
-        rows = self.conn.rows(
-            "SELECT key, MAX(id) FROM vectorport_alias_repair WHERE alias = ? AND member = ? GROUP BY key",
-            (name, member),
-        )
-        wanted = set(keys)
-        return {k: int(i) for k, i in rows if k in wanted}
-
-    def repair_count(self, name: str) -> int:
-        rows = self.conn.rows("SELECT COUNT(*) FROM vectorport_alias_repair WHERE alias = ?", (name,))
-        return int(rows[0][0])
-
-    def repaired(self, ids: Sequence[int]) -> None:
-        self.conn.run([("DELETE FROM vectorport_alias_repair WHERE id = ?", [(i,) for i in ids])], many=True)
-
-    def repair_failed(self, ids: Sequence[int], error: str) -> None:
-        text = "UPDATE vectorport_alias_repair SET attempts = attempts + 1, error = ?, at = ? WHERE id = ?"
-        now = time.time()
-        self.conn.run([(text, [(error, now, i) for i in ids])], many=True)
-
-    def drop_repairs(self, name: str, member: str) -> None:
-        text = "DELETE FROM vectorport_alias_repair WHERE alias = ? AND member = ?"
-        self.conn.run([(text, (name, member))])
 
     # ----------------------------------------------------------------- shadow log, counters
     def add_shadow(

@@ -149,6 +149,23 @@ def _check_embedder(store: VectorStore, embedder: Embedder | None) -> None:
         )
 
 
+def _embedder_checks(
+    d: _Doctor, store: VectorStore, embedder: Embedder | None, canaries: CanarySet | None, threshold: float
+) -> None:
+    """``embedding-drift`` and ``canary-drift``, which need an embedder (and canaries)."""
+    report = d.report
+    if embedder is None:
+        report.checks_skipped["embedding-drift"] = "no embedder"
+    else:
+        d.run("embedding-drift", lambda: d.embedding_drift(embedder, threshold))
+    if canaries is None:
+        report.checks_skipped["canary-drift"] = NO_CANARIES
+    elif embedder is None:
+        report.checks_skipped["canary-drift"] = "no embedder"
+    else:
+        d.run("canary-drift", lambda: d.canary_drift(store, embedder, canaries))
+
+
 def diagnose(
     store: VectorStore,
     *,
@@ -197,16 +214,7 @@ def diagnose(
     else:
         d.run("orphan", lambda: d.orphan(root))
     d.run("torn-document", d.torn_document)
-    if embedder is None:
-        report.checks_skipped["embedding-drift"] = "no embedder"
-    else:
-        d.run("embedding-drift", lambda: d.embedding_drift(embedder, drift_threshold))
-    if canaries is None:
-        report.checks_skipped["canary-drift"] = NO_CANARIES
-    elif embedder is None:
-        report.checks_skipped["canary-drift"] = "no embedder"
-    else:
-        d.run("canary-drift", lambda: d.canary_drift(store, embedder, canaries))
+    _embedder_checks(d, store, embedder, canaries, drift_threshold)
     _canary_model(d, store, embedder, models)
     d.run("capture", lambda: _capture(store, report))
     return report

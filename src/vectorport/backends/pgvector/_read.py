@@ -26,7 +26,10 @@ from .filters import TRUE, PgFilterCompiler, Predicate
 if TYPE_CHECKING:
     from .store import PgVectorStore
 
-__all__ = ["Reader"]
+__all__ = ["SCAN_PAGE_BYTES", "Reader"]
+
+SCAN_PAGE_BYTES = 16 * 1024 * 1024
+"""The most text one scan page holds (at least one row): pages of large texts are cut there."""
 
 
 class Reader:
@@ -215,17 +218,41 @@ class Reader:
             )
             params.update(parts=parts, index=index)
         where = sql.SQL(" AND ").join(conds)
+        sized = Include.TEXT in include and bool(columns.text)
         key = columns.key_expr()
+        if sized:
+            key = sql.SQL("{} AS vp_key").format(key)
         cols = sql.SQL(", ").join([key, *self.columns(include), sql.SQL("{} AS vp_position").format(order)])
-        query = sql.SQL("SELECT {} FROM {} AS t WHERE {} ORDER BY {} LIMIT %(limit)s").format(
+        query: sql.Composed = sql.SQL("SELECT {} FROM {} AS t WHERE {} ORDER BY {} LIMIT %(limit)s").format(
             cols, self.store.layout.qualified, where, order
         )
+        if sized:
+            query = self._within_bytes(query, include)
+            params["page_bytes"] = SCAN_PAGE_BYTES
         return query, params
+
+    def _within_bytes(self, page: sql.Composed, include: frozenset[Include]) -> sql.Composed:
+        """``page`` cut where its texts pass :data:`SCAN_PAGE_BYTES` (at least one row): a page
+        of large texts never holds more than about that much, whatever its row count. The sizes
+        come from ``octet_length`` (a stored text's size, read without decompressing it); the
+        rows past the cut are not sent. Each row also says how many rows ``page`` held
+        (``vp_rows``), so a cut page is not taken for the last one."""
+        outputs = [Identifier("vp_key"), *self.aliases(include), Identifier("vp_position")]
+        size = "coalesce(octet_length(q.text), 0)"
+        sized = sql.SQL(
+            "SELECT {outputs}, vp_rows FROM ("
+            f"SELECT q.*, sum({size}) OVER (ORDER BY q.vp_position ROWS UNBOUNDED PRECEDING) - {size} "
+            "AS vp_before, count(*) OVER () AS vp_rows FROM ({page}) AS q) AS s "
+            "WHERE vp_before < %(page_bytes)s ORDER BY vp_position"
+        )
+        return sized.format(outputs=sql.SQL(", ").join(outputs), page=page)
 
     def scan_rows(
         self, rows: Sequence[Any], limit: int, include: frozenset[Include]
     ) -> tuple[Sequence[Record], Position | None]:
         """A scan page's records and the position after them (``None``: the last page)."""
         records = tuple(self.record(r, include) for r in rows)
-        done = len(records) < limit
-        return records, None if done else {"after": str(rows[-1][-1])}
+        sized = bool(rows) and Include.TEXT in include and bool(self.store.layout.columns.text)
+        held = int(rows[-1][-1]) if sized else len(records)  # rows the page held before a cut
+        done = held < limit and len(records) == held
+        return records, None if done else {"after": str(rows[-1][-2 if sized else -1])}

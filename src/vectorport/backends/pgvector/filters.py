@@ -299,17 +299,8 @@ class PgFilterCompiler(FilterCompiler[Predicate]):
     def visit_is_not(self, node: Compare) -> Predicate:
         return self._negate(self.visit_is(node))
 
-    def visit_gt(self, node: Compare) -> Predicate:
-        return self._range(node)
-
-    def visit_gte(self, node: Compare) -> Predicate:
-        return self._range(node)
-
-    def visit_lt(self, node: Compare) -> Predicate:
-        return self._range(node)
-
-    def visit_lte(self, node: Compare) -> Predicate:
-        return self._range(node)
+    # the four orderings are one comparison of numbers (_RANGE_SQL names the operator)
+    visit_gt = visit_gte = visit_lt = visit_lte = _range
 
     def visit_in(self, node: In) -> Predicate:
         return self._any_equal([(node.field, v) for v in node.values])
