@@ -60,6 +60,28 @@ def test_the_template_classes_hold_at_most_25_methods_each(cls: type) -> None:
     assert len(methods) <= MAX_METHODS, methods
 
 
+# protocols restate the contract (what a store or an embedder has), they hold no code
+_PROTOCOLS = {"VectorStore", "AsyncStore"}
+MAX_LINES = 60
+
+
+def test_no_class_in_the_package_holds_more_than_25_methods_nor_a_function_more_than_60_lines() -> None:
+    big: list[str] = []
+    long: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        where = path.relative_to(ROOT)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.name not in _PROTOCOLS:
+                count = sum(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) for n in node.body)
+                if count > MAX_METHODS:
+                    big.append(f"{where}:{node.name} ({count})")
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_LINES:
+                    long.append(f"{where}:{node.name} ({lines} lines)")
+    assert not big and not long, (big, long)
+
+
 def _outside_the_backends() -> list[Path]:
     template = {ROOT / "_base.py", ROOT / "_lifecycle.py"}
     shared = (p for p in ROOT.rglob("*.py") if "backends" not in p.relative_to(ROOT).parts)
