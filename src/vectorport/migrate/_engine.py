@@ -46,7 +46,7 @@ from ..verify._verify import VerifyReport
 from ._copy import DEFAULT_BATCH, copy_placed
 from ._options import MigrateOptions
 from ._plan import PlanChecker, PlanRefusedError, build_plan
-from ._readback import ReadBack
+from ._readback import ReadBack, TargetScan
 from ._reembed import ReembedEstimate, load_embedder
 from ._report import MigrationReport
 
@@ -81,6 +81,7 @@ class RunContext:
     batch: int = DEFAULT_BATCH
     scan_page: int = DEFAULT_BATCH
     read_back: ReadBack | None = None
+    target_scan: TargetScan | None = None
     queries: SampledQueries | None = None
 
     @property
@@ -313,6 +314,7 @@ def verify_run(ctx: RunContext, runner: Runner) -> VerifyReport:
         total_hint=plan.records if plan else None,
         copied=ctx.digests,
         read_back=ctx.read_back,
+        target_scan=ctx.target_scan.result() if ctx.target_scan is not None else None,
         queries=ctx.queries,
     )
 
