@@ -10,6 +10,7 @@ last to finish builds the index.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -78,7 +79,7 @@ class Indexing:
         ``maintenance_work_mem`` raised to the graph's estimated size, up to the
         ``maintenance_work_mem`` option, 1 GB by default; ``max_parallel_maintenance_workers``
         from the option of that name, else the server's) and the table is ``ANALYZE``-d.
-        The GIN indexes (metadata, full text) are dropped and built after with it. During the
+        The GIN indexes (metadata, full text) are dropped with it and built beside it. During the
         load, upserts into a table that held nothing are copied straight into it
         (:meth:`Writer.copied_directly`). Concurrent loaders (sharded
         migrations) share the deferral: the last one to finish builds the index.
@@ -230,7 +231,10 @@ class Indexing:
         started = time.monotonic()
         workers = self.store.build_workers
         # progress from pg_stat_progress_create_index, read on a second connection
-        with watch_index_build(self.store.server.pool.spare, conn.info.backend_pid, self.store._where, rows):
+        with (
+            watch_index_build(self.store.server.pool.spare, conn.info.backend_pid, self.store._where, rows),
+            self._gin_beside(conn, layout),
+        ):
             while True:
                 try:
                     with conn.transaction():
@@ -243,8 +247,6 @@ class Indexing:
                                 (str(workers),),
                             )
                         conn.execute(ddl)
-                        for _, gin in layout.gin_indexes():  # dropped with it for a bulk load
-                            conn.execute(gin)
                     break
                 except psycopg.Error as exc:
                     # A parallel build keeps the graph in dynamic shared memory; a small /dev/shm
@@ -262,6 +264,43 @@ class Indexing:
             self.store._where,
             time.monotonic() - started,
         )
+
+    @contextmanager
+    def _gin_beside(self, conn: psycopg.Connection[Any], layout: Layout) -> Iterator[None]:
+        """Build the GIN indexes (dropped with the HNSW index for a bulk load) on a second
+        connection while the block builds the HNSW index: two ``CREATE INDEX`` take SHARE locks,
+        which do not conflict. 30k x 384 on 2 cores: both in 7.7 s beside, 8.7-9.3 s one after
+        the other, the HNSW index alone 8.4-9.2 s. Without a spare connection (an application's
+        engine lends none at once) they are built on ``conn`` after the block. The block's error
+        wins; else the GIN's is raised."""
+        statements = [ddl for _, ddl in layout.gin_indexes()]
+        spare = self.store.server.pool.spare() if statements else None
+        if spare is None:
+            yield
+            with conn.transaction():
+                for statement in statements:
+                    conn.execute(statement)
+            return
+        other, give_back = spare
+        failed: list[BaseException] = []
+
+        def build() -> None:
+            try:
+                with other.transaction():
+                    for statement in statements:
+                        other.execute(statement)
+            except BaseException as exc:  # raised in the caller's thread, below
+                failed.append(exc)
+
+        worker = threading.Thread(target=build, name="vectorport-gin-build", daemon=True)
+        worker.start()
+        try:
+            yield
+        finally:
+            worker.join()
+            give_back()
+        if failed:
+            raise failed[0]
 
     def _repair_index(self) -> None:
         """Build a missing HNSW index before the first write after an interrupted bulk load;

@@ -230,7 +230,7 @@ class Layout:
 
     def gin_indexes(self) -> list[tuple[str, sql.Composed]]:
         """The GIN indexes vectorport creates: (name in :attr:`schema`, ``CREATE INDEX IF NOT
-        EXISTS``); none on a table made elsewhere. A bulk load builds them after the rows, with
+        EXISTS``); none on a table made elsewhere. A bulk load builds them after the rows, beside
         the HNSW index."""
         if not self.columns.own:
             return []
