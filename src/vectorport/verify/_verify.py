@@ -616,8 +616,12 @@ def _by_digest(
     from the copy's read-back and one key listing when given); the bins that differ are
     then compared record by record, and only they."""
     report = pass_.report
-    known = copied if copied is not None else read_back
-    parts = known.parts if known is not None else bin_count(report.source_count or 0)
+    if copied is not None:
+        parts = copied.parts
+    elif read_back is not None:
+        parts = read_back.parts
+    else:
+        parts = bin_count(report.source_count or 0)
     threads = pass_.concurrency
 
     def target_side() -> tuple[BinSums, int, list[int]]:

@@ -10,7 +10,6 @@ last to finish builds the index.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,9 +78,9 @@ class Indexing:
         ``maintenance_work_mem`` raised to the graph's estimated size, up to the
         ``maintenance_work_mem`` option, 1 GB by default; ``max_parallel_maintenance_workers``
         from the option of that name, else the server's) and the table is ``ANALYZE``-d.
-        The GIN indexes (metadata, full text) are dropped with it and built beside it. During the
-        load, upserts into a table that held nothing are copied straight into it
-        (:meth:`Writer.copied_directly`). Concurrent loaders (sharded
+        GIN indexes stay maintained (they cost little). During the load, upserts into a table
+        that held nothing are copied straight into it (:meth:`Writer.copied_directly`).
+        Concurrent loaders (sharded
         migrations) share the deferral: the last one to finish builds the index.
 
         Queries inside the block are exact scans (correct, slower). When the block raises or
@@ -117,8 +116,8 @@ class Indexing:
                 if deferred:
                     self.missing = True
                     log.warning(
-                        "pgvector: %s: bulk load interrupted; the table has no HNSW or GIN indexes "
-                        "(searches are exact scans) until the next write through vectorport, the next bulk "
+                        "pgvector: %s: bulk load interrupted; the table has no HNSW index (searches "
+                        "are exact scans) until the next write through vectorport, the next bulk "
                         "load or `vectorport pgvector build-index URL` builds it",
                         self.store._where,
                     )
@@ -139,7 +138,6 @@ class Indexing:
         if any(name != layout.hnsw_index_name for name, _ in indexes):
             return False  # an index vectorport did not create (an adopted table): left alone
         if not indexes:
-            self._drop_gin(conn, layout)
             return True  # another loader dropped it, or an interrupted load left it missing
         limit = max(BULK_SMALL, 2 * expected) if expected else BULK_SMALL
         row = conn.execute(
@@ -157,20 +155,12 @@ class Indexing:
         conn.execute(
             sql.SQL("DROP INDEX IF EXISTS {}").format(Identifier(layout.schema, layout.hnsw_index_name))
         )
-        self._drop_gin(conn, layout)
         log.info(
-            "pgvector: %s: HNSW and GIN indexes dropped for a bulk load into %d rows; they are built after",
+            "pgvector: %s: HNSW index dropped for a bulk load into %d rows; it is built after",
             self.store._where,
             rows,
         )
         return True
-
-    @staticmethod
-    def _drop_gin(conn: psycopg.Connection[Any], layout: Layout) -> None:
-        """The GIN indexes go with the HNSW index: maintained row by row they cost a load more
-        than one build after it (30k x 384: 1.5 s more COPY against a 0.5-0.9 s build)."""
-        for name, _ in layout.gin_indexes():
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(Identifier(layout.schema, name)))
 
     def _ensure_index(self, conn: psycopg.Connection[Any]) -> bool:
         """Build the HNSW index if it is missing and no bulk load is running, then ANALYZE.
@@ -231,10 +221,7 @@ class Indexing:
         started = time.monotonic()
         workers = self.store.build_workers
         # progress from pg_stat_progress_create_index, read on a second connection
-        with (
-            watch_index_build(self.store.server.pool.spare, conn.info.backend_pid, self.store._where, rows),
-            self._gin_beside(conn, layout),
-        ):
+        with watch_index_build(self.store.server.pool.spare, conn.info.backend_pid, self.store._where, rows):
             while True:
                 try:
                     with conn.transaction():
@@ -259,48 +246,7 @@ class Indexing:
                         exc,
                     )
                     workers = 0
-        log.info(
-            "pgvector: %s: HNSW and GIN indexes built in %.1f s",
-            self.store._where,
-            time.monotonic() - started,
-        )
-
-    @contextmanager
-    def _gin_beside(self, conn: psycopg.Connection[Any], layout: Layout) -> Iterator[None]:
-        """Build the GIN indexes (dropped with the HNSW index for a bulk load) on a second
-        connection while the block builds the HNSW index: two ``CREATE INDEX`` take SHARE locks,
-        which do not conflict. 30k x 384 on 2 cores: both in 7.7 s beside, 8.7-9.3 s one after
-        the other, the HNSW index alone 8.4-9.2 s. Without a spare connection (an application's
-        engine lends none at once) they are built on ``conn`` after the block. The block's error
-        wins; else the GIN's is raised."""
-        statements = [ddl for _, ddl in layout.gin_indexes()]
-        spare = self.store.server.pool.spare() if statements else None
-        if spare is None:
-            yield
-            with conn.transaction():
-                for statement in statements:
-                    conn.execute(statement)
-            return
-        other, give_back = spare
-        failed: list[BaseException] = []
-
-        def build() -> None:
-            try:
-                with other.transaction():
-                    for statement in statements:
-                        other.execute(statement)
-            except BaseException as exc:  # raised in the caller's thread, below
-                failed.append(exc)
-
-        worker = threading.Thread(target=build, name="vectorport-gin-build", daemon=True)
-        worker.start()
-        try:
-            yield
-        finally:
-            worker.join()
-            give_back()
-        if failed:
-            raise failed[0]
+        log.info("pgvector: %s: HNSW index built in %.1f s", self.store._where, time.monotonic() - started)
 
     def _repair_index(self) -> None:
         """Build a missing HNSW index before the first write after an interrupted bulk load;

@@ -226,30 +226,20 @@ class Layout:
         hnsw = self.hnsw_index_ddl()
         if hnsw is not None:
             statements.append(hnsw)
-        return statements + [ddl for _, ddl in self.gin_indexes()]
-
-    def gin_indexes(self) -> list[tuple[str, sql.Composed]]:
-        """The GIN indexes vectorport creates: (name in :attr:`schema`, ``CREATE INDEX IF NOT
-        EXISTS``); none on a table made elsewhere. A bulk load builds them after the rows, beside
-        the HNSW index."""
-        if not self.columns.own:
-            return []
         # jsonb_path_ops: smaller and faster than the default opclass for @>, which is what
         # $eq/$in compile to (and the Supabase `metadata @> filter` pattern).
-        out = [
-            ("_metadata_gin", sql.SQL("USING gin ({} jsonb_path_ops)").format(self.columns.ident("metadata")))
-        ]
-        if self.columns.fts:
-            out.append(("_fts_gin", sql.SQL("USING gin ({})").format(self.columns.ident("fts"))))
-        return [
-            (
-                f"{self.table}{suffix}",
-                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} {}").format(
-                    self._name(suffix), self.qualified, using
-                ),
+        statements.append(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({} jsonb_path_ops)").format(
+                self._name("_metadata_gin"), self.qualified, self.columns.ident("metadata")
             )
-            for suffix, using in out
-        ]
+        )
+        if self.columns.fts:
+            statements.append(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin ({})").format(
+                    self._name("_fts_gin"), self.qualified, self.columns.ident("fts")
+                )
+            )
+        return statements
 
     def _embedding_present(self, prefix: str | None = None, before: str = "") -> sql.Composable:
         """``<before><embedding> IS NOT NULL`` when the column admits NULL (such rows have no
