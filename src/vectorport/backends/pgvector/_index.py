@@ -78,10 +78,9 @@ class Indexing:
         ``maintenance_work_mem`` raised to the graph's estimated size, up to the
         ``maintenance_work_mem`` option, 1 GB by default; ``max_parallel_maintenance_workers``
         from the option of that name, else the server's) and the table is ``ANALYZE``-d.
-        GIN indexes stay maintained (they cost little). During the load, upserts into a table
-        that held nothing are copied straight into it (:meth:`Writer.copied_directly`).
-        Concurrent loaders (sharded
-        migrations) share the deferral: the last one to finish builds the index.
+        GIN indexes stay maintained (they cost little). While the index is deferred, upserts are
+        copied straight into the table (:meth:`Writer.copied_directly`). Concurrent loaders
+        (sharded migrations) share the deferral: the last one to finish builds the index.
 
         Queries inside the block are exact scans (correct, slower). When the block raises or
         the process dies, the table stays without the index (searches stay correct, exact)

@@ -1,7 +1,7 @@
 """Writes of a pgvector collection: upserts staged by binary ``COPY`` into a temp table and
-merged with one ``INSERT … ON CONFLICT``, deletes by key or by filter. During a bulk load into
-a table that held (almost) nothing, upserts are copied straight into the table until the first
-key it already holds (:meth:`Writer.copied_directly`).
+merged with one ``INSERT … ON CONFLICT``, deletes by key or by filter. During a bulk load that
+deferred the index (the table held almost nothing), upserts are copied straight into the table
+until the first key it already holds (:meth:`Writer.copied_directly`).
 
 The statements are built apart from running them (``payload``, ``stage_sql``,
 ``merge_statements``, ``remove_sql``, ``delete_sql``), so the async store (:mod:`._async`) runs
