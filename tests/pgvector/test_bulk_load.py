@@ -100,6 +100,29 @@ def test_bulk_load_defers_the_index_and_builds_it_after(pg_url: Callable[..., st
         store.close()
 
 
+def test_a_bulk_load_into_an_empty_table_still_upserts(pg_url: Callable[..., str]) -> None:
+    """Batches are copied straight into a table that held nothing; a batch whose keys the table
+    already holds (a resumed copy's overlap) replaces them, and the rest of the load merges."""
+    store = vectorport.connect(pg_url(), dimension=DIM, metric="cosine")
+    try:
+        first, again = _records(300), _records(300, 200)
+        changed = [vectorport.Record(r.key, r.vector, {"cluster": -1}, "changed") for r in again]
+        with store.bulk_load(expected=500):
+            assert store.indexing.direct  # type: ignore[attr-defined]
+            store.upsert(first)
+            store.upsert(changed)  # keys 200..299 are held already
+            assert not store.indexing.direct  # type: ignore[attr-defined]
+            store.upsert(_records(100, 1000))
+        assert not store.indexing.direct  # type: ignore[attr-defined]
+        assert store.count() == 600
+        held = {r.key: r for r in store.get([r.key for r in first + again], include=["metadata", "text"])}
+        assert all(held[r.key].metadata == {"cluster": -1} and held[r.key].text == "changed" for r in again)
+        assert held["doc000000"].metadata == dict(first[0].metadata) and held["doc000000"].text is None
+    finally:
+        store.drop()
+        store.close()
+
+
 def test_bulk_load_keeps_the_index_of_a_populated_table(pg_url: Callable[..., str]) -> None:
     store = vectorport.connect(pg_url(), dimension=DIM, metric="cosine")
     off = vectorport.connect(pg_url(deferred_index="false"), dimension=DIM, metric="cosine")

@@ -20,6 +20,7 @@ from ..engine._transform import Transformer
 from ..engine._whole import note_pid
 from ..exceptions import ConfigurationError
 from ..verify._queries import sampled_queries
+from ..verify._tasks import TargetScan
 from ._options import MigrateOptions
 from ._readback import ReadBack
 from ._records import CopyJob, CopyStats, copy_records
@@ -48,6 +49,12 @@ def _copy_here(ctx: RunContext) -> CopyStats:
         if ctx.digests is not None:  # the read-back is the target's exact truth for the queries
             ctx.queries = sampled_queries(ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
         ctx.read_back = ReadBack(ctx.dst.store, parts, exact=ctx.queries.exact if ctx.queries else None)
+    elif o.verify and ctx.digests is not None and ctx.segment[1] == 1:
+        # the copy's digests are the source's side: the target's is read beside its deferred work
+        ctx.queries = sampled_queries(ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
+        ctx.target_scan = TargetScan(
+            ctx.dst.store, ctx.digests.parts, exact=ctx.queries.exact, concurrency=o.concurrency
+        )
     try:
         stats = copy_records(
             CopyJob(
@@ -66,11 +73,14 @@ def _copy_here(ctx: RunContext) -> CopyStats:
                 checker=ctx.checker,
                 digests=ctx.digests,
                 on_written=ctx.read_back.written if ctx.read_back is not None else None,
+                on_copied=ctx.target_scan.start if ctx.target_scan is not None else None,
             )
         )
     except BaseException:
         if ctx.read_back is not None:
             ctx.read_back.close()  # the readers end before the stores are closed
+        if ctx.target_scan is not None:
+            ctx.target_scan.close()
         raise
     if ctx.read_back is not None:
         # the last batches are read back while verification lists the target's keys

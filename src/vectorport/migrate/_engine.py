@@ -42,6 +42,7 @@ from ..engine._whole import delegated
 from ..exceptions import Advice, Advised, Call, ConfigurationError, VectorportError
 from ..verify._placed import Pair, verify_placed
 from ..verify._queries import SampledQueries
+from ..verify._tasks import TargetScan
 from ..verify._verify import VerifyReport
 from ._copy import DEFAULT_BATCH, copy_placed
 from ._options import MigrateOptions
@@ -81,6 +82,7 @@ class RunContext:
     batch: int = DEFAULT_BATCH
     scan_page: int = DEFAULT_BATCH
     read_back: ReadBack | None = None
+    target_scan: TargetScan | None = None
     queries: SampledQueries | None = None
 
     @property
@@ -318,6 +320,7 @@ def verify_run(ctx: RunContext, runner: Runner) -> VerifyReport:
         total_hint=plan.records if plan else None,
         copied=ctx.digests,
         read_back=ctx.read_back,
+        target_scan=ctx.target_scan.result() if ctx.target_scan is not None else None,
         queries=ctx.queries,
     )
 

@@ -13,6 +13,11 @@ read back, so nothing was lost, added or duplicated since. A bin whose content o
 differ is compared record by record, as in every digest verification. What read-back does not
 see is a record rewritten with other content, under the same key, by someone else between its
 read-back and the end of the run; ``vectorport verify`` reads the whole target again.
+
+Into a target whose writes are not paced, reading each batch back would compete with the copy
+for the same server; there the target is read once, whole (:class:`TargetScan`), but from the
+moment its last write is acknowledged, while the target does the work it deferred (pgvector
+builds its HNSW and GIN indexes then: its rows are final already), instead of after that work.
 """
 
 from __future__ import annotations

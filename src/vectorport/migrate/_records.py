@@ -338,6 +338,9 @@ class CopyJob:
     checker: PlanChecker | None = None
     digests: BinSums | None = None
     on_written: Callable[[list[str]], None] | None = None
+    on_copied: Callable[[], None] | None = None
+    """Called once every record was acknowledged, before the target's deferred work (an index
+    build): e.g. to start reading the target (:class:`~vectorport.verify._tasks.TargetScan`)."""
 
 
 @bulk_allocations()
@@ -362,6 +365,8 @@ def copy_records(job: CopyJob) -> CopyStats:
             copy = _Copy(job, bar, stats)
             copy.drive(_pages(job.source, ck, job.shard, job.scan_batch_size, include), started)
             copied_at = time.monotonic()
+            if job.on_copied is not None and copy.complete:
+                job.on_copied()
     except _Refused:
         return stats
     # leaving the bulk load: the target's deferred work (an index build) ran just now

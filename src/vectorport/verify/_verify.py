@@ -39,6 +39,7 @@ from .._models import JSON
 from .._protocol import VectorStore
 from .._report import DEFAULT_CAP, Capped, Report
 from .._textsearch import canonical_language
+from ..engine._digestscan import DigestScan
 from ..engine._progress import Progress, ProgressMode
 from ..engine._runner import LocalRunner
 from ..engine._transform import Transformer
@@ -339,6 +340,7 @@ def verify_stores(
     copied: BinSums | None = None,
     method: str = "auto",
     read_back: ReadBack | None = None,
+    target_scan: DigestScan | None = None,
     queries: SampledQueries | None = None,
 ) -> VerifyReport:
     """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
@@ -347,8 +349,10 @@ def verify_stores(
     ``single_pass``); the source is then not read again unless a key bin differs.
     ``method``: ``digest``, ``keyed`` or ``auto`` (digest where it applies).
     ``read_back``: the target's records as the copy read them back (:mod:`._readback`); the
-    target is then only listed, without vectors. ``queries``: the sampled queries, when the
-    copy's read-back already fed their exact top-k (else picked here).
+    target is then only listed, without vectors. ``target_scan``: the target's digests, read
+    whole by the run since its copy ended (with ``copied``; :class:`~._tasks.TargetScan`).
+    ``queries``: the sampled queries, when the copy's read-back or ``target_scan`` already fed
+    their exact top-k (else picked here).
     """
     if method not in ("auto", "digest", "keyed"):  # before any read
         raise ConfigurationError(f"verification method must be auto, digest or keyed, got {method!r}")
@@ -369,7 +373,7 @@ def verify_stores(
     report.method = chosen
     pass_ = _Pass(report, source, target, transformer, compare_vectors, tolerance, float_ulps, concurrency)
     with Progress("verify", total_hint or report.source_count, enabled=progress) as bar:
-        _data_pass(pass_, shard, queries.exact, bar.advance, copied, read_back)
+        _data_pass(pass_, shard, queries.exact, bar.advance, copied, read_back, target_scan)
     if answers is not None:
         report.queries = query_check(target, queries.records, queries.exact, queries.k, cap, answers())
     report.seconds = time.monotonic() - started
@@ -383,6 +387,7 @@ def _data_pass(
     advance: Callable[[int], None],
     copied: BinSums | None,
     read_back: ReadBack | None,
+    target_scan: DigestScan | None,
 ) -> None:
     """Every record compared, by key or by digest (the method the report names)."""
     report, sharded = pass_.report, shard[1] > 1
@@ -391,7 +396,7 @@ def _data_pass(
         if not sharded:
             pass_.extras()
         return
-    _by_digest(pass_, copied, exact, advance, read_back)
+    _by_digest(pass_, copied, exact, advance, read_back, target_scan)
     if report.target_count is None and not sharded:
         report.target_count = report.target_scanned
 
@@ -485,6 +490,7 @@ def _by_digest(
     exact: StreamingTopK,
     advance: Callable[[int], None],
     read_back: ReadBack | None,
+    target_scan: DigestScan | None = None,
 ) -> None:
     """Both sides as per-key-bin digests (the source's from the copy when given, the target's
     from the copy's read-back and one key listing when given); the bins that differ are
@@ -507,6 +513,8 @@ def _by_digest(
             if copied is not None and read_back.top is not None:
                 exact.merge(read_back.top)  # the target's rows, as read back, are the truth
             return read_back.sums, rows, read_back.keys.differing(listed)
+        if target_scan is not None and copied is not None:
+            return target_scan.sums, target_scan.records, []  # fed ``exact`` as it read
         # (also when the read-back failed: the target is scanned instead)
         # the target's rows are the exact truth for the queries when the digests agree; where
         # they do not, the bins' source records are read again below

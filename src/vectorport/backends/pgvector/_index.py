@@ -52,6 +52,10 @@ class Indexing:
         """Opened without its HNSW index (an interrupted bulk load): the next write builds it."""
         self.loading = 0
         """Bulk loads running on this store object (their end builds the index)."""
+        self.direct = False
+        """A bulk load into a table that held fewer rows than :data:`BULK_SMALL` (its index
+        deferred) is running: upserts are copied straight into the table until one meets a key
+        the table holds (:meth:`Writer.copied_directly`)."""
 
     @property
     def lock_name(self) -> str:
@@ -74,8 +78,9 @@ class Indexing:
         ``maintenance_work_mem`` raised to the graph's estimated size, up to the
         ``maintenance_work_mem`` option, 1 GB by default; ``max_parallel_maintenance_workers``
         from the option of that name, else the server's) and the table is ``ANALYZE``-d.
-        GIN indexes stay maintained (they cost little). Concurrent loaders (sharded
-        migrations) share the deferral: the last one to finish builds the index.
+        GIN indexes stay maintained (they cost little). While the index is deferred, upserts are
+        copied straight into the table (:meth:`Writer.copied_directly`). Concurrent loaders
+        (sharded migrations) share the deferral: the last one to finish builds the index.
 
         Queries inside the block are exact scans (correct, slower). When the block raises or
         the process dies, the table stays without the index (searches stay correct, exact)
@@ -103,6 +108,7 @@ class Indexing:
             with self.store.server.errors("bulk load"):
                 conn.execute("SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (self.lock_name,))
                 deferred = self.store.deferred_index and self._defer_index(conn, layout, expected)
+            self.direct = deferred
             try:
                 yield
             except BaseException:
@@ -121,6 +127,7 @@ class Indexing:
                 self.missing = False
         finally:
             self.loading -= 1
+            self.direct = self.direct and self.loading > 0
             give_back()
 
     def _defer_index(self, conn: psycopg.Connection[Any], layout: Layout, expected: int | None) -> bool:

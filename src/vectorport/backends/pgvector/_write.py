@@ -1,5 +1,7 @@
 """Writes of a pgvector collection: upserts staged by binary ``COPY`` into a temp table and
-merged with one ``INSERT … ON CONFLICT``, deletes by key or by filter.
+merged with one ``INSERT … ON CONFLICT``, deletes by key or by filter. During a bulk load that
+deferred the index (the table held almost nothing), upserts are copied straight into the table
+until the first key it already holds (:meth:`Writer.copied_directly`).
 
 The statements are built apart from running them (``payload``, ``stage_sql``,
 ``merge_statements``, ``remove_sql``, ``delete_sql``), so the async store (:mod:`._async`) runs
@@ -78,6 +80,8 @@ class Writer:
         payload = self.payload(batch)
         with self.store.server.errors("upsert"):
             conn, staged = self.store.server.conn()
+            if self.store.indexing.direct and self.copied_directly(conn, payload):
+                return
             stage, create = self.stage_sql(staged)
             try:
                 with conn.transaction():
@@ -93,6 +97,25 @@ class Writer:
                 staged.clear()  # e.g. a temp table lost with a reset session
                 raise
             self.staged(stage, staged)
+
+    def copied_directly(self, conn: psycopg.Connection[Any], payload: bytes) -> bool:
+        """``COPY`` the batch straight into the table, as a hand-written load does: staging and
+        merging costs the server every row twice (30k x 384: 3.7 s against 1.8 s, serially).
+        Only during a bulk load into a table that held (almost) nothing (:attr:`Indexing.direct`):
+        a key the table already holds (a resumed copy's overlap, a retried batch that had been
+        written) fails the whole ``COPY`` (its savepoint rolls back), and from then on this load
+        stages and merges, so the upsert's meaning never changes. False: not written."""
+        try:
+            with (
+                conn.transaction(),
+                conn.cursor() as copying,
+                copying.copy(self.copy_sql(self.store.layout.qualified)) as pipe,
+            ):
+                pipe.write(payload)
+        except psycopg.errors.UniqueViolation:
+            self.store.indexing.direct = False
+            return False
+        return True
 
     def payload(self, batch: Batch) -> bytes:
         """The binary ``COPY`` of a batch as the table stores it (a table made elsewhere: its
