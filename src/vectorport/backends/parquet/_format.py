@@ -554,6 +554,16 @@ def read_part(directory: Path, part: PartInfo, dimension: int, *, check: bool = 
         return _read(directory, part, found.read)
 
 
+def read_columns(
+    directory: Path, part: PartInfo, dimension: int, columns: Sequence[str], *, check: bool = True
+) -> pa.Table:
+    """Only ``columns`` of a part (what a search reads: keys, vectors, metadata — never the
+    texts), after the checks of :func:`read_part`."""
+    with _open_part(directory, part, check=check) as fh:
+        found = _parquet(directory, part, fh, dimension)
+        return _read(directory, part, functools.partial(found.read, columns=list(columns)))
+
+
 def read_groups(
     directory: Path,
     part: PartInfo,

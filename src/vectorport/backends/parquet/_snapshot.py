@@ -46,6 +46,7 @@ from ._format import (
     group_starts,
     open_file,
     parse_expected_digest,
+    read_columns,
     read_groups,
     read_part,
     records_of,
@@ -82,6 +83,7 @@ class Snapshot:
         self._stamp: tuple[int, int, int] | None = None
         """The manifest file's (inode, size, mtime) when it was read: a rename over it changes them."""
         self._cached: OrderedDict[str, pa.Table] = OrderedDict()
+        self._searched: OrderedDict[str, pa.Table] = OrderedDict()
         self._groups: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
         """Row groups read last, by (part file, group): a scan reads a part group by group, and a
         verification's lanes take turns (at most :data:`GROUP_CACHE_BYTES`, at least one)."""
@@ -160,8 +162,9 @@ class Snapshot:
             self._index, self._intact = None, False
         self._manifest, self.sha256, self._stamp = manifest, sha256, stamp
         files = {p.file for p in manifest.parts} if manifest is not None else set()
-        for name in [n for n in self._cached if n not in files]:
-            del self._cached[name]
+        for cache in (self._cached, self._searched):
+            for name in [n for n in cache if n not in files]:
+                del cache[name]
         self._checked &= files
         self._keys = {n: k for n, k in self._keys.items() if n in files}
         self._starts = {n: s for n, s in self._starts.items() if n in files}
@@ -205,11 +208,26 @@ class Snapshot:
             if table is None:
                 table = self._read(part, check=part.file not in self._checked)
                 self._checked.add(part.file)
-                self._cached[part.file] = table
-                while len(self._cached) > 1 and sum(t.nbytes for t in self._cached.values()) > CACHE_BYTES:
-                    self._cached.popitem(last=False)
+                _keep(self._cached, part.file, table)
             self._cached.move_to_end(part.file)
             return table
+
+    def searched(self, part: PartInfo, *, metadata: bool) -> pa.Table:
+        """What a search reads of a part: its keys and vectors (and metadata, for a filter),
+        never its texts — a snapshot of large texts is searched in the memory of its vectors."""
+        names = ["key", "vector", "metadata"] if metadata else ["key", "vector"]
+        with self.lock:
+            whole = self._cached.get(part.file)
+            if whole is not None:
+                return whole.select(names)
+            table = self._searched.get(part.file)
+            if table is None or (metadata and "metadata" not in table.column_names):
+                check = part.file not in self._checked
+                table = read_columns(self.directory, part, self.manifest.dimension, names, check=check)
+                self._checked.add(part.file)
+                _keep(self._searched, part.file, table)
+            self._searched.move_to_end(part.file)
+            return table.select(names)
 
     def _read(self, part: PartInfo, *, check: bool) -> pa.Table:
         """Read a part; one a writer (another store, another process) removed after replacing
@@ -338,3 +356,11 @@ class Snapshot:
                 self._read(part, check=True)  # a damaged file, named
                 raise
         return list(keys)
+
+
+def _keep(cache: OrderedDict[str, pa.Table], name: str, table: pa.Table) -> None:
+    """Hold ``table`` in ``cache``, dropping the least recently used past :data:`CACHE_BYTES`
+    (one is always kept)."""
+    cache[name] = table
+    while len(cache) > 1 and sum(t.nbytes for t in cache.values()) > CACHE_BYTES:
+        cache.popitem(last=False)

@@ -196,7 +196,7 @@ class ParquetStore(BaseStore[FilterNode]):
         metric = current.spec.metric
         best: list[tuple[float, str, int, int]] = []
         for index, part in enumerate(current.parts):
-            table = self.snapshot.table(part)
+            table = self.snapshot.searched(part, metadata=where is not None)
             keys = np.array(table.column("key").to_pylist(), dtype=object)
             rows = None
             if where is not None:
