@@ -1,7 +1,8 @@
 """A snapshot of large texts is imported — copied and verified, its sampled queries asked of the
-snapshot — in memory bounded by the page size in bytes, not by how many records a page holds: 12 texts of 8 MB (a snapshot of a few KB, zstd) go into pgvector with
-the importing process's peak RSS growing by a bounded number of pages (``PAGE_BYTES``): row
-groups of at most a page are read one at a time, never a whole part."""
+snapshot — in memory bounded by the page size in bytes, not by how many records a page holds: 12
+texts of 8 MB (a snapshot of a few KB, zstd) go into pgvector with the importing process's peak
+RSS growing by a bounded number of pages (``PAGE_BYTES``): row groups of at most a page are read
+one at a time, never a whole part, and a search of the snapshot reads no text."""
 
 from __future__ import annotations
 
