@@ -168,8 +168,9 @@ def test_minilm_offline_from_the_packaged_folder(minilm: SentenceTransformerEmbe
     chunks = chunker.chunk(load_bytes(text.encode(), "p.txt"))
     assert len(chunks) > 5
     assert max(minilm.count_tokens([c.text for c in chunks])) <= 254
-    # a local folder path is accepted too
+    # a local folder path is accepted too; the packaged folder (named "model") is named as the
+    # model it holds, so a collection it embedded is found to be all-MiniLM-L6-v2's
     same = SentenceTransformerEmbedder(str(packaged_model_path()))
-    assert same.model_id == "sentence-transformers:model"
+    assert same.model_id == "sentence-transformers:all-MiniLM-L6-v2"
     with pytest.raises(vectorport.ConfigurationError, match="offline"):
         _ = SentenceTransformerEmbedder("nobody/no-such-model-xyz").dimension

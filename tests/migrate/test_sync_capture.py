@@ -232,6 +232,9 @@ def test_follow_keeps_the_target_equal(
 ) -> None:
     target = url_for(backend)
     _on(source, "setup_capture")
+    # the writes come first: --until-equal ends at the first pass that finds the two equal, which
+    # a follower on a quiet machine reached before writes made a second after its start
+    _writes(source, 150, seed=2)
     proc = subprocess.Popen(
         _follow_cmd(source, target, tmp_path / "s.sqlite", "--until-equal"),
         stdout=subprocess.PIPE,
@@ -240,8 +243,6 @@ def test_follow_keeps_the_target_equal(
         env=_env(),
     )
     try:
-        time.sleep(1.0)
-        _writes(source, 150, seed=2)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
@@ -312,6 +313,9 @@ def test_outbox_follow_by_a_role_without_replication(
         assert setup.method == "outbox" and "REPLICATION" in setup.reason
     finally:
         store.close()
+    # written before the follower starts (it ends at the first pass that finds the two equal,
+    # which on a quiet machine came before writes made a second after its start)
+    _writes(source, 120, seed=3)
     proc = subprocess.Popen(
         _follow_cmd(source, target, tmp_path / "s.sqlite", "--until-equal"),
         stdout=subprocess.PIPE,
@@ -320,8 +324,6 @@ def test_outbox_follow_by_a_role_without_replication(
         env=_env(),
     )
     try:
-        time.sleep(1.0)
-        _writes(source, 120, seed=3)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()

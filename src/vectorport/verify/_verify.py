@@ -514,6 +514,7 @@ def _by_digest(
                 exact.merge(read_back.top)  # the target's rows, as read back, are the truth
             return read_back.sums, rows, read_back.keys.differing(listed)
         if target_scan is not None and copied is not None:
+            advance(target_scan.records)  # read beside the index build: the stage's records
             return target_scan.sums, target_scan.records, []  # fed ``exact`` as it read
         # (also when the read-back failed: the target is scanned instead)
         # the target's rows are the exact truth for the queries when the digests agree; where
