@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -16,14 +17,17 @@ import numpy.typing as npt
 from .._json import json_equal
 from .._models import JSON, Record
 from .._protocol import VectorStore
+from .._report import Capped
 from ..engine._transform import Transformer
 
 __all__ = [
+    "DIFFERENCE_KINDS",
     "VECTOR_TOLERANCE",
     "PageResult",
     "compare_page",
     "key_hashes",
     "same_content",
+    "start_differences",
     "vector_difference",
 ]
 
@@ -138,3 +142,14 @@ def compare_page(
                 }
             )
     return result
+
+
+DIFFERENCE_KINDS = ("missing", "extra", "vectors", "metadata", "text")
+"""The kinds of difference a verification lists, each capped (exact totals)."""
+
+
+def start_differences(holder: Any, cap: int) -> None:
+    """Give ``holder`` (a report, or one task's result) an empty list of each kind of
+    difference, capped at ``cap``."""
+    for kind in DIFFERENCE_KINDS:
+        setattr(holder, kind, Capped(cap))

@@ -35,13 +35,13 @@ from .._exact import StreamingTopK
 from .._features import Feature
 from .._models import JSON, Record
 from .._protocol import VectorStore
-from .._report import DEFAULT_CAP, Capped
+from .._report import DEFAULT_CAP
 from ..engine._endpoints import Endpoint, open_source, probe_target
 from ..engine._progress import Progress, ProgressMode
 from ..engine._runner import LocalRunner
 from ..engine._transform import MetadataPolicy, Transformer
 from ..exceptions import ConfigurationError
-from ._judge import VECTOR_TOLERANCE
+from ._judge import VECTOR_TOLERANCE, start_differences
 from ._queries import ask_queries, pick_queries, query_check
 from ._tasks import SegmentDetail, Tasks, detail_task, digest_sides, fold_detail, segment_calls
 from ._verify import VerifyReport, collection_differences
@@ -140,8 +140,7 @@ def verify_merged(
         dst = _existing_target(target, src, dst_opts)
         try:
             report = MergedVerifyReport(src.label, dst.label, (0, 1), engine=engine, workers=workers)
-            report.missing, report.extra = Capped(cap), Capped(cap)
-            report.vectors, report.metadata, report.text = Capped(cap), Capped(cap), Capped(cap)
+            start_differences(report, cap)
             report.scan_segments, report.method = segments, "digest"
             report.collection = collection_differences(src.store, dst.store)
             if src.store.spec.dimension != dst.store.spec.dimension:  # as verify_stores says

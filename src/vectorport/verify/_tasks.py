@@ -28,7 +28,7 @@ from .._report import DEFAULT_CAP, Capped
 from ..engine._digestscan import DigestScan, digest_segment, parallel_segments
 from ..engine._runner import LocalRunner, worker_info
 from ..engine._transform import Transformer
-from ._judge import VECTOR_TOLERANCE, compare_page
+from ._judge import DIFFERENCE_KINDS, VECTOR_TOLERANCE, compare_page, start_differences
 
 __all__ = [
     "SCAN_BATCH",
@@ -252,15 +252,8 @@ def detail_task(
     (missing, vectors, metadata, text); on the target side, which of its keys the source lacks
     (extra) and keys scanned twice (duplicates)."""
     started = time.monotonic()
-    detail = SegmentDetail(
-        side,
-        segment,
-        missing=Capped(cap),
-        extra=Capped(cap),
-        vectors=Capped(cap),
-        metadata=Capped(cap),
-        text=Capped(cap),
-    )
+    detail = SegmentDetail(side, segment)
+    start_differences(detail, cap)
     with opened(source, source_options) as src, opened(target, target_options) as dst:
         if side == "source":
             _detail_source(detail, src, dst, parts, wanted, transformer, tolerance, float_ulps)
@@ -314,14 +307,8 @@ def fold_detail(report: Any, detail: SegmentDetail) -> None:
     """Add what one detail task found to ``report`` (a :class:`~._verify.VerifyReport`)."""
     report.compared += detail.compared
     report.duplicates += detail.duplicates
-    for mine, theirs in (
-        (report.missing, detail.missing),
-        (report.extra, detail.extra),
-        (report.vectors, detail.vectors),
-        (report.metadata, detail.metadata),
-        (report.text, detail.text),
-    ):
-        _merge_capped(mine, theirs)
+    for kind in DIFFERENCE_KINDS:
+        _merge_capped(getattr(report, kind), getattr(detail, kind))
 
 
 def _merge_capped(into: Capped[Any], part: Capped[Any]) -> None:

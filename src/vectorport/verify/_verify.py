@@ -45,7 +45,15 @@ from ..engine._runner import LocalRunner
 from ..engine._transform import Transformer
 from ..exceptions import ConfigurationError
 from ..migrate._readback import ReadBack, list_key_sums
-from ._judge import VECTOR_TOLERANCE, PageResult, compare_page, key_hashes, same_content, vector_difference
+from ._judge import (
+    VECTOR_TOLERANCE,
+    PageResult,
+    compare_page,
+    key_hashes,
+    same_content,
+    start_differences,
+    vector_difference,
+)
 from ._queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
 from ._tasks import SegmentDetail, detail_task, digests_here, fold_detail
 
@@ -438,15 +446,8 @@ def _new_report(
     labels: tuple[str, str], shard: tuple[int, int], cap: int, compare_vectors: bool
 ) -> VerifyReport:
     """An empty report, saying which checks this verification leaves out."""
-    report = VerifyReport(
-        *labels,
-        shard,
-        missing=Capped(cap),
-        extra=Capped(cap),
-        vectors=Capped(cap),
-        metadata=Capped(cap),
-        text=Capped(cap),
-    )
+    report = VerifyReport(*labels, shard)
+    start_differences(report, cap)
     if shard[1] > 1:
         report.skipped.append(
             "counts, extra keys and queries: a shard is verified for its own source records only"
