@@ -16,7 +16,12 @@ from .exceptions import ConfigurationError
 if TYPE_CHECKING:
     from ._base import BaseStore
 
-__all__ = ["PageReader", "page_of", "pages", "scan_args"]
+__all__ = ["PAGE_BYTES", "PageReader", "page_of", "pages", "scan_args"]
+
+PAGE_BYTES = 16 * 1024 * 1024
+"""The most texts and metadata one scan page holds, whatever its row count (at least one
+record): a page of 1,000 records of 25 MB texts would hold 25 GB. Backends that read large
+values page by page (parquet's parts, pgvector's scans) cut their pages here."""
 
 PageReader = Callable[[Position | None], tuple[Sequence[Record], Position | None]]
 """Reads the page after a position (``None``: the first): its records, and the position to

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+import vectorport
 from vectorport import alias
 from vectorport.langchain import LangChainStore
 
@@ -137,3 +138,12 @@ def check_bound(calls: list[dict[str, Any]], changes: list[tuple[float, float, s
         window = [c for c in calls if returned + BOUND_SLACK < c["start"] < until]
         late = [c for c in window if c["served_by"] != serving]
         assert window and not late, (serving, late[:5])
+
+
+def count(url: str) -> int:
+    """The records a member holds (0 when its collection does not exist yet)."""
+    try:
+        with vectorport.connect(url) as store:
+            return store.count()
+    except vectorport.NotFoundError:
+        return 0

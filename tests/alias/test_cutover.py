@@ -27,7 +27,7 @@ import vectorport
 from vectorport import alias
 from vectorport._exit import Status
 
-from ._operator import Apps, check_bound, check_calls, check_store, entries, seed, shadowed, wait_for
+from ._operator import Apps, check_bound, check_calls, check_store, count, entries, seed, shadowed, wait_for
 
 pytestmark = [
     pytest.mark.alias,
@@ -92,7 +92,7 @@ def _capture_into(
 ) -> None:
     """The second move: the bucket fed by the follower while it shadows, then switched."""
     pg, bucket = urls
-    wait_for(lambda: _count(bucket) >= SEEDED, 60)  # the follower's first pass
+    wait_for(lambda: count(bucket) >= SEEDED, 60)  # the follower's first pass
     assert alias.shadow("app", bucket, registry=reg, feed="capture").backfill is None
     wait_for(shadowed("app", reg, bucket, 20), 60)
     (lease,) = alias.status("app", registry=reg).followers.values()
@@ -125,11 +125,3 @@ def _serve(logs: list[Path], seconds: float) -> None:
     before = len(entries(logs))
     wait_for(lambda: len(entries(logs)) >= before + 10, 30)
     time.sleep(seconds)
-
-
-def _count(url: str) -> int:
-    try:
-        with vectorport.connect(url) as store:
-            return store.count()
-    except vectorport.NotFoundError:
-        return 0

@@ -29,7 +29,7 @@ from vectorport.exceptions import ConfigurationError
 from vectorport.sync._lease import Follower, follower
 
 from ._data import filled, records
-from ._operator import wait_for
+from ._operator import count, wait_for
 
 pytestmark = [pytest.mark.alias, pytest.mark.pgvector]
 
@@ -46,14 +46,6 @@ def _follow(source: str, target: str) -> subprocess.Popen[str]:
     )
 
 
-def _count(url: str) -> int:
-    try:
-        with vectorport.connect(url) as store:
-            return store.count()
-    except vectorport.NotFoundError:
-        return 0
-
-
 def test_switch_takes_a_capture_fed_candidate_over_from_its_running_follower(
     url_for: Callable[..., str], tmp_path: Path
 ) -> None:
@@ -64,11 +56,11 @@ def test_switch_takes_a_capture_fed_candidate_over_from_its_running_follower(
     alias.create("f", serving, registry=reg)
     proc = _follow(serving, candidate)
     try:
-        wait_for(lambda: _count(candidate) >= 40, 60)  # the follower's first pass
+        wait_for(lambda: count(candidate) >= 40, 60)  # the follower's first pass
         assert alias.shadow("f", candidate, registry=reg, feed="capture").backfill is None
         with vectorport.connect(f"alias://f?registry={reg}") as app:
             app.upsert(records(10, prefix="late"))  # the serving store only: the follower copies them
-            wait_for(lambda: _count(candidate) >= 50, 30)
+            wait_for(lambda: count(candidate) >= 50, 30)
             shown = alias.status("f", registry=reg)
             (lease,) = shown.followers.values()
             assert lease.running and lease.pid == proc.pid
@@ -80,7 +72,7 @@ def test_switch_takes_a_capture_fed_candidate_over_from_its_running_follower(
             _, err = proc.communicate(timeout=30)  # it stopped by itself
             assert proc.returncode == 0, err
             app.upsert(records(5, prefix="after"))  # dual-written: both stores have them
-        assert _count(candidate) == _count(serving) == 55
+        assert count(candidate) == count(serving) == 55
         stopped = follower(sync_state(done.state.member(serving), done.state.member(candidate)))
         assert stopped is not None and not stopped.running and "handed over" in str(stopped.why)
         with pytest.raises(ConfigurationError, match="took the target over"):

@@ -15,7 +15,7 @@ import pytest
 
 import vectorport
 from vectorport import Record
-from vectorport.backends.parquet._format import PAGE_BYTES
+from vectorport._paging import PAGE_BYTES
 from vectorport.snapshot import export
 
 pytestmark = [pytest.mark.parquet, pytest.mark.pgvector, pytest.mark.slow]

@@ -1,4 +1,4 @@
-"""A scan page of large texts is cut at SCAN_PAGE_BYTES of text (at least one row), whatever
+"""A scan page of large texts is cut at PAGE_BYTES of text (at least one row), whatever
 its row count: importing or verifying a store of 8 MB texts no longer holds a thousand of them
 at once. Every record is still read once, in key order, and a cursor resumes after a cut page,
 from the synchronous and the asynchronous client."""
@@ -13,11 +13,11 @@ import pytest
 
 import vectorport
 from vectorport import Record
-from vectorport.backends.pgvector._read import SCAN_PAGE_BYTES
+from vectorport._paging import PAGE_BYTES
 
 pytestmark = pytest.mark.pgvector
 
-BIG = 6 * 1024 * 1024  # three of them pass SCAN_PAGE_BYTES (16 MB)
+BIG = 6 * 1024 * 1024  # three of them pass PAGE_BYTES (16 MB)
 
 
 def _records() -> list[Record]:
@@ -30,7 +30,7 @@ def _records() -> list[Record]:
 def _check(pages: list[list[Record]], wanted: list[Record]) -> None:
     for page in pages:
         texts = sum(len(r.text or "") for r in page)
-        assert len(page) == 1 or texts - len(page[-1].text or "") < SCAN_PAGE_BYTES
+        assert len(page) == 1 or texts - len(page[-1].text or "") < PAGE_BYTES
     got = [r for page in pages for r in page]
     assert [r.key for r in got] == sorted(r.key for r in wanted)
     assert {r.key: r.text for r in got} == {r.key: r.text for r in wanted}

@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 from ..._arrow import metadata_json, records_of, records_to_table, schema
 from ..._digest import BinSums, bin_of, record_digest
 from ..._models import CollectionSpec, Metric, Record
+from ..._paging import PAGE_BYTES  # a scan page, and a slice of the integrity check
 from ...exceptions import ConfigurationError, NotFoundError
 
 __all__ = [
@@ -84,9 +85,6 @@ DEFAULT_PART_BYTES = 128 * 1024 * 1024
 """A part is closed when its records reach about this many bytes in memory (and on disk,
 before compression): the unit a reader holds at once and a parallel reader gets as a task."""
 ROW_GROUP = 10_000
-PAGE_BYTES = 16 * 1024 * 1024
-"""Bytes of texts and metadata in one page a part is read in (a scan page, a slice of the
-integrity check), at least one record: a page of 1,000 records of 25 MB texts would hold 25 GB."""
 KEY_BINS = 4096
 """Key bins a part's ``bins`` fold: a power of two, so a sync state's bins (a power of two too,
 :func:`~vectorport._digest.bin_count`) fold from them exactly up to 4,096 (about a million

@@ -32,10 +32,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..._models import Include, Record
+from ..._paging import PAGE_BYTES
 from ...exceptions import ConfigurationError, NotFoundError, TransientError
 from ._format import (
     MANIFEST,
-    PAGE_BYTES,
     SHA256_PREFIX,
     Manifest,
     PartInfo,

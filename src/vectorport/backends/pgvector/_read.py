@@ -16,6 +16,7 @@ from psycopg import sql
 
 from ..._cursor import Position, position_field
 from ..._models import Include, Record, Vector
+from ..._paging import PAGE_BYTES
 from ...conventions.llamaindex import from_node_metadata
 from ...exceptions import ConfigurationError
 from ...filters import FilterNode
@@ -26,10 +27,7 @@ from .filters import TRUE, PgFilterCompiler, Predicate
 if TYPE_CHECKING:
     from .store import PgVectorStore
 
-__all__ = ["SCAN_PAGE_BYTES", "Reader"]
-
-SCAN_PAGE_BYTES = 16 * 1024 * 1024
-"""The most text one scan page holds (at least one row): pages of large texts are cut there."""
+__all__ = ["Reader"]
 
 
 class Reader:
@@ -228,11 +226,11 @@ class Reader:
         )
         if sized:
             query = self._within_bytes(query, include)
-            params["page_bytes"] = SCAN_PAGE_BYTES
+            params["page_bytes"] = PAGE_BYTES
         return query, params
 
     def _within_bytes(self, page: sql.Composed, include: frozenset[Include]) -> sql.Composed:
-        """``page`` cut where its texts pass :data:`SCAN_PAGE_BYTES` (at least one row): a page
+        """``page`` cut where its texts pass :data:`PAGE_BYTES` (at least one row): a page
         of large texts never holds more than about that much, whatever its row count. The sizes
         come from ``octet_length`` (a stored text's size, read without decompressing it); the
         rows past the cut are not sent. Each row also says how many rows ``page`` held
