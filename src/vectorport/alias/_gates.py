@@ -5,8 +5,9 @@ Gates: enough shadowed queries, overlap@k with the served answers, the candidate
 against the serving store's on the same queries, no repair pending, the backfill done, and a
 digest verification of the pair (:func:`vectorport.migrate.verify`) finding the data equal. The
 app keeps writing while the verification reads both stores, so a key it reports different is
-read again from both once: a write in flight (the serving store written, the candidate not yet)
-is not a difference; a key still different is.
+read again from both (:data:`RECHECKS`): a write in flight (the serving store written, the
+candidate not yet) is not a difference, nor is a key queued for repair (the repairs gate holds
+the switch for it); a key still different is.
 
 When the candidate's embedding model is another one, the overlap with the served answers is
 information, not a gate (two models rank differently: that is the point of the change), and
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +121,12 @@ def _shadow_gates(registry: Registry, state: AliasState, member: Member, gates: 
     return out
 
 
-def _verify_gate(serving: VectorStore, candidate: VectorStore) -> Gate:
+Queued = Callable[[], set[str]]
+"""The keys queued for repair on the candidate, read when asked: a difference at such a key is
+the repairs gate's (a write the candidate has yet to receive), not the verification's."""
+
+
+def _verify_gate(serving: VectorStore, candidate: VectorStore, queued: Queued) -> Gate:
     report = migrate.verify(serving, candidate, sample_queries=0, cap=1000)
     suspects = {str(k) for k in [*report.missing, *report.extra]} | {
         str(d.get("key")) for kind in (report.vectors, report.metadata, report.text) for d in kind
@@ -141,7 +148,7 @@ def _verify_gate(serving: VectorStore, candidate: VectorStore) -> Gate:
             f"changed{'; ' + '; '.join(report.collection) if report.collection else ''}",
         )
     keys = sorted(suspects)
-    still, missing = _still_different(serving, candidate, keys)
+    still, missing = _still_different(serving, candidate, keys, queued)
     detail = (
         f"digest verification: {report.compared} records compared, equal"
         + (f" ({len(keys)} keys written meanwhile read again: equal)" if keys else "")
@@ -158,12 +165,19 @@ flight between the serving store and the candidate settles within one)."""
 
 
 def _still_different(
-    serving: VectorStore, candidate: VectorStore, keys: list[str], vectors: bool = True
+    serving: VectorStore,
+    candidate: VectorStore,
+    keys: list[str],
+    queued: Queued,
+    vectors: bool = True,
 ) -> tuple[list[str], int]:
     """The keys that differ in each of :data:`RECHECKS` reads of both stores, 0.2 s apart, and
-    how many of them the candidate lacks (``vectors`` false: by text and metadata)."""
+    not queued for repair after the last read, and how many of them the candidate lacks
+    (``vectors`` false: by text and metadata)."""
     include = ["vector", "metadata", "text"]
-    still, missing = keys, 0
+    still: list[str] = keys
+    truth: dict[str, Any] = {}
+    held: dict[str, Any] = {}
     for attempt in range(RECHECKS):
         if not still:
             break
@@ -176,7 +190,10 @@ def _still_different(
             for k in still
             if (k in truth) != (k in held) or (k in truth and not agree(truth[k], held[k], vectors))
         ]
-        missing = sum(1 for k in still if k in truth and k not in held)
+    if still:
+        waiting = queued()
+        still = [k for k in still if k not in waiting]
+    missing = sum(1 for k in still if k in truth and k not in held)
     return still, missing
 
 
@@ -189,7 +206,13 @@ def check_gates(
 ) -> list[Gate]:
     """Every gate of switching ``state`` to ``member`` (``stores``: serving, member)."""
     out = _shadow_gates(registry, state, member, gates)
-    pending = sum(1 for r in registry.repairs(state.name, 100_000) if r.member == member.url)
+
+    def queued() -> set[str]:
+        return {r.key for r in registry.repairs(state.name, 100_000) if r.member == member.url}
+
+    check = _text_gate if other_model(member, state.serving) else _verify_gate
+    verify = check(*stores, queued) if gates.verify else None
+    pending = len(queued())
     out.append(Gate("repairs", pending == 0, pending, 0, f"{pending} repairs pending for the candidate"))
     out.append(
         Gate(
@@ -202,8 +225,8 @@ def check_gates(
     )
     if gates.min_ndcg_ratio is not None:
         out.append(_quality_gate(registry, state, member, stores, gates))
-    if gates.verify:
-        out.append(_text_gate(*stores) if other_model(member, state.serving) else _verify_gate(*stores))
+    if verify is not None:
+        out.append(verify)
     return out
 
 
@@ -235,11 +258,11 @@ def _keys(store: VectorStore) -> set[str]:
     return {r.key for page in store.scan(include=[]) for r in page.records}
 
 
-def _text_gate(serving: VectorStore, candidate: VectorStore) -> Gate:
+def _text_gate(serving: VectorStore, candidate: VectorStore, queued: Queued) -> Gate:
     """The data check of a candidate of another model: every key of either store, by text and
     metadata, read again while it differs (:func:`_still_different`)."""
     keys = sorted(_keys(serving) | _keys(candidate))
-    still, missing = _still_different(serving, candidate, keys, vectors=False)
+    still, missing = _still_different(serving, candidate, keys, queued, vectors=False)
     detail = (
         f"{len(keys)} records compared by text and metadata (another model's vectors), equal"
         if not still
