@@ -77,19 +77,27 @@ class Acknowledged(Generic[U, B]):
 
     def submit(self, unit: U, batches: Iterable[B]) -> bool:
         """Queue ``unit``'s batches, waiting for room in the window; False (and nothing more
-        queued) once a batch has failed."""
+        queued) once a batch has failed.
+
+        ``batches`` may be lazy: each batch goes to the writers as soon as it is made, so a
+        unit's first batches are written while its last ones are still being prepared (a
+        page's checks). The unit is acknowledged only once ``batches`` is exhausted and every
+        batch made was written; when making one raises, the unit is never acknowledged (nor
+        any after it) and the error propagates."""
         self._wait_for_units()
-        listed = list(batches)
-        pending = _Pending(unit, len(listed))
+        pending = _Pending(unit, 1)  # held until every batch was made
         with self._lock:
             self.units.append(pending)
-        for batch in listed:
+        for batch in batches:
             if not self._wait_for_room():
                 return False
+            with self._lock:
+                pending.left += 1
             fut = self.pool.submit(self._one, batch)
             fut.add_done_callback(functools.partial(self._finished, pending))
-        if not listed:
-            self._settle()
+        with self._lock:
+            pending.left -= 1
+        self._settle()
         return self.error is None
 
     def acknowledged(self) -> Iterator[U]:

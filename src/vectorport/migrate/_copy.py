@@ -7,6 +7,7 @@ killed — continues from the shard's last acknowledged batch."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +74,7 @@ def _copy_here(ctx: RunContext) -> CopyStats:
                 checker=ctx.checker,
                 digests=ctx.digests,
                 on_written=ctx.read_back.written if ctx.read_back is not None else None,
-                on_copied=ctx.target_scan.start if ctx.target_scan is not None else None,
+                on_copied=_when_copied(ctx),
             )
         )
     except BaseException:
@@ -86,6 +87,22 @@ def _copy_here(ctx: RunContext) -> CopyStats:
         # the last batches are read back while verification lists the target's keys
         ctx.read_back.finish()
     return stats
+
+
+def _when_copied(ctx: RunContext) -> Callable[[], None] | None:
+    """What starts once the copy's last write is acknowledged, while the target finishes its
+    deferred work (an index build): the verification's read of the target, and the source's
+    answers to the sampled queries (they do not wait for the target's index)."""
+    scan, queries, source = ctx.target_scan, ctx.queries, ctx.src.store
+    if scan is None:
+        return None
+
+    def started() -> None:
+        scan.start()
+        if queries is not None:
+            queries.ask_source(source)
+
+    return started
 
 
 def _read_back_applies(ctx: RunContext) -> bool:

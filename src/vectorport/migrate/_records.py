@@ -20,10 +20,11 @@ that defers index maintenance builds its index once at the end; that build is ti
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .._activity import listening
@@ -39,7 +40,7 @@ from ..engine._checkpoint import Checkpoint
 from ..engine._digestscan import page_digests
 from ..engine._pipeline import Acknowledged, prefetched
 from ..engine._progress import IndexBar, Progress, ProgressMode
-from ..engine._transform import Transformer
+from ..engine._transform import Transformed, Transformer
 from ..exceptions import Advice, Advised, TransientError, ValidationError
 from ._plan import PlanChecker
 from ._reembed import reembedded
@@ -208,36 +209,48 @@ class _Copy:
 
     def page(self, page: ScanPage) -> None:
         """Check or transform one page and submit its batches (after a refusal: only check)."""
-        stats = self.stats
-        if self.checker is not None:
-            outs = self.checker.observe(page)
-            stats.refused = stats.refused or self.checker.plan.refused
-        else:
-            outs = [self.transformer.apply(rec.metadata, rec.text) for rec in page]
-        if stats.refused:
-            return  # nothing more is written; the rest is only checked
-        records = [Record(r.key, r.vector, o.metadata, o.text) for r, o in zip(page, outs, strict=True)]
-        holdable = [not o.unresolved for o in outs]
-        slot = _Slot(page.cursor, len(records))
-        if self.digests is not None:
-            slot.digests = page_digests(records, None, self.digests.parts)
-        if self.recheck > 0:
-            records, holdable = self._not_yet_written(records, holdable)
-        batches: list[_Batch] = []
-        for start in range(0, len(records), self.batch_size):
-            end = start + self.batch_size
-            chunk = records[start:end]
+        if self.stats.refused:
+            self._check(page.records)
+            return
+        recheck = self.recheck > 0
+        self.recheck -= int(recheck)
+        slot = _Slot(page.cursor, 0)
+        # a refusal leaves the page unacknowledged; the rest of the source is only checked
+        with contextlib.suppress(_Refused):
+            self.writes.submit(slot, self._batches(page.records, slot, recheck))
+
+    def _check(self, records: Sequence[Record]) -> list[Transformed]:
+        if self.checker is None:
+            return [self.transformer.apply(rec.metadata, rec.text) for rec in records]
+        outs = self.checker.observe(records)
+        self.stats.refused = self.stats.refused or self.checker.plan.refused
+        return outs
+
+    def _batches(self, page: Sequence[Record], slot: _Slot, recheck: bool) -> Iterator[_Batch]:
+        """The write batches of one page, each checked just before it is handed to the writers
+        (the first are written while the rest are checked). At a refusal the rest of the page
+        is checked and :class:`_Refused` raised: the page is never acknowledged."""
+        for start in range(0, len(page), self.batch_size):
+            chunk = page[start : start + self.batch_size]
+            outs = self._check(chunk)
+            if self.stats.refused:
+                self._check(page[start + self.batch_size :])
+                raise _Refused
+            records = [Record(r.key, r.vector, o.metadata, o.text) for r, o in zip(chunk, outs, strict=True)]
+            holdable = [not o.unresolved for o in outs]
+            if self.digests is not None:
+                slot.digests.extend(page_digests(records, None, self.digests.parts))
+            if recheck:
+                records, holdable = self._not_yet_written(records, holdable)
+            slot.size += len(records)
             # metadata the checks just found holdable is not checked again by the target's upsert
-            checked = [r.metadata for r, ok in zip(chunk, holdable[start:end], strict=True) if ok]
-            batches.append((chunk, checked))
-        self.writes.submit(slot, batches)
+            yield records, [r.metadata for r, ok in zip(records, holdable, strict=True) if ok]
 
     def _not_yet_written(
         self, records: list[Record], holdable: list[bool]
     ) -> tuple[list[Record], list[bool]]:
         """A page just after a resumed re-embedding's cursor, without the records the killed run
         already wrote (they are in the target, embedded by the same model: not embedded again)."""
-        self.recheck -= 1
         held = {r.key for r in self.target.get([r.key for r in records], include=[])}
         if not held:
             return records, holdable

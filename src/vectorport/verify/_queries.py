@@ -4,7 +4,7 @@ against the exact top-k of the data (:class:`StreamingTopK`, fed by the verifica
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ __all__ = [
     "RELATIVE_SLACK",
     "QueryCheck",
     "SampledQueries",
+    "ask",
     "ask_queries",
     "pick_queries",
     "query_check",
@@ -154,11 +155,19 @@ def pick_queries(source: VectorStore, shard: tuple[int, int], n: int) -> list[Re
 @dataclass
 class SampledQueries:
     """The queries a verification runs, and their exact top-k, fed by whichever pass reads the
-    data (a digest scan, or the copy's read-back)."""
+    data (a digest scan, or the copy's read-back). ``source_answers``: the source's answers,
+    when they were asked before the verification (:meth:`ask_source`)."""
 
     records: list[Record]
     exact: StreamingTopK
     k: int
+    source_answers: list[Future[list[str]]] | None = None
+
+    def ask_source(self, source: VectorStore) -> None:
+        """Send the queries to ``source`` now: its answers do not wait for the target (a
+        migration asks them once its copy ended, while the target builds its index)."""
+        if self.source_answers is None and self.records:
+            self.source_answers = ask(source, self.records, self.k)
 
 
 def sampled_queries(
@@ -181,22 +190,34 @@ Answers = list[tuple[list[str], list[str]]]
 """Each query's top-k keys from the source and from the target."""
 
 
-def ask_queries(
-    source: VectorStore, target: VectorStore, queries: list[Record], k: int
-) -> Callable[[], Answers]:
-    """Send ``queries`` to both stores now, a few at a time (they are usually other processes,
-    and their answers do not depend on the pass that computes the exact top-k, which can run
-    meanwhile); the returned function waits for the answers."""
+def ask(store: VectorStore, queries: list[Record], k: int) -> list[Future[list[str]]]:
+    """Send ``queries`` to ``store`` now, a few at a time (stores are usually other processes);
+    each future holds one query's top-k keys."""
 
-    def top(store: VectorStore, vector: Any) -> list[str]:
+    def top(vector: Any) -> list[str]:
         return store.query(vector, k=k, include=[]).keys
 
     pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vectorport-queries")
-    futures = [(pool.submit(top, source, r.vector), pool.submit(top, target, r.vector)) for r in queries]
+    futures = [pool.submit(top, r.vector) for r in queries]
     pool.shutdown(wait=False)  # the submitted queries still run
+    return futures
+
+
+def ask_queries(
+    source: VectorStore,
+    target: VectorStore,
+    queries: list[Record],
+    k: int,
+    source_answers: list[Future[list[str]]] | None = None,
+) -> Callable[[], Answers]:
+    """Send ``queries`` to both stores now (the source's unless ``source_answers`` holds them
+    already): their answers do not depend on the pass that computes the exact top-k, which
+    can run meanwhile; the returned function waits for the answers."""
+    from_source = source_answers if source_answers is not None else ask(source, queries, k)
+    from_target = ask(target, queries, k)
 
     def answers() -> Answers:
-        return [(a.result(), b.result()) for a, b in futures]
+        return [(a.result(), b.result()) for a, b in zip(from_source, from_target, strict=True)]
 
     return answers
 

@@ -374,7 +374,9 @@ def verify_stores(
     # rounds them (Chroma) were written as read, so only the target's rule decides
     target_ulps = target.capabilities.metadata.float_ulps
     chosen = _method(method, sharded, compare_vectors, target_ulps, tolerance, copied)
-    _count(report, source, target, sharded, read_back is None or chosen == "keyed")
+    # the target's rows are counted by a whole read of it (a read-back lists its keys, the run's
+    # target scan reads every row) unless the method reads it by key
+    _count(report, source, target, sharded, (read_back is None and target_scan is None) or chosen == "keyed")
     # a float read back from either store may differ by the ulps its backend declares (Chroma
     # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
     float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
@@ -438,7 +440,11 @@ def _queries(
     if queries is None:
         asked = 0 if shard[1] > 1 or not compare_vectors or other_dimension else sample_queries
         queries = sampled_queries(source, target, shard, asked, k)
-    answers = ask_queries(source, target, queries.records, queries.k) if queries.records else None
+    answers = (
+        ask_queries(source, target, queries.records, queries.k, queries.source_answers)
+        if queries.records
+        else None
+    )
     return queries, answers
 
 
