@@ -20,7 +20,7 @@ from ..engine._runner import Runner, worker_info
 from ..engine._transform import Transformer
 from ..engine._whole import note_pid
 from ..exceptions import ConfigurationError
-from ..verify._queries import sampled_queries
+from ..verify._queries import SampledQueries, sampled_queries
 from ..verify._tasks import TargetScan
 from ._options import MigrateOptions
 from ._readback import ReadBack
@@ -52,9 +52,8 @@ def _copy_here(ctx: RunContext) -> CopyStats:
         ctx.read_back = ReadBack(ctx.dst.store, parts, exact=ctx.queries.exact if ctx.queries else None)
     elif o.verify and ctx.digests is not None and ctx.segment[1] == 1:
         # the copy's digests are the source's side: the target's is read beside its deferred work
-        ctx.queries = sampled_queries(ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
         ctx.target_scan = TargetScan(
-            ctx.dst.store, ctx.digests.parts, exact=ctx.queries.exact, concurrency=o.concurrency
+            ctx.dst.store, ctx.digests.parts, pick=_picker(ctx), concurrency=o.concurrency
         )
     try:
         stats = copy_records(
@@ -74,7 +73,7 @@ def _copy_here(ctx: RunContext) -> CopyStats:
                 checker=ctx.checker,
                 digests=ctx.digests,
                 on_written=ctx.read_back.written if ctx.read_back is not None else None,
-                on_copied=_when_copied(ctx),
+                on_copied=ctx.target_scan.start if ctx.target_scan is not None else None,
             )
         )
     except BaseException:
@@ -89,20 +88,18 @@ def _copy_here(ctx: RunContext) -> CopyStats:
     return stats
 
 
-def _when_copied(ctx: RunContext) -> Callable[[], None] | None:
-    """What starts once the copy's last write is acknowledged, while the target finishes its
-    deferred work (an index build): the verification's read of the target, and the source's
-    answers to the sampled queries (they do not wait for the target's index)."""
-    scan, queries, source = ctx.target_scan, ctx.queries, ctx.src.store
-    if scan is None:
-        return None
+def _picker(ctx: RunContext) -> Callable[[], SampledQueries]:
+    """The sampled queries, picked once the copy ended, while the target finishes its deferred
+    work (an index build), and sent to the source there: its answers do not wait for the
+    target's index."""
 
-    def started() -> None:
-        scan.start()
-        if queries is not None:
-            queries.ask_source(source)
+    def pick() -> SampledQueries:
+        o, src = ctx.options, ctx.src.store
+        queries = sampled_queries(src, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
+        queries.ask_source(src)
+        return queries
 
-    return started
+    return pick
 
 
 def _read_back_applies(ctx: RunContext) -> bool:

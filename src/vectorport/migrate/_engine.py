@@ -309,6 +309,8 @@ def verify_run(ctx: RunContext, runner: Runner) -> VerifyReport:
     """The verification of the run's pair, under its placement, from what the copy knows (its
     digests, its read-back); re-embedded vectors are compared record by record, here."""
     plan = ctx.report.plan
+    scan = ctx.target_scan.result() if ctx.target_scan is not None else None
+    queries = ctx.target_scan.queries if ctx.target_scan is not None else ctx.queries
     return verify_placed(
         runner,
         ctx.placement,
@@ -320,8 +322,8 @@ def verify_run(ctx: RunContext, runner: Runner) -> VerifyReport:
         total_hint=plan.records if plan else None,
         copied=ctx.digests,
         read_back=ctx.read_back,
-        target_scan=ctx.target_scan.result() if ctx.target_scan is not None else None,
-        queries=ctx.queries,
+        target_scan=scan,
+        queries=queries,
     )
 
 

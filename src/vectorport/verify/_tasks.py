@@ -29,6 +29,7 @@ from ..engine._digestscan import DigestScan, digest_segment, parallel_segments
 from ..engine._runner import LocalRunner, worker_info
 from ..engine._transform import Transformer
 from ._judge import DIFFERENCE_KINDS, VECTOR_TOLERANCE, compare_page, start_differences
+from ._queries import SampledQueries
 
 __all__ = [
     "SCAN_BATCH",
@@ -320,20 +321,29 @@ def _merge_capped(into: Capped[Any], part: Capped[Any]) -> None:
 
 class TargetScan:
     """The verification's one read of the whole target (:func:`digests_here`: per-bin content
-    digests, the rows fed to ``exact``'s top-k), started by :meth:`start` once the copy's last
-    write is acknowledged, in a thread, while the target finishes its deferred work.
+    digests, the rows fed to the sampled queries' exact top-k), started by :meth:`start` once
+    the copy's last write is acknowledged, in a thread, while the target finishes its deferred
+    work. ``pick`` picks the sampled queries there first (a read of the source's first page,
+    which then costs the run no time of its own).
 
     At 30k x 384 into embedded pgvector that read took 2-4 s after the index build; it now
-    runs beside it. :meth:`result` waits for it (and raises its error); :meth:`close`, on a
-    failed run, waits for a started read to end, so the stores are never closed under it.
+    runs beside it. :meth:`result` waits for it (and raises its error); :attr:`queries` are
+    the queries it picked. :meth:`close`, on a failed run, waits for a started read to end, so
+    the stores are never closed under it.
     """
 
     def __init__(
-        self, target: VectorStore, parts: int, *, exact: StreamingTopK | None = None, concurrency: int = 4
+        self,
+        target: VectorStore,
+        parts: int,
+        *,
+        pick: Callable[[], SampledQueries] | None = None,
+        concurrency: int = 4,
     ) -> None:
         self.target = target
         self.parts = parts
-        self.exact = exact
+        self.pick = pick
+        self.queries: SampledQueries | None = None
         self.concurrency = concurrency
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-target")
         self._read: Future[DigestScan] | None = None
@@ -344,7 +354,10 @@ class TargetScan:
             self._read = self._pool.submit(self._digests)
 
     def _digests(self) -> DigestScan:
-        sums, rows = digests_here(self.target, "target", self.parts, None, self.exact, None, self.concurrency)
+        if self.pick is not None:
+            self.queries = self.pick()
+        exact = self.queries.exact if self.queries is not None else None
+        sums, rows = digests_here(self.target, "target", self.parts, None, exact, None, self.concurrency)
         return DigestScan(sums, rows)
 
     def result(self) -> DigestScan | None:
