@@ -8,6 +8,10 @@ another process needs —, or as a store this process holds (:data:`Side`), used
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -319,12 +323,30 @@ def _merge_capped(into: Capped[Any], part: Capped[Any]) -> None:
     into.total += part.total
 
 
+BACKGROUND_NICE = 10
+"""How much lower than the process the target read's thread runs (Linux: a thread's nice value
+is its own): the index build it overlaps takes the CPU first, the read takes what the build
+leaves idle. At 10k x 384 on 2 cores the run's index phase went from 1.2-1.38 s to 1.17-1.28 s
+(six runs each way); at 30k the read still ended before the build did."""
+
+
+def _background_priority() -> None:
+    """Lower this thread's scheduling priority by :data:`BACKGROUND_NICE` where the system
+    schedules threads by their own nice value (Linux); elsewhere nothing changes."""
+    if sys.platform != "linux":
+        return
+    with contextlib.suppress(OSError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE)
+
+
 class TargetScan:
     """The verification's one read of the whole target (:func:`digests_here`: per-bin content
     digests, the rows fed to the sampled queries' exact top-k), started by :meth:`start` once
     the copy's last write is acknowledged, in a thread, while the target finishes its deferred
-    work. ``pick`` picks the sampled queries there first (a read of the source's first page,
-    which then costs the run no time of its own).
+    work, at a lower priority than the build (:data:`BACKGROUND_NICE`). ``pick`` picks the
+    sampled queries there first (a read of the source's first page, which then costs the run
+    no time of its own).
 
     At 30k x 384 into embedded pgvector that read took 2-4 s after the index build; it now
     runs beside it. :meth:`result` waits for it (and raises its error); :attr:`queries` are
@@ -354,6 +376,7 @@ class TargetScan:
             self._read = self._pool.submit(self._digests)
 
     def _digests(self) -> DigestScan:
+        _background_priority()
         if self.pick is not None:
             self.queries = self.pick()
         exact = self.queries.exact if self.queries is not None else None
