@@ -265,3 +265,59 @@ def test_searches_gathered_beside_others_run_each_with_its_own_settings(pg_url: 
     found, settled = asyncio.run(main())
     assert found == expected and settled
     assert [len(keys) for keys in found[:4]] == [5, 5, 1, 5]
+
+
+def test_a_search_failing_inside_a_pipelined_batch_fails_alone(pg_url: Callable[..., str]) -> None:
+    """One search of a pipelined batch fails on the server (a NUL in its filter: PostgreSQL's
+    jsonb refuses it, 22P05). The pipeline is one transaction, so it aborted the others: each
+    runs again alone, the failing one gets its own mapped error, every other its own rows, and
+    the connection serves the next batch with the right ``hnsw.*`` settings."""
+    from vectorport.exceptions import ValidationError
+
+    url = pg_url(pool_size=1)  # one connection: every concurrent search goes to one pipeline
+    records = _records(200)
+    probes = [r.vector for r in records[:16]]
+    kinds: list[dict[str, Any]] = [
+        {},
+        {"filter": {"even": True}},
+        {"params": {"ef_search": 1, "iterative_scan": "off"}},
+    ]
+    calls = [(q, kinds[i % 3]) for i, q in enumerate(probes)]
+    bad = 5
+    calls[bad] = (probes[bad], {"filter": {"even": "a\x00b"}})
+    batches: list[int] = []
+
+    async def main() -> tuple[list[Any], list[list[str]]]:
+        async with await vectorport.aconnect(url, dimension=8) as store:
+            await store.aupsert(records)
+            pipelined = store._searches
+            many = pipelined._many
+
+            async def counted(batch: Any) -> Any:  # delegates: records the batch sizes only
+                batches.append(len(batch))
+                return await many(batch)
+
+            pipelined._many = counted
+            first = await asyncio.gather(
+                *[store.aquery(q, k=5, **kw) for q, kw in calls], return_exceptions=True
+            )
+            again = await asyncio.gather(
+                *[store.aquery(q, k=5, **kinds[i % 3]) for i, q in enumerate(probes)]
+            )
+            await store.adrop()
+            return first, [r.keys for r in again]
+
+    with vectorport.connect(url, dimension=8) as sync:
+        sync.upsert(records)
+        expected = [sync.query(q, k=5, **kw).keys if i != bad else None for i, (q, kw) in enumerate(calls)]
+        expected_again = [sync.query(q, k=5, **kinds[i % 3]).keys for i, q in enumerate(probes)]
+    first, again = asyncio.run(main())
+    # the first batch took the first eight queued searches, the failing one among them
+    assert batches[0] > bad, batches
+    failed = first[bad]
+    assert isinstance(failed, ValidationError) and "22P05" in str(failed) and "NUL" in str(failed)
+    assert [r.keys for i, r in enumerate(first) if i != bad] == [
+        e for i, e in enumerate(expected) if i != bad
+    ]
+    assert again == expected_again
+    assert [len(keys) for keys in again[:3]] == [5, 5, 1]  # ef_search=1 without iterative scans: 1 row
