@@ -76,15 +76,18 @@ class _Writer(threading.Thread):
 
 
 class _Sampler(threading.Thread):
-    def __init__(self, pg_dir: Path) -> None:
+    """Samples the sessions of application name ``name`` (this test's processes: libpq's
+    ``PGAPPNAME``, inherited by the followers) twice a second."""
+
+    def __init__(self, pg_dir: Path, name: str) -> None:
         super().__init__(daemon=True)
-        self.pg_dir = pg_dir
+        self.pg_dir, self.name = pg_dir, name
         self.stop = threading.Event()
         self.samples: list[int] = []
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
-            self.samples.append(_sessions(self.pg_dir))
+            self.samples.append(_sessions(self.pg_dir, self.name))
 
 
 def _start(source: str, target: str, state: Path, *extra: str) -> subprocess.Popen[str]:
@@ -161,13 +164,19 @@ def soak_source(url_for: Callable[..., str], pg_dir: Path) -> Iterator[str]:
 @pytest.mark.pgvector
 @pytest.mark.s3vectors
 def test_soak_follow_never_says_synced_over_a_difference(
-    soak_source: str, url_for: Callable[..., str], tmp_path: Path, pg_dir: Path
+    soak_source: str,
+    url_for: Callable[..., str],
+    tmp_path: Path,
+    pg_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    name = f"soak-{os.getpid()}"
+    monkeypatch.setenv("PGAPPNAME", name)  # the sessions counted are this test's, not another worker's
     source = soak_source
     target, state = url_for("s3vectors"), tmp_path / "s.sqlite"
     _on(source, "setup_capture", "slot")
-    base = _sessions(pg_dir)
-    writer, sampler = _Writer(pg_dir, _table(source)), _Sampler(pg_dir)
+    base = _sessions(pg_dir, name)
+    writer, sampler = _Writer(pg_dir, _table(source)), _Sampler(pg_dir, name)
     sampler.start()
     writer.start()
     rng = random.Random(7)
