@@ -233,17 +233,22 @@ def test_ctrl_c_says_what_was_committed_and_how_to_resume(
     n = 3000
     source = url_for("pgvector")
     _load(source, n)
-    # migrate, interrupted mid-copy
-    target = url_for("s3vectors", write_rate=200)  # 15 s of copy: the signal lands mid-copy
-    ck = tmp_path / "ck.json"
-    cmd = _cli("migrate", source, target, "--checkpoint", str(ck), "--batch-size", "100", "--no-progress")
+    # migrate, interrupted mid-copy. As for sync below: on a starved machine the signal can land
+    # once the run has ended (the interpreter exits 0 from its shutdown, the report printed); that
+    # run tested no interruption, so it is tried again on a new target.
+    for attempt in range(3):
+        target = url_for("s3vectors", write_rate=200)  # 15 s of copy: the signal lands mid-copy
+        ck = tmp_path / f"ck{attempt}.json"
+        cmd = _cli("migrate", source, target, "--checkpoint", str(ck), "--batch-size", "100", "--no-progress")
 
-    def copied() -> bool:
-        saved = Checkpoint.load(ck) if ck.exists() else None
-        return saved is not None and saved.copied >= 500
+        def copied(ck: Path = ck) -> bool:
+            saved = Checkpoint.load(ck) if ck.exists() else None
+            return saved is not None and saved.copied >= 500
 
-    res = _interrupt_when(cmd, copied)
-    assert res.returncode == 130, res.stderr
+        res = _interrupt_when(cmd, copied)
+        if not (res.returncode == 0 and "status: verified" in res.stdout):
+            break
+    assert res.returncode == 130, (res.stdout, res.stderr)
     saved = Checkpoint.load(ck)
     assert saved is not None and not saved.complete
     # mid-copy as intended; on a starved machine the signal may land after the last batch, and then
