@@ -373,3 +373,20 @@ def test_fractional_range_operands_against_integers_match_the_oracle(embedded_ur
                 assert got == want, (spec, sorted(got ^ want))
     finally:
         store.drop()
+
+
+def test_a_scan_whose_last_page_is_full_ends_on_it(new_url: Callable[[], str]) -> None:
+    """A full page that reaches the collection's count is the last one (its cursor is None): no
+    empty page after it. A resumed scan ends the same way, and a record added after the cursor is
+    still read."""
+    store = vectorport.connect(new_url(), dimension=2, metric="euclidean")
+    try:
+        store.upsert([Record(f"k{i:02d}", [float(i), 1.0], {"i": i}, None) for i in range(20)])
+        pages = list(store.scan(batch_size=10))
+        assert [len(p) for p in pages] == [10, 10] and pages[-1].cursor is None
+        assert [r.key for p in pages for r in p] == [f"k{i:02d}" for i in range(20)]
+        store.upsert([Record("k20", [20.0, 1.0], {"i": 20}, None)])
+        rest = list(store.scan(batch_size=10, cursor=pages[0].cursor))
+        assert [len(p) for p in rest] == [10, 1] and rest[-1].cursor is None
+    finally:
+        store.drop()
