@@ -207,8 +207,30 @@ def test_sigkill_during_sync_at_random_points_then_resume(
     assert check.duplicates == 0 and check.target_count == n + 300 - 200
 
 
+def _as_from_a_terminal() -> None:
+    """In the child, before it runs: SIGINT handled by default and not blocked, as a terminal's
+    Ctrl-C finds a command, whatever an earlier test or library did to this worker's (an ignored
+    or blocked SIGINT is inherited across exec, and Python then never sees the signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _sigint_state() -> str:
+    """This process's ignored and blocked signal masks (``/proc``), for a failure message."""
+    status = Path("/proc/self/status")
+    lines = status.read_text().splitlines() if status.exists() else []
+    return "; ".join(ln for ln in lines if ln.startswith(("SigBlk", "SigIgn")))
+
+
 def _interrupt_when(cmd: list[str], ready: Callable[[], bool]) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_as_from_a_terminal,  # two calls between fork and exec, no lock taken
+    )
     deadline = time.monotonic() + 120
     while proc.poll() is None and time.monotonic() < deadline and not ready():
         time.sleep(0.02)
@@ -248,7 +270,7 @@ def test_ctrl_c_says_what_was_committed_and_how_to_resume(
         res = _interrupt_when(cmd, copied)
         if not (res.returncode == 0 and "status: verified" in res.stdout):
             break
-    assert res.returncode == 130, (res.stdout, res.stderr)
+    assert res.returncode == 130, (res.stdout, res.stderr, _sigint_state())
     saved = Checkpoint.load(ck)
     assert saved is not None and not saved.complete
     # mid-copy as intended; on a starved machine the signal may land after the last batch, and then
