@@ -240,9 +240,11 @@ class _Copy:
             holdable = [not o.unresolved for o in outs]
             if self.digests is not None:
                 slot.digests.extend(page_digests(records, None, self.digests.parts))
+            slot.size += len(records)  # those a killed run wrote included: the target holds them
             if recheck:
                 records, holdable = self._not_yet_written(records, holdable)
-            slot.size += len(records)
+                if not records:
+                    continue
             # metadata the checks just found holdable is not checked again by the target's upsert
             yield records, [r.metadata for r, ok in zip(records, holdable, strict=True) if ok]
 
