@@ -23,8 +23,9 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +55,7 @@ from ._format import (
     within,
 )
 
+T = TypeVar("T")
 __all__ = ["CACHE_BYTES", "Snapshot"]
 
 log = logging.getLogger("vectorport.parquet")
@@ -230,11 +232,17 @@ class Snapshot:
             return table.select(names)
 
     def _read(self, part: PartInfo, *, check: bool) -> pa.Table:
-        """Read a part; one a writer (another store, another process) removed after replacing
-        the manifest, while this reader was between the two, makes the call retried (the
-        store's retry) on the new manifest."""
+        return self._from_part(
+            part, lambda: read_part(self.directory, part, self.manifest.dimension, check=check)
+        )
+
+    def _from_part(self, part: PartInfo, read: Callable[[], T]) -> T:
+        """``read()`` of ``part``'s file (a whole part, its row groups' starts, one group); a part
+        a writer (another store, another process) removed after replacing the manifest, while
+        this reader was between the two, makes the call retried (the store's retry) on the new
+        manifest."""
         try:
-            return read_part(self.directory, part, self.manifest.dimension, check=check)
+            return read()
         except (NotFoundError, ConfigurationError):  # gone, or gone while it was opened
             self.refresh()
             if self._manifest is not None and part in self._manifest.parts:
@@ -280,7 +288,9 @@ class Snapshot:
                 return self.table(part), 0
             starts = self._starts.get(part.file)
             if starts is None:
-                starts = self._starts[part.file] = group_starts(self.directory, part)
+                starts = self._starts[part.file] = self._from_part(
+                    part, lambda: group_starts(self.directory, part)
+                )
             group = int(np.searchsorted(starts, rows[0], side="right")) - 1
             if max(rows) >= starts[group + 1]:
                 return self.table(part), 0
@@ -291,9 +301,11 @@ class Snapshot:
         table = self._groups.get((part.file, group))
         if table is None:
             if part.file not in self._checked:
-                check_file(self.directory, part)
+                self._from_part(part, lambda: check_file(self.directory, part))
                 self._checked.add(part.file)
-            (table,) = read_groups(self.directory, part, self.manifest.dimension, [group], check=False)
+            (table,) = self._from_part(
+                part, lambda: read_groups(self.directory, part, self.manifest.dimension, [group], check=False)
+            )
             self._groups[(part.file, group)] = table
             while len(self._groups) > 1 and sum(t.nbytes for t in self._groups.values()) > GROUP_CACHE_BYTES:
                 self._groups.popitem(last=False)
