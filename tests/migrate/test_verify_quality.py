@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import vectorport
 from vectorport._exit import ExitCode
 from vectorport.cli import app
 from vectorport.migrate import QueryCheck, VerifyReport
+from vectorport.verify._queries import RELATIVE_SLACK, relative_slack
 
 runner = CliRunner()
 
@@ -47,6 +49,25 @@ def test_quality_verdicts(
     data = report.to_dict()
     assert data["data"] == {"equal": True, "differences": 0}
     assert data["quality"] == {"ok": ok, "verdict": q.verdict}
+
+
+@pytest.mark.memory
+def test_the_relative_slack_is_the_noise_of_paired_answers() -> None:
+    """Two approximate indexes that disagree query by query by chance (means 0.06 apart, per-query
+    differences of -0.46 and +0.34) are as good as each other, which the fixed slack alone denied;
+    a target that misses consistently is not; identical answers keep the fixed slack."""
+    rng = np.random.default_rng(3)
+    src = [0.5] * 100
+    noisy = [s + d for s, d in zip(src, [-0.46, 0.34] * 50, strict=True)]
+    check = _check(float(np.mean(noisy)), float(np.mean(src)))
+    assert not check.as_good_as_source  # 0.06 below the source: more than RELATIVE_SLACK
+    slack = relative_slack(src, noisy)
+    assert 0.1 < slack < 0.15  # 3 x 0.40 / sqrt(100)
+    assert replace(check, relative=slack).as_good_as_source
+    garbled = [s - 0.3 + d for s, d in zip(src, rng.uniform(-0.02, 0.02, 100), strict=True)]
+    assert relative_slack(src, garbled) == RELATIVE_SLACK  # a consistent loss: no noise allowed
+    assert relative_slack(src, src) == RELATIVE_SLACK
+    assert relative_slack([0.5], [0.1]) == RELATIVE_SLACK
 
 
 @pytest.mark.memory

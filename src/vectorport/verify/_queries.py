@@ -18,6 +18,7 @@ from .._report import Capped
 from .._validate import check_vector
 
 __all__ = [
+    "NOISE_SIGMAS",
     "QUERY_SLACK",
     "RELATIVE_SLACK",
     "QueryCheck",
@@ -26,6 +27,7 @@ __all__ = [
     "ask_queries",
     "pick_queries",
     "query_check",
+    "relative_slack",
     "sampled_queries",
 ]
 
@@ -36,8 +38,26 @@ ANN answer is an index-quality fact, not lost data (it is still listed under
 ``below_required``). Garbled vectors or a wrong metric give recall near 0 and fail."""
 
 RELATIVE_SLACK = 0.05
-"""How far the target's mean recall may fall below the source's on the same sampled queries and
-still count as "as good as the source" (sampling noise of 20 queries)."""
+"""How far the target's mean recall may at least fall below the source's on the same sampled
+queries and still count as "as good as the source" (sampling noise of 20 queries)."""
+
+NOISE_SIGMAS = 3.0
+"""Two approximate indexes of the same data answer a query differently by chance (a graph build
+is not deterministic): the relative slack grows to this many standard errors of the mean paired
+difference (target recall - source recall, query by query) when that is wider than
+:data:`RELATIVE_SLACK`. A copy that lost or garbled data differs by far more, on every query."""
+
+
+def relative_slack(src_recalls: Sequence[float], tgt_recalls: Sequence[float]) -> float:
+    """The slack of the target-vs-source judgement for these paired per-query recalls:
+    :data:`RELATIVE_SLACK`, or :data:`NOISE_SIGMAS` standard errors of their mean
+    difference if wider."""
+    n = len(src_recalls)
+    if n < 2:
+        return RELATIVE_SLACK
+    diff = np.asarray(tgt_recalls, dtype=np.float64) - np.asarray(src_recalls, dtype=np.float64)
+    stderr = float(diff.std(ddof=1)) / float(np.sqrt(n))
+    return max(RELATIVE_SLACK, NOISE_SIGMAS * stderr)
 
 
 @dataclass
@@ -58,6 +78,8 @@ class QueryCheck:
     """Allowed shortfall of the mean recall (:data:`QUERY_SLACK` for approximate targets)."""
     worst: Capped[dict[str, JSON]] = field(default_factory=Capped)
     """Queries where the target's recall fell below ``required_recall``."""
+    relative: float = RELATIVE_SLACK
+    """Allowed shortfall against the source's recall on the same queries (:func:`relative_slack`)."""
 
     @property
     def meets_required(self) -> bool:
@@ -68,8 +90,8 @@ class QueryCheck:
     @property
     def as_good_as_source(self) -> bool:
         """Against the source: the target's recall on the same queries is no worse than the
-        source's (less :data:`RELATIVE_SLACK`)."""
-        return self.target_recall + 1e-9 >= self.source_recall - RELATIVE_SLACK
+        source's (less :attr:`relative`, the sampling noise of the paired answers)."""
+        return self.target_recall + 1e-9 >= self.source_recall - self.relative
 
     @property
     def ok(self) -> bool:
@@ -97,7 +119,7 @@ class QueryCheck:
             "verdict": self.verdict,
             "as_good_as_source": self.as_good_as_source,
             "meets_required": self.meets_required,
-            "relative_slack": RELATIVE_SLACK,
+            "relative_slack": round(self.relative, 4),
             "k": self.k,
             "queries": self.queries,
             "mean_overlap": round(self.mean_overlap, 4),
@@ -256,4 +278,5 @@ def query_check(
         required_recall=required,
         slack=0.0 if target.capabilities.exact else QUERY_SLACK,
         worst=worst,
+        relative=relative_slack(src_recalls, tgt_recalls),
     )
