@@ -23,6 +23,7 @@ from ..._names import NameRule
 from ..._suggest import what_exists
 from ..._url import StoreURL
 from ...exceptions import Action, Advised, ConfigurationError, NotFoundError, Step
+from . import _writers as writers
 from .errors import map_errors
 
 __all__ = [
@@ -272,6 +273,8 @@ class ChromaConnection:
         self.batch = MAX_BATCH
         """Records per call: the client's ``get_max_batch_size()``, at most :data:`MAX_BATCH`."""
         self._closed = False
+        self._claimed: str | None = None
+        """This connection's claim on its collection for its process's writes (embedded)."""
         if client is not None:
             self._attach(client)
 
@@ -290,6 +293,13 @@ class ChromaConnection:
                 client = embedded_client(self.path)
             self._attach(client)
         return self.client
+
+    def claim_writes(self) -> None:
+        """Before the first write of an embedded connection: claim the directory for this
+        process (:mod:`._writers`; a server takes writers from any process)."""
+        if self.path is None or self._claimed is not None:
+            return
+        self._claimed = writers.claim(self.path, self.name, self.where)
 
     def op(self, what: str) -> AbstractContextManager[None]:
         """Chroma's errors inside the block mapped, naming the collection and ``what``."""
@@ -329,3 +339,6 @@ class ChromaConnection:
         client, self.client, self.coll = self.client, None, None
         if client is not None:
             close_client(client)
+        claimed, self._claimed = self._claimed, None
+        if claimed is not None:
+            writers.release(claimed)

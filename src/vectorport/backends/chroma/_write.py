@@ -225,6 +225,7 @@ class Writer:
         store = self.store
         conn = store.connection
         batch = store.mapping.encode(batch)
+        conn.claim_writes()
         coll = conn.collection()
         # A remote server may accept fewer records per call than the local default, and takes
         # request bodies up to a size (replace() cuts requests below it).

@@ -293,6 +293,7 @@ class ChromaStore(BaseStore[Where]):
             meta[META_MODEL] = spec.embedding_model
         config = {"hnsw": {"space": _SPACES[spec.metric], **self._hnsw}}
         conn = self.connection
+        conn.claim_writes()
         try:
             with conn.op("create"):
                 conn.coll = conn.api().create_collection(
@@ -308,6 +309,7 @@ class ChromaStore(BaseStore[Where]):
             coll = conn.collection()
         except NotFoundError:
             return
+        conn.claim_writes()
         # Delete the records first: delete_collection leaves list-valued metadata behind,
         # which reappears on the next records written anywhere (chroma-core/chroma#7594).
         with conn.op("drop"):
@@ -335,6 +337,7 @@ class ChromaStore(BaseStore[Where]):
     def _remove(self, keys: Sequence[str]) -> None:
         conn = self.connection
         coll = conn.collection()
+        conn.claim_writes()
         with conn.op("delete"):
             coll.delete(ids=list(keys))
 
