@@ -54,12 +54,9 @@ class RetryPolicy:
             try:
                 return fn()
             except TransientError as exc:
-                wait = backoff.next_wait(exc.retry_after)
+                wait = backoff.retry(exc, what)
                 if wait is None:
                     raise
-                log.warning(
-                    "%s: %s; retry %d/%d in %.2fs", what, exc, backoff.failures, policy.attempts - 1, wait
-                )
                 if scope is not None and scope.on_retry is not None:
                     scope.on_retry(exc)
                 time.sleep(wait)
@@ -71,12 +68,9 @@ class RetryPolicy:
             try:
                 return await fn()
             except TransientError as exc:
-                wait = backoff.next_wait(exc.retry_after)
+                wait = backoff.retry(exc, what)
                 if wait is None:
                     raise
-                log.warning(
-                    "%s: %s; retry %d/%d in %.2fs", what, exc, backoff.failures, self.attempts - 1, wait
-                )
                 await asyncio.sleep(wait)
 
 
@@ -94,6 +88,16 @@ class Backoff:
     def lasted(self) -> float:
         """Seconds since the first failure of this run of failures."""
         return time.monotonic() - self.began if self.failures else 0.0
+
+    def retry(self, exc: TransientError, what: str) -> float | None:
+        """Count ``exc`` as a failure of the call ``what``; the wait before its next attempt
+        (logged), ``None`` when none is left (the caller re-raises ``exc``)."""
+        wait = self.next_wait(exc.retry_after)
+        if wait is not None:
+            log.warning(
+                "%s: %s; retry %d/%d in %.2fs", what, exc, self.failures, self.policy.attempts - 1, wait
+            )
+        return wait
 
     def next_wait(self, retry_after: float | None = None) -> float | None:
         """Count a failure; the wait before the next attempt, or ``None`` when none is left

@@ -96,13 +96,34 @@ class Advice:
 class Call:
     """A call of one of vectorport's commands, e.g. ``Call("sync", ("memory://a", "memory://b"))``:
     ``vectorport.sync('memory://a', 'memory://b')`` in Python, ``vectorport sync … …`` on the
-    command line."""
+    command line. ``command`` is the command's words (``"alias create"``), ``options`` the
+    options the call names (each said as its wording says an :class:`Advice`).
+
+    >>> str(Call("alias create", ("docs",), (Advice("serve", "URL"),)))
+    "vectorport.alias.create('docs', serve='URL')"
+    """
 
     command: str
     args: tuple[str, ...]
+    options: tuple[Advice, ...] = ()
+
+    @property
+    def function(self) -> str:
+        """The Python function that runs the command (:data:`_FUNCTIONS`, else its words
+        joined by dots: ``alias create`` is ``vectorport.alias.create``)."""
+        return "vectorport." + _FUNCTIONS.get(self.command, self.command.replace(" ", "."))
 
     def __str__(self) -> str:
-        return f"vectorport.{self.command}({', '.join(map(repr, self.args))})"
+        return f"{self.function}({', '.join([*map(repr, self.args), *map(str, self.options)])})"
+
+
+_FUNCTIONS = {
+    "export": "snapshot.export",
+    "ingest": "ingest.ingest",
+    "migrate": "migrate.run",
+    "pgvector schema": "backends.pgvector.schema_sql",
+}
+"""The commands whose Python function is not named by their words."""
 
 
 class Action(Enum):

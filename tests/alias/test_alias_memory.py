@@ -70,7 +70,9 @@ def test_alias_opens_like_a_store_and_serves_the_serving_member(pair: tuple[str,
 
 
 def test_missing_alias_and_bad_registry_are_clear_errors(reg: str, tmp_path: Path) -> None:
-    with pytest.raises(NotFoundError, match=r"no alias 'nope' .*vectorport alias create nope --serve URL"):
+    with pytest.raises(
+        NotFoundError, match=r"no alias 'nope' .*vectorport.alias.create\('nope', serve='URL'\)"
+    ):
         vectorport.connect(f"alias://nope?registry={reg}")
     with pytest.raises(ConfigurationError, match="unknown alias registry"):
         vectorport.connect("alias://docs?registry=mysql://x/y")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import vectorport
+from vectorport.cli._common import cli_text
 from vectorport.ingest import ModelMismatchError, check_embedder, resolve_embedder, same_model
 
 pytestmark = pytest.mark.chroma
@@ -65,15 +66,16 @@ def test_mismatch_advice_is_typable() -> None:
 
     store = vectorport.connect("memory://default-advice", dimension=16, embedding_model="chroma:default")
     try:
-        with pytest.raises(ModelMismatchError, match="--embedder chroma:default") as caught:
+        with pytest.raises(ModelMismatchError, match="embedder='chroma:default'") as caught:
             check_embedder(store, HashEmbedder(16))
-        advice = str(caught.value).split("--embedder ", 1)[1].split(",")[0]
-        assert resolve_embedder(advice).model_id == "chroma:default"
-        # a model vectorport cannot run is not offered as an --embedder
+        (advice,) = [a for a in caught.value.advice if a.option == "embedder"]
+        assert resolve_embedder(advice.value).model_id == "chroma:default"
+        assert "query with --embedder chroma:default, or re-embed" in cli_text(caught.value)
+        # a model vectorport cannot run is not offered as an embedder
         other = vectorport.connect("memory://chroma-openai-advice", dimension=16, embedding_model="chroma:x")
         with pytest.raises(ModelMismatchError) as caught:
             check_embedder(other, HashEmbedder(16))
-        assert "--embedder" not in str(caught.value)
+        assert not [a for a in caught.value.advice if a.option == "embedder"], str(caught.value)
         other.drop()
     finally:
         store.drop()

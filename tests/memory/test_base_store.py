@@ -85,6 +85,33 @@ def test_transient_errors_are_retried_and_batches_split() -> None:
         s.drop()
 
 
+def test_an_awaited_call_is_retried_by_the_same_backoff_and_its_last_error_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """RetryPolicy.acall waits and tries again as call does, logging each retry, and re-raises
+    the last TransientError once the attempts are spent."""
+    import asyncio
+
+    policy, tries = RetryPolicy(attempts=3, base=0.0), []
+
+    async def flaky(fail: int) -> str:
+        tries.append(1)
+        if len(tries) <= fail:
+            raise TransientError("throttled", retry_after=0.0)
+        return "ok"
+
+    assert asyncio.run(policy.acall(lambda: flaky(2), "write")) == "ok"
+    assert len(tries) == 3
+    assert [r.getMessage()[:27] for r in caplog.records] == [
+        "write: throttled; retry 1/2",
+        "write: throttled; retry 2/2",
+    ]
+    tries.clear()
+    with pytest.raises(TransientError, match="throttled"):
+        asyncio.run(policy.acall(lambda: flaky(5), "write"))
+    assert len(tries) == 3
+
+
 class PostFilteringMemory(MemoryStore):
     """The classic silent bug: rank first, filter afterwards."""
 

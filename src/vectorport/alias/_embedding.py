@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._embedder import Embedder
 from .._models import Include, QueryResult, Record
-from ..exceptions import ConfigurationError, Problem, ValidationError
+from ..exceptions import Advice, Advised, Call, ConfigurationError, Problem, ValidationError
 from ..ingest.embedders import resolve_embedder, same_model
 from ._model import Member
 
@@ -61,8 +61,11 @@ class Embedders:
         model = member.embedding_model
         if not model:
             raise ConfigurationError(
-                f"{member.label} records no embedding model, so a text cannot be embedded for it; "
-                "shadow it with `vectorport alias shadow NAME URL --model SPEC`"
+                Advised.of(
+                    "{} records no embedding model, so a text cannot be embedded for it; shadow it with `{}`",
+                    member.label,
+                    Call("alias shadow", ("NAME", "URL"), (Advice("model", "SPEC"),)),
+                )
             )
         with self._lock:
             if model not in self._loaded:

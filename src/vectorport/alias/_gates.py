@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import migrate
 from .._protocol import VectorStore
-from ..exceptions import ConfigurationError
+from ..exceptions import Advice, Advised, ConfigurationError
 from ._embedding import Embedders, other_model
 from ._figures import figures
 from ._model import AliasState, Member
@@ -240,7 +240,11 @@ def _quality_gate(
     """The candidate's quality on labelled queries against the serving store's (recorded, as
     ``status --queries`` records its own)."""
     if gates.queries is None:
-        raise ConfigurationError("--min-ndcg-ratio needs --queries Q.jsonl (labelled queries)")
+        raise ConfigurationError(
+            Advised.of(
+                "{} needs {} (labelled queries)", Advice("min_ndcg_ratio"), Advice("queries", "Q.jsonl")
+            )
+        )
     queries = labelled(gates.queries)
     embedders = Embedders()
     serving = quality(stores[0], state.serving, queries, embedders)

@@ -24,7 +24,7 @@ from .._exit import Status
 from .._protocol import VectorStore
 from .._registry import connect
 from ..compare._metrics import Relevance
-from ..exceptions import ConfigurationError
+from ..exceptions import Advised, Call, ConfigurationError
 from ..ingest.embedders import resolve_embedder
 from ..sync._lease import take_back
 from ._backfill import SETTLE, BackfillStats, Copy, backfill, copy_with_migrate, copy_with_sync
@@ -199,8 +199,12 @@ def switch(name: str, *, registry: str | None = None, gates: Gates | None = None
         candidates = [m for m in state.members if m.role is Role.CANDIDATE]
         if state.phase is not Phase.SHADOW or not candidates:
             raise ConfigurationError(
-                f"alias {name!r} is in phase {state.phase.value}: switch needs a shadowing candidate "
-                f"(`vectorport alias shadow {name} URL`)"
+                Advised.of(
+                    "alias {!r} is in phase {}: switch needs a shadowing candidate (`{}`)",
+                    name,
+                    state.phase.value,
+                    Call("alias shadow", (name, "URL")),
+                )
             )
         member = candidates[0]
         report = _report(reg, "switch", state, started)

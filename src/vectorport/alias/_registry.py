@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..exceptions import ConflictError, NotFoundError
+from ..exceptions import Advice, Advised, Call, ConflictError, NotFoundError
 from ._model import AliasState, Feed, Member, Phase, Role
 from ._queues import Repair, WriteQueues
 from ._sql import Connection, open_connection
@@ -177,12 +177,7 @@ class Registry(WriteQueues):
         """The alias, or a :class:`NotFoundError` saying how to create it."""
         state = self.load(name)
         if state is None:
-            names = self.names()
-            known = f"; aliases there: {', '.join(names)}" if names else ""
-            raise NotFoundError(
-                f"no alias {name!r} in the registry {self.label}{known}; create it with "
-                f"`vectorport alias create {name} --serve URL`"
-            )
+            raise no_alias(name, self.label, self.names())
         return state
 
     def names(self) -> list[str]:
@@ -192,8 +187,12 @@ class Registry(WriteQueues):
         """Record a new alias (a :class:`ConflictError` when the name is taken)."""
         if self.version(state.name) is not None:
             raise ConflictError(
-                f"alias {state.name!r} already exists in the registry {self.label}; see "
-                f"`vectorport alias status {state.name}`"
+                Advised.of(
+                    "alias {!r} already exists in the registry {}; see `{}`",
+                    state.name,
+                    self.label,
+                    Call("alias status", (state.name,)),
+                )
             )
         head = (
             "INSERT INTO vectorport_alias (name, phase, version, sample, updated) VALUES (?, ?, ?, ?, ?)",
@@ -206,8 +205,13 @@ class Registry(WriteQueues):
         :class:`ConflictError` when another change landed since ``before`` was read."""
         if self.version(before.name) != before.version:
             raise ConflictError(
-                f"alias {before.name!r} changed while this command ran (version {before.version} "
-                "is gone); read `vectorport alias status` and run the command again"
+                Advised.of(
+                    "alias {!r} changed while this command ran (version {} is gone); read `{}` and "
+                    "run the command again",
+                    before.name,
+                    before.version,
+                    Call("alias status", (before.name,)),
+                )
             )
         head = (
             "UPDATE vectorport_alias SET phase = ?, version = ?, sample = ?, updated = ? "
@@ -301,3 +305,13 @@ class Registry(WriteQueues):
         for member, counter, value in rows:
             out.setdefault(member, {})[counter] = int(value)
         return out
+
+
+def no_alias(name: str, label: str, names: list[str] | None = None) -> NotFoundError:
+    """The error of an alias the registry ``label`` does not hold (``names``: those it holds),
+    saying how to create it."""
+    known = f"; aliases there: {', '.join(names)}" if names else ""
+    create = Call("alias create", (name,), (Advice("serve", "URL"),))
+    return NotFoundError(
+        Advised.of("no alias {!r} in the registry {}{}; create it with `{}`", name, label, known, create)
+    )

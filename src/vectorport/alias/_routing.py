@@ -18,9 +18,9 @@ from functools import cached_property
 
 from .._protocol import VectorStore
 from .._registry import connect
-from ..exceptions import NotFoundError, VectorportError
+from ..exceptions import VectorportError
 from ._model import AliasState, Member, Phase
-from ._registry import Registry
+from ._registry import Registry, no_alias
 
 __all__ = ["CHECK_INTERVAL", "Router", "Routing"]
 
@@ -93,10 +93,7 @@ class Router:
                 return routing
             version = self.registry.version(self.name)
             if version is None:
-                raise NotFoundError(
-                    f"no alias {self.name!r} in the registry {self.registry.label}; create it with "
-                    f"`vectorport alias create {self.name} --serve URL`"
-                )
+                raise no_alias(self.name, self.registry.label)
             stale = routing is None or version != routing.state.version
             if stale or (routing is not None and routing.down and now - self._opened > REOPEN_INTERVAL):
                 routing = self._reload(routing)

@@ -34,7 +34,15 @@ from .._protocol import VectorStore
 from .._retry import RetryPolicy
 from .._url import StoreURL
 from .._validate import Batch
-from ..exceptions import ConfigurationError, ConflictError, UnsupportedFeatureError, VectorportError
+from ..exceptions import (
+    Advice,
+    Advised,
+    Call,
+    ConfigurationError,
+    ConflictError,
+    UnsupportedFeatureError,
+    VectorportError,
+)
 from ..filters import ALL_OPERATORS, FilterNode, parse_filter
 from ..ingest.embedders import same_model
 from ._embedding import Embedders, reembedded
@@ -124,11 +132,21 @@ class AliasStore(BaseStore[FilterNode]):
         return replace(spec, name=self.collection)
 
     def _create_collection(self, spec: CollectionSpec) -> None:  # pragma: no cover - require() raised
-        raise ConfigurationError(f"create alias {self.collection!r} with `vectorport alias create`")
+        raise ConfigurationError(
+            Advised.of(
+                "create alias {!r} with `{}`",
+                self.collection,
+                Call("alias create", (self.collection,), (Advice("serve", "URL"),)),
+            )
+        )
 
     def _drop_collection(self) -> None:
         raise UnsupportedFeatureError(
-            f"alias {self.collection!r}: drop a member by its own URL, after `vectorport alias retire`"
+            Advised.of(
+                "alias {!r}: drop a member by its own URL, after `{}`",
+                self.collection,
+                Call("alias retire", (self.collection, "URL")),
+            )
         )
 
     def list_collections(self) -> list[str]:

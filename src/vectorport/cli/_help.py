@@ -16,7 +16,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError  # vendore
 from typer.core import TyperCommand, TyperGroup
 
 from ._common import configure_logging, err_console, logging_options, usage_error
-from ._options import OPTIONAL_VALUES, expand_optional_values
+from ._options import OPTIONAL_VALUES, expand_optional_values, record_flags
 
 __all__ = ["finish_commands", "tidy_help"]
 
@@ -138,7 +138,8 @@ def _with_log_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def finish_commands(app: typer.Typer) -> None:
-    """Tidy every command's help and give it the logging options (sub-apps included)."""
+    """Tidy every command's help, give it the logging options and let advice name its flags
+    (:func:`._options.record_flags`), sub-apps included."""
     if not isinstance(app.info.cls, type):  # typer's default (TyperGroup), not a class we chose
         app.info.cls = _Group
     for info in app.registered_commands:
@@ -146,6 +147,7 @@ def finish_commands(app: typer.Typer) -> None:
             info.cls = _Command
         if info.callback is not None:
             info.help = tidy_help(info.help or inspect.getdoc(info.callback))
+            record_flags(info.callback)
             info.callback = _with_log_options(info.callback)
     for group in app.registered_groups:
         sub = group.typer_instance

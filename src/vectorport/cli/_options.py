@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.models import OptionInfo
 
 from .._options import RunOptions
 from ..engine._progress import ProgressMode
@@ -28,6 +29,7 @@ __all__ = [
     "OPTIONAL_VALUES",
     "expand_optional_values",
     "option_parameters",
+    "record_flags",
     "with_options",
 ]
 
@@ -105,15 +107,42 @@ class _FlagWording:
         if value is False:
             return off or f"no {on}"
         if value is None:
-            return f"no {on}"
+            return off or f"no {on}"
         return f"{on} {value}"
 
     def call(self, call: Call) -> str:
-        return shlex.join(["vectorport", call.command, *call.args])
+        words = shlex.join(["vectorport", *call.command.split(), *call.args])
+        return " ".join([words, *map(self.option, call.options)])
 
     def step(self, step: Step) -> str:
         words = _STEPS.get(step.action)
         return str(step) if words is None else words.format(subject=step.subject)
+
+
+def record_flags(callback: Callable[..., Any]) -> None:
+    """Add the flags of a command declared by hand (its parameters' ``typer.Option``) to what
+    :data:`FLAGS` says, so advice naming one of its options (``serve='URL'``, ``embedder=``)
+    is said as its flag; a ``--no-X`` switch beside an option ``--X`` is that option's off
+    flag (``embedder=None`` is ``--no-embedder``). Options derived from run options keep
+    the flags they were derived with."""
+    hints = typing.get_type_hints(callback, include_extras=True)
+    declared: dict[str, str] = {}
+    for name, param in inspect.signature(callback).parameters.items():
+        infos = [param.default, *getattr(hints.get(name), "__metadata__", ())]
+        for info in infos:
+            if isinstance(info, OptionInfo):
+                # in ``Annotated[T, typer.Option("--x")]`` typer takes the first flag as ``default``
+                given = [info.default, *(info.param_decls or ())]
+                decls = [d for d in given if isinstance(d, str) and d.startswith("--")]
+                if decls:
+                    declared[name] = decls[0]
+    for name, flag in declared.items():
+        on, _, off = flag.partition("/")
+        if not off and declared.get(f"no_{name}") == f"--no-{on[2:]}":
+            off = f"--no-{on[2:]}"
+        known = _FLAGS.setdefault(name, (on, off or None))
+        if off and known == (on, None):  # another command offers the option without its switch
+            _FLAGS[name] = (on, off)
 
 
 FLAGS: Wording = _FlagWording()

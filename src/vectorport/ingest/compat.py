@@ -7,7 +7,7 @@ from typing import Any
 
 from .._embedder import Embedder
 from .._protocol import VectorStore
-from ..exceptions import ConfigurationError
+from ..exceptions import Advice, Advised, Call, ConfigurationError
 from .embedders import resolve_embedder, same_model
 
 __all__ = ["ModelMismatchError", "check_embedder", "embedder_for", "recorded_model"]
@@ -19,6 +19,10 @@ class ModelMismatchError(ConfigurationError):
     Vectors of different models live in different spaces: a query embedded with another model
     returns plausible-looking but meaningless neighbours, so vectorport refuses instead.
     """
+
+
+REEMBED = Call("migrate", ("SRC", "DST"), (Advice("reembed", "MODEL"),))
+"""The advice to re-embed a collection into a new one."""
 
 
 def recorded_model(store: VectorStore, sample: int = 200) -> str | None:
@@ -44,13 +48,22 @@ def check_embedder(store: VectorStore, embedder: Embedder) -> str | None:
     if recorded and not same_model(recorded, embedder.model_id):
         try:
             resolve_embedder(recorded)
-            advice = f"query with --embedder {recorded}, or re-embed"
+            advice = Advised.of("query with {}, or re-embed", Advice("embedder", recorded))
         except ConfigurationError:  # a model vectorport cannot run: say so, suggest nothing untypable
-            advice = f"vectorport cannot embed with {recorded!r} itself; query with vectors, or re-embed"
+            advice = Advised.of(
+                "vectorport cannot embed with {!r} itself; query with vectors, or re-embed", recorded
+            )
         raise ModelMismatchError(
-            f"collection {spec.name!r} at {store.url} was embedded with {recorded!r}, but the embedder "
-            f"is {embedder.model_id!r}; {advice} into a new collection with `vectorport migrate "
-            "--reembed MODEL`"
+            Advised.of(
+                "collection {!r} at {} was embedded with {!r}, but the embedder is {!r}; {} into a new "
+                "collection with `{}`",
+                spec.name,
+                store.url,
+                recorded,
+                embedder.model_id,
+                advice,
+                REEMBED,
+            )
         )
     if embedder.dimension != spec.dimension:
         raise ModelMismatchError(

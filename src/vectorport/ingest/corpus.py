@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..exceptions import ConfigurationError
+from ..exceptions import Advice, Advised, ConfigurationError
 from .loaders import LOADERS, loader_for
 
 __all__ = ["Corpus", "SourceFile"]
@@ -55,7 +55,9 @@ class Corpus:
         given = [Path(p).expanduser().resolve() for p in (paths or [])]
         if root is None:
             if len(given) != 1:
-                raise ConfigurationError("give root= when ingesting several paths (or none)")
+                raise ConfigurationError(
+                    Advised.of("give {} when ingesting several paths (or none)", Advice("root"))
+                )
             root = given[0] if given[0].is_dir() else given[0].parent
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir():

@@ -46,9 +46,9 @@ from .._features import change_capture_of
 from .._models import Record
 from .._protocol import VectorStore
 from .._report import Report
-from ..exceptions import Action, Advised, ConfigurationError, Step
+from ..exceptions import Action, Advice, Advised, Call, ConfigurationError, Step
 from .canaries import CanaryResult, CanarySet, HasMembers, ModelCanary, check_canaries, model_canaries
-from .compat import ModelMismatchError
+from .compat import REEMBED, ModelMismatchError
 from .documents import sha256_hex
 from .embedders import resolve_embedder, same_model
 from .indexer import ProgressFn
@@ -127,13 +127,21 @@ def _finding(check: str, message: str, keys: list[str], shown: int) -> Finding:
     return Finding(check, message, tuple(sorted(keys)[:shown]), len(keys))
 
 
+INGEST = Call("ingest", ("PATH", "URL"))
+"""The call that ingests (again) the documents of a collection."""
+
+
 def source_root_of(source_root: str | os.PathLike[str] | None) -> Path | None:
     """``source_root`` as a directory that exists (the ``orphan`` check reads it), else refused."""
     root = Path(source_root) if source_root is not None else None
     if root is not None and not root.is_dir():
         raise ConfigurationError(
-            f"the source root {root} is not a directory; give the folder the documents were ingested "
-            "from (the PATH of `vectorport ingest PATH URL`)"
+            Advised.of(
+                "the source root {} is not a directory; give the folder the documents were ingested "
+                "from (the PATH of `{}`)",
+                root,
+                INGEST,
+            )
         )
     return root
 
@@ -143,9 +151,17 @@ def _check_embedder(store: VectorStore, embedder: Embedder | None) -> None:
     spec = store.spec
     if embedder is not None and embedder.dimension != spec.dimension:
         raise ModelMismatchError(
-            f"collection {spec.name!r} at {store.url.masked} holds {spec.dimension}-dimensional vectors, "
-            f"but {embedder.model_id!r} makes {embedder.dimension}-dimensional ones; pass the "
-            "collection's embedder (--embedder) or --no-embedder"
+            Advised.of(
+                "collection {!r} at {} holds {}-dimensional vectors, but {!r} makes {}-dimensional "
+                "ones; pass the collection's embedder ({}) or none ({})",
+                spec.name,
+                store.url.masked,
+                spec.dimension,
+                embedder.model_id,
+                embedder.dimension,
+                Advice("embedder"),
+                Advice("embedder", None),
+            )
         )
 
 
@@ -428,8 +444,15 @@ class _Doctor:
         keys = [k for s in gone for k, *_ in docs[s]]
         return self.finding(
             "orphan",
-            f"{len(keys)} chunks of {len(gone)} documents whose file is gone under {root} "
-            f"(e.g. {gone[0]}); re-run `vectorport ingest` to remove them",
+            Advised.of(
+                "{} chunks of {} documents whose file is gone under {} (e.g. {}); run `{}` again to "
+                "remove them",
+                len(keys),
+                len(gone),
+                root,
+                gone[0],
+                INGEST,
+            ),
             keys,
         )
 
@@ -440,8 +463,12 @@ class _Doctor:
             return None
         return self.finding(
             "torn-document",
-            f"{len(torn)} documents have inconsistent chunks (e.g. {sorted(torn)[0]}); re-run "
-            "`vectorport ingest` to rewrite them",
+            Advised.of(
+                "{} documents have inconsistent chunks (e.g. {}); run `{}` again to rewrite them",
+                len(torn),
+                sorted(torn)[0],
+                INGEST,
+            ),
             [k for s in torn for k, *_ in docs[s]],
         )
 
@@ -493,8 +520,12 @@ class _Doctor:
         )
         return Finding(
             "canary-model",
-            f"{said}: its queries are embedded by the recorded model, in another space than its "
-            "vectors; re-embed it (`vectorport migrate --reembed MODEL`) into a new collection",
+            Advised.of(
+                "{}: its queries are embedded by the recorded model, in another space than its "
+                "vectors; re-embed it (`{}`) into a new collection",
+                said,
+                REEMBED,
+            ),
             tuple(m.store for m in wrong),
             len(wrong),
         )

@@ -30,7 +30,7 @@ from ..engine._endpoints import StoreLike
 from ..engine._progress import ProgressMode
 from ..engine._runner import LocalRunner, Runner
 from ..engine._whole import delegated
-from ..exceptions import Action, Advice, Advised, ConfigurationError, Step
+from ..exceptions import Action, Advice, Advised, Call, ConfigurationError, Step
 from ..verify._placed import Pair, verify_placed
 from ..verify._verify import VerifyReport
 from ._capture import (
@@ -265,12 +265,12 @@ def _check_feed(ctx: SyncContext, feed: ChangeFeed | None) -> None:
                 Advised.of(
                     "{} is written by {} since {} (it took the target over from this sync's follower): "
                     "a follower of {} would write that store's changes into it. To follow again, "
-                    "make it a capture-fed candidate (`vectorport alias shadow … --feed capture`) or "
-                    "pass another {} path",
+                    "make it a capture-fed candidate (`{}`) or pass another {} path",
                     ctx.dst.label,
                     took.get("by"),
                     time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(str(took.get("at", 0))))),
                     ctx.src.label,
+                    Call("alias shadow", ("NAME", ctx.dst.label), (Advice("feed", "capture"),)),
                     Advice("state"),
                 )
             )

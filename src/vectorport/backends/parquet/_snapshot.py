@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from ..._models import Include, Record
 from ..._paging import PAGE_BYTES
-from ...exceptions import ConfigurationError, NotFoundError, TransientError
+from ...exceptions import Advised, Call, ConfigurationError, NotFoundError, TransientError
 from ._format import (
     MANIFEST,
     SHA256_PREFIX,
@@ -119,8 +119,12 @@ class Snapshot:
 
     def missing(self) -> NotFoundError:
         return NotFoundError(
-            f"{self.directory} holds no snapshot ({MANIFEST} is missing); make one with "
-            "`vectorport export URL DIR`"
+            Advised.of(
+                "{} holds no snapshot ({} is missing); make one with `{}`",
+                self.directory,
+                MANIFEST,
+                Call("export", ("URL", str(self.directory))),
+            )
         )
 
     @property

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...exceptions import ConfigurationError
+from ...exceptions import Advice, Advised, ConfigurationError
 from .base import BaseEmbedder, Embedder, EmbeddingError, approx_token_counts
 from .hashing import HashEmbedder
 from .sentence_transformers import DEFAULT_MODEL, SentenceTransformerEmbedder, packaged_model_path
@@ -129,9 +129,13 @@ def resolve_embedder(spec: str | Embedder | None = None, **options: Any) -> Embe
     if text.startswith("chroma:"):
         if _ALIASES.get(text) != DEFAULT_EMBEDDER:
             raise ConfigurationError(
-                f"{spec!r} is an embedding function configured in Chroma that vectorport cannot run "
-                f"(it runs Chroma's default one, chroma:default); pass --embedder with the same model "
-                "(sentence-transformers:NAME|PATH, voyage:MODEL)"
+                Advised.of(
+                    "{!r} is an embedding function configured in Chroma that vectorport cannot run (it "
+                    "runs Chroma's default one, chroma:default); pass {} with the same model "
+                    "(sentence-transformers:NAME|PATH, voyage:MODEL)",
+                    spec,
+                    Advice("embedder"),
+                )
             )
         # Keeps the recorded id, so the collection's own model is found equal to it.
         return SentenceTransformerEmbedder(DEFAULT_MODEL, model_id=text, **options)
