@@ -3,7 +3,10 @@ status`` shows it running (its pid, how far behind); ``alias switch`` waits for 
 up, takes the candidate over (dual-write) and the follower stops by itself, exit 0; a follower
 of the same two stores is refused from then on, and ``alias shadow --feed capture`` lets one run
 again. A lease that says the follower is far behind keeps the switch refused, nothing changed;
-one that says a follower writes into the serving store is a finding of ``status``."""
+one that says a follower writes into the serving store is a finding of ``status``. A follower
+whose lease the switch cannot see (another ``--state``) is found by the capture's lock: refused,
+nothing changed; a catch-up that fails gives the candidate back to capture. The lease is looked
+for where ``vectorport sync`` keeps its state, also for a URL whose masked form differs."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from vectorport.alias import _follower
 from vectorport.alias._follower import sync_state, wait_caught_up
 from vectorport.alias._model import Role
 from vectorport.exceptions import ConfigurationError
-from vectorport.sync._lease import Follower, follower
+from vectorport.sync._lease import Follower, follower, handover
 
 from ._data import filled, records
 from ._operator import count, wait_for
@@ -36,9 +39,20 @@ pytestmark = [pytest.mark.alias, pytest.mark.pgvector]
 NO_SHADOW_GATES = alias.Gates(min_queries=None, min_overlap=None, max_p99_ratio=None)
 
 
-def _follow(source: str, target: str) -> subprocess.Popen[str]:
+def _follow(source: str, target: str, *more: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "vectorport", "sync", source, target, "--delete", "--follow", "--no-progress"],
+        [
+            sys.executable,
+            "-m",
+            "vectorport",
+            "sync",
+            source,
+            target,
+            "--delete",
+            "--follow",
+            "--no-progress",
+            *more,
+        ],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -111,3 +125,67 @@ def test_a_follower_that_is_behind_keeps_the_switch_refused(
     shown = alias.status("g", registry=reg)
     assert shown.status is Status.FINDINGS and len(shown.followers) == 2
     assert [r for r in shown.reasons if f"pid {os.getpid()}" in r and r.endswith("stop it")], shown.reasons
+
+
+def _encoded(url: str) -> str:
+    """The same URL with its table name's first letter percent-encoded (masked: decoded)."""
+    head, table = url.rsplit("table=", 1)
+    return f"{head}table=%{ord(table[0]):02X}{table[1:]}"
+
+
+def test_a_follower_the_switch_cannot_see_by_its_lease_keeps_it_refused(
+    url_for: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower run with its own --state leaves no lease where the switch looks: the capture's
+    lock names it, the switch is refused and the candidate still fed by capture (before: the
+    switch made it dual-written, its catch-up failed on the lock, and every later switch was
+    refused for a backfill never finished). If the catch-up fails anyway (a follower that
+    started after the gate), the candidate goes back to capture and the error is raised."""
+    reg = str(tmp_path / "aliases.sqlite")
+    serving, candidate = url_for("pgvector"), url_for("pgvector")
+    with filled(serving, 20) as store:
+        store.setup_capture()
+    alias.create("h", serving, registry=reg)
+    proc = _follow(serving, candidate, "--state", str(tmp_path / "elsewhere.sqlite"))
+    try:
+        wait_for(lambda: count(candidate) >= 20, 60)
+        alias.shadow("h", candidate, registry=reg, feed="capture")
+        refused = alias.switch("h", registry=reg, gates=NO_SHADOW_GATES)
+        assert refused.status is Status.REFUSED, refused.reasons
+        assert refused.reasons[0].startswith("follower:") and "another --state" in refused.reasons[0]
+        feeds = [m.feed.value for m in alias.status("h", registry=reg).state.members]
+        assert feeds == ["dual-write", "capture"]
+        # the same follower, not seen by the gate: the catch-up pass fails on the capture's lock
+        monkeypatch.setattr(_follower, "unleased", lambda *stores: None)
+        with pytest.raises(ConfigurationError, match="another sync is applying the capture"):
+            alias.switch("h", registry=reg, gates=NO_SHADOW_GATES)
+        state = alias.status("h", registry=reg).state
+        assert [(m.feed.value, m.backfilled) for m in state.members] == [
+            ("dual-write", True),
+            ("capture", True),
+        ]
+        assert handover(sync_state(state.serving, state.member(candidate))) is None
+        assert "capture again" in alias.status("h", registry=reg).events[-1]["detail"]
+    finally:
+        proc.kill()
+        proc.communicate()
+    monkeypatch.undo()
+    done = alias.switch("h", registry=reg, gates=NO_SHADOW_GATES)  # the follower gone: it applies
+    assert done.status is Status.APPLIED, done.reasons
+    with vectorport.connect(serving) as store:
+        store.teardown_capture()
+
+
+def test_the_lease_is_looked_for_where_sync_keeps_its_state(
+    url_for: Callable[..., str], tmp_path: Path
+) -> None:
+    """A URL whose masked form is another string (an encoded value, a password): the state
+    ``vectorport sync`` writes is the one the alias reads the follower's lease from (the
+    command and the library name it by the URLs as given, not masked)."""
+    reg = str(tmp_path / "aliases.sqlite")
+    serving, candidate = url_for("pgvector"), _encoded(url_for("pgvector"))
+    filled(serving, 5).close()
+    alias.create("e", serving, registry=reg)
+    state = alias.shadow("e", candidate, registry=reg, feed="capture").state
+    written = vectorport.sync(serving, candidate, delete=True).state
+    assert written == str(sync_state(state.serving, state.member(candidate)))

@@ -11,7 +11,10 @@ dual-writes the candidate, it takes the target over (:func:`~vectorport.sync._le
 the follower stops by itself at its next read of the feed, and no follower starts on that sync
 state again, so no follower of the old serving store writes into the store the alias serves
 after the switch. The follower is found at the sync state the switch's catch-up pass uses: the
-default one of the two URLs, on this host.
+default one of the two URLs, on this host. A sync that applies the serving store's capture into
+the candidate without a lease found there (another ``--state``, another host) holds the
+capture's lock: the gate finds it by that lock and refuses, nothing changed (that follower would
+never see the take-over).
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ import time
 from pathlib import Path
 
 from .._paths import default_state
+from .._protocol import VectorStore
+from ..engine._endpoints import Endpoint
+from ..exceptions import ConfigurationError
+from ..sync._capture import feed_of
 from ..sync._lease import Follower, follower, hand_over
 from ._gates import Gate
 from ._model import AliasState, Feed, Member, Role
@@ -35,8 +42,28 @@ _POLL = 0.1
 
 def sync_state(source: Member, target: Member) -> Path:
     """The sync state of ``vectorport sync SOURCE TARGET`` (no ``--state``): where its follower's
-    lease is, and what the switch's catch-up pass continues."""
+    lease is, and what the switch's catch-up pass continues: named by the two URLs as given, as
+    the command and :func:`vectorport.sync` name it."""
     return default_state(source.url, target.url)
+
+
+def unleased(serving: VectorStore, candidate: VectorStore) -> str | None:
+    """Why another sync applies ``serving``'s change capture into ``candidate`` (the capture's
+    consumer, its lock held by another session), or ``None``: a follower whose lease the switch
+    does not see (run with another ``--state``, or on another host)."""
+    feed = feed_of(serving)
+    if feed is None:
+        return None
+    try:
+        into = Endpoint(candidate, owned=False, exists=True).label
+        if feed.owner() != into:  # no sync follows it into the candidate (the catch-up scans)
+            return None
+        feed.claim(into)  # the lock, released at once by close(); raises while a sync holds it
+    except ConfigurationError as exc:
+        return str(exc)
+    finally:
+        feed.close()
+    return None
 
 
 def followers(state: AliasState) -> dict[str, Follower]:
@@ -67,11 +94,15 @@ def stray(state: AliasState) -> list[str]:
 
 
 def wait_caught_up(
-    state: AliasState, member: Member, wait: float | None = None
+    state: AliasState,
+    member: Member,
+    wait: float | None = None,
+    stores: tuple[VectorStore, VectorStore] | None = None,
 ) -> tuple[Gate, Follower | None]:
     """The ``follower`` gate of switching to a capture-fed ``member``: no follower runs, or the
     running one applied every change committed before this call began (waits up to ``wait``
-    seconds, default :data:`CATCH_UP`). Changes nothing."""
+    seconds, default :data:`CATCH_UP`); with ``stores`` (serving, member), no sync without a
+    lease found here applies the capture into the member (:func:`unleased`). Changes nothing."""
     wait = CATCH_UP if wait is None else wait
     began = time.time()
     lease = follower(sync_state(state.serving, member))
@@ -88,6 +119,14 @@ def wait_caught_up(
         time.sleep(_POLL)
         lease = follower(sync_state(state.serving, member))
     if lease is None or not lease.running:
+        other = unleased(*stores) if stores is not None else None
+        if other is not None:
+            why = (
+                f"a sync whose lease this switch does not see (another --state, or another host) "
+                f"applies the capture into {member.label}: {other}. Stop it (its follower would "
+                "write into the store after the switch), then run switch again"
+            )
+            return Gate("follower", False, 1, 0, why), lease
         detail = "no follower running: the catch-up pass applies what the source captured"
         return Gate("follower", True, 0, 0, detail), lease
     return Gate("follower", True, 0, 0, f"the follower is caught up ({lease.describe()})"), lease

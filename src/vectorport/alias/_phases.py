@@ -236,9 +236,11 @@ def _take_over(
     caught up, the alias writes it (logging the keys) from the next version on, the follower
     stops by itself (:mod:`._follower`), then one ``sync`` pass applies what the follower had
     not, and the keys written meanwhile are copied again (:mod:`._backfill`). Refused (the
-    report's status), the alias as it was, when the follower does not catch up or stop in time."""
+    report's status), the alias as it was, when the follower does not catch up or stop in time;
+    when the catch-up fails (or is interrupted) the candidate is fed by capture again and the
+    error raised, so a later switch takes it over again instead of finding it half backfilled."""
     state = report.state
-    gate, lease = wait_caught_up(state, member)
+    gate, lease = wait_caught_up(state, member, stores=stores)
     report.gates.append(gate)
     if not gate.ok:
         report.status, report.reasons = Status.REFUSED, [f"{gate.name}: {gate.detail}"]
@@ -250,23 +252,36 @@ def _take_over(
     after = state.with_members(state.phase, fed)
     reg.clear_writes(state.name)
     reg.change(state, after, f"{member.label} dual-written (was fed by capture)")
-    lease = wait_stopped(after, member, f"alias {state.name} (switch)")
-    if lease is not None and lease.running:
-        back = reg.require(state.name)
-        reg.change(back, back.with_members(back.phase, state.members), "follower did not stop: capture again")
-        report.status = Status.REFUSED
-        report.reasons = [
-            f"follower: asked to stop, the follower ({lease.describe()}) still runs after "
-            f"{STOPPED:.0f} s; run switch again once it has exited"
-        ]
-        return reg.require(state.name)
-    if lease is not None:
-        report.notes.append(
-            f"the follower {lease.describe()}; the alias writes {member.label} itself now: "
-            "do not start it again (`sync --follow` of these two stores is refused from now on)"
-        )
-    report.backfill = backfill(reg, state.name, *stores, copy=copy_with_sync(state.serving.url, member.url))
+    try:
+        lease = wait_stopped(after, member, f"alias {state.name} (switch)")
+        if lease is not None and lease.running:
+            _capture_again(reg, state, member, "follower did not stop: capture again")
+            report.status = Status.REFUSED
+            report.reasons = [
+                f"follower: asked to stop, the follower ({lease.describe()}) still runs after "
+                f"{STOPPED:.0f} s; run switch again once it has exited"
+            ]
+            return reg.require(state.name)
+        if lease is not None:
+            report.notes.append(
+                f"the follower {lease.describe()}; the alias writes {member.label} itself now: "
+                "do not start it again (`sync --follow` of these two stores is refused from now on)"
+            )
+        copy = copy_with_sync(state.serving.url, member.url)
+        report.backfill = backfill(reg, state.name, *stores, copy=copy)
+    except BaseException:
+        _capture_again(reg, state, member, "catch-up failed: capture again (restart the follower)")
+        raise
     return _mark_backfilled(reg, state.name, member.url)
+
+
+def _capture_again(reg: Registry, before: AliasState, member: Member, why: str) -> None:
+    """Give a candidate the switch took over back to capture (as ``before`` had it): a follower
+    may run on its sync state again, and nothing the follower has not applied is lost (the
+    source's capture keeps it)."""
+    take_back(sync_state(before.serving, member))
+    now = reg.require(before.name)
+    reg.change(now, now.with_members(now.phase, before.members), why)
 
 
 def _swapped(m: Member, new: str) -> Member:

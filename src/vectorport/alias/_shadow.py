@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._models import QueryResult
+from .._models import Include, QueryResult
 from .._protocol import VectorStore
 from ..compare._metrics import overlap_at_k, rank_biased_overlap
 from ..exceptions import VectorportError
@@ -79,6 +79,9 @@ class ShadowQuery:
     at: float
     text: str | None = None
     """The query's text when the app asked by text (a member of another model embeds it)."""
+    include: tuple[Include, ...] = ()
+    """What the app asked the serving store to return: the candidate is asked for the same, so
+    the two latencies the p99 gate compares are of the same work."""
 
 
 def compare_answers(
@@ -106,12 +109,13 @@ def _ask(query: ShadowQuery, url: str, store: VectorStore | None, warm: set[str]
         why = query.routing.down.get(url, "could not be opened")
         return _failed(query, url, f"member down: {why}")
     started = time.perf_counter()
+    asked = list(query.include)
     try:
         if url not in warm:  # a member's first query opens connections: not its latency
-            store.query(query.vector, query.k, filter=query.where, include=[], params=query.params)
+            store.query(query.vector, query.k, filter=query.where, include=asked, params=query.params)
             warm.add(url)
             started = time.perf_counter()
-        other = store.query(query.vector, query.k, filter=query.where, include=[], params=query.params)
+        other = store.query(query.vector, query.k, filter=query.where, include=asked, params=query.params)
     except VectorportError as exc:
         return _failed(query, url, f"{type(exc).__name__}: {exc}")
     ms = (time.perf_counter() - started) * 1000

@@ -230,12 +230,15 @@ class AliasStore(BaseStore[FilterNode]):
         text: str | None = None,
     ) -> QueryResult:
         """The serving member's answer; a sample offered to the shadow thread."""
+        asked = sorted(include)
         started = time.perf_counter()
-        served = routing.serving.query(vector, k, filter=where, include=sorted(include), params=params)
+        served = routing.serving.query(vector, k, filter=where, include=asked, params=params)
         ms = (time.perf_counter() - started) * 1000
         # decided before anything is built: an unsampled query costs one random draw
         if routing.shadowing and (routing.state.sample >= 1.0 or random.random() < routing.state.sample):
-            query = ShadowQuery(routing, vector, k, where, params, served, ms, time.time(), text)
+            query = ShadowQuery(
+                routing, vector, k, where, params, served, ms, time.time(), text, tuple(asked)
+            )
             self.shadow.offer(query)
         return served
 
