@@ -279,8 +279,8 @@ class Columns:
     skip_null_vectors: bool = False
     """Rows whose vector is NULL are left out (``null_vectors=skip``)."""
     left_out: tuple[str, ...] = ()
-    """Columns no role can hold (``name (type)``, e.g. a ``bytea`` blob): not read, named by
-    ``info`` and the migration plan."""
+    """Columns no record carries (``name (type)``: a ``bytea`` blob, Haystack's blob mime
+    type): not read, named by ``info`` and the migration plan."""
     surrogate: str | None = None
     """The serial id a natural key was preferred over (:attr:`key_reason`): read as a metadata
     field, given by its sequence when a record carries none, never changed by an upsert."""
