@@ -68,14 +68,11 @@ _INTEGER = re.compile(r"^(bigint|integer|smallint)$")
 _VECTOR = re.compile(r"^(vector|halfvec)(\((\d+)\))?$")
 _JSON = ("json", "jsonb")
 _UNHELD = frozenset({"bytea"})
-_CONSTANT = re.compile(r"^(?:'(?:[^']|'')*'(?:::[\w .\"]+(?:\[\])?)?|-?\d+(?:\.\d+)?|true|false|NULL)$")
-"""A column default that is a constant (``'en'::text``, ``0``); any other (``now()``,
-``CURRENT_TIMESTAMP``, ``nextval(…)``, ``gen_random_uuid()``) is the table's own bookkeeping."""
 
 
 def _filled(column: Column) -> bool:
     """The table fills ``column`` itself: a computed default (``created_at DEFAULT now()``)."""
-    return column.default is not None and not _CONSTANT.match(column.default)
+    return column.default is not None and not column.constant
 
 
 """Column types no role can hold (metadata is JSON, the text is text): such columns are left out
@@ -547,6 +544,7 @@ def _plain_columns(
     return {
         "metadata_columns": tuple((c, cols[c].type) for c in listed),
         "column_defaults": tuple((c, d) for c in listed if (d := cols[c].default) is not None),
+        "default_values": tuple((c, v) for c in listed if (v := cols[c].default_value) is not None),
         "required_columns": tuple(c for c in listed if cols[c].notnull and cols[c].default is None),
         "left_out": tuple(
             f"{c.name} ({c.type})"

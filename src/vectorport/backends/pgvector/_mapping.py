@@ -68,7 +68,7 @@ def sql_name(*parts: str) -> sql.Composable:
     return Identifier(*parts)
 
 
-def _plain_value(column: sql.Composable, kind: str) -> sql.Composable:
+def plain_value(column: sql.Composable, kind: str) -> sql.Composable:
     """A plain column's value for the metadata; a timestamp as Python's ``isoformat()`` gives it
     (a ``timestamptz`` in UTC). PostgreSQL's JSON prints the session's TimeZone offset and trims
     the fraction (``.1234``), so the same row would read differently through another session."""
@@ -251,6 +251,10 @@ class Columns:
     column_defaults: tuple[tuple[str, str], ...] = ()
     """Those of :attr:`metadata_columns` with a default, and its SQL (``created_at``,
     ``now()``): a record that does not carry the field gets the default, not NULL."""
+    default_values: tuple[tuple[str, str], ...] = ()
+    """Those of :attr:`column_defaults` that are constants, with the JSON text a read gives the
+    value (``("source", '"import"')``): the collection's capabilities declare them, so a
+    migration's plan says which records get them and its verification expects them."""
     required_columns: tuple[str, ...] = ()
     """Those of :attr:`metadata_columns` that are ``NOT NULL`` without a default: a record must
     carry the field (a migration's plan names each record that does not)."""
@@ -345,7 +349,7 @@ class Columns:
             pairs = sql.SQL(", ").join(
                 sql.SQL("{}, {}").format(
                     Literal(name),
-                    _plain_value(sql_name(prefix, name) if prefix else sql_name(name), kind),
+                    plain_value(sql_name(prefix, name) if prefix else sql_name(name), kind),
                 )
                 for name, kind in chunk
             )
