@@ -52,6 +52,10 @@ class MetadataRules:
     """Largest difference, in float64 units in the last place, between a float written and
     read back; 0 means exact. Chroma 1.5 parses numbers with serde_json's fast (not correctly
     rounded) algorithm, which moves about one full-precision double in ten by 1 ulp."""
+    defaults: tuple[tuple[str, str], ...] = ()
+    """Fields the collection gives a record that does not carry them, with their JSON text (an
+    application's table column ``source DEFAULT 'import'``): the record reads back with them, so
+    a migration's plan counts them as changes and its verification expects them."""
     reserved_keys: frozenset[str] = frozenset()
     reserved_prefixes: tuple[str, ...] = ()
     nul_characters: bool = True

@@ -1,7 +1,9 @@
 """An application's table with defaults and constraints, as a SQLAlchemy model declares it:
 a ``created_at`` the table fills (``server_default=func.now()``, ``NOT NULL DEFAULT now()``)
 keeps its default when the records carry none (an explicit NULL once failed the copy after a
-silent plan), and ``migrate --plan`` names, before any write, every constraint the copy would
+silent plan), a constant default (``server_default="import"``) fills a record without the field
+and the plan and the verification expect it (the copy once ended "differences (exit 1)"), and
+``migrate --plan`` names, before any write, every constraint the copy would
 hit: a ``NOT NULL`` column without a default, a ``CHECK``, a unique key."""
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Note(Base):
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
     embedding: Mapped[Any] = mapped_column(pgvector_sqlalchemy.Vector(DIM))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    origin: Mapped[str] = mapped_column(String(20), server_default="import")
     kind: Mapped[str] = mapped_column(String(20))
     score: Mapped[int | None]
     slug: Mapped[str | None] = mapped_column(unique=True)
@@ -80,18 +83,22 @@ def test_a_column_the_table_fills_keeps_its_default(engine: Any) -> None:
     records = [
         Record(_key(i), [1.0, float(i), 0.0], {"kind": "note", "score": i}, f"note {i}") for i in range(5)
     ]
+    records[4].metadata["origin"] = "web"
     source = _source(records)
     with vectorport.connect(Note, bind=engine) as target:
         assert target.info()["layout"]["roles"]["metadata"]["filled_by_table"] == [
             "created_at (DEFAULT now())"
         ]
+        plan = vectorport.migrate.run(source, target, plan_only=True).to_dict()["plan"]
+        (change,) = plan["transforms"]
+        assert change["kind"].startswith("defaulted") and change["records"] == 4, change
         report = vectorport.migrate.run(source, target)
         assert report.status == "verified", report.to_dict()
     with Session(engine) as session:
         rows = session.scalars(select(Note).order_by(Note.id)).all()
         now = session.scalar(select(func.now()))
-    assert [(str(r.id), r.kind, r.score, r.content) for r in rows] == [
-        (r.key, "note", i, f"note {i}") for i, r in enumerate(records)
+    assert [(str(r.id), r.kind, r.score, r.content, r.origin) for r in rows] == [
+        (r.key, "note", i, f"note {i}", "web" if i == 4 else "import") for i, r in enumerate(records)
     ]
     assert all(r.created_at is not None and abs((now - r.created_at).total_seconds()) < 60 for r in rows)
 

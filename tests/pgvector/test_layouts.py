@@ -400,15 +400,26 @@ def test_haystack_keyword_index_and_blobs(pg_url: Callable[..., str], admin: Any
     url = pg_url(name)
     with vectorport.connect(url) as store:
         info = store.info()
-        assert info["layout"]["roles"]["metadata"]["left_out"] == ["blob_data (bytea)"]
+        assert info["layout"]["roles"]["metadata"]["left_out"] == [
+            "blob_data (bytea)",
+            "blob_meta (jsonb)",
+            "blob_mime_type (character varying(255))",
+        ]
         assert info["pgvector"]["text_search"]["language"] == "english"
         assert sorted(m.key for m in store.text_query("plum", k=5)) == ["h2", "h7"]
         hybrid = store.hybrid_query(vecs[7], "plum", k=2)
         assert sorted(m.key for m in hybrid) == ["h2", "h7"]
         assert {m.key: m.extra["vector_rank"] for m in hybrid}["h7"] == 1
+    left_out = "blob_data (bytea), blob_meta (jsonb), blob_mime_type (character varying(255))"
     out = CliRunner().invoke(app, ["migrate", url, "memory://haystack-copy", "--plan"])
     assert out.exit_code == 0, out.output
-    assert "blob_data (bytea)" in out.output and "not copied" in out.output
+    assert left_out in out.output and "not copied" in out.output
+    # the migration itself says it too (the mime type was left out without a word)
+    out = CliRunner().invoke(app, ["migrate", url, "memory://haystack-copy", "--no-progress"])
+    assert out.exit_code == 0, out.output
+    assert left_out in out.output and "not copied" in out.output
+    with vectorport.connect("memory://haystack-copy") as copy:
+        assert copy.get(["h7"])[0].metadata == {"page": 7}
 
 
 def test_supabase_documents_with_uuid_ids_takes_writes(

@@ -46,6 +46,10 @@ class TableShape:
     """The schema its tables live in when the URL names none (``public`` otherwise)."""
     ignored_columns: tuple[str, ...] = ()
     """Columns that are the convention's bookkeeping, neither a role nor metadata."""
+    left_out_columns: tuple[str, ...] = ()
+    """Those of :attr:`ignored_columns` that hold the application's data no record carries
+    (Haystack's ByteStream: the blob with its mime type and meta): ``info`` and a migration's
+    plan name them, as they name a ``bytea`` column no role holds."""
     text_search: TextSearch = TextSearch()
     """How the convention's own keyword search matches (AND or OR of the words, its language)."""
 

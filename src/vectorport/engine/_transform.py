@@ -90,7 +90,8 @@ class Change:
     path: str
     """Where, e.g. ``metadata.author`` (the key as stored in the source)."""
     action: str
-    """``flattened``, ``stringified``, ``dropped`` or ``text_from_key``."""
+    """``flattened``, ``stringified``, ``dropped``, ``text_from_key`` or ``defaulted`` (the
+    target fills the field: its :attr:`MetadataRules.defaults`)."""
     kind: str
     """Why: the :func:`problem_kind` of the problem it fixed (or ``text key``)."""
 
@@ -150,6 +151,7 @@ class Transformer:
         """A record without text cannot be written (its vector is made from its text: re-embedding)."""
         # Per-value checks: size and key-count limits are record-level and handled after.
         self._value_rules = replace(rules, max_keys=None, max_total_bytes=None, max_filterable_bytes=None)
+        self._defaults = rules.defaults
 
     def apply(self, metadata: dict[str, JSON] | None, text: str | None) -> Transformed:
         """Transform one record's metadata and text. Never raises for unholdable values: they
@@ -166,6 +168,10 @@ class Transformer:
         if self.text_key is not None and text is None and isinstance(meta.get(self.text_key), str):
             text = meta.pop(self.text_key)
             changes.append(Change(f"metadata.{self.text_key}", "text_from_key", "text key"))
+        for key, value in self._defaults:
+            if key not in meta:  # the target's column default fills it, as the app's INSERT does
+                meta[key] = json.loads(value)
+                changes.append(Change(f"metadata.{key}", "defaulted", "the target column's default"))
         problems = metadata_problems(meta, self.rules, text)
         if not problems:
             return Transformed(meta, text, changes)

@@ -413,8 +413,8 @@ def _notes(source: Endpoint, target: Endpoint, plan: MigrationPlan) -> None:
     left_out = getattr(source.store, "left_out_columns", ())
     if left_out:
         plan.notes.append(
-            f"the source's columns {', '.join(left_out)} hold what no record field can (metadata is "
-            "JSON, the text is text): they are not copied"
+            f"the source's columns {', '.join(left_out)} are carried by no record field (a record "
+            "holds a key, a vector, JSON metadata and a text): they are not copied"
         )
     name_note = target.naming.note() if target.naming is not None else None
     if name_note:

@@ -123,6 +123,8 @@ class Catalog:
         caps = replace(declared, exact=True, recall_tolerance=1.0) if layout.index == "exact" else declared
         if not layout.columns.text_searchable:  # a table made elsewhere without a tsvector
             caps = replace(caps, features=caps.features - {Feature.HYBRID, Feature.TEXT_SEARCH})
+        if layout.columns.default_values:  # an app's column DEFAULT 'import' fills a record without it
+            caps = replace(caps, metadata=replace(caps.metadata, defaults=layout.columns.default_values))
         return caps
 
     def identifier(self) -> Identifier:

@@ -8,13 +8,17 @@ Only reads: opening a collection writes nothing.
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from ..._models import Metric
+from ._mapping import plain_value
+from ._quote import Literal
 from ._schema import OPCLASS_METRIC, Columns
 
 __all__ = ["Column", "TableFacts", "VectorIndex", "fts_language"]
@@ -61,6 +65,18 @@ class Column:
     """The column's default expression (``now()``, ``nextval(…)``; identity columns too)."""
     always: bool = False
     """``GENERATED ALWAYS AS IDENTITY``: an INSERT giving it a value says ``OVERRIDING SYSTEM VALUE``."""
+    default_value: str | None = None
+    """A constant default (:attr:`constant`) as the JSON text a metadata read gives it
+    (``"import"``); ``None`` for any other default, and for ``NULL``."""
+
+    @property
+    def constant(self) -> bool:
+        """The default is a constant (``'en'::text``, ``0``), not the table's own bookkeeping
+        (``now()``, ``nextval(…)``, ``gen_random_uuid()``)."""
+        return self.default is not None and _CONSTANT.match(self.default) is not None
+
+
+_CONSTANT = re.compile(r"^(?:'(?:[^']|'')*'(?:::[\w .\"]+(?:\[\])?)?|-?\d+(?:\.\d+)?|true|false|NULL)$")
 
 
 @dataclass(frozen=True)
@@ -135,18 +151,19 @@ class TableFacts:
         ).fetchone()
         indexes = conn.execute(_VECTOR_INDEXES, (qualified,)).fetchall()
         text_indexes = [_TO_TSVECTOR.match(str(r[0])) for r in conn.execute(_TEXT_INDEXES, (qualified,))]
+        columns = {
+            str(n): Column(
+                str(n),
+                str(t),
+                bool(nn),
+                None if g is None else str(g),
+                None if d is None else str(d),
+                bool(a),
+            )
+            for n, t, nn, g, d, a in cols
+        }
         return cls(
-            {
-                str(n): Column(
-                    str(n),
-                    str(t),
-                    bool(nn),
-                    None if g is None else str(g),
-                    None if d is None else str(d),
-                    bool(a),
-                )
-                for n, t, nn, g, d, a in cols
-            },
+            _with_default_values(conn, columns),
             frozenset(str(r[0]) for r in unique),
             tuple(
                 VectorIndex(
@@ -185,3 +202,28 @@ def fts_language(facts: TableFacts, columns: Columns) -> str | None:
     col = facts.columns.get(columns.fts) if columns.fts else None
     found = re.search(r"to_tsvector\('([^']+)'::regconfig", col.generated or "") if col else None
     return found.group(1) if found else None
+
+
+def _with_default_values(conn: psycopg.Connection[Any], columns: dict[str, Column]) -> dict[str, Column]:
+    """``columns`` with each constant default's value as a metadata read gives it (one query,
+    only for a table with such defaults): a record without the field reads back with it."""
+    constant = [c for c in columns.values() if c.constant and c.default != "NULL"]
+    if not constant:
+        return columns
+    values = sql.SQL(", ").join(
+        sql.SQL("{}, {}").format(
+            Literal(c.name),
+            plain_value(sql.SQL("({})::{}").format(sql.SQL(str(c.default)), sql.SQL(c.type)), c.type),
+        )
+        for c in constant
+    )
+    # the defaults are the catalog's own SQL (pg_get_expr); sent without parameters, so a % in
+    # one is no placeholder
+    row = conn.execute(sql.SQL("SELECT jsonb_build_object({})::text").format(values)).fetchone()
+    found = json.loads(str(row[0])) if row else {}
+    return {
+        name: replace(c, default_value=None if found.get(name) is None else json.dumps(found[name]))
+        if name in found
+        else c
+        for name, c in columns.items()
+    }

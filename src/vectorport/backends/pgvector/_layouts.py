@@ -68,14 +68,11 @@ _INTEGER = re.compile(r"^(bigint|integer|smallint)$")
 _VECTOR = re.compile(r"^(vector|halfvec)(\((\d+)\))?$")
 _JSON = ("json", "jsonb")
 _UNHELD = frozenset({"bytea"})
-_CONSTANT = re.compile(r"^(?:'(?:[^']|'')*'(?:::[\w .\"]+(?:\[\])?)?|-?\d+(?:\.\d+)?|true|false|NULL)$")
-"""A column default that is a constant (``'en'::text``, ``0``); any other (``now()``,
-``CURRENT_TIMESTAMP``, ``nextval(…)``, ``gen_random_uuid()``) is the table's own bookkeeping."""
 
 
 def _filled(column: Column) -> bool:
     """The table fills ``column`` itself: a computed default (``created_at DEFAULT now()``)."""
-    return column.default is not None and not _CONSTANT.match(column.default)
+    return column.default is not None and not column.constant
 
 
 """Column types no role can hold (metadata is JSON, the text is text): such columns are left out
@@ -522,7 +519,7 @@ def _foreign(
         order=order,
         order_kind=order_kind,
         metadata_json=base.metadata is not None and facts.columns[base.metadata].type == "json",
-        **_plain_columns(facts, listed, used, skip),
+        **_plain_columns(facts, listed, used, skip, found.left_out_columns if found is not None else ()),
         halfvec=facts.columns[base.embedding].type.startswith("halfvec"),
         scope=scope,
         keep_key=base.metadata is not None and (kind == "uuid" or serial is not None),
@@ -537,20 +534,22 @@ def _foreign(
 
 
 def _plain_columns(
-    facts: TableFacts, listed: tuple[str, ...], used: set[str], skip: set[str]
+    facts: TableFacts, listed: tuple[str, ...], used: set[str], skip: set[str], data: tuple[str, ...]
 ) -> dict[str, Any]:
     """The :class:`Columns` fields of the columns no role takes: those read as metadata (with
-    their defaults, and those a record must give), those no record field can hold, and those
-    the table fills itself."""
+    their defaults, and those a record must give), those no record carries (a type no record
+    field can hold, or ``data``: the convention's own data beside the chunk, such as Haystack's
+    blob with its mime type), and those the table fills itself."""
     cols = facts.columns
     return {
         "metadata_columns": tuple((c, cols[c].type) for c in listed),
         "column_defaults": tuple((c, d) for c in listed if (d := cols[c].default) is not None),
+        "default_values": tuple((c, v) for c in listed if (v := cols[c].default_value) is not None),
         "required_columns": tuple(c for c in listed if cols[c].notnull and cols[c].default is None),
         "left_out": tuple(
             f"{c.name} ({c.type})"
             for c in cols.values()
-            if c.type in _UNHELD and c.name not in used and c.name not in listed
+            if (c.type in _UNHELD or c.name in data) and c.name not in used and c.name not in listed
         ),
         "filled": tuple(
             f"{c.name} (DEFAULT {c.default})"

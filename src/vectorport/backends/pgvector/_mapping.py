@@ -68,7 +68,7 @@ def sql_name(*parts: str) -> sql.Composable:
     return Identifier(*parts)
 
 
-def _plain_value(column: sql.Composable, kind: str) -> sql.Composable:
+def plain_value(column: sql.Composable, kind: str) -> sql.Composable:
     """A plain column's value for the metadata; a timestamp as Python's ``isoformat()`` gives it
     (a ``timestamptz`` in UTC). PostgreSQL's JSON prints the session's TimeZone offset and trims
     the fraction (``.1234``), so the same row would read differently through another session."""
@@ -251,6 +251,10 @@ class Columns:
     column_defaults: tuple[tuple[str, str], ...] = ()
     """Those of :attr:`metadata_columns` with a default, and its SQL (``created_at``,
     ``now()``): a record that does not carry the field gets the default, not NULL."""
+    default_values: tuple[tuple[str, str], ...] = ()
+    """Those of :attr:`column_defaults` that are constants, with the JSON text a read gives the
+    value (``("source", '"import"')``): the collection's capabilities declare them, so a
+    migration's plan says which records get them and its verification expects them."""
     required_columns: tuple[str, ...] = ()
     """Those of :attr:`metadata_columns` that are ``NOT NULL`` without a default: a record must
     carry the field (a migration's plan names each record that does not)."""
@@ -279,8 +283,8 @@ class Columns:
     skip_null_vectors: bool = False
     """Rows whose vector is NULL are left out (``null_vectors=skip``)."""
     left_out: tuple[str, ...] = ()
-    """Columns no role can hold (``name (type)``, e.g. a ``bytea`` blob): not read, named by
-    ``info`` and the migration plan."""
+    """Columns no record carries (``name (type)``: a ``bytea`` blob, Haystack's blob mime
+    type): not read, named by ``info`` and the migration plan."""
     surrogate: str | None = None
     """The serial id a natural key was preferred over (:attr:`key_reason`): read as a metadata
     field, given by its sequence when a record carries none, never changed by an upsert."""
@@ -345,7 +349,7 @@ class Columns:
             pairs = sql.SQL(", ").join(
                 sql.SQL("{}, {}").format(
                     Literal(name),
-                    _plain_value(sql_name(prefix, name) if prefix else sql_name(name), kind),
+                    plain_value(sql_name(prefix, name) if prefix else sql_name(name), kind),
                 )
                 for name, kind in chunk
             )

@@ -309,8 +309,9 @@ class PgVectorStore(BaseStore[Predicate]):
 
     @property
     def left_out_columns(self) -> tuple[str, ...]:
-        """Columns of the table no role can hold (``name (type)``: a ``bytea`` blob), which its
-        records do not carry; a migration's plan names them."""
+        """Columns of the table its records do not carry (``name (type)``: a ``bytea`` blob, or
+        a convention's data beside the chunk such as Haystack's blob mime type); a migration's
+        plan names them."""
         return self.layout.columns.left_out
 
     def follow_text_language(self, language: str) -> bool | str:
