@@ -198,11 +198,13 @@ _CLI_MODULES = (
 the pages a command writes (titled by the command line that made them)."""
 _KNOWN = {
     ("alias/_follower.py", "`vectorport alias status` shows it caught up"): "an alias report's gate detail",
+    ("alias/_follower.py", "(another --state, or another host)"): "an alias report's gate detail",
     ("alias/_phases.py", "(`sync --follow` of these two stores"): "an alias report's note",
     ("backends/chroma/_server.py", "--path"): "the argv of Chroma's own server",
     ("backends/chroma/_server.py", "--host"): "the argv of Chroma's own server",
     ("backends/chroma/_server.py", "--port"): "the argv of Chroma's own server",
     ("backends/chroma/errors.py", "`chroma run --path DIR --port PORT`"): "Chroma's own command",
+    ("backends/chroma/_writers.py", "`chroma run --path "): "Chroma's own command",
     ("backends/chroma/errors.py", "not like a Chroma 1.x server"): "Chroma's own command",
     ("backends/parquet/_snapshot.py", "snapshot %s is unpinned"): "a log line",
     ("backends/pgvector/_catalog.py", "has no valid HNSW index"): "a log line",
