@@ -30,7 +30,12 @@ from typing import Any
 from ...exceptions import ConfigurationError
 from .base import BaseEmbedder, Embedder, EmbeddingError, approx_token_counts
 from .hashing import HashEmbedder
-from .sentence_transformers import DEFAULT_MODEL, SentenceTransformerEmbedder, packaged_model_path
+from .sentence_transformers import (
+    DEFAULT_MODEL,
+    SentenceTransformerEmbedder,
+    folder_model_name,
+    packaged_model_path,
+)
 from .voyage import VoyageEmbedder
 
 __all__ = [
@@ -79,13 +84,13 @@ def same_model(a: str | None, b: str | None) -> bool:
 
 def _canonical(model_id: str) -> str:
     """One id per model: the aliases above, and a sentence-transformers model recorded by its
-    folder (Chroma records a ``SentenceTransformerEmbeddingFunction`` by the path it was given)
-    named as vectorport names a folder's model, by the folder's name."""
+    folder (as vectorport and Chroma's ``SentenceTransformerEmbeddingFunction`` record a folder,
+    by its path) named by the folder's name, as an id recorded before paths were."""
     model_id = _ALIASES.get(model_id, model_id)
     for prefix in _ST_PREFIXES:
         rest = model_id.removeprefix(prefix)
         if rest != model_id and ("/" in rest or "\\" in rest) and Path(rest).expanduser().is_dir():
-            model_id = SentenceTransformerEmbedder(rest).model_id
+            model_id = f"sentence-transformers:{folder_model_name(rest)}"
             break
     return _ALIASES.get(model_id, model_id)
 
