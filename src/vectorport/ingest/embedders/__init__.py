@@ -47,7 +47,6 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "VoyageEmbedder",
     "approx_token_counts",
-    "has_aliases",
     "packaged_model_path",
     "resolve_embedder",
     "same_model",
@@ -93,11 +92,6 @@ def _canonical(model_id: str) -> str:
             model_id = f"sentence-transformers:{folder_model_name(rest)}"
             break
     return _ALIASES.get(model_id, model_id)
-
-
-def has_aliases(model_id: str) -> bool:
-    """Whether another recorded id names the same model as ``model_id``."""
-    return _canonical(model_id) in _ALIASES.values()
 
 
 def resolve_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedder:
