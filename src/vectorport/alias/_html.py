@@ -143,7 +143,7 @@ def _quality(report: AliasReport) -> list[str]:
             [
                 (_e(r.member), "l"),
                 (_e(roles.get(r.member, "left the alias")), ""),
-                (_e(r.model or "unknown"), ""),
+                (_e(r.model or "unknown"), "l"),
                 (str(r.queries), ""),
                 (_f(r.ndcg, ".3f"), ""),
                 (_f(r.mrr, ".3f"), ""),
@@ -197,7 +197,7 @@ def render_html(report: AliasReport) -> str:
                 (_e(m.label), "l"),
                 (m.role.value, ""),
                 (m.feed.value, ""),
-                (_e(m.embedding_model or "unknown"), ""),
+                (_e(m.embedding_model or "unknown"), "l"),
                 (str(m.backfilled), ""),
             ]
             for m in s.members

@@ -276,7 +276,7 @@ padding-bottom:4px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;white-space:nowrap}th{background:#f5f5f7}
 details{margin-top:32px}summary{font-size:17px;font-weight:600;cursor:pointer}
-td.l,th.l{text-align:left;white-space:normal}td.bad,p.bad{color:#c62828;font-weight:600}
+td.l,th.l{text-align:left;white-space:normal;overflow-wrap:anywhere}td.bad,p.bad{color:#c62828;font-weight:600}
 .scroll{overflow-x:auto;max-width:100%}
 .plots{display:flex;flex-wrap:wrap;gap:18px}.plots svg{background:#fff;border:1px solid #eee;padding:6px}
 pre{background:#f5f5f7;padding:10px;overflow-x:auto;font-size:12px}

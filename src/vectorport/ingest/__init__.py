@@ -39,7 +39,6 @@ from .embedders import (
     HashEmbedder,
     SentenceTransformerEmbedder,
     VoyageEmbedder,
-    has_aliases,
     resolve_embedder,
     same_model,
 )
@@ -115,9 +114,9 @@ def connect_for(
             check()
     except VectorportError:
         pass  # connect below says what is wrong with the URL
-    if recorded and has_aliases(model) and same_model(recorded, model):
-        # A collection recording the same model under another id (Chroma's "chroma:default")
-        # is opened with its own id, so the spec check on open accepts it.
+    if recorded and recorded != model and same_model(recorded, model):
+        # A collection recording the same model under another id (Chroma's "chroma:default", a
+        # model folder by its name) is opened with its own id, so the spec check on open accepts it.
         model = recorded
     return connect(url, dimension=embedder.dimension, metric=metric, embedding_model=model, **options)
 

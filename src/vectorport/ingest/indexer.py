@@ -41,6 +41,7 @@ from .chunker import Chunk, Chunker, ChunkingConfig
 from .compat import check_embedder
 from .corpus import Corpus, SourceFile
 from .documents import Document, sha256_hex
+from .embedders import same_model
 from .loaders import loader_for
 
 __all__ = ["DocumentOutcome", "Indexer", "IngestReport", "ProgressFn", "chunk_key", "read_state"]
@@ -201,6 +202,7 @@ class Indexer:
         self.signature = self.chunker.config.signature
         self.flush_texts = flush_texts or max(256, embedder.batch_size * 4)
         self.model_id = embedder.model_id
+        self._same: dict[str, bool] = {}
 
     def run(
         self,
@@ -242,12 +244,21 @@ class Indexer:
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
+    def _same_model(self, model: str | None) -> bool:
+        """Whether a chunk's recorded model is the embedder's (also under an id recorded before,
+        e.g. a model folder by its name before folders were recorded by their path)."""
+        if model is None:
+            return False
+        if model not in self._same:
+            self._same[model] = same_model(model, self.model_id)
+        return self._same[model]
+
     # ------------------------------------------------------------------ per document
     def _current_keys(self, source: str, entries: dict[str, _Entry], doc_hash: str) -> set[str] | None:
         good = {
             k: e
             for k, e in entries.items()
-            if e.doc_hash == doc_hash and e.model == self.model_id and e.chunking == self.signature
+            if e.doc_hash == doc_hash and self._same_model(e.model) and e.chunking == self.signature
         }
         totals = {e.total for e in good.values()}
         if len(totals) != 1:
@@ -301,7 +312,7 @@ class Indexer:
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Stored vectors of unchanged chunk texts (same model), by content hash."""
         wanted = {c.content_hash for c in chunks}
-        keys = [k for k, e in entries.items() if e.model == self.model_id and e.content_hash in wanted]
+        keys = [k for k, e in entries.items() if self._same_model(e.model) and e.content_hash in wanted]
         out: dict[str, npt.NDArray[np.float32]] = {}
         if not keys:
             return out

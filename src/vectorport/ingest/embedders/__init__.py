@@ -30,7 +30,12 @@ from typing import Any
 from ...exceptions import Advice, Advised, ConfigurationError
 from .base import BaseEmbedder, Embedder, EmbeddingError, approx_token_counts
 from .hashing import HashEmbedder
-from .sentence_transformers import DEFAULT_MODEL, SentenceTransformerEmbedder, packaged_model_path
+from .sentence_transformers import (
+    DEFAULT_MODEL,
+    SentenceTransformerEmbedder,
+    folder_model_name,
+    packaged_model_path,
+)
 from .voyage import VoyageEmbedder
 
 __all__ = [
@@ -42,7 +47,6 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "VoyageEmbedder",
     "approx_token_counts",
-    "has_aliases",
     "packaged_model_path",
     "resolve_embedder",
     "same_model",
@@ -79,20 +83,15 @@ def same_model(a: str | None, b: str | None) -> bool:
 
 def _canonical(model_id: str) -> str:
     """One id per model: the aliases above, and a sentence-transformers model recorded by its
-    folder (Chroma records a ``SentenceTransformerEmbeddingFunction`` by the path it was given)
-    named as vectorport names a folder's model, by the folder's name."""
+    folder (as vectorport and Chroma's ``SentenceTransformerEmbeddingFunction`` record a folder,
+    by its path) named by the folder's name, as an id recorded before paths were."""
     model_id = _ALIASES.get(model_id, model_id)
     for prefix in _ST_PREFIXES:
         rest = model_id.removeprefix(prefix)
         if rest != model_id and ("/" in rest or "\\" in rest) and Path(rest).expanduser().is_dir():
-            model_id = SentenceTransformerEmbedder(rest).model_id
+            model_id = f"sentence-transformers:{folder_model_name(rest)}"
             break
     return _ALIASES.get(model_id, model_id)
-
-
-def has_aliases(model_id: str) -> bool:
-    """Whether another recorded id names the same model as ``model_id``."""
-    return _canonical(model_id) in _ALIASES.values()
 
 
 def resolve_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedder:

