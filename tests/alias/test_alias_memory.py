@@ -153,6 +153,31 @@ def test_shadow_reads_are_compared_and_the_queue_drops_without_slowing(
     assert counters["dropped"] > 0 and counters["shadowed"] + counters["dropped"] == 340
 
 
+def test_after_a_switch_status_keeps_the_shadow_record_and_the_old_store_has_none_yet(
+    pair: tuple[str, str], reg: str
+) -> None:
+    """The evidence a switch was made on stays in status (the new serving store's shadowed
+    queries, said to be from before it served); the store that served before has shadowed
+    nothing yet, which status says in words, not as ``nan``."""
+    old, new = pair
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, settle=0.0)
+    store = vectorport.connect(f"alias://docs?registry={reg}")
+    rng = np.random.default_rng(2)
+    for _ in range(25):
+        store.query(rng.normal(size=DIM), k=5)
+    store.close()
+    report = alias.switch("docs", registry=reg, gates=alias.Gates(min_queries=20, max_p99_ratio=None))
+    assert report.status is Status.APPLIED, report.render()
+    after = alias.status("docs", registry=reg)
+    assert after.figures[new].queries == 25 and after.figures[old].queries == 0
+    text = after.render()
+    assert "nan" not in text, text
+    assert f"shadow {new} (while it shadowed, before it served): 25 queries" in text, text
+    assert f"shadow {old}: no shadowed queries answered yet" in text, text
+    assert after.status is Status.HEALTHY, after.reasons
+
+
 def test_a_member_down_during_shadow_is_counted_not_fatal(pair: tuple[str, str], reg: str) -> None:
     old, new = pair
     alias.create("docs", old, registry=reg)

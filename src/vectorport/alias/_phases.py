@@ -353,8 +353,10 @@ def status(name: str, *, registry: str | None = None, queries: str | None = None
             report.quality = _quality(state, queries)
             reg.add_quality(name, measured(state, report.quality))
         report.quality_recorded = reg.quality(name)
-        for member in state.others:
+        for member in state.members:
             rows = reg.shadow_rows(name, member.url)
+            if member.role is Role.SERVING and not rows:
+                continue  # the serving store shadowed nothing (it shadowed before a switch: shown)
             report.rows[member.label] = rows
             report.figures[member.label] = figures(rows)
             report.shapes[member.label] = by_shape(rows)
@@ -368,7 +370,9 @@ def status(name: str, *, registry: str | None = None, queries: str | None = None
         report.reasons.append(f"{report.repairs} writes wait in the repair queue")
     report.reasons += stray(state)
     report.reasons += [
-        f"{url}: {f.errors} shadowed queries failed" for url, f in report.figures.items() if f.errors
+        f"{url}: {f.errors} shadowed queries failed"
+        for url, f in report.figures.items()
+        if f.errors and url != state.serving.label  # the serving store's are from before it served
     ]
     report.status = Status.FINDINGS if report.reasons else Status.HEALTHY
     report.seconds = time.monotonic() - started

@@ -111,11 +111,16 @@ class AliasReport(Report):
             )
         for gate in self.gates:
             lines.append(f"  gate {gate.name:<9} {'ok  ' if gate.ok else 'FAIL'} {gate.detail}")
+        serving = s.serving.label
         for url, f in self.figures.items():
+            when = " (while it shadowed, before it served)" if url == serving else ""
+            if not f.queries:
+                lines.append(f"  shadow {url}{when}: no shadowed queries answered yet, {f.errors} errors")
+                continue
             lines.append(
-                f"  shadow {url}: {f.queries} queries, {f.errors} errors, overlap@k {f.overlap:.3f}, "
-                f"rbo {f.rbo:.3f}, top-1 {f.top1:.3f}, p99 {f.candidate.p99:.2f} ms vs serving "
-                f"{f.serving.p99:.2f} ms"
+                f"  shadow {url}{when}: {f.queries} queries, {f.errors} errors, overlap@k "
+                f"{f.overlap:.3f}, rbo {f.rbo:.3f}, top-1 {f.top1:.3f}, p99 {f.candidate.p99:.2f} ms "
+                f"vs serving {f.serving.p99:.2f} ms"
             )
             for shape, g in self.shapes.get(url, {}).items():
                 lines.append(
