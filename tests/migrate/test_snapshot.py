@@ -167,7 +167,7 @@ def test_a_pinned_snapshot_is_read_only_and_checked(memory_source: Any, tmp_path
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(vectorport.ConfigurationError, match="empty directory"):
         export("memory://snapshot-src", tmp_path, overwrite=True)
-    with pytest.raises(vectorport.NotFoundError, match="vectorport export"):
+    with pytest.raises(vectorport.NotFoundError, match=r"make one with `vectorport\.snapshot\.export\("):
         vectorport.connect(snapshot_url(tmp_path / "nothing-here"))
 
 

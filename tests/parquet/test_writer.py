@@ -65,7 +65,7 @@ def test_a_written_snapshot_is_an_exported_one(tmp_path: Path) -> None:
 
     store.drop()
     assert not directory.exists()
-    with pytest.raises(vectorport.NotFoundError, match="vectorport export"):
+    with pytest.raises(vectorport.NotFoundError, match=r"make one with `vectorport\.snapshot\.export\("):
         vectorport.connect(snapshot_url(directory))
 
 
