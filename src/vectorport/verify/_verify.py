@@ -55,7 +55,7 @@ from ._judge import (
     start_differences,
     vector_difference,
 )
-from ._queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
+from ._queries import Answers, QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
 from ._tasks import Digested, Placed, SegmentDetail, detail_task, digest_sides, fold_detail
 
 __all__ = [
@@ -281,9 +281,9 @@ def verify_stores(
     placed: Placed | None = None,
     report: VerifyReport | None = None,
 ) -> VerifyReport:
-    """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
-    The one driver of every verification: collection definitions, sampled queries, counts,
-    the data pass (by digest or by key), the query check.
+    """Compare ``target`` with ``source`` (after ``transformer``): the one driver of every
+    verification (collection definitions, sampled queries, counts, the data pass by digest or
+    by key, the query check); see the module docstring.
 
     ``copied``: the copy's digests of what it wrote (:func:`vectorport.migrate.run` with
     ``single_pass``); the source is then not read again unless a key bin differs.
@@ -293,25 +293,19 @@ def verify_stores(
     whole by the run since its copy ended (with ``copied``; :class:`~._tasks.TargetScan`).
     ``queries``: the sampled queries, when the copy's read-back or ``target_scan`` already fed
     their exact top-k (else picked here). ``placed``: where the scan and detail tasks run and
-    how they reach the stores (default: threads of this process over ``source`` and
-    ``target``; URLs: the digest method, each task opening its stores). ``report``: an empty
-    report to fill (a :class:`~._merged.MergedVerifyReport`), else a new one.
+    how they reach the stores (default: threads over these; URLs: each task opens its own).
+    ``report``: an empty report to fill (a :class:`~._merged.MergedVerifyReport`).
     """
     if method not in ("auto", "digest", "keyed"):  # before any read
         raise ConfigurationError(f"verification method must be auto, digest or keyed, got {method!r}")
     started = time.monotonic()
     placed = placed if placed is not None else Placed.here(source, target)
-    sharded = shard[1] > 1
-    if report is None:
-        report = VerifyReport(source_label or source.url.masked, target_label or target.url.masked, shard)
-    _start_report(report, shard, cap, compare_vectors)
-    report.collection = collection_differences(source, target, compare_vectors)
+    labels = (source_label or source.url.masked, target_label or target.url.masked)
+    report = report if report is not None else VerifyReport(*labels, shard)
+    _start_report(report, source, target, cap, compare_vectors)
     queries, answers = _queries(report, source, target, shard, compare_vectors, sample_queries, k, queries)
-    # digests need the target to hold values as written; floats read from a source that
-    # rounds them (Chroma) were written as read, so only the target's rule decides
-    target_ulps = target.capabilities.metadata.float_ulps
-    report.method = _method(method, sharded, compare_vectors, target_ulps, tolerance, copied, placed.remote)
-    _count(report, source, target, sharded, copied, read_back is not None or target_scan is not None)
+    report.method = _method(method, shard[1] > 1, compare_vectors, target, tolerance, copied, placed.remote)
+    _count(report, source, target, shard[1] > 1, copied, read_back is not None or target_scan is not None)
     # a float read back from either store may differ by the ulps its backend declares (Chroma
     # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
     float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
@@ -320,9 +314,7 @@ def verify_stores(
         run = _Run(report, source, target, placed, *judging, bar.advance)
         _data_pass(run, shard, copied, read_back, target_scan)
     if answers is not None:
-        asked = time.monotonic()
-        report.queries = query_check(target, queries.records, queries.exact, queries.k, cap, answers())
-        placed.timings["queries"] = time.monotonic() - asked
+        _query_check(report, target, queries, answers, placed)
     report.seconds = time.monotonic() - started
     return report
 
@@ -376,7 +368,7 @@ def _queries(
     sample_queries: int,
     k: int,
     queries: SampledQueries | None,
-) -> tuple[SampledQueries, Callable[[], Any] | None]:
+) -> tuple[SampledQueries, Callable[[], Answers] | None]:
     """The sampled queries (picked here unless the copy fed them) and their answers, asked now
     and judged at the end against the exact top-k the data pass computes."""
     other_dimension = compare_vectors and source.spec.dimension != target.spec.dimension
@@ -393,10 +385,29 @@ def _queries(
     return queries, answers
 
 
-def _start_report(report: VerifyReport, shard: tuple[int, int], cap: int, compare_vectors: bool) -> None:
-    """Empty lists of differences in ``report``, and which checks this verification leaves out."""
+def _query_check(
+    report: VerifyReport,
+    target: VectorStore,
+    queries: SampledQueries,
+    answers: Callable[[], Answers],
+    placed: Placed,
+) -> None:
+    """The sampled queries' answers, once both stores gave them, judged against the exact top-k
+    the data pass computed."""
+    started = time.monotonic()
+    cap = report.missing.cap
+    report.queries = query_check(target, queries.records, queries.exact, queries.k, cap, answers())
+    placed.timings["queries"] = time.monotonic() - started
+
+
+def _start_report(
+    report: VerifyReport, source: VectorStore, target: VectorStore, cap: int, compare_vectors: bool
+) -> None:
+    """``report``'s empty lists of differences, how the collections' definitions differ,
+    and which checks this verification leaves out."""
     start_differences(report, cap)
-    if shard[1] > 1:
+    report.collection = collection_differences(source, target, compare_vectors)
+    if report.shard[1] > 1:
         report.skipped.append(
             "counts, extra keys and queries: a shard is verified for its own source records only"
         )
@@ -408,7 +419,7 @@ def _method(
     asked: str,
     sharded: bool,
     compare_vectors: bool,
-    float_ulps: int,
+    target: VectorStore,
     tolerance: float,
     copied: BinSums | None,
     remote: bool,
@@ -417,6 +428,9 @@ def _method(
         return "digest"
     if asked == "keyed":
         return "keyed"
+    # digests need the target to hold values as written; floats read from a source that
+    # rounds them (Chroma) were written as read, so only the target's rule decides
+    float_ulps = target.capabilities.metadata.float_ulps
     # digests compare bytes: a target that may round floats (Chroma), re-embedded vectors or a
     # looser vector tolerance would differ everywhere and every bin would be re-read
     fits = not sharded and compare_vectors and float_ulps == 0 and tolerance <= VECTOR_TOLERANCE
