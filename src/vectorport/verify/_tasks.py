@@ -4,7 +4,8 @@ comparison of the key bins whose digests differ (:func:`detail_task`), with how 
 each result into its report.
 
 A task is given each store as a URL (and options), which it opens and closes — what a task in
-another process needs —, or as a store this process holds (:data:`Side`), used as it is."""
+another process needs —, or as a store this process holds (:data:`Side`), used as it is;
+:class:`Placed` says which, and which runner's ``map`` runs the tasks."""
 
 from __future__ import annotations
 

@@ -1,6 +1,12 @@
 """Verification: is the target the source, after the declared transforms?
 
-Two methods, with the same report:
+One driver, :func:`verify_stores`, runs every verification in one order — the collections'
+definitions, the sampled queries (picked and asked), the counts, the data pass, the query
+check —, wherever its tasks run: the scan and detail tasks of :mod:`._tasks` are placed by a
+:class:`~._tasks.Placed`, threads of this process over the opened stores (which can also use
+what a migration's copy knows: its digests, its read-back, its early read of the target), or a
+runner's tasks given the stores as URLs, each opening its own (:func:`~._merged.verify_merged`,
+``--engine ray``). Two methods, with the same report:
 
 * ``digest`` (the default where it applies): each side is read once, the fastest way its
   backend allows (parallel native scan segments), and every record folded into per-key-bin
@@ -14,9 +20,11 @@ Two methods, with the same report:
   and duplicate keys. Used for shards, re-embedded vectors and targets that round floats
   (digests compare bytes, so every bin would differ).
 
-Then counts, and sampled queries against both stores judged against the exact top-k computed
-from the same pass (:mod:`._verify_queries`). Memory: one page per worker plus, in the keyed
-method, an 8-byte hash per key; in the digest method 24 bytes per key bin.
+Then counts (in the digest method, a store without a native count — a bucket — is counted by
+the read it gets anyway), and sampled queries against both stores judged against the exact
+top-k computed from the same pass (:mod:`._queries`). Memory: one page per worker plus, in the
+keyed method, an 8-byte hash per key; in the digest method 24 bytes per key bin. Tasks placed
+elsewhere always use the digest method (no process holds the keys).
 """
 
 from __future__ import annotations
