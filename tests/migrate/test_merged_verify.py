@@ -3,10 +3,13 @@ in-process runner: the single-process verdict, counts and difference lists, afte
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import vectorport
 from vectorport import Record
+from vectorport._digest import MAX_BINS
 from vectorport.migrate import VerifyReport
 from vectorport.verify._merged import verify_merged
 
@@ -75,3 +78,28 @@ def test_merged_equals_single_process_after_a_transform_and_damage() -> None:
     finally:
         source.drop()
         vectorport.connect("memory://merged-dst").drop()
+
+
+@pytest.mark.s3vectors
+def test_a_bucket_verified_here_is_counted_by_the_digest_read_as_under_tasks(url_for: Any) -> None:
+    """A bucket has no count of its own: the one verification counts it by the read it makes
+    anyway (here and in tasks alike), into the most key bins; its findings are the tasks'."""
+    source = url_for("s3vectors")
+    n = 300
+    records = [Record(f"doc-{i}", [float((i * 7 + j) % 11) + 1.0 for j in range(DIM)], {"i": i}, f"t{i}")
+               for i in range(n)]  # fmt: skip
+    vectorport.connect(source, dimension=DIM).upsert(records)
+    target = "memory://bucket-counted"
+    try:
+        assert vectorport.migrate.run(source, target).status == "verified"
+        dst = vectorport.connect(target)
+        dst.delete([records[3].key])
+        dst.upsert([Record("extra#1", records[5].vector, {}, None)])
+        here = vectorport.verify(source, target, sample_queries=4)
+        tasks = verify_merged(source, target, segments=2, sample_queries=4)
+        assert (here.method, here.source_count, here.target_count) == ("digest", n, n)
+        assert here.bins is not None and here.bins["parts"] == MAX_BINS == tasks.key_bins
+        assert _lists(here) == _lists(tasks)
+        assert here.missing.items == [records[3].key] and here.extra.items == ["extra#1"]
+    finally:
+        vectorport.connect(target).drop()

@@ -25,6 +25,7 @@ __all__ = [
     "VECTOR_TOLERANCE",
     "PageResult",
     "compare_page",
+    "fold_page",
     "key_hashes",
     "same_content",
     "start_differences",
@@ -153,3 +154,15 @@ def start_differences(holder: Any, cap: int) -> None:
     difference, capped at ``cap``."""
     for kind in DIFFERENCE_KINDS:
         setattr(holder, kind, Capped(cap))
+
+
+def fold_page(holder: Any, res: PageResult) -> None:
+    """Add one judged page (:func:`compare_page`) to ``holder`` (a report, or one task's
+    result): the records compared, the missing keys and each kind of changed record."""
+    holder.compared += res.compared
+    for key in res.missing:
+        holder.missing.add(key)
+    for kind in ("vectors", "metadata", "text"):
+        group = getattr(holder, kind)
+        for item in getattr(res, kind):
+            group.add(item)

@@ -1,24 +1,12 @@
-"""Verification by merged per-key-bin digests, for engines that split the work into tasks.
+"""The merged verification's report, and its entry for tasks that open the stores by URL.
 
-A verification that cannot hold every key hash in one process splits each store into native
-scan segments (``scan(segment=(i, n))``), one task each. A task returns, per key bin
+:func:`verify_merged` reads each store as native scan segments (``scan(segment=(i, n))``), one
+task of the ``runner``'s ``map`` each (Ray tasks in :mod:`vectorport.ray`; threads of this
+process by default), each opening its own stores: a task returns, per key bin
 (:func:`vectorport._digest.bin_of`, the same for every backend), the XOR of its records'
-16-byte digests and their count (:class:`~vectorport._digest.BinSums`, read by
-:func:`~vectorport.engine._digestscan.digest_segment` as every verification reads), never
-keys: a source record is digested as the target should hold it (after the migration's
-transforms), a target record as it is. Merged on the driver, a key bin whose digest and count
-agree holds equal records. Only the key bins that differ are read again, by tasks that scan
-keys only and fetch just those keys from both stores (:func:`detail_task`), judged by the single-process rules
-(:func:`~._verify.verify_stores`): vectors at tolerance, metadata by ``json_equal`` with the
-backends' declared float ulps (so a Chroma target whose floats came back an ulp off still
-verifies equal: its bins differ by digest, not by judgement), text exactly.
-
-The sampled queries' exact top-k is merged the same way: each source task keeps the best rows of
-its segment (:class:`~vectorport._exact.StreamingTopK`) and the driver folds them.
-
-The tasks are plain functions of URLs (each opens its own stores), so an engine only maps them:
-:func:`verify_merged` takes the ``runner``'s ``map`` (Ray tasks in :mod:`vectorport.ray`;
-threads of this process by default).
+16-byte digests and their count, never keys, so no process holds every key. The run is the one
+verification's (:func:`~._verify.verify_stores`: its digest method, detail tasks and
+judgement, given the stores as URLs); :class:`MergedVerifyReport` adds how the tasks ran.
 """
 
 from __future__ import annotations
@@ -28,23 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from .._digest import MAX_BINS, bin_count
-from .._exact import StreamingTopK
-from .._features import Feature
-from .._models import JSON, Record
-from .._protocol import VectorStore
+from .._models import JSON
 from .._report import DEFAULT_CAP
 from ..engine._endpoints import Endpoint, open_source, probe_target
-from ..engine._progress import Progress, ProgressMode
+from ..engine._progress import ProgressMode
 from ..engine._runner import LocalRunner
 from ..engine._transform import MetadataPolicy, Transformer
 from ..exceptions import ConfigurationError
-from ._judge import VECTOR_TOLERANCE, start_differences
-from ._queries import ask_queries, pick_queries, query_check
-from ._tasks import SegmentDetail, Tasks, detail_task, digest_sides, fold_detail, segment_calls
-from ._verify import VerifyReport, collection_differences
+from ._judge import VECTOR_TOLERANCE
+from ._tasks import Placed, Tasks
+from ._verify import VerifyReport, verify_stores
 
 __all__ = ["MergedVerifyReport", "Tasks", "verify_merged"]
 
@@ -82,33 +63,6 @@ class MergedVerifyReport(VerifyReport):
         return out
 
 
-def _count(store: VectorStore, scanned: int) -> int:
-    """The store's own count, or what its scan found when counting would be another full scan
-    (buckets have no count API)."""
-    return store.count() if Feature.NATIVE_COUNT in store.capabilities.features else scanned
-
-
-@dataclass
-class _Merge:
-    """One merged verification: the URLs and options each task opens, the driver's endpoints,
-    the key bins and the report being filled."""
-
-    source: str
-    target: str
-    src_opts: dict[str, Any]
-    dst_opts: dict[str, Any]
-    runner: Tasks
-    native: list[tuple[int, int]]
-    src: Endpoint
-    dst: Endpoint
-    transformer: Transformer
-    report: MergedVerifyReport
-    parts: int = 0
-    top_k: int = 0
-    queries: list[Record] = field(default_factory=list)
-    wanted: frozenset[int] = frozenset()
-
-
 def verify_merged(
     source: str,
     target: str,
@@ -139,30 +93,32 @@ def verify_merged(
     try:
         dst = _existing_target(target, src, dst_opts)
         try:
-            report = MergedVerifyReport(src.label, dst.label, (0, 1), engine=engine, workers=workers)
-            start_differences(report, cap)
-            report.scan_segments, report.method = segments, "digest"
-            report.collection = collection_differences(src.store, dst.store)
-            if src.store.spec.dimension != dst.store.spec.dimension:  # as verify_stores says
-                report.skipped.append("queries: the collections' dimensions differ")
-                sample_queries = 0
-            transformer = Transformer(dst.capabilities.metadata, metadata_policy, text_key)
-            native = [(i, segments) for i in range(segments)]
             tasks = runner if runner is not None else LocalRunner().map
-            m = _Merge(source, target, src_opts, dst_opts, tasks, native, src, dst, transformer, report)
-            exact = _digest_pass(m, sample_queries, k, progress)
-            if m.wanted:
-                _detail_pass(m, tolerance, cap)
-            if m.queries:
-                t0 = time.monotonic()
-                answers = ask_queries(src.store, dst.store, m.queries, m.top_k)()
-                report.queries = query_check(dst.store, m.queries, exact, m.top_k, cap, answers)
-                report.timings["queries"] = time.monotonic() - t0
+            placed = Placed(tasks, source, target, src_opts, dst_opts, segments)
+            report = MergedVerifyReport(src.label, dst.label, (0, 1), engine=engine, workers=workers)
+            report.scan_segments = segments
+            verify_stores(
+                src.store,
+                dst.store,
+                Transformer(dst.capabilities.metadata, metadata_policy, text_key),
+                sample_queries=sample_queries,
+                k=k,
+                tolerance=tolerance,
+                cap=cap,
+                progress=progress,
+                placed=placed,
+                report=report,
+            )
         finally:
             dst.close()
     finally:
         src.close()
-    report.per_worker.sort(key=lambda w: (str(w["task"]).startswith("detail"), str(w["task"])))
+    bins = report.bins or {}
+    report.key_bins, report.differing_bins = bins.get("parts", 0), bins.get("differing", 0)
+    report.per_worker = sorted(
+        placed.workers, key=lambda w: (str(w["task"]).startswith("detail"), str(w["task"]))
+    )
+    report.timings = placed.timings
     report.seconds = time.monotonic() - started
     report.timings["total"] = report.seconds
     return report
@@ -182,59 +138,3 @@ def _existing_target(target: str, src: Endpoint, dst_opts: dict[str, Any]) -> En
     if "collection" not in dst_opts and dst.naming is not None:
         dst_opts["collection"] = dst.naming.name
     return dst
-
-
-def _digest_pass(m: _Merge, sample_queries: int, k: int, progress: ProgressMode | bool) -> StreamingTopK:
-    """Every native segment of both stores digested by the runner's tasks and merged; the
-    report's counts and differing key bins; the sampled queries' exact top-k."""
-    src, dst, report = m.src, m.dst, m.report
-    source_count = src.store.count() if Feature.NATIVE_COUNT in src.capabilities.features else None
-    # without a count (buckets), the most bins: a differing one then costs the fewest reads
-    m.parts = MAX_BINS if source_count is None else bin_count(source_count)
-    report.key_bins = m.parts
-    limits = [t for t in (src.capabilities.max_top_k, dst.capabilities.max_top_k) if t]
-    m.top_k = min([k, *limits])
-    m.queries = pick_queries(src.store, (0, 1), sample_queries)
-    qmatrix = (
-        np.stack([np.asarray(r.vector, dtype=np.float32) for r in m.queries])
-        if m.queries
-        else np.empty((0, src.store.spec.dimension), dtype=np.float32)
-    )
-    t0 = time.monotonic()
-    exact = StreamingTopK(src.store.spec.metric, qmatrix, m.top_k + 5)
-    segments = len(m.native)
-    calls = segment_calls(m.source, m.src_opts, "source", segments, m.parts, m.transformer, exact)
-    calls += segment_calls(m.target, m.dst_opts, "target", segments, m.parts, None, None)
-    with Progress("verify", source_count, enabled=progress) as bar:
-        got = digest_sides(m.runner, calls, m.parts, exact, on_source=bar.advance)
-    merged, scanned = got.sums, got.records
-    report.per_worker.extend(got.workers)
-    report.timings["digest"] = time.monotonic() - t0
-    report.source_count = source_count if source_count is not None else scanned["source"]
-    report.target_count = _count(dst.store, scanned["target"])
-    report.target_scanned = scanned["target"]
-    differing = merged["source"].differing(merged["target"])
-    report.differing_bins = len(differing)
-    report.bins = {"parts": m.parts, "differing": len(differing)}
-    m.wanted = frozenset(differing)
-    equal = set(range(m.parts)) - m.wanted
-    report.compared = int(sum(int(merged["source"].counts[s]) for s in equal))
-    return exact
-
-
-def _detail_pass(m: _Merge, tolerance: float, cap: int) -> None:
-    """The differing key bins compared record by record by the runner's tasks."""
-    report = m.report
-    t0 = time.monotonic()
-    float_ulps = m.src.capabilities.metadata.float_ulps + m.dst.capabilities.metadata.float_ulps
-    common = (m.parts, m.wanted, m.transformer, tolerance, float_ulps, cap)
-    calls = [
-        (m.source, m.target, m.src_opts, m.dst_opts, side, s, *common)
-        for side in ("source", "target")
-        for s in m.native
-    ]
-    d: SegmentDetail
-    for d in m.runner(detail_task, calls):
-        report.per_worker.append(d.worker)
-        fold_detail(report, d)
-    report.timings["detail"] = time.monotonic() - t0

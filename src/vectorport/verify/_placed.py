@@ -1,11 +1,11 @@
 """The verification of a pair under a run's placement — the one entry every command takes
 (``migrate``'s finish, ``sync --verify``, ``export --verify``, ``verify``, ``diff``).
 
-In this process the two stores are compared by :func:`~._verify.verify_stores` (threads, with
-what the run already knows: the copy's digests, its read-back); when the placement's tasks run
-elsewhere, by merged per-key-bin digests (:func:`~._merged.verify_merged`), each native scan
-segment of both stores read by a task the runner places (:meth:`Runner.map
-<vectorport.engine.Runner.map>`)."""
+Both go through the one driver, :func:`~._verify.verify_stores`: in this process over the
+opened stores (threads, with what the run already knows: the copy's digests, its read-back);
+when the placement's tasks run elsewhere, through :func:`~._merged.verify_merged`, which gives
+the driver the stores as URLs, each native scan segment of both read by a task the runner
+places (:meth:`Runner.map <vectorport.engine.Runner.map>`)."""
 
 from __future__ import annotations
 

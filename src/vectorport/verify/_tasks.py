@@ -4,7 +4,8 @@ comparison of the key bins whose digests differ (:func:`detail_task`), with how 
 each result into its report.
 
 A task is given each store as a URL (and options), which it opens and closes — what a task in
-another process needs —, or as a store this process holds (:data:`Side`), used as it is."""
+another process needs —, or as a store this process holds (:data:`Side`), used as it is;
+:class:`Placed` says which, and which runner's ``map`` runs the tasks."""
 
 from __future__ import annotations
 
@@ -32,12 +33,13 @@ from .._report import DEFAULT_CAP, Capped
 from ..engine._digestscan import DigestScan, digest_segment, parallel_segments
 from ..engine._runner import LocalRunner, worker_info
 from ..engine._transform import Transformer
-from ._judge import DIFFERENCE_KINDS, VECTOR_TOLERANCE, compare_page, start_differences
+from ._judge import DIFFERENCE_KINDS, VECTOR_TOLERANCE, compare_page, fold_page, start_differences
 from ._queries import SampledQueries
 
 __all__ = [
     "SCAN_BATCH",
     "Digested",
+    "Placed",
     "SegmentDetail",
     "SegmentScan",
     "Side",
@@ -195,15 +197,76 @@ def digests_here(
     advance: Callable[[int], None] | None,
     concurrency: int,
 ) -> tuple[BinSums, int]:
-    """One store of this process digested by the scan tasks, as many segments at once as its
-    backend reads in parallel (:func:`~vectorport.engine._digestscan.parallel_segments`);
-    its key-bin digests and the records read."""
-    segments = parallel_segments(store, concurrency)
-    calls = segment_calls(
-        store, {}, side, segments, parts, transformer, exact, advance=advance, batch_size=None
-    )
-    got = digest_sides(LocalRunner().map, calls, parts, exact)
+    """One store of this process digested by the scan tasks (:meth:`Placed.scan_calls`); its
+    key-bin digests and the records read."""
+    placed = Placed.here(store, store)
+    calls = placed.scan_calls(side, parts, transformer, exact, advance, concurrency)
+    got = digest_sides(placed.tasks, calls, parts, exact)
     return got.sums[side], got.records[side]
+
+
+@dataclass
+class Placed:
+    """Where a verification's scan and detail tasks run and how they reach each store: the
+    runner's ``tasks`` (its :meth:`~vectorport.engine.Runner.map`) and each store as a
+    :data:`Side` — URLs with their options, each task opening its own stores (a placement's
+    tasks in other processes), or the stores of this process (threads, :meth:`here`) —; and
+    what the tasks did (``workers``, ``timings``: a merged report's fields)."""
+
+    tasks: Tasks
+    source: Side
+    target: Side
+    source_options: Mapping[str, Any] = field(default_factory=dict)
+    target_options: Mapping[str, Any] = field(default_factory=dict)
+    segments: int | None = None
+    """Native scan segments each store is read in, one task each, and its detail read in;
+    ``None`` (this process): as many as each store reads at once
+    (:func:`~vectorport.engine._digestscan.parallel_segments`), its detail in one."""
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def here(cls, source: VectorStore, target: VectorStore) -> Placed:
+        """The stores of this process, their tasks on its threads."""
+        return cls(LocalRunner().map, source, target)
+
+    @property
+    def remote(self) -> bool:
+        """Whether each task opens its own stores (from their URLs)."""
+        return isinstance(self.source, str) or isinstance(self.target, str)
+
+    def scan_calls(
+        self,
+        side: str,
+        parts: int,
+        transformer: Transformer | None,
+        exact: StreamingTopK | None,
+        advance: Callable[[int], None] | None,
+        concurrency: int,
+    ) -> list[tuple[Any, ...]]:
+        """The :func:`scan_task` calls that digest ``side``'s store; in this process ``advance``
+        is told each page's records, as it is read."""
+        store, options = self.store(side)
+        if self.segments is not None:
+            return segment_calls(store, options, side, self.segments, parts, transformer, exact)
+        assert not isinstance(store, str)  # a URL comes with the placement's segments
+        segments = parallel_segments(store, concurrency)
+        return segment_calls(
+            store, {}, side, segments, parts, transformer, exact, advance=advance, batch_size=None
+        )
+
+    def detail_calls(self, common: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """The :func:`detail_task` calls: each side's segments (one in this process), with
+        ``common`` (the key bins, what they are compared with)."""
+        n = self.segments or 1
+        ends = (self.source, self.target, self.source_options, self.target_options)
+        return [(*ends, side, (i, n), *common) for side in ("source", "target") for i in range(n)]
+
+    def store(self, side: str) -> tuple[Side, Mapping[str, Any]]:
+        """``side``'s store as the tasks get it, and its options."""
+        if side == "source":
+            return self.source, self.source_options
+        return self.target, self.target_options
 
 
 @dataclass
@@ -282,14 +345,7 @@ def _detail_source(
     for keys in _wanted_keys(source, detail.segment, parts, wanted):
         detail.keys += len(keys)
         page = source.get(keys, include=["vector", "metadata", "text"])
-        res = compare_page(page, target, transformer, True, tolerance, float_ulps)
-        detail.compared += res.compared
-        for key in res.missing:
-            detail.missing.add(key)
-        pairs = ((detail.vectors, res.vectors), (detail.metadata, res.metadata), (detail.text, res.text))
-        for group, items in pairs:
-            for item in items:
-                group.add(item)
+        fold_page(detail, compare_page(page, target, transformer, True, tolerance, float_ulps))
 
 
 def _detail_target(

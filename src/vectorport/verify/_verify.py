@@ -1,6 +1,12 @@
 """Verification: is the target the source, after the declared transforms?
 
-Two methods, with the same report:
+One driver, :func:`verify_stores`, runs every verification in one order — the collections'
+definitions, the sampled queries (picked and asked), the counts, the data pass, the query
+check —, wherever its tasks run: the scan and detail tasks of :mod:`._tasks` are placed by a
+:class:`~._tasks.Placed`, threads of this process over the opened stores (which can also use
+what a migration's copy knows: its digests, its read-back, its early read of the target), or a
+runner's tasks given the stores as URLs, each opening its own (:func:`~._merged.verify_merged`,
+``--engine ray``). Two methods, with the same report:
 
 * ``digest`` (the default where it applies): each side is read once, the fastest way its
   backend allows (parallel native scan segments), and every record folded into per-key-bin
@@ -14,9 +20,11 @@ Two methods, with the same report:
   and duplicate keys. Used for shards, re-embedded vectors and targets that round floats
   (digests compare bytes, so every bin would differ).
 
-Then counts, and sampled queries against both stores judged against the exact top-k computed
-from the same pass (:mod:`._verify_queries`). Memory: one page per worker plus, in the keyed
-method, an 8-byte hash per key; in the digest method 24 bytes per key bin.
+Then counts (in the digest method, a store without a native count — a bucket — is counted by
+the read it gets anyway), and sampled queries against both stores judged against the exact
+top-k computed from the same pass (:mod:`._queries`). Memory: one page per worker plus, in the
+keyed method, an 8-byte hash per key; in the digest method 24 bytes per key bin. Tasks placed
+elsewhere always use the digest method (no process holds the keys).
 """
 
 from __future__ import annotations
@@ -31,9 +39,10 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from .._digest import BinSums, bin_count
+from .._digest import MAX_BINS, BinSums, bin_count
 from .._exact import StreamingTopK
 from .._exit import Status
+from .._features import Feature
 from .._gc import bulk_allocations
 from .._models import JSON
 from .._protocol import VectorStore
@@ -41,7 +50,6 @@ from .._report import DEFAULT_CAP, Capped, Report
 from .._textsearch import canonical_language
 from ..engine._digestscan import DigestScan
 from ..engine._progress import Progress, ProgressMode
-from ..engine._runner import LocalRunner
 from ..engine._transform import Transformer
 from ..exceptions import ConfigurationError
 from ..migrate._readback import ReadBack, list_key_sums
@@ -49,13 +57,14 @@ from ._judge import (
     VECTOR_TOLERANCE,
     PageResult,
     compare_page,
+    fold_page,
     key_hashes,
     same_content,
     start_differences,
     vector_difference,
 )
-from ._queries import QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
-from ._tasks import SegmentDetail, detail_task, digests_here, fold_detail
+from ._queries import Answers, QueryCheck, SampledQueries, ask_queries, query_check, sampled_queries
+from ._tasks import Digested, Placed, SegmentDetail, detail_task, digest_sides, fold_detail
 
 __all__ = [
     "QueryCheck",
@@ -213,100 +222,6 @@ class VerifyReport(Report):
         }
 
 
-class _Pass:
-    """The record-by-record comparison: the source streamed (restricted to some key bins
-    when ``only`` is given), the same keys fetched from the target page by page, then the
-    target's keys scanned for extras and duplicates."""
-
-    def __init__(
-        self,
-        report: VerifyReport,
-        source: VectorStore,
-        target: VectorStore,
-        transformer: Transformer | None,
-        compare_vectors: bool,
-        tolerance: float,
-        float_ulps: int,
-        concurrency: int,
-    ) -> None:
-        self.report = report
-        self.source, self.target, self.transformer = source, target, transformer
-        self.compare_vectors, self.tolerance, self.float_ulps = compare_vectors, tolerance, float_ulps
-        self.concurrency = max(1, concurrency)
-        self.hashes: list[npt.NDArray[np.uint64]] = []
-
-    def _merge(self, res: PageResult) -> None:
-        report = self.report
-        self.hashes.append(res.hashes)
-        report.compared += res.compared
-        for key in res.missing:
-            report.missing.add(key)
-        for item in res.vectors:
-            report.vectors.add(item)
-        for item in res.metadata:
-            report.metadata.add(item)
-        for item in res.text:
-            report.text.add(item)
-
-    def keyed(
-        self,
-        shard: tuple[int, int],
-        exact: StreamingTopK | None,
-        advance: Callable[[int], None] | None,
-    ) -> None:
-        include = ["vector", "metadata", "text"] if self.compare_vectors else ["metadata", "text"]
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="vectorport-verify") as pool:
-            inflight: deque[tuple[Future[PageResult], int]] = deque()
-            for page in self.source.scan(include=include, segment=shard):
-                if exact is not None and self.compare_vectors:
-                    exact.update_records(page.records)
-                inflight.append(
-                    (
-                        pool.submit(
-                            compare_page,
-                            page.records,
-                            self.target,
-                            self.transformer,
-                            self.compare_vectors,
-                            self.tolerance,
-                            self.float_ulps,
-                        ),
-                        len(page),
-                    )
-                )
-                while len(inflight) > self.concurrency:
-                    fut, n = inflight.popleft()
-                    self._merge(fut.result())
-                    if advance is not None:
-                        advance(n)
-            while inflight:
-                fut, n = inflight.popleft()
-                self._merge(fut.result())
-                if advance is not None:
-                    advance(n)
-
-    def extras(self) -> None:
-        """Target keys the source pass did not see, and keys the target holds twice."""
-        report = self.report
-        known = np.sort(np.concatenate(self.hashes)) if self.hashes else np.empty(0, dtype=np.uint64)
-        seen: list[npt.NDArray[np.uint64]] = []
-        scanned = 0
-        for page in self.target.scan(include=[]):
-            keys = [r.key for r in page]
-            scanned += len(keys)
-            h = key_hashes(keys)
-            seen.append(h)
-            pos = np.searchsorted(known, h)
-            pos[pos >= len(known)] = 0
-            absent = known[pos] != h if len(known) else np.ones(len(h), dtype=bool)
-            for i in np.flatnonzero(absent):
-                report.extra.add(keys[int(i)])
-        report.target_scanned = scanned
-        if seen:
-            all_seen = np.sort(np.concatenate(seen))
-            report.duplicates = int(np.count_nonzero(all_seen[1:] == all_seen[:-1]))
-
-
 def collection_differences(source: VectorStore, target: VectorStore, same_vectors: bool = True) -> list[str]:
     """What differs between the two collections' definitions: metric, dimension (when the
     vectors are the source's, not re-embedded) and text search language (``text_language``,
@@ -326,6 +241,27 @@ def collection_differences(source: VectorStore, target: VectorStore, same_vector
     ):
         out.append(f"text search language: source {lang_a}, target {lang_b}")
     return out
+
+
+@dataclass
+class _Run:
+    """One verification as its methods see it: the report being filled, the two stores as the
+    driver holds them, where the scan and detail tasks run (:class:`~._tasks.Placed`), the
+    transform and the rules of equality, the sampled queries' exact top-k and the progress."""
+
+    report: VerifyReport
+    source: VectorStore
+    target: VectorStore
+    placed: Placed
+    transformer: Transformer | None
+    compare_vectors: bool
+    tolerance: float
+    float_ulps: int
+    concurrency: int
+    exact: StreamingTopK
+    advance: Callable[[int], None]
+    hashes: list[npt.NDArray[np.uint64]] = field(default_factory=list)
+    """The keyed method's hashes of the source keys it compared."""
 
 
 @bulk_allocations()
@@ -350,8 +286,12 @@ def verify_stores(
     read_back: ReadBack | None = None,
     target_scan: DigestScan | None = None,
     queries: SampledQueries | None = None,
+    placed: Placed | None = None,
+    report: VerifyReport | None = None,
 ) -> VerifyReport:
-    """Compare ``target`` with ``source`` (after ``transformer``); see the module docstring.
+    """Compare ``target`` with ``source`` (after ``transformer``): the one driver of every
+    verification (collection definitions, sampled queries, counts, the data pass by digest or
+    by key, the query check); see the module docstring.
 
     ``copied``: the copy's digests of what it wrote (:func:`vectorport.migrate.run` with
     ``single_pass``); the source is then not read again unless a key bin differs.
@@ -360,66 +300,71 @@ def verify_stores(
     target is then only listed, without vectors. ``target_scan``: the target's digests, read
     whole by the run since its copy ended (with ``copied``; :class:`~._tasks.TargetScan`).
     ``queries``: the sampled queries, when the copy's read-back or ``target_scan`` already fed
-    their exact top-k (else picked here).
+    their exact top-k (else picked here). ``placed``: where the scan and detail tasks run and
+    how they reach the stores (default: threads over these; URLs: each task opens its own).
+    ``report``: an empty report to fill (a :class:`~._merged.MergedVerifyReport`).
     """
     if method not in ("auto", "digest", "keyed"):  # before any read
         raise ConfigurationError(f"verification method must be auto, digest or keyed, got {method!r}")
     started = time.monotonic()
-    sharded = shard[1] > 1
+    placed = placed if placed is not None else Placed.here(source, target)
     labels = (source_label or source.url.masked, target_label or target.url.masked)
-    report = _new_report(labels, shard, cap, compare_vectors)
-    report.collection = collection_differences(source, target, compare_vectors)
+    report = report if report is not None else VerifyReport(*labels, shard)
+    _start_report(report, source, target, cap, compare_vectors)
     queries, answers = _queries(report, source, target, shard, compare_vectors, sample_queries, k, queries)
-    # digests need the target to hold values as written; floats read from a source that
-    # rounds them (Chroma) were written as read, so only the target's rule decides
-    target_ulps = target.capabilities.metadata.float_ulps
-    chosen = _method(method, sharded, compare_vectors, target_ulps, tolerance, copied)
-    # the target's rows are counted by a whole read of it (a read-back lists its keys, the run's
-    # target scan reads every row) unless the method reads it by key
-    _count(report, source, target, sharded, (read_back is None and target_scan is None) or chosen == "keyed")
+    report.method = _method(method, shard[1] > 1, compare_vectors, target, tolerance, copied, placed.remote)
+    _count(report, source, target, shard[1] > 1, copied, read_back is not None or target_scan is not None)
     # a float read back from either store may differ by the ulps its backend declares (Chroma
     # parses numbers with a fast, not correctly rounded, algorithm): that is not a difference
     float_ulps = source.capabilities.metadata.float_ulps + target.capabilities.metadata.float_ulps
-    report.method = chosen
-    pass_ = _Pass(report, source, target, transformer, compare_vectors, tolerance, float_ulps, concurrency)
+    judging = (transformer, compare_vectors, tolerance, float_ulps, max(1, concurrency), queries.exact)
     with Progress("verify", total_hint or report.source_count, enabled=progress) as bar:
-        _data_pass(pass_, shard, queries.exact, bar.advance, copied, read_back, target_scan)
+        run = _Run(report, source, target, placed, *judging, bar.advance)
+        _data_pass(run, shard, copied, read_back, target_scan)
     if answers is not None:
-        report.queries = query_check(target, queries.records, queries.exact, queries.k, cap, answers())
+        _query_check(report, target, queries, answers, placed)
     report.seconds = time.monotonic() - started
     return report
 
 
 def _data_pass(
-    pass_: _Pass,
+    run: _Run,
     shard: tuple[int, int],
-    exact: StreamingTopK,
-    advance: Callable[[int], None],
     copied: BinSums | None,
     read_back: ReadBack | None,
     target_scan: DigestScan | None,
 ) -> None:
     """Every record compared, by key or by digest (the method the report names)."""
-    report, sharded = pass_.report, shard[1] > 1
+    report, sharded = run.report, shard[1] > 1
     if report.method == "keyed":
-        pass_.keyed(shard, exact, advance)
+        _keyed(run, shard)
         if not sharded:
-            pass_.extras()
+            _extras(run)
         return
-    _by_digest(pass_, copied, exact, advance, read_back, target_scan)
+    _by_digest(run, copied, read_back, target_scan)
     if report.target_count is None and not sharded:
         report.target_count = report.target_scanned
 
 
 def _count(
-    report: VerifyReport, source: VectorStore, target: VectorStore, sharded: bool, target_too: bool
+    report: VerifyReport,
+    source: VectorStore,
+    target: VectorStore,
+    sharded: bool,
+    copied: BinSums | None,
+    target_read: bool,
 ) -> None:
-    """Both stores' counts (a shard has none); a paced target's count is a key listing
-    (buckets), which the data pass makes when it lists the target anyway (``target_too``)."""
-    if not sharded:
+    """Both stores' counts (a shard has none). Where the digest method reads a store whole
+    anyway, a count that would be another listing of it (a bucket's: no native count) is what
+    that read found (filled in by the data pass), and so is the target's when the run read it
+    whole already (``target_read``: a read-back's key listing, the run's target scan)."""
+    if sharded:
+        return
+    keyed = report.method == "keyed"
+    if keyed or copied is not None or Feature.NATIVE_COUNT in source.capabilities.features:
         report.source_count = source.count()
-        if target_too:
-            report.target_count = target.count()
+    if keyed or (not target_read and Feature.NATIVE_COUNT in target.capabilities.features):
+        report.target_count = target.count()
 
 
 def _queries(
@@ -431,7 +376,7 @@ def _queries(
     sample_queries: int,
     k: int,
     queries: SampledQueries | None,
-) -> tuple[SampledQueries, Callable[[], Any] | None]:
+) -> tuple[SampledQueries, Callable[[], Answers] | None]:
     """The sampled queries (picked here unless the copy fed them) and their answers, asked now
     and judged at the end against the exact top-k the data pass computes."""
     other_dimension = compare_vectors and source.spec.dimension != target.spec.dimension
@@ -448,19 +393,197 @@ def _queries(
     return queries, answers
 
 
-def _new_report(
-    labels: tuple[str, str], shard: tuple[int, int], cap: int, compare_vectors: bool
-) -> VerifyReport:
-    """An empty report, saying which checks this verification leaves out."""
-    report = VerifyReport(*labels, shard)
+def _query_check(
+    report: VerifyReport,
+    target: VectorStore,
+    queries: SampledQueries,
+    answers: Callable[[], Answers],
+    placed: Placed,
+) -> None:
+    """The sampled queries' answers, once both stores gave them, judged against the exact top-k
+    the data pass computed."""
+    started = time.monotonic()
+    cap = report.missing.cap
+    report.queries = query_check(target, queries.records, queries.exact, queries.k, cap, answers())
+    placed.timings["queries"] = time.monotonic() - started
+
+
+def _start_report(
+    report: VerifyReport, source: VectorStore, target: VectorStore, cap: int, compare_vectors: bool
+) -> None:
+    """``report``'s empty lists of differences, how the collections' definitions differ,
+    and which checks this verification leaves out."""
     start_differences(report, cap)
-    if shard[1] > 1:
+    report.collection = collection_differences(source, target, compare_vectors)
+    if report.shard[1] > 1:
         report.skipped.append(
             "counts, extra keys and queries: a shard is verified for its own source records only"
         )
     if not compare_vectors:
         report.skipped.append("vectors and queries: the vectors were re-embedded")
-    return report
+
+
+def _method(
+    asked: str,
+    sharded: bool,
+    compare_vectors: bool,
+    target: VectorStore,
+    tolerance: float,
+    copied: BinSums | None,
+    remote: bool,
+) -> str:
+    if remote:  # tasks that open their own stores merge per-segment digests: no keyed pass
+        return "digest"
+    if asked == "keyed":
+        return "keyed"
+    # digests need the target to hold values as written; floats read from a source that
+    # rounds them (Chroma) were written as read, so only the target's rule decides
+    float_ulps = target.capabilities.metadata.float_ulps
+    # digests compare bytes: a target that may round floats (Chroma), re-embedded vectors or a
+    # looser vector tolerance would differ everywhere and every bin would be re-read
+    fits = not sharded and compare_vectors and float_ulps == 0 and tolerance <= VECTOR_TOLERANCE
+    if asked == "digest" and not fits and copied is None:
+        return "keyed"
+    return "digest" if fits or (copied is not None and not sharded) else "keyed"
+
+
+def _keyed(run: _Run, shard: tuple[int, int]) -> None:
+    """The keyed method: the source streamed (its ``shard``), each page's keys fetched from the
+    target and judged (:func:`~._judge.compare_page`), ``concurrency`` pages at once."""
+    include = ["vector", "metadata", "text"] if run.compare_vectors else ["metadata", "text"]
+    judged = (run.target, run.transformer, run.compare_vectors, run.tolerance, run.float_ulps)
+
+    def fold(fut: Future[PageResult], n: int) -> None:
+        res = fut.result()
+        run.hashes.append(res.hashes)
+        fold_page(run.report, res)
+        run.advance(n)
+
+    with ThreadPoolExecutor(max_workers=run.concurrency, thread_name_prefix="vectorport-verify") as pool:
+        inflight: deque[tuple[Future[PageResult], int]] = deque()
+        for page in run.source.scan(include=include, segment=shard):
+            if run.compare_vectors:
+                run.exact.update_records(page.records)
+            inflight.append((pool.submit(compare_page, page.records, *judged), len(page)))
+            while len(inflight) > run.concurrency:
+                fold(*inflight.popleft())
+        while inflight:
+            fold(*inflight.popleft())
+
+
+def _extras(run: _Run) -> None:
+    """The keyed method's last step: target keys the source pass did not see (by the 8-byte
+    hashes of the keys it compared), and keys the target holds twice."""
+    report = run.report
+    known = np.sort(np.concatenate(run.hashes)) if run.hashes else np.empty(0, dtype=np.uint64)
+    seen: list[npt.NDArray[np.uint64]] = []
+    scanned = 0
+    for page in run.target.scan(include=[]):
+        keys = [r.key for r in page]
+        scanned += len(keys)
+        h = key_hashes(keys)
+        seen.append(h)
+        pos = np.searchsorted(known, h)
+        pos[pos >= len(known)] = 0
+        absent = known[pos] != h if len(known) else np.ones(len(h), dtype=bool)
+        for i in np.flatnonzero(absent):
+            report.extra.add(keys[int(i)])
+    report.target_scanned = scanned
+    if seen:
+        all_seen = np.sort(np.concatenate(seen))
+        report.duplicates = int(np.count_nonzero(all_seen[1:] == all_seen[:-1]))
+
+
+def _by_digest(
+    run: _Run, copied: BinSums | None, read_back: ReadBack | None, target_scan: DigestScan | None
+) -> None:
+    """The digest method: both sides as per-key-bin digests (the source's from the copy when
+    given, the target's from the copy's read-back and one key listing, or from the run's target
+    scan, when given; else read by the placement's scan tasks); the bins that differ are then
+    compared record by record by its detail tasks, and only they."""
+    report = run.report
+    if copied is not None:
+        parts = copied.parts
+    elif read_back is not None:
+        parts = read_back.parts
+    else:  # without a count (buckets), the most bins: a differing one then costs the fewest reads
+        parts = MAX_BINS if report.source_count is None else bin_count(report.source_count)
+    started = time.monotonic()
+    expected, actual, rows, keys_moved = _digests(run, parts, copied, read_back, target_scan)
+    run.placed.timings["digest"] = time.monotonic() - started
+    report.target_scanned = rows
+    differing = sorted(set(expected.differing(actual)) | set(keys_moved))
+    report.bins = {"parts": parts, "differing": len(differing)}
+    report.compared += expected.total - int(sum(int(expected.counts[s]) for s in differing))
+    if differing:
+        _detail(run, parts, frozenset(differing))
+
+
+def _digests(
+    run: _Run,
+    parts: int,
+    copied: BinSums | None,
+    read_back: ReadBack | None,
+    target_scan: DigestScan | None,
+) -> tuple[BinSums, BinSums, int, list[int]]:
+    """The source's digests and the target's, the target's rows, and the key bins whose keys
+    changed since the read-back; the two sides read at once (they are usually different
+    servers, or one is in-process)."""
+    if copied is not None:
+        return (copied, *_target_side(run, parts, copied, read_back, target_scan))
+    if read_back is None:
+        got = _scan(run, parts, ("source", "target"), fed="source")
+        return got.sums["source"], got.sums["target"], got.records["target"], []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-target") as pool:
+        later = pool.submit(_target_side, run, parts, None, read_back, None)
+        expected = _scan(run, parts, ("source",), fed="source").sums["source"]
+        return (expected, *later.result())
+
+
+def _target_side(
+    run: _Run,
+    parts: int,
+    copied: BinSums | None,
+    read_back: ReadBack | None,
+    target_scan: DigestScan | None,
+) -> tuple[BinSums, int, list[int]]:
+    """The target's content digests, rows, and bins whose keys changed since the read-back:
+    from what the run read (its read-back and one key listing; its target scan) or a scan."""
+    if read_back is not None:
+        listing = _listed_after(read_back, run.target, run.concurrency)
+        if listing is not None:
+            listed, rows = listing
+            run.report.read_back = True
+            if copied is not None and read_back.top is not None:
+                run.exact.merge(read_back.top)  # the target's rows, as read back, are the truth
+            return read_back.sums, rows, read_back.keys.differing(listed)
+    if target_scan is not None and copied is not None:
+        run.advance(target_scan.records)  # read beside the index build: the stage's records
+        return target_scan.sums, target_scan.records, []  # fed ``exact`` as it read
+    # (also when the read-back failed: the target is scanned instead). With the copy's
+    # digests, the target's rows are the exact truth for the queries and its records the
+    # progress; where they differ, the bins' source records are read again by the detail
+    got = _scan(run, parts, ("target",), fed="target" if copied is not None else None)
+    return got.sums["target"], got.records["target"], []
+
+
+def _scan(run: _Run, parts: int, sides: tuple[str, ...], fed: str | None) -> Digested:
+    """``sides``' stores digested by the placement's scan tasks (the source's records through
+    the transform); the ``fed`` side's rows feed the exact top-k and its records the progress.
+    A source count the run left to this read is what it found."""
+    placed, calls = run.placed, []
+    for side in sides:
+        feeds = side == fed
+        transformer = run.transformer if side == "source" else None
+        exact, advance = (run.exact, run.advance) if feeds else (None, None)
+        calls += placed.scan_calls(side, parts, transformer, exact, advance, run.concurrency)
+    # tasks elsewhere tell their records as each ends; those of this process, page by page
+    on_source = run.advance if placed.remote and fed == "source" else None
+    got = digest_sides(placed.tasks, calls, parts, run.exact, on_source=on_source)
+    placed.workers.extend(got.workers)
+    if "source" in sides and run.report.source_count is None:
+        run.report.source_count = got.records["source"]
+    return got
 
 
 def _listed_after(read_back: ReadBack, target: VectorStore, concurrency: int) -> tuple[BinSums, int] | None:
@@ -473,93 +596,13 @@ def _listed_after(read_back: ReadBack, target: VectorStore, concurrency: int) ->
     return listing if read_back.usable else None
 
 
-def _method(
-    asked: str,
-    sharded: bool,
-    compare_vectors: bool,
-    float_ulps: int,
-    tolerance: float,
-    copied: BinSums | None,
-) -> str:
-    if asked == "keyed":
-        return "keyed"
-    # digests compare bytes: a target that may round floats (Chroma), re-embedded vectors or a
-    # looser vector tolerance would differ everywhere and every bin would be re-read
-    fits = not sharded and compare_vectors and float_ulps == 0 and tolerance <= VECTOR_TOLERANCE
-    if asked == "digest" and not fits and copied is None:
-        return "keyed"
-    return "digest" if fits or (copied is not None and not sharded) else "keyed"
-
-
-def _by_digest(
-    pass_: _Pass,
-    copied: BinSums | None,
-    exact: StreamingTopK,
-    advance: Callable[[int], None],
-    read_back: ReadBack | None,
-    target_scan: DigestScan | None = None,
-) -> None:
-    """Both sides as per-key-bin digests (the source's from the copy when given, the target's
-    from the copy's read-back and one key listing when given); the bins that differ are
-    then compared record by record, and only they."""
-    report = pass_.report
-    if copied is not None:
-        parts = copied.parts
-    elif read_back is not None:
-        parts = read_back.parts
-    else:
-        parts = bin_count(report.source_count or 0)
-    threads = pass_.concurrency
-
-    def target_side() -> tuple[BinSums, int, list[int]]:
-        """The target's content digests, rows, and bins whose keys changed since read-back."""
-        listing = _listed_after(read_back, pass_.target, threads) if read_back is not None else None
-        if read_back is not None and listing is not None:
-            listed, rows = listing
-            report.read_back = True
-            if copied is not None and read_back.top is not None:
-                exact.merge(read_back.top)  # the target's rows, as read back, are the truth
-            return read_back.sums, rows, read_back.keys.differing(listed)
-        if target_scan is not None and copied is not None:
-            advance(target_scan.records)  # read beside the index build: the stage's records
-            return target_scan.sums, target_scan.records, []  # fed ``exact`` as it read
-        # (also when the read-back failed: the target is scanned instead)
-        # the target's rows are the exact truth for the queries when the digests agree; where
-        # they do not, the bins' source records are read again below
-        feed = exact if copied is not None else None
-        # read beside the source's scan (no copy's digests), the source's records are the progress
-        moved = advance if copied is not None else None
-        sums, rows = digests_here(pass_.target, "target", parts, None, feed, moved, threads)
-        return sums, rows, []
-
-    if copied is None:
-        # both stores at once: they are usually different servers (or one is in-process)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vectorport-verify-target") as pool:
-            later = pool.submit(target_side)
-            expected, _ = digests_here(
-                pass_.source, "source", parts, pass_.transformer, exact, advance, threads
-            )
-            actual, rows, keys_moved = later.result()
-    else:
-        expected = copied
-        actual, rows, keys_moved = target_side()
-    report.target_scanned = rows
-    differing = sorted(set(expected.differing(actual)) | set(keys_moved))
-    report.bins = {"parts": parts, "differing": len(differing)}
-    if not differing:
-        report.compared = expected.total
-        return
-    _detail(pass_, parts, frozenset(differing))
-    report.compared += expected.total - sum(expected.counts[s] for s in differing)
-
-
-def _detail(pass_: _Pass, parts: int, wanted: frozenset[int]) -> None:
-    """The ``wanted`` key bins compared record by record, each side by a task of this process
-    (the tasks the merged verification places, :func:`~._tasks.detail_task`)."""
-    common = (parts, wanted, pass_.transformer, pass_.tolerance, pass_.float_ulps, pass_.report.missing.cap)
-    calls: list[tuple[Any, ...]] = [
-        (pass_.source, pass_.target, {}, {}, side, (0, 1), *common) for side in ("source", "target")
-    ]
+def _detail(run: _Run, parts: int, wanted: frozenset[int]) -> None:
+    """The ``wanted`` key bins compared record by record by the placement's detail tasks
+    (:func:`~._tasks.detail_task`), each folded into the report as it ends."""
+    started = time.monotonic()
+    common = (parts, wanted, run.transformer, run.tolerance, run.float_ulps, run.report.missing.cap)
     d: SegmentDetail
-    for d in LocalRunner().map(detail_task, calls):
-        fold_detail(pass_.report, d)
+    for d in run.placed.tasks(detail_task, run.placed.detail_calls(common)):
+        run.placed.workers.append(d.worker)
+        fold_detail(run.report, d)
+    run.placed.timings["detail"] = time.monotonic() - started
