@@ -1,6 +1,6 @@
 """Shadow overhead: the serving path's latency through an alias against the store directly.
 
-    python benchmarks/alias_bench.py [--n 20000] [--dim 128] [--queries 400] [--rounds 3] [--json]
+    python benchmarks/alias_bench.py [--n 20000] [--dim 128] [--queries 400] [--rounds 3] [--think MS] [--json]
         [--output FILE] [--quick]
 
 One collection (clustered float32 vectors, cosine, HNSW, metadata ``{"lang": one of 5}``) in an
@@ -22,6 +22,7 @@ p99 <= 1.1x direct at sample 0.1).
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,10 @@ def _sides(root: Path, n: int, dim: int) -> tuple[dict[str, Any], str, str]:
     return sides, reg, candidate
 
 
-def run(n: int, dim: int, queries: int, rounds: int, root: Path) -> dict[str, Any]:
+def run(n: int, dim: int, queries: int, rounds: int, root: Path, think_ms: float = 0.0) -> dict[str, Any]:
     sides, reg, candidate = _sides(root, n, dim)
     qs = query_vectors(queries, dim, seed=7)
+    pauses = random.Random(7)
 
     def way(store: Any) -> h.Way:
         def go(r: int) -> h.Timed:
@@ -80,6 +82,8 @@ def run(n: int, dim: int, queries: int, rounds: int, root: Path) -> dict[str, An
             times = []
             for j in range(first, first + BLOCK):
                 i = j % len(qs) if r >= 0 else j % min(WARM, len(qs))
+                if think_ms > 0:  # the app's own time between two calls (untimed)
+                    time.sleep(pauses.expovariate(1000.0 / think_ms))
                 started = time.perf_counter()
                 store.query(qs[i], k=K, filter={"lang": "fr"} if i % 2 else None)
                 times.append(time.perf_counter() - started)
@@ -96,7 +100,7 @@ def run(n: int, dim: int, queries: int, rounds: int, root: Path) -> dict[str, An
         store.close()
     per_query = {name: [t for block in race.results[name] for t in block] for name in sides}
     shadowed = {name: alias.status(name, registry=reg).figures[candidate] for name in ("s01", "s10")}
-    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "rounds": rounds}
+    out: dict[str, Any] = {"n": n, "dim": dim, "queries": queries, "rounds": rounds, "think_ms": think_ms}
     for name, times in per_query.items():
         out[name] = {
             "p50_ms": round(h.percentile_ms(times, 50), 3),
@@ -114,9 +118,15 @@ def run(n: int, dim: int, queries: int, rounds: int, root: Path) -> dict[str, An
 def main() -> None:
     ap = h.parser(__doc__, n=20_000, dim=128, repeat=3, quick={"n": 2000, "queries": 60, "repeat": 1})
     ap.add_argument("--queries", type=int, default=400)
+    ap.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="mean milliseconds of the app's own work between two calls (exponential; 0: back to back)",
+    )
     args = h.parse(ap)
     with h.workdir("alias-bench") as root:
-        out = run(args.n, args.dim, args.queries, args.repeat, root)
+        out = run(args.n, args.dim, args.queries, args.repeat, root, args.think)
     names = [k for k in out if k == "direct" or k.startswith("alias")]
     rows = [
         [
@@ -129,7 +139,8 @@ def main() -> None:
         for name in names
     ]
     text = (
-        f"{args.n:,} records, {args.dim} dims, {args.queries} queries x {args.repeat} rounds\n"
+        f"{args.n:,} records, {args.dim} dims, {args.queries} queries x {args.repeat} rounds, "
+        f"think {args.think:g} ms\n"
         + h.table(["side", "p50 ms", "p99 ms", "p50 / direct", "p99 / direct"], rows)
         + "".join(
             f"\nshadowed by {k}: {s['queries']} queries, overlap@k {s['overlap']:.3f}"

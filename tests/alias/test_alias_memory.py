@@ -14,6 +14,7 @@ import vectorport
 from vectorport import Record, alias
 from vectorport._exit import ExitCode, Status
 from vectorport.alias._embedding import Embedders
+from vectorport.alias._idle import IDLE_WAIT
 from vectorport.alias._registry import Registry
 from vectorport.alias._routing import Router, Routing
 from vectorport.alias._shadow import Shadow
@@ -176,6 +177,29 @@ def test_after_a_switch_status_keeps_the_shadow_record_and_the_old_store_has_non
     assert f"shadow {new} (while it shadowed, before it served): 25 queries" in text, text
     assert f"shadow {old}: no shadowed queries answered yet" in text, text
     assert after.status is Status.HEALTHY, after.reasons
+
+
+def test_shadow_queries_wait_for_a_pause_in_the_apps_calls(pair: tuple[str, str], reg: str) -> None:
+    """A sampled query is asked of the candidate between the app's calls, not during one (where it
+    would compete with it for the CPU), and asked anyway once the app has been busy IDLE_WAIT."""
+    old, new = pair
+    alias.create("docs", old, registry=reg)
+    alias.shadow("docs", new, registry=reg, settle=0.0)
+    store = vectorport.connect(f"alias://docs?registry={reg}")
+    rng = np.random.default_rng(4)
+    try:
+        store.query(rng.normal(size=DIM), k=5)  # the routing read, the thread started
+        assert store.shadow.drained(10)
+        with store.activity.call():  # another call of the app in flight
+            store.query(rng.normal(size=DIM), k=5)
+            assert not store.shadow.drained(IDLE_WAIT / 3)  # not asked while a call runs
+            assert store.shadow.drained(10)  # asked anyway: the app has been busy too long
+            store.query(rng.normal(size=DIM), k=5)
+            assert not store.shadow.drained(IDLE_WAIT / 3)
+        assert store.shadow.drained(IDLE_WAIT)  # the pause: asked at once
+    finally:
+        store.close()
+    assert alias.status("docs", registry=reg).figures[new].queries == 3
 
 
 def test_a_member_down_during_shadow_is_counted_not_fatal(pair: tuple[str, str], reg: str) -> None:

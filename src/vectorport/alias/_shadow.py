@@ -1,13 +1,14 @@
-"""Shadow reads: a sample of the app's queries asked again of the other members, off the
-request path, and compared with the answer the app was served.
+"""Shadow reads: a sample of the app's queries asked again of the other members, off the request
+path, and compared with the answer the app was served.
 
 The app's call only offers the query to a bounded queue (``put_nowait``): when the queue is full
 the query is dropped and counted, never waited for. One daemon thread per alias store asks each
-non-serving member, compares (overlap@k, rank-biased overlap, top-1 agreement, score difference,
-both latencies — the measures of :mod:`vectorport.compare._metrics`), and writes the rows to
-the registry's bounded shadow log about once a second, on a registry connection of its own (the
-app's calls never wait for that write). A member that fails is counted as an error row; nothing
-here reaches the app. The same thread runs the repair queue (``periodic``).
+non-serving member, in a pause between the app's calls where it finds one (:mod:`._idle`),
+compares (overlap@k, rank-biased overlap, top-1 agreement, score difference, both latencies — the
+measures of :mod:`vectorport.compare._metrics`), and writes the rows to the registry's bounded
+shadow log about once a second, on a registry connection of its own (the app's calls never wait
+for that write). A member that fails is counted as an error row; nothing here reaches the app. The
+same thread runs the repair queue (``periodic``).
 
 A member of another embedding model (:mod:`._embedding`) is asked with the query's text embedded
 by its own model; a query that came as a vector only is never sent to it (counted as
@@ -31,6 +32,7 @@ from ..compare._metrics import overlap_at_k, rank_biased_overlap
 from ..exceptions import VectorportError
 from ..filters import And, Compare, Exists, FilterNode, In, Not, Or
 from ._embedding import Embedders, other_model
+from ._idle import Activity
 from ._registry import Registry, ShadowRow
 from ._routing import Routing
 
@@ -141,8 +143,12 @@ class Shadow:
         periodic: Callable[[Registry], None],
         embedders: Embedders,
         size: int = QUEUE_SIZE,
+        *,
+        activity: Activity | None = None,
     ) -> None:
         self._origin = registry
+        self._activity = activity
+        """The app's calls in flight (:mod:`._idle`): members are asked between them."""
         self.registry: Registry | None = None
         """The thread's own connection to the registry (:meth:`Registry.fork`): its writes never
         hold the lock of the connection the app's calls read the version on."""
@@ -236,6 +242,8 @@ class Shadow:
                 except VectorportError as exc:
                     rows.append(_failed(job, member.url, f"{type(exc).__name__}: {exc}"))
                     continue
+            if self._activity is not None:
+                self._activity.wait_idle()
             rows.append(_ask(query, member.url, store, self._warm))
         return rows
 

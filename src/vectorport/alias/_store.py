@@ -46,6 +46,7 @@ from ..exceptions import (
 from ..filters import ALL_OPERATORS, FilterNode, parse_filter
 from ..ingest.embedders import same_model
 from ._embedding import Embedders, reembedded
+from ._idle import Activity
 from ._registry import Registry
 from ._routing import CHECK_INTERVAL, Router, Routing
 from ._shadow import Shadow, ShadowQuery
@@ -83,7 +84,9 @@ class AliasStore(BaseStore[FilterNode]):
         self.registry = registry
         self.router = Router(registry, alias, interval)
         self.embedders = Embedders()
-        self.shadow = Shadow(registry, alias, self._repair, self.embedders)
+        self.activity = Activity()
+        """The app's calls in flight: the shadow thread asks members between them."""
+        self.shadow = Shadow(registry, alias, self._repair, self.embedders, activity=self.activity)
         self._vector_model: str | None = None
         """The model of the app's vectors: the serving one when this process first routed."""
         self.served_by: str | None = None
@@ -154,20 +157,23 @@ class AliasStore(BaseStore[FilterNode]):
 
     # ----------------------------------------------------------------- writes
     def _write(self, batch: Batch) -> None:
-        write(self.registry, self._vector_route(), Op("upsert", records=list(batch.records())))
+        with self.activity.call():
+            write(self.registry, self._vector_route(), Op("upsert", records=list(batch.records())))
 
     def add_texts(
         self, keys: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]
     ) -> None:
         """Upsert records by their text, embedded with the serving member's own model (each
         other member's model embeds it for that member)."""
-        routing = self._route()
-        bare = [Record(k, None, dict(m), t) for k, t, m in zip(keys, texts, metadatas, strict=True)]
-        records = reembedded(bare, self.embedders.of(routing.state.serving))
-        write(self.registry, routing, Op("upsert", records=records))
+        with self.activity.call():
+            routing = self._route()
+            bare = [Record(k, None, dict(m), t) for k, t, m in zip(keys, texts, metadatas, strict=True)]
+            records = reembedded(bare, self.embedders.of(routing.state.serving))
+            write(self.registry, routing, Op("upsert", records=records))
 
     def _remove(self, keys: Sequence[str]) -> None:
-        write(self.registry, self._route(), Op("delete", keys=keys))
+        with self.activity.call():
+            write(self.registry, self._route(), Op("delete", keys=keys))
 
     def _repair(self, registry: Registry) -> None:
         """The repair queue's round, on the shadow thread's own registry connection."""
@@ -176,7 +182,8 @@ class AliasStore(BaseStore[FilterNode]):
 
     # ----------------------------------------------------------------- reads
     def _read(self, keys: Sequence[str], include: frozenset[Include]) -> list[Record]:
-        return self._route().serving.get(keys, include=sorted(include))
+        with self.activity.call():
+            return self._route().serving.get(keys, include=sorted(include))
 
     def _compile_filter(self, where: FilterNode) -> FilterNode:
         if self._spec is not None:
@@ -191,7 +198,8 @@ class AliasStore(BaseStore[FilterNode]):
         include: frozenset[Include],
         params: Mapping[str, Any],
     ) -> list[Match]:
-        return list(self._served(self._vector_route(), vector, k, where, include, params).matches)
+        with self.activity.call():
+            return list(self._served(self._vector_route(), vector, k, where, include, params).matches)
 
     @property
     def text_model(self) -> str:
@@ -214,10 +222,11 @@ class AliasStore(BaseStore[FilterNode]):
     ) -> QueryResult:
         """The ``k`` records nearest to ``text``, embedded with the serving member's own model
         (a shadowing member of another model embeds it with its own)."""
-        routing = self._route()
-        where = None if filter is None else parse_filter(filter)
-        vector = self.embedders.of(routing.state.serving).embed_query(text)
-        return self._served(routing, vector, k, where, frozenset(include), {}, text)
+        with self.activity.call():
+            routing = self._route()
+            where = None if filter is None else parse_filter(filter)
+            vector = self.embedders.of(routing.state.serving).embed_query(text)
+            return self._served(routing, vector, k, where, frozenset(include), {}, text)
 
     def _served(
         self,
@@ -259,7 +268,8 @@ class AliasStore(BaseStore[FilterNode]):
         return page.records, None if page.cursor is None else {"member": url, "cursor": page.cursor}
 
     def _count(self) -> int:
-        return self._route().serving.count()
+        with self.activity.call():
+            return self._route().serving.count()
 
     # ----------------------------------------------------------------- the rest
     def member_stores(self) -> list[tuple[str, VectorStore, str | None]]:
