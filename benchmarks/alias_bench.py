@@ -1,7 +1,7 @@
 """Shadow overhead: the serving path's latency through an alias against the store directly.
 
-    python benchmarks/alias_bench.py [--n 20000] [--dim 128] [--queries 400] [--rounds 3] [--think MS] [--json]
-        [--output FILE] [--quick]
+    python benchmarks/alias_bench.py [--n 20000] [--dim 128] [--queries 400] [--rounds 3] [--think MS]
+        [--json] [--output FILE] [--quick]
 
 One collection (clustered float32 vectors, cosine, HNSW, metadata ``{"lang": one of 5}``) in an
 embedded PostgreSQL + pgvector server, copied into a second table, the candidate. Two aliases
