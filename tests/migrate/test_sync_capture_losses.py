@@ -179,8 +179,10 @@ def test_until_equal_keeps_the_sessions_bounded(
     follower.join(timeout=60)
     print(f"until_equal: {peak} sessions above the baseline at most, over 8 s")
     assert not follower.is_alive() and done[0].status.value == "verified"
-    # bounded by the verification's threads (8 lanes, each reading both stores), not growing
-    assert peak <= 20 and max(samples[8:]) <= max(samples[:8]) + 4, samples
+    # bounded by the verification's threads (8 lanes, each reading both stores), and not growing:
+    # a sample lands inside or between passes by chance, so the peaks of two halves differ; what
+    # a leak grows is the floor between passes (the old code reached "too many clients" in 8 s)
+    assert peak <= 20 and min(samples[8:]) <= min(samples[:8]) + 2, samples
     assert _sessions(pg_dir, name) <= before + 1
     _raw_equal(source, target)
     _on(target, "drop")
