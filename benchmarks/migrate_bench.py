@@ -323,6 +323,7 @@ def hand(pair: Pair, table: str, plain: bool) -> h.Timed:
     began = time.perf_counter()
     rows = [row for page in chroma_pages(pair) for row in zip(*page, strict=True)]
     out["scan_s"] = time.perf_counter() - began
+    t0 = time.perf_counter()
     with psycopg.connect(pair.dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute(
@@ -330,6 +331,8 @@ def hand(pair: Pair, table: str, plain: bool) -> h.Timed:
             "metadata jsonb, text text)"
         )
         register_vector(conn)
+        # what the script does before its first row (connect, the table, the type): its time too
+        out["setup_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         with (
             conn.cursor() as cur,
@@ -349,13 +352,13 @@ def hand(pair: Pair, table: str, plain: bool) -> h.Timed:
             conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
             conn.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
         out["index_tuned_s"] = time.perf_counter() - t0
-        out["total_s"] = out["scan_s"] + out["copy_s"] + out["index_tuned_s"]
+        out["total_s"] = out["scan_s"] + out["setup_s"] + out["copy_s"] + out["index_tuned_s"]
         if plain:
             conn.execute(f"DROP INDEX {table}_hnsw")
             t0 = time.perf_counter()
             conn.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
             out["index_plain_s"] = time.perf_counter() - t0
-            out["total_plain_s"] = out["scan_s"] + out["copy_s"] + out["index_plain_s"]
+            out["total_plain_s"] = out["scan_s"] + out["setup_s"] + out["copy_s"] + out["index_plain_s"]
     return h.Timed(out["total_s"], {k: round(v, 2) for k, v in out.items()})
 
 
