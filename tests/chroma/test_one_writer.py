@@ -12,10 +12,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import chromadb
 import numpy as np
 import pytest
+from chromadb.config import Settings
 
 import vectorport
+from vectorport._exit import ExitCode
 from vectorport.backends.chroma import _writers
 from vectorport.exceptions import ConflictError
 
@@ -89,8 +92,12 @@ def test_the_cli_says_so_without_a_traceback(
         timeout=120,
         env={**os.environ, **env},
     )
-    assert res.returncode != 0
+    assert res.returncode == ExitCode.FAILURE, res.stderr
     assert "one writing process at a time" in res.stderr and "Traceback" not in res.stderr
+    # nothing written, read with chromadb's own client
+    raw = chromadb.PersistentClient(path=str(tmp_path / "db"), settings=Settings(anonymized_telemetry=False))
+    got = raw.get_collection("docs").get(include=[])
+    assert sorted(got["ids"]) == ["held0", "held1", "held2"]
 
 
 def test_stores_of_one_process_share_the_claim(tmp_path: Path) -> None:
