@@ -113,8 +113,15 @@ class SearchMatrix:
         rows: npt.NDArray[np.int64] | None = None,
         *,
         batch_size: int = 256,
+        single_thread: bool = False,
     ) -> TopK:
-        """Exact top-``k`` of every query among ``rows`` (all rows when ``None``)."""
+        """Exact top-``k`` of every query among ``rows`` (all rows when ``None``).
+
+        ``single_thread``: score on this thread only (numpy's own loops) instead of the BLAS
+        library's threads, for work that runs beside other work (:class:`StreamingTopK`): after
+        every call OpenBLAS's threads spin for about a tenth of a second waiting for the next,
+        taking a core from whatever runs beside them (a page-by-page top-k during a scan kept a
+        core spinning for the whole scan, beside an index build on two cores)."""
         dim = self.vectors.shape[1] if self.vectors.ndim == 2 else 0
         q = np.asarray(queries, dtype=np.float32).reshape(-1, dim)
         nq = q.shape[0]
@@ -144,7 +151,8 @@ class SearchMatrix:
             qb = q[start : start + batch_size]
             part = slice(start, start + qb.shape[0])
             with np.errstate(over="ignore", invalid="ignore"):  # such queries are ranked exhaustively
-                score = qb @ sub.T  # larger is nearer (cosine: unit rows, |q| does not change the order)
+                # larger is nearer (cosine: unit rows, |q| does not change the order)
+                score = np.einsum("qd,nd->qn", qb, sub, optimize=False) if single_thread else qb @ sub.T
                 if self.metric is Metric.EUCLIDEAN:
                     # -(|x|^2 - 2 q.x): |q|^2 is the same for every row; in place, no copy
                     score *= 2.0
@@ -208,7 +216,8 @@ class StreamingTopK:
         if not len(self.queries) or not len(keys):
             return
         page = SearchMatrix(self.metric, vectors, keys)
-        top = page.search(self.queries, self.size)
+        # a scan's pages come every few milliseconds, beside the scan's own work: one thread
+        top = page.search(self.queries, self.size, single_thread=True)
         for i in range(len(self.queries)):
             n = int(top.counts[i])
             d = np.concatenate([self.distances[i], top.distances[i, :n]])
