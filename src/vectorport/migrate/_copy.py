@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._digest import bin_count
 from .._features import write_cap_of
+from .._models import ScanPage
 from ..engine._checkpoint import Checkpoint, shard_path
 from ..engine._endpoints import open_pair
 from ..engine._progress import Progress, polled
@@ -50,10 +51,11 @@ def _copy_here(ctx: RunContext) -> CopyStats:
         if ctx.digests is not None:  # the read-back is the target's exact truth for the queries
             ctx.queries = sampled_queries(ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
         ctx.read_back = ReadBack(ctx.dst.store, parts, exact=ctx.queries.exact if ctx.queries else None)
-    elif o.verify and ctx.digests is not None and ctx.segment[1] == 1:
+    first = _FirstPage()
+    if o.verify and ctx.read_back is None and ctx.digests is not None and ctx.segment[1] == 1:
         # the copy's digests are the source's side: the target's is read beside its deferred work
         ctx.target_scan = TargetScan(
-            ctx.dst.store, ctx.digests.parts, pick=_picker(ctx), concurrency=o.concurrency
+            ctx.dst.store, ctx.digests.parts, pick=_picker(ctx, first), concurrency=o.concurrency
         )
     try:
         stats = copy_records(
@@ -73,6 +75,7 @@ def _copy_here(ctx: RunContext) -> CopyStats:
                 checker=ctx.checker,
                 digests=ctx.digests,
                 on_written=ctx.read_back.written if ctx.read_back is not None else None,
+                on_first_page=first.keep if ctx.target_scan is not None else None,
                 on_copied=ctx.target_scan.start if ctx.target_scan is not None else None,
             )
         )
@@ -88,14 +91,25 @@ def _copy_here(ctx: RunContext) -> CopyStats:
     return stats
 
 
-def _picker(ctx: RunContext) -> Callable[[], SampledQueries]:
-    """The sampled queries, picked once the copy ended, while the target finishes its deferred
-    work (an index build), and sent to the source there: its answers do not wait for the
-    target's index."""
+class _FirstPage:
+    """The source's first page as the copy read it (the queries are picked from it)."""
+
+    def __init__(self) -> None:
+        self.page: ScanPage | None = None
+
+    def keep(self, page: ScanPage) -> None:
+        self.page = page
+
+
+def _picker(ctx: RunContext, first: _FirstPage) -> Callable[[], SampledQueries]:
+    """The sampled queries, picked once the copy ended from the first page it read, while the
+    target finishes its deferred work (an index build), and sent to the source there: its
+    answers do not wait for the target's index."""
 
     def pick() -> SampledQueries:
         o, src = ctx.options, ctx.src.store
-        queries = sampled_queries(src, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
+        queries = sampled_queries(src, ctx.dst.store, ctx.segment, o.sample_queries, o.k, first.page)
+        first.page = None
         queries.ask_source(src)
         return queries
 

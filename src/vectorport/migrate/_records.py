@@ -157,6 +157,8 @@ class _Copy:
         self.bar, self.stats, self.digests = bar, stats, stats.digests
         self.batch_size, self.retry, self.embedder = job.batch_size, job.retry, job.embedder
         self.checker, self.on_written = job.checker, job.on_written
+        fresh = job.checkpoint is None or (job.checkpoint.cursor is None and not job.checkpoint.scanned)
+        self.on_first_page = job.on_first_page if fresh and job.embedder is None else None
         self.lock = threading.Lock()
         self.last_save = 0.0
         self.finished_scan = False
@@ -209,6 +211,9 @@ class _Copy:
 
     def page(self, page: ScanPage) -> None:
         """Check or transform one page and submit its batches (after a refusal: only check)."""
+        seen, self.on_first_page = self.on_first_page, None
+        if seen is not None:
+            seen(page)
         if self.stats.refused:
             self._check(page.records)
             return
@@ -353,6 +358,10 @@ class CopyJob:
     checker: PlanChecker | None = None
     digests: BinSums | None = None
     on_written: Callable[[list[str]], None] | None = None
+    on_first_page: Callable[[ScanPage], None] | None = None
+    """Called with the source's first page, vectors included, before it is written (not on a
+    resumed run, nor a re-embedding one): e.g. to pick the sampled queries from it
+    (:func:`~vectorport.verify._queries.pick_queries`) instead of reading it again."""
     on_copied: Callable[[], None] | None = None
     """Called once every record was acknowledged, before the target's deferred work (an index
     build): e.g. to start reading the target (:class:`~vectorport.verify._tasks.TargetScan`)."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._exact import StreamingTopK
 from .._judge import tie_tolerance
-from .._models import JSON, Record
+from .._models import JSON, CollectionSpec, Record, ScanPage
 from .._protocol import VectorStore
 from .._report import Capped
 from .._validate import check_vector
@@ -156,22 +156,36 @@ _QUERY_PAGE = 1000
 """Records of the first source page the queries are picked from (at least)."""
 
 
-def pick_queries(source: VectorStore, shard: tuple[int, int], n: int) -> list[Record]:
+def pick_queries(
+    source: VectorStore, shard: tuple[int, int], n: int, first_page: ScanPage | None = None
+) -> list[Record]:
     """Up to ``n`` records spread over the source's first scan page of at most ``max(n, 1000)``
     records (the queries; a larger page only costs time: Chroma's first 5,460 vectors took
-    0.25-0.33 s, its first 1,000 0.06-0.08 s).
+    0.25-0.33 s, its first 1,000 0.06-0.08 s). ``first_page``: that page as a scan of the same
+    ``shard`` already gave it with vectors (a migration's copy), so the source is not read twice.
     A vector no store takes as a query (NaN or inf, all zeros under cosine: stored by another
     tool, or corrupted) is not picked; the data checks report it."""
     if n <= 0:
         return []
-    spec = source.spec
-    for page in source.scan(include=["vector"], segment=shard, batch_size=max(n, _QUERY_PAGE)):
-        recs = [r for r in page if check_vector(r.vector, spec.dimension, spec.metric)[1] is None]
-        if not recs:
-            continue
-        idx = np.unique(np.linspace(0, len(recs) - 1, num=min(n, len(recs))).astype(int))
-        return [recs[int(i)] for i in idx]
+    size = max(n, _QUERY_PAGE)
+    if first_page is not None and (len(first_page) >= size or first_page.cursor is None):
+        picked = _spread(source.spec, first_page.records[:size], n)
+        if picked or first_page.cursor is None:
+            return picked
+    for page in source.scan(include=["vector"], segment=shard, batch_size=size):
+        picked = _spread(source.spec, page.records, n)
+        if picked:
+            return picked
     return []
+
+
+def _spread(spec: CollectionSpec, page: Sequence[Record], n: int) -> list[Record]:
+    """Up to ``n`` of ``page``'s records that can be queries, evenly spaced."""
+    recs = [r for r in page if check_vector(r.vector, spec.dimension, spec.metric)[1] is None]
+    if not recs:
+        return []
+    idx = np.unique(np.linspace(0, len(recs) - 1, num=min(n, len(recs))).astype(int))
+    return [recs[int(i)] for i in idx]
 
 
 @dataclass
@@ -193,13 +207,19 @@ class SampledQueries:
 
 
 def sampled_queries(
-    source: VectorStore, target: VectorStore, shard: tuple[int, int], n: int, k: int
+    source: VectorStore,
+    target: VectorStore,
+    shard: tuple[int, int],
+    n: int,
+    k: int,
+    first_page: ScanPage | None = None,
 ) -> SampledQueries:
-    """Up to ``n`` queries from ``source`` (:func:`pick_queries`), ``k`` capped by both stores'
-    ``max_top_k``, with an empty exact top-k of a few rows more than ``k``."""
+    """Up to ``n`` queries from ``source`` (:func:`pick_queries`, from ``first_page`` when a scan
+    gave it), ``k`` capped by both stores' ``max_top_k``, with an empty exact top-k of a few
+    rows more than ``k``."""
     limits = [t for t in (source.capabilities.max_top_k, target.capabilities.max_top_k) if t]
     top_k = min([k, *limits])
-    queries = pick_queries(source, shard, n)
+    queries = pick_queries(source, shard, n, first_page)
     matrix = (
         np.stack([np.asarray(r.vector, dtype=np.float32) for r in queries])
         if queries
