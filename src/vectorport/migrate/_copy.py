@@ -21,7 +21,7 @@ from ..engine._runner import Runner, worker_info
 from ..engine._transform import Transformer
 from ..engine._whole import note_pid
 from ..exceptions import ConfigurationError
-from ..verify._queries import SampledQueries, sampled_queries
+from ..verify._queries import SampledQueries, query_page, sampled_queries
 from ..verify._tasks import TargetScan
 from ._options import MigrateOptions
 from ._readback import ReadBack
@@ -51,7 +51,7 @@ def _copy_here(ctx: RunContext) -> CopyStats:
         if ctx.digests is not None:  # the read-back is the target's exact truth for the queries
             ctx.queries = sampled_queries(ctx.src.store, ctx.dst.store, ctx.segment, o.sample_queries, o.k)
         ctx.read_back = ReadBack(ctx.dst.store, parts, exact=ctx.queries.exact if ctx.queries else None)
-    first = _FirstPage()
+    first = _FirstPage(query_page(o.sample_queries))
     if o.verify and ctx.read_back is None and ctx.digests is not None and ctx.segment[1] == 1:
         # the copy's digests are the source's side: the target's is read beside its deferred work
         ctx.target_scan = TargetScan(
@@ -92,13 +92,15 @@ def _copy_here(ctx: RunContext) -> CopyStats:
 
 
 class _FirstPage:
-    """The source's first page as the copy read it (the queries are picked from it)."""
+    """The start of the source's first page as the copy read it: the records the queries are
+    picked from (:func:`~vectorport.verify._queries.query_page`), no more kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, size: int) -> None:
+        self.size = size
         self.page: ScanPage | None = None
 
     def keep(self, page: ScanPage) -> None:
-        self.page = page
+        self.page = page if len(page) <= self.size else ScanPage(page.records[: self.size], page.cursor)
 
 
 def _picker(ctx: RunContext, first: _FirstPage) -> Callable[[], SampledQueries]:

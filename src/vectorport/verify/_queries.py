@@ -27,6 +27,7 @@ __all__ = [
     "ask_queries",
     "pick_queries",
     "query_check",
+    "query_page",
     "relative_slack",
     "sampled_queries",
 ]
@@ -156,6 +157,11 @@ _QUERY_PAGE = 1000
 """Records of the first source page the queries are picked from (at least)."""
 
 
+def query_page(n: int) -> int:
+    """Records of the first source page ``n`` queries are picked from."""
+    return max(n, _QUERY_PAGE)
+
+
 def pick_queries(
     source: VectorStore, shard: tuple[int, int], n: int, first_page: ScanPage | None = None
 ) -> list[Record]:
@@ -167,7 +173,7 @@ def pick_queries(
     tool, or corrupted) is not picked; the data checks report it."""
     if n <= 0:
         return []
-    size = max(n, _QUERY_PAGE)
+    size = query_page(n)
     if first_page is not None and (len(first_page) >= size or first_page.cursor is None):
         picked = _spread(source.spec, first_page.records[:size], n)
         if picked or first_page.cursor is None:
