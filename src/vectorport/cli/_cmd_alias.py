@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 
 from .. import alias
-from ..alias._html import write_html
 from ._common import JsonOption, emit_json, err_console, out_console, reported_errors, writable_path
 
 alias_app = typer.Typer(
@@ -174,6 +173,8 @@ def status(
     with reported_errors():
         report = alias.status(name, registry=registry, queries=None if queries is None else str(queries))
     if report_path is not None:
+        from ..alias._html import write_html  # its charts and the quality figures: only here
+
         err_console.print(
             f"report written to {write_html(report, report_path)}", highlight=False, markup=False
         )
