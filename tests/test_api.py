@@ -188,6 +188,27 @@ def test_listing_the_backends_imports_no_driver() -> None:
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def test_opening_a_store_loads_no_alias_phase_nor_ingest() -> None:
+    """Resolving a URL scheme loads every backend's descriptor: the alias's is its package, which
+    loads its phases (the backfill, the ingest embedders and loaders) only when they are asked for;
+    the CLI's ``alias status`` imports its HTML charts (and the quality figures) only for a report."""
+    code = (
+        "import sys, vectorport; s = vectorport.connect('memory://api-lazy', dimension=2); s.drop(); "
+        "import vectorport.alias as a; listed = set(a.__all__) <= set(dir(a)); "
+        "opened = sorted(m for m in sys.modules "
+        "if m.startswith(('vectorport.ingest', 'vectorport.alias._'))); "
+        "import vectorport.cli; "
+        "cli = sorted(m for m in sys.modules if m.startswith(('vectorport.alias._html', "
+        "'vectorport.alias._quality', 'vectorport.alias._backfill'))); "
+        "print(listed, opened, cli)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True [] []", out.stdout
+    from vectorport.alias import AliasReport, create  # loaded when asked for
+
+    assert callable(create) and AliasReport.__name__ == "AliasReport"
+
+
 def test_migrate_is_a_plain_package_whose_run_migrates() -> None:
     """``vectorport.migrate`` is a package like any other (no class swapped in to make it
     callable: the deprecated ``vectorport.migrate(...)`` call is gone, see the changelog)."""
