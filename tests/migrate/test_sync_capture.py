@@ -686,3 +686,39 @@ def test_follow_without_capture_names_the_store_method_in_python_and_the_flag_on
     ), said
     with contextlib.suppress(vectorport.NotFoundError):
         _on(target, "drop")
+
+
+@pytest.mark.pgvector
+@pytest.mark.parametrize("method", ["slot", "outbox"])
+def test_a_table_dropped_between_the_feeds_check_and_its_read_is_said_dropped(
+    url_for: Callable[..., str], pg_dir: Path, method: str
+) -> None:
+    """A drop can land between the feed's check of the table and the next statement naming it
+    (seen once in a CI run of ``sync --follow``): the feed says the source table was dropped, the
+    position kept, not that a collection should be created."""
+    from psycopg import sql
+
+    from vectorport import ConfigurationError
+
+    url = url_for("pgvector")
+    store = vectorport.connect(url, dimension=DIM)
+    try:
+        store.upsert([_record(i, 0) for i in range(10)])
+        assert store.setup_capture(method).method == method
+        feed = store.change_feed()
+        assert feed is not None
+        qualified = store.layout.qualified
+        with _admin(pg_dir) as conn:
+            conn.execute(sql.SQL("DROP TABLE {} CASCADE").format(qualified))
+        dropped = "the source table was dropped; the sync position is kept"
+        # a statement after the check, as the feed's reads run them
+        with pytest.raises(ConfigurationError, match=dropped), feed._session() as conn:
+            conn.execute(sql.SQL("SELECT 1 FROM {}").format(qualified))
+        with pytest.raises(ConfigurationError, match="the source table was dropped"):
+            feed.read(10)
+        feed.close()
+    finally:
+        store.close()
+        again = vectorport.connect(url, dimension=DIM)  # the table back, to remove the capture
+        again.teardown_capture()
+        again.drop()

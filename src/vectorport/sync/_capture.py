@@ -45,6 +45,7 @@ from ..exceptions import (
     Advised,
     BackendUnavailableError,
     ConfigurationError,
+    NotFoundError,
     Step,
     TransientError,
 )
@@ -222,7 +223,7 @@ class CaptureRun:
         writes: list[tuple[Record, int, bytes]] = []
         gone: list[tuple[str, int]] = []
         for chunk in _chunks(keys, READ_BACK):
-            found = {r.key: r for r in self.source.get(chunk, include=["vector", "metadata", "text"])}
+            found = {r.key: r for r in self._read_back(chunk)}
             self.stats.source_read += len(found)
             for key in chunk:
                 rec = found.get(key)
@@ -277,6 +278,15 @@ class CaptureRun:
         else:
             self.stats.changed += 1
         return Record(rec.key, rec.vector, out.metadata, out.text), bin_of(rec.key, parts), digest
+
+    def _read_back(self, keys: Sequence[str]) -> list[Record]:
+        """The source's records of ``keys``. A table dropped since the feed's read (which checks
+        it) is said as the feed says it, the position kept, not as a collection to create."""
+        try:
+            return self.source.get(keys, include=["vector", "metadata", "text"])
+        except NotFoundError:
+            self.feed.read(1, after=self.position)  # raises when the table is gone
+            raise
 
     def _write(self, records: list[Record]) -> None:
         """Upsert ``records`` in batches of the target's size, ``concurrency`` at a time (the

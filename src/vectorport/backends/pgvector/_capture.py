@@ -41,7 +41,7 @@ import psycopg
 from psycopg import sql
 
 from ..._changes import CaptureSetup, ChangeBatch
-from ...exceptions import Action, Advised, ConfigurationError, NotFoundError, Step
+from ...exceptions import Action, Advised, ConfigurationError, NotFoundError, Step, VectorportError
 from ._connections import usable
 from ._pgoutput import UNCHANGED, Begin, Change, Commit, Relation, Truncate, decode, lsn_int, lsn_text
 from ._quote import Identifier, Literal
@@ -421,13 +421,29 @@ class _Feed:
     @contextmanager
     def _session(self) -> Iterator[psycopg.Connection[Any]]:
         """The feed's connection (a new one when the last was lost), its errors mapped."""
-        with pg_errors("capture", self.store._where, self.store.server.password, lost=self._lost):
-            if not usable(self.conn):
-                self._give_back()  # an engine's pool drops a lost connection
-                self.conn, self._give_back = self.store.capture.hold()
-                if self._claimed:
-                    self._lock()  # the lock went with the lost session
-            yield self.conn
+        try:
+            with pg_errors("capture", self.store._where, self.store.server.password, lost=self._lost):
+                if not usable(self.conn):
+                    self._give_back()  # an engine's pool drops a lost connection
+                    self.conn, self._give_back = self.store.capture.hold()
+                    if self._claimed:
+                        self._lock()  # the lock went with the lost session
+                yield self.conn
+        except NotFoundError as exc:
+            # the table dropped between the check and a statement naming it: said as the check
+            # says it (the position kept), not as a collection to create
+            if self._dropped_meanwhile():
+                raise self._dropped() from exc
+            raise
+
+    def _dropped_meanwhile(self) -> bool:
+        try:
+            with pg_errors("capture", self.store._where, self.store.server.password):
+                if self.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                    self.conn.rollback()
+                return not self.store.capture.table_exists(self.conn)
+        except VectorportError:
+            return False  # the connection went too: the first error stands
 
     def _lost(self) -> bool:
         return not usable(self.conn)
@@ -438,16 +454,7 @@ class _Feed:
         none of its changes are in the feed: going on would call a target "synced" that misses
         them)."""
         if not self.store.capture.table_exists(self.conn):
-            raise ConfigurationError(
-                Advised.of(
-                    "{}: the source table was dropped; the sync position is kept: create it again "
-                    "and install the capture again ({}: the next sync scans the source), or remove "
-                    "the capture ({}) and sync a new source",
-                    self.store._where,
-                    Step(Action.REINSTALL_CAPTURE),
-                    Step(Action.REMOVE_CAPTURE),
-                )
-            )
+            raise self._dropped()
         if not self._covered(self.store.layout.qualified.object_name(self.conn)):
             raise ConfigurationError(
                 Advised.of(
@@ -462,6 +469,18 @@ class _Feed:
                     Step(Action.REINSTALL_CAPTURE),
                 )
             )
+
+    def _dropped(self) -> ConfigurationError:
+        return ConfigurationError(
+            Advised.of(
+                "{}: the source table was dropped; the sync position is kept: create it again "
+                "and install the capture again ({}: the next sync scans the source), or remove "
+                "the capture ({}) and sync a new source",
+                self.store._where,
+                Step(Action.REINSTALL_CAPTURE),
+                Step(Action.REMOVE_CAPTURE),
+            )
+        )
 
     def _covered(self, table: str) -> bool:
         """Whether the capture's publication or trigger covers ``table`` (this relation)."""
