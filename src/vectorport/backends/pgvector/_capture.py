@@ -456,6 +456,8 @@ class _Feed:
         if not self.store.capture.table_exists(self.conn):
             raise self._dropped()
         if not self._covered(self.store.layout.qualified.object_name(self.conn)):
+            if not self.store.capture.table_exists(self.conn):
+                raise self._dropped()  # dropped since the first look: no longer covered, and gone
             raise ConfigurationError(
                 Advised.of(
                     "{}: the capture {} no longer covers {}.{} (the table was dropped and created "
