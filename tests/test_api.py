@@ -75,6 +75,11 @@ def test_all_is_pinned() -> None:
         assert hasattr(vectorport, name), name
 
 
+def _fresh_process(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a new interpreter (what it imports is what a fresh process imports)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+
 def test_import_loads_no_driver() -> None:
     code = (
         "import sys, vectorport, vectorport.filters, vectorport.cli; "
@@ -82,7 +87,7 @@ def test_import_loads_no_driver() -> None:
         "'voyageai', 'hypothesis', 'pytest', 'ray', 'pyarrow', 'vectorport.ray'}; "
         "print(sorted(heavy & set(sys.modules)))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = _fresh_process(code)
     assert out.stdout.strip() == "[]", out.stdout
 
 
@@ -184,7 +189,7 @@ def test_listing_the_backends_imports_no_driver() -> None:
         "import sys, vectorport; names = [b.name for b in vectorport.available_backends()]; "
         "print(sorted(m for m in ('psycopg', 'chromadb', 'boto3', 'pyarrow') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = _fresh_process(code)
     assert out.stdout.strip() == "[]", out.stdout
 
 
@@ -202,7 +207,7 @@ def test_opening_a_store_loads_no_alias_phase_nor_ingest() -> None:
         "'vectorport.alias._quality', 'vectorport.alias._backfill'))); "
         "print(listed, opened, cli)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = _fresh_process(code)
     assert out.stdout.strip() == "True [] []", out.stdout
     from vectorport.alias import AliasReport, create  # loaded when asked for
 

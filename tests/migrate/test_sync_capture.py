@@ -722,3 +722,57 @@ def test_a_table_dropped_between_the_feeds_check_and_its_read_is_said_dropped(
         again = vectorport.connect(url, dimension=DIM)  # the table back, to remove the capture
         again.teardown_capture()
         again.drop()
+
+
+@pytest.mark.pgvector
+def test_a_table_dropped_before_a_pass_reads_its_changed_records_is_said_dropped(
+    url_for: Callable[..., str], pg_dir: Path, tmp_path: Path
+) -> None:
+    """The feed read a batch (the table was there), then the table went before the pass read the
+    changed records back: the pass says the table was dropped, and the state keeps its position."""
+    from psycopg import sql
+
+    from vectorport import ConfigurationError
+    from vectorport.engine._transform import Transformer
+    from vectorport.sync._capture import CaptureRun
+    from vectorport.sync._report import SyncStats
+    from vectorport.sync._state import SyncState
+
+    url = url_for("pgvector")
+    store = vectorport.connect(url, dimension=DIM)
+    target = vectorport.connect("memory://capture-dropped-read-back", dimension=DIM)
+    try:
+        store.upsert([_record(i, 0) for i in range(10)])
+        assert store.setup_capture("slot").method == "slot"
+        store.upsert([_record(i, 1) for i in range(3)])
+        feed = store.change_feed()
+        assert feed is not None
+        batch = feed.read(100)
+        assert batch.keys
+        state = SyncState(tmp_path / "s.sqlite", {"test": "dropped"})
+        run = CaptureRun(
+            store,
+            target,
+            state,
+            Transformer(target.capabilities.metadata),
+            SyncStats(),
+            feed,
+            delete=True,
+            batch_size=100,
+            retry=None,
+        )
+        with _admin(pg_dir) as conn:
+            conn.execute(sql.SQL("DROP TABLE {} CASCADE").format(store.layout.qualified))
+        with pytest.raises(
+            ConfigurationError, match="the source table was dropped; the sync position is kept"
+        ):
+            run.apply(batch)
+        assert run.position is None and target.count() == 0  # nothing applied, nothing confirmed
+        feed.close()
+        state.close()
+    finally:
+        target.drop()
+        store.close()
+        again = vectorport.connect(url, dimension=DIM)
+        again.teardown_capture()
+        again.drop()
