@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import vectorport
@@ -55,6 +55,16 @@ docs_strategy = st.lists(
     weight=st.sampled_from([0.0, 0.25, 0.5, 1.0]),
     rrf_k=st.integers(1, 80),
     filtered=st.booleans(),
+)
+# four records tie on distance at the vector side's cut (2k = 2 candidates): which of them is a
+# candidate decides the fused ranks, so the exact side cuts ties by key as the reference does
+@example(
+    docs=[(0, 0, "x", "red")] * 4 + [(0, -1, "x", "red")],
+    query="red",
+    k=1,
+    weight=0.0,
+    rrf_k=1,
+    filtered=False,
 )
 def test_hybrid_agrees_with_the_reference(
     pair: tuple[vectorport.VectorStore, vectorport.VectorStore],

@@ -292,6 +292,9 @@ class Layout:
             tkey=tkey,
             fts=fts,
             notnull=self._embedding_present("t", " AND "),
+            # without an index the candidates are exact, ties at the cut included (by key); an
+            # HNSW scan orders by the bare index expression alone, or the index goes unused
+            ties=sql.SQL(", key" if self.index == "exact" else ""),
         )
 
 
@@ -300,7 +303,7 @@ _HYBRID_SQL = (
     "  vec AS MATERIALIZED (\n"
     "    SELECT hits.key, row_number() OVER (ORDER BY hits.ord, hits.key) AS r\n"
     "    FROM (SELECT {tkey} AS key, {idist} AS ord FROM {table} AS t WHERE {where}{notnull}\n"
-    "          ORDER BY ord LIMIT {candidates}) AS hits\n"
+    "          ORDER BY ord{ties} LIMIT {candidates}) AS hits\n"
     "  ),\n"
     "  txt AS MATERIALIZED (\n"
     "    SELECT {tkey} AS key,\n"
