@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -74,3 +75,44 @@ def test_k_above_ef_search_cap_is_not_truncated(loaded: tuple[vectorport.BaseSto
     store, _ = loaded
     q = query_vectors(1, DIM, clusters=32, seed=21)[0]
     assert store.query(q, k=1500, include=[]).k_returned == 1500
+
+
+_NARROW = {"ef_search": 1, "max_scan_tuples": 1}
+"""A walk of the index that ends after one tuple: short of k on almost every query."""
+
+
+def test_an_index_walk_that_ends_short_is_finished_by_an_exact_search(
+    loaded: tuple[vectorport.BaseStore, ExactIndex],
+) -> None:
+    """A query whose HNSW walk stops before k rows (here at ``max_scan_tuples``; in a build that
+    strands a cluster, where the rows are) returns the exact min(k, matching) rows, sync and
+    async; asked for the walk alone (``iterative_scan=off``) it stays short, so the walk did end."""
+    store, index = loaded
+    where = {"rare": True}
+    for q in query_vectors(4, DIM, clusters=32, seed=5):
+        for k, flt in ((10, where), (300, None)):
+            result = store.query(q, k=k, filter=flt, params=_NARROW)
+            j = judge(index, q, result, parse_filter(flt) if flt else None)
+            assert (result.k_returned, j.recall, j.violations) == (k, 1.0, ()), (k, flt)
+        walk = store.query(q, k=10, filter=where, params={**_NARROW, "iterative_scan": "off"})
+        assert walk.k_returned < 10
+
+    async def asynchronous() -> list[str]:
+        async with await vectorport.aconnect(store.url.raw, dimension=DIM, metric="cosine") as astore:
+            return (await astore.aquery(q, k=10, filter=where, params=_NARROW)).keys
+
+    assert asyncio.run(asynchronous()) == store.query(q, k=10, filter=where).keys
+
+
+def test_the_exact_search_ranks_without_the_index(loaded: tuple[vectorport.BaseStore, ExactIndex]) -> None:
+    """The statement that finishes a short walk cannot be ordered by the HNSW index (an index
+    scan would be the same walk again): its plan ranks every matching row."""
+    store, _ = loaded
+    q = query_vectors(1, DIM, clusters=32, seed=5)[0]
+    call = store.searcher._search_call(q, 10, None, frozenset(), {})  # type: ignore[attr-defined]
+    assert call.exact is not None
+    conn, _ = store.server.conn()  # type: ignore[attr-defined]
+    for statement, want in ((call, True), (call.exact, False)):
+        text = statement.build().as_string(conn)
+        plan = conn.execute(f"EXPLAIN {text}", statement.params).fetchall()
+        assert any("_embedding_hnsw" in row[0] for row in plan) is want, plan

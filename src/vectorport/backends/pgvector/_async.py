@@ -269,7 +269,13 @@ class AsyncPgVectorStore(AsyncStore["PgVectorStore"]):
         q = prepare_query(store, vector, k, filter, include, params)
         assert q.vector is not None
         call = store.searcher._search_call(q.vector, q.k, q.where, q.include, q.params)
-        rows = await store.retry.acall(lambda: self._search(call), f"{store.name}: query")
+
+        async def search() -> list[Any]:
+            rows = await self._search(call)
+            exact = call.short(rows)
+            return rows if exact is None else await self._search(exact)
+
+        rows = await store.retry.acall(search, f"{store.name}: query")
         return QueryResult(tuple(store.searcher._matches(rows, q.include)[: q.k]), q.k)
 
     async def aget(self, keys: Iterable[str], *, include: Iterable[str] | None = None) -> list[Record]:
