@@ -59,8 +59,8 @@ class SearchCall:
 
         An HNSW walk can end before ``k`` rows match although more exist: its iterative scan
         stops at ``max_scan_tuples``, and a graph built on tight clusters can leave some
-        unreachable from the entry point (measured: 552 of k = 1,500 on 20k rows in 32
-        clusters, about one build in a hundred). Fewer rows then say only "the walk ended",
+        unreachable from the entry point (a CI run: 552 of k = 1,500 on 20k rows in 32
+        clusters; rare, 0 of 60 builds here). Fewer rows then say only "the walk ended",
         so they are replaced by the exact answer, min(k, matching rows); a query run with
         ``iterative_scan=off`` asked for the walk alone and has no exact search.
         """
